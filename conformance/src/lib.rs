@@ -1,0 +1,1 @@
+//! wirecheck conformance runner (work in progress).

@@ -1,0 +1,1 @@
+//! Fake wireserver + IMDS (work in progress).

@@ -1,0 +1,1 @@
+//! Provisioning health reporter (work in progress).
