@@ -1,1 +1,4 @@
-//! wirecheck conformance runner (work in progress).
+//! wirecheck: runs provisioning agents against scenarios on the fake wireserver and judges what they did.
+
+pub mod results;
+pub mod tools;

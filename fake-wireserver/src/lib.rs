@@ -1,1 +1,3 @@
-//! Fake wireserver + IMDS (work in progress).
+//! Fake wireserver + IMDS for testing Azure provisioning agents.
+
+pub mod oracle;

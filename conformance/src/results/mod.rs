@@ -1,0 +1,1 @@
+//! Run results: the model and its writers (JSON, JUnit, HTML).

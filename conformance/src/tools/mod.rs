@@ -1,0 +1,1 @@
+//! Stand-alone inspection commands: `kvp dump`, `report parse`, `vectors check`.

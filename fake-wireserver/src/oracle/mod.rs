@@ -1,0 +1,1 @@
+//! The independent parsers (the oracle): encoded reports, health XML/JSON, KVP pool files.
