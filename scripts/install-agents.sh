@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Installs the real provisioning agents that the end-to-end tests drive, unmodified:
+#   - cloud-init 22.4.2 (Debian 12 package; its Python modules live in /usr/lib/python3/dist-packages)
+#   - afterburn 5.11.0 (built from crates.io with its own Cargo.lock into target/agents/afterburn)
+# Run as root on a fresh Debian 12 machine. Idempotent: what is already there is kept.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+AFTERBURN_VERSION="5.11.0"
+AFTERBURN_ROOT="${REPO}/target/agents/afterburn"
+# A stable target dir so an interrupted build resumes instead of starting over.
+AFTERBURN_BUILD="${REPO}/target/agents/afterburn-build"
+
+log() { printf 'install-agents: %s\n' "$*" >&2; }
+
+if [ "$(id -u)" -ne 0 ]; then
+    log "must run as root (apt-get install)"
+    exit 2
+fi
+
+# --- cloud-init -------------------------------------------------------------------------------
+# Only the Python package is used (the tests call its functions); its systemd units are never
+# started by the tests. policy-rc.d keeps the package's postinst from starting anything here.
+if dpkg-query -W -f='${Status}' cloud-init 2>/dev/null | grep -q '^install ok installed$'; then
+    log "cloud-init $(dpkg-query -W -f='${Version}' cloud-init) already installed"
+else
+    log "installing cloud-init"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update
+    apt-get install -y --no-install-recommends cloud-init
+fi
+# The tests also need util-linux (unshare, setpriv) and iproute2 (ip) for network namespaces.
+missing=()
+command -v unshare >/dev/null || missing+=(util-linux)
+command -v ip >/dev/null || missing+=(iproute2)
+if [ "${#missing[@]}" -gt 0 ]; then
+    log "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update
+    apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+/usr/bin/python3 -c 'import cloudinit.version as v; print("install-agents: cloud-init python package", v.version_string())' >&2
+
+# --- afterburn --------------------------------------------------------------------------------
+afterburn_bin="${AFTERBURN_ROOT}/bin/afterburn"
+if [ -x "${afterburn_bin}" ] && "${afterburn_bin}" --version 2>/dev/null | grep -q "${AFTERBURN_VERSION}"; then
+    log "afterburn ${AFTERBURN_VERSION} already built at ${afterburn_bin}"
+else
+    log "building afterburn ${AFTERBURN_VERSION} (several minutes) into ${AFTERBURN_ROOT}"
+    # afterburn links OpenSSL through openssl-sys.
+    build_missing=()
+    for pkg in libssl-dev pkg-config gcc; do
+        dpkg-query -W -f='${Status}' "${pkg}" 2>/dev/null | grep -q '^install ok installed$' \
+            || build_missing+=("${pkg}")
+    done
+    if [ "${#build_missing[@]}" -gt 0 ]; then
+        log "installing build dependencies ${build_missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update
+        apt-get install -y --no-install-recommends "${build_missing[@]}"
+    fi
+    command -v cargo >/dev/null || { log "cargo not found: install a Rust toolchain first"; exit 1; }
+    CARGO_TARGET_DIR="${AFTERBURN_BUILD}" nice -n 10 cargo install afterburn \
+        --version "${AFTERBURN_VERSION}" --locked --root "${AFTERBURN_ROOT}"
+    "${afterburn_bin}" --version >&2
+fi
+log "done"
