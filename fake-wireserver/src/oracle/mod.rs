@@ -1,1 +1,16 @@
 //! The independent parsers (the oracle): encoded reports, health XML/JSON, KVP pool files.
+//!
+//! Pure functions pinned to PROTOCOL.md (§4–§7) and the captured vectors, never to the
+//! `reporter` crate: a bug in an encoder must not hide because the judge shares its code.
+//! Nothing here does I/O; every output type is serde Serialize + Deserialize so the journal and
+//! the conformance results can carry it.
+
+pub mod encoded;
+pub mod finding;
+pub mod health;
+pub mod kvp;
+
+pub use encoded::{Dialect, EncodedError, EncodedReport, Mode};
+pub use finding::{Finding, Severity};
+pub use health::{HealthReport, ReportKind, ServedIds};
+pub use kvp::{HostRecord, KvpError, PoolView};

@@ -1,0 +1,102 @@
+//! Findings: what the oracle noticed about a request, report or pool file.
+
+use serde::{Deserialize, Serialize};
+
+/// How much a finding matters. Conformance checks decide verdicts from these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The platform (or a spec-following peer) would misread or reject this.
+    Error,
+    /// Deviates from what the reference agents do; the platform probably copes.
+    Warning,
+    /// Worth knowing, not a deviation (e.g. a known truncation limit was hit).
+    Info,
+}
+
+/// One observation with a stable dotted id (e.g. `health.incarnation-mismatch`,
+/// `report.order.vm_id`, `kvp.value.over-host-limit`). The message names the field and what
+/// was expected.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Finding {
+    pub id: String,
+    pub severity: Severity,
+    pub message: String,
+}
+
+impl Finding {
+    pub fn new(id: impl Into<String>, severity: Severity, message: impl Into<String>) -> Self {
+        Finding {
+            id: id.into(),
+            severity,
+            message: message.into(),
+        }
+    }
+
+    pub fn error(id: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(id, Severity::Error, message)
+    }
+
+    pub fn warning(id: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(id, Severity::Warning, message)
+    }
+
+    pub fn info(id: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(id, Severity::Info, message)
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// The same finding with `prefix.` in front of its id (findings of a nested document,
+    /// e.g. the encoded report inside a health description).
+    pub fn prefixed(&self, prefix: &str) -> Self {
+        Finding {
+            id: format!("{prefix}.{}", self.id),
+            severity: self.severity,
+            message: self.message.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let severity = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        };
+        write!(f, "{severity} [{}]: {}", self.id, self.message)
+    }
+}
+
+/// True when any finding is an error.
+pub fn has_errors(findings: &[Finding]) -> bool {
+    findings.iter().any(Finding::is_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn severity_serializes_lowercase() {
+        let f = Finding::warning("health.incarnation-mismatch", "expected 7, got 1");
+        let json = serde_json::to_string(&f).unwrap();
+        assert_eq!(
+            json,
+            r#"{"id":"health.incarnation-mismatch","severity":"warning","message":"expected 7, got 1"}"#
+        );
+        let back: Finding = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, f);
+    }
+
+    #[test]
+    fn prefixed_keeps_severity_and_message() {
+        let f = Finding::error("report.missing.reason", "no reason").prefixed("health.description");
+        assert_eq!(f.id, "health.description.report.missing.reason");
+        assert!(f.is_error());
+        assert_eq!(f.to_string(), "error [health.description.report.missing.reason]: no reason");
+    }
+}
