@@ -692,8 +692,15 @@ fn check_layout(
     missing_severity: Severity,
     findings: &mut Vec<Finding>,
 ) {
-    for (expected, &key) in layout.head.iter().enumerate() {
-        match keys.iter().position(|k| *k == key) {
+    // A missing head field is reported once, not again as a shift of everything after it.
+    let mut expected: usize = 0;
+    for &key in layout.head {
+        let at = keys.iter().position(|k| *k == key);
+        if at.is_some() {
+            expected += 1;
+        }
+        let expected = expected.saturating_sub(1);
+        match at {
             None => findings.push(missing_finding(key, layout, missing_severity)),
             Some(at) if at != expected => findings.push(order_finding(key, keys, expected, layout.name)),
             Some(_) => {}

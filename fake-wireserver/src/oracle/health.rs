@@ -1,9 +1,21 @@
-//! Health reports as the wireserver receives them: XML (§4) and JSON (§5).
+//! Health reports as the wireserver receives them: XML (PROTOCOL.md §4) and JSON (§5).
+//!
+//! Both parsers are lenient the way §4.3 asks a server to be (prolog and namespaces optional,
+//! whitespace between elements ignored, element names case-sensitive) and never fail: whatever
+//! is wrong with a body becomes a finding on the returned report.
 
+use quick_xml::events::Event;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::encoded::EncodedReport;
+use super::encoded::{self, EncodedReport, Mode};
 use super::finding::Finding;
+
+/// The platform keeps at most this many bytes of a description (§4.2).
+pub const DESCRIPTION_PLATFORM_CAP: usize = 4096;
+
+/// Substatus values agents send (§4.2, §5).
+const KNOWN_SUBSTATUSES: [&str; 2] = ["ProvisioningFailed", "Provisioning"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -12,7 +24,7 @@ pub enum ReportKind {
     Json,
 }
 
-/// The ids the fake served in its goal state; XML reports must echo them.
+/// The ids the fake served in its goal state; XML reports echo them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ServedIds {
     pub incarnation: String,
@@ -23,15 +35,17 @@ pub struct ServedIds {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HealthReport {
     pub kind: ReportKind,
+    /// `Ready` | `NotReady` | anything else (with a finding).
     pub state: Option<String>,
     pub substatus: Option<String>,
-    /// Unescaped.
+    /// Unescaped, verbatim (not trimmed).
     pub description: Option<String>,
     /// XML only.
     pub goal_state_incarnation: Option<String>,
     pub container_id: Option<String>,
     pub instance_id: Option<String>,
-    /// When the description looks encoded: its lenient parse.
+    /// When the description looks encoded (`result=…`): its lenient parse; its findings are
+    /// also in `findings`, with ids prefixed `health.description.`.
     pub encoded: Option<EncodedReport>,
     pub findings: Vec<Finding>,
 }
@@ -50,14 +64,742 @@ impl HealthReport {
             findings: Vec::new(),
         }
     }
+
+    /// True when any finding is an error.
+    pub fn has_errors(&self) -> bool {
+        super::finding::has_errors(&self.findings)
+    }
 }
 
-/// Parses a health XML body leniently. Never panics, never fails: problems are findings.
-pub fn parse_xml(_body: &[u8], _served: Option<&ServedIds>) -> HealthReport {
-    HealthReport::empty(ReportKind::Xml)
+// ---------------------------------------------------------------------------------------------
+// XML (§4)
+
+const ROLE: &[&str] = &["Health", "Container", "RoleInstanceList", "Role"];
+
+/// The leaf elements read from a health document, by path below the document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Leaf {
+    Incarnation,
+    ContainerId,
+    InstanceId,
+    State,
+    SubStatus,
+    Description,
 }
 
-/// Parses a JSON health body. Never panics, never fails: problems are findings.
-pub fn parse_json(_body: &[u8]) -> HealthReport {
-    HealthReport::empty(ReportKind::Json)
+impl Leaf {
+    fn at(path: &[String]) -> Option<Leaf> {
+        let path: Vec<&str> = path.iter().map(String::as_str).collect();
+        match path.as_slice() {
+            ["Health", "GoalStateIncarnation"] => Some(Leaf::Incarnation),
+            ["Health", "Container", "ContainerId"] => Some(Leaf::ContainerId),
+            [a, b, c, d, rest @ ..] if [*a, *b, *c, *d] == ROLE => match rest {
+                ["InstanceId"] => Some(Leaf::InstanceId),
+                ["Health", "State"] => Some(Leaf::State),
+                ["Health", "Details", "SubStatus"] => Some(Leaf::SubStatus),
+                ["Health", "Details", "Description"] => Some(Leaf::Description),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn element(self) -> &'static str {
+        match self {
+            Leaf::Incarnation => "GoalStateIncarnation",
+            Leaf::ContainerId => "ContainerId",
+            Leaf::InstanceId => "InstanceId",
+            Leaf::State => "State",
+            Leaf::SubStatus => "SubStatus",
+            Leaf::Description => "Description",
+        }
+    }
+}
+
+/// Element names expected under each parent, to point out case mistakes (`Substatus`).
+fn expected_children(parent: &[String]) -> &'static [&'static str] {
+    let parent: Vec<&str> = parent.iter().map(String::as_str).collect();
+    match parent.as_slice() {
+        [] => &["Health"],
+        ["Health"] => &["GoalStateIncarnation", "Container"],
+        ["Health", "Container"] => &["ContainerId", "RoleInstanceList"],
+        ["Health", "Container", "RoleInstanceList"] => &["Role"],
+        p if p == ROLE => &["InstanceId", "Health"],
+        [a, b, c, d, "Health"] if [*a, *b, *c, *d] == ROLE => &["State", "Details"],
+        [a, b, c, d, "Health", "Details"] if [*a, *b, *c, *d] == ROLE => {
+            &["SubStatus", "Description"]
+        }
+        _ => &[],
+    }
+}
+
+#[derive(Default)]
+struct XmlValues {
+    values: Vec<(Leaf, String)>,
+    details: bool,
+    roles: usize,
+}
+
+impl XmlValues {
+    fn get(&self, leaf: Leaf) -> Option<&str> {
+        self.values
+            .iter()
+            .find(|(l, _)| *l == leaf)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Parses a health XML body (§4) leniently. Never panics, never fails: problems are findings.
+/// With `served`, the echoed ids are compared with what the fake served (mismatches are
+/// warnings, never rejections, §4.3).
+pub fn parse_xml(body: &[u8], served: Option<&ServedIds>) -> HealthReport {
+    let mut report = HealthReport::empty(ReportKind::Xml);
+    let text = body_text(body, &mut report.findings);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    if text.trim().is_empty() {
+        report.findings.push(Finding::error(
+            "health.body.empty",
+            "the body is empty; expected a <Health> document (§4.1)",
+        ));
+        return report;
+    }
+    let values = match read_xml(text, &mut report.findings) {
+        Ok(values) => values,
+        Err(finding) => {
+            report.findings.push(finding);
+            return report;
+        }
+    };
+
+    let trimmed = |leaf: Leaf, findings: &mut Vec<Finding>| {
+        let raw = values.get(leaf)?;
+        let value = raw.trim();
+        if value != raw {
+            findings.push(Finding::warning(
+                format!("health.xml.whitespace.{}", leaf.element()),
+                format!(
+                    "<{}> is {raw:?}: surrounding whitespace is not part of the value; expected {value:?}",
+                    leaf.element()
+                ),
+            ));
+        }
+        Some(value.to_string())
+    };
+    report.goal_state_incarnation = trimmed(Leaf::Incarnation, &mut report.findings);
+    report.container_id = trimmed(Leaf::ContainerId, &mut report.findings);
+    report.instance_id = trimmed(Leaf::InstanceId, &mut report.findings);
+    report.state = trimmed(Leaf::State, &mut report.findings);
+    report.substatus = trimmed(Leaf::SubStatus, &mut report.findings);
+    report.description = values.get(Leaf::Description).map(str::to_string);
+
+    if values.roles > 1 {
+        report.findings.push(Finding::warning(
+            "health.xml.multiple-roles",
+            format!(
+                "{} <Role> elements under RoleInstanceList; the first one is read (agents send one)",
+                values.roles
+            ),
+        ));
+    }
+    for (leaf, path) in [
+        (Leaf::Incarnation, "Health/GoalStateIncarnation"),
+        (Leaf::ContainerId, "Health/Container/ContainerId"),
+        (
+            Leaf::InstanceId,
+            "Health/Container/RoleInstanceList/Role/InstanceId",
+        ),
+    ] {
+        if values.get(leaf).is_none() {
+            report.findings.push(Finding::error(
+                format!("health.missing.{}", leaf.element()),
+                format!("no <{}> element; expected {path} (§4.1)", leaf.element()),
+            ));
+        }
+    }
+    if let Some(served) = served {
+        compare_ids(&mut report, served);
+    }
+    check_semantics(
+        &mut report,
+        values.details,
+        "Health/Container/RoleInstanceList/Role/Health/State",
+    );
+    report
+}
+
+/// Reads the document, collecting the leaves of the first `<Role>`. `Err` = not well-formed.
+fn read_xml(text: &str, findings: &mut Vec<Finding>) -> Result<XmlValues, Finding> {
+    let mut reader = quick_xml::Reader::from_str(text);
+    let mut values = XmlValues::default();
+    let mut path: Vec<String> = Vec::new();
+    let mut capture: Option<(Leaf, usize, String)> = None; // leaf, depth, text so far
+    let mut root_seen = false;
+    let invalid = |reader: &quick_xml::Reader<&[u8]>, what: String| {
+        Finding::error(
+            "health.xml.invalid",
+            format!(
+                "the body is not well-formed XML at byte {}: {what}",
+                reader.error_position()
+            ),
+        )
+    };
+
+    loop {
+        let event = reader
+            .read_event()
+            .map_err(|e| invalid(&reader, e.to_string()))?;
+        let (start, end) = match &event {
+            Event::Start(e) | Event::Empty(e) => {
+                let name = String::from_utf8_lossy(e.local_name().as_ref()).into_owned();
+                if path.is_empty() {
+                    if root_seen {
+                        return Err(invalid(
+                            &reader,
+                            format!("a second root element <{name}>"),
+                        ));
+                    }
+                    root_seen = true;
+                }
+                check_name_case(&path, &name, findings);
+                (Some(name), matches!(event, Event::Empty(_)))
+            }
+            Event::End(_) => (None, true),
+            Event::Text(t) => {
+                let content = t
+                    .xml10_content()
+                    .map_err(|e| invalid(&reader, e.to_string()))?;
+                if let Some((_, _, buf)) = capture.as_mut() {
+                    buf.push_str(&content);
+                } else if path.is_empty() && !content.trim().is_empty() {
+                    return Err(invalid(&reader, "text outside the root element".into()));
+                }
+                (None, false)
+            }
+            Event::CData(t) => {
+                if let Some((_, _, buf)) = capture.as_mut() {
+                    buf.push_str(&String::from_utf8_lossy(t));
+                }
+                (None, false)
+            }
+            Event::GeneralRef(r) => {
+                let name = r.decode().map_err(|e| invalid(&reader, e.to_string()))?;
+                let resolved = match r.resolve_char_ref() {
+                    Ok(Some(c)) => c.to_string(),
+                    Ok(None) => match quick_xml::escape::resolve_predefined_entity(&name) {
+                        Some(s) => s.to_string(),
+                        None => {
+                            findings.push(Finding::error(
+                                "health.xml.unknown-entity",
+                                format!(
+                                    "entity &{name}; is not one of XML's predefined entities (amp, lt, gt, quot, apos); kept as written"
+                                ),
+                            ));
+                            format!("&{name};")
+                        }
+                    },
+                    Err(e) => return Err(invalid(&reader, e.to_string())),
+                };
+                if let Some((_, _, buf)) = capture.as_mut() {
+                    buf.push_str(&resolved);
+                }
+                (None, false)
+            }
+            Event::Eof => break,
+            // Declaration, comments, processing instructions, doctype: nothing to read.
+            _ => (None, false),
+        };
+
+        if let Some(name) = start {
+            path.push(name);
+            if path.len() == ROLE.len() && path == ROLE {
+                values.roles += 1;
+            }
+            if path.len() == 4 && path[..3] == ROLE[..3] && path[3] == "RoleInstance" {
+                findings.push(Finding::error(
+                    "health.xml.role-instance",
+                    "the health document lists <RoleInstance>; it uses RoleInstanceList/Role (the goal state's name is RoleInstance, §4)",
+                ));
+            }
+            // Only the first <Role> is read.
+            let in_first_role = !(path.len() > ROLE.len() && path[..ROLE.len()] == *ROLE)
+                || values.roles == 1;
+            if in_first_role
+                && path.len() == ROLE.len() + 2
+                && path[..ROLE.len()] == *ROLE
+                && path[ROLE.len()] == "Health"
+                && path[ROLE.len() + 1] == "Details"
+            {
+                values.details = true;
+            }
+            if capture.is_none()
+                && in_first_role
+                && let Some(leaf) = Leaf::at(&path)
+            {
+                capture = Some((leaf, path.len(), String::new()));
+            }
+        }
+        if end {
+            if let Some((leaf, _, buf)) = capture.take_if(|(_, depth, _)| *depth == path.len()) {
+                if values.get(leaf).is_some() {
+                    findings.push(Finding::warning(
+                        format!("health.xml.duplicate.{}", leaf.element()),
+                        format!(
+                            "more than one <{}>; the first one is read",
+                            leaf.element()
+                        ),
+                    ));
+                } else {
+                    values.values.push((leaf, buf));
+                }
+            }
+            path.pop();
+        }
+    }
+
+    if !root_seen {
+        return Err(invalid(&reader, "no root element".into()));
+    }
+    if let Some(open) = path.last() {
+        return Err(invalid(
+            &reader,
+            format!("the document ends inside <{open}>"),
+        ));
+    }
+    Ok(values)
+}
+
+fn check_name_case(parent: &[String], name: &str, findings: &mut Vec<Finding>) {
+    let expected = expected_children(parent);
+    if parent.is_empty() && name != "Health" {
+        findings.push(Finding::error(
+            "health.xml.root",
+            format!("the root element is <{name}>; expected <Health> (§4.1)"),
+        ));
+        return;
+    }
+    if let Some(want) = expected
+        .iter()
+        .find(|want| want.eq_ignore_ascii_case(name) && **want != name)
+    {
+        findings.push(Finding::error(
+            "health.xml.element-case",
+            format!(
+                "element <{name}> under {}: element names are case-sensitive; expected <{want}> (§4.3)",
+                if parent.is_empty() {
+                    "the document".to_string()
+                } else {
+                    parent.join("/")
+                }
+            ),
+        ));
+    }
+}
+
+fn compare_ids(report: &mut HealthReport, served: &ServedIds) {
+    let pairs = [
+        (
+            "health.incarnation-mismatch",
+            "GoalStateIncarnation",
+            &report.goal_state_incarnation,
+            &served.incarnation,
+        ),
+        (
+            "health.container-id-mismatch",
+            "ContainerId",
+            &report.container_id,
+            &served.container_id,
+        ),
+        (
+            "health.instance-id-mismatch",
+            "InstanceId",
+            &report.instance_id,
+            &served.instance_id,
+        ),
+    ];
+    let mut found = Vec::new();
+    for (id, element, sent, served) in pairs {
+        if let Some(sent) = sent
+            && sent != served
+        {
+            found.push(Finding::warning(
+                id,
+                format!(
+                    "<{element}> is {sent:?}; the goal state served {served:?} (recorded, not rejected, §4.3)"
+                ),
+            ));
+        }
+    }
+    report.findings.extend(found);
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON (§5)
+
+/// Parses a JSON health body (§5). Never panics, never fails: problems are findings.
+pub fn parse_json(body: &[u8]) -> HealthReport {
+    let mut report = HealthReport::empty(ReportKind::Json);
+    if body.iter().all(u8::is_ascii_whitespace) {
+        report.findings.push(Finding::error(
+            "health.body.empty",
+            "the body is empty; expected a JSON object like {\"state\":\"Ready\"} (§5)",
+        ));
+        return report;
+    }
+    let value: Value = match serde_json::from_slice(body) {
+        Ok(value) => value,
+        Err(e) => {
+            report.findings.push(Finding::error(
+                "health.json.invalid",
+                format!("the body is not valid JSON: {e}"),
+            ));
+            return report;
+        }
+    };
+    let Some(object) = value.as_object() else {
+        report.findings.push(Finding::error(
+            "health.json.not-object",
+            format!(
+                "the body is a JSON {}; expected an object with `state` (§5)",
+                json_type(&value)
+            ),
+        ));
+        return report;
+    };
+
+    for key in object.keys() {
+        if key != "state" && key != "details" {
+            report.findings.push(unknown_key_finding(key, "", &["state", "details"]));
+        }
+    }
+    report.state = json_string(object.get("state"), "state", &mut report.findings);
+
+    let mut details_present = false;
+    match object.get("details") {
+        None => {}
+        Some(Value::Object(details)) => {
+            details_present = true;
+            for key in details.keys() {
+                if key != "subStatus" && key != "description" {
+                    report.findings.push(unknown_key_finding(
+                        key,
+                        "details.",
+                        &["subStatus", "description"],
+                    ));
+                }
+            }
+            report.substatus = json_string(
+                details.get("subStatus"),
+                "details.subStatus",
+                &mut report.findings,
+            );
+            report.description = json_string(
+                details.get("description"),
+                "details.description",
+                &mut report.findings,
+            );
+        }
+        Some(other) => report.findings.push(Finding::error(
+            "health.json.type.details",
+            format!("`details` is a JSON {}; expected an object (§5)", json_type(other)),
+        )),
+    }
+    check_semantics(&mut report, details_present, "`state`");
+    report
+}
+
+fn json_string(value: Option<&Value>, name: &str, findings: &mut Vec<Finding>) -> Option<String> {
+    match value? {
+        Value::String(s) => Some(s.clone()),
+        other => {
+            findings.push(Finding::error(
+                format!("health.json.type.{name}"),
+                format!("`{name}` is a JSON {}; expected a string (§5)", json_type(other)),
+            ));
+            None
+        }
+    }
+}
+
+fn unknown_key_finding(key: &str, prefix: &str, known: &[&str]) -> Finding {
+    let hint = known
+        .iter()
+        .find(|k| k.eq_ignore_ascii_case(key))
+        .map(|k| format!(" (keys are case-sensitive: did you mean `{prefix}{k}`?)"))
+        .unwrap_or_default();
+    Finding::warning(
+        "health.json.unknown-key",
+        format!(
+            "unknown key `{prefix}{key}`; expected only {}{hint} (§5)",
+            known
+                .iter()
+                .map(|k| format!("`{prefix}{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    )
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared
+
+/// The body as text; a body that is not UTF-8 (cloud-init 22.4.2 encodes Latin-1) is read
+/// lossily with a finding.
+fn body_text(body: &[u8], findings: &mut Vec<Finding>) -> String {
+    match std::str::from_utf8(body) {
+        Ok(s) => s.to_string(),
+        Err(e) => {
+            findings.push(Finding::error(
+                "health.body.invalid-utf8",
+                format!(
+                    "the body is not valid UTF-8 (first bad byte at offset {}); read with replacement characters",
+                    e.valid_up_to()
+                ),
+            ));
+            String::from_utf8_lossy(body).into_owned()
+        }
+    }
+}
+
+/// Checks shared by both formats: state, details, substatus, description.
+fn check_semantics(report: &mut HealthReport, details_present: bool, state_at: &str) {
+    let mut findings = Vec::new();
+    match report.state.as_deref() {
+        None => findings.push(Finding::error(
+            "health.missing.state",
+            format!("no state; expected {state_at} = Ready or NotReady"),
+        )),
+        Some("Ready") => {
+            if details_present {
+                findings.push(Finding::error(
+                    "health.ready-with-details",
+                    "state Ready carries Details; Details are sent only with NotReady (§4.1, §5)",
+                ));
+            }
+        }
+        Some("NotReady") => {
+            if report.substatus.is_none() {
+                findings.push(Finding::error(
+                    "health.notready.missing-substatus",
+                    "state NotReady without a substatus; expected ProvisioningFailed or Provisioning (§4.1, §5)",
+                ));
+            }
+        }
+        Some(other) => findings.push(Finding::error(
+            "health.state.unknown",
+            format!("state is {other:?}; expected Ready or NotReady (case-sensitive)"),
+        )),
+    }
+    if let Some(substatus) = &report.substatus
+        && !KNOWN_SUBSTATUSES.contains(&substatus.as_str())
+    {
+        findings.push(Finding::warning(
+            "health.substatus.unknown",
+            format!("substatus is {substatus:?}; agents send ProvisioningFailed or Provisioning"),
+        ));
+    }
+    if let Some(description) = &report.description {
+        if description.len() > DESCRIPTION_PLATFORM_CAP {
+            findings.push(Finding::error(
+                "health.description.over-platform-cap",
+                format!(
+                    "the description is {} bytes; the platform keeps {DESCRIPTION_PLATFORM_CAP} (§4.2)",
+                    description.len()
+                ),
+            ));
+        }
+        if encoded::looks_encoded(description) {
+            match encoded::parse(description, Mode::Lenient) {
+                Ok(parsed) => {
+                    findings.extend(parsed.findings.iter().map(|f| f.prefixed("health.description")));
+                    report.encoded = Some(parsed);
+                }
+                Err(e) => findings.push(Finding::error(
+                    "health.description.report.invalid",
+                    format!("the description starts with `result=` but is not an encoded report (§6.5): {e}"),
+                )),
+            }
+        }
+    }
+    report.findings.extend(findings);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn served() -> ServedIds {
+        ServedIds {
+            incarnation: "7".into(),
+            container_id: "c".into(),
+            instance_id: "i".into(),
+        }
+    }
+
+    fn ids(report: &HealthReport) -> Vec<&str> {
+        report.findings.iter().map(|f| f.id.as_str()).collect()
+    }
+
+    fn xml(state_block: &str) -> String {
+        format!(
+            "<Health><GoalStateIncarnation>7</GoalStateIncarnation><Container><ContainerId>c</ContainerId><RoleInstanceList><Role><InstanceId>i</InstanceId><Health>{state_block}</Health></Role></RoleInstanceList></Container></Health>"
+        )
+    }
+
+    #[test]
+    fn compact_xml_without_prolog_or_namespaces() {
+        let report = parse_xml(xml("<State>Ready</State>").as_bytes(), Some(&served()));
+        assert_eq!(report.state.as_deref(), Some("Ready"));
+        assert_eq!(report.goal_state_incarnation.as_deref(), Some("7"));
+        assert_eq!(report.container_id.as_deref(), Some("c"));
+        assert_eq!(report.instance_id.as_deref(), Some("i"));
+        assert!(report.findings.is_empty(), "{:?}", report.findings);
+    }
+
+    #[test]
+    fn prefixed_namespace_and_cdata_and_char_refs() {
+        let body = "<?xml version=\"1.0\"?><h:Health xmlns:h=\"urn:x\"><h:GoalStateIncarnation>7</h:GoalStateIncarnation><h:Container><h:ContainerId>c</h:ContainerId><h:RoleInstanceList><h:Role><h:InstanceId>i</h:InstanceId><h:Health><h:State>NotReady</h:State><h:Details><h:SubStatus>ProvisioningFailed</h:SubStatus><h:Description>a&#38;b<![CDATA[<x>]]>&quot;</h:Description></h:Details></h:Health></h:Role></h:RoleInstanceList></h:Container></h:Health>";
+        let report = parse_xml(body.as_bytes(), Some(&served()));
+        assert_eq!(report.description.as_deref(), Some("a&b<x>\""));
+        assert!(report.findings.is_empty(), "{:?}", report.findings);
+    }
+
+    #[test]
+    fn mismatched_ids_are_warnings() {
+        let body = xml("<State>Ready</State>").replace(">7<", ">1<");
+        let report = parse_xml(body.as_bytes(), Some(&served()));
+        assert_eq!(ids(&report), ["health.incarnation-mismatch"]);
+        assert!(!report.has_errors());
+        assert_eq!(report.state.as_deref(), Some("Ready"));
+    }
+
+    #[test]
+    fn state_and_details_rules() {
+        let report = parse_xml(
+            xml("<State>Ready</State><Details><SubStatus>ProvisioningFailed</SubStatus></Details>")
+                .as_bytes(),
+            None,
+        );
+        assert_eq!(ids(&report), ["health.ready-with-details"]);
+        let report = parse_xml(xml("<State>NotReady</State>").as_bytes(), None);
+        assert_eq!(ids(&report), ["health.notready.missing-substatus"]);
+        let report = parse_xml(xml("<State>Started</State>").as_bytes(), None);
+        assert_eq!(ids(&report), ["health.state.unknown"]);
+        let report = parse_xml(
+            xml("<State>NotReady</State><Details><SubStatus>Starting</SubStatus></Details>").as_bytes(),
+            None,
+        );
+        assert_eq!(ids(&report), ["health.substatus.unknown"]);
+    }
+
+    #[test]
+    fn element_names_are_case_sensitive() {
+        let report = parse_xml(
+            xml("<State>NotReady</State><Details><Substatus>ProvisioningFailed</Substatus></Details>")
+                .as_bytes(),
+            None,
+        );
+        assert_eq!(report.substatus, None);
+        assert_eq!(
+            ids(&report),
+            ["health.xml.element-case", "health.notready.missing-substatus"]
+        );
+        assert!(report.findings[0].message.contains("expected <SubStatus>"));
+    }
+
+    #[test]
+    fn role_instance_instead_of_role() {
+        let body = xml("<State>Ready</State>").replace("<Role>", "<RoleInstance>").replace("</Role>", "</RoleInstance>");
+        let report = parse_xml(body.as_bytes(), None);
+        assert_eq!(
+            ids(&report),
+            ["health.xml.role-instance", "health.missing.InstanceId", "health.missing.state"]
+        );
+    }
+
+    #[test]
+    fn invalid_xml_is_one_error_finding() {
+        for body in [
+            &b"<Health><State>Ready</Health>"[..],
+            b"<Health>",
+            b"not xml",
+            b"<Health/><Health/>",
+        ] {
+            let report = parse_xml(body, None);
+            assert_eq!(ids(&report), ["health.xml.invalid"], "{:?}", String::from_utf8_lossy(body));
+            assert_eq!(report.state, None);
+        }
+        let report = parse_xml(b"  \n", None);
+        assert_eq!(ids(&report), ["health.body.empty"]);
+    }
+
+    #[test]
+    fn latin1_body_is_read_lossily_with_a_finding() {
+        let mut body = xml("<State>NotReady</State><Details><SubStatus>ProvisioningFailed</SubStatus><Description>caf\u{e9}</Description></Details>").into_bytes();
+        let at = body.iter().position(|&b| b == 0xc3).unwrap();
+        body.splice(at..at + 2, [0xe9]);
+        let report = parse_xml(&body, None);
+        assert_eq!(ids(&report), ["health.body.invalid-utf8"]);
+        assert_eq!(report.description.as_deref(), Some("caf\u{fffd}"));
+    }
+
+    #[test]
+    fn encoded_description_is_parsed_and_findings_prefixed() {
+        let description = "result=error|agent=Cloud-Init/26.2|vm_id=v|timestamp=2026-11-29T14:30:57+00:00|documentation_url=https://aka.ms/linuxprovisioningerror";
+        let body = format!(
+            "{{\"details\":{{\"description\":\"{description}\",\"subStatus\":\"ProvisioningFailed\"}},\"state\":\"NotReady\"}}"
+        );
+        let report = parse_json(body.as_bytes());
+        let encoded = report.encoded.as_ref().unwrap();
+        assert_eq!(encoded.get("agent"), Some("Cloud-Init/26.2"));
+        assert_eq!(ids(&report), ["health.description.report.missing.reason"]);
+    }
+
+    #[test]
+    fn json_shapes() {
+        let report = parse_json(br#"{"state":"Ready"}"#);
+        assert_eq!(report.state.as_deref(), Some("Ready"));
+        assert!(report.findings.is_empty());
+
+        let report = parse_json(
+            br#"{"details":{"description":"Provisioning is still in progress for vm_id=x.","subStatus":"Provisioning"},"state":"NotReady"}"#,
+        );
+        assert_eq!(report.substatus.as_deref(), Some("Provisioning"));
+        assert!(report.findings.is_empty(), "{:?}", report.findings);
+
+        let report = parse_json(br#"{"state":"NotReady","details":{"substatus":"ProvisioningFailed"}}"#);
+        assert_eq!(
+            ids(&report),
+            ["health.json.unknown-key", "health.notready.missing-substatus"]
+        );
+        assert!(report.findings[0].message.contains("did you mean `details.subStatus`"));
+
+        assert_eq!(ids(&parse_json(b"[1]")), ["health.json.not-object"]);
+        assert_eq!(ids(&parse_json(b"{\"state\":")), ["health.json.invalid"]);
+        assert_eq!(
+            ids(&parse_json(br#"{"state":1}"#)),
+            ["health.json.type.state", "health.missing.state"]
+        );
+        assert_eq!(ids(&parse_json(b"")), ["health.body.empty"]);
+    }
+
+    #[test]
+    fn description_over_platform_cap() {
+        let description = "x".repeat(DESCRIPTION_PLATFORM_CAP + 1);
+        let body = serde_json::json!({"state": "NotReady", "details": {"subStatus": "ProvisioningFailed", "description": description}});
+        let report = parse_json(body.to_string().as_bytes());
+        assert_eq!(ids(&report), ["health.description.over-platform-cap"]);
+        let body = serde_json::json!({"state": "NotReady", "details": {"subStatus": "ProvisioningFailed", "description": "x".repeat(DESCRIPTION_PLATFORM_CAP)}});
+        assert!(parse_json(body.to_string().as_bytes()).findings.is_empty());
+    }
 }
