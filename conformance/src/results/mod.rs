@@ -1,1 +1,37 @@
 //! Run results: the model and its writers (JSON, JUnit, HTML).
+//!
+//! The runner builds a [`RunResults`] and hands it to the writers; each
+//! writes one file into the `--out` folder, atomically (a temporary file in
+//! the same folder, then a rename), so a crash never leaves half a report.
+
+pub mod html;
+pub mod json;
+pub mod junit;
+pub mod model;
+mod output;
+
+pub use model::{
+    AgentResults, AnswerClass, CaseResult, Evidence, RunResults, SCHEMA_VERSION, Timeline,
+    TimelineEvent, Verdict, VerdictCounts,
+};
+pub use output::ResultsError;
+
+use std::path::{Path, PathBuf};
+
+/// Paths of the three files [`write_all`] produced.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub json: PathBuf,
+    pub junit: PathBuf,
+    pub html: PathBuf,
+}
+
+/// Writes `results.json`, `junit.xml` and `report.html` into `dir` (created if missing).
+pub fn write_all(dir: impl AsRef<Path>, results: &RunResults) -> Result<Written, ResultsError> {
+    let dir = dir.as_ref();
+    Ok(Written {
+        json: json::write(dir, results)?,
+        junit: junit::write(dir, results)?,
+        html: html::write(dir, results)?,
+    })
+}

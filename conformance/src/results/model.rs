@@ -1,0 +1,273 @@
+//! The run results model (contract §6): what every writer renders and what
+//! `results.json` holds. Field names are a public, versioned interface
+//! (`schema_version`, documented in `conformance/schema/results.schema.json`).
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the `results.json` shape. Bump it on any change a consumer
+/// would notice (renamed, removed or retyped field, new verdict).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// How a case ended. Graded, so that CI can choose how strict to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The agent did what the protocol and its profile require.
+    Pass,
+    /// Accepted, but it deviates from the recommended behaviour (fails under `--strict`).
+    NonStrict,
+    /// The agent did something wrong.
+    Fail,
+    /// Observed and recorded, never judged.
+    Informational,
+    /// The agent's profile says it does not implement this.
+    Unimplemented,
+    /// Not run (filtered out, or a precondition was missing).
+    Skipped,
+}
+
+impl Verdict {
+    /// Every verdict, in the order reports list them.
+    pub const ALL: [Verdict; 6] = [
+        Verdict::Pass,
+        Verdict::NonStrict,
+        Verdict::Fail,
+        Verdict::Informational,
+        Verdict::Unimplemented,
+        Verdict::Skipped,
+    ];
+
+    /// The serde spelling (`"non-strict"`), also used in reports and CSS classes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::NonStrict => "non-strict",
+            Verdict::Fail => "fail",
+            Verdict::Informational => "informational",
+            Verdict::Unimplemented => "unimplemented",
+            Verdict::Skipped => "skipped",
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One `wirecheck run`: every agent, every case.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunResults {
+    pub schema_version: u32,
+    /// RFC 3339 start time of the run.
+    pub started: String,
+    pub duration_ms: u64,
+    pub wirecheck_version: String,
+    pub agents: Vec<AgentResults>,
+}
+
+/// All cases run against one agent profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentResults {
+    pub agent: String,
+    pub cases: Vec<CaseResult>,
+}
+
+/// One (scenario, check) pair run against one agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseResult {
+    /// Stable hierarchical id, e.g. `wire.health.xml.ready.1`.
+    pub id: String,
+    pub title: String,
+    /// Scenario name (file stem) the case ran under.
+    pub scenario: String,
+    pub verdict: Verdict,
+    /// Why; always `Some` for anything but `Pass`.
+    pub reason: Option<String>,
+    /// The journal entries, bytes and findings that decided the verdict.
+    pub evidence: Vec<Evidence>,
+    pub duration_ms: u64,
+    pub timeline: Timeline,
+    /// Folder of this case's artifacts, relative to the results folder.
+    pub artifacts: Option<String>,
+}
+
+/// One piece of evidence behind a verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub note: String,
+    /// Journal `seq` numbers this evidence refers to.
+    pub journal_seq: Vec<u64>,
+    /// The bytes that matter (a header line, a body excerpt, a KVP record), as text.
+    pub excerpt: Option<String>,
+}
+
+/// What happened on the wire over time, for the report's timeline.
+/// All times are milliseconds on one clock (the fake's, started with the case).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timeline {
+    /// The wall-clock budget the agent is expected to respect, if the check has one.
+    pub budget_ms: Option<u64>,
+    /// When the runner would have stopped the agent.
+    pub deadline_ms: u64,
+    /// When the agent process exited (`None`: killed at the deadline or never started).
+    pub agent_exit_ms: Option<u64>,
+    pub events: Vec<TimelineEvent>,
+}
+
+/// One request the fake received and how it was answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimelineEvent {
+    /// When the request head arrived.
+    pub at_ms: u64,
+    /// When the answer finished or the fault was applied (`None`: never, e.g. a hang).
+    pub done_ms: Option<u64>,
+    /// Endpoint id (see ARCHITECTURE.md "Endpoint ids").
+    pub endpoint: String,
+    /// Short request line, e.g. `POST /provisioning/health`.
+    pub label: String,
+    /// `"201"`, `"403"`, `"hang"`, `"reset"`, ...
+    pub answer: String,
+    /// The answer was an injected fault (scripted step), not normal behaviour.
+    pub fault: bool,
+}
+
+/// How many cases ended with each verdict.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct VerdictCounts {
+    pub pass: usize,
+    pub non_strict: usize,
+    pub fail: usize,
+    pub informational: usize,
+    pub unimplemented: usize,
+    pub skipped: usize,
+}
+
+impl VerdictCounts {
+    pub fn add(&mut self, verdict: Verdict) {
+        *self.slot(verdict) += 1;
+    }
+
+    pub fn get(&self, verdict: Verdict) -> usize {
+        match verdict {
+            Verdict::Pass => self.pass,
+            Verdict::NonStrict => self.non_strict,
+            Verdict::Fail => self.fail,
+            Verdict::Informational => self.informational,
+            Verdict::Unimplemented => self.unimplemented,
+            Verdict::Skipped => self.skipped,
+        }
+    }
+
+    pub fn total(&self) -> usize {
+        Verdict::ALL.iter().map(|v| self.get(*v)).sum()
+    }
+
+    fn slot(&mut self, verdict: Verdict) -> &mut usize {
+        match verdict {
+            Verdict::Pass => &mut self.pass,
+            Verdict::NonStrict => &mut self.non_strict,
+            Verdict::Fail => &mut self.fail,
+            Verdict::Informational => &mut self.informational,
+            Verdict::Unimplemented => &mut self.unimplemented,
+            Verdict::Skipped => &mut self.skipped,
+        }
+    }
+}
+
+impl std::fmt::Display for VerdictCounts {
+    /// `3 pass, 1 fail` (verdicts with a zero count left out; `0 cases` when empty).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = Verdict::ALL
+            .iter()
+            .filter(|v| self.get(**v) > 0)
+            .map(|v| format!("{} {}", self.get(*v), v))
+            .collect();
+        if parts.is_empty() {
+            f.write_str("0 cases")
+        } else {
+            f.write_str(&parts.join(", "))
+        }
+    }
+}
+
+impl AgentResults {
+    pub fn counts(&self) -> VerdictCounts {
+        let mut counts = VerdictCounts::default();
+        for case in &self.cases {
+            counts.add(case.verdict);
+        }
+        counts
+    }
+}
+
+impl RunResults {
+    /// An empty run stamped with the current schema version.
+    pub fn new(started: impl Into<String>, wirecheck_version: impl Into<String>) -> RunResults {
+        RunResults {
+            schema_version: SCHEMA_VERSION,
+            started: started.into(),
+            duration_ms: 0,
+            wirecheck_version: wirecheck_version.into(),
+            agents: Vec::new(),
+        }
+    }
+
+    /// Counts over every agent.
+    pub fn counts(&self) -> VerdictCounts {
+        let mut counts = VerdictCounts::default();
+        for case in self.agents.iter().flat_map(|a| &a.cases) {
+            counts.add(case.verdict);
+        }
+        counts
+    }
+
+    /// Process exit code for `wirecheck run`: 1 if any case failed, or (with
+    /// `strict`) any case is non-strict; else 0.
+    pub fn exit_code(&self, strict: bool) -> i32 {
+        let counts = self.counts();
+        if counts.fail > 0 || (strict && counts.non_strict > 0) {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+impl TimelineEvent {
+    /// How the report colours this answer.
+    pub fn answer_class(&self) -> AnswerClass {
+        match self.answer.parse::<u16>() {
+            Ok(200..=299) => AnswerClass::Success,
+            Ok(300..=399) => AnswerClass::Redirect,
+            Ok(400..=499) => AnswerClass::ClientError,
+            Ok(_) => AnswerClass::ServerError,
+            Err(_) => AnswerClass::Transport,
+        }
+    }
+}
+
+/// Colour family of an answer in the timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerClass {
+    Success,
+    Redirect,
+    ClientError,
+    ServerError,
+    /// Not an HTTP status: hang, reset, close, malformed, partial, ...
+    Transport,
+}
+
+impl AnswerClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnswerClass::Success => "ok",
+            AnswerClass::Redirect => "redirect",
+            AnswerClass::ClientError => "client-error",
+            AnswerClass::ServerError => "server-error",
+            AnswerClass::Transport => "transport",
+        }
+    }
+}

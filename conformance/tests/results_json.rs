@@ -1,0 +1,268 @@
+//! results.json: round trip, versioning, and the committed JSON Schema
+//! matches what is written (a small structural validator, both directions).
+
+mod results_support;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use conformance::results::{ResultsError, SCHEMA_VERSION, json};
+use results_support::fixture;
+use serde_json::Value;
+
+fn schema() -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/results.schema.json");
+    let text = std::fs::read_to_string(&path).expect("schema file is committed");
+    assert_eq!(text, json::SCHEMA, "json::SCHEMA embeds the committed file");
+    serde_json::from_str(&text).expect("schema is valid JSON")
+}
+
+#[test]
+fn written_file_reads_back_into_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = fixture();
+    let path = json::write(dir.path().join("nested/out"), &results).unwrap();
+    assert_eq!(path, dir.path().join("nested/out/results.json"));
+    assert_eq!(json::read(&path).unwrap(), results);
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.ends_with("}\n"));
+    let value: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(value["schema_version"], SCHEMA_VERSION);
+    assert_eq!(value["agents"][0]["cases"][2]["verdict"], "informational");
+    // Nothing else (no temporary files) is left in the folder.
+    let names: Vec<_> = std::fs::read_dir(dir.path().join("nested/out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["results.json"]);
+}
+
+#[test]
+fn other_schema_versions_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.json");
+    let mut value = serde_json::to_value(fixture()).unwrap();
+    value["schema_version"] = 2.into();
+    std::fs::write(&path, value.to_string()).unwrap();
+    let err = json::read(&path).unwrap_err();
+    assert!(matches!(
+        err,
+        ResultsError::SchemaVersion {
+            found: 2,
+            expected: 1,
+            ..
+        }
+    ));
+    let message = err.to_string();
+    assert!(message.contains("results.json"), "{message}");
+    assert!(message.contains("schema_version is 2"), "{message}");
+}
+
+#[test]
+fn broken_files_are_reported_with_their_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = json::read(dir.path().join("nope.json")).unwrap_err();
+    assert!(missing.to_string().contains("nope.json"), "{missing}");
+
+    let path = dir.path().join("results.json");
+    let mut value = serde_json::to_value(fixture()).unwrap();
+    value["agents"][0]["cases"][0]["verdict"] = "great".into();
+    std::fs::write(&path, value.to_string()).unwrap();
+    let message = json::read(&path).unwrap_err().to_string();
+    assert!(message.contains("results.json"), "{message}");
+    assert!(message.contains("great"), "{message}");
+}
+
+#[test]
+fn written_file_validates_against_the_schema() {
+    let schema = schema();
+    let value = serde_json::to_value(fixture()).unwrap();
+    let mut used = BTreeSet::new();
+    let errors = validate(&schema, &schema, &value, "$", &mut used);
+    assert!(
+        errors.is_empty(),
+        "results.json does not match the schema:\n{}",
+        errors.join("\n")
+    );
+
+    // Every property the schema documents occurs in the fixture (which fills
+    // every field), so the schema does not describe fields that do not exist.
+    let documented = documented_properties(&schema);
+    let missing: Vec<_> = documented.difference(&used).collect();
+    assert!(
+        missing.is_empty(),
+        "schema documents fields never written: {missing:?}"
+    );
+}
+
+#[test]
+fn schema_rejects_what_the_model_would_not_write() {
+    let schema = schema();
+    let mut value = serde_json::to_value(fixture()).unwrap();
+    value["agents"][0]["cases"][0]["extra"] = 1.into();
+    value["agents"][0]["cases"][1]["verdict"] = "nonstrict".into();
+    value["agents"][0]["cases"][2]["timeline"]
+        .as_object_mut()
+        .unwrap()
+        .remove("deadline_ms");
+    value["schema_version"] = 9.into();
+    let errors = validate(&schema, &schema, &value, "$", &mut BTreeSet::new());
+    let text = errors.join("\n");
+    assert!(
+        text.contains("$.agents[0].cases[0]: unexpected property extra"),
+        "{text}"
+    );
+    assert!(
+        text.contains("$.agents[0].cases[1].verdict: \"nonstrict\" not in enum"),
+        "{text}"
+    );
+    assert!(
+        text.contains("$.agents[0].cases[2].timeline: missing required deadline_ms"),
+        "{text}"
+    );
+    assert!(
+        text.contains("$.schema_version: expected const 1"),
+        "{text}"
+    );
+    assert_eq!(errors.len(), 4, "{text}");
+}
+
+/// Validates `value` against the subset of JSON Schema the results schema
+/// uses: `$ref` (local), `type` (string or list), `const`, `enum`,
+/// `properties`, `required`, `additionalProperties: false`, `items`, `minimum`.
+/// Records `<def>.<property>` names it visited in `used`.
+fn validate(
+    root: &Value,
+    schema: &Value,
+    value: &Value,
+    at: &str,
+    used: &mut BTreeSet<String>,
+) -> Vec<String> {
+    if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
+        let name = reference.strip_prefix("#/$defs/").expect("local $ref");
+        let target = &root["$defs"][name];
+        assert!(!target.is_null(), "dangling $ref {reference}");
+        return validate_named(root, target, value, at, used, name);
+    }
+    validate_named(root, schema, value, at, used, "root")
+}
+
+fn validate_named(
+    root: &Value,
+    schema: &Value,
+    value: &Value,
+    at: &str,
+    used: &mut BTreeSet<String>,
+    name: &str,
+) -> Vec<String> {
+    let mut errors = Vec::new();
+    if let Some(expected) = schema.get("const")
+        && value != expected
+    {
+        errors.push(format!("{at}: expected const {expected}, found {value}"));
+    }
+    if let Some(options) = schema.get("enum").and_then(Value::as_array)
+        && !options.contains(value)
+    {
+        errors.push(format!("{at}: {value} not in enum"));
+    }
+    if let Some(types) = schema.get("type") {
+        let types: Vec<&str> = match types {
+            Value::String(t) => vec![t.as_str()],
+            Value::Array(list) => list.iter().filter_map(Value::as_str).collect(),
+            other => panic!("bad type {other}"),
+        };
+        let actual = match value {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Number(n) if n.is_u64() || n.is_i64() => "integer",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        };
+        if !types.contains(&actual) {
+            errors.push(format!("{at}: expected {types:?}, found {actual}"));
+        }
+    }
+    if let (Some(min), Some(n)) = (
+        schema.get("minimum").and_then(Value::as_i64),
+        value.as_i64(),
+    ) && n < min
+    {
+        errors.push(format!("{at}: {n} below minimum {min}"));
+    }
+    if let (Some(properties), Some(object)) = (
+        schema.get("properties").and_then(Value::as_object),
+        value.as_object(),
+    ) {
+        for required in schema["required"].as_array().into_iter().flatten() {
+            let key = required.as_str().unwrap();
+            if !object.contains_key(key) {
+                errors.push(format!("{at}: missing required {key}"));
+            }
+        }
+        for (key, child) in object {
+            match properties.get(key) {
+                Some(child_schema) => {
+                    used.insert(format!("{name}.{key}"));
+                    errors.extend(validate(
+                        root,
+                        child_schema,
+                        child,
+                        &format!("{at}.{key}"),
+                        used,
+                    ));
+                }
+                None if schema["additionalProperties"] == Value::Bool(false) => {
+                    errors.push(format!("{at}: unexpected property {key}"));
+                }
+                None => {}
+            }
+        }
+    }
+    if let (Some(items), Some(array)) = (schema.get("items"), value.as_array()) {
+        for (index, item) in array.iter().enumerate() {
+            errors.extend(validate(root, items, item, &format!("{at}[{index}]"), used));
+        }
+    }
+    errors
+}
+
+/// `<def>.<property>` for every property the schema lists.
+fn documented_properties(schema: &Value) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut add = |def: &str, node: &Value| {
+        for key in node["properties"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k)
+        {
+            names.insert(format!("{def}.{key}"));
+        }
+    };
+    add("root", schema);
+    for (def, node) in schema["$defs"].as_object().unwrap() {
+        add(def, node);
+        // Every documented property is also required: the model always writes it.
+        let required: BTreeSet<&str> = node["required"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let listed: BTreeSet<&str> = node["properties"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k.as_str())
+            .collect();
+        assert_eq!(
+            required, listed,
+            "$defs/{def}: required and properties differ"
+        );
+    }
+    names
+}
