@@ -1,8 +1,12 @@
 //! Hyper-V KVP pool files as the host sees them (PROTOCOL.md §7).
+//!
+//! A pool is a bare sequence of 2560-byte records (512-byte key + 2048-byte value, UTF-8, NUL
+//! padded). The host surfaces only the first 254 key bytes and 1022 value bytes; [`decode_pool`]
+//! returns that view plus findings about everything a writer got wrong on disk.
 
 use serde::{Deserialize, Serialize};
 
-use super::encoded::EncodedReport;
+use super::encoded::{self, EncodedReport, Mode};
 use super::finding::Finding;
 
 /// One record: key field + value field.
@@ -14,9 +18,13 @@ pub const HOST_KEY_MAX: usize = 254;
 /// What the host surfaces of a value (bytes).
 pub const HOST_VALUE_MAX: usize = 1022;
 
+/// The key under which cloud-init and azure-init write their encoded report (§7.2, §7.3).
+pub const PROVISIONING_REPORT_KEY: &str = "PROVISIONING_REPORT";
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostRecord {
     pub index: usize,
+    /// Byte offset of the record in the pool file.
     pub offset: usize,
     /// As the host sees it: cut to 254 bytes, lossy UTF-8.
     pub key: String,
@@ -33,39 +41,472 @@ pub struct HostRecord {
 pub struct PoolView {
     pub size: usize,
     pub records: Vec<HostRecord>,
-    /// The last `PROVISIONING_REPORT` record (index) and its lenient parse.
+    /// The last `PROVISIONING_REPORT` record (its index; for a report azure-init split into
+    /// 1022-byte chunks, the index of the first chunk) and its lenient parse.
     pub provisioning_report: Option<(usize, EncodedReport)>,
+    /// Pool-level findings: size not a multiple of 2560, an unparsable provisioning report, …
     pub findings: Vec<Finding>,
+}
+
+impl PoolView {
+    /// Every finding: the pool's, then each record's.
+    pub fn all_findings(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .chain(self.records.iter().flat_map(|r| r.findings.iter()))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KvpError {
+    #[error("key is empty; a KVP record needs a key")]
+    KeyEmpty,
     #[error("key is {len} bytes; a KVP key holds at most {max} bytes plus its NUL")]
     KeyTooLong { len: usize, max: usize },
     #[error("value is {len} bytes; a KVP value holds at most {max} bytes plus its NUL")]
     ValueTooLong { len: usize, max: usize },
+    #[error("{field} has a NUL byte at offset {at}; NUL ends a KVP field")]
+    Nul { field: &'static str, at: usize },
 }
 
-/// Decodes a pool file. Never panics.
-pub fn decode_pool(bytes: &[u8]) -> PoolView {
-    PoolView {
-        size: bytes.len(),
-        records: Vec::new(),
-        provisioning_report: None,
-        findings: Vec::new(),
-    }
-}
-
-/// Encodes one NUL-padded record.
+/// Encodes one NUL-padded record, enforcing the on-disk limits (key ≤ 511 bytes, value ≤ 2047
+/// bytes, no NUL). The host limits (254/1022) are not enforced here: [`decode_pool`] reports them.
 pub fn encode_record(key: &str, value: &str) -> Result<[u8; RECORD_SIZE], KvpError> {
+    if key.is_empty() {
+        return Err(KvpError::KeyEmpty);
+    }
     if key.len() >= KEY_SIZE {
-        return Err(KvpError::KeyTooLong { len: key.len(), max: KEY_SIZE - 1 });
+        return Err(KvpError::KeyTooLong {
+            len: key.len(),
+            max: KEY_SIZE - 1,
+        });
     }
     if value.len() >= VALUE_SIZE {
-        return Err(KvpError::ValueTooLong { len: value.len(), max: VALUE_SIZE - 1 });
+        return Err(KvpError::ValueTooLong {
+            len: value.len(),
+            max: VALUE_SIZE - 1,
+        });
+    }
+    for (field, text) in [("key", key), ("value", value)] {
+        if let Some(at) = text.bytes().position(|b| b == 0) {
+            return Err(KvpError::Nul { field, at });
+        }
     }
     let mut record = [0u8; RECORD_SIZE];
     record[..key.len()].copy_from_slice(key.as_bytes());
     record[KEY_SIZE..KEY_SIZE + value.len()].copy_from_slice(value.as_bytes());
     Ok(record)
+}
+
+/// Encodes records one after another, as an appending writer would.
+pub fn encode_pool<'a>(
+    records: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<Vec<u8>, KvpError> {
+    let mut pool = Vec::new();
+    for (key, value) in records {
+        pool.extend_from_slice(&encode_record(key, value)?);
+    }
+    Ok(pool)
+}
+
+/// Decodes a pool file as the host sees it. Never panics.
+pub fn decode_pool(bytes: &[u8]) -> PoolView {
+    let mut findings = Vec::new();
+    let records: Vec<HostRecord> = bytes
+        .chunks_exact(RECORD_SIZE)
+        .enumerate()
+        .map(|(index, record)| decode_record(index, record))
+        .collect();
+
+    let partial = bytes.len() % RECORD_SIZE;
+    if partial != 0 {
+        let offset = bytes.len() - partial;
+        let key_end = bytes[offset..]
+            .iter()
+            .take(KEY_SIZE)
+            .position(|&b| b == 0)
+            .unwrap_or(partial.min(KEY_SIZE));
+        findings.push(Finding::error(
+            "kvp.pool.size",
+            format!(
+                "the pool is {} bytes, not a multiple of {RECORD_SIZE}: a partial record of {partial} bytes at offset {offset} (key {:?}) follows {} whole records; the host ignores it",
+                bytes.len(),
+                String::from_utf8_lossy(&bytes[offset..offset + key_end]),
+                records.len()
+            ),
+        ));
+    }
+
+    let provisioning_report = provisioning_report(bytes, &records, &mut findings);
+    PoolView {
+        size: bytes.len(),
+        records,
+        provisioning_report,
+        findings,
+    }
+}
+
+fn decode_record(index: usize, record: &[u8]) -> HostRecord {
+    let offset = index * RECORD_SIZE;
+    let mut findings = Vec::new();
+    let key = &record[..KEY_SIZE];
+    let value = &record[KEY_SIZE..];
+    let key_bytes = check_field(index, offset, "key", key, HOST_KEY_MAX, &mut findings);
+    let value_bytes = check_field(
+        index,
+        offset + KEY_SIZE,
+        "value",
+        value,
+        HOST_VALUE_MAX,
+        &mut findings,
+    );
+    if key_bytes == 0 {
+        findings.push(Finding::error(
+            "kvp.key.empty",
+            format!("record {index} (offset {offset}): the key is empty; every record needs a key"),
+        ));
+    }
+    HostRecord {
+        index,
+        offset,
+        key: String::from_utf8_lossy(&key[..key_bytes.min(HOST_KEY_MAX)]).into_owned(),
+        value: String::from_utf8_lossy(&value[..value_bytes.min(HOST_VALUE_MAX)]).into_owned(),
+        key_bytes,
+        value_bytes,
+        findings,
+    }
+}
+
+/// Length of one NUL-terminated field, with findings for what the host or the daemon would
+/// trip over. `offset` is the field's offset in the pool.
+fn check_field(
+    index: usize,
+    offset: usize,
+    name: &str,
+    field: &[u8],
+    host_max: usize,
+    findings: &mut Vec<Finding>,
+) -> usize {
+    let at = format!("record {index} (offset {offset})");
+    let len = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+    if len == field.len() {
+        findings.push(Finding::error(
+            format!("kvp.{name}.fills-field"),
+            format!(
+                "{at}: the {name} fills all {} bytes with no NUL; on disk a {name} holds at most {} bytes plus its NUL (hv_kvp_daemon rejects it)",
+                field.len(),
+                field.len() - 1
+            ),
+        ));
+    } else if let Some(junk) = field[len..].iter().position(|&b| b != 0) {
+        findings.push(Finding::warning(
+            format!("kvp.{name}.padding"),
+            format!(
+                "{at}: non-NUL byte after the {name}'s terminating NUL at offset {}; the padding must be all NUL",
+                offset + len + junk
+            ),
+        ));
+    }
+    if let Err(e) = std::str::from_utf8(&field[..len]) {
+        findings.push(Finding::warning(
+            format!("kvp.{name}.invalid-utf8"),
+            format!(
+                "{at}: the {name} is not valid UTF-8 from byte {} on (a chunk boundary inside a character?); the host sees replacement characters",
+                e.valid_up_to()
+            ),
+        ));
+    }
+    if len > host_max {
+        findings.push(Finding::warning(
+            format!("kvp.{name}.over-host-limit"),
+            format!(
+                "{at}: the {name} is {len} bytes; the host sees only the first {host_max} (§7.1)"
+            ),
+        ));
+    }
+    len
+}
+
+/// Parses the last `PROVISIONING_REPORT` record. azure-init cuts long values into 1022-byte
+/// chunks under the same key (§7.3), so full chunks right before it are rejoined first.
+fn provisioning_report(
+    bytes: &[u8],
+    records: &[HostRecord],
+    findings: &mut Vec<Finding>,
+) -> Option<(usize, EncodedReport)> {
+    let is_report = |r: &HostRecord| r.key == PROVISIONING_REPORT_KEY;
+    let last = records.iter().rposition(is_report)?;
+    let mut first = last;
+    while first > 0 && is_report(&records[first - 1]) && records[first - 1].value_bytes == HOST_VALUE_MAX
+    {
+        first -= 1;
+    }
+    let mut value = Vec::new();
+    for record in &records[first..=last] {
+        let start = record.offset + KEY_SIZE;
+        value.extend_from_slice(&bytes[start..start + record.value_bytes.min(HOST_VALUE_MAX)]);
+    }
+    let value = String::from_utf8_lossy(&value);
+    if first != last {
+        findings.push(Finding::info(
+            "kvp.provisioning-report.rejoined",
+            format!(
+                "PROVISIONING_REPORT spans records {first}..={last} (azure-init 1022-byte chunks, §7.3); parsed rejoined"
+            ),
+        ));
+    }
+    let earlier = records[..first].iter().filter(|r| is_report(r)).count();
+    if earlier > 0 {
+        findings.push(Finding::info(
+            "kvp.provisioning-report.multiple",
+            format!(
+                "{} earlier PROVISIONING_REPORT record(s) before record {first}; the last report is the one parsed",
+                earlier
+            ),
+        ));
+    }
+    match encoded::parse(&value, Mode::Lenient) {
+        Ok(report) => Some((first, report)),
+        Err(e) => {
+            findings.push(Finding::error(
+                "kvp.provisioning-report.invalid",
+                format!("record {first}: PROVISIONING_REPORT is not an encoded report (§6.5): {e}"),
+            ));
+            None
+        }
+    }
+}
+
+/// A cloud-init event whose JSON was over 1024 characters and was cut into `msg_i` slices
+/// (§7.2), rebuilt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SplitEvent {
+    /// The event key without the `|<i>` suffix.
+    pub key: String,
+    /// Record indexes in `msg_i` order.
+    pub records: Vec<usize>,
+    /// The rebuilt message (raw chunks concatenated, then JSON-unescaped); `None` when it does
+    /// not rebuild (the findings say why).
+    pub message: Option<String>,
+    pub findings: Vec<Finding>,
+}
+
+/// Finds cloud-init split events (keys ending in `|<i>` whose value has `"msg_i"`) and rebuilds
+/// each message. A slice boundary can fall inside an escape, so slices are never decoded alone.
+pub fn cloud_init_split_events(view: &PoolView) -> Vec<SplitEvent> {
+    let mut events: Vec<(SplitEvent, Vec<(u64, String)>)> = Vec::new();
+    for record in &view.records {
+        let Some((base, suffix)) = record.key.rsplit_once('|') else {
+            continue;
+        };
+        if !record.key.starts_with("CLOUD_INIT|")
+            || suffix.is_empty()
+            || !suffix.bytes().all(|b| b.is_ascii_digit())
+        {
+            continue;
+        }
+        let Some((msg_i, raw)) = split_slice(&record.value) else {
+            continue;
+        };
+        let at = match events.iter().position(|(e, _)| e.key == base) {
+            Some(at) => at,
+            None => {
+                events.push((
+                    SplitEvent {
+                        key: base.to_string(),
+                        records: Vec::new(),
+                        message: None,
+                        findings: Vec::new(),
+                    },
+                    Vec::new(),
+                ));
+                events.len() - 1
+            }
+        };
+        let (event, slices) = &mut events[at];
+        if suffix.parse::<u64>().ok() != Some(msg_i) {
+            event.findings.push(Finding::warning(
+                "kvp.split.index-mismatch",
+                format!(
+                    "record {}: key suffix |{suffix} but \"msg_i\":{msg_i}; rebuilt in msg_i order",
+                    record.index
+                ),
+            ));
+        }
+        event.records.push(record.index);
+        slices.push((msg_i, raw));
+    }
+
+    events
+        .into_iter()
+        .map(|(mut event, slices)| {
+            let mut order: Vec<usize> = (0..slices.len()).collect();
+            order.sort_by_key(|&i| slices[i].0);
+            event.records = order.iter().map(|&i| event.records[i]).collect();
+            let indexes: Vec<u64> = order.iter().map(|&i| slices[i].0).collect();
+            if indexes.iter().enumerate().any(|(n, &i)| i != n as u64) {
+                event.findings.push(Finding::error(
+                    "kvp.split.gap",
+                    format!("msg_i values {indexes:?}; expected 0..{} without gaps", slices.len()),
+                ));
+            }
+            let raw: String = order.iter().map(|&i| slices[i].1.as_str()).collect();
+            match serde_json::from_str::<String>(&format!("\"{raw}\"")) {
+                Ok(message) => event.message = Some(message),
+                Err(e) => event.findings.push(Finding::error(
+                    "kvp.split.invalid-json",
+                    format!("the rebuilt msg is not a valid JSON string body: {e}"),
+                )),
+            }
+            event
+        })
+        .collect()
+}
+
+/// `(msg_i, raw msg)` of one slice value `{…,"msg_i":N,"msg":"<raw>"}`.
+fn split_slice(value: &str) -> Option<(u64, String)> {
+    let after = &value[value.find("\"msg_i\":")? + "\"msg_i\":".len()..];
+    let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+    let msg_i = after[..digits].parse().ok()?;
+    let raw = after[digits..].strip_prefix(",\"msg\":\"")?.strip_suffix("\"}")?;
+    Some((msg_i, raw.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(findings: &[Finding]) -> Vec<&str> {
+        findings.iter().map(|f| f.id.as_str()).collect()
+    }
+
+    #[test]
+    fn round_trip_and_host_view() {
+        let long_value = "v".repeat(1500);
+        let pool = encode_pool([("k1", "value one"), ("k2", long_value.as_str())]).unwrap();
+        let view = decode_pool(&pool);
+        assert_eq!(view.size, 2 * RECORD_SIZE);
+        assert!(view.findings.is_empty());
+        assert_eq!(view.records[0].key, "k1");
+        assert_eq!(view.records[0].value, "value one");
+        assert!(view.records[0].findings.is_empty());
+        assert_eq!(view.records[1].offset, RECORD_SIZE);
+        assert_eq!(view.records[1].value_bytes, 1500);
+        assert_eq!(view.records[1].value.len(), HOST_VALUE_MAX);
+        assert_eq!(ids(&view.records[1].findings), ["kvp.value.over-host-limit"]);
+    }
+
+    #[test]
+    fn size_padding_utf8_fill_and_empty_key() {
+        let mut pool = encode_record("k", "v").unwrap().to_vec();
+        pool[KEY_SIZE + 10] = b'x'; // junk after the value's NUL
+        let mut second = [0u8; RECORD_SIZE];
+        second[..KEY_SIZE].fill(b'K'); // key without NUL
+        second[KEY_SIZE..].fill(b'V'); // value fills the field
+        pool.extend_from_slice(&second);
+        let mut third = encode_record("k3", "x").unwrap();
+        third[KEY_SIZE] = 0xff; // invalid UTF-8
+        pool.extend_from_slice(&third);
+        pool.extend_from_slice(&[0u8; RECORD_SIZE]); // empty record
+        pool.extend_from_slice(b"partial");
+
+        let view = decode_pool(&pool);
+        assert_eq!(ids(&view.findings), ["kvp.pool.size"]);
+        assert!(view.findings[0].message.contains("partial record of 7 bytes at offset 10240"));
+        assert_eq!(ids(&view.records[0].findings), ["kvp.value.padding"]);
+        assert_eq!(
+            ids(&view.records[1].findings),
+            [
+                "kvp.key.fills-field",
+                "kvp.key.over-host-limit",
+                "kvp.value.fills-field",
+                "kvp.value.over-host-limit"
+            ]
+        );
+        assert_eq!(view.records[1].key.len(), HOST_KEY_MAX);
+        assert_eq!(ids(&view.records[2].findings), ["kvp.value.invalid-utf8"]);
+        assert_eq!(view.records[2].value, "\u{fffd}");
+        assert_eq!(ids(&view.records[3].findings), ["kvp.key.empty"]);
+    }
+
+    #[test]
+    fn encode_record_limits() {
+        assert_eq!(encode_record("", "v"), Err(KvpError::KeyEmpty));
+        assert!(encode_record(&"k".repeat(511), "v").is_ok());
+        assert_eq!(
+            encode_record(&"k".repeat(512), "v"),
+            Err(KvpError::KeyTooLong { len: 512, max: 511 })
+        );
+        assert!(encode_record("k", &"v".repeat(2047)).is_ok());
+        assert_eq!(
+            encode_record("k", &"v".repeat(2048)).unwrap_err().to_string(),
+            "value is 2048 bytes; a KVP value holds at most 2047 bytes plus its NUL"
+        );
+        assert_eq!(
+            encode_record("k", "a\0b"),
+            Err(KvpError::Nul { field: "value", at: 1 })
+        );
+    }
+
+    #[test]
+    fn provisioning_report_last_one_wins_and_chunks_rejoin() {
+        let first = "result=success|agent=Cloud-Init/26.2|timestamp=2026-11-29T14:30:57+00:00|vm_id=old";
+        let second = "result=success|agent=Cloud-Init/26.2|timestamp=2026-11-29T14:30:58+00:00|vm_id=new";
+        let pool = encode_pool([
+            (PROVISIONING_REPORT_KEY, first),
+            ("other", "x"),
+            (PROVISIONING_REPORT_KEY, second),
+        ])
+        .unwrap();
+        let view = decode_pool(&pool);
+        let (index, report) = view.provisioning_report.unwrap();
+        assert_eq!(index, 2);
+        assert_eq!(report.get("vm_id"), Some("new"));
+        assert_eq!(ids(&view.findings), ["kvp.provisioning-report.multiple"]);
+
+        // azure-init: one report longer than 1022 bytes, written as two chunks.
+        let long = format!(
+            "result=error|reason=r|agent=Azure-Init/0.1.1|error={}|pps_type=None|vm_id=v|timestamp=2026-06-17T00:00:00+00:00|documentation_url=https://aka.ms/linuxprovisioningerror",
+            "e".repeat(1200)
+        );
+        let (a, b) = long.split_at(HOST_VALUE_MAX);
+        let view = decode_pool(&encode_pool([(PROVISIONING_REPORT_KEY, a), (PROVISIONING_REPORT_KEY, b)]).unwrap());
+        let (index, report) = view.provisioning_report.unwrap();
+        assert_eq!(index, 0);
+        assert_eq!(report.get("error").map(str::len), Some(1200));
+        assert!(report.findings.is_empty(), "{:?}", report.findings);
+        assert_eq!(ids(&view.findings), ["kvp.provisioning-report.rejoined"]);
+
+        let view = decode_pool(&encode_pool([(PROVISIONING_REPORT_KEY, "result=x|'broken")]).unwrap());
+        assert!(view.provisioning_report.is_some());
+        let view = decode_pool(&encode_pool([(PROVISIONING_REPORT_KEY, "result=x|'a'b")]).unwrap());
+        assert_eq!(view.provisioning_report, None);
+        assert_eq!(ids(&view.findings), ["kvp.provisioning-report.invalid"]);
+    }
+
+    #[test]
+    fn split_events_rebuild_across_escapes() {
+        let message = "quote \" backslash \\ newline \n euro \u{20ac}";
+        let escaped = serde_json::to_string(message).unwrap();
+        let escaped = &escaped[1..escaped.len() - 1];
+        // Cut inside the `\"` escape and inside `\u20ac`'s neighbourhood.
+        let cut = escaped.find("\\\"").unwrap() + 1;
+        let (a, b) = escaped.split_at(cut);
+        let slice = |i: usize, raw: &str| {
+            format!("{{\"name\":\"n\",\"type\":\"diagnostic\",\"ts\":\"t\",\"msg_i\":{i},\"msg\":\"{raw}\"}}")
+        };
+        let (s0, s1) = (slice(0, a), slice(1, b));
+        let pool = encode_pool([
+            ("CLOUD_INIT|1|diagnostic|n|u|1", s1.as_str()),
+            ("CLOUD_INIT|1|diagnostic|n|u|0", s0.as_str()),
+            ("CLOUD_INIT|1|start|n|u2", "{\"name\":\"n\",\"msg\":\"x\"}"),
+        ])
+        .unwrap();
+        let events = cloud_init_split_events(&decode_pool(&pool));
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].key, "CLOUD_INIT|1|diagnostic|n|u");
+        assert_eq!(events[0].records, [1, 0]);
+        assert_eq!(events[0].message.as_deref(), Some(message));
+        assert!(events[0].findings.is_empty());
+    }
 }

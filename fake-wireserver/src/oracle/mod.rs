@@ -13,4 +13,4 @@ pub mod kvp;
 pub use encoded::{Dialect, EncodedError, EncodedReport, Mode};
 pub use finding::{Finding, Severity};
 pub use health::{HealthReport, ReportKind, ServedIds};
-pub use kvp::{HostRecord, KvpError, PoolView};
+pub use kvp::{HostRecord, KvpError, PoolView, SplitEvent};
