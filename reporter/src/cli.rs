@@ -1,0 +1,536 @@
+//! Command line, environment and config file → [`ReporterConfig`] + [`Report`].
+//!
+//! Precedence: command line, then environment (clap merges both), then `--config FILE`, then
+//! the built-in defaults. Every value is checked here, before anything is opened or sent; an
+//! error names the flag (or config key) and says what is expected.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::builder::{FalseyValueParser, TypedValueParser};
+use clap::error::ErrorKind;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use reporter::kvp::record::validate_key;
+use reporter::report::{DEFAULT_IMDS, DEFAULT_WIRESERVER};
+use reporter::{Dmi, Failure, KvpTarget, Protocol, Report, ReporterConfig, RetryPolicy};
+use reqwest::Url;
+use serde::Deserialize;
+use thiserror::Error;
+
+const AFTER_HELP: &str = "\
+Exit status: 0 the wireserver accepted the report; 1 it did not (the KVP record, when written, \
+stays); 2 usage or bad input (nothing was written or sent).
+
+Order of a run: check every input, open the KVP pool, ask IMDS for the vm id, write the encoded \
+report to KVP, then report to the wireserver within --timeout.";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "provision-report",
+    version,
+    about = "Report Azure provisioning health (Ready / failure / in progress) to the wireserver, \
+             with the encoded report written to Hyper-V KVP first",
+    after_help = AFTER_HELP
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    #[command(flatten)]
+    pub options: Options,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Provisioning succeeded: report Ready.
+    Ready,
+    /// Provisioning failed: report NotReady + ProvisioningFailed with an encoded error report.
+    Failure {
+        /// What went wrong, lower-case, e.g. "failed to provision user".
+        #[arg(long, value_name = "TEXT", env = "PROVISION_REPORT_REASON", value_parser = Utf8)]
+        reason: String,
+        /// Supporting data, in order (repeatable). KEY is a letter or `_` followed by letters,
+        /// digits or `_`, at most 254 bytes. The environment variable holds one pair.
+        #[arg(long = "data", value_name = "KEY=VALUE", env = "PROVISION_REPORT_DATA", value_parser = Utf8)]
+        data: Vec<String>,
+    },
+    /// Provisioning is still running: report NotReady + Provisioning.
+    InProgress {
+        /// Description [default: "Provisioning is still in progress for vm_id=<vm id>."]
+        #[arg(long, value_name = "TEXT", env = "PROVISION_REPORT_DESCRIPTION", value_parser = Utf8)]
+        description: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProtocolArg {
+    /// POST /provisioning/health
+    Json,
+    /// versions, goal state, POST /machine?comp=health
+    Xml,
+    /// JSON, then XML when the JSON endpoint answers 404 or 405
+    Auto,
+}
+
+impl From<ProtocolArg> for Protocol {
+    fn from(value: ProtocolArg) -> Self {
+        match value {
+            ProtocolArg::Json => Protocol::Json,
+            ProtocolArg::Xml => Protocol::Xml,
+            ProtocolArg::Auto => Protocol::Auto,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Trace,
+}
+
+#[derive(Debug, Args)]
+pub struct Options {
+    /// Wireserver base URL [default: http://168.63.129.16]
+    #[arg(long, global = true, value_name = "URL", env = "PROVISION_REPORT_WIRESERVER", value_parser = Utf8)]
+    pub wireserver: Option<String>,
+    /// Report flow [default: json]
+    #[arg(long, global = true, value_enum, env = "PROVISION_REPORT_PROTOCOL")]
+    pub protocol: Option<ProtocolArg>,
+    /// IMDS base URL [default: http://169.254.169.254]
+    #[arg(long, global = true, value_name = "URL", env = "PROVISION_REPORT_IMDS", value_parser = Utf8)]
+    pub imds: Option<String>,
+    /// Do not ask IMDS (vm id from --vm-id, else DMI, else the zero GUID; no pps_type)
+    #[arg(long, global = true, env = "PROVISION_REPORT_NO_IMDS", value_parser = FalseyValueParser::new())]
+    pub no_imds: bool,
+    /// VM id to report instead of IMDS's compute.vmId
+    #[arg(long, global = true, value_name = "ID", env = "PROVISION_REPORT_VM_ID", value_parser = Utf8)]
+    pub vm_id: Option<String>,
+    /// Wall-clock budget for the whole wireserver report, in seconds [default: 1200]
+    #[arg(long, global = true, value_name = "SECONDS", env = "PROVISION_REPORT_TIMEOUT", value_parser = PositiveSeconds)]
+    pub timeout: Option<Duration>,
+    /// Pause between attempts, in seconds [default: 1]
+    #[arg(long, global = true, value_name = "SECONDS", env = "PROVISION_REPORT_RETRY_INTERVAL", value_parser = NonNegativeSeconds)]
+    pub retry_interval: Option<Duration>,
+    /// Longest single HTTP attempt, in seconds (cut to what is left of the budget) [default: 30]
+    #[arg(long, global = true, value_name = "SECONDS", env = "PROVISION_REPORT_REQUEST_TIMEOUT", value_parser = PositiveSeconds)]
+    pub request_timeout: Option<Duration>,
+    /// Wall-clock budget for the IMDS query, in seconds [default: 90]
+    #[arg(long, global = true, value_name = "SECONDS", env = "PROVISION_REPORT_IMDS_TIMEOUT", value_parser = PositiveSeconds)]
+    pub imds_timeout: Option<Duration>,
+    /// KVP guest pool file [default: /var/lib/hyperv/.kvp_pool_1]
+    #[arg(long, global = true, value_name = "PATH", env = "PROVISION_REPORT_KVP_POOL")]
+    pub kvp_pool: Option<PathBuf>,
+    /// KVP key of the record, at most 254 bytes [default: PROVISIONING_REPORT]
+    #[arg(long, global = true, value_name = "KEY", env = "PROVISION_REPORT_KVP_KEY", value_parser = Utf8)]
+    pub kvp_key: Option<String>,
+    /// Do not write KVP
+    #[arg(long, global = true, env = "PROVISION_REPORT_NO_KVP", value_parser = FalseyValueParser::new())]
+    pub no_kvp: bool,
+    /// Empty the KVP pool first when it was last written before the current boot
+    #[arg(long, global = true, env = "PROVISION_REPORT_TRUNCATE_STALE", value_parser = FalseyValueParser::new())]
+    pub truncate_stale: bool,
+    /// Read DMI and EFI facts below this directory instead of / [default: /]
+    #[arg(long, global = true, value_name = "DIR", env = "PROVISION_REPORT_SYSROOT")]
+    pub sysroot: Option<PathBuf>,
+    /// Honour http_proxy/HTTPS_PROXY/NO_PROXY (off: the endpoints are link-local)
+    #[arg(long, global = true, env = "PROVISION_REPORT_USE_ENV_PROXY", value_parser = FalseyValueParser::new())]
+    pub use_env_proxy: bool,
+    /// TOML file with any of the settings above (keys in snake_case, durations in seconds)
+    #[arg(long, global = true, value_name = "FILE", env = "PROVISION_REPORT_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Log level on stderr; response headers are logged at debug [default: info]
+    #[arg(long, global = true, value_enum, env = "PROVISION_REPORT_LOG_LEVEL")]
+    pub log_level: Option<LogLevel>,
+}
+
+/// The config file: the global options, under their snake_case names.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    wireserver: Option<String>,
+    protocol: Option<ProtocolArg>,
+    imds: Option<String>,
+    no_imds: Option<bool>,
+    vm_id: Option<String>,
+    timeout: Option<f64>,
+    retry_interval: Option<f64>,
+    request_timeout: Option<f64>,
+    imds_timeout: Option<f64>,
+    kvp_pool: Option<PathBuf>,
+    kvp_key: Option<String>,
+    no_kvp: Option<bool>,
+    truncate_stale: Option<bool>,
+    sysroot: Option<PathBuf>,
+    use_env_proxy: Option<bool>,
+    log_level: Option<LogLevel>,
+}
+
+/// A bad input: the message names the flag or config key.
+#[derive(Debug, Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+fn usage(message: impl Into<String>) -> UsageError {
+    UsageError(message.into())
+}
+
+/// Everything a run needs.
+#[derive(Debug)]
+pub struct Settings {
+    pub config: ReporterConfig,
+    pub report: Report,
+    pub log_level: LogLevel,
+}
+
+impl Cli {
+    /// Merges the config file and checks every value.
+    pub fn settings(self) -> Result<Settings, UsageError> {
+        let file = match &self.options.config {
+            Some(path) => load_config(path)?,
+            None => FileConfig::default(),
+        };
+        let config_path = self.options.config.clone();
+        let origin = |flag: &str, key: &str, from_cli: bool| -> String {
+            match (&config_path, from_cli) {
+                (Some(path), false) => format!("`{key}` in --config {}", path.display()),
+                _ => flag.to_owned(),
+            }
+        };
+        let o = self.options;
+
+        let wireserver = {
+            let from_cli = o.wireserver.is_some();
+            let text = o
+                .wireserver
+                .or(file.wireserver)
+                .unwrap_or_else(|| DEFAULT_WIRESERVER.to_owned());
+            parse_base_url(&text).map_err(|why| {
+                usage(format!("{}: {why}", origin("--wireserver", "wireserver", from_cli)))
+            })?
+        };
+        let no_imds = o.no_imds || file.no_imds.unwrap_or(false);
+        let imds = {
+            let from_cli = o.imds.is_some();
+            let text = o.imds.or(file.imds).unwrap_or_else(|| DEFAULT_IMDS.to_owned());
+            let url = parse_base_url(&text)
+                .map_err(|why| usage(format!("{}: {why}", origin("--imds", "imds", from_cli))))?;
+            (!no_imds).then_some(url)
+        };
+        let vm_id = {
+            let from_cli = o.vm_id.is_some();
+            match o.vm_id.or(file.vm_id) {
+                Some(id) => Some(check_vm_id(&id).map_err(|why| {
+                    usage(format!("{}: {why}", origin("--vm-id", "vm_id", from_cli)))
+                })?),
+                None => None,
+            }
+        };
+        let seconds = |cli: Option<Duration>,
+                       file: Option<f64>,
+                       default: Duration,
+                       allow_zero: bool,
+                       key: &str|
+         -> Result<Duration, UsageError> {
+            if let Some(d) = cli {
+                return Ok(d);
+            }
+            match file {
+                None => Ok(default),
+                Some(value) => parse_seconds_value(value, allow_zero).map_err(|why| {
+                    usage(format!("{}: {why}", origin("", key, false)))
+                }),
+            }
+        };
+        let retry = RetryPolicy {
+            budget: seconds(o.timeout, file.timeout, RetryPolicy::WIRESERVER.budget, false, "timeout")?,
+            interval: seconds(
+                o.retry_interval,
+                file.retry_interval,
+                RetryPolicy::WIRESERVER.interval,
+                true,
+                "retry_interval",
+            )?,
+            request_timeout: seconds(
+                o.request_timeout,
+                file.request_timeout,
+                RetryPolicy::WIRESERVER.request_timeout,
+                false,
+                "request_timeout",
+            )?,
+        };
+        let imds_retry = RetryPolicy {
+            budget: seconds(
+                o.imds_timeout,
+                file.imds_timeout,
+                RetryPolicy::IMDS.budget,
+                false,
+                "imds_timeout",
+            )?,
+            interval: retry.interval,
+            request_timeout: retry.request_timeout,
+        };
+        let no_kvp = o.no_kvp || file.no_kvp.unwrap_or(false);
+        let kvp = if no_kvp {
+            None
+        } else {
+            let defaults = KvpTarget::default();
+            let key_from_cli = o.kvp_key.is_some();
+            let key = o.kvp_key.or(file.kvp_key).unwrap_or(defaults.key);
+            validate_key(&key).map_err(|why| {
+                usage(format!("{}: {why}", origin("--kvp-key", "kvp_key", key_from_cli)))
+            })?;
+            let path_from_cli = o.kvp_pool.is_some();
+            let path = o.kvp_pool.or(file.kvp_pool).unwrap_or(defaults.path);
+            check_pool_path(&path).map_err(|why| {
+                usage(format!(
+                    "{} {}: {why}",
+                    origin("--kvp-pool", "kvp_pool", path_from_cli),
+                    path.display()
+                ))
+            })?;
+            Some(KvpTarget {
+                path,
+                key,
+                truncate_stale: o.truncate_stale || file.truncate_stale.unwrap_or(false),
+            })
+        };
+        let dmi = Dmi::new(o.sysroot.or(file.sysroot).unwrap_or_else(|| PathBuf::from("/")));
+        let report = match self.command {
+            Command::Ready => Report::Ready,
+            Command::Failure { reason, data } => {
+                let pairs = data
+                    .iter()
+                    .map(|pair| {
+                        pair.split_once('=').ok_or_else(|| {
+                            usage(format!(
+                                "--data {pair:?}: expected KEY=VALUE (no `=` found)"
+                            ))
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                if reason.trim().is_empty() {
+                    return Err(usage("--reason: the reason is empty; expected a short lower-case text such as \"failed to provision user\""));
+                }
+                let failure = Failure::custom(reason, pairs).map_err(|why| {
+                    let flag = match why {
+                        reporter::FailureError::EmptyReason | reporter::FailureError::NulInReason => "--reason",
+                        _ => "--data",
+                    };
+                    usage(format!("{flag}: {why}"))
+                })?;
+                Report::Failure(failure)
+            }
+            Command::InProgress { description } => Report::InProgress { description },
+        };
+        Ok(Settings {
+            config: ReporterConfig {
+                wireserver,
+                protocol: o.protocol.or(file.protocol).unwrap_or(ProtocolArg::Json).into(),
+                retry,
+                imds,
+                imds_retry,
+                vm_id,
+                dmi,
+                kvp,
+                use_env_proxy: o.use_env_proxy || file.use_env_proxy.unwrap_or(false),
+            },
+            report,
+            log_level: o.log_level.or(file.log_level).unwrap_or(LogLevel::Info),
+        })
+    }
+}
+
+fn load_config(path: &Path) -> Result<FileConfig, UsageError> {
+    let text = std::fs::read(path)
+        .map_err(|e| usage(format!("--config {}: cannot read: {e}", path.display())))?;
+    let text = String::from_utf8(text).map_err(|e| {
+        usage(format!(
+            "--config {}: not UTF-8 (invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    toml::from_str(&text).map_err(|e| {
+        usage(format!(
+            "--config {}: {}",
+            path.display(),
+            e.to_string().trim_end()
+        ))
+    })
+}
+
+/// `http(s)://host[:port][/prefix]`; a bare `host[:port]` (cloud-init's endpoint form) gets
+/// `http://`.
+fn parse_base_url(text: &str) -> Result<Url, String> {
+    let text = text.trim();
+    let with_scheme = if text.contains("://") {
+        text.to_owned()
+    } else {
+        format!("http://{text}")
+    };
+    let url = Url::parse(&with_scheme)
+        .map_err(|e| format!("{text:?} is not a URL ({e}); expected e.g. http://127.0.0.1:8080"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!("{text:?}: expected an http:// or https:// URL"));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(format!("{text:?}: the URL has no host"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(format!(
+            "{text:?}: expected a base URL without query or fragment; the reporter appends the paths"
+        ));
+    }
+    Ok(url)
+}
+
+fn check_vm_id(id: &str) -> Result<String, String> {
+    if id.is_empty() {
+        return Err("the vm id is empty".to_owned());
+    }
+    if id.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "{id:?} contains whitespace or a control character; expected an id such as 11111111-2222-3333-4444-555555555555"
+        ));
+    }
+    if id.len() > 254 {
+        return Err(format!("the vm id is {} bytes; expected at most 254", id.len()));
+    }
+    Ok(id.to_owned())
+}
+
+/// Refuses, before anything is written, a pool path that is a symlink or a directory (the
+/// writer opens with O_NOFOLLOW and would refuse it too, but only after IMDS was asked).
+fn check_pool_path(path: &Path) -> Result<(), String> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            Err("is a symbolic link; the KVP pool is opened without following links".into())
+        }
+        Ok(meta) if meta.is_dir() => Err("is a directory; expected a KVP pool file".into()),
+        Ok(meta) if !meta.is_file() => Err("is not a regular file".into()),
+        _ => Ok(()),
+    }
+}
+
+fn parse_seconds_value(value: f64, allow_zero: bool) -> Result<Duration, String> {
+    if !value.is_finite() || value < 0.0 || (!allow_zero && value == 0.0) {
+        let expected = if allow_zero { "0 or more" } else { "more than 0" };
+        return Err(format!("{value} is not a duration; expected seconds, {expected}, e.g. 2.5"));
+    }
+    Duration::try_from_secs_f64(value).map_err(|e| format!("{value}: {e}"))
+}
+
+fn parse_seconds_text(text: &str, allow_zero: bool) -> Result<Duration, String> {
+    let value: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected seconds, e.g. 2.5 (got {text:?})"))?;
+    parse_seconds_value(value, allow_zero)
+}
+
+/// A value that must be UTF-8; the error names the argument.
+#[derive(Debug, Clone, Copy)]
+struct Utf8;
+
+impl TypedValueParser for Utf8 {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<String, clap::Error> {
+        value.to_str().map(str::to_owned).ok_or_else(|| {
+            arg_error(
+                cmd,
+                arg,
+                ErrorKind::InvalidUtf8,
+                &format!("{value:?} is not valid UTF-8"),
+            )
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct PositiveSeconds;
+#[derive(Debug, Clone, Copy)]
+struct NonNegativeSeconds;
+
+fn seconds_arg(
+    cmd: &clap::Command,
+    arg: Option<&clap::Arg>,
+    value: &OsStr,
+    allow_zero: bool,
+) -> Result<Duration, clap::Error> {
+    let text = Utf8.parse_ref(cmd, arg, value)?;
+    parse_seconds_text(&text, allow_zero)
+        .map_err(|why| arg_error(cmd, arg, ErrorKind::InvalidValue, &why))
+}
+
+impl TypedValueParser for PositiveSeconds {
+    type Value = Duration;
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<Duration, clap::Error> {
+        seconds_arg(cmd, arg, value, false)
+    }
+}
+
+impl TypedValueParser for NonNegativeSeconds {
+    type Value = Duration;
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<Duration, clap::Error> {
+        seconds_arg(cmd, arg, value, true)
+    }
+}
+
+fn arg_error(
+    cmd: &clap::Command,
+    arg: Option<&clap::Arg>,
+    kind: ErrorKind,
+    why: &str,
+) -> clap::Error {
+    let name = arg.map_or_else(|| "argument".to_owned(), |a| a.to_string());
+    let mut cmd = cmd.clone();
+    cmd.error(kind, format!("{name}: {why}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls() {
+        assert_eq!(
+            parse_base_url("127.0.0.1:8080").unwrap().as_str(),
+            "http://127.0.0.1:8080/"
+        );
+        assert!(parse_base_url("ftp://x").is_err());
+        assert!(parse_base_url("http://x/?comp=health").is_err());
+        assert!(parse_base_url("http://").is_err());
+    }
+
+    #[test]
+    fn seconds_accept_fractions() {
+        assert_eq!(parse_seconds_text("2.5", false).unwrap(), Duration::from_millis(2500));
+        assert!(parse_seconds_text("0", false).is_err());
+        assert_eq!(parse_seconds_text("0", true).unwrap(), Duration::ZERO);
+        assert!(parse_seconds_text("-1", true).is_err());
+        assert!(parse_seconds_text("inf", true).is_err());
+        assert!(parse_seconds_text("1e300", true).is_err());
+        assert!(parse_seconds_text("soon", true).is_err());
+    }
+}
