@@ -1,0 +1,242 @@
+//! Endpoint ids and request classification: which endpoint a request is for, decided from the
+//! service it reached (wireserver or IMDS), the path and the `comp` query value. The same ids key
+//! scenario plans, journal entries and conformance checks (ARCHITECTURE.md, "Endpoint ids").
+
+use globset::{GlobBuilder, GlobMatcher};
+
+/// Every endpoint id the fake classifies requests into.
+pub const ENDPOINT_IDS: &[&str] = &[
+    WIRESERVER_VERSIONS,
+    WIRESERVER_GOALSTATE,
+    WIRESERVER_CONFIG,
+    WIRESERVER_CERTIFICATES,
+    WIRESERVER_HEALTH_XML,
+    WIRESERVER_HEALTH_JSON,
+    WIRESERVER_TELEMETRY,
+    WIRESERVER_UNKNOWN,
+    IMDS_INSTANCE,
+    IMDS_VERSIONS,
+    IMDS_REPROVISIONDATA,
+    IMDS_UNKNOWN,
+    PROXY_UNKNOWN_HOST,
+];
+
+pub const WIRESERVER_VERSIONS: &str = "wireserver.versions";
+pub const WIRESERVER_GOALSTATE: &str = "wireserver.goalstate";
+pub const WIRESERVER_CONFIG: &str = "wireserver.config";
+pub const WIRESERVER_CERTIFICATES: &str = "wireserver.certificates";
+pub const WIRESERVER_HEALTH_XML: &str = "wireserver.health.xml";
+pub const WIRESERVER_HEALTH_JSON: &str = "wireserver.health.json";
+pub const WIRESERVER_TELEMETRY: &str = "wireserver.telemetry";
+pub const WIRESERVER_UNKNOWN: &str = "wireserver.unknown";
+pub const IMDS_INSTANCE: &str = "imds.instance";
+pub const IMDS_VERSIONS: &str = "imds.versions";
+pub const IMDS_REPROVISIONDATA: &str = "imds.reprovisiondata";
+pub const IMDS_UNKNOWN: &str = "imds.unknown";
+pub const PROXY_UNKNOWN_HOST: &str = "proxy.unknown-host";
+
+/// The address agents use for the wireserver (never contacted by the fake itself).
+pub const WIRESERVER_HOST: &str = "168.63.129.16";
+/// The address agents use for IMDS (never contacted by the fake itself).
+pub const IMDS_HOST: &str = "169.254.169.254";
+
+/// The two services the fake impersonates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Service {
+    Wireserver,
+    Imds,
+}
+
+/// A request target split into its parts. `authority` is set for absolute-form targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TargetParts<'a> {
+    pub authority: Option<&'a str>,
+    pub path: &'a str,
+    pub query: Option<&'a str>,
+}
+
+/// Splits origin-form (`/machine?comp=health`) and absolute-form
+/// (`http://168.63.129.16/machine?comp=health`) targets.
+pub fn split_target(target: &str) -> TargetParts<'_> {
+    let (authority, rest) = match target
+        .strip_prefix("http://")
+        .or_else(|| target.strip_prefix("HTTP://"))
+        .or_else(|| target.strip_prefix("https://"))
+    {
+        Some(after) => {
+            let end = after.find(['/', '?']).unwrap_or(after.len());
+            (Some(&after[..end]), &after[end..])
+        }
+        None => (None, target),
+    };
+    let (path, query) = match rest.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (rest, None),
+    };
+    // "http://host?x" has an empty path, which means "/".
+    let path = if path.is_empty() { "/" } else { path };
+    TargetParts {
+        authority,
+        path,
+        query,
+    }
+}
+
+/// The host part of an authority or Host header value (`168.63.129.16:80` → `168.63.129.16`).
+pub fn host_of(authority: &str) -> &str {
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    authority.split(':').next().unwrap_or(authority)
+}
+
+/// Decoded query pairs in order, duplicates kept.
+pub fn query_pairs(query: Option<&str>) -> Vec<(String, String)> {
+    match query {
+        Some(q) => form_urlencoded::parse(q.as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
+fn glob(pattern: &str) -> Option<GlobMatcher> {
+    GlobBuilder::new(pattern)
+        .literal_separator(false)
+        .build()
+        .ok()
+        .map(|g| g.compile_matcher())
+}
+
+/// True when `pattern` only uses the characters allowed in ids and globs.
+pub fn is_valid_pattern(pattern: &str) -> bool {
+    !pattern.is_empty()
+        && pattern
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '*' | '?'))
+        && glob(pattern).is_some()
+}
+
+/// True when `pattern` (an id or glob) matches `id`.
+pub fn pattern_matches(pattern: &str, id: &str) -> bool {
+    if pattern == id {
+        return true;
+    }
+    is_valid_pattern(pattern) && glob(pattern).is_some_and(|g| g.is_match(id))
+}
+
+/// True when `pattern` matches at least one known endpoint id.
+pub fn pattern_matches_any(pattern: &str) -> bool {
+    is_valid_pattern(pattern) && ENDPOINT_IDS.iter().any(|id| pattern_matches(pattern, id))
+}
+
+/// A compiled set of patterns, for matching at request time.
+#[derive(Debug, Clone)]
+pub(crate) struct Patterns(Vec<GlobMatcher>);
+
+impl Patterns {
+    pub(crate) fn new<'a>(patterns: impl IntoIterator<Item = &'a str>) -> Self {
+        Patterns(patterns.into_iter().filter_map(glob).collect())
+    }
+    pub(crate) fn matches(&self, id: &str) -> bool {
+        self.0.iter().any(|g| g.is_match(id))
+    }
+}
+
+/// Wireserver `comp` values the fake knows.
+fn wireserver_comp(comp: &str) -> Option<&'static str> {
+    match comp {
+        "versions" => Some(WIRESERVER_VERSIONS),
+        "goalstate" => Some(WIRESERVER_GOALSTATE),
+        "health" => Some(WIRESERVER_HEALTH_XML),
+        "telemetrydata" => Some(WIRESERVER_TELEMETRY),
+        "config" => Some(WIRESERVER_CONFIG),
+        "certificates" => Some(WIRESERVER_CERTIFICATES),
+        _ => None,
+    }
+}
+
+/// The endpoint id of a request that reached `service`.
+pub fn classify(service: Service, path: &str, query: &[(String, String)]) -> &'static str {
+    let comp = query
+        .iter()
+        .find(|(k, _)| k == "comp")
+        .map(|(_, v)| v.as_str());
+    match service {
+        Service::Wireserver => {
+            if path == "/provisioning/health" {
+                return WIRESERVER_HEALTH_JSON;
+            }
+            let comp_id = comp.and_then(wireserver_comp);
+            match path {
+                // The routing rule (PROTOCOL.md §1.1): `/`, `/machine`, `/machine/` alike.
+                "/" | "/machine" | "/machine/" => comp_id.unwrap_or(WIRESERVER_UNKNOWN),
+                // Config and certificate URLs named in the goal state: /machine/{container}/{role}.
+                p if p.starts_with("/machine/") => match comp_id {
+                    Some(id @ (WIRESERVER_CONFIG | WIRESERVER_CERTIFICATES)) => id,
+                    _ => WIRESERVER_UNKNOWN,
+                },
+                _ => WIRESERVER_UNKNOWN,
+            }
+        }
+        Service::Imds => match path.trim_end_matches('/') {
+            "/metadata/instance" => IMDS_INSTANCE,
+            p if p.starts_with("/metadata/instance/") => IMDS_INSTANCE,
+            "/metadata/versions" => IMDS_VERSIONS,
+            "/metadata/reprovisiondata" => IMDS_REPROVISIONDATA,
+            _ => IMDS_UNKNOWN,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(s: &str) -> Vec<(String, String)> {
+        query_pairs(Some(s))
+    }
+
+    #[test]
+    fn splits_both_target_forms() {
+        let t = split_target("http://168.63.129.16/machine/?comp=goalstate");
+        assert_eq!(t.authority, Some("168.63.129.16"));
+        assert_eq!(t.path, "/machine/");
+        assert_eq!(t.query, Some("comp=goalstate"));
+        let t = split_target("http://169.254.169.254:80?x=1");
+        assert_eq!((t.authority, t.path), (Some("169.254.169.254:80"), "/"));
+        let t = split_target("/?comp=versions");
+        assert_eq!((t.authority, t.path, t.query), (None, "/", Some("comp=versions")));
+        assert_eq!(host_of("168.63.129.16:80"), "168.63.129.16");
+        assert_eq!(host_of("[::1]:80"), "::1");
+    }
+
+    #[test]
+    fn classifies_wireserver_paths_alike() {
+        for path in ["/", "/machine", "/machine/"] {
+            assert_eq!(classify(Service::Wireserver, path, &q("comp=goalstate")), WIRESERVER_GOALSTATE);
+            assert_eq!(classify(Service::Wireserver, path, &q("comp=health")), WIRESERVER_HEALTH_XML);
+        }
+        assert_eq!(
+            classify(Service::Wireserver, "/machine/c/vm", &q("comp=config&type=sharedConfig")),
+            WIRESERVER_CONFIG
+        );
+        assert_eq!(classify(Service::Wireserver, "/provisioning/health", &[]), WIRESERVER_HEALTH_JSON);
+        assert_eq!(classify(Service::Wireserver, "/nope", &[]), WIRESERVER_UNKNOWN);
+        assert_eq!(classify(Service::Wireserver, "/machine/x", &q("comp=health")), WIRESERVER_UNKNOWN);
+        assert_eq!(classify(Service::Imds, "/metadata/instance/compute/name", &[]), IMDS_INSTANCE);
+        assert_eq!(classify(Service::Imds, "/metadata/instance/", &[]), IMDS_INSTANCE);
+        assert_eq!(classify(Service::Imds, "/metadata/identity", &[]), IMDS_UNKNOWN);
+    }
+
+    #[test]
+    fn globs_match_ids() {
+        assert!(pattern_matches("wireserver.*", WIRESERVER_HEALTH_JSON));
+        assert!(pattern_matches("wireserver.health.*", WIRESERVER_HEALTH_XML));
+        assert!(!pattern_matches("imds.*", WIRESERVER_HEALTH_XML));
+        assert!(pattern_matches_any("*"));
+        assert!(!pattern_matches_any("wireserver.nothing"));
+        assert!(!is_valid_pattern("wire server"));
+    }
+}

@@ -1,0 +1,291 @@
+//! The scenario engine: given a classified request, decide what the fake does — the rate
+//! limiter first, then the first plan whose id matches the endpoint. Also answers the time
+//! triggers (incarnation bumps, reprovision data availability). Pure state machine: the
+//! transport executes its decisions.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::documents::Documents;
+use crate::endpoint::Patterns;
+use crate::journal::StepRef;
+use crate::oracle::ServedIds;
+use crate::scenario::{Action, EndPolicy, Scenario, TriggerAction};
+
+/// Bound on the number of client IPs the rate limiter remembers.
+const MAX_TRACKED_CLIENTS: usize = 4096;
+
+/// What to do with one request.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Decision {
+    /// Answer with the default documents.
+    Default,
+    /// The rate limiter refused it: the platform's 403.
+    Throttled,
+    /// A scripted step answers.
+    Step { step: StepRef, action: Action },
+}
+
+struct PlanState {
+    patterns: Patterns,
+    /// Index of the next step; `steps.len()` once the plan ran out.
+    next: usize,
+    /// How many requests the current step consumed so far.
+    used: u32,
+    rng: StdRng,
+}
+
+struct RateState {
+    patterns: Patterns,
+    requests: usize,
+    window: Duration,
+    clients: HashMap<IpAddr, VecDeque<Instant>>,
+}
+
+pub(crate) struct Engine {
+    scenario: Scenario,
+    documents: Documents,
+    loaded_at: Instant,
+    plans: Vec<PlanState>,
+    rate: Option<RateState>,
+}
+
+impl Engine {
+    pub(crate) fn new(scenario: Scenario, now: Instant) -> Self {
+        let documents = Documents::new(&scenario);
+        let seed = scenario.seed.unwrap_or(0);
+        let plans = scenario
+            .endpoints
+            .iter()
+            .enumerate()
+            .map(|(i, plan)| PlanState {
+                patterns: Patterns::new([plan.id.as_str()]),
+                next: 0,
+                used: 0,
+                // One stream per plan: draws for one endpoint do not depend on traffic to others.
+                rng: StdRng::seed_from_u64(seed.wrapping_add(i as u64)),
+            })
+            .collect();
+        let rate = scenario.rate_limit.as_ref().map(|rl| RateState {
+            patterns: Patterns::new(rl.endpoints.iter().map(String::as_str)),
+            requests: rl.requests as usize,
+            window: Duration::from_secs_f64(rl.window),
+            clients: HashMap::new(),
+        });
+        Engine {
+            scenario,
+            documents,
+            loaded_at: now,
+            plans,
+            rate,
+        }
+    }
+
+    /// Back to the state right after loading: cursors, random streams, rate limiter, trigger
+    /// clock.
+    pub(crate) fn rewind(&mut self, now: Instant) {
+        *self = Engine::new(self.scenario.clone(), now);
+    }
+
+    pub(crate) fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    pub(crate) fn documents(&self) -> &Documents {
+        &self.documents
+    }
+
+    fn triggers_passed(&self, action: TriggerAction, now: Instant) -> u64 {
+        let elapsed = now.saturating_duration_since(self.loaded_at).as_secs_f64();
+        self.scenario
+            .triggers
+            .iter()
+            .filter(|t| t.action == action && t.after <= elapsed)
+            .count() as u64
+    }
+
+    /// The goal state ids in effect at `now`.
+    pub(crate) fn served_ids(&self, now: Instant) -> ServedIds {
+        self.documents
+            .served_ids(self.triggers_passed(TriggerAction::BumpIncarnation, now))
+    }
+
+    pub(crate) fn reprovision_available(&self, now: Instant) -> bool {
+        self.triggers_passed(TriggerAction::ReprovisionAvailable, now) > 0
+    }
+
+    pub(crate) fn decide(&mut self, endpoint: &str, client: IpAddr, now: Instant) -> Decision {
+        if let Some(rate) = self.rate.as_mut() {
+            if rate.patterns.matches(endpoint) && !rate.admit(client, now) {
+                return Decision::Throttled;
+            }
+        }
+        let Some(index) = self.plans.iter().position(|p| p.patterns.matches(endpoint)) else {
+            return Decision::Default;
+        };
+        let plan = &self.scenario.endpoints[index];
+        let state = &mut self.plans[index];
+        let n = plan.steps.len();
+        if state.next >= n {
+            match plan.end {
+                EndPolicy::Default => return Decision::Default,
+                EndPolicy::Cycle => {
+                    state.next = 0;
+                    state.used = 0;
+                }
+                EndPolicy::RepeatLast => {}
+            }
+        }
+        let (step_index, repeat) = if state.next >= n {
+            // repeat-last after the plan ran out: keep counting repetitions of the last step.
+            state.used = state.used.saturating_add(1);
+            (n - 1, state.used)
+        } else {
+            let i = state.next;
+            state.used += 1;
+            let repeat = state.used;
+            if state.used >= plan.steps[i].times {
+                state.next = i + 1;
+                if !(state.next == n && plan.end == EndPolicy::RepeatLast) {
+                    state.used = 0;
+                }
+            }
+            (i, repeat)
+        };
+        let step = &plan.steps[step_index];
+        if step.probability < 1.0 && state.rng.random::<f64>() >= step.probability {
+            return Decision::Default;
+        }
+        Decision::Step {
+            step: StepRef {
+                endpoint: plan.id.clone(),
+                index: step_index,
+                repeat,
+            },
+            action: step.action.clone(),
+        }
+    }
+}
+
+impl RateState {
+    /// Sliding window per client IP; only admitted requests count.
+    fn admit(&mut self, client: IpAddr, now: Instant) -> bool {
+        if self.clients.len() >= MAX_TRACKED_CLIENTS && !self.clients.contains_key(&client) {
+            let window = self.window;
+            self.clients
+                .retain(|_, seen| seen.back().is_some_and(|t| now.duration_since(*t) < window));
+            if self.clients.len() >= MAX_TRACKED_CLIENTS {
+                self.clients.clear();
+            }
+        }
+        let seen = self.clients.entry(client).or_default();
+        while seen
+            .front()
+            .is_some_and(|t| now.saturating_duration_since(*t) >= self.window)
+        {
+            seen.pop_front();
+        }
+        if seen.len() >= self.requests {
+            return false;
+        }
+        seen.push_back(now);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{Preset, Step};
+    use std::net::Ipv4Addr;
+
+    const IP: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+    fn kinds(engine: &mut Engine, endpoint: &str, n: usize) -> Vec<String> {
+        let now = Instant::now();
+        (0..n)
+            .map(|_| match engine.decide(endpoint, IP, now) {
+                Decision::Default => "default".to_owned(),
+                Decision::Throttled => "throttled".to_owned(),
+                Decision::Step { step, action } => {
+                    format!("{}#{}.{}", action.kind(), step.index, step.repeat)
+                }
+            })
+            .collect()
+    }
+
+    fn plan(end: EndPolicy) -> Scenario {
+        Scenario::new().endpoint(
+            "wireserver.goalstate",
+            end,
+            vec![Step::preset(Preset::Throttled).times(2), Step::new(Action::Reset)],
+        )
+    }
+
+    #[test]
+    fn end_policies() {
+        let mut e = Engine::new(plan(EndPolicy::Default), Instant::now());
+        assert_eq!(
+            kinds(&mut e, "wireserver.goalstate", 5),
+            ["respond#0.1", "respond#0.2", "reset#1.1", "default", "default"]
+        );
+        let mut e = Engine::new(plan(EndPolicy::Cycle), Instant::now());
+        assert_eq!(
+            kinds(&mut e, "wireserver.goalstate", 5),
+            ["respond#0.1", "respond#0.2", "reset#1.1", "respond#0.1", "respond#0.2"]
+        );
+        let mut e = Engine::new(plan(EndPolicy::RepeatLast), Instant::now());
+        assert_eq!(
+            kinds(&mut e, "wireserver.goalstate", 5),
+            ["respond#0.1", "respond#0.2", "reset#1.1", "reset#1.2", "reset#1.3"]
+        );
+        assert_eq!(kinds(&mut e, "wireserver.versions", 1), ["default"]);
+    }
+
+    #[test]
+    fn probability_replays_with_the_same_seed() {
+        let scenario = Scenario::new().seed(7).endpoint(
+            "imds.*",
+            EndPolicy::RepeatLast,
+            vec![Step::new(Action::Close).probability(0.5)],
+        );
+        let a = kinds(&mut Engine::new(scenario.clone(), Instant::now()), "imds.instance", 64);
+        let b = kinds(&mut Engine::new(scenario.clone(), Instant::now()), "imds.instance", 64);
+        assert_eq!(a, b);
+        assert!(a.iter().any(|k| k == "default") && a.iter().any(|k| k.starts_with("close")));
+        let c = kinds(&mut Engine::new(scenario.seed(8), Instant::now()), "imds.instance", 64);
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn rate_limit_per_window() {
+        let scenario = Scenario::new().rate_limit(2, 10.0, &["wireserver.*"]);
+        let mut e = Engine::new(scenario, Instant::now());
+        assert_eq!(
+            kinds(&mut e, "wireserver.goalstate", 3),
+            ["default", "default", "throttled"]
+        );
+        assert_eq!(kinds(&mut e, "imds.instance", 3), ["default"; 3]);
+        let later = Instant::now() + Duration::from_secs(11);
+        assert_eq!(e.decide("wireserver.goalstate", IP, later), Decision::Default);
+    }
+
+    #[test]
+    fn triggers_follow_the_clock() {
+        let t0 = Instant::now();
+        let scenario = Scenario::new()
+            .incarnation("5")
+            .trigger(2.0, TriggerAction::BumpIncarnation)
+            .trigger(3.0, TriggerAction::ReprovisionAvailable);
+        let e = Engine::new(scenario, t0);
+        assert_eq!(e.served_ids(t0).incarnation, "5");
+        assert!(!e.reprovision_available(t0));
+        let t = t0 + Duration::from_secs(4);
+        assert_eq!(e.served_ids(t).incarnation, "6");
+        assert!(e.reprovision_available(t));
+    }
+}

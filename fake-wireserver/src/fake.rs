@@ -1,0 +1,382 @@
+//! The [`Fake`] handle: start the listeners in-process, get their URLs, load scenarios, read the
+//! journal, declare expectations (verified on drop).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::documents::Addresses;
+use crate::expect::Expectation;
+use crate::http1::Limits;
+use crate::journal::{DEFAULT_CAPACITY, Entry, Journal};
+use crate::oracle::ServedIds;
+use crate::scenario::Scenario;
+use crate::server::{EngineSlot, ListenerKind, Shared, accept_loop, lock};
+
+/// Bodies over this many bytes are refused with 413 (default).
+pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;
+/// Default deadline for reading one request, and for an idle keep-alive connection.
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How to run a fake. `FakeConfig::default()`: wireserver and IMDS on ephemeral `127.0.0.1`
+/// ports, no proxy, no admin listener, default documents.
+#[derive(Debug, Clone)]
+pub struct FakeConfig {
+    /// `None` = no wireserver listener.
+    pub wireserver: Option<SocketAddr>,
+    /// `None` = no IMDS listener.
+    pub imds: Option<SocketAddr>,
+    /// Proxy mode listener (absolute-form targets routed by host).
+    pub proxy: Option<SocketAddr>,
+    /// The admin API listener (loopback only; the binary always has one).
+    pub admin: Option<SocketAddr>,
+    pub scenario: Scenario,
+    /// Also write the journal as JSON Lines here (everything, flushed per entry).
+    pub journal_file: Option<PathBuf>,
+    /// Entries kept in memory (oldest dropped first).
+    pub journal_capacity: usize,
+    pub max_body_bytes: usize,
+    pub read_timeout: Duration,
+}
+
+fn loopback() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 0))
+}
+
+impl Default for FakeConfig {
+    fn default() -> Self {
+        FakeConfig {
+            wireserver: Some(loopback()),
+            imds: Some(loopback()),
+            proxy: None,
+            admin: None,
+            scenario: Scenario::new(),
+            journal_file: None,
+            journal_capacity: DEFAULT_CAPACITY,
+            max_body_bytes: DEFAULT_MAX_BODY,
+            read_timeout: DEFAULT_READ_TIMEOUT,
+        }
+    }
+}
+
+impl FakeConfig {
+    pub fn scenario(mut self, scenario: Scenario) -> Self {
+        self.scenario = scenario;
+        self
+    }
+    pub fn wireserver(mut self, addr: Option<SocketAddr>) -> Self {
+        self.wireserver = addr;
+        self
+    }
+    pub fn imds(mut self, addr: Option<SocketAddr>) -> Self {
+        self.imds = addr;
+        self
+    }
+    /// Enables proxy mode on `addr` (port 0 = ephemeral).
+    pub fn proxy(mut self, addr: SocketAddr) -> Self {
+        self.proxy = Some(addr);
+        self
+    }
+    /// Enables proxy mode on an ephemeral loopback port.
+    pub fn with_proxy(self) -> Self {
+        self.proxy(loopback())
+    }
+    pub fn admin(mut self, addr: SocketAddr) -> Self {
+        self.admin = Some(addr);
+        self
+    }
+    pub fn journal_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.journal_file = Some(path.into());
+        self
+    }
+    pub fn journal_capacity(mut self, n: usize) -> Self {
+        self.journal_capacity = n;
+        self
+    }
+    pub fn max_body_bytes(mut self, n: usize) -> Self {
+        self.max_body_bytes = n;
+        self
+    }
+    pub fn read_timeout(mut self, t: Duration) -> Self {
+        self.read_timeout = t;
+        self
+    }
+}
+
+/// Why a fake could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum FakeError {
+    #[error("cannot listen for the {listener} on {addr}: {source}")]
+    Bind {
+        listener: &'static str,
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{listener} listener: {source}")]
+    Listener {
+        listener: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot create the journal file {path}: {source}")]
+    Journal {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Already-bound listeners, for callers that must bind in a special place (e.g. inside a network
+/// namespace, on `168.63.129.16:80` and `169.254.169.254:80`). See [`serve_on`].
+#[derive(Debug, Default)]
+pub struct Listeners {
+    pub wireserver: Option<std::net::TcpListener>,
+    pub imds: Option<std::net::TcpListener>,
+    pub proxy: Option<std::net::TcpListener>,
+    pub admin: Option<std::net::TcpListener>,
+}
+
+impl Listeners {
+    /// Binds the addresses of `config` on the calling thread (its network namespace).
+    pub fn bind(config: &FakeConfig) -> Result<Listeners, FakeError> {
+        let bind = |listener: &'static str, addr: Option<SocketAddr>| -> Result<_, FakeError> {
+            addr.map(|addr| {
+                std::net::TcpListener::bind(addr).map_err(|source| FakeError::Bind {
+                    listener,
+                    addr,
+                    source,
+                })
+            })
+            .transpose()
+        };
+        Ok(Listeners {
+            wireserver: bind("wireserver", config.wireserver)?,
+            imds: bind("imds", config.imds)?,
+            proxy: bind("proxy", config.proxy)?,
+            admin: bind("admin", config.admin)?,
+        })
+    }
+}
+
+/// Runs a fake on already-bound listeners (the addresses in `config` are ignored). Must be
+/// called inside a tokio runtime; the fake runs until the returned handle is shut down or
+/// dropped.
+pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, FakeError> {
+    let journal = Journal::new(config.journal_capacity, config.journal_file.as_deref()).map_err(
+        |source| FakeError::Journal {
+            path: config.journal_file.clone().unwrap_or_default(),
+            source,
+        },
+    )?;
+    let started = Instant::now();
+    let shared = Arc::new(Shared {
+        started,
+        journal: Mutex::new(journal),
+        engine: Mutex::new(EngineSlot::new(config.scenario.clone(), started)),
+        limits: Limits {
+            max_head: 64 * 1024,
+            max_body: config.max_body_bytes,
+            read_timeout: config.read_timeout,
+        },
+    });
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let mut tasks = Vec::new();
+    let mut addrs = Addresses {
+        wireserver: None,
+        imds: None,
+        proxy: None,
+        admin: None,
+    };
+    let to_tokio = |name: &'static str, l: std::net::TcpListener| -> Result<TcpListener, FakeError> {
+        l.set_nonblocking(true)
+            .and_then(|()| TcpListener::from_std(l))
+            .map_err(|source| FakeError::Listener {
+                listener: name,
+                source,
+            })
+    };
+    for (kind, listener) in [
+        (ListenerKind::Wireserver, listeners.wireserver),
+        (ListenerKind::Imds, listeners.imds),
+        (ListenerKind::Proxy, listeners.proxy),
+    ] {
+        let Some(listener) = listener else { continue };
+        let listener = to_tokio(kind.name(), listener)?;
+        let addr = listener.local_addr().map_err(|source| FakeError::Listener {
+            listener: kind.name(),
+            source,
+        })?;
+        match kind {
+            ListenerKind::Wireserver => addrs.wireserver = Some(addr),
+            ListenerKind::Imds => addrs.imds = Some(addr),
+            ListenerKind::Proxy => addrs.proxy = Some(addr),
+        }
+        tasks.push(tokio::spawn(accept_loop(
+            shared.clone(),
+            kind,
+            listener,
+            shutdown_rx.clone(),
+        )));
+    }
+    if let Some(listener) = listeners.admin {
+        let listener = to_tokio("admin", listener)?;
+        addrs.admin = Some(listener.local_addr().map_err(|source| FakeError::Listener {
+            listener: "admin",
+            source,
+        })?);
+        let mut rx = shutdown_rx.clone();
+        let app = crate::admin::router(shared.clone());
+        tasks.push(tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = rx.changed().await;
+                })
+                .await;
+        }));
+    }
+    Ok(Fake {
+        shared,
+        addrs,
+        shutdown: shutdown_tx,
+        tasks,
+        expectations: Mutex::new(Vec::new()),
+    })
+}
+
+/// A running fake wireserver + IMDS. Dropping it stops the listeners and verifies the
+/// expectations (panicking with a clear message if one is not met, unless already panicking).
+pub struct Fake {
+    shared: Arc<Shared>,
+    addrs: Addresses,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+    expectations: Mutex<Vec<Expectation>>,
+}
+
+impl Fake {
+    /// Binds the addresses of `config` (ephemeral loopback ports by default) and starts serving.
+    pub async fn start(config: FakeConfig) -> Result<Fake, FakeError> {
+        let listeners = Listeners::bind(&config)?;
+        serve_on(config, listeners).await
+    }
+
+    /// `http://127.0.0.1:PORT`. Panics if the wireserver listener is disabled.
+    pub fn wireserver_url(&self) -> String {
+        format!(
+            "http://{}",
+            self.addrs
+                .wireserver
+                .expect("this fake has no wireserver listener (FakeConfig::wireserver(None))")
+        )
+    }
+
+    /// `http://127.0.0.1:PORT` (agents append `/metadata/...`). Panics if IMDS is disabled.
+    pub fn imds_url(&self) -> String {
+        format!(
+            "http://{}",
+            self.addrs
+                .imds
+                .expect("this fake has no IMDS listener (FakeConfig::imds(None))")
+        )
+    }
+
+    pub fn wireserver_addr(&self) -> Option<SocketAddr> {
+        self.addrs.wireserver
+    }
+    pub fn imds_addr(&self) -> Option<SocketAddr> {
+        self.addrs.imds
+    }
+    /// The proxy listener, when proxy mode is configured.
+    pub fn proxy_addr(&self) -> Option<SocketAddr> {
+        self.addrs.proxy
+    }
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.addrs.admin
+    }
+    /// All listener addresses (the binary's ready line).
+    pub fn addresses(&self) -> &Addresses {
+        &self.addrs
+    }
+
+    /// The in-memory journal window, oldest first.
+    pub fn journal(&self) -> Vec<Entry> {
+        lock(&self.shared.journal).snapshot()
+    }
+
+    /// Replaces the scenario (plans start from their first step; triggers count from now).
+    pub fn load_scenario(&self, scenario: Scenario) {
+        self.shared.load_scenario(scenario);
+    }
+
+    /// Empties the journal window and rewinds the scenario.
+    pub fn reset(&self) {
+        self.shared.reset();
+    }
+
+    /// The scenario in effect.
+    pub fn scenario(&self) -> Scenario {
+        lock(&self.shared.engine).engine.scenario().clone()
+    }
+
+    /// The goal state ids in effect now (after any incarnation bumps).
+    pub fn served_ids(&self) -> ServedIds {
+        self.shared.served_ids()
+    }
+
+    /// Adds an expectation, verified when the fake is dropped (or by [`Fake::verify`]).
+    pub fn expect(&self, expectation: Expectation) {
+        lock(&self.expectations).push(expectation);
+    }
+
+    /// Checks every expectation now; the error lists each one not met.
+    pub fn verify(&self) -> Result<(), String> {
+        let journal = self.journal();
+        let failures: Vec<String> = lock(&self.expectations)
+            .iter()
+            .filter_map(|e| e.check(&journal).err())
+            .collect();
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "fake-wireserver: {} expectation(s) not met:\n{}",
+                failures.len(),
+                failures.join("\n")
+            ))
+        }
+    }
+
+    /// Stops the listeners and waits for them (open connections are closed).
+    pub async fn shutdown(mut self) {
+        let _ = self.shutdown.send(true);
+        for task in std::mem::take(&mut self.tasks) {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+        for task in &self.tasks {
+            task.abort();
+        }
+        if std::thread::panicking() {
+            return;
+        }
+        let expectations = std::mem::take(&mut *lock(&self.expectations));
+        if expectations.is_empty() {
+            return;
+        }
+        *lock(&self.expectations) = expectations;
+        if let Err(message) = self.verify() {
+            panic!("{message}");
+        }
+    }
+}

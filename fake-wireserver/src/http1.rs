@@ -1,0 +1,402 @@
+//! A small, bounded HTTP/1.1 request reader and response writer on a raw `TcpStream`.
+//!
+//! The fake reads and writes the wire itself (rather than letting hyper own the connection) so
+//! that scripted faults are real socket behaviour and so that malformed input is journaled,
+//! not silently answered by a library. Every buffer is bounded: the head by
+//! [`Limits::max_head`], the body by [`Limits::max_body`]; every read by a deadline.
+
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Bounds for one connection.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub max_head: usize,
+    pub max_body: usize,
+    /// Deadline for reading one request (and for an idle keep-alive connection).
+    pub read_timeout: Duration,
+}
+
+/// A received request.
+#[derive(Debug, Clone)]
+pub(crate) struct Request {
+    pub method: String,
+    pub target: String,
+    pub http_version: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// When the head was complete.
+    pub head_at: Instant,
+}
+
+impl Request {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether the client allows the connection to stay open after this exchange.
+    pub(crate) fn keep_alive(&self) -> bool {
+        let conn = self.header("connection").map(str::to_ascii_lowercase);
+        match self.http_version.as_str() {
+            "HTTP/1.0" => conn.is_some_and(|c| c.contains("keep-alive")),
+            _ => !conn.is_some_and(|c| c.contains("close")),
+        }
+    }
+}
+
+/// What could be read of a request that could not be completed.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Partial {
+    pub method: String,
+    pub target: String,
+    pub http_version: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+#[derive(Debug)]
+pub(crate) enum ReadError {
+    /// EOF or idle timeout before the first byte of a request: nothing to journal.
+    Idle,
+    /// The bytes are not HTTP/1.x: answer 400 and close.
+    Malformed { reason: String, partial: Partial },
+    /// Head over the limit: answer 431 and close.
+    HeadTooLarge { partial: Partial },
+    /// Declared or chunked body over the limit: answer 413 and close.
+    BodyTooLarge { partial: Partial, declared: Option<u64> },
+    /// The client stopped sending (EOF or timeout) inside a request: close.
+    Incomplete { reason: String, partial: Partial },
+}
+
+const MAX_HEADERS: usize = 128;
+
+/// Reads one request. `buf` carries bytes already received (pipelining) across calls.
+pub(crate) async fn read_request(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    limits: Limits,
+) -> Result<Request, ReadError> {
+    let deadline = tokio::time::Instant::now() + limits.read_timeout;
+
+    // 1. The head.
+    let (head_len, mut req) = loop {
+        if !buf.is_empty() {
+            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            let mut parsed = httparse::Request::new(&mut headers);
+            match parsed.parse(buf) {
+                Ok(httparse::Status::Complete(n)) => {
+                    let req = Request {
+                        method: parsed.method.unwrap_or_default().to_owned(),
+                        target: parsed.path.unwrap_or_default().to_owned(),
+                        http_version: format!("HTTP/1.{}", parsed.version.unwrap_or(1)),
+                        headers: parsed
+                            .headers
+                            .iter()
+                            .map(|h| {
+                                (
+                                    h.name.to_owned(),
+                                    String::from_utf8_lossy(h.value).into_owned(),
+                                )
+                            })
+                            .collect(),
+                        body: Vec::new(),
+                        head_at: Instant::now(),
+                    };
+                    break (n, req);
+                }
+                Ok(httparse::Status::Partial) => {
+                    if buf.len() > limits.max_head {
+                        return Err(ReadError::HeadTooLarge {
+                            partial: partial_of(buf),
+                        });
+                    }
+                }
+                Err(httparse::Error::TooManyHeaders) => {
+                    return Err(ReadError::HeadTooLarge {
+                        partial: partial_of(buf),
+                    });
+                }
+                Err(e) => {
+                    return Err(ReadError::Malformed {
+                        reason: format!("not an HTTP/1.x request head: {e}"),
+                        partial: partial_of(buf),
+                    });
+                }
+            }
+        }
+        match read_more(stream, buf, deadline, limits.max_head + 1).await {
+            Ok(true) => {}
+            Ok(false) if buf.iter().all(u8::is_ascii_whitespace) => return Err(ReadError::Idle),
+            Ok(false) => {
+                return Err(ReadError::Incomplete {
+                    reason: "connection closed inside the request head".into(),
+                    partial: partial_of(buf),
+                });
+            }
+            Err(timeout_or_io) => {
+                if buf.iter().all(u8::is_ascii_whitespace) {
+                    return Err(ReadError::Idle);
+                }
+                return Err(ReadError::Incomplete {
+                    reason: format!("request head not complete: {timeout_or_io}"),
+                    partial: partial_of(buf),
+                });
+            }
+        }
+    };
+    buf.drain(..head_len);
+
+    let partial = |req: &Request, body: Vec<u8>| Partial {
+        method: req.method.clone(),
+        target: req.target.clone(),
+        http_version: req.http_version.clone(),
+        headers: req.headers.clone(),
+        body,
+    };
+
+    // 2. The body: chunked, Content-Length, or none (requests have no read-to-EOF bodies).
+    let chunked = req
+        .header("transfer-encoding")
+        .map(|te| te.rsplit(',').next().unwrap_or("").trim().eq_ignore_ascii_case("chunked"));
+    let lengths: Vec<&str> = req
+        .headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .map(|(_, v)| v.trim())
+        .collect();
+    if chunked.is_some() && !lengths.is_empty() {
+        return Err(ReadError::Malformed {
+            reason: "both Transfer-Encoding and Content-Length".into(),
+            partial: partial(&req, Vec::new()),
+        });
+    }
+    if chunked == Some(false) {
+        return Err(ReadError::Malformed {
+            reason: "Transfer-Encoding without a final chunked coding".into(),
+            partial: partial(&req, Vec::new()),
+        });
+    }
+    let expect_continue = req
+        .header("expect")
+        .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
+
+    if chunked == Some(true) {
+        if expect_continue && buf.is_empty() {
+            let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await;
+        }
+        let mut body = Vec::new();
+        loop {
+            // Chunk size line.
+            let (size, used) = loop {
+                match httparse::parse_chunk_size(buf) {
+                    Ok(httparse::Status::Complete((used, size))) => break (size, used),
+                    Ok(httparse::Status::Partial) => {
+                        if buf.len() > limits.max_head {
+                            return Err(ReadError::Malformed {
+                                reason: "chunk size line too long".into(),
+                                partial: partial(&req, body),
+                            });
+                        }
+                    }
+                    Err(_) => {
+                        return Err(ReadError::Malformed {
+                            reason: "invalid chunk size line".into(),
+                            partial: partial(&req, body),
+                        });
+                    }
+                }
+                if !matches!(read_more(stream, buf, deadline, limits.max_head + 1).await, Ok(true)) {
+                    return Err(ReadError::Incomplete {
+                        reason: "connection closed or timed out inside a chunked body".into(),
+                        partial: partial(&req, body),
+                    });
+                }
+            };
+            buf.drain(..used);
+            if size == 0 {
+                break;
+            }
+            if body.len() as u64 + size > limits.max_body as u64 {
+                return Err(ReadError::BodyTooLarge {
+                    partial: partial(&req, body),
+                    declared: None,
+                });
+            }
+            let need = size as usize + 2; // data + CRLF
+            while buf.len() < need {
+                let want = need - buf.len();
+                if !matches!(read_more(stream, buf, deadline, want).await, Ok(true)) {
+                    body.extend_from_slice(&buf[..buf.len().min(size as usize)]);
+                    return Err(ReadError::Incomplete {
+                        reason: "connection closed or timed out inside a chunk".into(),
+                        partial: partial(&req, body),
+                    });
+                }
+            }
+            if &buf[size as usize..need] != b"\r\n" {
+                return Err(ReadError::Malformed {
+                    reason: "chunk data not followed by CRLF".into(),
+                    partial: partial(&req, body),
+                });
+            }
+            body.extend_from_slice(&buf[..size as usize]);
+            buf.drain(..need);
+        }
+        // Trailer section: lines until an empty line.
+        loop {
+            if let Some(pos) = buf.windows(2).position(|w| w == b"\r\n") {
+                let empty = pos == 0;
+                buf.drain(..pos + 2);
+                if empty {
+                    break;
+                }
+                continue;
+            }
+            if buf.len() > limits.max_head
+                || !matches!(read_more(stream, buf, deadline, limits.max_head + 1).await, Ok(true))
+            {
+                return Err(ReadError::Incomplete {
+                    reason: "chunked body trailer not complete".into(),
+                    partial: partial(&req, body),
+                });
+            }
+        }
+        req.body = body;
+        return Ok(req);
+    }
+
+    if let Some(first) = lengths.first() {
+        if lengths.iter().any(|l| l != first) {
+            return Err(ReadError::Malformed {
+                reason: "conflicting Content-Length headers".into(),
+                partial: partial(&req, Vec::new()),
+            });
+        }
+        let Ok(len) = first.parse::<u64>() else {
+            return Err(ReadError::Malformed {
+                reason: format!("invalid Content-Length {first:?}"),
+                partial: partial(&req, Vec::new()),
+            });
+        };
+        if len > limits.max_body as u64 {
+            return Err(ReadError::BodyTooLarge {
+                partial: partial(&req, Vec::new()),
+                declared: Some(len),
+            });
+        }
+        let len = len as usize;
+        if expect_continue && buf.len() < len {
+            let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await;
+        }
+        while buf.len() < len {
+            let want = len - buf.len();
+            if !matches!(read_more(stream, buf, deadline, want).await, Ok(true)) {
+                let got = buf.split_off(0);
+                return Err(ReadError::Incomplete {
+                    reason: format!(
+                        "connection closed or timed out after {} of {len} body bytes",
+                        got.len()
+                    ),
+                    partial: partial(&req, got),
+                });
+            }
+        }
+        req.body = buf.drain(..len).collect();
+    }
+    Ok(req)
+}
+
+/// Reads up to `max` more bytes into `buf`. `Ok(false)` on EOF; `Err` on timeout or I/O error.
+async fn read_more(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    deadline: tokio::time::Instant,
+    max: usize,
+) -> Result<bool, String> {
+    let mut chunk = [0u8; 8192];
+    let want = max.clamp(1, chunk.len());
+    match tokio::time::timeout_at(deadline, stream.read(&mut chunk[..want])).await {
+        Err(_) => Err("read timed out".into()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Ok(0)) => Ok(false),
+        Ok(Ok(n)) => {
+            buf.extend_from_slice(&chunk[..n]);
+            Ok(true)
+        }
+    }
+}
+
+/// Best-effort view of an unparsable head, for the journal.
+fn partial_of(buf: &[u8]) -> Partial {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut parsed = httparse::Request::new(&mut headers);
+    let _ = parsed.parse(buf);
+    let mut p = Partial {
+        method: parsed.method.unwrap_or_default().to_owned(),
+        target: parsed.path.unwrap_or_default().to_owned(),
+        http_version: parsed
+            .version
+            .map(|v| format!("HTTP/1.{v}"))
+            .unwrap_or_default(),
+        headers: Vec::new(),
+        body: Vec::new(),
+    };
+    if p.method.is_empty() {
+        // Keep what arrived (bounded) so the journal shows the garbage.
+        p.body = buf[..buf.len().min(crate::journal::BODY_KEEP_BYTES)].to_vec();
+    }
+    p
+}
+
+/// A response to write.
+#[derive(Debug, Clone)]
+pub(crate) struct Outgoing {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Outgoing {
+    pub(crate) fn new(status: u16, headers: Vec<(String, String)>, body: impl Into<Vec<u8>>) -> Self {
+        Outgoing {
+            status,
+            headers,
+            body: body.into(),
+        }
+    }
+
+    /// Status line and headers; `Content-Length` is always the full body length, `Date` is
+    /// added, `Connection: close` when the connection ends after this answer.
+    pub(crate) fn head(&self, close: bool) -> Vec<u8> {
+        let reason = http::StatusCode::from_u16(self.status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("Unknown");
+        let mut out = format!("HTTP/1.1 {} {reason}\r\n", self.status);
+        for (name, value) in &self.headers {
+            if name.eq_ignore_ascii_case("content-length")
+                || name.eq_ignore_ascii_case("transfer-encoding")
+                || name.eq_ignore_ascii_case("connection")
+                || name.eq_ignore_ascii_case("date")
+            {
+                continue;
+            }
+            out.push_str(&format!("{name}: {value}\r\n"));
+        }
+        out.push_str(&format!(
+            "Date: {}\r\n",
+            chrono::Utc::now().format("%a, %d %b %Y %H:%M:%S GMT")
+        ));
+        out.push_str(&format!("Content-Length: {}\r\n", self.body.len()));
+        if close {
+            out.push_str("Connection: close\r\n");
+        }
+        out.push_str("\r\n");
+        out.into_bytes()
+    }
+}

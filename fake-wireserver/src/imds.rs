@@ -1,0 +1,200 @@
+//! IMDS default answers, as an axum router (PROTOCOL.md §1.2).
+//!
+//! Platform rules: `Metadata: true` (any case) is required, `api-version` is required (except on
+//! `/metadata/versions`) and must be one the platform supports, duplicate query parameters and
+//! `X-Forwarded-For` are refused — all with 400 and a JSON `error` body. Leaf paths below
+//! `/metadata/instance` walk the JSON document; a leaf needs `format=text`.
+
+use axum::Router;
+use axum::extract::{Extension, RawQuery};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use serde_json::{Value, json};
+
+use crate::documents::{JSON_CONTENT_TYPE, TEXT_CONTENT_TYPE, XML_CONTENT_TYPE};
+use crate::endpoint::{self, Service};
+use crate::inspect::{ImdsRefusal, RequestView, imds_api_versions, imds_refusal};
+use crate::server::RequestCtx;
+
+pub fn router() -> Router {
+    Router::new()
+        .route("/metadata/instance", any(handle))
+        .route("/metadata/instance/", any(handle))
+        .route("/metadata/instance/{*leaf}", any(handle))
+        .route("/metadata/versions", any(handle))
+        .route("/metadata/reprovisiondata", any(handle))
+        .fallback(handle)
+}
+
+fn with_type(status: StatusCode, content_type: &'static str, body: String) -> Response {
+    let mut res = (status, body).into_response();
+    res.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    res
+}
+
+fn json_reply(status: StatusCode, body: &Value) -> Response {
+    with_type(status, JSON_CONTENT_TYPE, body.to_string())
+}
+
+fn error(status: StatusCode, message: &str) -> Response {
+    json_reply(status, &json!({ "error": message }))
+}
+
+/// The newest versions, as the platform lists them in its "api-version" errors.
+fn newest_versions() -> Vec<String> {
+    let mut v = imds_api_versions();
+    v.reverse();
+    v.truncate(3);
+    v
+}
+
+fn refusal_response(refusal: &ImdsRefusal) -> Response {
+    match refusal {
+        ImdsRefusal::ForwardedFor => error(
+            StatusCode::BAD_REQUEST,
+            "Bad request. Requests with the X-Forwarded-For header are not allowed.",
+        ),
+        ImdsRefusal::MetadataHeader => error(
+            StatusCode::BAD_REQUEST,
+            "Bad request. Required metadata header not specified",
+        ),
+        ImdsRefusal::DuplicateQuery(_) => error(
+            StatusCode::BAD_REQUEST,
+            "Bad request. Query parameters must not be repeated.",
+        ),
+        ImdsRefusal::ApiVersionMissing => json_reply(
+            StatusCode::BAD_REQUEST,
+            &json!({
+                "error": "Bad request. api-version was not specified in the request. For more information refer to aka.ms/azureimds",
+                "newest-versions": newest_versions(),
+            }),
+        ),
+        ImdsRefusal::ApiVersionUnsupported(_) => json_reply(
+            StatusCode::BAD_REQUEST,
+            &json!({
+                "error": "Bad request. api-version is invalid or was not specified in the request. For more information refer to aka.ms/azureimds",
+                "newest-versions": newest_versions(),
+            }),
+        ),
+    }
+}
+
+async fn handle(
+    Extension(ctx): Extension<RequestCtx>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let query = endpoint::query_pairs(query.as_deref());
+    let path = uri.path();
+    let id = endpoint::classify(Service::Imds, path, &query);
+    let header_list: Vec<(String, String)> = headers
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_owned(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let view = RequestView {
+        service: Service::Imds,
+        endpoint: id,
+        method: method.as_str(),
+        path,
+        query: &query,
+        headers: &header_list,
+        http_version: "",
+    };
+    if let Some(refusal) = imds_refusal(&view) {
+        return refusal_response(&refusal);
+    }
+    if id == endpoint::IMDS_UNKNOWN {
+        return error(StatusCode::NOT_FOUND, "Not found");
+    }
+    if method != Method::GET {
+        let mut res = error(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed");
+        res.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET"));
+        return res;
+    }
+    let param = |name: &str| {
+        query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    match id {
+        endpoint::IMDS_VERSIONS => with_type(
+            StatusCode::OK,
+            JSON_CONTENT_TYPE,
+            crate::documents::IMDS_VERSIONS_JSON.trim().to_owned(),
+        ),
+        endpoint::IMDS_REPROVISIONDATA => {
+            if ctx.reprovision_available {
+                with_type(
+                    StatusCode::OK,
+                    XML_CONTENT_TYPE,
+                    ctx.documents.reprovision_xml(),
+                )
+            } else {
+                // Not reassigned yet: cloud-init keeps polling on 404.
+                error(StatusCode::NOT_FOUND, "Not found")
+            }
+        }
+        _ => {
+            let extended = param("extended").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            let format = param("format").unwrap_or("json");
+            let doc = ctx.documents.instance_json(extended);
+            let rest = path
+                .strip_prefix("/metadata/instance")
+                .unwrap_or_default();
+            let mut node = &doc;
+            for segment in rest.split('/').filter(|s| !s.is_empty()) {
+                let next = match node {
+                    Value::Object(map) => map.get(segment),
+                    Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get(i)),
+                    _ => None,
+                };
+                match next {
+                    Some(n) => node = n,
+                    None => return error(StatusCode::NOT_FOUND, "Not found"),
+                }
+            }
+            let leaf = !matches!(node, Value::Object(_) | Value::Array(_));
+            match format {
+                f if f.eq_ignore_ascii_case("json") => {
+                    if leaf {
+                        error(
+                            StatusCode::BAD_REQUEST,
+                            "Bad request. Leaf nodes are only available with format=text.",
+                        )
+                    } else {
+                        json_reply(StatusCode::OK, node)
+                    }
+                }
+                f if f.eq_ignore_ascii_case("text") => {
+                    let text = match node {
+                        Value::String(s) => s.clone(),
+                        Value::Null => String::new(),
+                        Value::Object(map) => {
+                            map.keys().map(|k| format!("{k}\n")).collect::<String>()
+                        }
+                        Value::Array(items) => {
+                            (0..items.len()).map(|i| format!("{i}\n")).collect::<String>()
+                        }
+                        other => other.to_string(),
+                    };
+                    with_type(StatusCode::OK, TEXT_CONTENT_TYPE, text)
+                }
+                _ => error(
+                    StatusCode::BAD_REQUEST,
+                    "Bad request. Unsupported format; use format=json or format=text.",
+                ),
+            }
+        }
+    }
+}

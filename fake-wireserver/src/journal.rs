@@ -1,0 +1,298 @@
+//! The journal: one [`Entry`] per request the fake received, with what it answered.
+//!
+//! Field names are a public interface (the admin API returns a JSON array of entries,
+//! `--journal FILE` writes JSON Lines, the conformance runner reads both). The in-memory window
+//! is bounded (oldest entries are dropped first); the JSON Lines file keeps everything.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::oracle::{Finding, HealthReport};
+
+/// Bodies longer than this are cut in the journal (`body_truncated = true`); `body_len` keeps
+/// the received length.
+pub const BODY_KEEP_BYTES: usize = 64 * 1024;
+
+/// Default number of entries kept in memory.
+pub const DEFAULT_CAPACITY: usize = 10_000;
+
+/// One request the fake received and what it did about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// 1-based, per fake instance; never reused (not even after a reset).
+    pub seq: u64,
+    /// Milliseconds since the fake started (monotonic clock), when the request head arrived.
+    pub at_ms: u64,
+    /// When the answer finished (or the fault was applied); `None` while pending and for `hang`.
+    pub done_ms: Option<u64>,
+    /// `"wireserver"`, `"imds"` or `"proxy"`: the listener that accepted the connection.
+    pub listener: String,
+    /// Peer address, e.g. `"127.0.0.1:50123"`.
+    pub client: String,
+    pub method: String,
+    /// Request target exactly as received (origin-form or absolute-form).
+    pub target: String,
+    pub http_version: String,
+    /// Received order and capitalisation.
+    pub headers: Vec<(String, String)>,
+    /// UTF-8 (lossy), at most [`BODY_KEEP_BYTES`] kept.
+    pub body: String,
+    /// Base64 of the kept bytes when the body is not valid UTF-8.
+    pub body_b64: Option<String>,
+    pub body_len: usize,
+    pub body_truncated: bool,
+    /// Endpoint id (see ARCHITECTURE.md, "Endpoint ids").
+    pub endpoint: String,
+    pub answer: Answer,
+    /// Health POSTs only: the oracle's parse of the report.
+    pub report: Option<HealthReport>,
+    /// Request-level findings (headers, path spelling, unknown path, malformed HTTP, ...).
+    pub findings: Vec<Finding>,
+}
+
+/// What the fake did with a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answer {
+    /// `"respond" | "delay" | "hang" | "reset" | "close" | "malformed" | "partial" | "slow" |
+    /// "throttled" | "default"`.
+    pub kind: String,
+    /// The status line sent, if any (`None` for hang/reset/close/malformed).
+    pub status: Option<u16>,
+    /// The scripted step that answered; `None` = default behaviour (or the rate limiter).
+    pub step: Option<StepRef>,
+}
+
+/// Which scripted step answered: the `[[endpoint]]` id as written in the scenario, the step's
+/// 0-based index in that plan, and the 1-based repetition of that step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepRef {
+    pub endpoint: String,
+    pub index: usize,
+    pub repeat: u32,
+}
+
+impl Entry {
+    /// The first header with this name (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The path of the target, without scheme/authority and query (`/metadata/instance`).
+    pub fn path(&self) -> &str {
+        crate::endpoint::split_target(&self.target).path
+    }
+
+    /// The decoded query pairs of the target, in order (duplicates kept).
+    pub fn query_pairs(&self) -> Vec<(String, String)> {
+        crate::endpoint::query_pairs(crate::endpoint::split_target(&self.target).query)
+    }
+
+    /// The first value of a query parameter.
+    pub fn query(&self, name: &str) -> Option<String> {
+        self.query_pairs()
+            .into_iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v)
+    }
+
+    /// The received body bytes that were kept (decoded from `body_b64` when present).
+    pub fn body_bytes(&self) -> Vec<u8> {
+        use base64::Engine as _;
+        match &self.body_b64 {
+            Some(b64) => base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .unwrap_or_default(),
+            None => self.body.as_bytes().to_vec(),
+        }
+    }
+
+    /// True when the answer was a transport fault or an error status.
+    pub fn is_fault(&self) -> bool {
+        matches!(
+            self.answer.kind.as_str(),
+            "hang" | "reset" | "close" | "malformed" | "partial" | "slow" | "throttled"
+        ) || self.answer.status.is_some_and(|s| s >= 400)
+    }
+}
+
+/// Fills `body`, `body_b64`, `body_len` and `body_truncated` from received bytes.
+pub(crate) fn body_fields(bytes: &[u8]) -> (String, Option<String>, usize, bool) {
+    use base64::Engine as _;
+    let truncated = bytes.len() > BODY_KEEP_BYTES;
+    let kept = &bytes[..bytes.len().min(BODY_KEEP_BYTES)];
+    match std::str::from_utf8(kept) {
+        Ok(s) => (s.to_owned(), None, bytes.len(), truncated),
+        Err(e) => {
+            // A cut through a multi-byte character is still "valid UTF-8" for our purpose.
+            if truncated && e.error_len().is_none() {
+                let s = String::from_utf8_lossy(&kept[..e.valid_up_to()]).into_owned();
+                return (s, None, bytes.len(), truncated);
+            }
+            (
+                String::from_utf8_lossy(kept).into_owned(),
+                Some(base64::engine::general_purpose::STANDARD.encode(kept)),
+                bytes.len(),
+                truncated,
+            )
+        }
+    }
+}
+
+/// The journal store: a bounded in-memory window plus an optional JSON Lines sink.
+pub(crate) struct Journal {
+    entries: VecDeque<Entry>,
+    capacity: usize,
+    next_seq: u64,
+    sink: Option<BufWriter<File>>,
+    sink_error: Option<String>,
+}
+
+impl Journal {
+    pub(crate) fn new(capacity: usize, file: Option<&Path>) -> std::io::Result<Self> {
+        let sink = match file {
+            Some(path) => Some(BufWriter::new(File::create(path)?)),
+            None => None,
+        };
+        Ok(Journal {
+            entries: VecDeque::new(),
+            capacity: capacity.max(1),
+            next_seq: 1,
+            sink,
+            sink_error: None,
+        })
+    }
+
+    /// Records a new entry (its `seq` is assigned here) and returns the seq.
+    pub(crate) fn begin(&mut self, mut entry: Entry) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        entry.seq = seq;
+        if self.entries.len() == self.capacity {
+            self.entries.pop_front();
+        }
+        self.entries.push_back(entry);
+        seq
+    }
+
+    /// Updates an entry that is still in the window.
+    pub(crate) fn update(&mut self, seq: u64, f: impl FnOnce(&mut Entry)) {
+        if let Some(entry) = self.get_mut(seq) {
+            f(entry);
+        }
+    }
+
+    /// Marks an entry final: it is written to the JSON Lines file (one line, flushed).
+    pub(crate) fn finish(&mut self, seq: u64, f: impl FnOnce(&mut Entry)) {
+        self.update(seq, f);
+        let Some(line) = self
+            .get_mut(seq)
+            .map(|e| serde_json::to_string(e).unwrap_or_default())
+        else {
+            return;
+        };
+        if let Some(sink) = self.sink.as_mut() {
+            let written = sink
+                .write_all(line.as_bytes())
+                .and_then(|()| sink.write_all(b"\n"))
+                .and_then(|()| sink.flush());
+            if let Err(e) = written {
+                // Keep serving; the error is reported by `sink_error` (and the binary logs it).
+                tracing::error!("journal file: {e}");
+                self.sink_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+
+    fn get_mut(&mut self, seq: u64) -> Option<&mut Entry> {
+        let first = self.entries.front()?.seq;
+        let idx = usize::try_from(seq.checked_sub(first)?).ok()?;
+        self.entries.get_mut(idx).filter(|e| e.seq == seq)
+    }
+
+    pub(crate) fn snapshot(&self) -> Vec<Entry> {
+        self.entries.iter().cloned().collect()
+    }
+
+    /// Empties the in-memory window (the file and the seq counter are kept).
+    pub(crate) fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    #[allow(dead_code)]
+    pub(crate) fn sink_error(&self) -> Option<&str> {
+        self.sink_error.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry() -> Entry {
+        Entry {
+            seq: 0,
+            at_ms: 0,
+            done_ms: None,
+            listener: "wireserver".into(),
+            client: "127.0.0.1:1".into(),
+            method: "GET".into(),
+            target: "http://169.254.169.254/metadata/instance?api-version=2021-02-01&extended=true"
+                .into(),
+            http_version: "HTTP/1.1".into(),
+            headers: vec![("Metadata".into(), "true".into())],
+            body: String::new(),
+            body_b64: None,
+            body_len: 0,
+            body_truncated: false,
+            endpoint: "imds.instance".into(),
+            answer: Answer {
+                kind: "default".into(),
+                status: Some(200),
+                step: None,
+            },
+            report: None,
+            findings: vec![],
+        }
+    }
+
+    #[test]
+    fn window_is_bounded_and_seq_keeps_counting() {
+        let mut j = Journal::new(3, None).unwrap();
+        for _ in 0..5 {
+            j.begin(entry());
+        }
+        let seqs: Vec<u64> = j.snapshot().iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, vec![3, 4, 5]);
+        j.update(4, |e| e.done_ms = Some(9));
+        j.update(1, |e| e.done_ms = Some(1)); // dropped: no effect, no panic
+        assert_eq!(j.snapshot()[1].done_ms, Some(9));
+        j.clear();
+        assert_eq!(j.begin(entry()), 6);
+    }
+
+    #[test]
+    fn helpers_read_target_and_headers() {
+        let e = entry();
+        assert_eq!(e.path(), "/metadata/instance");
+        assert_eq!(e.query("api-version").as_deref(), Some("2021-02-01"));
+        assert_eq!(e.header("metadata"), Some("true"));
+    }
+
+    #[test]
+    fn body_fields_keep_binary_as_base64() {
+        let (s, b64, len, cut) = body_fields(&[0xff, 0x00, b'a']);
+        assert_eq!((len, cut), (3, false));
+        assert_eq!(b64.as_deref(), Some("/wBh"));
+        assert!(s.ends_with('a'));
+        let big = vec![b'x'; BODY_KEEP_BYTES + 10];
+        let (s, b64, len, cut) = body_fields(&big);
+        assert_eq!((s.len(), b64, len, cut), (BODY_KEEP_BYTES, None, BODY_KEEP_BYTES + 10, true));
+    }
+}

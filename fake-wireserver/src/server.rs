@@ -1,0 +1,691 @@
+//! Listeners and connections: accept, read a request (bounded), route it (by listener, or by
+//! target authority / Host in proxy mode), classify it, ask the scenario engine, journal it, and
+//! answer — either with the axum routers' default documents or with a scripted fault acted out
+//! on the raw socket.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tower::ServiceExt;
+
+use crate::documents::{Documents, JSON_CONTENT_TYPE, SERVER_HEADER, THROTTLED_BODY, XML_CONTENT_TYPE};
+use crate::endpoint::{self, Service};
+use crate::engine::{Decision, Engine};
+use crate::http1::{self, Limits, Outgoing, Partial, ReadError, Request};
+use crate::inspect::{self, RequestView};
+use crate::journal::{Answer, Entry, Journal, body_fields};
+use crate::oracle::{self, Finding, ServedIds};
+use crate::scenario::{Action, Preset, Reply, Scenario};
+
+/// Upper bound on simultaneously open agent connections per listener.
+const MAX_CONNECTIONS: usize = 1024;
+
+/// Which listener accepted a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListenerKind {
+    Wireserver,
+    Imds,
+    Proxy,
+}
+
+impl ListenerKind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ListenerKind::Wireserver => "wireserver",
+            ListenerKind::Imds => "imds",
+            ListenerKind::Proxy => "proxy",
+        }
+    }
+}
+
+/// Per-request context handed to the axum routers (as an extension).
+#[derive(Clone)]
+pub(crate) struct RequestCtx {
+    pub documents: Arc<Documents>,
+    pub ids: ServedIds,
+    /// `http://host:port` as the agent addressed the service.
+    pub base_url: String,
+    pub reprovision_available: bool,
+}
+
+/// State shared by every listener of one fake.
+pub(crate) struct Shared {
+    pub started: Instant,
+    pub journal: Mutex<Journal>,
+    pub engine: Mutex<EngineSlot>,
+    pub limits: Limits,
+}
+
+/// The engine plus the documents it serves (shared cheaply with the routers).
+pub(crate) struct EngineSlot {
+    pub engine: Engine,
+    pub documents: Arc<Documents>,
+}
+
+impl EngineSlot {
+    pub(crate) fn new(scenario: Scenario, now: Instant) -> Self {
+        let engine = Engine::new(scenario, now);
+        let documents = Arc::new(engine.documents().clone());
+        EngineSlot { engine, documents }
+    }
+}
+
+/// Locks without ever panicking: a panic elsewhere must not take the fake down.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Shared {
+    pub(crate) fn ms(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.started).as_millis()).unwrap_or(u64::MAX)
+    }
+    fn now_ms(&self) -> u64 {
+        self.ms(Instant::now())
+    }
+    pub(crate) fn load_scenario(&self, scenario: Scenario) {
+        *lock(&self.engine) = EngineSlot::new(scenario, Instant::now());
+    }
+    pub(crate) fn reset(&self) {
+        lock(&self.journal).clear();
+        let mut slot = lock(&self.engine);
+        slot.engine.rewind(Instant::now());
+    }
+    pub(crate) fn served_ids(&self) -> ServedIds {
+        lock(&self.engine).engine.served_ids(Instant::now())
+    }
+}
+
+/// Accepts connections until `shutdown` flips; dropping the set aborts open connections.
+pub(crate) async fn accept_loop(
+    shared: Arc<Shared>,
+    kind: ListenerKind,
+    listener: TcpListener,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut connections = JoinSet::new();
+    loop {
+        while connections.try_join_next().is_some() {}
+        if connections.len() >= MAX_CONNECTIONS {
+            tokio::select! {
+                _ = connections.join_next() => continue,
+                _ = shutdown.changed() => return,
+            }
+        }
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let shared = shared.clone();
+                    let _ = stream.set_nodelay(true);
+                    connections.spawn(async move {
+                        serve_connection(shared, kind, stream, peer).await;
+                    });
+                }
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!("{} accept: {e}", kind.name());
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+/// How a connection goes on after an exchange.
+enum Flow {
+    KeepAlive,
+    Close,
+    /// The stream was consumed (reset, hang ended).
+    Gone,
+}
+
+async fn serve_connection(shared: Arc<Shared>, kind: ListenerKind, mut stream: TcpStream, peer: SocketAddr) {
+    let local = stream.local_addr().ok();
+    let mut buf = Vec::new();
+    loop {
+        match http1::read_request(&mut stream, &mut buf, shared.limits).await {
+            Ok(req) => {
+                let keep_alive = req.keep_alive();
+                match exchange(&shared, kind, &mut stream, peer, local, req, keep_alive).await {
+                    Flow::KeepAlive if keep_alive => continue,
+                    Flow::Gone => return,
+                    Flow::KeepAlive | Flow::Close => {
+                        let _ = stream.shutdown().await;
+                        return;
+                    }
+                }
+            }
+            Err(ReadError::Idle) => return,
+            Err(err) => {
+                bad_request(&shared, kind, &mut stream, peer, err).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Journals and answers a request that could not be read completely.
+async fn bad_request(shared: &Shared, kind: ListenerKind, stream: &mut TcpStream, peer: SocketAddr, err: ReadError) {
+    let (status, finding, partial) = match err {
+        ReadError::Idle => return,
+        ReadError::Malformed { reason, partial } => (
+            Some(400),
+            Finding::error("http.malformed", format!("malformed HTTP request: {reason} (answered 400, closed)")),
+            partial,
+        ),
+        ReadError::HeadTooLarge { partial } => (
+            Some(431),
+            Finding::error("http.head-too-large", format!(
+                "request head over {} bytes or over {} headers (answered 431, closed)",
+                shared.limits.max_head, 128
+            )),
+            partial,
+        ),
+        ReadError::BodyTooLarge { partial, declared } => (
+            Some(413),
+            Finding::error("http.body-too-large", match declared {
+                Some(n) => format!("Content-Length {n} over the {} byte limit (answered 413, closed)", shared.limits.max_body),
+                None => format!("chunked body over the {} byte limit (answered 413, closed)", shared.limits.max_body),
+            }),
+            partial,
+        ),
+        ReadError::Incomplete { reason, partial } => (
+            None,
+            Finding::warning("http.incomplete", format!("{reason}; connection closed without an answer")),
+            partial,
+        ),
+    };
+    let endpoint = match kind {
+        ListenerKind::Wireserver => endpoint::WIRESERVER_UNKNOWN,
+        ListenerKind::Imds => endpoint::IMDS_UNKNOWN,
+        ListenerKind::Proxy => endpoint::PROXY_UNKNOWN_HOST,
+    };
+    let at = Instant::now();
+    let mut entry = new_entry(shared, kind, peer, &partial_request(partial, at), endpoint);
+    entry.findings.push(finding);
+    entry.answer = Answer {
+        kind: if status.is_some() { "default" } else { "close" }.into(),
+        status,
+        step: None,
+    };
+    let seq = lock(&shared.journal).begin(entry);
+    if let Some(status) = status {
+        let out = Outgoing::new(status, vec![], Vec::new());
+        let _ = stream.write_all(&out.head(true)).await;
+        let _ = stream.shutdown().await;
+        // Drain briefly so the client reads our answer instead of an RST.
+        let mut sink = [0u8; 4096];
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
+        while let Ok(Ok(n)) = tokio::time::timeout_at(deadline, stream.read(&mut sink)).await {
+            if n == 0 {
+                break;
+            }
+        }
+    }
+    let done = shared.now_ms();
+    lock(&shared.journal).finish(seq, |e| e.done_ms = Some(done));
+}
+
+fn partial_request(p: Partial, at: Instant) -> Request {
+    Request {
+        method: p.method,
+        target: p.target,
+        http_version: p.http_version,
+        headers: p.headers,
+        body: p.body,
+        head_at: at,
+    }
+}
+
+fn new_entry(shared: &Shared, kind: ListenerKind, peer: SocketAddr, req: &Request, endpoint: &str) -> Entry {
+    let (body, body_b64, body_len, body_truncated) = body_fields(&req.body);
+    Entry {
+        seq: 0,
+        at_ms: shared.ms(req.head_at),
+        done_ms: None,
+        listener: kind.name().into(),
+        client: peer.to_string(),
+        method: req.method.clone(),
+        target: req.target.clone(),
+        http_version: req.http_version.clone(),
+        headers: req.headers.clone(),
+        body,
+        body_b64,
+        body_len,
+        body_truncated,
+        endpoint: endpoint.into(),
+        answer: Answer {
+            kind: "default".into(),
+            status: None,
+            step: None,
+        },
+        report: None,
+        findings: Vec::new(),
+    }
+}
+
+/// Where a request goes.
+enum Route {
+    Service(Service),
+    /// Proxy mode, a host that is neither service.
+    UnknownHost,
+}
+
+/// Handles one complete request on the connection.
+async fn exchange(
+    shared: &Shared,
+    kind: ListenerKind,
+    stream: &mut TcpStream,
+    peer: SocketAddr,
+    local: Option<SocketAddr>,
+    req: Request,
+    keep_alive: bool,
+) -> Flow {
+    let parts = endpoint::split_target(&req.target);
+    let host_header = req.header("host").map(str::to_owned);
+    let mut findings = Vec::new();
+
+    let route = match kind {
+        ListenerKind::Wireserver => Route::Service(Service::Wireserver),
+        ListenerKind::Imds => Route::Service(Service::Imds),
+        ListenerKind::Proxy if req.method.eq_ignore_ascii_case("CONNECT") => {
+            findings.push(Finding::error(
+                "proxy.connect",
+                format!("CONNECT {} through the proxy: tunnels are not served (answered 502)", req.target),
+            ));
+            Route::UnknownHost
+        }
+        ListenerKind::Proxy => {
+            let authority = parts.authority.map(str::to_owned).or_else(|| host_header.clone());
+            match authority.as_deref().map(endpoint::host_of) {
+                Some(endpoint::WIRESERVER_HOST) => Route::Service(Service::Wireserver),
+                Some(endpoint::IMDS_HOST) => Route::Service(Service::Imds),
+                other => {
+                    let host = other.unwrap_or("").to_owned();
+                    findings.push(Finding::error(
+                        "proxy.unknown-host",
+                        format!(
+                            "proxy request for host {host:?}: neither the wireserver ({}) nor IMDS ({}) (answered 502)",
+                            endpoint::WIRESERVER_HOST,
+                            endpoint::IMDS_HOST
+                        ),
+                    ));
+                    Route::UnknownHost
+                }
+            }
+        }
+    };
+
+    let query = endpoint::query_pairs(parts.query);
+    let admin_path = parts.path.starts_with("/__admin");
+    let endpoint_id = match &route {
+        Route::Service(Service::Imds) if admin_path => endpoint::IMDS_UNKNOWN,
+        Route::Service(Service::Wireserver) if admin_path => endpoint::WIRESERVER_UNKNOWN,
+        Route::Service(service) => endpoint::classify(*service, parts.path, &query),
+        Route::UnknownHost => endpoint::PROXY_UNKNOWN_HOST,
+    };
+    if admin_path {
+        findings.push(Finding::warning(
+            "path.admin-on-agent-listener",
+            format!(
+                "{} reached the {} listener; the admin API lives on its own loopback listener (answered 404)",
+                parts.path,
+                kind.name()
+            ),
+        ));
+    } else if let Route::Service(service) = route {
+        findings.extend(inspect::findings(&RequestView {
+            service,
+            endpoint: endpoint_id,
+            method: &req.method,
+            path: parts.path,
+            query: &query,
+            headers: &req.headers,
+            http_version: &req.http_version,
+        }));
+        if endpoint_id == endpoint::WIRESERVER_CONFIG {
+            let t = query.iter().find(|(k, _)| k == "type").map(|(_, v)| v.as_str());
+            if !t.is_some_and(|t| t.eq_ignore_ascii_case("sharedConfig")) {
+                findings.push(Finding::warning(
+                    "config.unknown-type",
+                    format!("config type {t:?} is not named in the goal state (answered 404)"),
+                ));
+            }
+        }
+    }
+
+    // Decide under the engine lock; nothing below awaits while holding it.
+    let now = Instant::now();
+    let client_ip: IpAddr = peer.ip();
+    let (decision, ids, documents, reprovision_available) = {
+        let mut slot = lock(&shared.engine);
+        let ids = slot.engine.served_ids(now);
+        let reprovision = slot.engine.reprovision_available(now);
+        let decision = if admin_path || matches!(route, Route::UnknownHost) {
+            Decision::Default
+        } else {
+            slot.engine.decide(endpoint_id, client_ip, now)
+        };
+        (decision, ids, slot.documents.clone(), reprovision)
+    };
+
+    let report = if req.method == "POST" {
+        match endpoint_id {
+            endpoint::WIRESERVER_HEALTH_XML => Some(oracle::health::parse_xml(&req.body, Some(&ids))),
+            endpoint::WIRESERVER_HEALTH_JSON => Some(oracle::health::parse_json(&req.body)),
+            _ => None,
+        }
+    } else {
+        None
+    };
+
+    let mut entry = new_entry(shared, kind, peer, &req, endpoint_id);
+    entry.findings = findings;
+    entry.report = report;
+    entry.answer = match &decision {
+        Decision::Default => Answer { kind: "default".into(), status: None, step: None },
+        Decision::Throttled => Answer { kind: "throttled".into(), status: Some(403), step: None },
+        Decision::Step { step, action } => Answer {
+            kind: action.kind().into(),
+            status: None,
+            step: Some(step.clone()),
+        },
+    };
+    let seq = lock(&shared.journal).begin(entry);
+
+    let service = match route {
+        Route::Service(s) => Some(s),
+        Route::UnknownHost => None,
+    };
+    let base_url = base_url(host_header.as_deref().or(parts.authority), local);
+    let ctx = RequestCtx {
+        documents,
+        ids,
+        base_url,
+        reprovision_available,
+    };
+    let default_answer = || async {
+        if admin_path {
+            Outgoing::new(404, vec![], Vec::new())
+        } else {
+            match service {
+                Some(s) => route_default(s, &req, ctx.clone()).await,
+                None => Outgoing::new(
+                    502,
+                    vec![("Content-Type".into(), "text/plain; charset=utf-8".into())],
+                    "502 Bad Gateway: this proxy only serves the wireserver and IMDS\n",
+                ),
+            }
+        }
+    };
+    let head_only = req.method.eq_ignore_ascii_case("HEAD");
+    let close = !keep_alive;
+    let finish = |status: Option<u16>| {
+        let done = shared.now_ms();
+        lock(&shared.journal).finish(seq, |e| {
+            e.done_ms = Some(done);
+            e.answer.status = status;
+        });
+    };
+
+    match decision {
+        Decision::Default => {
+            let out = default_answer().await;
+            let ok = write_response(stream, &out, close, head_only).await;
+            finish(Some(out.status));
+            if ok { Flow::KeepAlive } else { Flow::Close }
+        }
+        Decision::Throttled => {
+            let out = throttled();
+            let ok = write_response(stream, &out, close, head_only).await;
+            finish(Some(out.status));
+            if ok { Flow::KeepAlive } else { Flow::Close }
+        }
+        Decision::Step { action, .. } => match action {
+            Action::Respond(reply) => {
+                let out = render_reply(&reply, service);
+                let ok = write_response(stream, &out, close, head_only).await;
+                finish(Some(out.status));
+                if ok { Flow::KeepAlive } else { Flow::Close }
+            }
+            Action::Delay { seconds, reply } => {
+                tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+                let out = match &reply {
+                    Some(r) => render_reply(r, service),
+                    None => default_answer().await,
+                };
+                let ok = write_response(stream, &out, close, head_only).await;
+                finish(Some(out.status));
+                if ok { Flow::KeepAlive } else { Flow::Close }
+            }
+            Action::Hang => {
+                // Never answered: the entry is final now (done_ms stays None).
+                lock(&shared.journal).finish(seq, |_| {});
+                // Keep reading (and discarding) until the client gives up or the fake stops.
+                let mut sink = [0u8; 4096];
+                while let Ok(n) = stream.read(&mut sink).await {
+                    if n == 0 {
+                        break;
+                    }
+                }
+                Flow::Gone
+            }
+            Action::Reset => {
+                // SO_LINGER 0: close() sends RST instead of FIN.
+                let _ = stream.set_zero_linger();
+                finish(None);
+                Flow::Gone
+            }
+            Action::Close => {
+                let _ = stream.shutdown().await;
+                finish(None);
+                Flow::Gone
+            }
+            Action::Malformed { bytes } => {
+                let _ = stream.write_all(bytes.as_bytes()).await;
+                let _ = stream.flush().await;
+                let _ = stream.shutdown().await;
+                finish(None);
+                Flow::Gone
+            }
+            Action::Partial { bytes_sent, reply } => {
+                let out = match &reply {
+                    Some(r) => render_reply(r, service),
+                    None => default_answer().await,
+                };
+                // Always short of the declared length, so the client sees a truncated body.
+                let n = bytes_sent.min(out.body.len().saturating_sub(1));
+                let _ = stream.write_all(&out.head(true)).await;
+                let _ = stream.write_all(&out.body[..n]).await;
+                let _ = stream.flush().await;
+                let _ = stream.shutdown().await;
+                finish(Some(out.status));
+                Flow::Gone
+            }
+            Action::Slow { chunk, interval, reply } => {
+                let out = match &reply {
+                    Some(r) => render_reply(r, service),
+                    None => default_answer().await,
+                };
+                let mut ok = stream.write_all(&out.head(close)).await.is_ok();
+                if !head_only {
+                    for piece in out.body.chunks(chunk.max(1)) {
+                        if !ok {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_secs_f64(interval)).await;
+                        ok = stream.write_all(piece).await.is_ok() && stream.flush().await.is_ok();
+                    }
+                }
+                finish(Some(out.status));
+                if ok { Flow::KeepAlive } else { Flow::Close }
+            }
+        },
+    }
+}
+
+async fn write_response(stream: &mut TcpStream, out: &Outgoing, close: bool, head_only: bool) -> bool {
+    let mut bytes = out.head(close);
+    if !head_only {
+        bytes.extend_from_slice(&out.body);
+    }
+    stream.write_all(&bytes).await.is_ok() && stream.flush().await.is_ok()
+}
+
+/// `http://host:port` as the agent addressed the service (port 80 made explicit, as the
+/// platform writes its URLs).
+fn base_url(host: Option<&str>, local: Option<SocketAddr>) -> String {
+    match host.map(str::trim).filter(|h| !h.is_empty()) {
+        Some(h) => {
+            let has_port = if let Some(rest) = h.strip_prefix('[') {
+                rest.contains("]:")
+            } else {
+                h.contains(':')
+            };
+            if has_port {
+                format!("http://{h}")
+            } else {
+                format!("http://{h}:80")
+            }
+        }
+        None => match local {
+            Some(addr) => format!("http://{addr}"),
+            None => format!("http://{}:80", endpoint::WIRESERVER_HOST),
+        },
+    }
+}
+
+/// The platform's throttling reply (PROTOCOL.md §8.1).
+pub(crate) fn throttled() -> Outgoing {
+    Outgoing::new(
+        403,
+        vec![
+            ("Content-Type".into(), XML_CONTENT_TYPE.into()),
+            ("Server".into(), SERVER_HEADER.into()),
+        ],
+        THROTTLED_BODY,
+    )
+}
+
+/// A scripted reply: preset first, then explicit status/headers/body on top.
+pub(crate) fn render_reply(reply: &Reply, service: Option<Service>) -> Outgoing {
+    let mut out = match reply.preset {
+        Some(Preset::Throttled) => throttled(),
+        Some(preset) => {
+            let status = preset.status();
+            let reason = http::StatusCode::from_u16(status)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .unwrap_or("Error");
+            match service {
+                Some(Service::Imds) => Outgoing::new(
+                    status,
+                    vec![("Content-Type".into(), JSON_CONTENT_TYPE.into())],
+                    serde_json::json!({ "error": reason }).to_string(),
+                ),
+                _ => Outgoing::new(status, vec![("Server".into(), SERVER_HEADER.into())], Vec::new()),
+            }
+        }
+        None => Outgoing::new(200, vec![], Vec::new()),
+    };
+    if let Some(status) = reply.status {
+        out.status = status;
+    }
+    for (name, value) in &reply.headers {
+        out.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        out.headers.push((name.clone(), value.clone()));
+    }
+    if let Some(body) = &reply.body {
+        out.body = body.bytes().to_vec();
+    }
+    out
+}
+
+/// The default answer: the request goes through the service's axum router.
+async fn route_default(service: Service, req: &Request, ctx: RequestCtx) -> Outgoing {
+    let parts = endpoint::split_target(&req.target);
+    let uri = match parts.query {
+        Some(q) => format!("{}?{q}", parts.path),
+        None => parts.path.to_owned(),
+    };
+    let Ok(method) = http::Method::from_bytes(req.method.as_bytes()) else {
+        return Outgoing::new(400, vec![], Vec::new());
+    };
+    let mut builder = http::Request::builder().method(method).uri(uri.as_str());
+    for (name, value) in &req.headers {
+        if let (Ok(n), Ok(v)) = (
+            http::HeaderName::from_bytes(name.as_bytes()),
+            http::HeaderValue::from_str(value),
+        ) {
+            builder = builder.header(n, v);
+        }
+    }
+    let Ok(mut request) = builder.body(axum::body::Body::from(req.body.clone())) else {
+        // A target `http::Uri` refuses (e.g. raw spaces or quotes): the platform's IIS says 400.
+        return Outgoing::new(400, vec![], Vec::new());
+    };
+    request.extensions_mut().insert(ctx);
+    let router = match service {
+        Service::Wireserver => crate::wireserver::router(),
+        Service::Imds => crate::imds::router(),
+    };
+    let Ok(response) = router.oneshot(request).await;
+    let (parts, body) = response.into_parts();
+    let body = axum::body::to_bytes(body, 16 * 1024 * 1024)
+        .await
+        .map(|b| b.to_vec())
+        .unwrap_or_default();
+    let headers = parts
+        .headers
+        .iter()
+        .map(|(k, v)| {
+            (
+                header_case(k.as_str()),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    Outgoing::new(parts.status.as_u16(), headers, body)
+}
+
+/// `content-type` → `Content-Type` (IIS capitalises; some clients log headers as sent).
+fn header_case(name: &str) -> String {
+    name.split('-')
+        .map(|w| {
+            let mut c = w.chars();
+            match c.next() {
+                Some(f) => f.to_ascii_uppercase().to_string() + c.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_url_uses_the_agent_host() {
+        assert_eq!(base_url(Some("168.63.129.16"), None), "http://168.63.129.16:80");
+        assert_eq!(base_url(Some("127.0.0.1:8080"), None), "http://127.0.0.1:8080");
+        let local: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        assert_eq!(base_url(None, Some(local)), "http://127.0.0.1:9");
+    }
+
+    #[test]
+    fn throttled_reply_is_the_platform_body() {
+        let out = throttled();
+        let head = String::from_utf8(out.head(false)).unwrap();
+        assert!(head.starts_with("HTTP/1.1 403 Forbidden\r\n"));
+        assert!(head.contains("Content-Type: text/xml; charset=utf-8\r\n"));
+        assert!(head.contains("Server: Microsoft-IIS/10.0\r\n"));
+        assert!(head.contains(&format!("Content-Length: {}\r\n", THROTTLED_BODY.len())));
+    }
+}

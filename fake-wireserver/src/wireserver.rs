@@ -1,0 +1,101 @@
+//! The wireserver's default answers, as an axum router (PROTOCOL.md §1.1, §3, §4.3, §5).
+//!
+//! `/`, `/machine` and `/machine/` are treated alike and dispatched on `comp`. Documents come
+//! from the request's [`RequestCtx`] (ids in effect, base URL from the Host the agent used).
+
+use axum::Router;
+use axum::extract::{Extension, RawQuery};
+use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+
+use crate::documents::{SERVER_HEADER, XML_CONTENT_TYPE};
+use crate::endpoint::{self, Service};
+use crate::server::RequestCtx;
+
+pub fn router() -> Router {
+    Router::new()
+        .route("/", any(by_comp))
+        .route("/machine", any(by_comp))
+        .route("/machine/", any(by_comp))
+        .route("/machine/{container}/{role}", any(by_comp))
+        .route("/provisioning/health", any(health_json))
+        .fallback(not_found)
+}
+
+/// A wireserver answer: IIS in front, XML when there is a body.
+pub(crate) fn reply(status: StatusCode, body: impl Into<String>) -> Response {
+    let body = body.into();
+    let mut res = (status, body.clone()).into_response();
+    let headers = res.headers_mut();
+    headers.insert(header::SERVER, HeaderValue::from_static(SERVER_HEADER));
+    if body.is_empty() {
+        headers.remove(header::CONTENT_TYPE);
+    } else {
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(XML_CONTENT_TYPE));
+    }
+    res
+}
+
+fn method_not_allowed(allow: &'static str) -> Response {
+    let mut res = reply(StatusCode::METHOD_NOT_ALLOWED, "");
+    res.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    res
+}
+
+async fn by_comp(
+    Extension(ctx): Extension<RequestCtx>,
+    method: Method,
+    uri: Uri,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let query = endpoint::query_pairs(query.as_deref());
+    let id = endpoint::classify(Service::Wireserver, uri.path(), &query);
+    let get = |body: String| {
+        if method == Method::GET {
+            reply(StatusCode::OK, body)
+        } else {
+            method_not_allowed("GET")
+        }
+    };
+    match id {
+        endpoint::WIRESERVER_VERSIONS => get(crate::documents::VERSIONS_XML.to_owned()),
+        endpoint::WIRESERVER_GOALSTATE => get(ctx.documents.goalstate_xml(&ctx.ids, &ctx.base_url)),
+        endpoint::WIRESERVER_CERTIFICATES => get(ctx.documents.certificates_xml(&ctx.ids)),
+        endpoint::WIRESERVER_CONFIG => {
+            let kind = query
+                .iter()
+                .find(|(k, _)| k == "type")
+                .map(|(_, v)| v.as_str());
+            match kind {
+                Some(t) if t.eq_ignore_ascii_case("sharedConfig") => {
+                    get(ctx.documents.shared_config_xml(&ctx.ids))
+                }
+                _ => reply(StatusCode::NOT_FOUND, ""),
+            }
+        }
+        // The platform accepts health reports with 200 and no body; no client reads it.
+        endpoint::WIRESERVER_HEALTH_XML | endpoint::WIRESERVER_TELEMETRY => {
+            if method == Method::POST {
+                reply(StatusCode::OK, "")
+            } else {
+                method_not_allowed("POST")
+            }
+        }
+        _ => reply(StatusCode::NOT_FOUND, ""),
+    }
+}
+
+/// azure-init's endpoint: 201 on success (azure-init issue #186).
+async fn health_json(method: Method) -> Response {
+    if method == Method::POST {
+        reply(StatusCode::CREATED, "")
+    } else {
+        method_not_allowed("POST")
+    }
+}
+
+async fn not_found() -> Response {
+    reply(StatusCode::NOT_FOUND, "")
+}
