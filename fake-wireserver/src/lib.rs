@@ -104,6 +104,7 @@ pub mod imds;
 mod inspect;
 pub mod journal;
 pub mod oracle;
+pub mod sandbox;
 pub mod scenario;
 mod server;
 pub mod wireserver;

@@ -1,0 +1,311 @@
+//! `fake-wireserver sandbox [OPTIONS] -- COMMAND [ARGS...]`: run an unmodified agent where the
+//! fake answers on the platform's real addresses.
+//!
+//! The sandbox makes new network, mount and PID namespaces (util-linux `unshare`, then this
+//! binary re-executes itself inside them), and in there:
+//!
+//! * brings `lo` up and adds `168.63.129.16/32` and `169.254.169.254/32` to it; the fake's
+//!   wireserver and IMDS listeners bind port 80 of those addresses;
+//! * mounts a tmpfs over `/run` holding a systemd-networkd lease file
+//!   `/run/systemd/netif/leases/<ifindex of lo>` with `OPTION_245=A83F8110`, so agents that look
+//!   up the wireserver address in DHCP option 245 (afterburn) find it at once (PROTOCOL.md §9);
+//! * mounts a private, empty tmpfs on `/var/lib/hyperv` for the KVP pool files;
+//! * runs COMMAND, then writes the journal (`journal.jsonl`, JSON Lines) and copies of
+//!   `/var/lib/hyperv/.kvp_pool_*` into `--out DIR`.
+//!
+//! The exit status is COMMAND's (128 + N when a signal N ended it, 124 after `--timeout`,
+//! 126/127 when it cannot be started, 125 when the sandbox itself failed, 2 for bad usage and
+//! when not run as root). Mount propagation is private, so the host's network, `/run` and
+//! `/var/lib/hyperv` are never touched; when the PID namespace's first process (the sandbox)
+//! exits, the kernel ends whatever COMMAND left behind.
+
+mod artifacts;
+mod inside;
+mod setup;
+
+use std::ffi::OsString;
+use std::net::Ipv4Addr;
+use std::os::unix::fs::MetadataExt as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::Context as _;
+
+use crate::Scenario;
+
+/// The wireserver address the sandbox puts on its loopback.
+pub const WIRESERVER_ADDR: Ipv4Addr = Ipv4Addr::new(168, 63, 129, 16);
+/// The IMDS address the sandbox puts on its loopback.
+pub const IMDS_ADDR: Ipv4Addr = Ipv4Addr::new(169, 254, 169, 254);
+/// Name of the journal file written to `--out`.
+pub const JOURNAL_FILE: &str = "journal.jsonl";
+
+/// Exit status for bad usage and for a missing privilege.
+pub const EXIT_USAGE: i32 = 2;
+/// Exit status when `--timeout` ended COMMAND (as `timeout(1)`).
+pub const EXIT_TIMEOUT: i32 = 124;
+/// Exit status when the sandbox itself failed (as `env(1)` / `timeout(1)`).
+pub const EXIT_SANDBOX_FAILED: i32 = 125;
+
+/// Options of `fake-wireserver sandbox`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SandboxArgs {
+    /// Scenario file (TOML) for the fake; default behaviour without it.
+    #[arg(long, value_name = "FILE")]
+    pub scenario: Option<PathBuf>,
+
+    /// Folder for journal.jsonl and the copied .kvp_pool_* files (created when missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+
+    /// Stop COMMAND with SIGKILL after this many seconds (exit status 124); artifacts are
+    /// still written.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
+    pub timeout: Option<f64>,
+
+    /// Internal: set when the sandbox re-executes itself inside the new namespaces; the value
+    /// names the host's namespaces (`NET_INODE:MNT_INODE`) so the inner half can verify it is
+    /// not in them.
+    #[arg(long, hide = true, value_name = "NET:MNT")]
+    pub inside_namespaces: Option<String>,
+
+    /// The command to run in the sandbox, with its arguments.
+    #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("expected a positive number of seconds, got {s:?}")),
+    }
+}
+
+/// Runs the sandbox. Returns the exit status the process should end with.
+///
+/// Outside the namespaces this checks privileges and input, then replaces the current process
+/// with `unshare ... -- <this binary> sandbox --inside-namespaces ...` (it only returns on
+/// failure). Inside, it sets the namespaces up, runs the fake and COMMAND and writes the
+/// artifacts.
+pub fn run(args: SandboxArgs) -> anyhow::Result<i32> {
+    match args.inside_namespaces.clone() {
+        Some(host) => Ok(inside::run(args, &host)),
+        None => Ok(enter(args)),
+    }
+}
+
+/// The namespaces a process is in, as the inode numbers of `/proc/self/ns/{net,mnt}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NamespaceIds {
+    pub(crate) net: u64,
+    pub(crate) mnt: u64,
+}
+
+impl NamespaceIds {
+    pub(crate) fn of_self() -> std::io::Result<Self> {
+        Ok(NamespaceIds {
+            net: std::fs::metadata("/proc/self/ns/net")?.ino(),
+            mnt: std::fs::metadata("/proc/self/ns/mnt")?.ino(),
+        })
+    }
+
+    fn encode(self) -> String {
+        format!("{}:{}", self.net, self.mnt)
+    }
+
+    pub(crate) fn decode(s: &str) -> Option<Self> {
+        let (net, mnt) = s.split_once(':')?;
+        Some(NamespaceIds {
+            net: net.parse().ok()?,
+            mnt: mnt.parse().ok()?,
+        })
+    }
+}
+
+fn error(message: impl std::fmt::Display) {
+    eprintln!("fake-wireserver sandbox: error: {message}");
+}
+
+/// The outer half: checks, then exec `unshare`.
+fn enter(args: SandboxArgs) -> i32 {
+    if !rustix::process::geteuid().is_root() {
+        error(
+            "needs root: it creates network, mount and PID namespaces, adds 168.63.129.16 and \
+             169.254.169.254 to their loopback and mounts tmpfs over /run and /var/lib/hyperv \
+             inside them (the host's are never touched). Run it as root (e.g. with sudo).",
+        );
+        return EXIT_USAGE;
+    }
+    for (tool, package) in [
+        ("unshare", "util-linux"),
+        ("ip", "iproute2"),
+        ("mount", "mount"),
+    ] {
+        if setup::find_in_path(tool).is_none() {
+            error(format!(
+                "`{tool}` not found in PATH: install the {package} package"
+            ));
+            return EXIT_USAGE;
+        }
+    }
+    let scenario = match args.scenario.as_deref().map(absolute).transpose() {
+        Ok(s) => s,
+        Err(e) => {
+            error(format!("{e:#}"));
+            return EXIT_USAGE;
+        }
+    };
+    // Fail before making namespaces when the scenario is unusable (the message names the file,
+    // line and field); the inner half loads it again.
+    if let Some(path) = &scenario
+        && let Err(e) = Scenario::from_file(path)
+    {
+        error(e);
+        return EXIT_USAGE;
+    }
+    let out = match prepare_out_dir(&args.out) {
+        Ok(out) => out,
+        Err(e) => {
+            error(format!("{e:#}"));
+            return EXIT_USAGE;
+        }
+    };
+    match exec_inside(&args, scenario.as_deref(), &out) {
+        Ok(never) => match never {},
+        Err(e) => {
+            error(format!("{e:#}"));
+            EXIT_SANDBOX_FAILED
+        }
+    }
+}
+
+fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("cannot resolve path {}", path.display()))
+}
+
+fn prepare_out_dir(out: &Path) -> anyhow::Result<PathBuf> {
+    // The sandbox mounts tmpfs over these; anything written below them would vanish. Checked
+    // before creating anything (the host's /run is never touched) and again once symlinks are
+    // resolved.
+    let check = |path: &Path| -> anyhow::Result<()> {
+        for hidden in ["/run", "/var/lib/hyperv"] {
+            if path.starts_with(hidden) {
+                anyhow::bail!(
+                    "--out {}: must not be below {hidden}, which the sandbox replaces with a \
+                     private tmpfs",
+                    out.display()
+                );
+            }
+        }
+        Ok(())
+    };
+    check(&absolute(out)?)?;
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("--out {}: cannot create the folder", out.display()))?;
+    let resolved = out
+        .canonicalize()
+        .with_context(|| format!("--out {}: cannot resolve the folder", out.display()))?;
+    check(&resolved)?;
+    Ok(resolved)
+}
+
+enum Never {}
+
+fn exec_inside(args: &SandboxArgs, scenario: Option<&Path>, out: &Path) -> anyhow::Result<Never> {
+    let host = NamespaceIds::of_self().context("cannot read /proc/self/ns")?;
+    let exe = std::env::current_exe().context("cannot locate the fake-wireserver binary")?;
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "--net",
+        "--mount",
+        "--propagation",
+        "private",
+        // A PID namespace whose first process is the inner sandbox: when it exits, the kernel
+        // ends everything COMMAND left running, and /proc shows only the sandbox's processes.
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        // If `unshare` itself is killed, the sandbox is told to stop COMMAND and finish.
+        "--kill-child=SIGTERM",
+        "--",
+    ]);
+    cmd.arg(&exe).arg("sandbox");
+    cmd.arg("--inside-namespaces").arg(host.encode());
+    cmd.arg("--out").arg(out);
+    if let Some(s) = scenario {
+        cmd.arg("--scenario").arg(s);
+    }
+    if let Some(t) = args.timeout {
+        cmd.arg("--timeout").arg(t.to_string());
+    }
+    cmd.arg("--").args(&args.command);
+    let err = cmd.exec();
+    Err(anyhow::Error::new(err).context("cannot execute `unshare`"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    }
+
+    #[test]
+    fn sandbox_args_take_the_command_after_double_dash() {
+        let cli = Cli::try_parse_from([
+            "x",
+            "--out",
+            "o",
+            "--timeout",
+            "2.5",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ])
+        .unwrap();
+        assert_eq!(cli.sandbox.out, PathBuf::from("o"));
+        assert_eq!(cli.sandbox.timeout, Some(2.5));
+        assert_eq!(cli.sandbox.command, ["sh", "-c", "exit 3"]);
+        assert!(cli.sandbox.inside_namespaces.is_none());
+    }
+
+    #[test]
+    fn sandbox_args_require_out_and_command() {
+        assert!(Cli::try_parse_from(["x", "--", "true"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--out", "o"]).is_err());
+    }
+
+    #[test]
+    fn sandbox_timeout_must_be_positive() {
+        for bad in ["0", "-1", "nan", "soon"] {
+            let err = Cli::try_parse_from(["x", "--out", "o", "--timeout", bad, "--", "true"])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("positive number of seconds"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn sandbox_namespace_ids_round_trip() {
+        let ids = NamespaceIds {
+            net: 4026531833,
+            mnt: 4026531841,
+        };
+        assert_eq!(NamespaceIds::decode(&ids.encode()), Some(ids));
+        assert_eq!(NamespaceIds::decode("12"), None);
+        assert_eq!(NamespaceIds::decode("a:b"), None);
+    }
+
+    #[test]
+    fn sandbox_out_dir_must_not_be_hidden_by_the_private_mounts() {
+        let err = prepare_out_dir(Path::new("/run/wirecheck-sandbox-test-out")).unwrap_err();
+        assert!(!Path::new("/run/wirecheck-sandbox-test-out").exists());
+        assert!(err.to_string().contains("must not be below /run"), "{err}");
+    }
+}

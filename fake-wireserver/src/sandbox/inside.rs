@@ -1,0 +1,207 @@
+//! The inner half, running as the first process of the new namespaces: set them up, serve the
+//! fake on the platform addresses, run COMMAND, write the artifacts.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tokio::signal::unix::{SignalKind, signal};
+
+use super::artifacts::{OutDir, Summary};
+use super::setup;
+use super::{
+    EXIT_SANDBOX_FAILED, EXIT_TIMEOUT, IMDS_ADDR, JOURNAL_FILE, NamespaceIds, SandboxArgs,
+    WIRESERVER_ADDR, error,
+};
+use crate::{Fake, FakeConfig, Scenario};
+
+/// Entries kept in memory for the journal written at the end (a run is finite; the fake's
+/// default window is smaller).
+const JOURNAL_CAPACITY: usize = 1_000_000;
+
+/// How long COMMAND gets to finish after the sandbox was asked to stop, before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+pub(super) fn run(args: SandboxArgs, host: &str) -> i32 {
+    // Own thread: the caller may already be inside a tokio runtime, and this one must be the
+    // only runtime of that thread.
+    let host = host.to_owned();
+    let result = std::thread::spawn(move || run_inside(args, host_ids(&host)?))
+        .join()
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("the sandbox thread panicked")));
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            error(format!("{e:#}"));
+            EXIT_SANDBOX_FAILED
+        }
+    }
+}
+
+fn host_ids(host: &str) -> anyhow::Result<NamespaceIds> {
+    NamespaceIds::decode(host)
+        .with_context(|| format!("--inside-namespaces {host:?}: expected NET_INODE:MNT_INODE"))
+}
+
+fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
+    setup::verify_new_namespaces(host)?;
+    // Before the private mounts: they could hide the folder or the scenario file.
+    let out = OutDir::open(&args.out)?;
+    let scenario = args
+        .scenario
+        .as_deref()
+        .map(Scenario::from_file)
+        .transpose()?;
+
+    let lo = setup::configure_loopback().context("setting up the loopback interface")?;
+    setup::mount_private_run(lo).context("mounting the private /run")?;
+    setup::mount_private_hyperv().context("mounting the private /var/lib/hyperv")?;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let (outcome, journal) = runtime.block_on(serve_and_run(scenario, &args))?;
+    drop(runtime);
+
+    let pools = out.copy_pools(Path::new(setup::HYPERV_DIR))?;
+    out.write_journal(JOURNAL_FILE, &journal)?;
+    out.write_summary(&Summary {
+        command: args
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        exit_status: outcome.exit_status,
+        signal: outcome.signal,
+        timed_out: outcome.timed_out,
+        wireserver: format!("{WIRESERVER_ADDR}:80"),
+        imds: format!("{IMDS_ADDR}:80"),
+        pools,
+        journal_entries: journal.len(),
+    })?;
+    Ok(outcome.exit_status)
+}
+
+struct Outcome {
+    exit_status: i32,
+    signal: Option<i32>,
+    timed_out: bool,
+}
+
+impl Outcome {
+    fn from_status(status: ExitStatus, timed_out: bool) -> Self {
+        use std::os::unix::process::ExitStatusExt as _;
+        let signal = status.signal();
+        let exit_status = match (timed_out, status.code(), signal) {
+            (true, _, _) => EXIT_TIMEOUT,
+            (false, Some(code), _) => code,
+            (false, None, Some(sig)) => 128 + sig,
+            (false, None, None) => EXIT_SANDBOX_FAILED,
+        };
+        Outcome {
+            exit_status,
+            signal,
+            timed_out,
+        }
+    }
+}
+
+async fn serve_and_run(
+    scenario: Option<Scenario>,
+    args: &SandboxArgs,
+) -> anyhow::Result<(Outcome, Vec<crate::journal::Entry>)> {
+    let mut config = FakeConfig::default()
+        .wireserver(Some(SocketAddr::from((WIRESERVER_ADDR, 80))))
+        .imds(Some(SocketAddr::from((IMDS_ADDR, 80))))
+        // The whole run's journal is written at the end, unanswered requests included.
+        .journal_capacity(JOURNAL_CAPACITY);
+    if let Some(scenario) = scenario {
+        config = config.scenario(scenario);
+    }
+    let fake = Fake::start(config)
+        .await
+        .context("cannot start the fake on 168.63.129.16:80 and 169.254.169.254:80")?;
+
+    let outcome = run_command(args).await?;
+
+    let journal = fake.journal();
+    fake.shutdown().await;
+    Ok((outcome, journal))
+}
+
+async fn run_command(args: &SandboxArgs) -> anyhow::Result<Outcome> {
+    let (program, rest) = args.command.split_first().context("no COMMAND given")?;
+    // Handlers first: as the first process of its PID namespace, the sandbox would otherwise
+    // ignore these signals; with them it can pass them on and still write the artifacts.
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut hangup = signal(SignalKind::hangup())?;
+
+    let mut child = match tokio::process::Command::new(program).args(rest).spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            error(format!("cannot run {}: {e}", program.to_string_lossy()));
+            return Ok(Outcome {
+                exit_status: code,
+                signal: None,
+                timed_out: false,
+            });
+        }
+    };
+    let pid = child
+        .id()
+        .and_then(|id| rustix::process::Pid::from_raw(id as i32));
+    let pass_on = |sig: rustix::process::Signal| {
+        if let Some(pid) = pid {
+            // The child may just have exited; nothing to do then.
+            let _ = rustix::process::kill_process(pid, sig);
+        }
+    };
+
+    let timeout = args.timeout.map(Duration::from_secs_f64);
+    let deadline = tokio::time::sleep(timeout.unwrap_or(Duration::MAX / 4));
+    tokio::pin!(deadline);
+    let mut timed_out = false;
+    let mut stopping = false;
+    let grace = tokio::time::sleep(Duration::MAX / 4);
+    tokio::pin!(grace);
+
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status.context("cannot wait for COMMAND")?,
+            () = &mut deadline, if timeout.is_some() && !timed_out => {
+                error(format!(
+                    "COMMAND still running after --timeout {}s; killing it",
+                    timeout.unwrap_or_default().as_secs_f64()
+                ));
+                timed_out = true;
+                let _ = child.start_kill();
+            }
+            Some(()) = terminate.recv() => {
+                pass_on(rustix::process::Signal::TERM);
+                if !stopping {
+                    stopping = true;
+                    grace.as_mut().reset(tokio::time::Instant::now() + STOP_GRACE);
+                }
+            }
+            // A terminal sends these to the whole foreground process group, COMMAND included:
+            // only make sure the sandbox outlives COMMAND.
+            Some(()) = interrupt.recv() => {}
+            Some(()) = hangup.recv() => {}
+            () = &mut grace, if stopping => {
+                error("COMMAND did not stop after SIGTERM; killing it");
+                let _ = child.start_kill();
+            }
+        }
+    };
+    Ok(Outcome::from_status(status, timed_out))
+}

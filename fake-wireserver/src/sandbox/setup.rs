@@ -1,0 +1,198 @@
+//! Preparing the namespaces: loopback addresses, the private `/run` with its DHCP lease, the
+//! private `/var/lib/hyperv`. Everything here runs inside the new namespaces only.
+
+use std::fs;
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context as _, bail};
+
+use super::{IMDS_ADDR, NamespaceIds, WIRESERVER_ADDR};
+
+/// Where the lease for `lo` goes (systemd-networkd's layout; afterburn reads it).
+pub(crate) const LEASE_DIR: &str = "/run/systemd/netif/leases";
+/// The folder agents write KVP pool files to.
+pub(crate) const HYPERV_DIR: &str = "/var/lib/hyperv";
+
+pub(crate) fn find_in_path(tool: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(tool))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Refuses to go on when this process shares a namespace with the host: everything below would
+/// then change the host (this guards the hidden `--inside-namespaces` flag).
+pub(crate) fn verify_new_namespaces(host: NamespaceIds) -> anyhow::Result<()> {
+    let here = NamespaceIds::of_self().context("cannot read /proc/self/ns")?;
+    if here.net == host.net || here.mnt == host.mnt {
+        bail!(
+            "refusing to set up: this process is still in the host's network or mount namespace \
+             (--inside-namespaces is internal; run `fake-wireserver sandbox` without it)"
+        );
+    }
+    Ok(())
+}
+
+/// Runs a setup tool, failing with its command line and stderr.
+fn tool(program: &str, args: &[&str]) -> anyhow::Result<String> {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .with_context(|| format!("cannot run `{program}`"))?;
+    if !output.status.success() {
+        bail!(
+            "`{program} {}` failed ({}): {}",
+            args.join(" "),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Brings `lo` up with the two platform addresses; returns the interface index of `lo`.
+pub(crate) fn configure_loopback() -> anyhow::Result<u32> {
+    tool("ip", &["link", "set", "dev", "lo", "up"])?;
+    for addr in [WIRESERVER_ADDR, IMDS_ADDR] {
+        tool("ip", &["addr", "add", &format!("{addr}/32"), "dev", "lo"])?;
+    }
+    let link = tool("ip", &["-o", "link", "show", "dev", "lo"])?;
+    parse_ifindex(&link)
+        .with_context(|| format!("unexpected `ip -o link show dev lo` output: {link:?}"))
+}
+
+/// `ip -o link` lines start with `<ifindex>: <name>:`.
+fn parse_ifindex(line: &str) -> Option<u32> {
+    line.split_once(':')?.0.trim().parse().ok()
+}
+
+/// The lease file content: networkd's header and option 245 as 8 hex digits (PROTOCOL.md §9:
+/// the line must start exactly with `OPTION_245=`).
+pub(crate) fn lease_file_content() -> String {
+    format!(
+        "# This is private data. Do not parse.\n\
+         # Written by fake-wireserver sandbox: DHCP option 245 names the wireserver ({WIRESERVER_ADDR}).\n\
+         OPTION_245={:08X}\n",
+        u32::from(WIRESERVER_ADDR)
+    )
+}
+
+fn mount_tmpfs(target: &str, mode: u32, uid: u32, gid: u32) -> anyhow::Result<()> {
+    let options = format!("mode={mode:04o},uid={uid},gid={gid},nosuid,nodev");
+    tool("mount", &["-t", "tmpfs", "-o", &options, "tmpfs", target])?;
+    Ok(())
+}
+
+fn make_dirs(path: &Path) -> anyhow::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(path)
+        .with_context(|| format!("cannot create {}", path.display()))
+}
+
+/// A private tmpfs on `/run` holding only the lease file for `lo`.
+pub(crate) fn mount_private_run(lo_ifindex: u32) -> anyhow::Result<()> {
+    let meta = fs::metadata("/run").context("cannot stat /run")?;
+    mount_tmpfs(
+        "/run",
+        meta.permissions().mode() & 0o7777,
+        meta.uid(),
+        meta.gid(),
+    )?;
+    let leases = Path::new(LEASE_DIR);
+    make_dirs(leases)?;
+    let lease = leases.join(lo_ifindex.to_string());
+    fs::write(&lease, lease_file_content())
+        .with_context(|| format!("cannot write {}", lease.display()))?;
+    Ok(())
+}
+
+/// A private, empty tmpfs on `/var/lib/hyperv`.
+///
+/// When the host has no `/var/lib/hyperv`, there is no mount point, and creating one would
+/// change the host's file system. Then `/var/lib` itself is replaced by a tmpfs in which every
+/// host entry is bind-mounted back (symlinks are copied), plus the new `hyperv` folder.
+pub(crate) fn mount_private_hyperv() -> anyhow::Result<()> {
+    let hyperv = Path::new(HYPERV_DIR);
+    if !hyperv.is_dir() {
+        rebuild_var_lib_with_hyperv()?;
+    }
+    mount_tmpfs(HYPERV_DIR, 0o755, 0, 0)
+}
+
+fn rebuild_var_lib_with_hyperv() -> anyhow::Result<()> {
+    let var_lib = Path::new("/var/lib");
+    if fs::symlink_metadata(HYPERV_DIR).is_ok() {
+        bail!("{HYPERV_DIR} exists but is not a folder; cannot mount a private KVP folder on it");
+    }
+    let meta = fs::metadata(var_lib).context("cannot stat /var/lib")?;
+    // The host's /var/lib stays reachable here (on the private /run tmpfs) while the new one
+    // is assembled; it is detached afterwards.
+    let staging = Path::new("/run/.fake-wireserver-host-var-lib");
+    make_dirs(staging)?;
+    let staging_str = staging.to_str().expect("ASCII path");
+    tool("mount", &["--rbind", "/var/lib", staging_str])?;
+    mount_tmpfs(
+        "/var/lib",
+        meta.permissions().mode() & 0o7777,
+        meta.uid(),
+        meta.gid(),
+    )?;
+    let entries = fs::read_dir(staging).context("cannot list the host's /var/lib")?;
+    for entry in entries {
+        let entry = entry.context("cannot list the host's /var/lib")?;
+        let source = entry.path();
+        let target = var_lib.join(entry.file_name());
+        let kind = entry
+            .file_type()
+            .with_context(|| format!("cannot stat {}", source.display()))?;
+        if kind.is_symlink() {
+            let link = fs::read_link(&source)
+                .with_context(|| format!("cannot read link {}", source.display()))?;
+            std::os::unix::fs::symlink(&link, &target)
+                .with_context(|| format!("cannot create link {}", target.display()))?;
+            continue;
+        }
+        if kind.is_dir() {
+            fs::create_dir(&target)
+        } else {
+            fs::File::create(&target).map(drop)
+        }
+        .with_context(|| format!("cannot create mount point {}", target.display()))?;
+        let (source, target) = (path_str(&source)?, path_str(&target)?);
+        tool("mount", &["--rbind", source, target])?;
+    }
+    tool("umount", &["--lazy", staging_str])?;
+    fs::remove_dir(staging).with_context(|| format!("cannot remove {}", staging.display()))?;
+    make_dirs(Path::new(HYPERV_DIR))
+}
+
+fn path_str(path: &Path) -> anyhow::Result<&str> {
+    path.to_str()
+        .with_context(|| format!("{} is not valid UTF-8", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sandbox_lease_names_the_wireserver_in_option_245() {
+        let lease = lease_file_content();
+        let option = lease
+            .lines()
+            .find(|l| l.starts_with("OPTION_245="))
+            .expect("option line");
+        assert_eq!(option, "OPTION_245=A83F8110");
+    }
+
+    #[test]
+    fn sandbox_parses_the_loopback_ifindex() {
+        let line = "1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN\\    link/loopback 00:00:00:00:00:00";
+        assert_eq!(parse_ifindex(line), Some(1));
+        assert_eq!(parse_ifindex("lo: nothing"), None);
+    }
+}

@@ -1,0 +1,341 @@
+//! `fake-wireserver sandbox`: the real binary, real namespaces (needs root; without root these
+//! tests fail rather than skip, except the one that checks the refusal as an unprivileged user).
+//!
+//! Commands here use bash's /dev/tcp so the tests depend on nothing but bash, util-linux and
+//! iproute2. Every request goes to 168.63.129.16 / 169.254.169.254 inside the sandbox's own
+//! network namespace only.
+
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use fake_wireserver::journal::Entry;
+
+const FAKE: &str = env!("CARGO_BIN_EXE_fake-wireserver");
+
+fn require_root() {
+    assert!(
+        rustix::process::geteuid().is_root(),
+        "the sandbox tests create namespaces and must run as root"
+    );
+}
+
+fn sandbox(out: &Path, extra: &[&str], command: &[&str]) -> Output {
+    Command::new(FAKE)
+        .arg("sandbox")
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .arg("--")
+        .args(command)
+        .output()
+        .expect("run fake-wireserver sandbox")
+}
+
+fn journal(out: &Path) -> Vec<Entry> {
+    let text = std::fs::read_to_string(out.join("journal.jsonl")).expect("journal.jsonl");
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("journal line"))
+        .collect()
+}
+
+fn summary(out: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("sandbox.json")).expect("sandbox.json"))
+        .expect("sandbox.json is JSON")
+}
+
+fn describe(output: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// A bash snippet sending one HTTP/1.1 request over /dev/tcp and printing the status line.
+fn http_get(host: &str, target: &str, extra_header: &str) -> String {
+    format!(
+        "exec 3<>/dev/tcp/{host}/80 && \
+         printf 'GET {target} HTTP/1.1\\r\\nHost: {host}\\r\\n{extra_header}Connection: close\\r\\n\\r\\n' >&3 && \
+         head -n 1 <&3 | tr -d '\\r' && exec 3<&-"
+    )
+}
+
+#[test]
+fn sandbox_command_reaches_the_fake_on_both_platform_addresses() {
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    let script = format!(
+        "{} && {}",
+        http_get("168.63.129.16", "/?comp=versions", ""),
+        http_get(
+            "169.254.169.254",
+            "/metadata/instance?api-version=2021-02-01",
+            "Metadata: true\\r\\n"
+        ),
+    );
+    let output = sandbox(out.path(), &[], &["bash", "-c", &script]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK"],
+        "{}",
+        describe(&output)
+    );
+
+    let journal = journal(out.path());
+    let seen: Vec<_> = journal
+        .iter()
+        .map(|e| (e.listener.as_str(), e.endpoint.as_str(), e.answer.status))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("wireserver", "wireserver.versions", Some(200)),
+            ("imds", "imds.instance", Some(200)),
+        ]
+    );
+    let summary = summary(out.path());
+    assert_eq!(summary["exit_status"], 0);
+    assert_eq!(summary["wireserver"], "168.63.129.16:80");
+    assert_eq!(summary["imds"], "169.254.169.254:80");
+    assert_eq!(summary["journal_entries"], 2);
+}
+
+#[test]
+fn sandbox_exit_status_is_the_commands() {
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    let output = sandbox(out.path(), &[], &["sh", "-c", "echo hello; exit 7"]);
+    assert_eq!(output.status.code(), Some(7), "{}", describe(&output));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "hello\n");
+    assert_eq!(summary(out.path())["exit_status"], 7);
+    assert!(journal(out.path()).is_empty());
+
+    let output = sandbox(out.path(), &[], &["sh", "-c", "kill -TERM $$"]);
+    assert_eq!(
+        output.status.code(),
+        Some(128 + 15),
+        "{}",
+        describe(&output)
+    );
+    assert_eq!(summary(out.path())["signal"], 15);
+
+    let output = sandbox(out.path(), &[], &["/nonexistent/agent"]);
+    assert_eq!(output.status.code(), Some(127), "{}", describe(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("cannot run /nonexistent/agent"),
+        "{}",
+        describe(&output)
+    );
+}
+
+/// What a sandbox must leave alone on the host.
+#[derive(Debug, PartialEq)]
+struct HostState {
+    addresses: String,
+    run: Vec<String>,
+    run_ino: u64,
+    var_lib: Vec<String>,
+    hyperv: Option<Vec<String>>,
+    net_ns: u64,
+}
+
+fn list(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+fn host_state() -> HostState {
+    let addresses = Command::new("ip").args(["-o", "addr"]).output().unwrap();
+    HostState {
+        addresses: String::from_utf8_lossy(&addresses.stdout).into_owned(),
+        run: list(Path::new("/run")),
+        run_ino: std::fs::metadata("/run").unwrap().ino(),
+        var_lib: list(Path::new("/var/lib")),
+        hyperv: Path::new("/var/lib/hyperv")
+            .is_dir()
+            .then(|| list(Path::new("/var/lib/hyperv"))),
+        net_ns: std::fs::metadata("/proc/self/ns/net").unwrap().ino(),
+    }
+}
+
+#[test]
+fn sandbox_has_private_run_lease_and_kvp_folder_and_leaves_the_host_untouched() {
+    require_root();
+    let before = host_state();
+    let out = tempfile::tempdir().unwrap();
+    // Inside: the lease names 168.63.129.16 for lo, /var/lib/hyperv starts empty, /run holds
+    // nothing of the host's; then write a pool file, and litter /run and /var/lib/hyperv.
+    let script = r#"
+        set -e
+        cat /run/systemd/netif/leases/1
+        test -z "$(ls -A /var/lib/hyperv)" && echo "hyperv empty"
+        ls -A /run
+        ip -o addr show dev lo | awk '{print $4}'
+        printf 'KEY' > /var/lib/hyperv/.kvp_pool_1
+        head -c 2557 /dev/zero >> /var/lib/hyperv/.kvp_pool_1
+        touch /var/lib/hyperv/not-a-pool /run/sandbox-litter
+        ls /var/lib >/dev/null
+    "#;
+    let output = sandbox(out.path(), &[], &["bash", "-c", script]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines.contains(&"OPTION_245=A83F8110"), "{stdout}");
+    assert!(lines.contains(&"hyperv empty"), "{stdout}");
+    assert!(lines.contains(&"systemd"), "{stdout}");
+    for addr in ["127.0.0.1/8", "168.63.129.16/32", "169.254.169.254/32"] {
+        assert!(lines.contains(&addr), "{addr} missing inside: {stdout}");
+    }
+
+    let pool = std::fs::read(out.path().join(".kvp_pool_1")).expect("pool copied to --out");
+    assert_eq!(pool.len(), 2560);
+    assert!(pool.starts_with(b"KEY"));
+    assert!(!out.path().join("not-a-pool").exists());
+    assert_eq!(
+        summary(out.path())["pools"],
+        serde_json::json!([".kvp_pool_1"])
+    );
+
+    let after = host_state();
+    assert_eq!(before, after, "the sandbox changed the host");
+    assert!(!Path::new("/run/sandbox-litter").exists());
+}
+
+#[test]
+fn sandbox_refuses_to_run_without_root() {
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(FAKE)
+        .arg("sandbox")
+        .arg("--out")
+        .arg(out.path().join("never-created"))
+        .args(["--", "true"])
+        .output()
+        .expect("run setpriv (util-linux)");
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("needs root"), "{stderr}");
+    assert!(!out.path().join("never-created").exists());
+}
+
+#[test]
+fn sandbox_inner_half_refuses_the_hosts_namespaces() {
+    require_root();
+    let before = host_state();
+    let net = std::fs::metadata("/proc/self/ns/net").unwrap().ino();
+    let mnt = std::fs::metadata("/proc/self/ns/mnt").unwrap().ino();
+    let out = tempfile::tempdir().unwrap();
+    let output = sandbox(
+        out.path(),
+        &["--inside-namespaces", &format!("{net}:{mnt}")],
+        &["true"],
+    );
+    assert_eq!(output.status.code(), Some(125), "{}", describe(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("refusing to set up"),
+        "{}",
+        describe(&output)
+    );
+    assert_eq!(before, host_state());
+}
+
+fn write_scenario(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("scenario.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn sandbox_serves_the_scenario_file() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = write_scenario(
+        dir.path(),
+        r#"
+name = "versions unavailable once"
+
+[[endpoint]]
+id = "wireserver.versions"
+
+[[endpoint.step]]
+kind = "respond"
+status = 503
+"#,
+    );
+    let out = dir.path().join("out");
+    let get = http_get("168.63.129.16", "/?comp=versions", "");
+    let output = sandbox(
+        &out,
+        &["--scenario", scenario.to_str().unwrap()],
+        &["bash", "-c", &format!("{get} && {get}")],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let statuses: Vec<_> = journal(&out).iter().map(|e| e.answer.status).collect();
+    assert_eq!(statuses, [Some(503), Some(200)]);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .collect::<Vec<_>>(),
+        ["HTTP/1.1 503 Service Unavailable", "HTTP/1.1 200 OK"]
+    );
+}
+
+#[test]
+fn sandbox_rejects_a_bad_scenario_before_making_namespaces() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = write_scenario(
+        dir.path(),
+        "[[endpoint]]\nid = \"wireserver.versions\"\nbogus = 1\n",
+    );
+    let output = sandbox(
+        &dir.path().join("out"),
+        &["--scenario", scenario.to_str().unwrap()],
+        &["true"],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("scenario.toml"), "{stderr}");
+    assert!(stderr.contains("bogus"), "{stderr}");
+}
+
+#[test]
+fn sandbox_timeout_kills_the_command_and_still_writes_artifacts() {
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    let output = sandbox(
+        out.path(),
+        &["--timeout", "1"],
+        &[
+            "bash",
+            "-c",
+            &format!(
+                "{} ; sleep 60",
+                http_get("168.63.129.16", "/?comp=versions", "")
+            ),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(124), "{}", describe(&output));
+    let summary = summary(out.path());
+    assert_eq!(summary["timed_out"], true);
+    assert_eq!(journal(out.path()).len(), 1);
+}
+
+#[test]
+fn sandbox_refuses_an_out_folder_the_private_mounts_would_hide() {
+    require_root();
+    let output = sandbox(Path::new("/run/wirecheck-sandbox-out"), &[], &["true"]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("must not be below /run"));
+    assert!(!Path::new("/run/wirecheck-sandbox-out").exists());
+}
