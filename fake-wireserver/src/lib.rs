@@ -93,6 +93,7 @@
 //! writes raw bytes, `partial` stops inside the declared body, `slow` dribbles the body. The
 //! default documents come from two axum routers ([`wireserver::router`], [`imds::router`]).
 
+pub mod config;
 mod admin;
 pub mod documents;
 pub mod endpoint;

@@ -1,1 +1,198 @@
-fn main() {}
+//! `fake-wireserver`: run the fake as a process. Prints one JSON line with the listener
+//! addresses when ready, serves until SIGINT/SIGTERM.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use fake_wireserver::config::EffectiveConfig;
+use fake_wireserver::{Fake, FakeConfig, Scenario};
+
+/// Exit status for bad usage and bad scenario files.
+const EXIT_USAGE: u8 = 2;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "fake-wireserver",
+    version,
+    args_conflicts_with_subcommands = true,
+    about = "A fake Azure wireserver + IMDS with scripted faults and a journal",
+    after_help = "When every listener is ready, one JSON line with the resolved addresses is printed on stdout:\n  {\"wireserver\":\"127.0.0.1:41234\",\"imds\":\"127.0.0.1:41235\",\"proxy\":null,\"admin\":\"127.0.0.1:41236\"}\nAdmin API (admin listener only): GET /__admin/journal, POST /__admin/scenario, POST /__admin/reset."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run COMMAND where the fake answers on the platform's real addresses (network, mount and
+    /// PID namespaces; root).
+    Sandbox(fake_wireserver::sandbox::SandboxArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// Wireserver listener (port 0 = ephemeral; "off" = none).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0", value_parser = parse_listen)]
+    wireserver: Listen,
+
+    /// IMDS listener (port 0 = ephemeral; "off" = none).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0", value_parser = parse_listen)]
+    imds: Listen,
+
+    /// Proxy-mode listener: absolute-form targets routed by host (default: none).
+    #[arg(long, value_name = "ADDR")]
+    proxy: Option<SocketAddr>,
+
+    /// Admin API listener; must be a loopback address.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    admin: SocketAddr,
+
+    /// Scenario file (TOML); without it the fake answers with its default documents.
+    #[arg(long, value_name = "FILE", env = "FAKE_WIRESERVER_SCENARIO")]
+    scenario: Option<PathBuf>,
+
+    /// Also write the journal to FILE as JSON Lines (everything, flushed per entry).
+    #[arg(long, value_name = "FILE")]
+    journal: Option<PathBuf>,
+
+    /// Journal entries kept in memory (the admin API's window).
+    #[arg(long, value_name = "N", default_value_t = fake_wireserver::journal::DEFAULT_CAPACITY)]
+    journal_capacity: usize,
+
+    /// Request bodies over this many bytes are refused with 413.
+    #[arg(long, value_name = "BYTES", default_value_t = fake_wireserver::DEFAULT_MAX_BODY)]
+    max_body: usize,
+
+    /// Seconds to wait for a request (and on an idle keep-alive connection).
+    #[arg(long, value_name = "SECONDS", default_value_t = fake_wireserver::DEFAULT_READ_TIMEOUT.as_secs_f64())]
+    read_timeout: f64,
+
+    /// Print the effective configuration (defaults, scenario file and flags merged) as TOML and
+    /// exit.
+    #[arg(long)]
+    print_config: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Listen(Option<SocketAddr>);
+
+fn parse_listen(s: &str) -> Result<Listen, String> {
+    if s.eq_ignore_ascii_case("off") {
+        return Ok(Listen(None));
+    }
+    s.parse::<SocketAddr>()
+        .map(|a| Listen(Some(a)))
+        .map_err(|e| format!("{e} (expected IP:PORT or \"off\")"))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    if let Some(Command::Sandbox(args)) = cli.command {
+        return match fake_wireserver::sandbox::run(args) {
+            Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            Err(e) => {
+                eprintln!("fake-wireserver sandbox: {e:#}");
+                ExitCode::from(fake_wireserver::sandbox::EXIT_SANDBOX_FAILED as u8)
+            }
+        };
+    }
+    match run(cli.serve) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("fake-wireserver: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    if !args.admin.ip().is_loopback() {
+        eprintln!(
+            "fake-wireserver: --admin {}: the admin API must listen on a loopback address",
+            args.admin
+        );
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    if !(args.read_timeout.is_finite() && args.read_timeout > 0.0) {
+        eprintln!("fake-wireserver: --read-timeout must be a positive number of seconds");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    let scenario = match &args.scenario {
+        Some(path) => match Scenario::from_file(path) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("fake-wireserver: {e}");
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        },
+        None => Scenario::new(),
+    };
+    let mut config = FakeConfig::default()
+        .scenario(scenario)
+        .wireserver(args.wireserver.0)
+        .imds(args.imds.0)
+        .admin(args.admin)
+        .journal_capacity(args.journal_capacity)
+        .max_body_bytes(args.max_body)
+        .read_timeout(Duration::from_secs_f64(args.read_timeout));
+    if let Some(proxy) = args.proxy {
+        config = config.proxy(proxy);
+    }
+    if let Some(journal) = &args.journal {
+        config = config.journal_file(journal);
+    }
+
+    if args.print_config {
+        let effective = EffectiveConfig::new(&config, args.scenario.as_deref());
+        print!("{}", effective.to_toml());
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let fake = Fake::start(config).await?;
+        let ready = serde_json::to_string(fake.addresses())?;
+        {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{ready}")?;
+            out.flush()?;
+        }
+        wait_for_signal().await;
+        fake.shutdown().await;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! The effective configuration of a fake (`fake-wireserver --print-config`): defaults, the
+//! scenario file and flags merged, as TOML. The `[fake]` table has the scenario file format with
+//! every default filled in, so it can be copied into a scenario file.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::documents::{effective_goalstate, effective_imds};
+use crate::fake::FakeConfig;
+
+#[derive(Debug, Serialize)]
+pub struct EffectiveConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scenario_file: Option<String>,
+    listen: Listen,
+    journal: JournalConfig,
+    limits: Limits,
+    fake: toml::Table,
+}
+
+#[derive(Debug, Serialize)]
+struct Listen {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wireserver: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    imds: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    proxy: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    admin: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct JournalConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<String>,
+    capacity: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct Limits {
+    max_body_bytes: usize,
+    read_timeout: f64,
+}
+
+impl EffectiveConfig {
+    pub fn new(config: &FakeConfig, scenario_file: Option<&Path>) -> Self {
+        let mut scenario = config.scenario.clone();
+        scenario.seed = Some(scenario.seed.unwrap_or(0));
+        scenario.goalstate = effective_goalstate(&scenario.goalstate);
+        scenario.imds = effective_imds(&scenario.imds);
+        let fake: toml::Table = toml::from_str(&scenario.to_toml_string()).unwrap_or_default();
+        EffectiveConfig {
+            scenario_file: scenario_file.map(|p| p.display().to_string()),
+            listen: Listen {
+                wireserver: config.wireserver.map(|a| a.to_string()),
+                imds: config.imds.map(|a| a.to_string()),
+                proxy: config.proxy.map(|a| a.to_string()),
+                admin: config.admin.map(|a| a.to_string()),
+            },
+            journal: JournalConfig {
+                file: config.journal_file.as_ref().map(|p| p.display().to_string()),
+                capacity: config.journal_capacity,
+            },
+            limits: Limits {
+                max_body_bytes: config.max_body_bytes,
+                read_timeout: config.read_timeout.as_secs_f64(),
+            },
+            fake,
+        }
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+}
