@@ -129,7 +129,7 @@ pub fn decode_pool(bytes: &[u8]) -> PoolView {
         findings.push(Finding::error(
             "kvp.pool.size",
             format!(
-                "the pool is {} bytes, not a multiple of {RECORD_SIZE}: a partial record of {partial} bytes at offset {offset} (key {:?}) follows {} whole records; the host ignores it",
+                "the pool is {} bytes, not a multiple of {RECORD_SIZE}: a partial record of {partial} bytes at offset {offset} (key {:?}) follows {} whole records; a reader of whole records drops it",
                 bytes.len(),
                 String::from_utf8_lossy(&bytes[offset..offset + key_end]),
                 records.len()
@@ -151,10 +151,11 @@ fn decode_record(index: usize, record: &[u8]) -> HostRecord {
     let mut findings = Vec::new();
     let key = &record[..KEY_SIZE];
     let value = &record[KEY_SIZE..];
-    let key_bytes = check_field(index, offset, "key", key, HOST_KEY_MAX, &mut findings);
+    let key_bytes = check_field(index, offset, 0, "key", key, HOST_KEY_MAX, &mut findings);
     let value_bytes = check_field(
         index,
-        offset + KEY_SIZE,
+        offset,
+        KEY_SIZE,
         "value",
         value,
         HOST_VALUE_MAX,
@@ -178,10 +179,11 @@ fn decode_record(index: usize, record: &[u8]) -> HostRecord {
 }
 
 /// Length of one NUL-terminated field, with findings for what the host or the daemon would
-/// trip over. `offset` is the field's offset in the pool.
+/// trip over. `field_start` is the field's offset within its record.
 fn check_field(
     index: usize,
     offset: usize,
+    field_start: usize,
     name: &str,
     field: &[u8],
     host_max: usize,
@@ -202,8 +204,8 @@ fn check_field(
         findings.push(Finding::warning(
             format!("kvp.{name}.padding"),
             format!(
-                "{at}: non-NUL byte after the {name}'s terminating NUL at offset {}; the padding must be all NUL",
-                offset + len + junk
+                "{at}: non-NUL byte after the {name}'s terminating NUL at pool offset {}; the padding must be all NUL",
+                offset + field_start + len + junk
             ),
         ));
     }
