@@ -491,9 +491,10 @@ impl<'a> Ctx<'a> {
     fn toml_error(&self, prefix: &[String], e: toml::de::Error) -> ScenarioError {
         let mut field = prefix.join(".");
         let message = e.message().trim().to_owned();
-        // "unknown field `x`": name the offending key itself.
+        // "unknown field `x`" / "missing field `x`": name the key itself.
         if let Some(name) = message
             .strip_prefix("unknown field `")
+            .or_else(|| message.strip_prefix("missing field `"))
             .and_then(|rest| rest.split('`').next())
         {
             field = join_field(&field, name);
