@@ -29,6 +29,7 @@ report to KVP, then report to the wireserver within --timeout.";
 #[command(
     name = "provision-report",
     version,
+    args_override_self = true,
     about = "Report Azure provisioning health (Ready / failure / in progress) to the wireserver, \
              with the encoded report written to Hyper-V KVP first",
     after_help = AFTER_HELP
