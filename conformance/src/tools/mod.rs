@@ -1,4 +1,4 @@
-//! Stand-alone inspection commands: `kvp dump`, `report parse`.
+//! Stand-alone inspection commands: `kvp dump`, `report parse`, `vectors check`.
 //!
 //! Each is a library function that returns the text to print and the exit
 //! code ([`ToolOutput`]), or a [`ToolError`] for input it cannot use at all
@@ -8,11 +8,13 @@
 mod kvp_dump;
 mod report_parse;
 mod text;
+pub mod vectors;
 
 use std::path::PathBuf;
 
 pub use kvp_dump::kvp_dump;
 pub use report_parse::report_parse;
+pub use vectors::{vectors_check, vectors_check_blocking};
 
 /// Exit code: the input was read and everything is in order.
 pub const EXIT_OK: i32 = 0;
