@@ -104,6 +104,18 @@ impl Leaf {
         }
     }
 
+    /// The id segment of findings about this leaf.
+    fn id(self) -> &'static str {
+        match self {
+            Leaf::Incarnation => "goal-state-incarnation",
+            Leaf::ContainerId => "container-id",
+            Leaf::InstanceId => "instance-id",
+            Leaf::State => "state",
+            Leaf::SubStatus => "substatus",
+            Leaf::Description => "description",
+        }
+    }
+
     fn element(self) -> &'static str {
         match self {
             Leaf::Incarnation => "GoalStateIncarnation",
@@ -176,7 +188,7 @@ pub fn parse_xml(body: &[u8], served: Option<&ServedIds>) -> HealthReport {
         let value = raw.trim();
         if value != raw {
             findings.push(Finding::warning(
-                format!("health.xml.whitespace.{}", leaf.element()),
+                format!("health.xml.whitespace.{}", leaf.id()),
                 format!(
                     "<{}> is {raw:?}: surrounding whitespace is not part of the value; expected {value:?}",
                     leaf.element()
@@ -211,7 +223,7 @@ pub fn parse_xml(body: &[u8], served: Option<&ServedIds>) -> HealthReport {
     ] {
         if values.get(leaf).is_none() {
             report.findings.push(Finding::error(
-                format!("health.missing.{}", leaf.element()),
+                format!("health.missing.{}", leaf.id()),
                 format!("no <{}> element; expected {path} (§4.1)", leaf.element()),
             ));
         }
@@ -342,7 +354,7 @@ fn read_xml(text: &str, findings: &mut Vec<Finding>) -> Result<XmlValues, Findin
             if let Some((leaf, _, buf)) = capture.take_if(|(_, depth, _)| *depth == path.len()) {
                 if values.get(leaf).is_some() {
                     findings.push(Finding::warning(
-                        format!("health.xml.duplicate.{}", leaf.element()),
+                        format!("health.xml.duplicate.{}", leaf.id()),
                         format!(
                             "more than one <{}>; the first one is read",
                             leaf.element()
@@ -611,7 +623,7 @@ fn check_semantics(report: &mut HealthReport, details_present: bool, state_at: &
     if let Some(description) = &report.description {
         if description.len() > DESCRIPTION_PLATFORM_CAP {
             findings.push(Finding::error(
-                "health.description.over-platform-cap",
+                "health.description.over-platform-limit",
                 format!(
                     "the description is {} bytes; the platform keeps {DESCRIPTION_PLATFORM_CAP} (§4.2)",
                     description.len()
@@ -723,7 +735,7 @@ mod tests {
         let report = parse_xml(body.as_bytes(), None);
         assert_eq!(
             ids(&report),
-            ["health.xml.role-instance", "health.missing.InstanceId", "health.missing.state"]
+            ["health.xml.role-instance", "health.missing.instance-id", "health.missing.state"]
         );
     }
 
@@ -798,7 +810,7 @@ mod tests {
         let description = "x".repeat(DESCRIPTION_PLATFORM_CAP + 1);
         let body = serde_json::json!({"state": "NotReady", "details": {"subStatus": "ProvisioningFailed", "description": description}});
         let report = parse_json(body.to_string().as_bytes());
-        assert_eq!(ids(&report), ["health.description.over-platform-cap"]);
+        assert_eq!(ids(&report), ["health.description.over-platform-limit"]);
         let body = serde_json::json!({"state": "NotReady", "details": {"subStatus": "ProvisioningFailed", "description": "x".repeat(DESCRIPTION_PLATFORM_CAP)}});
         assert!(parse_json(body.to_string().as_bytes()).findings.is_empty());
     }
