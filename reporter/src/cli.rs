@@ -124,7 +124,12 @@ pub struct Options {
     #[arg(long, global = true, value_name = "SECONDS", env = "PROVISION_REPORT_IMDS_TIMEOUT", value_parser = PositiveSeconds)]
     pub imds_timeout: Option<Duration>,
     /// KVP guest pool file [default: /var/lib/hyperv/.kvp_pool_1]
-    #[arg(long, global = true, value_name = "PATH", env = "PROVISION_REPORT_KVP_POOL")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        env = "PROVISION_REPORT_KVP_POOL"
+    )]
     pub kvp_pool: Option<PathBuf>,
     /// KVP key of the record, at most 254 bytes [default: PROVISIONING_REPORT]
     #[arg(long, global = true, value_name = "KEY", env = "PROVISION_REPORT_KVP_KEY", value_parser = Utf8)]
@@ -136,13 +141,23 @@ pub struct Options {
     #[arg(long, global = true, env = "PROVISION_REPORT_TRUNCATE_STALE", value_parser = FalseyValueParser::new())]
     pub truncate_stale: bool,
     /// Read DMI and EFI facts below this directory instead of / [default: /]
-    #[arg(long, global = true, value_name = "DIR", env = "PROVISION_REPORT_SYSROOT")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        env = "PROVISION_REPORT_SYSROOT"
+    )]
     pub sysroot: Option<PathBuf>,
     /// Honour http_proxy/HTTPS_PROXY/NO_PROXY (off: the endpoints are link-local)
     #[arg(long, global = true, env = "PROVISION_REPORT_USE_ENV_PROXY", value_parser = FalseyValueParser::new())]
     pub use_env_proxy: bool,
     /// TOML file with any of the settings above (keys in snake_case, durations in seconds)
-    #[arg(long, global = true, value_name = "FILE", env = "PROVISION_REPORT_CONFIG")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "PROVISION_REPORT_CONFIG"
+    )]
     pub config: Option<PathBuf>,
     /// Log level on stderr; response headers are logged at debug [default: info]
     #[arg(long, global = true, value_enum, env = "PROVISION_REPORT_LOG_LEVEL")]
@@ -211,13 +226,19 @@ impl Cli {
                 .or(file.wireserver)
                 .unwrap_or_else(|| DEFAULT_WIRESERVER.to_owned());
             parse_base_url(&text).map_err(|why| {
-                usage(format!("{}: {why}", origin("--wireserver", "wireserver", from_cli)))
+                usage(format!(
+                    "{}: {why}",
+                    origin("--wireserver", "wireserver", from_cli)
+                ))
             })?
         };
         let no_imds = o.no_imds || file.no_imds.unwrap_or(false);
         let imds = {
             let from_cli = o.imds.is_some();
-            let text = o.imds.or(file.imds).unwrap_or_else(|| DEFAULT_IMDS.to_owned());
+            let text = o
+                .imds
+                .or(file.imds)
+                .unwrap_or_else(|| DEFAULT_IMDS.to_owned());
             let url = parse_base_url(&text)
                 .map_err(|why| usage(format!("{}: {why}", origin("--imds", "imds", from_cli))))?;
             (!no_imds).then_some(url)
@@ -242,13 +263,18 @@ impl Cli {
             }
             match file {
                 None => Ok(default),
-                Some(value) => parse_seconds_value(value, allow_zero).map_err(|why| {
-                    usage(format!("{}: {why}", origin("", key, false)))
-                }),
+                Some(value) => parse_seconds_value(value, allow_zero)
+                    .map_err(|why| usage(format!("{}: {why}", origin("", key, false)))),
             }
         };
         let retry = RetryPolicy {
-            budget: seconds(o.timeout, file.timeout, RetryPolicy::WIRESERVER.budget, false, "timeout")?,
+            budget: seconds(
+                o.timeout,
+                file.timeout,
+                RetryPolicy::WIRESERVER.budget,
+                false,
+                "timeout",
+            )?,
             interval: seconds(
                 o.retry_interval,
                 file.retry_interval,
@@ -283,7 +309,10 @@ impl Cli {
             let key_from_cli = o.kvp_key.is_some();
             let key = o.kvp_key.or(file.kvp_key).unwrap_or(defaults.key);
             validate_key(&key).map_err(|why| {
-                usage(format!("{}: {why}", origin("--kvp-key", "kvp_key", key_from_cli)))
+                usage(format!(
+                    "{}: {why}",
+                    origin("--kvp-key", "kvp_key", key_from_cli)
+                ))
             })?;
             let path_from_cli = o.kvp_pool.is_some();
             let path = o.kvp_pool.or(file.kvp_pool).unwrap_or(defaults.path);
@@ -300,7 +329,11 @@ impl Cli {
                 truncate_stale: o.truncate_stale || file.truncate_stale.unwrap_or(false),
             })
         };
-        let dmi = Dmi::new(o.sysroot.or(file.sysroot).unwrap_or_else(|| PathBuf::from("/")));
+        let dmi = Dmi::new(
+            o.sysroot
+                .or(file.sysroot)
+                .unwrap_or_else(|| PathBuf::from("/")),
+        );
         let report = match self.command {
             Command::Ready => Report::Ready,
             Command::Failure { reason, data } => {
@@ -315,11 +348,14 @@ impl Cli {
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 if reason.trim().is_empty() {
-                    return Err(usage("--reason: the reason is empty; expected a short lower-case text such as \"failed to provision user\""));
+                    return Err(usage(
+                        "--reason: the reason is empty; expected a short lower-case text such as \"failed to provision user\"",
+                    ));
                 }
                 let failure = Failure::custom(reason, pairs).map_err(|why| {
                     let flag = match why {
-                        reporter::FailureError::EmptyReason | reporter::FailureError::NulInReason => "--reason",
+                        reporter::FailureError::EmptyReason
+                        | reporter::FailureError::NulInReason => "--reason",
                         _ => "--data",
                     };
                     usage(format!("{flag}: {why}"))
@@ -331,7 +367,11 @@ impl Cli {
         Ok(Settings {
             config: ReporterConfig {
                 wireserver,
-                protocol: o.protocol.or(file.protocol).unwrap_or(ProtocolArg::Json).into(),
+                protocol: o
+                    .protocol
+                    .or(file.protocol)
+                    .unwrap_or(ProtocolArg::Json)
+                    .into(),
                 retry,
                 imds,
                 imds_retry,
@@ -400,7 +440,10 @@ fn check_vm_id(id: &str) -> Result<String, String> {
         ));
     }
     if id.len() > 254 {
-        return Err(format!("the vm id is {} bytes; expected at most 254", id.len()));
+        return Err(format!(
+            "the vm id is {} bytes; expected at most 254",
+            id.len()
+        ));
     }
     Ok(id.to_owned())
 }
@@ -420,8 +463,14 @@ fn check_pool_path(path: &Path) -> Result<(), String> {
 
 fn parse_seconds_value(value: f64, allow_zero: bool) -> Result<Duration, String> {
     if !value.is_finite() || value < 0.0 || (!allow_zero && value == 0.0) {
-        let expected = if allow_zero { "0 or more" } else { "more than 0" };
-        return Err(format!("{value} is not a duration; expected seconds, {expected}, e.g. 2.5"));
+        let expected = if allow_zero {
+            "0 or more"
+        } else {
+            "more than 0"
+        };
+        return Err(format!(
+            "{value} is not a duration; expected seconds, {expected}, e.g. 2.5"
+        ));
     }
     Duration::try_from_secs_f64(value).map_err(|e| format!("{value}: {e}"))
 }
@@ -526,7 +575,10 @@ mod tests {
 
     #[test]
     fn seconds_accept_fractions() {
-        assert_eq!(parse_seconds_text("2.5", false).unwrap(), Duration::from_millis(2500));
+        assert_eq!(
+            parse_seconds_text("2.5", false).unwrap(),
+            Duration::from_millis(2500)
+        );
         assert!(parse_seconds_text("0", false).is_err());
         assert_eq!(parse_seconds_text("0", true).unwrap(), Duration::ZERO);
         assert!(parse_seconds_text("-1", true).is_err());

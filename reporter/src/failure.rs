@@ -35,7 +35,9 @@ pub struct Failure {
 /// Why a reason or a supporting-data pair was refused.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum FailureError {
-    #[error("the reason is empty; expected a short lower-case text such as \"failed to provision user\"")]
+    #[error(
+        "the reason is empty; expected a short lower-case text such as \"failed to provision user\""
+    )]
     EmptyReason,
     #[error("the reason contains a NUL character, which KVP cannot store")]
     NulInReason,
@@ -49,13 +51,18 @@ pub enum FailureError {
     ReservedKey { key: String },
     #[error("supporting-data key {key:?} is given twice")]
     DuplicateKey { key: String },
-    #[error("the value of supporting-data key {key:?} contains a NUL character, which KVP cannot store")]
+    #[error(
+        "the value of supporting-data key {key:?} contains a NUL character, which KVP cannot store"
+    )]
     NulInValue { key: String },
 }
 
 impl Failure {
     /// A failure with a free-form reason and supporting data (in the order given).
-    pub fn custom<I, K, V>(reason: impl Into<String>, supporting_data: I) -> Result<Self, FailureError>
+    pub fn custom<I, K, V>(
+        reason: impl Into<String>,
+        supporting_data: I,
+    ) -> Result<Self, FailureError>
     where
         I: IntoIterator<Item = (K, V)>,
         K: Into<String>,
@@ -202,7 +209,10 @@ pub enum ProvisioningError {
     /// `http status error` (azure-init).
     HttpStatus { endpoint: String, status: u16 },
     /// `subprocess failed` (azure-init).
-    SubprocessFailed { command: String, exit_status: String },
+    SubprocessFailed {
+        command: String,
+        exit_status: String,
+    },
     /// `user not found` (azure-init).
     UserNotFound { user: String },
     /// `failed to provision user` (azure-init).
@@ -442,7 +452,9 @@ mod tests {
         );
         assert_eq!(
             Failure::custom("boom", [("vm_id", "x")]),
-            Err(FailureError::ReservedKey { key: "vm_id".into() })
+            Err(FailureError::ReservedKey {
+                key: "vm_id".into()
+            })
         );
         assert_eq!(
             Failure::custom("boom", [("'x", "x")]),

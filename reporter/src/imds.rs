@@ -28,7 +28,11 @@ pub struct InstanceMetadata {
 #[derive(Debug, Error)]
 pub enum ImdsError {
     #[error("{url}: IMDS answered HTTP {status}, which is not retried{}", if body.is_empty() { String::new() } else { format!(" (body: {body})") })]
-    Rejected { url: String, status: u16, body: String },
+    Rejected {
+        url: String,
+        status: u16,
+        body: String,
+    },
     #[error("{url}: gave up after {attempts} attempt(s) in {:.1} s; last failure: {last}", elapsed.as_secs_f64())]
     Exhausted {
         url: String,

@@ -153,7 +153,10 @@ impl Default for ReporterConfig {
 /// What happened to the KVP record.
 #[derive(Debug)]
 pub enum KvpOutcome {
-    Written { path: PathBuf, index: usize },
+    Written {
+        path: PathBuf,
+        index: usize,
+    },
     /// KVP is off.
     Disabled,
     /// In-progress reports have no encoded report to write.
@@ -263,10 +266,10 @@ impl Reporter {
             Some(target) => Some((KvpPool::open(&target.path)?, target)),
             None => None,
         };
-        if let Some((pool, target)) = &pool {
-            if target.truncate_stale {
-                truncate_stale(pool);
-            }
+        if let Some((pool, target)) = &pool
+            && target.truncate_stale
+        {
+            truncate_stale(pool);
         }
         let identity = self.identify().await;
         let prepared = prepare(report, &identity, self.clock.now());
@@ -326,12 +329,16 @@ fn truncate_stale(pool: &KvpPool) {
     let boot = match boot_time() {
         Ok(boot) => boot,
         Err(error) => {
-            tracing::warn!("cannot tell when the system booted ({error}); not truncating the KVP pool");
+            tracing::warn!(
+                "cannot tell when the system booted ({error}); not truncating the KVP pool"
+            );
             return;
         }
     };
     match pool.truncate_if_stale(boot) {
-        Ok(true) => tracing::info!(pool = %pool.path().display(), "emptied a KVP pool left from an earlier boot"),
+        Ok(true) => {
+            tracing::info!(pool = %pool.path().display(), "emptied a KVP pool left from an earlier boot")
+        }
         Ok(false) => {}
         Err(error) => tracing::warn!("{error}; not truncating"),
     }

@@ -139,7 +139,11 @@ impl Budget {
     }
 
     /// Runs `attempt` until it is done or fails for good, or the budget runs out.
-    pub async fn run<T, E, F, Fut>(&mut self, step: &str, mut attempt: F) -> Result<T, RetryError<E>>
+    pub async fn run<T, E, F, Fut>(
+        &mut self,
+        step: &str,
+        mut attempt: F,
+    ) -> Result<T, RetryError<E>>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Attempt<T, E>>,
@@ -151,14 +155,13 @@ impl Budget {
             }
             let attempt_deadline = (now + self.policy.request_timeout).min(self.deadline);
             self.attempts += 1;
-            let outcome =
-                match tokio::time::timeout_at(attempt_deadline.into(), attempt()).await {
-                    Ok(outcome) => outcome,
-                    Err(_) => Attempt::Retry(format!(
-                        "no complete answer within {:.1} s",
-                        (attempt_deadline - now).as_secs_f64()
-                    )),
-                };
+            let outcome = match tokio::time::timeout_at(attempt_deadline.into(), attempt()).await {
+                Ok(outcome) => outcome,
+                Err(_) => Attempt::Retry(format!(
+                    "no complete answer within {:.1} s",
+                    (attempt_deadline - now).as_secs_f64()
+                )),
+            };
             match outcome {
                 Attempt::Done(value) => return Ok(value),
                 Attempt::Fail(error) => return Err(RetryError::Failed(error)),
@@ -227,7 +230,10 @@ mod tests {
             })
             .await;
         let elapsed = started.elapsed();
-        assert!(matches!(result, Err(RetryError::Exhausted { attempts: 1, .. })));
+        assert!(matches!(
+            result,
+            Err(RetryError::Exhausted { attempts: 1, .. })
+        ));
         assert!(elapsed >= Duration::from_millis(290), "{elapsed:?}");
         assert!(elapsed < Duration::from_millis(2_000), "{elapsed:?}");
     }
@@ -290,7 +296,13 @@ mod tests {
             Retryable::WIRESERVER.classify(&answer(403, throttled)),
             StatusClass::Retry(_)
         ));
-        assert_eq!(Retryable::IMDS.classify(&answer(403, throttled)), StatusClass::Fatal);
-        assert_eq!(Retryable::IMDS.classify(&answer(503, "")), StatusClass::Fatal);
+        assert_eq!(
+            Retryable::IMDS.classify(&answer(403, throttled)),
+            StatusClass::Fatal
+        );
+        assert_eq!(
+            Retryable::IMDS.classify(&answer(503, "")),
+            StatusClass::Fatal
+        );
     }
 }

@@ -172,7 +172,10 @@ mod tests {
         let dmi_dir = root.path().join("sys/class/dmi/id");
         std::fs::create_dir_all(&dmi_dir).unwrap();
         std::fs::write(dmi_dir.join("product_uuid"), "Not Settable\n").unwrap();
-        assert!(matches!(Dmi::new(root.path()).vm_id(), Err(DmiError::NotUuid { .. })));
+        assert!(matches!(
+            Dmi::new(root.path()).vm_id(),
+            Err(DmiError::NotUuid { .. })
+        ));
         assert!(matches!(
             Dmi::new(root.path().join("missing")).vm_id(),
             Err(DmiError::Read { .. })

@@ -10,7 +10,9 @@ use thiserror::Error;
 
 use crate::format::HealthState;
 use crate::format::json::health_body;
-use crate::format::xml::{GoalState, PROTOCOL_VERSION, health_document, parse_goal_state, parse_versions};
+use crate::format::xml::{
+    GoalState, PROTOCOL_VERSION, health_document, parse_goal_state, parse_versions,
+};
 use crate::http::{Answer, Http, error_chain};
 use crate::retry::{Attempt, Budget, RetryError, RetryPolicy, Retryable, StatusClass};
 
@@ -62,7 +64,10 @@ pub struct Delivered {
 /// A report the wireserver did not accept.
 #[derive(Debug, Error)]
 pub enum WireserverError {
-    #[error("{step}: the wireserver answered HTTP {status}, which is not retried{}", excerpt(body))]
+    #[error(
+        "{step}: the wireserver answered HTTP {status}, which is not retried{}",
+        excerpt(body)
+    )]
     Rejected {
         step: &'static str,
         status: u16,
@@ -78,7 +83,10 @@ pub enum WireserverError {
     #[error(
         "{step}: the wireserver does not list protocol version {PROTOCOL_VERSION} under Supported (it lists: {supported})"
     )]
-    UnsupportedVersion { step: &'static str, supported: String },
+    UnsupportedVersion {
+        step: &'static str,
+        supported: String,
+    },
 }
 
 fn excerpt(body: &str) -> String {
@@ -157,7 +165,10 @@ impl<'a> Wireserver<'a> {
                 Ok(delivered(Flow::Xml, status, &budget))
             }
             Protocol::Json | Protocol::Auto => {
-                match self.json(state, protocol == Protocol::Auto, &mut budget).await? {
+                match self
+                    .json(state, protocol == Protocol::Auto, &mut budget)
+                    .await?
+                {
                     JsonOutcome::Accepted(status) => Ok(delivered(Flow::Json, status, &budget)),
                     JsonOutcome::NotHere(status) => {
                         tracing::info!(
@@ -205,7 +216,11 @@ impl<'a> Wireserver<'a> {
             .map_err(|e| flatten(STEP_JSON, e))
     }
 
-    async fn xml_flow(&self, state: &HealthState, budget: &mut Budget) -> Result<u16, WireserverError> {
+    async fn xml_flow(
+        &self,
+        state: &HealthState,
+        budget: &mut Budget,
+    ) -> Result<u16, WireserverError> {
         self.check_versions(budget).await?;
         loop {
             let goal_state = self.goal_state(budget).await?;
@@ -351,7 +366,8 @@ fn flatten(step: &'static str, error: RetryError<WireserverError>) -> Wireserver
 /// `base` + an absolute path and query, keeping any path prefix of `base`.
 pub(crate) fn join(base: &Url, path_and_query: &str) -> Url {
     let prefix = base.as_str().trim_end_matches('/');
-    Url::parse(&format!("{prefix}{path_and_query}")).expect("a valid base plus a fixed path is valid")
+    Url::parse(&format!("{prefix}{path_and_query}"))
+        .expect("a valid base plus a fixed path is valid")
 }
 
 #[cfg(test)]
@@ -366,6 +382,9 @@ mod tests {
             "http://127.0.0.1:8080/machine/?comp=goalstate"
         );
         let prefixed = Url::parse("http://host/wire/").unwrap();
-        assert_eq!(join(&prefixed, "/?comp=versions").as_str(), "http://host/wire/?comp=versions");
+        assert_eq!(
+            join(&prefixed, "/?comp=versions").as_str(),
+            "http://host/wire/?comp=versions"
+        );
     }
 }

@@ -35,8 +35,16 @@ fn assert_rejected(args: &[&str], env: &[(&str, &OsStr)], expected_in_message: &
             run.stderr
         );
     }
-    assert_eq!(server.requests().len(), 0, "args {args:?}: sent {:?}", server.targets());
-    assert!(!scratch.pool().exists(), "args {args:?}: the pool was created");
+    assert_eq!(
+        server.requests().len(),
+        0,
+        "args {args:?}: sent {:?}",
+        server.targets()
+    );
+    assert!(
+        !scratch.pool().exists(),
+        "args {args:?}: the pool was created"
+    );
 }
 
 #[test]
@@ -119,9 +127,17 @@ fn non_utf8_environment_value_is_named() {
 
 #[test]
 fn bad_durations() {
-    assert_rejected(&["--timeout", "soon", "ready"], &[], &["--timeout", "seconds"]);
+    assert_rejected(
+        &["--timeout", "soon", "ready"],
+        &[],
+        &["--timeout", "seconds"],
+    );
     assert_rejected(&["--timeout", "0", "ready"], &[], &["--timeout"]);
-    assert_rejected(&["--retry-interval=-1", "ready"], &[], &["--retry-interval"]);
+    assert_rejected(
+        &["--retry-interval=-1", "ready"],
+        &[],
+        &["--retry-interval"],
+    );
 }
 
 #[test]
@@ -130,7 +146,13 @@ fn bad_urls() {
     let scratch = Scratch::new();
     let pool = scratch.pool().display().to_string();
     let run = run_raw(
-        &["--wireserver", "ftp://example", "--kvp-pool", &pool, "ready"],
+        &[
+            "--wireserver",
+            "ftp://example",
+            "--kvp-pool",
+            &pool,
+            "ready",
+        ],
         &[],
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
@@ -250,7 +272,10 @@ fn config_file_values_apply_and_flags_win() {
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let records = pool_records(&scratch.pool());
-    assert_eq!(value(&parse_encoded(&records[0].1), "vm_id"), Some("from-config"));
+    assert_eq!(
+        value(&parse_encoded(&records[0].1), "vm_id"),
+        Some("from-config")
+    );
     // The environment fills in a flag too.
     let run = run_raw(
         &["--config", config.to_str().unwrap(), "ready"],

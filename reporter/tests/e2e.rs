@@ -18,7 +18,11 @@ fn kvp_report(scratch: &Scratch) -> Vec<(String, String)> {
         .iter()
         .filter(|(k, _)| k == "PROVISIONING_REPORT")
         .collect();
-    assert_eq!(reports.len(), 1, "one PROVISIONING_REPORT record in {records:?}");
+    assert_eq!(
+        reports.len(),
+        1,
+        "one PROVISIONING_REPORT record in {records:?}"
+    );
     parse_encoded(&reports[0].1)
 }
 
@@ -123,7 +127,10 @@ fn failure_over_json_carries_the_encoded_report() {
     );
     // Whole fields quoted with ', quotes doubled, " literal.
     assert!(description.contains("|'user=azure|user'|"), "{description}");
-    assert!(description.contains("|'error=can''t \"add\"\nline 2'|"), "{description}");
+    assert!(
+        description.contains("|'error=can''t \"add\"\nline 2'|"),
+        "{description}"
+    );
     // KVP holds the same report (it fits the 1022 bytes the host reads).
     let kvp = pool_records(&scratch.pool());
     assert_eq!(kvp.len(), 1);
@@ -148,9 +155,16 @@ fn in_progress_over_json_writes_no_kvp_record() {
     );
     assert_eq!(pool_records(&scratch.pool()), vec![]);
 
-    let run = support::run(&server, &scratch, &["in-progress", "--description", "step 3 of 5"]);
+    let run = support::run(
+        &server,
+        &scratch,
+        &["in-progress", "--description", "step 3 of 5"],
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let post = server.requests_to("POST", "/provisioning/health").pop().unwrap();
+    let post = server
+        .requests_to("POST", "/provisioning/health")
+        .pop()
+        .unwrap();
     assert_eq!(json_body(&post)["details"]["description"], "step 3 of 5");
 }
 
@@ -255,7 +269,13 @@ fn in_progress_over_xml() {
     let run = run(
         &server,
         &scratch,
-        &["--protocol", "xml", "in-progress", "--description", "almost"],
+        &[
+            "--protocol",
+            "xml",
+            "in-progress",
+            "--description",
+            "almost",
+        ],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_xml_flow_requests(&server);
@@ -341,8 +361,14 @@ fn xml_health_410_fetches_the_goal_state_again() {
         ]
     );
     let posts = server.requests_to("POST", "/machine");
-    assert_eq!(xml_texts(&posts[0].body)["Health/GoalStateIncarnation"], "7");
-    assert_eq!(xml_texts(&posts[1].body)["Health/GoalStateIncarnation"], "8");
+    assert_eq!(
+        xml_texts(&posts[0].body)["Health/GoalStateIncarnation"],
+        "7"
+    );
+    assert_eq!(
+        xml_texts(&posts[1].body)["Health/GoalStateIncarnation"],
+        "8"
+    );
 }
 
 #[test]
@@ -469,7 +495,10 @@ fn imds_400_falls_back_to_2019_06_01() {
         "GET /metadata/instance",
         vec![
             Reply::json(400, r#"{"error":"Bad request"}"#),
-            Reply::json(200, r#"{"compute":{"vmId":"22222222-0000-0000-0000-000000000000"}}"#),
+            Reply::json(
+                200,
+                r#"{"compute":{"vmId":"22222222-0000-0000-0000-000000000000"}}"#,
+            ),
         ],
     );
     server.on("POST /provisioning/health", vec![Reply::Status(201)]);
@@ -483,7 +512,10 @@ fn imds_400_falls_back_to_2019_06_01() {
         .collect();
     assert_eq!(
         imds,
-        ["api-version=2021-08-01&extended=true", "api-version=2019-06-01"]
+        [
+            "api-version=2021-08-01&extended=true",
+            "api-version=2019-06-01"
+        ]
     );
     let report = kvp_report(&scratch);
     assert_eq!(
@@ -499,7 +531,11 @@ fn imds_retries_410_then_uses_the_answer() {
     let server = Server::start();
     server.on(
         "GET /metadata/instance",
-        vec![Reply::Status(410), Reply::Status(500), Reply::json(200, IMDS_DOC)],
+        vec![
+            Reply::Status(410),
+            Reply::Status(500),
+            Reply::json(200, IMDS_DOC),
+        ],
     );
     server.on("POST /provisioning/health", vec![Reply::Status(201)]);
     let scratch = Scratch::new();
@@ -544,7 +580,11 @@ fn without_imds_or_dmi_the_vm_id_is_the_zero_guid() {
     let server = Server::start();
     server.on("POST /provisioning/health", vec![Reply::Status(201)]);
     let scratch = Scratch::new();
-    let run = run(&server, &scratch, &["--no-imds", "failure", "--reason", "boom"]);
+    let run = run(
+        &server,
+        &scratch,
+        &["--no-imds", "failure", "--reason", "boom"],
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let report = kvp_report(&scratch);
     assert_eq!(
@@ -603,20 +643,24 @@ fn long_reports_are_cut_to_what_the_host_reads() {
         .on("POST /provisioning/health", vec![Reply::Status(201)]);
     let scratch = Scratch::new();
     let long = format!("detail={}", "é".repeat(3000)); // 6000 bytes
-    let run = run(&server, &scratch, &["failure", "--reason", "boom", "--data", &long]);
+    let run = run(
+        &server,
+        &scratch,
+        &["failure", "--reason", "boom", "--data", &long],
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let bytes = std::fs::read(scratch.pool()).unwrap();
     assert_eq!(bytes.len(), 2560);
     let value_field = &bytes[512..];
     let end = value_field.iter().position(|&b| b == 0).unwrap();
-    assert!(end <= 1022 && end >= 1021, "value is {end} bytes");
+    assert!((1021..=1022).contains(&end), "value is {end} bytes");
     assert!(std::str::from_utf8(&value_field[..end]).is_ok());
     let post = &server.requests_to("POST", "/provisioning/health")[0];
     let description = json_body(post)["details"]["description"]
         .as_str()
         .unwrap()
         .to_owned();
-    assert!(description.len() <= 4096 && description.len() >= 4095);
+    assert!((4095..=4096).contains(&description.len()));
     assert!(description.starts_with("result=error|reason=boom|"));
 }
 
@@ -631,7 +675,8 @@ fn truncate_stale_empties_a_pool_from_an_earlier_boot() {
     let mut old = vec![0u8; 2560];
     old[..3].copy_from_slice(b"OLD");
     std::fs::write(scratch.pool(), &old).unwrap();
-    let epoch = std::fs::FileTimes::new().set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1));
+    let epoch =
+        std::fs::FileTimes::new().set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1));
     std::fs::File::options()
         .write(true)
         .open(scratch.pool())
@@ -645,7 +690,11 @@ fn truncate_stale_empties_a_pool_from_an_earlier_boot() {
     assert_eq!(records[0].0, "PROVISIONING_REPORT");
 
     // A pool written during this boot is kept.
-    let run = support::run(&server, &scratch, &["--truncate-stale", "--kvp-key", "SECOND", "ready"]);
+    let run = support::run(
+        &server,
+        &scratch,
+        &["--truncate-stale", "--kvp-key", "SECOND", "ready"],
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(pool_records(&scratch.pool()).len(), 2);
 }
@@ -693,7 +742,9 @@ fn kvp_write_waits_for_the_daemons_fcntl_lock_and_for_flock() {
             "wrote through a held {lock_kind} lock"
         );
         assert!(
-            server.requests_to("POST", "/provisioning/health").is_empty(),
+            server
+                .requests_to("POST", "/provisioning/health")
+                .is_empty(),
             "reported before KVP was written ({lock_kind})"
         );
         drop(holder); // releases the lock

@@ -44,8 +44,9 @@ pub enum XmlError {
 ///
 /// Laid out like afterburn's template (declaration, namespaces, two-space indentation, trailing
 /// newline), with a `Details` block for NotReady. Values are escaped for `&`, `<` and `>` only,
-/// as cloud-init and WALinuxAgent do; characters XML 1.0 cannot carry at all (most C0
-/// controls) become U+FFFD, before the description is trimmed to the platform cap.
+/// as cloud-init and WALinuxAgent do, plus CR as `&#13;` so that it survives XML end-of-line
+/// normalisation; characters XML 1.0 cannot carry at all (most C0 controls) become U+FFFD,
+/// before the description is trimmed to the platform cap.
 pub fn health_document(goal_state: &GoalState, state: &HealthState) -> String {
     let mut writer = Writer::new_with_indent(Vec::new(), b' ', 2);
     write_health(&mut writer, goal_state, state).expect("writing XML to a Vec cannot fail");
@@ -69,15 +70,16 @@ fn write_health(
             text_element(w, "GoalStateIncarnation", &goal_state.incarnation)?;
             w.create_element("Container").write_inner_content(|w| {
                 text_element(w, "ContainerId", &goal_state.container_id)?;
-                w.create_element("RoleInstanceList").write_inner_content(|w| {
-                    w.create_element("Role").write_inner_content(|w| {
-                        text_element(w, "InstanceId", &goal_state.instance_id)?;
-                        w.create_element("Health")
-                            .write_inner_content(|w| write_state(w, state))?;
+                w.create_element("RoleInstanceList")
+                    .write_inner_content(|w| {
+                        w.create_element("Role").write_inner_content(|w| {
+                            text_element(w, "InstanceId", &goal_state.instance_id)?;
+                            w.create_element("Health")
+                                .write_inner_content(|w| write_state(w, state))?;
+                            Ok(())
+                        })?;
                         Ok(())
                     })?;
-                    Ok(())
-                })?;
                 Ok(())
             })?;
             Ok(())
@@ -104,7 +106,11 @@ fn write_state(writer: &mut Writer<Vec<u8>>, state: &HealthState) -> std::io::Re
 }
 
 fn text_element(writer: &mut Writer<Vec<u8>>, name: &str, text: &str) -> std::io::Result<()> {
-    let escaped = partial_escape(xml_safe(text));
+    let mut escaped = partial_escape(xml_safe(text));
+    if escaped.contains('\r') {
+        // A literal CR would reach the server as LF (XML end-of-line handling).
+        escaped = Cow::Owned(escaped.replace('\r', "&#13;"));
+    }
     writer
         .create_element(name)
         .write_text_content(BytesText::from_escaped(escaped))?;
@@ -220,8 +226,13 @@ pub fn parse_versions(body: &str) -> Result<Versions, XmlError> {
         message: e.to_string(),
     })?;
     let list = |l: Option<VersionListDoc>| {
-        l.map(|l| l.versions.into_iter().map(|v| v.trim().to_owned()).collect())
-            .unwrap_or_default()
+        l.map(|l| {
+            l.versions
+                .into_iter()
+                .map(|v| v.trim().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
     };
     Ok(Versions {
         preferred: list(doc.preferred),
@@ -248,9 +259,7 @@ pub fn is_throttling_body(body: &[u8]) -> bool {
 }
 
 fn non_empty(value: Option<String>) -> Option<String> {
-    value
-        .map(|v| v.trim().to_owned())
-        .filter(|v| !v.is_empty())
+    value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
 }
 
 #[cfg(test)]
@@ -318,9 +327,25 @@ mod tests {
         assert!(is_throttling_body(
             b"<Error>\n\t<Code>\n RequestRateLimitExceeded\n</Code></Error>"
         ));
-        assert!(!is_throttling_body(b"<Error><Code>Forbidden</Code></Error>"));
+        assert!(!is_throttling_body(
+            b"<Error><Code>Forbidden</Code></Error>"
+        ));
         assert!(!is_throttling_body(b"RequestRateLimitExceeded"));
         assert!(!is_throttling_body(b"\xff\xfe"));
+    }
+
+    #[test]
+    fn carriage_returns_survive_an_xml_parser() {
+        let ids = GoalState {
+            incarnation: "1".into(),
+            container_id: "c".into(),
+            instance_id: "i".into(),
+        };
+        let doc = health_document(&ids, &HealthState::failed("a\r\nb"));
+        assert!(
+            doc.contains("<Description>a&#13;\nb</Description>"),
+            "{doc}"
+        );
     }
 
     #[test]

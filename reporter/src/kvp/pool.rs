@@ -52,7 +52,9 @@ impl PoolError {
     pub fn is_bad_path(&self) -> bool {
         matches!(
             self,
-            PoolError::Symlink { .. } | PoolError::Directory { .. } | PoolError::NotRegularFile { .. }
+            PoolError::Symlink { .. }
+                | PoolError::Directory { .. }
+                | PoolError::NotRegularFile { .. }
         )
     }
 }
@@ -184,7 +186,8 @@ impl KvpPool {
                     if i == *first {
                         rewritten.extend_from_slice(&record);
                     } else if !matches.contains(&i) {
-                        rewritten.extend_from_slice(&contents[i * RECORD_SIZE..(i + 1) * RECORD_SIZE]);
+                        rewritten
+                            .extend_from_slice(&contents[i * RECORD_SIZE..(i + 1) * RECORD_SIZE]);
                     }
                 }
                 self.write_at(&rewritten, 0)?;
@@ -351,11 +354,17 @@ mod tests {
         let pool = KvpPool::open(&path).unwrap();
         assert_eq!(
             pool.upsert("PROVISIONING_REPORT", "first").unwrap(),
-            Upserted { index: 1, replaced: 0 }
+            Upserted {
+                index: 1,
+                replaced: 0
+            }
         );
         assert_eq!(
             pool.upsert("PROVISIONING_REPORT", "second").unwrap(),
-            Upserted { index: 1, replaced: 1 }
+            Upserted {
+                index: 1,
+                replaced: 1
+            }
         );
         assert_eq!(
             records(&path),
@@ -379,7 +388,10 @@ mod tests {
         let pool = KvpPool::open(&path).unwrap();
         assert_eq!(
             pool.upsert("K", "new").unwrap(),
-            Upserted { index: 0, replaced: 2 }
+            Upserted {
+                index: 0,
+                replaced: 2
+            }
         );
         assert_eq!(
             records(&path),
@@ -394,12 +406,21 @@ mod tests {
         std::fs::write(&target, b"").unwrap();
         let link = tmp.path().join("link");
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        assert!(matches!(KvpPool::open(&link), Err(PoolError::Symlink { .. })));
+        assert!(matches!(
+            KvpPool::open(&link),
+            Err(PoolError::Symlink { .. })
+        ));
         let dangling = tmp.path().join("dangling");
         std::os::unix::fs::symlink(tmp.path().join("nowhere"), &dangling).unwrap();
-        assert!(matches!(KvpPool::open(&dangling), Err(PoolError::Symlink { .. })));
+        assert!(matches!(
+            KvpPool::open(&dangling),
+            Err(PoolError::Symlink { .. })
+        ));
         assert!(!tmp.path().join("nowhere").exists());
-        assert!(matches!(KvpPool::open(tmp.path()), Err(PoolError::Directory { .. })));
+        assert!(matches!(
+            KvpPool::open(tmp.path()),
+            Err(PoolError::Directory { .. })
+        ));
     }
 
     #[test]

@@ -262,10 +262,15 @@ async fn handle(
         let route = shared.routes.iter_mut().find(|r| {
             r.method == method
                 && r.path == uri.path()
-                && r.query.as_ref().is_none_or(|q| Some(q.as_str()) == uri.query())
+                && r.query
+                    .as_ref()
+                    .is_none_or(|q| Some(q.as_str()) == uri.query())
         });
         match route {
-            Some(route) => route.replies.pop_front().unwrap_or_else(|| route.last.clone()),
+            Some(route) => route
+                .replies
+                .pop_front()
+                .unwrap_or_else(|| route.last.clone()),
             None => Reply::Status(404),
         }
     };
@@ -405,7 +410,10 @@ pub fn parse_encoded(encoded: &str) -> Vec<(String, String)> {
         .from_reader(encoded.as_bytes());
     let mut records = reader.records();
     let record = records.next().expect("one record").expect("valid CSV");
-    assert!(records.next().is_none(), "exactly one record in {encoded:?}");
+    assert!(
+        records.next().is_none(),
+        "exactly one record in {encoded:?}"
+    );
     record
         .iter()
         .map(|field| {
@@ -418,7 +426,12 @@ pub fn parse_encoded(encoded: &str) -> Vec<(String, String)> {
 /// The records of a pool file, decoded here: (key, value) up to the first NUL of each field.
 pub fn pool_records(path: &Path) -> Vec<(String, String)> {
     let bytes = std::fs::read(path).unwrap();
-    assert_eq!(bytes.len() % 2560, 0, "pool size {} is not whole records", bytes.len());
+    assert_eq!(
+        bytes.len() % 2560,
+        0,
+        "pool size {} is not whole records",
+        bytes.len()
+    );
     bytes
         .chunks(2560)
         .map(|record| {
