@@ -21,18 +21,13 @@
 
 mod artifacts;
 mod inside;
+mod outside;
 mod setup;
 
 use std::ffi::OsString;
 use std::net::Ipv4Addr;
 use std::os::unix::fs::MetadataExt as _;
-use std::os::unix::process::CommandExt as _;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use anyhow::Context as _;
-
-use crate::Scenario;
+use std::path::PathBuf;
 
 /// The wireserver address the sandbox puts on its loopback.
 pub const WIRESERVER_ADDR: Ipv4Addr = Ipv4Addr::new(168, 63, 129, 16);
@@ -70,6 +65,10 @@ pub struct SandboxArgs {
     #[arg(long, hide = true, value_name = "NET:MNT")]
     pub inside_namespaces: Option<String>,
 
+    /// Internal: the inner half writes its exit status to this inherited file descriptor.
+    #[arg(long, hide = true, value_name = "FD", requires = "inside_namespaces")]
+    pub status_fd: Option<i32>,
+
     /// The command to run in the sandbox, with its arguments.
     #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -84,14 +83,14 @@ fn parse_timeout(s: &str) -> Result<f64, String> {
 
 /// Runs the sandbox. Returns the exit status the process should end with.
 ///
-/// Outside the namespaces this checks privileges and input, then replaces the current process
-/// with `unshare ... -- <this binary> sandbox --inside-namespaces ...` (it only returns on
-/// failure). Inside, it sets the namespaces up, runs the fake and COMMAND and writes the
-/// artifacts.
+/// Outside the namespaces this checks privileges and input, then runs
+/// `unshare ... -- <this binary> sandbox --inside-namespaces ...` and waits for it. Inside, it
+/// sets the namespaces up, runs the fake and COMMAND and writes the artifacts. Errors are
+/// reported on stderr and mapped to the exit statuses above, so this returns `Ok` in practice.
 pub fn run(args: SandboxArgs) -> anyhow::Result<i32> {
     match args.inside_namespaces.clone() {
         Some(host) => Ok(inside::run(args, &host)),
-        None => Ok(enter(args)),
+        None => Ok(outside::run(args)),
     }
 }
 
@@ -110,7 +109,7 @@ impl NamespaceIds {
         })
     }
 
-    fn encode(self) -> String {
+    pub(crate) fn encode(self) -> String {
         format!("{}:{}", self.net, self.mnt)
     }
 
@@ -127,127 +126,11 @@ fn error(message: impl std::fmt::Display) {
     eprintln!("fake-wireserver sandbox: error: {message}");
 }
 
-/// The outer half: checks, then exec `unshare`.
-fn enter(args: SandboxArgs) -> i32 {
-    if !rustix::process::geteuid().is_root() {
-        error(
-            "needs root: it creates network, mount and PID namespaces, adds 168.63.129.16 and \
-             169.254.169.254 to their loopback and mounts tmpfs over /run and /var/lib/hyperv \
-             inside them (the host's are never touched). Run it as root (e.g. with sudo).",
-        );
-        return EXIT_USAGE;
-    }
-    for (tool, package) in [
-        ("unshare", "util-linux"),
-        ("ip", "iproute2"),
-        ("mount", "mount"),
-    ] {
-        if setup::find_in_path(tool).is_none() {
-            error(format!(
-                "`{tool}` not found in PATH: install the {package} package"
-            ));
-            return EXIT_USAGE;
-        }
-    }
-    let scenario = match args.scenario.as_deref().map(absolute).transpose() {
-        Ok(s) => s,
-        Err(e) => {
-            error(format!("{e:#}"));
-            return EXIT_USAGE;
-        }
-    };
-    // Fail before making namespaces when the scenario is unusable (the message names the file,
-    // line and field); the inner half loads it again.
-    if let Some(path) = &scenario
-        && let Err(e) = Scenario::from_file(path)
-    {
-        error(e);
-        return EXIT_USAGE;
-    }
-    let out = match prepare_out_dir(&args.out) {
-        Ok(out) => out,
-        Err(e) => {
-            error(format!("{e:#}"));
-            return EXIT_USAGE;
-        }
-    };
-    match exec_inside(&args, scenario.as_deref(), &out) {
-        Ok(never) => match never {},
-        Err(e) => {
-            error(format!("{e:#}"));
-            EXIT_SANDBOX_FAILED
-        }
-    }
-}
-
-fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
-    std::path::absolute(path).with_context(|| format!("cannot resolve path {}", path.display()))
-}
-
-fn prepare_out_dir(out: &Path) -> anyhow::Result<PathBuf> {
-    // The sandbox mounts tmpfs over these; anything written below them would vanish. Checked
-    // before creating anything (the host's /run is never touched) and again once symlinks are
-    // resolved.
-    let check = |path: &Path| -> anyhow::Result<()> {
-        for hidden in ["/run", "/var/lib/hyperv"] {
-            if path.starts_with(hidden) {
-                anyhow::bail!(
-                    "--out {}: must not be below {hidden}, which the sandbox replaces with a \
-                     private tmpfs",
-                    out.display()
-                );
-            }
-        }
-        Ok(())
-    };
-    check(&absolute(out)?)?;
-    std::fs::create_dir_all(out)
-        .with_context(|| format!("--out {}: cannot create the folder", out.display()))?;
-    let resolved = out
-        .canonicalize()
-        .with_context(|| format!("--out {}: cannot resolve the folder", out.display()))?;
-    check(&resolved)?;
-    Ok(resolved)
-}
-
-enum Never {}
-
-fn exec_inside(args: &SandboxArgs, scenario: Option<&Path>, out: &Path) -> anyhow::Result<Never> {
-    let host = NamespaceIds::of_self().context("cannot read /proc/self/ns")?;
-    let exe = std::env::current_exe().context("cannot locate the fake-wireserver binary")?;
-    let mut cmd = Command::new("unshare");
-    cmd.args([
-        "--net",
-        "--mount",
-        "--propagation",
-        "private",
-        // A PID namespace whose first process is the inner sandbox: when it exits, the kernel
-        // ends everything COMMAND left running, and /proc shows only the sandbox's processes.
-        "--pid",
-        "--fork",
-        "--mount-proc",
-        // If `unshare` itself is killed, the sandbox is told to stop COMMAND and finish.
-        "--kill-child=SIGTERM",
-        "--",
-    ]);
-    cmd.arg(&exe).arg("sandbox");
-    cmd.arg("--inside-namespaces").arg(host.encode());
-    cmd.arg("--out").arg(out);
-    if let Some(s) = scenario {
-        cmd.arg("--scenario").arg(s);
-    }
-    if let Some(t) = args.timeout {
-        cmd.arg("--timeout").arg(t.to_string());
-    }
-    cmd.arg("--").args(&args.command);
-    let err = cmd.exec();
-    Err(anyhow::Error::new(err).context("cannot execute `unshare`"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser as _;
+    use std::path::Path;
 
     #[derive(clap::Parser, Debug)]
     struct Cli {
@@ -304,7 +187,8 @@ mod tests {
 
     #[test]
     fn sandbox_out_dir_must_not_be_hidden_by_the_private_mounts() {
-        let err = prepare_out_dir(Path::new("/run/wirecheck-sandbox-test-out")).unwrap_err();
+        let err =
+            outside::prepare_out_dir(Path::new("/run/wirecheck-sandbox-test-out")).unwrap_err();
         assert!(!Path::new("/run/wirecheck-sandbox-test-out").exists());
         assert!(err.to_string().contains("must not be below /run"), "{err}");
     }

@@ -1,6 +1,7 @@
 //! The inner half, running as the first process of the new namespaces: set them up, serve the
 //! fake on the platform addresses, run COMMAND, write the artifacts.
 
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitStatus;
@@ -25,6 +26,36 @@ const JOURNAL_CAPACITY: usize = 1_000_000;
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
 pub(super) fn run(args: SandboxArgs, host: &str) -> i32 {
+    match args.status_fd.map(take_status_fd).transpose() {
+        Ok(pipe) => {
+            let code = run_and_report(args, host);
+            if let Some(mut pipe) = pipe {
+                // The outer half reads this, then end of file when this process exits.
+                let _ = write!(pipe, "{code}");
+            }
+            code
+        }
+        Err(e) => {
+            error(format!("{e:#}"));
+            EXIT_SANDBOX_FAILED
+        }
+    }
+}
+
+/// Adopts the inherited status pipe and keeps COMMAND from inheriting it further.
+fn take_status_fd(fd: i32) -> anyhow::Result<std::fs::File> {
+    use std::os::fd::{BorrowedFd, FromRawFd as _, OwnedFd};
+    anyhow::ensure!(fd >= 0, "--status-fd {fd}: not a file descriptor");
+    // SAFETY: only borrowed for this call; fcntl fails cleanly on a descriptor that is not open.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+    rustix::io::fcntl_setfd(borrowed, rustix::io::FdFlags::CLOEXEC)
+        .with_context(|| format!("--status-fd {fd}: not an open file descriptor"))?;
+    // SAFETY: open (checked above), passed by the outer half for exactly this purpose, and
+    // used by nothing else in this process.
+    Ok(std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+fn run_and_report(args: SandboxArgs, host: &str) -> i32 {
     // Own thread: the caller may already be inside a tokio runtime, and this one must be the
     // only runtime of that thread.
     let host = host.to_owned();

@@ -79,9 +79,14 @@ pub(crate) fn lease_file_content() -> String {
     )
 }
 
+/// `mount`/`umount` always with `-n`: without it libmount records the mount in
+/// `/run/mount/utab`, and before the private `/run` exists that would be the host's `/run`.
 fn mount_tmpfs(target: &str, mode: u32, uid: u32, gid: u32) -> anyhow::Result<()> {
     let options = format!("mode={mode:04o},uid={uid},gid={gid},nosuid,nodev");
-    tool("mount", &["-t", "tmpfs", "-o", &options, "tmpfs", target])?;
+    tool(
+        "mount",
+        &["-n", "-t", "tmpfs", "-o", &options, "tmpfs", target],
+    )?;
     Ok(())
 }
 
@@ -134,7 +139,7 @@ fn rebuild_var_lib_with_hyperv() -> anyhow::Result<()> {
     let staging = Path::new("/run/.fake-wireserver-host-var-lib");
     make_dirs(staging)?;
     let staging_str = staging.to_str().expect("ASCII path");
-    tool("mount", &["--rbind", "/var/lib", staging_str])?;
+    tool("mount", &["-n", "--rbind", "/var/lib", staging_str])?;
     mount_tmpfs(
         "/var/lib",
         meta.permissions().mode() & 0o7777,
@@ -163,9 +168,9 @@ fn rebuild_var_lib_with_hyperv() -> anyhow::Result<()> {
         }
         .with_context(|| format!("cannot create mount point {}", target.display()))?;
         let (source, target) = (path_str(&source)?, path_str(&target)?);
-        tool("mount", &["--rbind", source, target])?;
+        tool("mount", &["-n", "--rbind", source, target])?;
     }
-    tool("umount", &["--lazy", staging_str])?;
+    tool("umount", &["-n", "--lazy", staging_str])?;
     fs::remove_dir(staging).with_context(|| format!("cannot remove {}", staging.display()))?;
     make_dirs(Path::new(HYPERV_DIR))
 }
