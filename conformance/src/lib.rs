@@ -1,4 +1,26 @@
-//! wirecheck: runs provisioning agents against scenarios on the fake wireserver and judges what they did.
+//! wirecheck: runs provisioning agents against scenarios on the fake wireserver and judges what
+//! they did.
+//!
+//! Code map: [`agent`] (profiles and command templates), [`scenario`] (scenario files),
+//! [`checks`] (the judges), [`observe`] (what a run produced, and the profile's reading of
+//! each answer), [`runner`] (planning, parallel execution, artifacts), [`exec`] (agent
+//! processes), [`timeline`], [`select`] (case globs, partitions), [`console`] (progress and
+//! summary), [`cli`] (the `wirecheck` command line), [`results`] (the results model and
+//! writers) and [`tools`] (`kvp dump`, `report parse`, `vectors check`).
+//!
+//! The conformance crate never depends on the `reporter` crate: the bundled reporter is run as
+//! an external process, like any agent (DESIGN.md, "the oracle is independent").
 
+pub mod agent;
+pub mod checks;
+pub mod cli;
+pub mod console;
+pub mod diag;
+pub mod exec;
+pub mod observe;
 pub mod results;
+pub mod runner;
+pub mod scenario;
+pub mod select;
+pub mod timeline;
 pub mod tools;

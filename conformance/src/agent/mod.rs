@@ -1,0 +1,665 @@
+//! Agent profiles: how to launch an agent, what it claims, and how it is expected to react
+//! where real agents legitimately differ.
+//!
+//! One TOML file per agent in `conformance/agents/` (see `provision-report.toml` for a
+//! commented example). Unknown keys are errors; every error names the file, line and field.
+
+pub mod template;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobMatcher};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::diag::FileError;
+use template::{Placeholder, RawArg, Template, Values, Word};
+
+/// What the agent is asked to report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    Ready,
+    Failure,
+    InProgress,
+}
+
+impl Action {
+    pub const ALL: [Action; 3] = [Action::Ready, Action::Failure, Action::InProgress];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Ready => "ready",
+            Action::Failure => "failure",
+            Action::InProgress => "in-progress",
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How the agent reaches the fake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Attach {
+    /// The agent takes loopback URLs (`{wireserver_url}`, `{imds_url}`).
+    #[default]
+    Url,
+    /// The agent talks to the real addresses through `http_proxy` (the fake's proxy listener).
+    Proxy,
+    /// The agent runs in a network namespace on the real addresses (`fake-wireserver sandbox`).
+    Sandbox,
+}
+
+impl Attach {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Attach::Url => "url",
+            Attach::Proxy => "proxy",
+            Attach::Sandbox => "sandbox",
+        }
+    }
+}
+
+/// Something an agent may or may not implement; scenarios that need an unclaimed capability
+/// are skipped for it, with the reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Capability {
+    /// `POST /provisioning/health` (JSON).
+    Json,
+    /// Goal state + `POST /machine?comp=health` (XML).
+    Xml,
+    /// NotReady + ProvisioningFailed with an encoded report.
+    Failure,
+    /// NotReady + Provisioning.
+    InProgress,
+    /// `PROVISIONING_REPORT` written to the KVP pool file.
+    Kvp,
+}
+
+impl Capability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Capability::Json => "json",
+            Capability::Xml => "xml",
+            Capability::Failure => "failure",
+            Capability::InProgress => "in-progress",
+            Capability::Kvp => "kvp",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Capability::Json => "the JSON health endpoint",
+            Capability::Xml => "the XML goal state + health flow",
+            Capability::Failure => "failure reports",
+            Capability::InProgress => "in-progress reports",
+            Capability::Kvp => "the KVP PROVISIONING_REPORT",
+        }
+    }
+}
+
+/// How the agent treats a 403.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Forbidden {
+    /// Every 403 is throttling: retried (WALinuxAgent).
+    Throttling,
+    /// Retried only when the body is the platform's throttle reply (`RequestRateLimitExceeded`).
+    ThrottleBody,
+    /// Never retried (azure-init).
+    Fatal,
+}
+
+/// Retry or give up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reaction {
+    Retry,
+    Fatal,
+}
+
+/// The expected reactions where agents legitimately differ (PROTOCOL.md §8).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reactions {
+    /// HTTP statuses the agent retries (403 is decided by `status_403`).
+    pub retryable: BTreeSet<u16>,
+    pub transport_errors: Reaction,
+    pub status_403: Forbidden,
+    /// XML flow: after a 410 on the health POST, the goal state is fetched again first.
+    pub refresh_goal_state_on_410: bool,
+    /// Seconds; `None`: the `retry_interval` the scenario passes to the agent.
+    pub retry_interval_min: Option<f64>,
+    /// Seconds; `None`: the `budget` the scenario passes to the agent.
+    pub budget: Option<f64>,
+    /// Requests per second under throttling; `None`: one per `retry_interval_min`.
+    pub max_rate: Option<f64>,
+    /// IMDS statuses retried, when they differ from `retryable`.
+    pub imds_retryable: Option<BTreeSet<u16>>,
+    /// IMDS 403 handling, when it differs from `status_403`.
+    pub imds_status_403: Option<Forbidden>,
+}
+
+/// Exit statuses that mean "reported" and "not reported"; an empty list means "not judged".
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExitCodes {
+    #[serde(default)]
+    pub reported: Vec<i32>,
+    #[serde(default)]
+    pub failed: Vec<i32>,
+}
+
+/// The verdict a known deviation turns a failing case into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviationVerdict {
+    NonStrict,
+    Unimplemented,
+}
+
+/// A known deviation of a real agent: shown, never hidden.
+#[derive(Debug, Clone)]
+pub struct Deviation {
+    pub cases: String,
+    pub matcher: GlobMatcher,
+    pub verdict: DeviationVerdict,
+    pub reason: String,
+}
+
+/// One action's command.
+#[derive(Debug, Clone)]
+pub struct Command {
+    pub template: Template,
+    /// `commands.ready`, for error messages.
+    pub field: String,
+    /// 1-based line of the field in the profile (None for ad-hoc agents).
+    pub line: Option<usize>,
+}
+
+/// Where a profile came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    File(PathBuf),
+    /// `--agent-cmd`.
+    AdHoc,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::File(p) => write!(f, "{}", p.display()),
+            Source::AdHoc => f.write_str("--agent-cmd"),
+        }
+    }
+}
+
+/// A loaded, validated agent profile.
+#[derive(Debug, Clone)]
+pub struct AgentProfile {
+    pub name: String,
+    pub description: String,
+    pub source: Source,
+    pub attach: Attach,
+    pub commands: BTreeMap<Action, Command>,
+    /// Extra environment, values rendered like template words.
+    pub env: Vec<(String, Word)>,
+    pub capabilities: BTreeSet<Capability>,
+    pub reactions: Reactions,
+    pub exit: ExitCodes,
+    pub deviations: Vec<Deviation>,
+    /// Plain words with unset placeholders expand to "" instead of failing (ad-hoc agents).
+    pub lenient_placeholders: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    name: Spanned<String>,
+    description: String,
+    #[serde(default)]
+    attach: Attach,
+    commands: CommandsFile,
+    #[serde(default)]
+    env: BTreeMap<String, Spanned<String>>,
+    capabilities: Vec<Capability>,
+    reactions: ReactionsFile,
+    #[serde(default)]
+    exit: ExitCodes,
+    #[serde(default, rename = "deviation")]
+    deviations: Vec<DeviationFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CommandsFile {
+    ready: Option<Spanned<Vec<RawArg>>>,
+    failure: Option<Spanned<Vec<RawArg>>>,
+    #[serde(rename = "in-progress")]
+    in_progress: Option<Spanned<Vec<RawArg>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReactionsFile {
+    retryable: Spanned<Vec<u16>>,
+    transport_errors: Reaction,
+    status_403: Forbidden,
+    #[serde(default)]
+    refresh_goal_state_on_410: bool,
+    retry_interval_min: Option<Spanned<f64>>,
+    budget: Option<Spanned<f64>>,
+    max_rate: Option<Spanned<f64>>,
+    imds_retryable: Option<Spanned<Vec<u16>>>,
+    imds_status_403: Option<Forbidden>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeviationFile {
+    cases: Spanned<String>,
+    verdict: DeviationVerdict,
+    reason: Spanned<String>,
+}
+
+impl AgentProfile {
+    /// Reads and validates a profile file.
+    pub fn load(path: &Path) -> Result<AgentProfile, FileError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| FileError::whole(path, format!("cannot read agent profile: {e}")))?;
+        AgentProfile::from_toml_str(&text, path)
+    }
+
+    /// Parses a profile; `path` names it in errors.
+    pub fn from_toml_str(text: &str, path: &Path) -> Result<AgentProfile, FileError> {
+        let file: ProfileFile =
+            toml::from_str(text).map_err(|e| FileError::from_toml(path, text, &e))?;
+        let at = |span: std::ops::Range<usize>, field: &str, msg: String| {
+            FileError::at(path, text, span, Some(field), msg)
+        };
+
+        let name = file.name.get_ref().clone();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        {
+            return Err(at(
+                file.name.span(),
+                "name",
+                format!("{name:?} is not a valid agent name: use letters, digits, '-', '_', '.'"),
+            ));
+        }
+
+        let mut commands = BTreeMap::new();
+        for (action, raw) in [
+            (Action::Ready, &file.commands.ready),
+            (Action::Failure, &file.commands.failure),
+            (Action::InProgress, &file.commands.in_progress),
+        ] {
+            let Some(raw) = raw else { continue };
+            let field = format!("commands.{action}");
+            let template = Template::parse(raw.get_ref())
+                .map_err(|e| at(raw.span(), &field, e.to_string()))?;
+            for p in Placeholder::ALL {
+                let may_be_unset = match p {
+                    Placeholder::VmId | Placeholder::Description => true,
+                    Placeholder::Reason => action != Action::Failure,
+                    Placeholder::ProxyUrl => file.attach != Attach::Proxy,
+                    _ => false,
+                };
+                if let Some(word) = template.plain_uses(p).first()
+                    && may_be_unset
+                {
+                    return Err(at(
+                        raw.span(),
+                        &field,
+                        format!(
+                            "{word:?} uses {{{}}}, which can have no value for `{action}`; put it in an optional group, e.g. [\"--flag\", {word:?}]",
+                            p.name()
+                        ),
+                    ));
+                }
+            }
+            let (line, _) = crate::diag::line_column(text, raw.span().start);
+            commands.insert(
+                action,
+                Command {
+                    template,
+                    field,
+                    line: Some(line),
+                },
+            );
+        }
+        if commands.is_empty() {
+            return Err(FileError::whole(
+                path,
+                "field `commands`: at least one of `ready`, `failure`, `in-progress` is required",
+            ));
+        }
+
+        let mut env = Vec::new();
+        for (key, value) in &file.env {
+            let word = Word::parse(value.get_ref())
+                .map_err(|e| at(value.span(), &format!("env.{key}"), e.to_string()))?;
+            env.push((key.clone(), word));
+        }
+
+        let capabilities: BTreeSet<Capability> = file.capabilities.iter().copied().collect();
+        for (cap, action) in [
+            (Capability::Failure, Action::Failure),
+            (Capability::InProgress, Action::InProgress),
+        ] {
+            if capabilities.contains(&cap) && !commands.contains_key(&action) {
+                return Err(FileError::whole(
+                    path,
+                    format!(
+                        "field `capabilities`: claims \"{}\" but `commands.{action}` is missing",
+                        cap.as_str()
+                    ),
+                ));
+            }
+        }
+
+        let r = &file.reactions;
+        let statuses = |list: &Spanned<Vec<u16>>, field: &str| -> Result<BTreeSet<u16>, FileError> {
+            for status in list.get_ref() {
+                if !(100..=599).contains(status) {
+                    return Err(at(
+                        list.span(),
+                        field,
+                        format!("{status} is not an HTTP status (100-599)"),
+                    ));
+                }
+                if *status == 403 {
+                    return Err(at(
+                        list.span(),
+                        field,
+                        "403 is decided by `status_403` (\"throttling\", \"throttle-body\" or \"fatal\"), not listed here".into(),
+                    ));
+                }
+            }
+            Ok(list.get_ref().iter().copied().collect())
+        };
+        let retryable = statuses(&r.retryable, "reactions.retryable")?;
+        let imds_retryable = match &r.imds_retryable {
+            Some(list) => Some(statuses(list, "reactions.imds_retryable")?),
+            None => None,
+        };
+        let seconds = |v: &Option<Spanned<f64>>, field: &str| -> Result<Option<f64>, FileError> {
+            match v {
+                Some(s) if !(s.get_ref().is_finite() && *s.get_ref() > 0.0) => Err(at(
+                    s.span(),
+                    field,
+                    format!("expected a positive number, got {}", s.get_ref()),
+                )),
+                Some(s) => Ok(Some(*s.get_ref())),
+                None => Ok(None),
+            }
+        };
+        let reactions = Reactions {
+            retryable,
+            transport_errors: r.transport_errors,
+            status_403: r.status_403,
+            refresh_goal_state_on_410: r.refresh_goal_state_on_410,
+            retry_interval_min: seconds(&r.retry_interval_min, "reactions.retry_interval_min")?,
+            budget: seconds(&r.budget, "reactions.budget")?,
+            max_rate: seconds(&r.max_rate, "reactions.max_rate")?,
+            imds_retryable,
+            imds_status_403: r.imds_status_403,
+        };
+
+        let mut deviations = Vec::new();
+        for (i, d) in file.deviations.iter().enumerate() {
+            let field = format!("deviation[{i}].cases");
+            let matcher = Glob::new(d.cases.get_ref())
+                .map_err(|e| at(d.cases.span(), &field, format!("not a valid glob: {e}")))?
+                .compile_matcher();
+            if d.reason.get_ref().trim().is_empty() {
+                return Err(at(
+                    d.reason.span(),
+                    &format!("deviation[{i}].reason"),
+                    "a deviation needs a reason (it is shown in every report)".into(),
+                ));
+            }
+            deviations.push(Deviation {
+                cases: d.cases.get_ref().clone(),
+                matcher,
+                verdict: d.verdict,
+                reason: d.reason.get_ref().clone(),
+            });
+        }
+
+        Ok(AgentProfile {
+            name,
+            description: file.description,
+            source: Source::File(path.to_path_buf()),
+            attach: file.attach,
+            commands,
+            env,
+            capabilities,
+            reactions,
+            exit: file.exit,
+            deviations,
+            lenient_placeholders: false,
+        })
+    }
+
+    /// An ad-hoc agent from `--agent-cmd`: one command line for every action, `{action}`
+    /// naming it (`ready`, `failure`, `in-progress`). It claims every capability and is judged
+    /// against the recommended policy (PROTOCOL.md §8.2), the same as the bundled reporter.
+    pub fn ad_hoc(command_line: &str) -> Result<AgentProfile, String> {
+        let template = Template::parse_command_line(command_line)
+            .map_err(|e| format!("--agent-cmd: {e}"))?;
+        let commands = Action::ALL
+            .into_iter()
+            .map(|a| {
+                (
+                    a,
+                    Command {
+                        template: template.clone(),
+                        field: "--agent-cmd".into(),
+                        line: None,
+                    },
+                )
+            })
+            .collect();
+        Ok(AgentProfile {
+            name: "agent-cmd".into(),
+            description: format!("ad-hoc agent: {command_line}"),
+            source: Source::AdHoc,
+            attach: Attach::Url,
+            commands,
+            env: Vec::new(),
+            capabilities: [
+                Capability::Json,
+                Capability::Xml,
+                Capability::Failure,
+                Capability::InProgress,
+                Capability::Kvp,
+            ]
+            .into_iter()
+            .collect(),
+            reactions: Reactions::recommended(),
+            exit: ExitCodes {
+                reported: vec![0],
+                failed: vec![],
+            },
+            deviations: Vec::new(),
+            lenient_placeholders: true,
+        })
+    }
+
+    pub fn claims(&self, cap: Capability) -> bool {
+        self.capabilities.contains(&cap)
+    }
+
+    /// The first deviation whose glob matches a case id.
+    pub fn deviation_for(&self, case_id: &str) -> Option<&Deviation> {
+        self.deviations.iter().find(|d| d.matcher.is_match(case_id))
+    }
+
+    /// Values of `[env]` for one invocation (entries whose placeholders have no value are left
+    /// out).
+    pub fn render_env(&self, values: &Values) -> Vec<(String, String)> {
+        self.env
+            .iter()
+            .filter_map(|(k, w)| values.render(w).map(|v| (k.clone(), v)))
+            .collect()
+    }
+}
+
+impl Reactions {
+    /// PROTOCOL.md §8.2: 404, 410, 429, 500, 503 and transport errors retried, 403 only with
+    /// the platform throttle body, the XML flow refreshes the goal state on 410; IMDS as
+    /// cloud-init does it (§8): 404, 410, 429, 500 retried, 403 fatal.
+    pub fn recommended() -> Reactions {
+        Reactions {
+            retryable: [404, 410, 429, 500, 503].into_iter().collect(),
+            transport_errors: Reaction::Retry,
+            status_403: Forbidden::ThrottleBody,
+            refresh_goal_state_on_410: true,
+            retry_interval_min: None,
+            budget: None,
+            max_rate: None,
+            imds_retryable: Some([404, 410, 429, 500].into_iter().collect()),
+            imds_status_403: Some(Forbidden::Fatal),
+        }
+    }
+}
+
+/// Finds profile `name`: a path to a `.toml` file, or `<agents_dir>/<name>.toml`.
+pub fn find_profile(agents_dir: &Path, name: &str) -> Result<AgentProfile, FileError> {
+    let looks_like_path = name.ends_with(".toml") || name.contains('/');
+    let path = if looks_like_path {
+        PathBuf::from(name)
+    } else {
+        agents_dir.join(format!("{name}.toml"))
+    };
+    if !path.is_file() {
+        let known = list_profiles(agents_dir)
+            .map(|names| names.join(", "))
+            .unwrap_or_default();
+        return Err(FileError::whole(
+            &path,
+            format!(
+                "no agent profile named {name:?} (known in {}: {})",
+                agents_dir.display(),
+                if known.is_empty() { "none" } else { &known }
+            ),
+        ));
+    }
+    let profile = AgentProfile::load(&path)?;
+    if !looks_like_path && profile.name != name {
+        return Err(FileError::whole(
+            &path,
+            format!(
+                "field `name`: the file is {name}.toml but declares name = {:?}; they must match",
+                profile.name
+            ),
+        ));
+    }
+    Ok(profile)
+}
+
+/// Names of the profiles in a folder (file stems of `*.toml`), sorted.
+pub fn list_profiles(agents_dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(agents_dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "toml")
+            && let Some(stem) = path.file_stem()
+        {
+            names.push(stem.to_string_lossy().into_owned());
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+name = "demo"
+description = "demo agent"
+
+[commands]
+ready = ["demo", "ready", "--url", "{wireserver_url}", ["--vm-id", "{vm_id}"]]
+
+capabilities_placeholder = 1
+"#;
+
+    fn load(text: &str) -> Result<AgentProfile, FileError> {
+        AgentProfile::from_toml_str(text, Path::new("agents/demo.toml"))
+    }
+
+    fn valid() -> String {
+        r#"name = "demo"
+description = "demo agent"
+capabilities = ["json", "kvp"]
+
+[commands]
+ready = ["demo", "ready", "--url", "{wireserver_url}", ["--vm-id", "{vm_id}"]]
+
+[reactions]
+retryable = [429, 503]
+transport_errors = "retry"
+status_403 = "fatal"
+
+[[deviation]]
+cases = "retry.*"
+verdict = "non-strict"
+reason = "known"
+"#
+        .to_owned()
+    }
+
+    #[test]
+    fn a_valid_profile_loads() {
+        let p = load(&valid()).unwrap();
+        assert_eq!(p.name, "demo");
+        assert!(p.claims(Capability::Json) && !p.claims(Capability::Xml));
+        assert_eq!(p.commands[&Action::Ready].line, Some(6));
+        assert_eq!(p.deviation_for("retry.x.y").unwrap().reason, "known");
+        assert!(p.deviation_for("wire.x").is_none());
+    }
+
+    #[test]
+    fn unknown_fields_name_file_line_and_field() {
+        let err = load(MINIMAL).unwrap_err().to_string();
+        assert!(err.starts_with("agents/demo.toml:8:1: unknown field `capabilities_placeholder`"), "{err}");
+    }
+
+    #[test]
+    fn unset_placeholders_outside_groups_are_rejected() {
+        let text = valid().replace(r#"["--vm-id", "{vm_id}"]"#, r#""--vm-id", "{vm_id}""#);
+        let err = load(&text).unwrap_err();
+        assert_eq!(err.line, Some(6));
+        assert_eq!(err.field.as_deref(), Some("commands.ready"));
+        assert!(err.message.contains("optional group"), "{err}");
+    }
+
+    #[test]
+    fn retryable_403_is_rejected_with_a_hint() {
+        let err = load(&valid().replace("[429, 503]", "[403]")).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("reactions.retryable"));
+        assert!(err.message.contains("status_403"), "{err}");
+    }
+
+    #[test]
+    fn ad_hoc_agents_claim_everything() {
+        let p = AgentProfile::ad_hoc("python3 agent.py {action}").unwrap();
+        assert_eq!(p.commands.len(), 3);
+        assert!(p.claims(Capability::InProgress));
+        assert!(AgentProfile::ad_hoc("a {nope}").unwrap_err().contains("unknown placeholder"));
+    }
+}

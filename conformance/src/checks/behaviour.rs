@@ -1,0 +1,555 @@
+//! Behaviour checks: retries, intervals, rate, budget, terminal report, exit status, request
+//! timeout and goal-state refresh, judged against the agent's profile (PROTOCOL.md §8).
+//!
+//! Timing margins are generous on purpose: they catch an agent that ignores a rule (retries in
+//! a tight loop, runs for minutes past its budget), not scheduler jitter.
+
+use fake_wireserver::journal::Entry;
+
+use super::{Judgement, Tally, about, line, note};
+use crate::exec::Exit;
+use crate::observe::{Class, Observation, RunRecord, Service, is_health, service_of};
+use crate::results::Verdict;
+use crate::scenario::{Outcome, Target};
+
+/// Slack below a declared minimum interval that still counts as honouring it (timer and
+/// clock granularity).
+fn interval_tolerance_ms(interval_ms: u64) -> u64 {
+    (interval_ms / 20).max(25)
+}
+
+/// Slack over a budget or timeout before it counts as exceeded (process start, scheduling).
+fn overrun_margin_ms(limit_ms: u64) -> u64 {
+    1000 + limit_ms / 10
+}
+
+fn ms(seconds: f64) -> u64 {
+    (seconds * 1000.0).round() as u64
+}
+
+fn secs(ms: u64) -> String {
+    format!("{:.2} s", ms as f64 / 1000.0)
+}
+
+/// The requests of one run to one service, in order.
+fn requests<'a>(obs: &'a Observation, run: usize, service: Service) -> Vec<&'a Entry> {
+    obs.journal
+        .iter()
+        .filter(|e| service_of(e) == service && obs.run_of(e) == run)
+        .collect()
+}
+
+/// When the agent was done with a request: the answer's end, or for an unanswered request
+/// the moment its per-request timeout expired.
+fn finished_ms(obs: &Observation, e: &Entry) -> u64 {
+    e.done_ms
+        .unwrap_or_else(|| e.at_ms + ms(obs.request_timeout()))
+}
+
+fn killed(run: &RunRecord) -> bool {
+    matches!(run.exit, Exit::KilledAtDeadline)
+}
+
+/// When the agent's retry loop for `service` started in run `ri`: its first request there, or
+/// (none reached the fake) when it was done with IMDS, or the run's start.
+fn loop_start(obs: &Observation, ri: usize, service: Service) -> u64 {
+    let run = &obs.runs[ri];
+    if let Some(first) = requests(obs, ri, service).first() {
+        return first.at_ms;
+    }
+    if service == Service::Wireserver {
+        if let Some(last_imds) = requests(obs, ri, Service::Imds).last() {
+            return finished_ms(obs, last_imds).max(run.start_ms);
+        }
+    }
+    run.start_ms
+}
+
+/// When the agent stopped working on `service` after `after`: for IMDS, its first request to
+/// another service (it moved on); otherwise its exit.
+fn moved_on_at(obs: &Observation, ri: usize, service: Service, after: &Entry) -> u64 {
+    let run = &obs.runs[ri];
+    if service == Service::Imds {
+        if let Some(next) = obs
+            .journal
+            .iter()
+            .find(|e| e.seq > after.seq && obs.run_of(e) == ri && service_of(e) != Service::Imds)
+        {
+            return next.at_ms;
+        }
+    }
+    run.end_ms
+}
+
+pub fn retry(obs: &Observation) -> Judgement {
+    let mut t = Tally::new();
+    let budget = ms(obs.budget());
+    let interval = ms(obs.interval_min());
+    let agent = &obs.profile.name;
+    for (ri, run) in obs.runs.iter().enumerate() {
+        for service in [Service::Wireserver, Service::Imds] {
+            let reqs = requests(obs, ri, service);
+            let start = loop_start(obs, ri, service);
+            for (k, e) in reqs.iter().enumerate() {
+                let later = &reqs[k + 1..];
+                match obs.classify(e) {
+                    Class::Success => {}
+                    Class::Fatal(why) => {
+                        t.judged();
+                        if let Some(next) = later.first() {
+                            t.fail(
+                                format!(
+                                    "retried after {why} (#{}), which {agent} treats as fatal",
+                                    e.seq
+                                ),
+                                about(
+                                    format!("{} then {}", line(e), line(next)),
+                                    &[e, next],
+                                    None,
+                                ),
+                            );
+                        } else {
+                            t.note(about(format!("stopped after {why}: {}", line(e)), &[e], None));
+                        }
+                    }
+                    Class::Retryable(why) => {
+                        t.judged();
+                        if let Some(next) = later.first() {
+                            t.note(about(
+                                format!("retried after {why}: {} then {}", line(e), line(next)),
+                                &[e, next],
+                                None,
+                            ));
+                            continue;
+                        }
+                        if killed(run) {
+                            continue; // budget and exit judge a run that never ended
+                        }
+                        // Stopping is fine when the next attempt would not fit in the budget.
+                        let stopped = moved_on_at(obs, ri, service, e);
+                        let left = (start + budget).saturating_sub(stopped);
+                        if left > interval + 250 {
+                            t.fail(
+                                format!(
+                                    "gave up after {why} (#{}) with {} of its {} budget left; {agent} retries it",
+                                    e.seq,
+                                    secs(left),
+                                    secs(budget)
+                                ),
+                                about(
+                                    format!(
+                                        "{}; it stopped {} after its first attempt",
+                                        line(e),
+                                        secs(stopped.saturating_sub(start))
+                                    ),
+                                    &[e],
+                                    None,
+                                ),
+                            );
+                        } else {
+                            t.note(about(
+                                format!("last attempt {} ran into the end of the budget", line(e)),
+                                &[e],
+                                None,
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        // A wireserver that refuses connections leaves no journal: judge by how long the agent
+        // kept trying.
+        if obs.scenario.agent.wireserver == Target::Closed && !killed(run) {
+            t.judged();
+            let retries = obs.profile.reactions.transport_errors == crate::agent::Reaction::Retry;
+            let start = loop_start(obs, ri, Service::Wireserver);
+            let left = (start + budget).saturating_sub(run.end_ms);
+            if retries && left > interval + 250 {
+                t.fail(
+                    format!(
+                        "gave up on a refused connection after {}, with {} of its {} budget left; {agent} retries transport errors",
+                        secs(run.end_ms.saturating_sub(start)),
+                        secs(left),
+                        secs(budget)
+                    ),
+                    note(format!("run {}: {}", ri + 1, run.exit.describe()), None),
+                );
+            } else {
+                t.note(note(
+                    format!(
+                        "run {}: kept trying the refused wireserver for {}",
+                        ri + 1,
+                        secs(run.end_ms.saturating_sub(start))
+                    ),
+                    None,
+                ));
+            }
+        }
+    }
+    t.finish("no answer called for a retry decision")
+}
+
+pub fn interval(obs: &Observation) -> Judgement {
+    let mut t = Tally::new();
+    let interval = ms(obs.interval_min());
+    let floor = interval.saturating_sub(interval_tolerance_ms(interval));
+    for ri in 0..obs.runs.len() {
+        for service in [Service::Wireserver, Service::Imds] {
+            let reqs = requests(obs, ri, service);
+            for (k, e) in reqs.iter().enumerate() {
+                if !matches!(obs.classify(e), Class::Retryable(_)) {
+                    continue;
+                }
+                let Some(next) = reqs[k + 1..].iter().find(|n| n.endpoint == e.endpoint) else {
+                    continue;
+                };
+                t.judged();
+                let gap = next.at_ms.saturating_sub(finished_ms(obs, e));
+                if gap < floor {
+                    t.fail(
+                        format!(
+                            "retried {} only {gap} ms after #{} ended; the interval is at least {interval} ms",
+                            e.endpoint, e.seq
+                        ),
+                        about(format!("{} then {}", line(e), line(next)), &[e, next], None),
+                    );
+                } else {
+                    t.note(about(
+                        format!("#{} → #{}: waited {gap} ms", e.seq, next.seq),
+                        &[e, next],
+                        None,
+                    ));
+                }
+            }
+        }
+    }
+    t.finish("no retry happened")
+}
+
+pub fn rate(obs: &Observation) -> Judgement {
+    let mut t = Tally::new();
+    const WINDOW_MS: u64 = 1000;
+    let allowed = match obs.profile.reactions.max_rate {
+        Some(rate) => rate.floor() as usize + 1,
+        None => (WINDOW_MS / ms(obs.interval_min()).max(1)) as usize + 1,
+    };
+    let mut endpoints: Vec<&str> = obs
+        .journal
+        .iter()
+        .filter(|e| service_of(e) == Service::Wireserver)
+        .map(|e| e.endpoint.as_str())
+        .collect();
+    endpoints.sort_unstable();
+    endpoints.dedup();
+    for endpoint in endpoints {
+        let reqs: Vec<&Entry> = obs.journal.iter().filter(|e| e.endpoint == endpoint).collect();
+        if reqs.len() < 2 {
+            continue;
+        }
+        t.judged();
+        // The busiest one-second window.
+        let (mut best, mut best_at) = (0usize, 0usize);
+        for i in 0..reqs.len() {
+            let n = reqs[i..]
+                .iter()
+                .take_while(|e| e.at_ms < reqs[i].at_ms + WINDOW_MS)
+                .count();
+            if n > best {
+                (best, best_at) = (n, i);
+            }
+        }
+        let window: Vec<&Entry> = reqs[best_at..best_at + best].to_vec();
+        if best > allowed {
+            t.fail(
+                format!(
+                    "{best} requests to {endpoint} within one second; at most {allowed} expected"
+                ),
+                about(
+                    format!("window from +{} ms", window[0].at_ms),
+                    &window,
+                    Some(window.iter().map(|e| line(e)).collect::<Vec<_>>().join("\n")),
+                ),
+            );
+        } else {
+            t.note(about(
+                format!("{endpoint}: at most {best} requests in any second (allowed {allowed})"),
+                &window,
+                None,
+            ));
+        }
+    }
+    t.finish("no endpoint was asked more than once")
+}
+
+pub fn budget(obs: &Observation) -> Judgement {
+    let mut t = Tally::new();
+    let budget = ms(obs.budget());
+    let limit = budget + overrun_margin_ms(budget);
+    for (ri, run) in obs.runs.iter().enumerate() {
+        t.judged();
+        if killed(run) {
+            let last: Vec<&Entry> = obs.journal.iter().filter(|e| obs.run_of(e) == ri).last().into_iter().collect();
+            t.fail(
+                format!(
+                    "run {} was still running at the {} deadline; its budget is {}",
+                    ri + 1,
+                    secs(ms(obs.scenario.agent.deadline)),
+                    secs(budget)
+                ),
+                about(format!("run {}: {}", ri + 1, run.exit.describe()), &last, None),
+            );
+            continue;
+        }
+        // Each retry loop (IMDS, then the wireserver) has the budget; nothing may extend it.
+        let imds = requests(obs, ri, Service::Imds);
+        if let (Some(first), Some(last)) = (imds.first(), imds.last()) {
+            let took = finished_ms(obs, last).saturating_sub(first.at_ms);
+            if took > limit {
+                t.fail(
+                    format!("run {}: IMDS attempts went on for {}, over the {} budget", ri + 1, secs(took), secs(budget)),
+                    about(format!("{} … {}", line(first), line(last)), &[first, last], None),
+                );
+            }
+        }
+        let start = loop_start(obs, ri, Service::Wireserver);
+        let took = run.end_ms.saturating_sub(start);
+        let first: Vec<&Entry> = requests(obs, ri, Service::Wireserver).into_iter().take(1).collect();
+        if took > limit {
+            t.fail(
+                format!(
+                    "run {}: the wireserver report took {} (first attempt to exit), over its {} budget",
+                    ri + 1,
+                    secs(took),
+                    secs(budget)
+                ),
+                about(format!("run {}: {}", ri + 1, run.exit.describe()), &first, None),
+            );
+        } else {
+            t.note(about(
+                format!("run {}: wireserver report {} of a {} budget ({} in all)", ri + 1, secs(took), secs(budget), secs(run.duration_ms())),
+                &first,
+                None,
+            ));
+        }
+    }
+    t.finish("the agent was not run")
+}
+
+pub fn terminal(obs: &Observation) -> Judgement {
+    let mut t = Tally::new();
+    let mut delivered_total = 0usize;
+    let mut last_terminal = None;
+    for (ri, run) in obs.runs.iter().enumerate() {
+        if !obs.is_terminal(&run.run) {
+            continue;
+        }
+        last_terminal = Some(ri);
+        t.judged();
+        let posts: Vec<&Entry> = requests(obs, ri, Service::Wireserver)
+            .into_iter()
+            .filter(|e| is_health(e))
+            .collect();
+        let accepted: Vec<&Entry> = posts
+            .iter()
+            .copied()
+            .filter(|e| obs.classify(e).is_success())
+            .collect();
+        if let Some(first) = accepted.first() {
+            delivered_total += 1;
+            let after: Vec<&Entry> = posts.iter().copied().filter(|e| e.seq > first.seq).collect();
+            if let Some(again) = after.first() {
+                t.fail(
+                    format!(
+                        "sent another health report (#{}) after #{} was accepted",
+                        again.seq, first.seq
+                    ),
+                    about(format!("{} then {}", line(first), line(again)), &[first, again], None),
+                );
+            } else {
+                t.note(about(format!("delivered: {}", line(first)), &[first], None));
+            }
+        } else if posts.is_empty() && obs.scenario.agent.wireserver == Target::Fake {
+            let imds_fatal = requests(obs, ri, Service::Imds)
+                .iter()
+                .any(|e| matches!(obs.classify(e), Class::Fatal(_)));
+            if !imds_fatal {
+                t.fail(
+                    format!("run {} never sent its health report", ri + 1),
+                    note(format!("run {}: {}", ri + 1, run.exit.describe()), None),
+                );
+            }
+        } else if let Some(last) = posts.last() {
+            t.note(about(
+                format!("no report accepted; last attempt {}", line(last)),
+                &[last],
+                None,
+            ));
+        }
+    }
+    if last_terminal.is_none() {
+        return t.finish("no terminal report was requested");
+    }
+    match obs.scenario.expect.outcome {
+        Some(Outcome::Reported) if delivered_total == 0 => t.fail(
+            "the scenario lets a conforming agent deliver its report, but none was accepted",
+            note("expect.outcome = \"reported\"", None),
+        ),
+        Some(Outcome::NotReported) if delivered_total > 0 => t.fail(
+            "a report was accepted although the scenario never lets one through",
+            note("expect.outcome = \"not-reported\"", None),
+        ),
+        _ => {}
+    }
+    t.finish("no terminal report was requested")
+}
+
+pub fn exit(obs: &Observation) -> Judgement {
+    let codes = &obs.profile.exit;
+    let mut t = Tally::new();
+    let mut described = Vec::new();
+    for (ri, run) in obs.runs.iter().enumerate() {
+        t.judged();
+        let accepted: Option<&Entry> = requests(obs, ri, Service::Wireserver)
+            .into_iter()
+            .find(|e| is_health(e) && obs.classify(e).is_success());
+        let evidence = |msg: String| match accepted {
+            Some(e) => about(msg, &[e], None),
+            None => note(msg, None),
+        };
+        let what = format!("run {} ({}): {}", ri + 1, run.run.action, run.exit.describe());
+        described.push(what.clone());
+        let code = match &run.exit {
+            Exit::Code(c) => *c,
+            other => {
+                t.fail(format!("run {}: {}", ri + 1, other.describe()), evidence(what));
+                continue;
+            }
+        };
+        if codes.reported.is_empty() && codes.failed.is_empty() {
+            continue;
+        }
+        let ok = match accepted {
+            Some(_) => codes.reported.contains(&code),
+            None if !codes.failed.is_empty() => codes.failed.contains(&code),
+            None => !codes.reported.contains(&code),
+        };
+        if ok {
+            t.note(evidence(what));
+        } else {
+            let expected = match accepted {
+                Some(_) => format!("one of {:?} (report delivered)", codes.reported),
+                None if !codes.failed.is_empty() => {
+                    format!("one of {:?} (no report delivered)", codes.failed)
+                }
+                None => format!("anything but {:?} (no report delivered)", codes.reported),
+            };
+            t.fail(
+                format!("run {} exited with {code}; expected {expected}", ri + 1),
+                evidence(what),
+            );
+        }
+    }
+    let mut j = t.finish("the agent was not run");
+    if j.verdict == Verdict::Pass && codes.reported.is_empty() && codes.failed.is_empty() {
+        j.verdict = Verdict::Informational;
+        j.reason = Some(format!(
+            "the profile declares no exit statuses; {}",
+            described.join("; ")
+        ));
+    }
+    j
+}
+
+pub fn timeout(obs: &Observation) -> Judgement {
+    let mut t = Tally::new();
+    let timeout = ms(obs.request_timeout());
+    let interval = ms(obs.interval_min());
+    let allowed = timeout + interval + overrun_margin_ms(timeout);
+    for (ri, run) in obs.runs.iter().enumerate() {
+        for service in [Service::Wireserver, Service::Imds] {
+            let reqs = requests(obs, ri, service);
+            for (k, e) in reqs.iter().enumerate() {
+                let slow = match e.answer.kind.as_str() {
+                    "hang" => true,
+                    "delay" | "slow" => e
+                        .done_ms
+                        .is_none_or(|d| d.saturating_sub(e.at_ms) > timeout + 100),
+                    _ => false,
+                };
+                if !slow {
+                    continue;
+                }
+                t.judged();
+                let (gave_up_after, what) = match reqs.get(k + 1) {
+                    Some(next) => (next.at_ms.saturating_sub(e.at_ms), format!("next request #{}", next.seq)),
+                    None if killed(run) => {
+                        t.fail(
+                            format!("never gave up on the unanswered request #{} (killed at the deadline)", e.seq),
+                            about(line(e), &[e], None),
+                        );
+                        continue;
+                    }
+                    None => (run.end_ms.saturating_sub(e.at_ms), "agent exit".to_owned()),
+                };
+                // The budget may end a hung attempt before its own timeout does.
+                let budget_end = loop_start(obs, ri, service) + ms(obs.budget());
+                let cut_by_budget = reqs.get(k + 1).is_none()
+                    && run.end_ms <= budget_end + overrun_margin_ms(ms(obs.budget()));
+                if gave_up_after > allowed && !cut_by_budget {
+                    t.fail(
+                        format!(
+                            "waited {} on unanswered request #{} ({what}); the per-request timeout is {}",
+                            secs(gave_up_after),
+                            e.seq,
+                            secs(timeout)
+                        ),
+                        about(line(e), &[e], None),
+                    );
+                } else {
+                    t.note(about(
+                        format!("gave up on #{} within {} ({what})", e.seq, secs(gave_up_after)),
+                        &[e],
+                        None,
+                    ));
+                }
+            }
+        }
+    }
+    t.finish("no request went unanswered")
+}
+
+pub fn refresh(obs: &Observation) -> Judgement {
+    let mut t = Tally::new();
+    for ri in 0..obs.runs.len() {
+        let reqs = requests(obs, ri, Service::Wireserver);
+        for (k, e) in reqs.iter().enumerate() {
+            if e.endpoint != "wireserver.health.xml" || e.answer.status != Some(410) {
+                continue;
+            }
+            t.judged();
+            let next = reqs.get(k + 1);
+            let refreshed = next.is_some_and(|n| n.endpoint == "wireserver.goalstate");
+            match (obs.profile.reactions.refresh_goal_state_on_410, next) {
+                (true, Some(n)) if !refreshed => t.fail(
+                    format!(
+                        "after 410 on #{} the next request (#{}) is {}, not the goal state",
+                        e.seq, n.seq, n.endpoint
+                    ),
+                    about(format!("{} then {}", line(e), line(n)), &[e, n], None),
+                ),
+                (true, Some(n)) => t.note(about(
+                    format!("refreshed: {} then {}", line(e), line(n)),
+                    &[e, n],
+                    None,
+                )),
+                (_, None) => t.note(about(format!("no request after {}", line(e)), &[e], None)),
+                (false, Some(n)) => t.note(about(
+                    format!("after 410: {} (refresh not expected of this agent)", line(n)),
+                    &[e, n],
+                    None,
+                )),
+            }
+        }
+    }
+    t.finish("no health report was answered 410")
+}

@@ -1,0 +1,189 @@
+//! KVP checks: the pool file as the Azure host reads it, and the `PROVISIONING_REPORT` record
+//! (PROTOCOL.md §7).
+
+use fake_wireserver::oracle::encoded::{self, Mode};
+use fake_wireserver::oracle::kvp::{KEY_SIZE, RECORD_SIZE};
+
+use super::{Judgement, Tally, about, clip, note};
+use crate::agent::Action;
+use crate::observe::{Observation, is_health};
+
+pub fn pool(obs: &Observation) -> Judgement {
+    let mut t = Tally::new();
+    let Some(bytes) = &obs.pool else {
+        return Judgement::fail(
+            "the agent removed the KVP pool file",
+            vec![note("the pool file passed as {kvp_pool} is gone after the run", None)],
+        );
+    };
+    if bytes.is_empty() {
+        return t.finish("the pool file is empty (kvp.report judges whether it should be)");
+    }
+    let view = &obs.pool_view;
+    t.judged();
+    t.findings(&view.findings, &[], "pool file");
+    for record in &view.records {
+        t.judged();
+        let context = format!("record {} at offset {} (key {:?})", record.index, record.offset, clip(&record.key, 80));
+        t.findings(&record.findings, &[], &context);
+    }
+    t.note(note(
+        format!("{} bytes, {} records", view.size, view.records.len()),
+        Some(
+            view.records
+                .iter()
+                .map(|r| format!("{}: {} = {}", r.index, clip(&r.key, 80), clip(&r.value, 120)))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+    ));
+    t.finish("the pool file is empty")
+}
+
+/// The value bytes of record `index` as written on disk (up to the first NUL), lossy UTF-8.
+fn on_disk_value(bytes: &[u8], index: usize) -> Option<String> {
+    let start = index * RECORD_SIZE + KEY_SIZE;
+    let value = bytes.get(start..(index + 1) * RECORD_SIZE)?;
+    let end = value.iter().position(|b| *b == 0).unwrap_or(value.len());
+    Some(String::from_utf8_lossy(&value[..end]).into_owned())
+}
+
+pub fn report(obs: &Observation) -> Judgement {
+    let mut t = Tally::new();
+    let Some(run_idx) = obs.runs.iter().rposition(|r| obs.is_terminal(&r.run)) else {
+        return t.finish("no terminal report was requested");
+    };
+    let run = &obs.runs[run_idx].run;
+    let Some(bytes) = &obs.pool else {
+        return Judgement::fail("the agent removed the KVP pool file", Vec::new());
+    };
+    let Some((index, parsed)) = &obs.pool_view.provisioning_report else {
+        return Judgement::fail(
+            "no PROVISIONING_REPORT record in the pool file",
+            vec![note(
+                format!("{} bytes, {} records", bytes.len(), obs.pool_view.records.len()),
+                Some(
+                    obs.pool_view
+                        .records
+                        .iter()
+                        .map(|r| clip(&r.key, 120))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ),
+            )],
+        );
+    };
+    t.judged();
+    let value = on_disk_value(bytes, *index).unwrap_or_default();
+    let excerpt = Some(clip(&value, 600));
+    t.note(note(format!("PROVISIONING_REPORT is record {index}"), excerpt.clone()));
+
+    // What the agent told the wireserver in that run, if anything reached the fake.
+    let sent = obs
+        .journal
+        .iter()
+        .filter(|e| is_health(e) && obs.run_of(e) == run_idx)
+        .filter_map(|e| e.report.as_ref().map(|r| (e, r)))
+        .next_back();
+    let (state, _) = obs.expected_state(run);
+    let failed = state == "NotReady";
+    match sent {
+        Some((e, r)) if failed => {
+            let desc = r.description.as_deref().unwrap_or("");
+            let host_cut = value.len() <= fake_wireserver::oracle::kvp::HOST_VALUE_MAX
+                && desc.len() > value.len()
+                && desc.starts_with(value.as_str());
+            if value == desc || value == desc.trim_matches('"') {
+                t.note(about(
+                    format!("equal to the description of health report #{}", e.seq),
+                    &[e],
+                    None,
+                ));
+            } else if host_cut {
+                t.note(about(
+                    format!(
+                        "the description of #{} cut to {} bytes for the host's value limit",
+                        e.seq,
+                        value.len()
+                    ),
+                    &[e],
+                    None,
+                ));
+            } else {
+                t.fail(
+                    format!("PROVISIONING_REPORT differs from the description sent in #{}", e.seq),
+                    about(
+                        "KVP value vs. health description",
+                        &[e],
+                        Some(format!("kvp:    {}\nsent:   {}", clip(&value, 300), clip(desc, 300))),
+                    ),
+                );
+            }
+        }
+        _ => {
+            // Nothing sent (wireserver down), or a Ready whose success report only goes to
+            // KVP: judge the record's own content.
+            let want_result = if failed { "error" } else { "success" };
+            match parsed.get("result") {
+                Some(r) if r == want_result => {}
+                other => t.fail(
+                    format!(
+                        "PROVISIONING_REPORT result is {}, expected {want_result}",
+                        other.map_or("missing".to_owned(), |r| format!("{r:?}"))
+                    ),
+                    note("PROVISIONING_REPORT", excerpt.clone()),
+                ),
+            }
+            if run.action == Action::Failure && obs.scenario.expect.reason_contains.is_none() {
+                let wanted = run.reason.as_deref().unwrap_or("");
+                match parsed.get("reason") {
+                    Some(got) if got == wanted || (!got.is_empty() && wanted.starts_with(got)) => {}
+                    got => t.fail(
+                        format!(
+                            "PROVISIONING_REPORT reason is {}, expected {:?}",
+                            got.map_or("missing".to_owned(), |g| format!("{:?}", clip(g, 120))),
+                            clip(wanted, 120)
+                        ),
+                        note("PROVISIONING_REPORT", excerpt.clone()),
+                    ),
+                }
+            }
+            let want_vm = obs.scenario.agent.vm_id.clone().or_else(|| obs.imds_vm_id.clone());
+            if let (Some(got), Some(want)) = (parsed.get("vm_id"), want_vm)
+                && got != want
+            {
+                t.fail(
+                    format!("PROVISIONING_REPORT vm_id is {got:?}, expected {want:?}"),
+                    note("PROVISIONING_REPORT", excerpt.clone()),
+                );
+            }
+        }
+    }
+    // The record itself must be a well-formed encoded report (strictly, unless cut).
+    match encoded::parse(&value, Mode::Strict) {
+        Ok(strict) => t.findings(&strict.findings, &[], "PROVISIONING_REPORT"),
+        Err(e) if parsed.truncated => t.note(note(
+            format!("PROVISIONING_REPORT cut inside a quoted field ({e})"),
+            None,
+        )),
+        Err(e) => t.fail(
+            format!("PROVISIONING_REPORT does not parse as an encoded report: {e}"),
+            note("PROVISIONING_REPORT", excerpt),
+        ),
+    }
+    t.finish("no PROVISIONING_REPORT")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn on_disk_values_stop_at_the_first_nul() {
+        let mut bytes = vec![0u8; RECORD_SIZE * 2];
+        bytes[RECORD_SIZE + KEY_SIZE..RECORD_SIZE + KEY_SIZE + 3].copy_from_slice(b"abc");
+        assert_eq!(on_disk_value(&bytes, 1).as_deref(), Some("abc"));
+        assert_eq!(on_disk_value(&bytes, 0).as_deref(), Some(""));
+        assert_eq!(on_disk_value(&bytes, 2), None);
+    }
+}

@@ -1,0 +1,356 @@
+//! The checks: each judges one aspect of what an agent did in a scenario, from the fake's
+//! journal, the oracle's parses and the agent's profile. A case is (scenario, check); its id is
+//! `<scenario id>.<check id>`.
+//!
+//! Checks never use the reporter crate (the oracle is independent, DESIGN.md).
+
+mod behaviour;
+mod kvp;
+mod protocol;
+mod report;
+
+use fake_wireserver::journal::Entry;
+use fake_wireserver::oracle::{Finding, Severity};
+use globset::Glob;
+
+use crate::agent::Capability;
+use crate::observe::{self, Observation};
+use crate::results::{Evidence, Verdict};
+
+/// One check in the catalog.
+#[derive(Debug)]
+pub struct CheckDef {
+    /// Stable dotted id, the tail of case ids.
+    pub id: &'static str,
+    pub title: &'static str,
+    /// The capability the agent must claim, else the case is skipped.
+    pub needs: Option<Capability>,
+    pub run: fn(&Observation) -> Judgement,
+}
+
+/// Every check, in the order cases are listed.
+pub static CATALOG: [CheckDef; 16] = [
+    CheckDef {
+        id: "protocol.request",
+        title: "requests use the right method, path spelling and query",
+        needs: None,
+        run: protocol::request,
+    },
+    CheckDef {
+        id: "protocol.headers",
+        title: "required headers and content types per endpoint",
+        needs: None,
+        run: protocol::headers,
+    },
+    CheckDef {
+        id: "report.shape",
+        title: "health report is well-formed and echoes the served goal state",
+        needs: None,
+        run: report::shape,
+    },
+    CheckDef {
+        id: "report.state",
+        title: "state and substatus match the requested report",
+        needs: None,
+        run: report::state,
+    },
+    CheckDef {
+        id: "report.description",
+        title: "description carries the requested report (encoded fields, order, timestamp, documentation_url)",
+        needs: None,
+        run: report::description,
+    },
+    CheckDef {
+        id: "report.limit",
+        title: "description within the platform's 4096-byte limit, trimmed not mangled",
+        needs: None,
+        run: report::limit,
+    },
+    CheckDef {
+        id: "kvp.pool",
+        title: "pool file: 2560-byte records, NUL padding, UTF-8, key format, host limits",
+        needs: Some(Capability::Kvp),
+        run: kvp::pool,
+    },
+    CheckDef {
+        id: "kvp.report",
+        title: "PROVISIONING_REPORT present and equal to what was reported",
+        needs: Some(Capability::Kvp),
+        run: kvp::report,
+    },
+    CheckDef {
+        id: "behaviour.retry",
+        title: "retries exactly the answers its profile calls retryable",
+        needs: None,
+        run: behaviour::retry,
+    },
+    CheckDef {
+        id: "behaviour.interval",
+        title: "waits at least the declared interval before retrying",
+        needs: None,
+        run: behaviour::interval,
+    },
+    CheckDef {
+        id: "behaviour.rate",
+        title: "request rate under throttling at most the declared maximum",
+        needs: None,
+        run: behaviour::rate,
+    },
+    CheckDef {
+        id: "behaviour.budget",
+        title: "stops within the budget",
+        needs: None,
+        run: behaviour::budget,
+    },
+    CheckDef {
+        id: "behaviour.terminal",
+        title: "exactly one terminal report is delivered",
+        needs: None,
+        run: behaviour::terminal,
+    },
+    CheckDef {
+        id: "behaviour.exit",
+        title: "exit status says whether the report was delivered",
+        needs: None,
+        run: behaviour::exit,
+    },
+    CheckDef {
+        id: "behaviour.timeout",
+        title: "abandons a request that hangs past the per-request timeout",
+        needs: None,
+        run: behaviour::timeout,
+    },
+    CheckDef {
+        id: "behaviour.refresh",
+        title: "fetches the goal state again after a 410 on the health report (XML flow)",
+        needs: None,
+        run: behaviour::refresh,
+    },
+];
+
+/// Indexes of the catalog entries a pattern (an id or a glob) matches.
+pub fn matching(pattern: &str) -> Result<Vec<usize>, String> {
+    let glob = Glob::new(pattern)
+        .map_err(|e| format!("{pattern:?} is not a valid glob: {e}"))?
+        .compile_matcher();
+    Ok(CATALOG
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.id == pattern || glob.is_match(c.id))
+        .map(|(i, _)| i)
+        .collect())
+}
+
+/// A check's decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    pub verdict: Verdict,
+    pub reason: Option<String>,
+    pub evidence: Vec<Evidence>,
+}
+
+impl Judgement {
+    pub fn skipped(reason: impl Into<String>) -> Judgement {
+        Judgement {
+            verdict: Verdict::Skipped,
+            reason: Some(reason.into()),
+            evidence: Vec::new(),
+        }
+    }
+
+    pub fn fail(reason: impl Into<String>, evidence: Vec<Evidence>) -> Judgement {
+        Judgement {
+            verdict: Verdict::Fail,
+            reason: Some(reason.into()),
+            evidence,
+        }
+    }
+}
+
+/// At most this many evidence items per case (the first ones decide; the rest are counted).
+const MAX_EVIDENCE: usize = 20;
+
+/// Collects problems and notes while a check walks the observation, then decides: any
+/// failure → fail, else any non-strict → non-strict, else pass.
+#[derive(Debug, Default)]
+pub struct Tally {
+    fails: Vec<(String, Evidence)>,
+    non_strict: Vec<(String, Evidence)>,
+    notes: Vec<Evidence>,
+    judged: usize,
+}
+
+impl Tally {
+    pub fn new() -> Tally {
+        Tally::default()
+    }
+
+    /// Counts one thing that was looked at (for "nothing to judge").
+    pub fn judged(&mut self) {
+        self.judged += 1;
+    }
+
+    pub fn fail(&mut self, reason: impl Into<String>, evidence: Evidence) {
+        self.judged += 1;
+        self.fails.push((reason.into(), evidence));
+    }
+
+    pub fn non_strict(&mut self, reason: impl Into<String>, evidence: Evidence) {
+        self.judged += 1;
+        self.non_strict.push((reason.into(), evidence));
+    }
+
+    /// Evidence that supports a pass (what was looked at).
+    pub fn note(&mut self, evidence: Evidence) {
+        self.notes.push(evidence);
+    }
+
+    /// Oracle findings: error → fail, warning → non-strict, info → note.
+    pub fn findings(&mut self, findings: &[Finding], seqs: &[u64], context: &str) {
+        for f in findings {
+            let evidence = Evidence {
+                note: format!("{context}: {f}"),
+                journal_seq: seqs.to_vec(),
+                excerpt: None,
+            };
+            match f.severity {
+                Severity::Error => self.fail(format!("{context}: {}", f.message), evidence),
+                Severity::Warning => self.non_strict(format!("{context}: {}", f.message), evidence),
+                Severity::Info => self.note(evidence),
+            }
+        }
+    }
+
+    pub fn has_failures(&self) -> bool {
+        !self.fails.is_empty()
+    }
+
+    /// The decision; `nothing` is the skip reason when nothing was judged.
+    pub fn finish(self, nothing: &str) -> Judgement {
+        let summarize = |items: &[(String, Evidence)]| {
+            let first = items[0].0.clone();
+            match items.len() {
+                1 => first,
+                n => format!("{first} (and {} more)", n - 1),
+            }
+        };
+        let (verdict, reason) = if !self.fails.is_empty() {
+            (Verdict::Fail, Some(summarize(&self.fails)))
+        } else if !self.non_strict.is_empty() {
+            (Verdict::NonStrict, Some(summarize(&self.non_strict)))
+        } else if self.judged == 0 {
+            return Judgement {
+                verdict: Verdict::Skipped,
+                reason: Some(format!("nothing to judge: {nothing}")),
+                evidence: self.notes.into_iter().take(MAX_EVIDENCE).collect(),
+            };
+        } else {
+            (Verdict::Pass, None)
+        };
+        let mut evidence: Vec<Evidence> = self
+            .fails
+            .into_iter()
+            .chain(self.non_strict)
+            .map(|(_, e)| e)
+            .chain(self.notes)
+            .collect();
+        if evidence.len() > MAX_EVIDENCE {
+            let dropped = evidence.len() - MAX_EVIDENCE;
+            evidence.truncate(MAX_EVIDENCE);
+            evidence.push(Evidence {
+                note: format!("{dropped} more items left out"),
+                journal_seq: Vec::new(),
+                excerpt: None,
+            });
+        }
+        Judgement {
+            verdict,
+            reason,
+            evidence,
+        }
+    }
+}
+
+/// Evidence about journal entries.
+pub fn about(note: impl Into<String>, entries: &[&Entry], excerpt: Option<String>) -> Evidence {
+    Evidence {
+        note: note.into(),
+        journal_seq: entries.iter().map(|e| e.seq).collect(),
+        excerpt,
+    }
+}
+
+/// Evidence without journal entries.
+pub fn note(note: impl Into<String>, excerpt: Option<String>) -> Evidence {
+    Evidence {
+        note: note.into(),
+        journal_seq: Vec::new(),
+        excerpt,
+    }
+}
+
+/// The request line plus the named headers, as an excerpt.
+pub fn request_excerpt(entry: &Entry, headers: &[&str]) -> String {
+    let mut out = format!("{} {}", entry.method, entry.target);
+    for (name, value) in &entry.headers {
+        if headers.iter().any(|h| h.eq_ignore_ascii_case(name)) {
+            out.push_str(&format!("\n{name}: {value}"));
+        }
+    }
+    out
+}
+
+/// At most `max` characters of a text, with an ellipsis when cut.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_owned()
+    } else {
+        let cut: String = text.chars().take(max).collect();
+        format!("{cut}… ({} bytes in all)", text.len())
+    }
+}
+
+/// `#3 +120 ms POST /provisioning/health → 503`.
+pub fn line(entry: &Entry) -> String {
+    observe::describe(entry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_ids_are_unique_and_dotted() {
+        let mut ids: Vec<&str> = CATALOG.iter().map(|c| c.id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), CATALOG.len());
+        assert!(ids.iter().all(|id| id.split('.').count() == 2));
+    }
+
+    #[test]
+    fn patterns_select_checks() {
+        assert_eq!(matching("kvp.*").unwrap().len(), 2);
+        assert_eq!(matching("behaviour.exit").unwrap().len(), 1);
+        assert!(matching("nope").unwrap().is_empty());
+        assert!(matching("[").is_err());
+    }
+
+    #[test]
+    fn tally_grades_fail_over_non_strict_over_pass() {
+        let mut t = Tally::new();
+        t.judged();
+        assert_eq!(t.finish("x").verdict, Verdict::Pass);
+        let mut t = Tally::new();
+        t.non_strict("meh", note("a", None));
+        t.fail("bad", note("b", None));
+        t.fail("worse", note("c", None));
+        let j = t.finish("x");
+        assert_eq!(j.verdict, Verdict::Fail);
+        assert_eq!(j.reason.as_deref(), Some("bad (and 1 more)"));
+        assert_eq!(j.evidence.len(), 3);
+        let j = Tally::new().finish("no requests");
+        assert_eq!(j.verdict, Verdict::Skipped);
+        assert_eq!(j.reason.as_deref(), Some("nothing to judge: no requests"));
+    }
+}

@@ -1,0 +1,413 @@
+//! Report checks: the health document's shape, state and substatus, the description (an
+//! encoded report for failures, the given text for in-progress) and the platform's length limit
+//! (PROTOCOL.md §4–§6).
+
+use fake_wireserver::journal::Entry;
+use fake_wireserver::oracle::encoded::{self, EncodedReport, Mode};
+use fake_wireserver::oracle::{HealthReport, ReportKind};
+
+use super::{Judgement, Tally, about, clip, line};
+use crate::agent::Action;
+use crate::observe::{Observation, is_health};
+use crate::scenario::Run;
+
+/// The platform caps descriptions at this many bytes (PROTOCOL.md §4.2).
+pub const DESCRIPTION_LIMIT: usize = 4096;
+
+const DOCUMENTATION_URL: &str = "https://aka.ms/linuxprovisioningerror";
+
+/// Health POSTs with the run they belong to.
+fn health_posts<'a>(obs: &'a Observation) -> Vec<(&'a Entry, &'a Run)> {
+    obs.journal
+        .iter()
+        .filter(|e| is_health(e))
+        .map(|e| (e, &obs.runs[obs.run_of(e)].run))
+        .collect()
+}
+
+fn body_excerpt(e: &Entry) -> Option<String> {
+    Some(clip(&e.body, 600))
+}
+
+fn is_length_finding(id: &str) -> bool {
+    id.contains("too-long") || id.contains("length") || id.contains("limit") || id.contains("size")
+}
+
+pub fn shape(obs: &Observation) -> Judgement {
+    let mut t = Tally::new();
+    for (e, _) in health_posts(obs) {
+        t.judged();
+        let Some(report) = &e.report else {
+            t.fail(
+                format!("#{}: the fake did not parse this health report", e.seq),
+                about(line(e), &[e], body_excerpt(e)),
+            );
+            continue;
+        };
+        let want = if e.endpoint == "wireserver.health.json" {
+            ReportKind::Json
+        } else {
+            ReportKind::Xml
+        };
+        if report.kind != want {
+            t.fail(
+                format!("#{}: a {:?} document on {}", e.seq, report.kind, e.endpoint),
+                about(line(e), &[e], body_excerpt(e)),
+            );
+        }
+        // Length findings belong to report.limit.
+        let findings: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| !is_length_finding(&f.id))
+            .cloned()
+            .collect();
+        let before = t.has_failures();
+        t.findings(&findings, &[e.seq], &format!("report #{}", e.seq));
+        if !before && t.has_failures() {
+            t.note(about(format!("body of #{}", e.seq), &[e], body_excerpt(e)));
+        }
+    }
+    t.finish("no health report reached the fake")
+}
+
+pub fn state(obs: &Observation) -> Judgement {
+    let mut t = Tally::new();
+    for (e, run) in health_posts(obs) {
+        let Some(report) = &e.report else { continue };
+        t.judged();
+        let (state, substatus) = obs.expected_state(run);
+        let got_state = report.state.as_deref();
+        let got_sub = report.substatus.as_deref();
+        if got_state != Some(state) || got_sub != substatus {
+            t.fail(
+                format!(
+                    "#{}: asked for `{}`, so expected {state}{}; got {}{}",
+                    e.seq,
+                    run.action,
+                    substatus.map(|s| format!("/{s}")).unwrap_or_default(),
+                    got_state.unwrap_or("no state"),
+                    got_sub.map(|s| format!("/{s}")).unwrap_or_default()
+                ),
+                about(line(e), &[e], body_excerpt(e)),
+            );
+        } else {
+            t.note(about(
+                format!(
+                    "#{} {state}{}",
+                    e.seq,
+                    substatus.map(|s| format!("/{s}")).unwrap_or_default()
+                ),
+                &[e],
+                None,
+            ));
+        }
+    }
+    t.finish("no health report reached the fake")
+}
+
+/// The VM id the report must carry.
+fn expected_vm_id(obs: &Observation) -> Option<String> {
+    obs.scenario.agent.vm_id.clone().or_else(|| obs.imds_vm_id.clone())
+}
+
+/// True when the requested failure report cannot fit the platform limit, so the agent must
+/// trim it (and may cut the tail fields).
+fn must_trim(run: &Run) -> bool {
+    let size = run.reason.as_ref().map_or(0, String::len)
+        + run.data.iter().map(|(k, v)| k.len() + v.len() + 2).sum::<usize>()
+        + 300;
+    size > DESCRIPTION_LIMIT
+}
+
+pub fn description(obs: &Observation) -> Judgement {
+    let mut t = Tally::new();
+    for (e, run) in health_posts(obs) {
+        let Some(report) = &e.report else { continue };
+        t.judged();
+        let desc = report.description.as_deref().unwrap_or("");
+        let (_, substatus) = obs.expected_state(run);
+        match substatus {
+            None => {
+                if !desc.is_empty() {
+                    t.non_strict(
+                        format!("#{}: a Ready report carries a description", e.seq),
+                        about(line(e), &[e], Some(clip(desc, 300))),
+                    );
+                }
+            }
+            Some("Provisioning") => in_progress(&mut t, e, run, desc),
+            Some(_) => failure(&mut t, obs, e, run, report, desc),
+        }
+    }
+    t.finish("no health report reached the fake")
+}
+
+fn in_progress(t: &mut Tally, e: &Entry, run: &Run, desc: &str) {
+    match run.description.as_deref() {
+        Some(wanted) if desc == wanted => t.note(about(
+            format!("#{} description is the requested text ({} bytes)", e.seq, desc.len()),
+            &[e],
+            None,
+        )),
+        Some(wanted) if !desc.is_empty() && wanted.starts_with(desc) => t.note(about(
+            format!(
+                "#{} description is the requested text trimmed from {} to {} bytes",
+                e.seq,
+                wanted.len(),
+                desc.len()
+            ),
+            &[e],
+            None,
+        )),
+        Some(wanted) => t.fail(
+            format!(
+                "#{}: the description is not the requested text{}",
+                e.seq,
+                first_difference(wanted, desc)
+            ),
+            about(
+                line(e),
+                &[e],
+                Some(format!("requested: {}\nsent:      {}", clip(wanted, 300), clip(desc, 300))),
+            ),
+        ),
+        None if desc.is_empty() => t.non_strict(
+            format!("#{}: an in-progress report without a description", e.seq),
+            about(line(e), &[e], None),
+        ),
+        None => t.note(about(
+            format!("#{} the agent's own in-progress description", e.seq),
+            &[e],
+            Some(clip(desc, 300)),
+        )),
+    }
+}
+
+/// ` (first difference at character N: expected 'x', got 'y')`.
+fn first_difference(wanted: &str, got: &str) -> String {
+    let mut w = wanted.chars();
+    let mut g = got.chars();
+    let mut i = 0;
+    loop {
+        match (w.next(), g.next()) {
+            (Some(a), Some(b)) if a == b => i += 1,
+            (None, None) => return String::new(),
+            (a, b) => {
+                let show = |c: Option<char>| c.map_or("the end".to_owned(), |c| format!("{c:?}"));
+                return format!(
+                    " (first difference at character {i}: expected {}, got {})",
+                    show(a),
+                    show(b)
+                );
+            }
+        }
+    }
+}
+
+fn failure(t: &mut Tally, obs: &Observation, e: &Entry, run: &Run, report: &HealthReport, desc: &str) {
+    let excerpt = Some(clip(desc, 600));
+    if !encoded::looks_encoded(desc) {
+        t.fail(
+            format!("#{}: the failure description is not an encoded report (`result=...|...`)", e.seq),
+            about(line(e), &[e], excerpt),
+        );
+        return;
+    }
+    let trimmed = must_trim(run);
+    let parsed: EncodedReport = match encoded::parse(desc, Mode::Strict) {
+        Ok(r) => r,
+        Err(strict_err) => match encoded::parse(desc, Mode::Lenient) {
+            Ok(r) if trimmed && r.truncated => {
+                t.note(about(
+                    format!("#{} the encoded report was cut inside a quoted field to fit the limit", e.seq),
+                    &[e],
+                    None,
+                ));
+                r
+            }
+            _ => {
+                t.fail(
+                    format!("#{}: the encoded report does not parse: {strict_err}", e.seq),
+                    about(line(e), &[e], excerpt),
+                );
+                return;
+            }
+        },
+    };
+    // The fake's lenient parse already carries the same findings; judge the strict ones.
+    let _ = report;
+    t.findings(&parsed.findings, &[e.seq], &format!("encoded report #{}", e.seq));
+
+    let get = |k: &str| parsed.get(k);
+    if parsed.fields.first().map(|(k, v)| (k.as_str(), v.as_str())) != Some(("result", "error")) {
+        t.fail(
+            format!("#{}: the encoded report must start with result=error", e.seq),
+            about(line(e), &[e], excerpt.clone()),
+        );
+    }
+    match (get("reason"), &obs.scenario.expect.reason_contains, run.action) {
+        (None, _, _) => t.fail(
+            format!("#{}: the encoded report has no reason", e.seq),
+            about(line(e), &[e], excerpt.clone()),
+        ),
+        (Some(got), Some(part), _) => {
+            if !got.contains(part.as_str()) {
+                t.fail(
+                    format!("#{}: reason {:?} does not mention {part:?}", e.seq, clip(got, 200)),
+                    about(line(e), &[e], excerpt.clone()),
+                );
+            }
+        }
+        (Some(got), None, Action::Failure) => {
+            let wanted = run.reason.as_deref().unwrap_or("");
+            let ok = got == wanted || (trimmed && !got.is_empty() && wanted.starts_with(got));
+            if !ok {
+                t.fail(
+                    format!(
+                        "#{}: reason differs from the requested one{}",
+                        e.seq,
+                        first_difference(wanted, got)
+                    ),
+                    about(
+                        line(e),
+                        &[e],
+                        Some(format!("requested: {}\nsent:      {}", clip(wanted, 300), clip(got, 300))),
+                    ),
+                );
+            }
+        }
+        (Some(_), None, _) => {}
+    }
+    // Supporting data: every requested pair, in order.
+    let mut pos = 0usize;
+    for (k, v) in &run.data {
+        match parsed.fields[pos..].iter().position(|(fk, _)| fk == k) {
+            Some(off) => {
+                let got = &parsed.fields[pos + off].1;
+                if got != v && !(trimmed && v.starts_with(got.as_str())) {
+                    t.fail(
+                        format!("#{}: data {k} differs from the requested value{}", e.seq, first_difference(v, got)),
+                        about(line(e), &[e], Some(format!("requested: {k}={}\nsent:      {k}={}", clip(v, 300), clip(got, 300)))),
+                    );
+                }
+                pos += off + 1;
+            }
+            None if trimmed => t.note(about(
+                format!("#{} data {k} was cut off by the trim", e.seq),
+                &[e],
+                None,
+            )),
+            None => t.fail(
+                format!("#{}: requested data {k}={} is missing or out of order", e.seq, clip(v, 80)),
+                about(line(e), &[e], excerpt.clone()),
+            ),
+        }
+    }
+    let tail_missing = |t: &mut Tally, key: &str| {
+        if trimmed {
+            t.note(about(format!("#{} `{key}` cut off by the trim", e.seq), &[e], None));
+        } else {
+            t.fail(
+                format!("#{}: the encoded report has no `{key}`", e.seq),
+                about(line(e), &[e], excerpt.clone()),
+            );
+        }
+    };
+    match (get("vm_id"), expected_vm_id(obs)) {
+        (None, _) => tail_missing(t, "vm_id"),
+        (Some(got), Some(want)) if got != want => t.fail(
+            format!("#{}: vm_id is {got:?}, expected {want:?}", e.seq),
+            about(line(e), &[e], excerpt.clone()),
+        ),
+        _ => {}
+    }
+    if get("timestamp").is_none() {
+        tail_missing(t, "timestamp");
+    }
+    match get("documentation_url") {
+        None => tail_missing(t, "documentation_url"),
+        Some(url) if url != DOCUMENTATION_URL => t.fail(
+            format!("#{}: documentation_url is {url:?}, expected {DOCUMENTATION_URL}", e.seq),
+            about(line(e), &[e], excerpt.clone()),
+        ),
+        Some(_) => {}
+    }
+    if let Some(agent) = get("agent") {
+        t.note(about(format!("#{} agent={agent}", e.seq), &[e], None));
+    }
+}
+
+pub fn limit(obs: &Observation) -> Judgement {
+    let mut t = Tally::new();
+    for (e, run) in health_posts(obs) {
+        let Some(report) = &e.report else { continue };
+        t.judged();
+        let desc = report.description.as_deref().unwrap_or("");
+        if desc.len() > DESCRIPTION_LIMIT {
+            t.fail(
+                format!(
+                    "#{}: description is {} bytes, over the platform's {DESCRIPTION_LIMIT}",
+                    e.seq,
+                    desc.len()
+                ),
+                about(line(e), &[e], Some(clip(desc, 200))),
+            );
+        } else {
+            t.note(about(format!("#{} description {} bytes", e.seq, desc.len()), &[e], None));
+        }
+        // A trimmed report must still be readable: the text of the request, or an encoded
+        // report that still starts with its result and reason.
+        let requested_len = match run.action {
+            Action::InProgress => run.description.as_ref().map_or(0, String::len),
+            Action::Failure if must_trim(run) => DESCRIPTION_LIMIT + 1,
+            _ => 0,
+        };
+        if requested_len > DESCRIPTION_LIMIT {
+            match run.action {
+                Action::InProgress => {
+                    let wanted = run.description.as_deref().unwrap_or("");
+                    if !wanted.starts_with(desc) || desc.is_empty() {
+                        t.fail(
+                            format!("#{}: the over-long description was not trimmed to a prefix of the text", e.seq),
+                            about(line(e), &[e], Some(clip(desc, 200))),
+                        );
+                    }
+                }
+                _ => match encoded::parse(desc, Mode::Lenient) {
+                    Ok(r) if r.get("result").is_some() && r.get("reason").is_some() => {}
+                    _ => t.fail(
+                        format!("#{}: the trimmed report no longer parses with result and reason", e.seq),
+                        about(line(e), &[e], Some(clip(desc, 200))),
+                    ),
+                },
+            }
+        }
+        let findings: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| is_length_finding(&f.id))
+            .cloned()
+            .collect();
+        t.findings(&findings, &[e.seq], &format!("report #{}", e.seq));
+    }
+    t.finish("no health report reached the fake")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn differences_are_located() {
+        assert_eq!(first_difference("abc", "abc"), "");
+        assert_eq!(
+            first_difference("a|b", "a b"),
+            " (first difference at character 1: expected '|', got ' ')"
+        );
+        assert_eq!(
+            first_difference("ab", "a"),
+            " (first difference at character 1: expected 'b', got the end)"
+        );
+    }
+}

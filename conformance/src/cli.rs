@@ -1,0 +1,362 @@
+//! The `wirecheck` command line (clap derive). Every flag has a `WIRECHECK_*` environment
+//! equivalent. `main.rs` only dispatches; the work is in the library.
+
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::agent::{self, AgentProfile};
+use crate::checks::CheckDef;
+use crate::runner::{self, Planned, RunSettings};
+use crate::scenario::{self, Scenario};
+use crate::select::{CaseFilter, Partition};
+
+/// Exit status: no case failed.
+pub const EXIT_OK: u8 = 0;
+/// Exit status: at least one case failed (or, with `--strict`, was non-strict).
+pub const EXIT_FAILED: u8 = 1;
+/// Exit status: usage error or bad input (profile, scenario, missing agent command).
+pub const EXIT_USAGE: u8 = 2;
+
+/// The bundled reporter, run when no agent is named.
+pub const DEFAULT_AGENT: &str = "provision-report";
+
+const RUN_AFTER_HELP: &str = "\
+Exit status: 0 no case failed; 1 at least one case failed (with --strict: or was non-strict); \
+2 usage error or bad input (a profile, a scenario, a missing agent command).
+
+Agents: --agent NAME loads <agents-dir>/NAME.toml (or a path to a .toml file); without --agent \
+and --agent-cmd the bundled reporter `provision-report` runs, found next to wirecheck or on PATH.
+
+--agent-cmd takes one command line for every action, split like a shell would; {action} is \
+`ready`, `failure` or `in-progress`, and the other placeholders ({wireserver_url}, {imds_url}, \
+{kvp_pool}, {vm_id}, {reason}, {description}, {data}, {protocol}, {budget}, {request_timeout}, \
+{retry_interval}, {proxy_url}, {bin_dir}, {case_dir}) are filled in per case. Every value is \
+also in the agent's environment as WIRECHECK_CASE_<NAME> (WIRECHECK_CASE_DATA: KEY=VALUE \
+lines). The ad-hoc agent claims every capability and is judged by the recommended policy.";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "wirecheck",
+    version,
+    about = "Runs Azure provisioning agents against a fake wireserver + IMDS and judges what they send and write",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the scenarios against one or more agents and write results.json, junit.xml and
+    /// report.html
+    #[command(after_help = RUN_AFTER_HELP)]
+    Run(RunArgs),
+    /// List every case id with its title, without running anything
+    List(ListArgs),
+    /// Inspect a Hyper-V KVP pool file
+    #[command(subcommand)]
+    Kvp(KvpCommand),
+    /// Inspect an encoded provisioning report
+    #[command(subcommand)]
+    Report(ReportCommand),
+    /// Check captured vectors against the fake and the oracle
+    #[command(subcommand)]
+    Vectors(VectorsCommand),
+}
+
+/// Where scenarios and agent profiles are read from.
+#[derive(Debug, Args)]
+pub struct Sources {
+    /// Folder of scenario files (*.toml, not recursive) [default: ./scenarios, else the one
+    /// beside the wirecheck checkout]
+    #[arg(long, value_name = "DIR", env = "WIRECHECK_SCENARIOS")]
+    pub scenarios: Option<PathBuf>,
+    /// Folder of agent profiles [default: ./conformance/agents, else the one beside the
+    /// wirecheck checkout]
+    #[arg(long, value_name = "DIR", env = "WIRECHECK_AGENTS_DIR")]
+    pub agents_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Agent profile to run (repeatable; comma-separated in the environment)
+    /// [default: provision-report]
+    #[arg(long = "agent", value_name = "NAME", env = "WIRECHECK_AGENT", value_delimiter = ',')]
+    pub agents: Vec<String>,
+    /// An ad-hoc agent: a command line template for every action (see below)
+    #[arg(long, value_name = "TEMPLATE", env = "WIRECHECK_AGENT_CMD")]
+    pub agent_cmd: Option<String>,
+    #[command(flatten)]
+    pub sources: Sources,
+    /// Run only cases whose id matches this glob (repeatable; `{a,b}` alternation works)
+    #[arg(long = "cases", value_name = "GLOB", env = "WIRECHECK_CASES")]
+    pub cases: Vec<String>,
+    /// Leave out cases whose id matches this glob (repeatable)
+    #[arg(long = "exclude", value_name = "GLOB", env = "WIRECHECK_EXCLUDE")]
+    pub exclude: Vec<String>,
+    /// Results folder (results.json, junit.xml, report.html, artifacts/)
+    #[arg(long, value_name = "DIR", env = "WIRECHECK_OUT", default_value = "wirecheck-results")]
+    pub out: PathBuf,
+    /// Scenarios run at the same time (they mostly wait on protocol timers)
+    #[arg(long, value_name = "N", env = "WIRECHECK_JOBS", default_value_t = 16,
+          value_parser = clap::value_parser!(u16).range(1..=512))]
+    pub jobs: u16,
+    /// Run only partition K of N (scenarios split deterministically by id), e.g. 2/4
+    #[arg(long, value_name = "K/N", env = "WIRECHECK_PARTITION")]
+    pub partition: Option<Partition>,
+    /// Count non-strict verdicts as failures
+    #[arg(long, env = "WIRECHECK_STRICT")]
+    pub strict: bool,
+    /// No progress bar
+    #[arg(long, env = "WIRECHECK_QUIET")]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Show how this agent's profile affects each case (skipped, known deviations)
+    #[arg(long = "agent", value_name = "NAME", env = "WIRECHECK_AGENT")]
+    pub agent: Option<String>,
+    #[command(flatten)]
+    pub sources: Sources,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KvpCommand {
+    /// Decode a pool file as the Azure host reads it, with findings
+    Dump {
+        /// The pool file (e.g. /var/lib/hyperv/.kvp_pool_1)
+        file: PathBuf,
+        /// Machine-readable output
+        #[arg(long, env = "WIRECHECK_JSON")]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Parse an encoded report (`result=error|reason=...`) in either dialect, with findings
+    Parse {
+        /// The encoded report
+        string: String,
+        /// Machine-readable output
+        #[arg(long, env = "WIRECHECK_JSON")]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VectorsCommand {
+    /// Replay captured vectors through the fake and the oracle and compare
+    Check {
+        /// The vectors folder (e.g. testdata/vectors)
+        dir: PathBuf,
+    },
+}
+
+/// Runs a parsed command line; returns the process exit status.
+pub fn dispatch(cli: Cli) -> ExitCode {
+    let code = match cli.command {
+        Command::Run(args) => run(args),
+        Command::List(args) => list(args),
+        Command::Kvp(KvpCommand::Dump { file, json }) => {
+            tool(crate::tools::emit(crate::tools::kvp_dump(&file, json)))
+        }
+        Command::Report(ReportCommand::Parse { string, json }) => {
+            tool(crate::tools::emit(crate::tools::report_parse(&string, json)))
+        }
+        Command::Vectors(VectorsCommand::Check { dir }) => {
+            tool(crate::tools::emit(crate::tools::vectors_check_blocking(&dir)))
+        }
+    };
+    ExitCode::from(code)
+}
+
+fn tool(code: i32) -> u8 {
+    u8::try_from(code).unwrap_or(EXIT_USAGE)
+}
+
+fn usage(message: impl std::fmt::Display) -> u8 {
+    eprintln!("wirecheck: error: {message}");
+    EXIT_USAGE
+}
+
+/// The folder of the running executable (bundled agents live beside it).
+pub fn bin_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.canonicalize().ok())
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// A default folder: `./<local>` if it exists, else `<checkout>/<local>` next to the
+/// executable (`target/<profile>/wirecheck` → `../..`), else the checkout it was built from.
+fn default_dir(local: &str) -> PathBuf {
+    let here = PathBuf::from(local);
+    if here.is_dir() {
+        return here;
+    }
+    let beside = bin_dir().join("../..").join(local);
+    if beside.is_dir() {
+        return beside;
+    }
+    let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(local);
+    if built_from.is_dir() {
+        return built_from;
+    }
+    here
+}
+
+impl Sources {
+    pub fn scenarios_dir(&self) -> PathBuf {
+        self.scenarios.clone().unwrap_or_else(|| default_dir("scenarios"))
+    }
+
+    pub fn agents_dir(&self) -> PathBuf {
+        self.agents_dir
+            .clone()
+            .unwrap_or_else(|| default_dir("conformance/agents"))
+    }
+}
+
+fn load_scenarios(sources: &Sources) -> Result<Vec<Arc<Scenario>>, u8> {
+    scenario::load_dir(&sources.scenarios_dir())
+        .map(|v| v.into_iter().map(Arc::new).collect())
+        .map_err(usage)
+}
+
+fn run(args: RunArgs) -> u8 {
+    let agents_dir = args.sources.agents_dir();
+    let mut profiles: Vec<Arc<AgentProfile>> = Vec::new();
+    let names: Vec<String> = if args.agents.is_empty() && args.agent_cmd.is_none() {
+        vec![DEFAULT_AGENT.to_owned()]
+    } else {
+        args.agents.clone()
+    };
+    for name in &names {
+        match agent::find_profile(&agents_dir, name) {
+            Ok(p) => profiles.push(Arc::new(p)),
+            Err(e) => return usage(e),
+        }
+    }
+    if let Some(cmd) = &args.agent_cmd {
+        match AgentProfile::ad_hoc(cmd) {
+            Ok(p) => profiles.push(Arc::new(p)),
+            Err(e) => return usage(e),
+        }
+    }
+    for (i, p) in profiles.iter().enumerate() {
+        if profiles[..i].iter().any(|q| q.name == p.name) {
+            return usage(format!("agent {:?} is given twice", p.name));
+        }
+    }
+    let scenarios = match load_scenarios(&args.sources) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let filter = match CaseFilter::new(&args.cases, &args.exclude) {
+        Ok(f) => f,
+        Err(e) => return usage(e),
+    };
+    let planned = runner::plan(&profiles, &scenarios, &filter, args.partition);
+    if planned.is_empty() {
+        return usage("no case matches --cases / --exclude / --partition; `wirecheck list` shows the case ids");
+    }
+    let bin_dir = bin_dir();
+    if let Err(e) = runner::preflight(&planned, &bin_dir) {
+        return usage(e);
+    }
+    let settings = RunSettings {
+        out: args.out.clone(),
+        jobs: usize::from(args.jobs),
+        bin_dir,
+        progress: !args.quiet,
+    };
+    let results = match runner::run(planned, &settings) {
+        Ok(r) => r,
+        Err(e) => return usage(format!("cannot start the runtime: {e}")),
+    };
+    if let Err(e) = crate::results::write_all(&args.out, &results) {
+        return usage(format!("cannot write the results: {e}"));
+    }
+    let color = crate::console::colors_enabled(std::io::stdout().is_terminal());
+    print!("{}", crate::console::summary(&results, &args.out, args.strict, color));
+    if results.exit_code(args.strict) == 0 {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    }
+}
+
+fn list(args: ListArgs) -> u8 {
+    let scenarios = match load_scenarios(&args.sources) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let profile = match &args.agent {
+        Some(name) => match agent::find_profile(&args.sources.agents_dir(), name) {
+            Ok(p) => Some(Arc::new(p)),
+            Err(e) => return usage(e),
+        },
+        None => None,
+    };
+    print!("{}", list_text(&scenarios, profile.as_ref()));
+    EXIT_OK
+}
+
+/// `wirecheck list`: one line per case, `id  title`, plus with an agent what its profile makes
+/// of the case.
+pub fn list_text(scenarios: &[Arc<Scenario>], profile: Option<&Arc<AgentProfile>>) -> String {
+    let mut ordered: Vec<&Arc<Scenario>> = scenarios.iter().collect();
+    ordered.sort_by(|a, b| a.id.cmp(&b.id));
+    let rows: Vec<(String, String, Option<String>)> = ordered
+        .iter()
+        .flat_map(|s| {
+            s.checks.iter().map(move |c: &&'static CheckDef| {
+                let id = s.case_id(c);
+                let status = profile.and_then(|p| case_status(p, s, c, &id));
+                (id, runner::case_title(s, c), status)
+            })
+        })
+        .collect();
+    let width = rows.iter().map(|(id, _, _)| id.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (id, title, status) in &rows {
+        out.push_str(&format!("{id:<width$}  {title}"));
+        if let Some(status) = status {
+            out.push_str(&format!("  [{status}]"));
+        }
+        out.push('\n');
+    }
+    out.push_str(&format!("{} cases in {} scenarios\n", rows.len(), scenarios.len()));
+    out
+}
+
+fn case_status(profile: &Arc<AgentProfile>, s: &Arc<Scenario>, c: &CheckDef, id: &str) -> Option<String> {
+    let planned = Planned {
+        profile: Arc::clone(profile),
+        scenario: Arc::clone(s),
+        checks: vec![],
+    };
+    if let Some(reason) = runner::skip_reason(&planned) {
+        return Some(format!("skipped: {reason}"));
+    }
+    if let Some(cap) = c.needs
+        && !profile.claims(cap)
+    {
+        return Some(format!("skipped: does not claim \"{}\"", cap.as_str()));
+    }
+    profile.deviation_for(id).map(|d| {
+        let verdict = match d.verdict {
+            agent::DeviationVerdict::NonStrict => "non-strict if it fails",
+            agent::DeviationVerdict::Unimplemented => "unimplemented",
+        };
+        format!("{verdict}: {}", d.reason)
+    })
+}

@@ -1,0 +1,141 @@
+//! What `wirecheck run` shows on the terminal: a progress bar while it runs (stderr, only on a
+//! terminal) and a summary table at the end. `NO_COLOR` turns colours off.
+
+use std::io::IsTerminal as _;
+use std::path::Path;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::results::{CaseResult, RunResults, Verdict};
+
+/// Colours only on a terminal, and never with `NO_COLOR` set (https://no-color.org).
+pub fn colors_enabled(stream_is_terminal: bool) -> bool {
+    stream_is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// A progress bar over the (agent, scenario) pairs; a no-op when disabled.
+#[derive(Clone)]
+pub struct Progress {
+    bar: Option<ProgressBar>,
+}
+
+impl Progress {
+    pub fn new(total: usize, enabled: bool) -> Progress {
+        if !enabled || !std::io::stderr().is_terminal() {
+            return Progress { bar: None };
+        }
+        let template = if colors_enabled(true) {
+            "{spinner:.cyan} [{elapsed_precise}] {bar:30.cyan/blue} {pos}/{len} scenarios {msg}"
+        } else {
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} scenarios {msg}"
+        };
+        let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        Progress { bar: Some(bar) }
+    }
+
+    /// One pair done: advance, and print its failures above the bar.
+    pub fn finished(&self, agent: &str, scenario: &str, cases: &[CaseResult]) {
+        let Some(bar) = &self.bar else { return };
+        let failed = cases.iter().filter(|c| c.verdict == Verdict::Fail).count();
+        if failed > 0 {
+            bar.println(format!("FAIL {agent} {scenario}: {failed} failed case(s)"));
+        }
+        bar.set_message(scenario.to_owned());
+        bar.inc(1);
+    }
+
+    pub fn done(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn paint(text: &str, verdict: Verdict, color: bool) -> String {
+    if !color {
+        return text.to_owned();
+    }
+    let code = match verdict {
+        Verdict::Pass => "32",
+        Verdict::Fail => "31;1",
+        Verdict::NonStrict => "33",
+        Verdict::Informational => "36",
+        Verdict::Unimplemented => "35",
+        Verdict::Skipped => "2",
+    };
+    format!("\x1b[{code}m{text}\x1b[0m")
+}
+
+/// At most this many failing cases are listed; the report has them all.
+const LISTED: usize = 40;
+
+/// The end-of-run summary: a table of verdict counts per agent, the failing cases with their
+/// reasons, and where the results are.
+pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> String {
+    let mut s = String::new();
+    let name_width = results
+        .agents
+        .iter()
+        .map(|a| a.agent.len())
+        .chain(std::iter::once("agent".len()))
+        .max()
+        .unwrap_or(5);
+    s.push_str(&format!("{:<name_width$}", "agent"));
+    for v in Verdict::ALL {
+        s.push_str(&format!("  {:>w$}", v.as_str(), w = v.as_str().len().max(4)));
+    }
+    s.push('\n');
+    for agent in &results.agents {
+        let counts = agent.counts();
+        s.push_str(&format!("{:<name_width$}", agent.agent));
+        for v in Verdict::ALL {
+            let n = counts.get(v);
+            let cell = format!("{:>w$}", n, w = v.as_str().len().max(4));
+            if n > 0 && v != Verdict::Pass && v != Verdict::Skipped {
+                s.push_str(&format!("  {}", paint(&cell, v, color)));
+            } else {
+                s.push_str(&format!("  {cell}"));
+            }
+        }
+        s.push('\n');
+    }
+
+    let bad = |c: &&CaseResult| c.verdict == Verdict::Fail || (strict && c.verdict == Verdict::NonStrict);
+    let failing: Vec<(&str, &CaseResult)> = results
+        .agents
+        .iter()
+        .flat_map(|a| a.cases.iter().filter(bad).map(move |c| (a.agent.as_str(), c)))
+        .collect();
+    if !failing.is_empty() {
+        s.push('\n');
+        for (agent, case) in failing.iter().take(LISTED) {
+            let tag = paint(&case.verdict.as_str().to_ascii_uppercase(), case.verdict, color);
+            s.push_str(&format!(
+                "{tag} {agent} {}: {}\n",
+                case.id,
+                case.reason.as_deref().unwrap_or("")
+            ));
+        }
+        if failing.len() > LISTED {
+            s.push_str(&format!("... and {} more (see report.html)\n", failing.len() - LISTED));
+        }
+    }
+    let counts = results.counts();
+    s.push_str(&format!(
+        "\n{} cases in {:.1} s: {counts}{}\n",
+        counts.total(),
+        results.duration_ms as f64 / 1000.0,
+        if strict { " (strict: non-strict counts as fail)" } else { "" }
+    ));
+    s.push_str(&format!(
+        "results: {}/results.json, junit.xml, report.html\n",
+        out.display()
+    ));
+    s
+}

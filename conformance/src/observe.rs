@@ -1,0 +1,263 @@
+//! What one scenario run produced (journal, pool file, agent invocations) and the shared
+//! reading of it that checks build on: which run a request belongs to, and how the agent's
+//! profile classifies each answer (success, retryable, fatal).
+
+use fake_wireserver::journal::Entry;
+use fake_wireserver::oracle::kvp::PoolView;
+use fake_wireserver::oracle::ServedIds;
+
+use crate::agent::{Action, AgentProfile, Forbidden, Reaction};
+use crate::exec::{Captured, Exit};
+use crate::scenario::{Run, Scenario};
+
+/// One agent invocation, on the fake's clock (milliseconds since the fake started).
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    pub run: Run,
+    pub argv: Vec<String>,
+    pub start_ms: u64,
+    pub end_ms: u64,
+    pub exit: Exit,
+    pub stdout: Captured,
+    pub stderr: Captured,
+}
+
+impl RunRecord {
+    pub fn duration_ms(&self) -> u64 {
+        self.end_ms.saturating_sub(self.start_ms)
+    }
+}
+
+/// Everything the checks judge.
+#[derive(Debug)]
+pub struct Observation<'a> {
+    pub scenario: &'a Scenario,
+    pub profile: &'a AgentProfile,
+    /// Sorted by `seq`.
+    pub journal: Vec<Entry>,
+    pub served: ServedIds,
+    /// The VM id the fake's IMDS serves (what an agent reading IMDS must report).
+    pub imds_vm_id: Option<String>,
+    /// The pool file after the run (`None`: the agent removed it).
+    pub pool: Option<Vec<u8>>,
+    pub pool_view: PoolView,
+    pub runs: Vec<RunRecord>,
+}
+
+/// Which service a request went to, for retry bookkeeping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Service {
+    Wireserver,
+    Imds,
+    Other,
+}
+
+pub fn service_of(entry: &Entry) -> Service {
+    if entry.endpoint.starts_with("wireserver.") {
+        Service::Wireserver
+    } else if entry.endpoint.starts_with("imds.") {
+        Service::Imds
+    } else {
+        Service::Other
+    }
+}
+
+pub fn is_health(entry: &Entry) -> bool {
+    entry.endpoint == "wireserver.health.json" || entry.endpoint == "wireserver.health.xml"
+}
+
+/// How the agent's profile says an answer must be treated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Class {
+    Success,
+    /// Retry (within the budget); the text says why.
+    Retryable(String),
+    /// Give up; the text says why.
+    Fatal(String),
+}
+
+impl Class {
+    pub fn is_success(&self) -> bool {
+        matches!(self, Class::Success)
+    }
+}
+
+impl Observation<'_> {
+    /// Seconds the agent must respect as its budget.
+    pub fn budget(&self) -> f64 {
+        self.profile.reactions.budget.unwrap_or(self.scenario.agent.budget)
+    }
+
+    /// Minimum seconds between a failed attempt and the next one.
+    pub fn interval_min(&self) -> f64 {
+        self.profile
+            .reactions
+            .retry_interval_min
+            .unwrap_or(self.scenario.agent.retry_interval)
+    }
+
+    /// The request timeout passed to the agent, in seconds.
+    pub fn request_timeout(&self) -> f64 {
+        self.scenario.agent.request_timeout
+    }
+
+    /// Index of the run a journal entry belongs to. Runs are sequential, and every request of
+    /// run `i` arrives before run `i` ends, so an entry belongs to the first run that had not
+    /// ended when it arrived. (The runner's clock starts just before the fake's, so its run
+    /// times are never earlier than the fake's view of them; see `runner`.)
+    pub fn run_of(&self, entry: &Entry) -> usize {
+        let last = self.runs.len().saturating_sub(1);
+        self.runs
+            .iter()
+            .position(|r| entry.at_ms <= r.end_ms)
+            .unwrap_or(last)
+            .min(last)
+    }
+
+    /// The entries of one run, in order.
+    pub fn entries_of_run(&self, run: usize) -> Vec<&Entry> {
+        self.journal.iter().filter(|e| self.run_of(e) == run).collect()
+    }
+
+    /// The report state a run must produce.
+    pub fn expected_state(&self, run: &Run) -> (&'static str, Option<&'static str>) {
+        if let Some(state) = self.scenario.expect.state.as_deref() {
+            // Leaked strings would be silly; the expectations are a closed set in practice.
+            return match (state, self.scenario.expect.substatus.as_deref()) {
+                ("NotReady", Some("Provisioning")) => ("NotReady", Some("Provisioning")),
+                ("NotReady", _) => ("NotReady", Some("ProvisioningFailed")),
+                _ => ("Ready", None),
+            };
+        }
+        match run.action {
+            Action::Ready => ("Ready", None),
+            Action::Failure => ("NotReady", Some("ProvisioningFailed")),
+            Action::InProgress => ("NotReady", Some("Provisioning")),
+        }
+    }
+
+    /// Whether a run's report ends provisioning (Ready or failure), as opposed to in-progress.
+    pub fn is_terminal(&self, run: &Run) -> bool {
+        self.expected_state(run).1 != Some("Provisioning")
+    }
+
+    /// How the profile classifies the answer to `entry`.
+    pub fn classify(&self, entry: &Entry) -> Class {
+        let timeout_ms = (self.request_timeout() * 1000.0) as u64;
+        let r = &self.profile.reactions;
+        let transport = |what: String| match r.transport_errors {
+            Reaction::Retry => Class::Retryable(what),
+            Reaction::Fatal => Class::Fatal(what),
+        };
+        let took = entry.done_ms.map(|d| d.saturating_sub(entry.at_ms));
+        match entry.answer.kind.as_str() {
+            "hang" => return transport("no answer (hang)".into()),
+            "reset" => return transport("connection reset".into()),
+            "close" => return transport("connection closed without a reply".into()),
+            "malformed" => return transport("malformed HTTP reply".into()),
+            "partial" => return transport("reply cut short".into()),
+            "delay" | "slow" if took.is_some_and(|t| t > timeout_ms + 100) => {
+                return transport(format!(
+                    "reply took {} ms, longer than the {} ms request timeout",
+                    took.unwrap_or_default(),
+                    timeout_ms
+                ));
+            }
+            _ => {}
+        }
+        let Some(status) = entry.answer.status else {
+            return transport(format!("no status ({})", entry.answer.kind));
+        };
+        if (200..300).contains(&status) {
+            return Class::Success;
+        }
+        let imds = service_of(entry) == Service::Imds;
+        let status_403 = match (imds, r.imds_status_403) {
+            (true, Some(f)) => f,
+            _ => r.status_403,
+        };
+        let retryable = match (imds, &r.imds_retryable) {
+            (true, Some(set)) => set,
+            _ => &r.retryable,
+        };
+        if status == 403 {
+            let throttle_body = self.is_throttle_reply(entry);
+            return match (status_403, throttle_body) {
+                (Forbidden::Throttling, _) | (Forbidden::ThrottleBody, true) => {
+                    Class::Retryable("403 throttling".into())
+                }
+                (Forbidden::ThrottleBody, false) => {
+                    Class::Fatal("403 without the platform throttle body".into())
+                }
+                (Forbidden::Fatal, _) => Class::Fatal("403 (fatal for this agent)".into()),
+            };
+        }
+        if retryable.contains(&status) {
+            Class::Retryable(format!("status {status}"))
+        } else {
+            Class::Fatal(format!("status {status}"))
+        }
+    }
+
+    /// True when the 403 answer carried the platform's throttle body: from the rate limiter,
+    /// or a scripted step with the `throttled` preset / a `RequestRateLimitExceeded` body.
+    pub fn is_throttle_reply(&self, entry: &Entry) -> bool {
+        if entry.answer.kind == "throttled" {
+            return true;
+        }
+        let Some(step) = &entry.answer.step else {
+            return false;
+        };
+        let Some(plan) = self.scenario.fake.endpoints.iter().find(|p| p.id == step.endpoint) else {
+            return false;
+        };
+        let Some(step) = plan.steps.get(step.index) else {
+            return false;
+        };
+        use fake_wireserver::{Action as StepAction, Preset};
+        let reply = match &step.action {
+            StepAction::Respond(reply) => Some(reply),
+            StepAction::Delay { reply, .. }
+            | StepAction::Partial { reply, .. }
+            | StepAction::Slow { reply, .. } => reply.as_ref(),
+            _ => None,
+        };
+        reply.is_some_and(|reply| {
+            let body_says = reply.body.as_ref().is_some_and(|b| {
+                String::from_utf8_lossy(b.bytes()).contains("RequestRateLimitExceeded")
+            });
+            body_says || (reply.preset == Some(Preset::Throttled) && reply.body.is_none())
+        })
+    }
+
+    /// Whether the answer was scripted (a fault the scenario injected).
+    pub fn is_injected(&self, entry: &Entry) -> bool {
+        entry.answer.step.is_some() || entry.answer.kind == "throttled"
+    }
+}
+
+/// `POST /provisioning/health`: method and the target's path and query.
+pub fn request_line(entry: &Entry) -> String {
+    format!("{} {}", entry.method, entry.target)
+}
+
+/// What the fake answered, short: `201`, `403 (throttled)`, `hang`.
+pub fn answer_label(entry: &Entry) -> String {
+    match (entry.answer.kind.as_str(), entry.answer.status) {
+        ("throttled", Some(s)) => format!("{s} (throttled)"),
+        ("respond" | "default", Some(s)) => s.to_string(),
+        (kind, Some(s)) => format!("{s} ({kind})"),
+        (kind, None) => kind.to_owned(),
+    }
+}
+
+/// One line describing an entry for evidence: `#3 +120 ms POST /provisioning/health → 503`.
+pub fn describe(entry: &Entry) -> String {
+    format!(
+        "#{} +{} ms {} → {}",
+        entry.seq,
+        entry.at_ms,
+        request_line(entry),
+        answer_label(entry)
+    )
+}

@@ -1,0 +1,281 @@
+//! Running the suite: which (agent, scenario) pairs run, a pre-flight check of the agents'
+//! commands, then every pair in parallel (each with its own in-process fake on ephemeral ports
+//! and its own case folder), judged by the checks into [`RunResults`].
+
+mod artifacts;
+mod scenario_run;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::agent::template::{Placeholder, Values};
+use crate::agent::{Action, AgentProfile, Attach, Source};
+use crate::checks::{CheckDef, Judgement};
+use crate::diag::FileError;
+use crate::exec;
+use crate::results::{AgentResults, CaseResult, RunResults, Timeline, Verdict};
+use crate::scenario::Scenario;
+use crate::select::{CaseFilter, Partition};
+
+pub use scenario_run::closed_port_url;
+
+/// One scenario to run against one agent, with the checks selected for it.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub profile: Arc<AgentProfile>,
+    pub scenario: Arc<Scenario>,
+    pub checks: Vec<&'static CheckDef>,
+}
+
+/// Every (agent, scenario) pair with at least one selected case, in a stable order: agents
+/// as given, scenarios by id.
+pub fn plan(
+    profiles: &[Arc<AgentProfile>],
+    scenarios: &[Arc<Scenario>],
+    filter: &CaseFilter,
+    partition: Option<Partition>,
+) -> Vec<Planned> {
+    let mut ordered: Vec<&Arc<Scenario>> = scenarios.iter().collect();
+    ordered.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut planned = Vec::new();
+    for profile in profiles {
+        for (i, scenario) in ordered.iter().enumerate() {
+            if partition.is_some_and(|p| !p.contains(i)) {
+                continue;
+            }
+            let checks: Vec<&'static CheckDef> = scenario
+                .checks
+                .iter()
+                .copied()
+                .filter(|c| filter.matches(&scenario.case_id(c)))
+                .collect();
+            if !checks.is_empty() {
+                planned.push(Planned {
+                    profile: Arc::clone(profile),
+                    scenario: Arc::clone(scenario),
+                    checks,
+                });
+            }
+        }
+    }
+    planned
+}
+
+/// Why a planned pair does not run at all (its cases are skipped with this reason).
+pub fn skip_reason(p: &Planned) -> Option<String> {
+    if p.profile.attach == Attach::Sandbox {
+        return Some(
+            "sandbox attach needs root and the fake-wireserver binary; `wirecheck run` does not drive `fake-wireserver sandbox` yet".into(),
+        );
+    }
+    let missing: Vec<String> = p
+        .scenario
+        .required_capabilities()
+        .into_iter()
+        .filter(|c| !p.profile.claims(*c))
+        .map(|c| format!("\"{}\" ({})", c.as_str(), c.describe()))
+        .collect();
+    if !missing.is_empty() {
+        return Some(format!(
+            "agent {} does not claim {}",
+            p.profile.name,
+            missing.join(", ")
+        ));
+    }
+    None
+}
+
+/// Checks, before anything runs, that every command a planned scenario needs exists: a
+/// missing program is a usage error (exit 2) naming the profile file, line and field.
+pub fn preflight(planned: &[Planned], bin_dir: &Path) -> Result<(), FileError> {
+    for p in planned {
+        if skip_reason(p).is_some() {
+            continue;
+        }
+        for run in &p.scenario.agent.runs {
+            check_command(&p.profile, run.action, bin_dir)?;
+        }
+    }
+    Ok(())
+}
+
+fn profile_error(profile: &AgentProfile, line: Option<usize>, field: &str, msg: String) -> FileError {
+    FileError {
+        file: match &profile.source {
+            Source::File(p) => p.clone(),
+            Source::AdHoc => PathBuf::from("--agent-cmd"),
+        },
+        line,
+        column: None,
+        field: match profile.source {
+            Source::File(_) => Some(field.to_owned()),
+            Source::AdHoc => None,
+        },
+        message: msg,
+    }
+}
+
+/// Resolves the program of `action`'s command (expanding `{bin_dir}`).
+pub fn check_command(profile: &AgentProfile, action: Action, bin_dir: &Path) -> Result<PathBuf, FileError> {
+    let Some(command) = profile.commands.get(&action) else {
+        return Err(profile_error(
+            profile,
+            None,
+            &format!("commands.{action}"),
+            format!("missing, but a selected scenario asks the agent for a `{action}` report"),
+        ));
+    };
+    let program = command.template.program();
+    let mut values = Values::default();
+    values.set(Placeholder::BinDir, bin_dir.display().to_string());
+    let Some(name) = values.render(program) else {
+        // The program depends on per-case values; it is resolved when the case runs.
+        return Ok(PathBuf::from(program.source()));
+    };
+    exec::resolve_program(&name, bin_dir).ok_or_else(|| {
+        profile_error(
+            profile,
+            command.line,
+            &command.field,
+            format!(
+                "program {name:?} not found{} (for the bundled reporter: cargo build --release --workspace)",
+                if name.contains('/') {
+                    String::new()
+                } else {
+                    format!(" next to wirecheck ({}) or on PATH", bin_dir.display())
+                }
+            ),
+        )
+    })
+}
+
+/// Settings of one `wirecheck run`.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    /// The results folder; artifacts go to `<out>/artifacts/<agent>/<scenario id>/`.
+    pub out: PathBuf,
+    pub jobs: usize,
+    /// Where bundled agents are looked for (the wirecheck executable's folder).
+    pub bin_dir: PathBuf,
+    /// Draw a progress bar on stderr.
+    pub progress: bool,
+}
+
+/// Runs every planned pair and collects the results (the caller writes them).
+pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<RunResults> {
+    let started_wall = chrono::Utc::now();
+    let started = Instant::now();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let progress = crate::console::Progress::new(planned.len(), settings.progress);
+    let outcomes = runtime.block_on(async {
+        let semaphore = Arc::new(tokio::sync::Semaphore::new(settings.jobs.max(1)));
+        let mut tasks = Vec::with_capacity(planned.len());
+        for p in planned.iter().cloned() {
+            let semaphore = Arc::clone(&semaphore);
+            let settings = settings.clone();
+            let progress = progress.clone();
+            tasks.push(tokio::spawn(async move {
+                let _permit = semaphore.acquire_owned().await;
+                let cases = scenario_run::run(&p, &settings).await;
+                progress.finished(&p.profile.name, &p.scenario.id, &cases);
+                cases
+            }));
+        }
+        let mut outcomes = Vec::with_capacity(tasks.len());
+        for (task, p) in tasks.into_iter().zip(&planned) {
+            outcomes.push(match task.await {
+                Ok(cases) => cases,
+                Err(e) => internal_error_cases(p, &format!("the scenario task failed: {e}")),
+            });
+        }
+        outcomes
+    });
+    progress.done();
+
+    let mut agents: Vec<AgentResults> = Vec::new();
+    for (p, cases) in planned.iter().zip(outcomes) {
+        match agents.iter_mut().find(|a| a.agent == p.profile.name) {
+            Some(a) => a.cases.extend(cases),
+            None => agents.push(AgentResults {
+                agent: p.profile.name.clone(),
+                cases,
+            }),
+        }
+    }
+    let mut results = RunResults::new(
+        started_wall.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        env!("CARGO_PKG_VERSION"),
+    );
+    results.duration_ms = started.elapsed().as_millis() as u64;
+    results.agents = agents;
+    Ok(results)
+}
+
+/// Case title: `<scenario title>: <check title>`.
+pub fn case_title(scenario: &Scenario, check: &CheckDef) -> String {
+    format!("{}: {}", scenario.title, check.title)
+}
+
+/// Every selected case of a pair with the same verdict (skipped, or an internal failure).
+fn uniform_cases(p: &Planned, verdict: Verdict, reason: &str) -> Vec<CaseResult> {
+    p.checks
+        .iter()
+        .map(|c| {
+            let id = p.scenario.case_id(c);
+            let j = apply_deviation(
+                &p.profile,
+                &id,
+                Judgement {
+                    verdict,
+                    reason: Some(reason.to_owned()),
+                    evidence: Vec::new(),
+                },
+            );
+            CaseResult {
+                id,
+                title: case_title(&p.scenario, c),
+                scenario: p.scenario.name.clone(),
+                verdict: j.verdict,
+                reason: j.reason,
+                evidence: j.evidence,
+                duration_ms: 0,
+                timeline: Timeline::default(),
+                artifacts: None,
+            }
+        })
+        .collect()
+}
+
+fn internal_error_cases(p: &Planned, reason: &str) -> Vec<CaseResult> {
+    uniform_cases(p, Verdict::Fail, reason)
+}
+
+/// Known deviations in the profile turn a failure into `non-strict`, or any verdict into
+/// `unimplemented`; the reason says so and keeps what was observed.
+pub fn apply_deviation(profile: &AgentProfile, case_id: &str, j: Judgement) -> Judgement {
+    let Some(d) = profile.deviation_for(case_id) else {
+        return j;
+    };
+    use crate::agent::DeviationVerdict;
+    let observed = j
+        .reason
+        .as_deref()
+        .map(|r| format!("; observed: {r}"))
+        .unwrap_or_default();
+    match d.verdict {
+        DeviationVerdict::Unimplemented if j.verdict != Verdict::Skipped => Judgement {
+            verdict: Verdict::Unimplemented,
+            reason: Some(format!("known deviation ({}): {}{observed}", d.cases, d.reason)),
+            evidence: j.evidence,
+        },
+        DeviationVerdict::NonStrict if j.verdict == Verdict::Fail => Judgement {
+            verdict: Verdict::NonStrict,
+            reason: Some(format!("known deviation ({}): {}{observed}", d.cases, d.reason)),
+            evidence: j.evidence,
+        },
+        _ => j,
+    }
+}

@@ -1,0 +1,644 @@
+//! Conformance scenario files (`scenarios/*.toml`): a fault plan for the fake (the `[fake]`
+//! table, parsed by `fake_wireserver::Scenario`), what the agent is asked to do (`[agent]`),
+//! what is expected (`[expect]`) and which checks apply (`checks`).
+//!
+//! ```toml
+//! id = "retry.throttle.403"                  # case id prefix: cases are "<id>.<check>"
+//! title = "403 throttling burst, then success"
+//! checks = ["protocol.*", "report.*", "behaviour.*"]
+//!
+//! [agent]
+//! action = "ready"                           # or [[agent.run]] tables, one per invocation
+//! protocol = "json"                          # "json" | "xml"
+//! budget = 3.0                               # seconds, passed as {budget}
+//! retry_interval = 0.2                       # {retry_interval}
+//! request_timeout = 1.0                      # {request_timeout}
+//!
+//! [fake]                                     # contract §3, verbatim
+//! [[fake.endpoint]]
+//! id = "wireserver.health.json"
+//! [[fake.endpoint.step]]
+//! kind = "respond"
+//! preset = "throttled"
+//! times = 3
+//! ```
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::agent::{Action, Capability};
+use crate::checks::{self, CheckDef};
+use crate::diag::FileError;
+
+/// The VM id passed to agents (`{vm_id}`) unless a scenario says otherwise: fixed, so reports
+/// are deterministic.
+pub const DEFAULT_VM_ID: &str = "0e5a1c6d-7b2f-4c3e-9d8a-1f2e3d4c5b6a";
+
+/// Which health flow the agent is asked to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    /// `POST /provisioning/health`.
+    #[default]
+    Json,
+    /// Goal state, then `POST /machine?comp=health`.
+    Xml,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Json => "json",
+            Protocol::Xml => "xml",
+        }
+    }
+
+    pub fn capability(self) -> Capability {
+        match self {
+            Protocol::Json => Capability::Json,
+            Protocol::Xml => Capability::Xml,
+        }
+    }
+}
+
+/// Where `{wireserver_url}` / `{imds_url}` point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Target {
+    /// The scenario's fake.
+    #[default]
+    Fake,
+    /// A loopback port nothing listens on: connections are refused.
+    Closed,
+}
+
+/// Expected end of the whole scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The terminal report was accepted by the wireserver.
+    Reported,
+    /// It could not be delivered (the agent must say so in its exit status).
+    NotReported,
+}
+
+/// One agent invocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    pub action: Action,
+    pub reason: Option<String>,
+    /// `KEY=VALUE` supporting data, in order.
+    pub data: Vec<(String, String)>,
+    pub description: Option<String>,
+}
+
+/// What the agent is asked to do, and with which knobs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentPlan {
+    pub runs: Vec<Run>,
+    pub protocol: Protocol,
+    /// Seconds.
+    pub budget: f64,
+    pub retry_interval: f64,
+    pub request_timeout: f64,
+    /// The runner kills an invocation still running after this many seconds.
+    pub deadline: f64,
+    /// `None`: the agent must read the VM id from IMDS (`{vm_id}` has no value).
+    pub vm_id: Option<String>,
+    pub wireserver: Target,
+    pub imds: Target,
+}
+
+/// Expectations a check cannot derive from the journal and the profile.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Expect {
+    pub outcome: Option<Outcome>,
+    /// The failure report's `reason` must contain this (e.g. an IMDS error the agent reports
+    /// on its own).
+    pub reason_contains: Option<String>,
+    /// The health report's state (when the agent decides it, e.g. IMDS unavailable).
+    pub state: Option<String>,
+    pub substatus: Option<String>,
+}
+
+/// A loaded, validated scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub id: String,
+    pub title: String,
+    pub description: Option<String>,
+    pub file: PathBuf,
+    /// File stem, the `scenario` of its cases.
+    pub name: String,
+    pub agent: AgentPlan,
+    pub expect: Expect,
+    /// Checks that apply, in catalog order.
+    pub checks: Vec<&'static CheckDef>,
+    pub fake: fake_wireserver::Scenario,
+}
+
+impl Scenario {
+    /// Capabilities an agent must claim for this scenario to run at all.
+    pub fn required_capabilities(&self) -> BTreeSet<Capability> {
+        let mut caps = BTreeSet::new();
+        if self.agent.wireserver == Target::Fake || self.agent.protocol == Protocol::Xml {
+            caps.insert(self.agent.protocol.capability());
+        } else {
+            // Unreachable wireserver: any endpoint will do, but it must be the one we pass.
+            caps.insert(self.agent.protocol.capability());
+        }
+        for run in &self.agent.runs {
+            match run.action {
+                Action::Ready => {}
+                Action::Failure => {
+                    caps.insert(Capability::Failure);
+                }
+                Action::InProgress => {
+                    caps.insert(Capability::InProgress);
+                }
+            }
+        }
+        caps
+    }
+
+    /// `<id>.<check>`.
+    pub fn case_id(&self, check: &CheckDef) -> String {
+        format!("{}.{}", self.id, check.id)
+    }
+
+    /// The longest wait the protocol mandates in this scenario (its budget), in seconds.
+    pub fn mandated_wait(&self) -> f64 {
+        self.agent.budget * self.agent.runs.len() as f64
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.id, self.file.display())
+    }
+}
+
+/// A string written as text, or generated: `{ text = "prefix ", repeat = "ab€", times = 3000 }`
+/// (long descriptions without a 5 KB line in the file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Text(String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Generated {
+            #[serde(default)]
+            text: String,
+            repeat: String,
+            times: u32,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged, expecting = "a string, or a table { text = \"...\", repeat = \"...\", times = N }")]
+        enum Either {
+            Plain(String),
+            Generated(Generated),
+        }
+        Ok(match Either::deserialize(d)? {
+            Either::Plain(s) => Text(s),
+            Either::Generated(g) => Text(format!("{}{}", g.text, g.repeat.repeat(g.times as usize))),
+        })
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    id: Spanned<String>,
+    title: String,
+    description: Option<String>,
+    checks: Spanned<Vec<Spanned<String>>>,
+    agent: Spanned<AgentFile>,
+    #[serde(default)]
+    expect: ExpectFile,
+    /// Parsed separately by `fake_wireserver::Scenario::from_toml_section`.
+    #[serde(default)]
+    #[allow(dead_code)]
+    fake: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentFile {
+    action: Option<Action>,
+    reason: Option<Text>,
+    #[serde(default)]
+    data: Vec<Spanned<String>>,
+    description: Option<Text>,
+    #[serde(default, rename = "run")]
+    runs: Vec<RunFile>,
+    #[serde(default)]
+    protocol: Protocol,
+    #[serde(default = "default_budget")]
+    budget: Spanned<f64>,
+    #[serde(default = "default_retry_interval")]
+    retry_interval: Spanned<f64>,
+    #[serde(default = "default_request_timeout")]
+    request_timeout: Spanned<f64>,
+    deadline: Option<Spanned<f64>>,
+    vm_id: Option<String>,
+    #[serde(default)]
+    vm_id_from_imds: bool,
+    #[serde(default)]
+    wireserver: Target,
+    #[serde(default)]
+    imds: Target,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunFile {
+    action: Action,
+    reason: Option<Text>,
+    #[serde(default)]
+    data: Vec<Spanned<String>>,
+    description: Option<Text>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExpectFile {
+    outcome: Option<Outcome>,
+    reason_contains: Option<String>,
+    state: Option<String>,
+    substatus: Option<String>,
+}
+
+fn default_budget() -> Spanned<f64> {
+    Spanned::new(0..0, 3.0)
+}
+fn default_retry_interval() -> Spanned<f64> {
+    Spanned::new(0..0, 0.2)
+}
+fn default_request_timeout() -> Spanned<f64> {
+    Spanned::new(0..0, 1.0)
+}
+
+impl Scenario {
+    /// Reads and validates a scenario file (including its `[fake]` table).
+    pub fn load(path: &Path) -> Result<Scenario, FileError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| FileError::whole(path, format!("cannot read scenario: {e}")))?;
+        Scenario::from_toml_str(&text, path)
+    }
+
+    pub fn from_toml_str(text: &str, path: &Path) -> Result<Scenario, FileError> {
+        let file: ScenarioFile =
+            toml::from_str(text).map_err(|e| FileError::from_toml(path, text, &e))?;
+        let at = |span: std::ops::Range<usize>, field: &str, msg: String| {
+            FileError::at(path, text, span, Some(field), msg)
+        };
+
+        let id = file.id.get_ref().clone();
+        let valid_id = !id.is_empty()
+            && id.split('.').all(|part| {
+                !part.is_empty()
+                    && part
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+            });
+        if !valid_id {
+            return Err(at(
+                file.id.span(),
+                "id",
+                format!(
+                    "{id:?} is not a valid case id prefix: dot-separated parts of a-z, 0-9, '-', '_'"
+                ),
+            ));
+        }
+
+        let agent_span = file.agent.span();
+        let a = file.agent.into_inner();
+        let parse_data = |items: &[Spanned<String>], field: &str| {
+            items
+                .iter()
+                .map(|item| match item.get_ref().split_once('=') {
+                    Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+                    _ => Err(at(
+                        item.span(),
+                        field,
+                        format!("{:?} is not KEY=VALUE", item.get_ref()),
+                    )),
+                })
+                .collect::<Result<Vec<_>, FileError>>()
+        };
+        let runs = match (a.action, a.runs.is_empty()) {
+            (Some(action), true) => vec![Run {
+                action,
+                reason: a.reason.map(|t| t.0),
+                data: parse_data(&a.data, "agent.data")?,
+                description: a.description.map(|t| t.0),
+            }],
+            (None, false) => {
+                if a.reason.is_some() || !a.data.is_empty() || a.description.is_some() {
+                    return Err(at(
+                        agent_span,
+                        "agent",
+                        "`reason`, `data` and `description` go into each [[agent.run]] when runs are listed".into(),
+                    ));
+                }
+                a.runs
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, r)| {
+                        Ok(Run {
+                            action: r.action,
+                            reason: r.reason.map(|t| t.0),
+                            data: parse_data(&r.data, &format!("agent.run[{}].data", i + 1))?,
+                            description: r.description.map(|t| t.0),
+                        })
+                    })
+                    .collect::<Result<Vec<_>, FileError>>()?
+            }
+            (Some(_), false) => {
+                return Err(at(
+                    agent_span,
+                    "agent.action",
+                    "give either `action` (one invocation) or [[agent.run]] tables, not both".into(),
+                ));
+            }
+            (None, true) => {
+                return Err(at(
+                    agent_span,
+                    "agent.action",
+                    "missing: \"ready\", \"failure\" or \"in-progress\" (or [[agent.run]] tables)"
+                        .into(),
+                ));
+            }
+        };
+        for (i, run) in runs.iter().enumerate() {
+            if run.action == Action::Failure && run.reason.is_none() {
+                return Err(at(
+                    agent_span.clone(),
+                    &format!("agent.run[{}].reason", i + 1),
+                    "a failure report needs a `reason`".into(),
+                ));
+            }
+            if run.action != Action::Failure && (run.reason.is_some() || !run.data.is_empty()) {
+                return Err(at(
+                    agent_span.clone(),
+                    &format!("agent.run[{}]", i + 1),
+                    format!("`reason` and `data` belong to failure reports, not `{}`", run.action),
+                ));
+            }
+            if run.action != Action::InProgress && run.description.is_some() {
+                return Err(at(
+                    agent_span.clone(),
+                    &format!("agent.run[{}].description", i + 1),
+                    format!(
+                        "only in-progress reports take a description (a `{}` report's description is generated by the agent)",
+                        run.action
+                    ),
+                ));
+            }
+        }
+
+        let positive = |v: &Spanned<f64>, field: &str| -> Result<f64, FileError> {
+            let x = *v.get_ref();
+            if x.is_finite() && x > 0.0 {
+                Ok(x)
+            } else {
+                Err(at(
+                    v.span(),
+                    field,
+                    format!("expected a positive number of seconds, got {x}"),
+                ))
+            }
+        };
+        let budget = positive(&a.budget, "agent.budget")?;
+        let retry_interval = positive(&a.retry_interval, "agent.retry_interval")?;
+        let request_timeout = positive(&a.request_timeout, "agent.request_timeout")?;
+        let deadline = match &a.deadline {
+            Some(d) => positive(d, "agent.deadline")?,
+            None => budget + request_timeout + 3.0,
+        };
+        if deadline <= budget {
+            return Err(at(
+                a.deadline.as_ref().map_or(agent_span.clone(), |d| d.span()),
+                "agent.deadline",
+                format!("the deadline ({deadline} s) must be longer than the budget ({budget} s)"),
+            ));
+        }
+        if a.vm_id_from_imds && a.vm_id.is_some() {
+            return Err(at(
+                agent_span,
+                "agent.vm_id",
+                "give `vm_id` or `vm_id_from_imds = true`, not both".into(),
+            ));
+        }
+        let vm_id = if a.vm_id_from_imds {
+            None
+        } else {
+            Some(a.vm_id.unwrap_or_else(|| DEFAULT_VM_ID.to_owned()))
+        };
+
+        let mut selected: BTreeSet<usize> = BTreeSet::new();
+        for pattern in file.checks.get_ref() {
+            let matched = checks::matching(pattern.get_ref()).map_err(|msg| {
+                at(pattern.span(), "checks", msg)
+            })?;
+            if matched.is_empty() {
+                return Err(at(
+                    pattern.span(),
+                    "checks",
+                    format!(
+                        "{:?} matches no check; known: {}",
+                        pattern.get_ref(),
+                        checks::CATALOG.iter().map(|c| c.id).collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+            selected.extend(matched);
+        }
+        if selected.is_empty() {
+            return Err(at(file.checks.span(), "checks", "list at least one check".into()));
+        }
+
+        let origin = path.display().to_string();
+        let fake = fake_wireserver::Scenario::from_toml_section(text, &origin, "fake")
+            .map_err(|e| fake_error(path, e))?
+            .unwrap_or_else(|| {
+                let mut s = fake_wireserver::Scenario::new();
+                s.origin = origin.clone();
+                s
+            });
+
+        Ok(Scenario {
+            id,
+            title: file.title,
+            description: file.description,
+            name: path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            file: path.to_path_buf(),
+            agent: AgentPlan {
+                runs,
+                protocol: a.protocol,
+                budget,
+                retry_interval,
+                request_timeout,
+                deadline,
+                vm_id,
+                wireserver: a.wireserver,
+                imds: a.imds,
+            },
+            expect: Expect {
+                outcome: file.expect.outcome,
+                reason_contains: file.expect.reason_contains,
+                state: file.expect.state,
+                substatus: file.expect.substatus,
+            },
+            checks: selected.into_iter().map(|i| &checks::CATALOG[i]).collect(),
+            fake,
+        })
+    }
+}
+
+/// The fake's errors carry `origin:line:column: field: message`; keep them as a [`FileError`].
+fn fake_error(path: &Path, e: fake_wireserver::ScenarioError) -> FileError {
+    match e {
+        fake_wireserver::ScenarioError::Invalid {
+            line,
+            column,
+            field,
+            message,
+            ..
+        } => FileError {
+            file: path.to_path_buf(),
+            line: (line > 0).then_some(line),
+            column: (line > 0).then_some(column),
+            // The fake names fields from the document root (`fake.endpoint[1]...`).
+            field: Some(if field.starts_with("fake") {
+                field
+            } else {
+                format!("fake.{field}")
+            }),
+            message,
+        },
+        other => FileError::whole(path, other.to_string()),
+    }
+}
+
+/// Loads every `*.toml` directly in `dir` (not recursively: sub-folders hold other things),
+/// sorted by file name. Ids must be unique.
+pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, FileError> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| FileError::whole(dir, format!("cannot read the scenarios folder: {e}")))?;
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for entry in entries {
+        let entry =
+            entry.map_err(|e| FileError::whole(dir, format!("cannot read the scenarios folder: {e}")))?;
+        let path = entry.path();
+        if path.is_file() && path.extension().is_some_and(|e| e == "toml") {
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    if paths.is_empty() {
+        return Err(FileError::whole(dir, "no scenario files (*.toml) in this folder"));
+    }
+    let mut scenarios: Vec<Scenario> = Vec::with_capacity(paths.len());
+    for path in paths {
+        let scenario = Scenario::load(&path)?;
+        if let Some(other) = scenarios.iter().find(|s| s.id == scenario.id) {
+            return Err(FileError::whole(
+                &path,
+                format!(
+                    "field `id`: {:?} is already used by {}; case ids must be unique",
+                    scenario.id,
+                    other.file.display()
+                ),
+            ));
+        }
+        scenarios.push(scenario);
+    }
+    Ok(scenarios)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Scenario, FileError> {
+        Scenario::from_toml_str(text, Path::new("scenarios/t.toml"))
+    }
+
+    const BASE: &str = r#"id = "wire.health.json.ready"
+title = "Ready over JSON"
+checks = ["protocol.*", "behaviour.exit"]
+
+[agent]
+action = "ready"
+budget = 2.5
+"#;
+
+    #[test]
+    fn a_minimal_scenario_loads_with_defaults() {
+        let s = load(BASE).unwrap();
+        assert_eq!(s.id, "wire.health.json.ready");
+        assert_eq!(s.name, "t");
+        assert_eq!(s.agent.runs.len(), 1);
+        assert_eq!(s.agent.budget, 2.5);
+        assert_eq!(s.agent.vm_id.as_deref(), Some(DEFAULT_VM_ID));
+        let ids: Vec<&str> = s.checks.iter().map(|c| c.id).collect();
+        assert!(ids.contains(&"protocol.headers") && ids.contains(&"behaviour.exit"));
+        assert!(!ids.contains(&"kvp.pool"));
+        assert_eq!(s.case_id(s.checks[0]), format!("wire.health.json.ready.{}", ids[0]));
+    }
+
+    #[test]
+    fn generated_text_and_runs() {
+        let s = load(
+            r#"id = "a.b"
+title = "t"
+checks = ["report.state"]
+[agent]
+[[agent.run]]
+action = "in-progress"
+description = { text = "x", repeat = "ab", times = 3 }
+[[agent.run]]
+action = "ready"
+"#,
+        )
+        .unwrap();
+        assert_eq!(s.agent.runs[0].description.as_deref(), Some("xababab"));
+        assert_eq!(s.agent.runs[1].action, Action::Ready);
+    }
+
+    #[test]
+    fn errors_name_line_and_field() {
+        let e = load(&format!("{BASE}retries = 3\n")).unwrap_err();
+        assert_eq!(e.line, Some(8));
+        assert!(e.message.contains("unknown field `retries`"), "{e}");
+
+        let e = load(&BASE.replace("budget = 2.5", "budget = -1.0")).unwrap_err();
+        assert_eq!((e.line, e.field.as_deref()), (Some(7), Some("agent.budget")));
+
+        let e = load(&BASE.replace("\"behaviour.exit\"", "\"behaviour.nope\"")).unwrap_err();
+        assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("checks")));
+        assert!(e.message.contains("matches no check"), "{e}");
+
+        let e = load(&BASE.replace("action = \"ready\"", "action = \"failure\"")).unwrap_err();
+        assert!(e.message.contains("needs a `reason`"), "{e}");
+    }
+
+    #[test]
+    fn fake_table_errors_keep_the_document_line() {
+        let text = format!(
+            "{BASE}\n[fake]\n[[fake.endpoint]]\nid = \"wireserver.health.json\"\n[[fake.endpoint.step]]\nkind = \"explode\"\n"
+        );
+        let e = load(&text).unwrap_err();
+        assert_eq!(e.line, Some(13), "{e}");
+        assert!(e.field.as_deref().unwrap().starts_with("fake.endpoint"), "{e}");
+    }
+}

@@ -1,0 +1,56 @@
+//! The request timeline of a scenario run (for the report's SVG): requests and answers from the
+//! journal, injected faults marked, the budget, the deadline and the agent's exit.
+
+use crate::exec::Exit;
+use crate::observe::{Observation, answer_label};
+use crate::results::{Timeline, TimelineEvent};
+
+/// Builds the timeline; every case of the scenario shares it.
+pub fn build(obs: &Observation) -> Timeline {
+    let events = obs
+        .journal
+        .iter()
+        .map(|e| TimelineEvent {
+            at_ms: e.at_ms,
+            done_ms: e.done_ms,
+            endpoint: e.endpoint.clone(),
+            label: format!("{} {}", e.method, short_target(&e.target)),
+            answer: answer_label(e),
+            fault: obs.is_injected(e) && (e.answer.status.is_none_or(|s| s >= 400)
+                || !matches!(e.answer.kind.as_str(), "respond" | "default")),
+        })
+        .collect();
+    let last = obs.runs.last();
+    Timeline {
+        budget_ms: Some((obs.budget() * 1000.0).round() as u64),
+        deadline_ms: last.map_or(0, |r| {
+            r.start_ms + (obs.scenario.agent.deadline * 1000.0).round() as u64
+        }),
+        agent_exit_ms: last.and_then(|r| match r.exit {
+            Exit::KilledAtDeadline | Exit::SpawnFailed(_) => None,
+            _ => Some(r.end_ms),
+        }),
+        events,
+    }
+}
+
+/// `http://168.63.129.16/machine?comp=health` → `/machine?comp=health` (proxy mode sends
+/// absolute-form targets; the label wants the path).
+fn short_target(target: &str) -> &str {
+    match target.split_once("://") {
+        Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
+        None => target,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absolute_targets_are_shortened() {
+        assert_eq!(short_target("http://168.63.129.16/machine?comp=health"), "/machine?comp=health");
+        assert_eq!(short_target("http://169.254.169.254"), "/");
+        assert_eq!(short_target("/provisioning/health"), "/provisioning/health");
+    }
+}
