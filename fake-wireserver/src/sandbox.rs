@@ -167,9 +167,10 @@ mod tests {
     #[test]
     fn sandbox_timeout_must_be_positive() {
         for bad in ["0", "-1", "nan", "soon"] {
-            let err = Cli::try_parse_from(["x", "--out", "o", "--timeout", bad, "--", "true"])
-                .unwrap_err()
-                .to_string();
+            let err =
+                Cli::try_parse_from(["x", "--out", "o", &format!("--timeout={bad}"), "--", "true"])
+                    .unwrap_err()
+                    .to_string();
             assert!(err.contains("positive number of seconds"), "{bad}: {err}");
         }
     }
