@@ -932,7 +932,10 @@ impl RawStep {
                     Err(err(
                         s.span(),
                         name,
-                        format!("must be a number of seconds > {}, got {x}", if allow_zero { "= 0" } else { "0" }),
+                        format!(
+                            "must be a number of seconds {} 0, got {x}",
+                            if allow_zero { ">=" } else { ">" }
+                        ),
                     ))
                 }
             }

@@ -1,0 +1,204 @@
+//! The admin API lives on its own listener only; the journal's JSON shape is a public
+//! interface (snapshots), in memory bounded, on disk complete.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use fake_wireserver::{Entry, Fake, FakeConfig, Scenario, Severity};
+
+use common::{exchange, get, goalstate_get, post, response};
+
+const T: Duration = Duration::from_secs(10);
+
+fn loopback() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+async fn full_fake() -> Fake {
+    Fake::start(FakeConfig::default().with_proxy().admin(loopback()))
+        .await
+        .unwrap()
+}
+
+/// Volatile fields (time since start, client port) replaced so snapshots are stable.
+fn stable(mut e: Entry) -> Entry {
+    e.at_ms = 0;
+    e.done_ms = e.done_ms.map(|_| 1);
+    e.client = "127.0.0.1:PORT".into();
+    e
+}
+
+#[tokio::test]
+async fn admin_paths_are_plain_404_on_agent_listeners_and_the_proxy() {
+    let fake = full_fake().await;
+    let admin = fake.admin_addr().unwrap();
+    let cases = [
+        (fake.wireserver_addr().unwrap(), "/__admin/journal".to_owned(), "168.63.129.16", "wireserver.unknown"),
+        (fake.imds_addr().unwrap(), "/__admin/journal".to_owned(), "169.254.169.254", "imds.unknown"),
+        (fake.proxy_addr().unwrap(), "http://168.63.129.16/__admin/journal".to_owned(), "168.63.129.16", "wireserver.unknown"),
+        (fake.proxy_addr().unwrap(), format!("http://{admin}/__admin/journal"), "x", "proxy.unknown-host"),
+        (fake.proxy_addr().unwrap(), "/__admin/reset".to_owned(), "169.254.169.254", "imds.unknown"),
+    ];
+    for (addr, target, host, endpoint) in &cases {
+        let r = response(exchange(*addr, &get(target, host, &[("Metadata", "true")]), T).await);
+        assert_eq!(r.status, 404, "{target} via {addr}");
+        assert!(r.body.is_empty(), "plain 404: {:?}", r.text());
+        let e = fake.journal().into_iter().last().unwrap();
+        assert_eq!(e.endpoint, *endpoint, "{target}");
+        assert!(
+            e.findings.iter().any(|f| f.id == "path.admin-on-agent-listener"),
+            "{:?}",
+            e.findings
+        );
+    }
+    // Nothing reached the admin API: the journal still has every request.
+    assert_eq!(fake.journal().len(), cases.len());
+}
+
+async fn admin_call(admin: SocketAddr, method: &str, path: &str, body: &str) -> common::Response {
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {admin}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    response(exchange(admin, req.as_bytes(), T).await)
+}
+
+#[tokio::test]
+async fn admin_api_journal_scenario_reset() {
+    let fake = full_fake().await;
+    let admin = fake.admin_addr().unwrap();
+    let ws = fake.wireserver_addr().unwrap();
+    assert_eq!(response(exchange(ws, &goalstate_get(), T).await).status, 200);
+
+    let r = admin_call(admin, "GET", "/__admin/journal", "").await;
+    assert_eq!(r.status, 200);
+    let entries: Vec<Entry> = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].endpoint, "wireserver.goalstate");
+
+    // A bad scenario: 400 naming the origin, line and field; the old scenario stays.
+    let r = admin_call(
+        admin,
+        "POST",
+        "/__admin/scenario?origin=plans/bad.toml",
+        "[[endpoint]]\nid = \"wireserver.goalstate\"\n[[endpoint.step]]\nkind = \"respond\"\nstatus = \"x\"\n",
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.text().trim(),
+        "plans/bad.toml:5:10: endpoint[1].step[1].status: invalid type: string \"x\", expected u16"
+    );
+    assert_eq!(response(exchange(ws, &goalstate_get(), T).await).status, 200);
+
+    let r = admin_call(
+        admin,
+        "POST",
+        "/__admin/scenario",
+        "[goalstate]\nincarnation = \"9\"\n[[endpoint]]\nid = \"wireserver.goalstate\"\n[[endpoint.step]]\nkind = \"respond\"\npreset = \"gone\"\n",
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(response(exchange(ws, &goalstate_get(), T).await).status, 410);
+    let gs = response(exchange(ws, &goalstate_get(), T).await);
+    assert!(gs.text().contains("<Incarnation>9</Incarnation>"));
+    let served: serde_json::Value =
+        serde_json::from_slice(&admin_call(admin, "GET", "/__admin/served", "").await.body).unwrap();
+    assert_eq!(served["incarnation"], "9");
+
+    // Reset: empty window, plan from its first step again.
+    assert_eq!(admin_call(admin, "POST", "/__admin/reset", "").await.status, 200);
+    assert!(fake.journal().is_empty());
+    assert_eq!(response(exchange(ws, &goalstate_get(), T).await).status, 410);
+    let j = fake.journal();
+    assert_eq!(j.len(), 1);
+    assert_eq!(j[0].seq, 5, "seq numbers are never reused");
+}
+
+#[tokio::test]
+async fn journal_window_is_bounded_and_the_file_keeps_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("journal.jsonl");
+    let fake = Fake::start(FakeConfig::default().journal_capacity(3).journal_file(&file))
+        .await
+        .unwrap();
+    for _ in 0..5 {
+        response(exchange(fake.wireserver_addr().unwrap(), &goalstate_get(), T).await);
+    }
+    let seqs: Vec<u64> = fake.journal().iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [3, 4, 5]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<Entry> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3, 4, 5]);
+    assert!(lines.iter().all(|e| e.done_ms.is_some() && e.answer.status == Some(200)));
+}
+
+#[tokio::test]
+async fn journal_entry_shapes() {
+    let scenario = Scenario::from_toml_str(
+        "[goalstate]\nincarnation = \"7\"\ncontainer_id = \"c0ffee00-1111-2222-3333-444444444444\"\ninstance_id = \"11111111222233334444555555555555.vector-vm\"\n[[endpoint]]\nid = \"wireserver.health.json\"\n[[endpoint.step]]\nkind = \"respond\"\npreset = \"throttled\"\n",
+        "snap.toml",
+    )
+    .unwrap();
+    let fake = Fake::start(FakeConfig::default().with_proxy().scenario(scenario))
+        .await
+        .unwrap();
+    let ws = fake.wireserver_addr().unwrap();
+
+    // Health XML as WALA sends it (compact), with a stale incarnation: report + mismatch.
+    let xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?><Health xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xmlns:xsd=\"http://www.w3.org/2001/XMLSchema\"><GoalStateIncarnation>6</GoalStateIncarnation><Container><ContainerId>c0ffee00-1111-2222-3333-444444444444</ContainerId><RoleInstanceList><Role><InstanceId>11111111222233334444555555555555.vector-vm</InstanceId><Health><State>NotReady</State><Details><SubStatus>Provisioning</SubStatus><Description>Starting</Description></Details></Health></Role></RoleInstanceList></Container></Health>";
+    response(
+        exchange(
+            ws,
+            &post(
+                "/machine?comp=health",
+                "168.63.129.16",
+                &[("x-ms-agent-name", "WALinuxAgent"), ("x-ms-version", "2012-11-30"), ("Content-Type", "text/xml;charset=utf-8")],
+                xml,
+            ),
+            T,
+        )
+        .await,
+    );
+    // JSON health as azure-init sends a failure, answered by the scripted throttle.
+    let json = r#"{"details":{"description":"result=error|reason=operation timed out|agent=Azure-Init/0.1.1|error=A timeout error occurred|pps_type=None|vm_id=11111111-2222-3333-4444-555555555555|timestamp=2026-11-29T14:41:10.903401841+00:00|documentation_url=https://aka.ms/linuxprovisioningerror","subStatus":"ProvisioningFailed"},"state":"NotReady"}"#;
+    response(
+        exchange(
+            ws,
+            &post(
+                "/provisioning/health",
+                "168.63.129.16",
+                &[("content-type", "application/json"), ("x-ms-guest-agent-name", "azure-init v0.1.1")],
+                json,
+            ),
+            T,
+        )
+        .await,
+    );
+    // IMDS without the Metadata header, through the proxy.
+    let r = response(
+        exchange(
+            fake.proxy_addr().unwrap(),
+            &get("http://169.254.169.254/metadata/instance?api-version=2021-02-01", "169.254.169.254", &[]),
+            T,
+        )
+        .await,
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&r.body).unwrap()["error"],
+        "Bad request. Required metadata header not specified"
+    );
+    // An unknown wireserver path, with no x-ms headers.
+    response(exchange(ws, &get("/machine?comp=roleProperties", "168.63.129.16", &[]), T).await);
+
+    let journal: Vec<Entry> = fake.journal().into_iter().map(stable).collect();
+    assert_eq!(journal.len(), 4);
+    assert!(journal[2].findings.iter().any(|f| f.severity == Severity::Error));
+    insta::assert_json_snapshot!("health_xml_entry", journal[0]);
+    insta::assert_json_snapshot!("health_json_throttled_entry", journal[1]);
+    insta::assert_json_snapshot!("imds_without_metadata_via_proxy_entry", journal[2]);
+    insta::assert_json_snapshot!("unknown_path_entry", journal[3]);
+}

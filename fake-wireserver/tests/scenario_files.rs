@@ -1,0 +1,181 @@
+//! Scenario files: the examples load and round-trip; bad files are refused with a message that
+//! names the file, the line and the field.
+
+mod common;
+
+use fake_wireserver::scenario::{Action, Body, EndPolicy, Preset, TriggerAction};
+use fake_wireserver::{Scenario, ScenarioError};
+
+use common::examples_dir;
+
+#[test]
+fn every_example_loads_and_round_trips() {
+    let mut n = 0;
+    for entry in std::fs::read_dir(examples_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        n += 1;
+        let scenario = Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(scenario.name.is_some(), "{}: give examples a name", path.display());
+        let again = Scenario::from_toml_str(&scenario.to_toml_string(), &scenario.origin)
+            .unwrap_or_else(|e| panic!("{}: re-parse: {e}", path.display()));
+        assert_eq!(again, scenario, "{}", path.display());
+    }
+    assert!(n >= 5, "found {n} examples");
+}
+
+#[test]
+fn the_contract_example_parses() {
+    let s = Scenario::from_toml_str(
+        r#"
+name = "403 throttling burst then success"
+seed = 42
+
+[goalstate]
+incarnation = "1"
+container_id = "c"
+instance_id = "i"
+
+[imds]
+vm_id = "v"
+pps_type = "None"
+
+[[endpoint]]
+id = "wireserver.health.json"
+end = "default"
+
+[[endpoint.step]]
+kind = "respond"
+status = 403
+preset = "throttled"
+times = 3
+probability = 1.0
+
+[[endpoint.step]]
+kind = "delay"
+seconds = 2.5
+
+[rate_limit]
+requests = 5
+window = 1.0
+endpoints = ["wireserver.*"]
+
+[[trigger]]
+after = 5.0
+action = "bump-incarnation"
+"#,
+        "contract.toml",
+    )
+    .unwrap();
+    assert_eq!(s.seed, Some(42));
+    assert_eq!(s.endpoints[0].end, EndPolicy::Default);
+    assert_eq!(s.endpoints[0].steps[0].times, 3);
+    match &s.endpoints[0].steps[0].action {
+        Action::Respond(r) => assert_eq!((r.status, r.preset), (Some(403), Some(Preset::Throttled))),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(s.endpoints[0].steps[1].action, Action::Delay { seconds, reply: None } if seconds == 2.5));
+    assert_eq!(s.triggers[0].action, TriggerAction::BumpIncarnation);
+    assert_eq!(s.rate_limit.as_ref().unwrap().requests, 5);
+}
+
+#[test]
+fn body_file_is_relative_to_the_scenario_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("gs.xml"), "<GoalState/>").unwrap();
+    let file = dir.path().join("s.toml");
+    std::fs::write(
+        &file,
+        "[[endpoint]]\nid = \"wireserver.goalstate\"\n[[endpoint.step]]\nkind = \"respond\"\nstatus = 200\nbody_file = \"gs.xml\"\n",
+    )
+    .unwrap();
+    let s = Scenario::from_file(&file).unwrap();
+    match &s.endpoints[0].steps[0].action {
+        Action::Respond(r) => assert_eq!(
+            r.body,
+            Some(Body::File {
+                path: "gs.xml".into(),
+                contents: b"<GoalState/>".to_vec()
+            })
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_section_of_a_larger_document_keeps_its_line_numbers() {
+    let doc = "title = \"conformance case\"\n[checks]\nx = 1\n\n[fake]\nseed = 3\n[[fake.endpoint]]\nid = \"imds.*\"\n[[fake.endpoint.step]]\nkind = \"sleep\"\n";
+    let err = Scenario::from_toml_section(doc, "case.toml", "fake").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "case.toml:10:8: fake.endpoint[1].step[1].kind: unknown variant `sleep`, expected one of `respond`, `delay`, `hang`, `reset`, `close`, `malformed`, `partial`, `slow`"
+    );
+    let ok = Scenario::from_toml_section(&doc.replace("sleep", "hang"), "case.toml", "fake")
+        .unwrap()
+        .unwrap();
+    assert_eq!(ok.seed, Some(3));
+    assert_eq!(Scenario::from_toml_section("a = 1", "x.toml", "fake").unwrap(), None);
+}
+
+fn message(text: &str) -> String {
+    match Scenario::from_toml_str(text, "inline.toml") {
+        Ok(_) => panic!("accepted: {text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn bad_files_name_file_line_and_field() {
+    let mut out = String::new();
+    let mut files: Vec<_> = std::fs::read_dir("tests/data/scenarios")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for path in files {
+        let err = Scenario::from_file(&path).unwrap_err();
+        if let ScenarioError::Invalid { line, .. } = &err {
+            assert!(*line > 0, "{err}");
+        }
+        out.push_str(&format!("{err}\n"));
+    }
+    insta::assert_snapshot!("bad_scenario_files", out);
+}
+
+#[test]
+fn semantic_errors() {
+    let step = |body: &str| format!("[[endpoint]]\nid = \"wireserver.goalstate\"\n[[endpoint.step]]\n{body}\n");
+    let cases = [
+        step("kind = \"respond\""),
+        step("kind = \"respond\"\nstatus = 99"),
+        step("kind = \"hang\"\nseconds = 3"),
+        step("kind = \"delay\""),
+        step("kind = \"delay\"\nseconds = -1"),
+        step("kind = \"slow\"\nchunk = 0\ninterval = 1"),
+        step("kind = \"slow\"\nchunk = 4"),
+        step("kind = \"partial\""),
+        step("kind = \"malformed\""),
+        step("kind = \"reset\"\ntimes = 0"),
+        step("kind = \"close\"\nprobability = 1.5"),
+        step("kind = \"respond\"\nstatus = 200\nheaders = [[\"Content-Length\", \"3\"]]"),
+        step("kind = \"respond\"\nstatus = 200\nheaders = [[\"Bad Name\", \"3\"]]"),
+        step("kind = \"respond\"\nstatus = 200\nbody = \"a\"\nbody_file = \"b\""),
+        "[[endpoint]]\nid = \"wireserver.goalstate\"\n".to_owned(),
+        "[[endpoint]]\nid = \"wireserver.nothing\"\n[[endpoint.step]]\nkind = \"hang\"\n".to_owned(),
+        "[[endpoint]]\nid = \"wire server\"\n[[endpoint.step]]\nkind = \"hang\"\n".to_owned(),
+        "[[endpoint]]\nid = \"imds.*\"\nend = \"forever\"\n[[endpoint.step]]\nkind = \"hang\"\n".to_owned(),
+        "[rate_limit]\nrequests = 5\n".to_owned(),
+        "[rate_limit]\nrequests = 0\nwindow = 1\n".to_owned(),
+        "[rate_limit]\nrequests = 1\nwindow = 1\nendpoints = [\"nothing.*\"]\n".to_owned(),
+        "[goalstate]\nincarnation = \"abc\"\n[[trigger]]\nafter = 1\naction = \"bump-incarnation\"\n".to_owned(),
+        "[[trigger]]\nafter = 1\naction = \"reboot\"\n".to_owned(),
+        "[goalstate]\nincarnation = 7\n".to_owned(),
+        "[imds]\nvm_id = \"x\"\nflavour = \"y\"\n".to_owned(),
+        "seed = -1\n".to_owned(),
+        "surprise = true\n".to_owned(),
+    ];
+    let out: Vec<String> = cases.iter().map(|c| message(c)).collect();
+    insta::assert_snapshot!("semantic_errors", out.join("\n"));
+}
