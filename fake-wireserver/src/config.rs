@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::documents::{effective_goalstate, effective_imds};
 use crate::fake::FakeConfig;
+use crate::scenario::Scenario;
 
 #[derive(Debug, Serialize)]
 pub struct EffectiveConfig {
@@ -16,7 +17,8 @@ pub struct EffectiveConfig {
     listen: Listen,
     journal: JournalConfig,
     limits: Limits,
-    fake: toml::Table,
+    #[serde(serialize_with = "crate::scenario::serialize_scenario")]
+    fake: Scenario,
 }
 
 #[derive(Debug, Serialize)]
@@ -50,7 +52,6 @@ impl EffectiveConfig {
         scenario.seed = Some(scenario.seed.unwrap_or(0));
         scenario.goalstate = effective_goalstate(&scenario.goalstate);
         scenario.imds = effective_imds(&scenario.imds);
-        let fake: toml::Table = toml::from_str(&scenario.to_toml_string()).unwrap_or_default();
         EffectiveConfig {
             scenario_file: scenario_file.map(|p| p.display().to_string()),
             listen: Listen {
@@ -67,7 +68,7 @@ impl EffectiveConfig {
                 max_body_bytes: config.max_body_bytes,
                 read_timeout: config.read_timeout.as_secs_f64(),
             },
-            fake,
+            fake: scenario,
         }
     }
 

@@ -1005,6 +1005,14 @@ impl RawStep {
 // ---------------------------------------------------------------------------------------------
 // Serialization back to the file format (print-config)
 
+/// Serializes a scenario in the file format (for embedding in other documents).
+pub(crate) fn serialize_scenario<S: serde::Serializer>(
+    scenario: &Scenario,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    ScenarioToml::from(scenario).serialize(serializer)
+}
+
 #[derive(Serialize)]
 struct ScenarioToml<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]

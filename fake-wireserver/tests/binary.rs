@@ -1,0 +1,150 @@
+//! The `fake-wireserver` binary: ready line, endpoints, admin journal, JSON Lines journal,
+//! `--print-config`, and refusing bad scenario files with exit status 2.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fake_wireserver::Entry;
+use serde_json::Value;
+
+use common::{exchange, get, goalstate_get, post, response};
+
+const T: Duration = Duration::from_secs(10);
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_fake-wireserver"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c.env_remove("FAKE_WIRESERVER_SCENARIO");
+    c
+}
+
+/// Kills the child on drop so a failing test leaves no process behind.
+struct Running(Child);
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn addr(v: &Value, key: &str) -> SocketAddr {
+    v[key].as_str().unwrap_or_else(|| panic!("{key} in {v}")).parse().unwrap()
+}
+
+#[tokio::test]
+async fn serves_reports_ready_and_journals() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let mut child = Running(
+        bin()
+            .args(["--proxy", "127.0.0.1:0", "--scenario", "../scenarios/examples/throttle-health-then-succeed.toml", "--journal"])
+            .arg(&journal)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdout = BufReader::new(child.0.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    // Exactly one JSON line, keys in the documented order, ports resolved.
+    assert!(line.starts_with("{\"wireserver\":\"127.0.0.1:"), "{line}");
+    let ready: Value = serde_json::from_str(&line).unwrap();
+    let keys: Vec<&String> = ready.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["wireserver", "imds", "proxy", "admin"]);
+    let (ws, imds, proxy, admin) = (addr(&ready, "wireserver"), addr(&ready, "imds"), addr(&ready, "proxy"), addr(&ready, "admin"));
+    for a in [ws, imds, proxy, admin] {
+        assert_ne!(a.port(), 0);
+    }
+
+    assert_eq!(response(exchange(ws, &goalstate_get(), T).await).status, 200);
+    let md = get("/metadata/instance?api-version=2021-08-01&extended=true", "169.254.169.254", &[("Metadata", "true")]);
+    assert_eq!(response(exchange(imds, &md, T).await).status, 200);
+    let via_proxy = get("http://168.63.129.16/?comp=versions", "168.63.129.16", &[]);
+    assert_eq!(response(exchange(proxy, &via_proxy, T).await).status, 200);
+    let elsewhere = get("http://example.com/", "example.com", &[]);
+    assert_eq!(response(exchange(proxy, &elsewhere, T).await).status, 502);
+    let health = post("/provisioning/health", "168.63.129.16", &[("Content-Type", "application/json")], r#"{"state":"Ready"}"#);
+    assert_eq!(response(exchange(ws, &health, T).await).status, 403, "scenario: throttled");
+
+    let r = response(exchange(admin, &get("/__admin/journal", &admin.to_string(), &[]), T).await);
+    let entries: Vec<Entry> = serde_json::from_slice(&r.body).unwrap();
+    let endpoints: Vec<&str> = entries.iter().map(|e| e.endpoint.as_str()).collect();
+    assert_eq!(
+        endpoints,
+        ["wireserver.goalstate", "imds.instance", "wireserver.versions", "proxy.unknown-host", "wireserver.health.json"]
+    );
+    assert_eq!(entries[4].answer.kind, "respond");
+    assert_eq!(entries[4].report.as_ref().unwrap().state.as_deref(), Some("Ready"));
+
+    // SIGTERM: a clean exit; the JSON Lines file has every entry.
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child.0),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let status = child.0.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let lines = std::fs::read_to_string(&journal).unwrap();
+    let from_file: Vec<Entry> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(from_file.len(), 5);
+}
+
+fn print_config(args: &[&str]) -> String {
+    let out = bin().args(args).arg("--print-config").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn print_config_merges_defaults_file_and_flags() {
+    let plain = print_config(&[]);
+    insta::assert_snapshot!("print_config_defaults", plain);
+    let merged = print_config(&[
+        "--scenario",
+        "../scenarios/examples/throttle-health-then-succeed.toml",
+        "--proxy",
+        "127.0.0.1:3128",
+        "--imds",
+        "off",
+        "--journal",
+        "journal.jsonl",
+        "--max-body",
+        "2048",
+    ]);
+    insta::assert_snapshot!("print_config_merged", merged);
+    // The [fake] table is a valid scenario again.
+    let table: toml::Table = toml::from_str(&merged).unwrap();
+    let fake = toml::to_string(&table["fake"]).unwrap();
+    fake_wireserver::Scenario::from_toml_str(&fake, "printed").unwrap();
+}
+
+#[test]
+fn bad_scenario_refuses_to_start_with_exit_2() {
+    let out = bin()
+        .args(["--scenario", "tests/data/scenarios/unknown-step.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "no ready line");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("tests/data/scenarios/unknown-step.toml:7:8: endpoint[1].step[1].kind: unknown variant `explode`"),
+        "{stderr}"
+    );
+    let out = bin().args(["--scenario", "no/such/file.toml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/file.toml"));
+}
+
+#[test]
+fn admin_must_stay_on_loopback() {
+    let out = bin().args(["--admin", "0.0.0.0:0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("loopback"));
+    assert!(Path::new(env!("CARGO_BIN_EXE_fake-wireserver")).exists());
+}
