@@ -129,3 +129,41 @@ fn written_to_the_out_folder() {
 fn snapshot() {
     insta::assert_snapshot!("report_html", html::render(&fixture()));
 }
+
+/// Every agent-supplied string of the hostile agent's case replaced by `text`.
+fn with_text(text: &str) -> RunResults {
+    let mut results = fixture();
+    let agent = &mut results.agents[1];
+    agent.agent = text.to_string();
+    let case = &mut agent.cases[0];
+    case.id = format!("p.{text}");
+    case.title = text.to_string();
+    case.scenario = text.to_string();
+    case.reason = Some(text.to_string());
+    case.evidence[0].note = text.to_string();
+    case.evidence[0].excerpt = Some(text.to_string());
+    let event = &mut case.timeline.events[0];
+    event.endpoint = text.to_string();
+    event.label = text.to_string();
+    event.answer = text.to_string();
+    results
+}
+
+proptest::proptest! {
+    /// Whatever an agent sends, it adds no markup: the page has exactly the
+    /// structure it has for a harmless string of the same length.
+    #[test]
+    fn agent_text_never_adds_markup(chars in proptest::collection::vec(proptest::prelude::any::<char>(), 0..40)) {
+        let text: String = chars.into_iter().collect();
+        let harmless = "x".repeat(text.chars().count());
+        let page = html::render(&with_text(&text));
+        let reference = html::render(&with_text(&harmless));
+        for markup in ['<', '>', '"', '\''] {
+            proptest::prop_assert_eq!(
+                page.matches(markup).count(),
+                reference.matches(markup).count(),
+                "{:?} count differs for {:?}", markup, text
+            );
+        }
+    }
+}

@@ -193,7 +193,10 @@ fn axis(page: &mut String, scale: &Scale, plot_bottom: f64) {
             tick_label(t, step),
             y = plot_bottom + 16.0,
         );
-        t += step;
+        match t.checked_add(step) {
+            Some(next) => t = next,
+            None => break,
+        }
     }
     page.push_str("</g>\n");
 }
