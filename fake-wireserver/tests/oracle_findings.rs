@@ -94,6 +94,8 @@ fn kvp_pool_deviations() {
     pool.extend_from_slice(b"half a record");
     let view = kvp::decode_pool(&pool);
     let findings: Vec<_> = view.all_findings().cloned().collect();
-    let report = view.provisioning_report.map(|(index, report)| (index, report.findings));
+    let report = view
+        .provisioning_report
+        .map(|(index, report)| (index, report.findings));
     insta::assert_yaml_snapshot!((findings, report));
 }

@@ -29,7 +29,10 @@ fn reference_encode(dialect: Dialect, fields: &[(String, String)]) -> String {
         .expect("writing to a Vec");
     let bytes = writer.into_inner().expect("flushing a Vec");
     let record = String::from_utf8(bytes).expect("csv writes the UTF-8 it was given");
-    let record = record.strip_suffix('\n').expect("one terminator").to_string();
+    let record = record
+        .strip_suffix('\n')
+        .expect("one terminator")
+        .to_string();
     match dialect {
         // Python str.rstrip(); char::is_whitespace stands in for str.isspace.
         Dialect::CloudInit => record.trim_end().to_string(),
@@ -54,7 +57,8 @@ fn expected_after_encoding(dialect: Dialect, fields: &[(String, String)]) -> Vec
 
 #[test]
 fn csv_quoting_is_exactly_section_6_1() {
-    let encode_one = |dialect, value: &str| reference_encode(dialect, &[("k".into(), value.into())]);
+    let encode_one =
+        |dialect, value: &str| reference_encode(dialect, &[("k".into(), value.into())]);
     // §6.1 "Literal (never trigger quoting)".
     // (Followed by `x` so that cloud-init's rstrip keeps them.)
     for literal in ["\"", "\t", ",", "\\", "&<>", "=", " ", "#"] {
@@ -71,13 +75,19 @@ fn csv_quoting_is_exactly_section_6_1() {
     assert_eq!(encode_one(Dialect::CloudInit, "a\rb"), "'k=a\rb'");
     assert_eq!(encode_one(Dialect::CloudInit, "a\nb"), "'k=a\nb'");
     assert_eq!(encode_one(Dialect::AzureInit, "a|b"), "\"k=a|b\"");
-    assert_eq!(encode_one(Dialect::AzureInit, "he said \"hi\""), "\"k=he said \"\"hi\"\"\"");
+    assert_eq!(
+        encode_one(Dialect::AzureInit, "he said \"hi\""),
+        "\"k=he said \"\"hi\"\"\""
+    );
     assert_eq!(encode_one(Dialect::AzureInit, "a\nb"), "\"k=a\nb\"");
     // The PROTOCOL.md §6.4 examples.
     assert_eq!(
         reference_encode(
             Dialect::CloudInit,
-            &[("reason".into(), "foo'bar".into()), ("x".into(), "a|b".into())]
+            &[
+                ("reason".into(), "foo'bar".into()),
+                ("x".into(), "a|b".into())
+            ]
         ),
         "'reason=foo''bar'|'x=a|b'"
     );
@@ -126,7 +136,9 @@ const STRUCTURAL: [&str; 8] = [
 /// data (distinct keys that are not structural).
 fn well_formed_report() -> impl Strategy<Value = (Dialect, Vec<(String, String)>)> {
     let supporting = prop::collection::btree_map(
-        identifier().prop_filter("not a structural key", |k| !STRUCTURAL.contains(&k.as_str())),
+        identifier().prop_filter("not a structural key", |k| {
+            !STRUCTURAL.contains(&k.as_str())
+        }),
         hostile_string(24),
         0..5,
     );

@@ -100,7 +100,11 @@ fn request_body(vector: &Value) -> Vec<u8> {
         Some(b64) => base64::engine::general_purpose::STANDARD
             .decode(b64)
             .expect("body_b64 is base64"),
-        None => vector["body"].as_str().unwrap_or_default().as_bytes().to_vec(),
+        None => vector["body"]
+            .as_str()
+            .unwrap_or_default()
+            .as_bytes()
+            .to_vec(),
     }
 }
 
@@ -128,14 +132,22 @@ fn health_request_vectors_parse_to_their_expected_values() {
                         (&report.container_id, "container_id"),
                         (&report.instance_id, "instance_id"),
                     ] {
-                        assert_eq!(got.as_deref(), expected[key].as_str(), "{agent}/{name}: {key}");
+                        assert_eq!(
+                            got.as_deref(),
+                            expected[key].as_str(),
+                            "{agent}/{name}: {key}"
+                        );
                     }
                     report
                 }
                 Some("wireserver.health.json") => health::parse_json(&request_body(&vector)),
                 _ => continue,
             };
-            assert_eq!(report.state.as_deref(), expected["state"].as_str(), "{agent}/{name}: state");
+            assert_eq!(
+                report.state.as_deref(),
+                expected["state"].as_str(),
+                "{agent}/{name}: state"
+            );
             assert_eq!(
                 report.substatus.as_deref(),
                 expected["substatus"].as_str(),
@@ -148,11 +160,14 @@ fn health_request_vectors_parse_to_their_expected_values() {
             );
             match expected.get("report") {
                 Some(want) => {
-                    let got = report
-                        .encoded
-                        .as_ref()
-                        .unwrap_or_else(|| panic!("{agent}/{name}: description not parsed as a report"));
-                    assert_eq!(got.fields, pairs(&want["fields"]), "{agent}/{name}: report fields");
+                    let got = report.encoded.as_ref().unwrap_or_else(|| {
+                        panic!("{agent}/{name}: description not parsed as a report")
+                    });
+                    assert_eq!(
+                        got.fields,
+                        pairs(&want["fields"]),
+                        "{agent}/{name}: report fields"
+                    );
                     assert_eq!(
                         got.dialect,
                         Some(dialect(want["dialect"].as_str().unwrap())),
@@ -162,12 +177,19 @@ fn health_request_vectors_parse_to_their_expected_values() {
                 None => assert_eq!(report.encoded, None, "{agent}/{name}"),
             }
             // The ids echo what the fake served, and the agents' documents are well-formed.
-            assert!(report.findings.is_empty(), "{agent}/{name}: {:#?}", report.findings);
+            assert!(
+                report.findings.is_empty(),
+                "{agent}/{name}: {:#?}",
+                report.findings
+            );
             insta::assert_yaml_snapshot!(snapshot_name(&["health", &agent, &name]), report);
             checked += 1;
         }
     }
-    assert_eq!(checked, 6, "2 afterburn + 4 cloud-init health requests in the vectors");
+    assert_eq!(
+        checked, 6,
+        "2 afterburn + 4 cloud-init health requests in the vectors"
+    );
 }
 
 #[test]
@@ -188,8 +210,15 @@ fn kvp_pool_vectors_decode_to_their_sidecars() {
             assert_eq!(got.index as u64, want["index"].as_u64().unwrap(), "{at}");
             assert_eq!(got.offset, got.index * kvp::RECORD_SIZE, "{at}");
             assert_eq!(got.key, want["key"].as_str().unwrap(), "{at}: key");
-            assert_eq!(got.value_bytes as u64, want["value_bytes"].as_u64().unwrap(), "{at}");
-            assert!(want.get("value_b64").is_none(), "{at}: the vectors' values are UTF-8");
+            assert_eq!(
+                got.value_bytes as u64,
+                want["value_bytes"].as_u64().unwrap(),
+                "{at}"
+            );
+            assert!(
+                want.get("value_b64").is_none(),
+                "{at}: the vectors' values are UTF-8"
+            );
             let value = want["value"].as_str().unwrap();
             assert!(value.len() <= HOST_VALUE_MAX, "{at}: within the host limit");
             assert_eq!(got.value, value, "{at}: value");
@@ -221,13 +250,20 @@ fn kvp_pool_vectors_decode_to_their_sidecars() {
                 .collect();
             let from_sidecar: String = serde_json::from_str(&format!("\"{raw}\"")).unwrap();
             assert_eq!(from_sidecar, want["message"].as_str().unwrap());
-            assert_eq!(got.message.as_deref(), want["message"].as_str(), "{name}: message");
+            assert_eq!(
+                got.message.as_deref(),
+                want["message"].as_str(),
+                "{name}: message"
+            );
             assert!(got.findings.is_empty(), "{name}: {:#?}", got.findings);
             let invalid = want_records
                 .iter()
                 .filter(|&&i| records[i]["slice_valid_json"] == Value::Bool(false))
                 .count();
-            assert_eq!(invalid as u64, want["invalid_json_slices"].as_u64().unwrap());
+            assert_eq!(
+                invalid as u64,
+                want["invalid_json_slices"].as_u64().unwrap()
+            );
         }
 
         insta::assert_yaml_snapshot!(snapshot_name(&["kvp", &name]), view);

@@ -8,6 +8,9 @@ fuzz_target!(|input: &str| {
     let strict = encoded::parse(input, Mode::Strict);
     let lenient = encoded::parse(input, Mode::Lenient);
     if let Ok(strict) = strict {
-        assert_eq!(strict.fields, lenient.expect("lenient accepts what strict accepts").fields);
+        assert_eq!(
+            strict.fields,
+            lenient.expect("lenient accepts what strict accepts").fields
+        );
     }
 });

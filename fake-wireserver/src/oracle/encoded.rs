@@ -560,7 +560,12 @@ fn check_structure(
     findings: &mut Vec<Finding>,
 ) {
     let keys: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
-    let value = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+    let value = |key: &str| {
+        fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    };
     // What is missing from a cut report was probably cut off, not left out.
     let missing_severity = if truncated {
         Severity::Warning
@@ -606,7 +611,12 @@ fn check_structure(
                 format!("`result` is {other:?}; expected `error` or `success` (§6.2)"),
             ));
             if keys.first() != Some(&"result") {
-                findings.push(order_finding("result", &keys, 0, "every report starts with `result`"));
+                findings.push(order_finding(
+                    "result",
+                    &keys,
+                    0,
+                    "every report starts with `result`",
+                ));
             }
             return;
         }
@@ -639,7 +649,9 @@ fn check_structure(
             } else {
                 findings.push(Finding::warning(
                     "report.documentation_url.value",
-                    format!("`documentation_url` is {url:?}; expected {DOCUMENTATION_URL:?} (§6.2)"),
+                    format!(
+                        "`documentation_url` is {url:?}; expected {DOCUMENTATION_URL:?} (§6.2)"
+                    ),
                 ));
             }
         }
@@ -702,7 +714,9 @@ fn check_layout(
         let expected = expected.saturating_sub(1);
         match at {
             None => findings.push(missing_finding(key, layout, missing_severity)),
-            Some(at) if at != expected => findings.push(order_finding(key, keys, expected, layout.name)),
+            Some(at) if at != expected => {
+                findings.push(order_finding(key, keys, expected, layout.name))
+            }
             Some(_) => {}
         }
     }
@@ -722,9 +736,12 @@ fn check_layout(
     for (j, &key) in layout.tail.iter().enumerate() {
         match present.iter().find(|&&(pj, _)| pj == j) {
             None => findings.push(missing_finding(key, layout, missing_severity)),
-            Some(&(_, at)) if Some(at) != base.map(|b| b + j) => {
-                findings.push(order_finding(key, keys, base.map_or(j, |b| b + j), layout.name))
-            }
+            Some(&(_, at)) if Some(at) != base.map(|b| b + j) => findings.push(order_finding(
+                key,
+                keys,
+                base.map_or(j, |b| b + j),
+                layout.name,
+            )),
             Some(_) => {}
         }
     }
@@ -782,7 +799,9 @@ fn parse_timestamp(ts: &str) -> Option<Timestamp<'_>> {
     }
     let num = |range: std::ops::Range<usize>| -> Option<u32> {
         let s = &ts[range];
-        s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok())?
+        s.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| s.parse().ok())?
     };
     let separators = [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':')];
     if separators.iter().any(|&(i, c)| b[i] != c) {
@@ -839,13 +858,20 @@ fn check_timestamp(
             if cut { Severity::Info } else { Severity::Error },
             format!(
                 "`timestamp` is {ts:?}; expected YYYY-MM-DDTHH:MM:SS[.fraction][+00:00] (§6.2){}",
-                if cut { " (the report is cut, this may be why)" } else { "" }
+                if cut {
+                    " (the report is cut, this may be why)"
+                } else {
+                    ""
+                }
             ),
         ));
         return;
     };
     let mut complain = |id: &str, message: String| {
-        findings.push(Finding::warning(id, format!("`timestamp` is {ts:?}: {message} (§6.2)")));
+        findings.push(Finding::warning(
+            id,
+            format!("`timestamp` is {ts:?}: {message} (§6.2)"),
+        ));
     };
     if parsed.offset == "Z" {
         complain(
@@ -942,7 +968,10 @@ mod tests {
         assert_eq!(report.dialect, Some(Dialect::CloudInit));
         assert_eq!(report.get("reason"), Some("foo'bar"));
         assert_eq!(report.get("x"), Some("a|b"));
-        assert_eq!(parse(AI_SUCCESS, Mode::Strict).unwrap().dialect, Some(Dialect::AzureInit));
+        assert_eq!(
+            parse(AI_SUCCESS, Mode::Strict).unwrap().dialect,
+            Some(Dialect::AzureInit)
+        );
     }
 
     #[test]
@@ -993,7 +1022,11 @@ mod tests {
 
     #[test]
     fn errors_name_offset_field_and_expectation() {
-        let err = parse("result=error|'reason=x'y|agent=Cloud-Init/26.2", Mode::Lenient).unwrap_err();
+        let err = parse(
+            "result=error|'reason=x'y|agent=Cloud-Init/26.2",
+            Mode::Lenient,
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
             "byte 23 (field index 1): a field quoted with ' must end at `|` or the end of input after its closing quote, found 'y'"
@@ -1042,22 +1075,63 @@ mod tests {
     fn strict_quoting_rule() {
         // cloud-init quoting a field that needs no quotes.
         let err = parse("result=success|'agent=Cloud-Init/26.2'", Mode::Strict).unwrap_err();
-        assert!(matches!(err, EncodedError::NeedlessQuotes { field: 1, offset: 15, .. }), "{err}");
-        // azure-init field containing `"` left unquoted.
-        let err = parse("result=error|reason=say \"hi\"|agent=Azure-Init/0.1.1", Mode::Strict).unwrap_err();
-        assert!(matches!(err, EncodedError::MissingQuotes { field: 1, .. }), "{err}");
-        // Wrong quote for the dialect.
-        let err = parse("result=error|'reason=a|b'|agent=Azure-Init/0.1.1", Mode::Strict).unwrap_err();
         assert!(
-            matches!(err, EncodedError::WrongQuote { found: '\'', expected: '"', .. }),
+            matches!(
+                err,
+                EncodedError::NeedlessQuotes {
+                    field: 1,
+                    offset: 15,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // azure-init field containing `"` left unquoted.
+        let err = parse(
+            "result=error|reason=say \"hi\"|agent=Azure-Init/0.1.1",
+            Mode::Strict,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, EncodedError::MissingQuotes { field: 1, .. }),
+            "{err}"
+        );
+        // Wrong quote for the dialect.
+        let err = parse(
+            "result=error|'reason=a|b'|agent=Azure-Init/0.1.1",
+            Mode::Strict,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                EncodedError::WrongQuote {
+                    found: '\'',
+                    expected: '"',
+                    ..
+                }
+            ),
             "{err}"
         );
         // Lenient: the same deviations are findings.
-        let report = parse("result=error|'reason=a|b'|agent=Azure-Init/0.1.1", Mode::Lenient).unwrap();
+        let report = parse(
+            "result=error|'reason=a|b'|agent=Azure-Init/0.1.1",
+            Mode::Lenient,
+        )
+        .unwrap();
         assert!(ids(&report).contains(&"report.quoting.wrong-quote"));
         // An unquoted LF is wrong in any dialect.
         let err = parse("result=error|reason=a\nb", Mode::Strict).unwrap_err();
-        assert!(matches!(err, EncodedError::MissingQuotes { what: "a CR or LF", .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                EncodedError::MissingQuotes {
+                    what: "a CR or LF",
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 
     #[test]
@@ -1068,7 +1142,10 @@ mod tests {
             Mode::Strict,
         )
         .unwrap();
-        assert_eq!(ids(&report), ["report.order.timestamp", "report.order.vm_id"]);
+        assert_eq!(
+            ids(&report),
+            ["report.order.timestamp", "report.order.vm_id"]
+        );
         // azure-init error without pps_type and the reason after agent.
         let report = parse(
             "result=error|agent=Azure-Init/0.1.1|reason=r|vm_id=v|timestamp=2026-06-17T00:00:00+00:00|documentation_url=https://aka.ms/linuxprovisioningerror",
@@ -1077,7 +1154,11 @@ mod tests {
         .unwrap();
         assert_eq!(
             ids(&report),
-            ["report.order.reason", "report.order.agent", "report.missing.pps_type"]
+            [
+                "report.order.reason",
+                "report.order.agent",
+                "report.missing.pps_type"
+            ]
         );
         let missing = &report.findings[2];
         assert_eq!(missing.severity, Severity::Error);
@@ -1118,7 +1199,11 @@ mod tests {
         let ci = |version: &str, ts: &str| {
             let input = format!("result=success|agent=Cloud-Init/{version}|timestamp={ts}|vm_id=v");
             let report = parse(&input, Mode::Strict).unwrap();
-            report.findings.iter().map(|f| (f.id.clone(), f.severity)).collect::<Vec<_>>()
+            report
+                .findings
+                .iter()
+                .map(|f| (f.id.clone(), f.severity))
+                .collect::<Vec<_>>()
         };
         assert!(ci("24.4", "2026-11-29T14:30:57.000662+00:00").is_empty());
         assert!(ci("23.3.3-0ubuntu0~20.04.1", "2024-03-12T09:39:16.373226").is_empty());
@@ -1144,7 +1229,9 @@ mod tests {
         );
 
         let ai = |ts: &str| {
-            let input = format!("result=success|agent=Azure-Init/0.1.1|pps_type=None|vm_id=v|timestamp={ts}");
+            let input = format!(
+                "result=success|agent=Azure-Init/0.1.1|pps_type=None|vm_id=v|timestamp={ts}"
+            );
             parse(&input, Mode::Strict)
                 .unwrap()
                 .findings
@@ -1154,8 +1241,14 @@ mod tests {
         };
         assert!(ai("2026-11-29T14:41:10.902560076+00:00").is_empty());
         assert!(ai("2026-11-29T14:41:10+00:00").is_empty());
-        assert_eq!(ai("2026-11-29T14:41:10.902560076Z"), ["report.timestamp.zulu"]);
-        assert_eq!(ai("2026-11-29T14:41:10.90256+00:00"), ["report.timestamp.format"]);
+        assert_eq!(
+            ai("2026-11-29T14:41:10.902560076Z"),
+            ["report.timestamp.zulu"]
+        );
+        assert_eq!(
+            ai("2026-11-29T14:41:10.90256+00:00"),
+            ["report.timestamp.format"]
+        );
         assert_eq!(ai("2026-11-29T14:41:10"), ["report.timestamp.format"]);
         assert_eq!(ai("2026-11-29T14:41:10+02:00"), ["report.timestamp.offset"]);
     }
@@ -1169,7 +1262,11 @@ mod tests {
         assert!(report.findings.is_empty(), "{:?}", report.findings);
         for base in [CI_SUCCESS, AI_SUCCESS] {
             let report = parse(&format!("{base}\r\n"), Mode::Strict).unwrap();
-            assert!(ids(&report).contains(&"report.trailing-newline"), "{:?}", report.findings);
+            assert!(
+                ids(&report).contains(&"report.trailing-newline"),
+                "{:?}",
+                report.findings
+            );
         }
     }
 
@@ -1200,12 +1297,20 @@ mod tests {
     fn looks_encoded_wants_result_prefix() {
         assert!(looks_encoded("result=error|reason=x"));
         assert!(!looks_encoded(" result=error"));
-        assert!(!looks_encoded("The VM encountered an error during deployment."));
+        assert!(!looks_encoded(
+            "The VM encountered an error during deployment."
+        ));
     }
 
     #[test]
     fn dialect_serde_names() {
-        assert_eq!(serde_json::to_string(&Dialect::CloudInit).unwrap(), "\"cloud-init\"");
-        assert_eq!(serde_json::to_string(&Dialect::AzureInit).unwrap(), "\"azure-init\"");
+        assert_eq!(
+            serde_json::to_string(&Dialect::CloudInit).unwrap(),
+            "\"cloud-init\""
+        );
+        assert_eq!(
+            serde_json::to_string(&Dialect::AzureInit).unwrap(),
+            "\"azure-init\""
+        );
     }
 }

@@ -97,6 +97,9 @@ mod tests {
         let f = Finding::error("report.missing.reason", "no reason").prefixed("health.description");
         assert_eq!(f.id, "health.description.report.missing.reason");
         assert!(f.is_error());
-        assert_eq!(f.to_string(), "error [health.description.report.missing.reason]: no reason");
+        assert_eq!(
+            f.to_string(),
+            "error [health.description.report.missing.reason]: no reason"
+        );
     }
 }

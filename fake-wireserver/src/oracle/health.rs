@@ -265,10 +265,7 @@ fn read_xml(text: &str, findings: &mut Vec<Finding>) -> Result<XmlValues, Findin
                 let name = String::from_utf8_lossy(e.local_name().as_ref()).into_owned();
                 if path.is_empty() {
                     if root_seen {
-                        return Err(invalid(
-                            &reader,
-                            format!("a second root element <{name}>"),
-                        ));
+                        return Err(invalid(&reader, format!("a second root element <{name}>")));
                     }
                     root_seen = true;
                 }
@@ -333,8 +330,8 @@ fn read_xml(text: &str, findings: &mut Vec<Finding>) -> Result<XmlValues, Findin
                 ));
             }
             // Only the first <Role> is read.
-            let in_first_role = !(path.len() > ROLE.len() && path[..ROLE.len()] == *ROLE)
-                || values.roles == 1;
+            let in_first_role =
+                !(path.len() > ROLE.len() && path[..ROLE.len()] == *ROLE) || values.roles == 1;
             if in_first_role
                 && path.len() == ROLE.len() + 2
                 && path[..ROLE.len()] == *ROLE
@@ -355,10 +352,7 @@ fn read_xml(text: &str, findings: &mut Vec<Finding>) -> Result<XmlValues, Findin
                 if values.get(leaf).is_some() {
                     findings.push(Finding::warning(
                         format!("health.xml.duplicate.{}", leaf.id()),
-                        format!(
-                            "more than one <{}>; the first one is read",
-                            leaf.element()
-                        ),
+                        format!("more than one <{}>; the first one is read", leaf.element()),
                     ));
                 } else {
                     values.values.push((leaf, buf));
@@ -480,7 +474,9 @@ pub fn parse_json(body: &[u8]) -> HealthReport {
 
     for key in object.keys() {
         if key != "state" && key != "details" {
-            report.findings.push(unknown_key_finding(key, "", &["state", "details"]));
+            report
+                .findings
+                .push(unknown_key_finding(key, "", &["state", "details"]));
         }
     }
     report.state = json_string(object.get("state"), "state", &mut report.findings);
@@ -512,7 +508,10 @@ pub fn parse_json(body: &[u8]) -> HealthReport {
         }
         Some(other) => report.findings.push(Finding::error(
             "health.json.type.details",
-            format!("`details` is a JSON {}; expected an object (§5)", json_type(other)),
+            format!(
+                "`details` is a JSON {}; expected an object (§5)",
+                json_type(other)
+            ),
         )),
     }
     check_semantics(&mut report, details_present, "`state`");
@@ -525,7 +524,10 @@ fn json_string(value: Option<&Value>, name: &str, findings: &mut Vec<Finding>) -
         other => {
             findings.push(Finding::error(
                 format!("health.json.type.{name}"),
-                format!("`{name}` is a JSON {}; expected a string (§5)", json_type(other)),
+                format!(
+                    "`{name}` is a JSON {}; expected a string (§5)",
+                    json_type(other)
+                ),
             ));
             None
         }
@@ -708,7 +710,8 @@ mod tests {
         let report = parse_xml(xml("<State>Started</State>").as_bytes(), None);
         assert_eq!(ids(&report), ["health.state.unknown"]);
         let report = parse_xml(
-            xml("<State>NotReady</State><Details><SubStatus>Starting</SubStatus></Details>").as_bytes(),
+            xml("<State>NotReady</State><Details><SubStatus>Starting</SubStatus></Details>")
+                .as_bytes(),
             None,
         );
         assert_eq!(ids(&report), ["health.substatus.unknown"]);
@@ -724,18 +727,27 @@ mod tests {
         assert_eq!(report.substatus, None);
         assert_eq!(
             ids(&report),
-            ["health.xml.element-case", "health.notready.missing-substatus"]
+            [
+                "health.xml.element-case",
+                "health.notready.missing-substatus"
+            ]
         );
         assert!(report.findings[0].message.contains("expected <SubStatus>"));
     }
 
     #[test]
     fn role_instance_instead_of_role() {
-        let body = xml("<State>Ready</State>").replace("<Role>", "<RoleInstance>").replace("</Role>", "</RoleInstance>");
+        let body = xml("<State>Ready</State>")
+            .replace("<Role>", "<RoleInstance>")
+            .replace("</Role>", "</RoleInstance>");
         let report = parse_xml(body.as_bytes(), None);
         assert_eq!(
             ids(&report),
-            ["health.xml.role-instance", "health.missing.instance-id", "health.missing.state"]
+            [
+                "health.xml.role-instance",
+                "health.missing.instance-id",
+                "health.missing.state"
+            ]
         );
     }
 
@@ -748,7 +760,12 @@ mod tests {
             b"<Health/><Health/>",
         ] {
             let report = parse_xml(body, None);
-            assert_eq!(ids(&report), ["health.xml.invalid"], "{:?}", String::from_utf8_lossy(body));
+            assert_eq!(
+                ids(&report),
+                ["health.xml.invalid"],
+                "{:?}",
+                String::from_utf8_lossy(body)
+            );
             assert_eq!(report.state, None);
         }
         let report = parse_xml(b"  \n", None);
@@ -789,12 +806,20 @@ mod tests {
         assert_eq!(report.substatus.as_deref(), Some("Provisioning"));
         assert!(report.findings.is_empty(), "{:?}", report.findings);
 
-        let report = parse_json(br#"{"state":"NotReady","details":{"substatus":"ProvisioningFailed"}}"#);
+        let report =
+            parse_json(br#"{"state":"NotReady","details":{"substatus":"ProvisioningFailed"}}"#);
         assert_eq!(
             ids(&report),
-            ["health.json.unknown-key", "health.notready.missing-substatus"]
+            [
+                "health.json.unknown-key",
+                "health.notready.missing-substatus"
+            ]
         );
-        assert!(report.findings[0].message.contains("did you mean `details.subStatus`"));
+        assert!(
+            report.findings[0]
+                .message
+                .contains("did you mean `details.subStatus`")
+        );
 
         assert_eq!(ids(&parse_json(b"[1]")), ["health.json.not-object"]);
         assert_eq!(ids(&parse_json(b"{\"state\":")), ["health.json.invalid"]);

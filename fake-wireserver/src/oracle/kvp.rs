@@ -239,7 +239,9 @@ fn provisioning_report(
     let is_report = |r: &HostRecord| r.key == PROVISIONING_REPORT_KEY;
     let last = records.iter().rposition(is_report)?;
     let mut first = last;
-    while first > 0 && is_report(&records[first - 1]) && records[first - 1].value_bytes == HOST_VALUE_MAX
+    while first > 0
+        && is_report(&records[first - 1])
+        && records[first - 1].value_bytes == HOST_VALUE_MAX
     {
         first -= 1;
     }
@@ -349,7 +351,10 @@ pub fn cloud_init_split_events(view: &PoolView) -> Vec<SplitEvent> {
             if indexes.iter().enumerate().any(|(n, &i)| i != n as u64) {
                 event.findings.push(Finding::error(
                     "kvp.split.gap",
-                    format!("msg_i values {indexes:?}; expected 0..{} without gaps", slices.len()),
+                    format!(
+                        "msg_i values {indexes:?}; expected 0..{} without gaps",
+                        slices.len()
+                    ),
                 ));
             }
             let raw: String = order.iter().map(|&i| slices[i].1.as_str()).collect();
@@ -370,7 +375,9 @@ fn split_slice(value: &str) -> Option<(u64, String)> {
     let after = &value[value.find("\"msg_i\":")? + "\"msg_i\":".len()..];
     let digits = after.bytes().take_while(u8::is_ascii_digit).count();
     let msg_i = after[..digits].parse().ok()?;
-    let raw = after[digits..].strip_prefix(",\"msg\":\"")?.strip_suffix("\"}")?;
+    let raw = after[digits..]
+        .strip_prefix(",\"msg\":\"")?
+        .strip_suffix("\"}")?;
     Some((msg_i, raw.to_string()))
 }
 
@@ -395,7 +402,10 @@ mod tests {
         assert_eq!(view.records[1].offset, RECORD_SIZE);
         assert_eq!(view.records[1].value_bytes, 1500);
         assert_eq!(view.records[1].value.len(), HOST_VALUE_MAX);
-        assert_eq!(ids(&view.records[1].findings), ["kvp.value.over-host-limit"]);
+        assert_eq!(
+            ids(&view.records[1].findings),
+            ["kvp.value.over-host-limit"]
+        );
     }
 
     #[test]
@@ -414,7 +424,11 @@ mod tests {
 
         let view = decode_pool(&pool);
         assert_eq!(ids(&view.findings), ["kvp.pool.size"]);
-        assert!(view.findings[0].message.contains("partial record of 7 bytes at offset 10240"));
+        assert!(
+            view.findings[0]
+                .message
+                .contains("partial record of 7 bytes at offset 10240")
+        );
         assert_eq!(ids(&view.records[0].findings), ["kvp.value.padding"]);
         assert_eq!(
             ids(&view.records[1].findings),
@@ -441,19 +455,26 @@ mod tests {
         );
         assert!(encode_record("k", &"v".repeat(2047)).is_ok());
         assert_eq!(
-            encode_record("k", &"v".repeat(2048)).unwrap_err().to_string(),
+            encode_record("k", &"v".repeat(2048))
+                .unwrap_err()
+                .to_string(),
             "value is 2048 bytes; a KVP value holds at most 2047 bytes plus its NUL"
         );
         assert_eq!(
             encode_record("k", "a\0b"),
-            Err(KvpError::Nul { field: "value", at: 1 })
+            Err(KvpError::Nul {
+                field: "value",
+                at: 1
+            })
         );
     }
 
     #[test]
     fn provisioning_report_last_one_wins_and_chunks_rejoin() {
-        let first = "result=success|agent=Cloud-Init/26.2|timestamp=2026-11-29T14:30:57+00:00|vm_id=old";
-        let second = "result=success|agent=Cloud-Init/26.2|timestamp=2026-11-29T14:30:58+00:00|vm_id=new";
+        let first =
+            "result=success|agent=Cloud-Init/26.2|timestamp=2026-11-29T14:30:57+00:00|vm_id=old";
+        let second =
+            "result=success|agent=Cloud-Init/26.2|timestamp=2026-11-29T14:30:58+00:00|vm_id=new";
         let pool = encode_pool([
             (PROVISIONING_REPORT_KEY, first),
             ("other", "x"),
@@ -472,14 +493,17 @@ mod tests {
             "e".repeat(1200)
         );
         let (a, b) = long.split_at(HOST_VALUE_MAX);
-        let view = decode_pool(&encode_pool([(PROVISIONING_REPORT_KEY, a), (PROVISIONING_REPORT_KEY, b)]).unwrap());
+        let view = decode_pool(
+            &encode_pool([(PROVISIONING_REPORT_KEY, a), (PROVISIONING_REPORT_KEY, b)]).unwrap(),
+        );
         let (index, report) = view.provisioning_report.unwrap();
         assert_eq!(index, 0);
         assert_eq!(report.get("error").map(str::len), Some(1200));
         assert!(report.findings.is_empty(), "{:?}", report.findings);
         assert_eq!(ids(&view.findings), ["kvp.provisioning-report.rejoined"]);
 
-        let view = decode_pool(&encode_pool([(PROVISIONING_REPORT_KEY, "result=x|'broken")]).unwrap());
+        let view =
+            decode_pool(&encode_pool([(PROVISIONING_REPORT_KEY, "result=x|'broken")]).unwrap());
         assert!(view.provisioning_report.is_some());
         let view = decode_pool(&encode_pool([(PROVISIONING_REPORT_KEY, "result=x|'a'b")]).unwrap());
         assert_eq!(view.provisioning_report, None);
@@ -495,7 +519,9 @@ mod tests {
         let cut = escaped.find("\\\"").unwrap() + 1;
         let (a, b) = escaped.split_at(cut);
         let slice = |i: usize, raw: &str| {
-            format!("{{\"name\":\"n\",\"type\":\"diagnostic\",\"ts\":\"t\",\"msg_i\":{i},\"msg\":\"{raw}\"}}")
+            format!(
+                "{{\"name\":\"n\",\"type\":\"diagnostic\",\"ts\":\"t\",\"msg_i\":{i},\"msg\":\"{raw}\"}}"
+            )
         };
         let (s0, s1) = (slice(0, a), slice(1, b));
         let pool = encode_pool([
