@@ -86,7 +86,12 @@ pub struct Sources {
 pub struct RunArgs {
     /// Agent profile to run (repeatable; comma-separated in the environment)
     /// [default: provision-report]
-    #[arg(long = "agent", value_name = "NAME", env = "WIRECHECK_AGENT", value_delimiter = ',')]
+    #[arg(
+        long = "agent",
+        value_name = "NAME",
+        env = "WIRECHECK_AGENT",
+        value_delimiter = ','
+    )]
     pub agents: Vec<String>,
     /// An ad-hoc agent: a command line template for every action (see below)
     #[arg(long, value_name = "TEMPLATE", env = "WIRECHECK_AGENT_CMD")]
@@ -100,7 +105,12 @@ pub struct RunArgs {
     #[arg(long = "exclude", value_name = "GLOB", env = "WIRECHECK_EXCLUDE")]
     pub exclude: Vec<String>,
     /// Results folder (results.json, junit.xml, report.html, artifacts/)
-    #[arg(long, value_name = "DIR", env = "WIRECHECK_OUT", default_value = "wirecheck-results")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "WIRECHECK_OUT",
+        default_value = "wirecheck-results"
+    )]
     pub out: PathBuf,
     /// Scenarios run at the same time (they mostly wait on protocol timers)
     #[arg(long, value_name = "N", env = "WIRECHECK_JOBS", default_value_t = 16,
@@ -167,12 +177,12 @@ pub fn dispatch(cli: Cli) -> ExitCode {
         Command::Kvp(KvpCommand::Dump { file, json }) => {
             tool(crate::tools::emit(crate::tools::kvp_dump(&file, json)))
         }
-        Command::Report(ReportCommand::Parse { string, json }) => {
-            tool(crate::tools::emit(crate::tools::report_parse(&string, json)))
-        }
-        Command::Vectors(VectorsCommand::Check { dir }) => {
-            tool(crate::tools::emit(crate::tools::vectors_check_blocking(&dir)))
-        }
+        Command::Report(ReportCommand::Parse { string, json }) => tool(crate::tools::emit(
+            crate::tools::report_parse(&string, json),
+        )),
+        Command::Vectors(VectorsCommand::Check { dir }) => tool(crate::tools::emit(
+            crate::tools::vectors_check_blocking(&dir),
+        )),
     };
     ExitCode::from(code)
 }
@@ -215,7 +225,9 @@ fn default_dir(local: &str) -> PathBuf {
 
 impl Sources {
     pub fn scenarios_dir(&self) -> PathBuf {
-        self.scenarios.clone().unwrap_or_else(|| default_dir("scenarios"))
+        self.scenarios
+            .clone()
+            .unwrap_or_else(|| default_dir("scenarios"))
     }
 
     pub fn agents_dir(&self) -> PathBuf {
@@ -266,7 +278,9 @@ fn run(args: RunArgs) -> u8 {
     };
     let planned = runner::plan(&profiles, &scenarios, &filter, args.partition);
     if planned.is_empty() {
-        return usage("no case matches --cases / --exclude / --partition; `wirecheck list` shows the case ids");
+        return usage(
+            "no case matches --cases / --exclude / --partition; `wirecheck list` shows the case ids",
+        );
     }
     let bin_dir = bin_dir();
     if let Err(e) = runner::preflight(&planned, &bin_dir) {
@@ -286,7 +300,10 @@ fn run(args: RunArgs) -> u8 {
         return usage(format!("cannot write the results: {e}"));
     }
     let color = crate::console::colors_enabled(std::io::stdout().is_terminal());
-    print!("{}", crate::console::summary(&results, &args.out, args.strict, color));
+    print!(
+        "{}",
+        crate::console::summary(&results, &args.out, args.strict, color)
+    );
     if results.exit_code(args.strict) == 0 {
         EXIT_OK
     } else {
@@ -334,11 +351,20 @@ pub fn list_text(scenarios: &[Arc<Scenario>], profile: Option<&Arc<AgentProfile>
         }
         out.push('\n');
     }
-    out.push_str(&format!("{} cases in {} scenarios\n", rows.len(), scenarios.len()));
+    out.push_str(&format!(
+        "{} cases in {} scenarios\n",
+        rows.len(),
+        scenarios.len()
+    ));
     out
 }
 
-fn case_status(profile: &Arc<AgentProfile>, s: &Arc<Scenario>, c: &CheckDef, id: &str) -> Option<String> {
+fn case_status(
+    profile: &Arc<AgentProfile>,
+    s: &Arc<Scenario>,
+    c: &CheckDef,
+    id: &str,
+) -> Option<String> {
     let planned = Planned {
         profile: Arc::clone(profile),
         scenario: Arc::clone(s),

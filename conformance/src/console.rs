@@ -88,7 +88,11 @@ pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> S
         .unwrap_or(5);
     s.push_str(&format!("{:<name_width$}", "agent"));
     for v in Verdict::ALL {
-        s.push_str(&format!("  {:>w$}", v.as_str(), w = v.as_str().len().max(4)));
+        s.push_str(&format!(
+            "  {:>w$}",
+            v.as_str(),
+            w = v.as_str().len().max(4)
+        ));
     }
     s.push('\n');
     for agent in &results.agents {
@@ -106,16 +110,26 @@ pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> S
         s.push('\n');
     }
 
-    let bad = |c: &&CaseResult| c.verdict == Verdict::Fail || (strict && c.verdict == Verdict::NonStrict);
+    let bad =
+        |c: &&CaseResult| c.verdict == Verdict::Fail || (strict && c.verdict == Verdict::NonStrict);
     let failing: Vec<(&str, &CaseResult)> = results
         .agents
         .iter()
-        .flat_map(|a| a.cases.iter().filter(bad).map(move |c| (a.agent.as_str(), c)))
+        .flat_map(|a| {
+            a.cases
+                .iter()
+                .filter(bad)
+                .map(move |c| (a.agent.as_str(), c))
+        })
         .collect();
     if !failing.is_empty() {
         s.push('\n');
         for (agent, case) in failing.iter().take(LISTED) {
-            let tag = paint(&case.verdict.as_str().to_ascii_uppercase(), case.verdict, color);
+            let tag = paint(
+                &case.verdict.as_str().to_ascii_uppercase(),
+                case.verdict,
+                color,
+            );
             s.push_str(&format!(
                 "{tag} {agent} {}: {}\n",
                 case.id,
@@ -123,7 +137,10 @@ pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> S
             ));
         }
         if failing.len() > LISTED {
-            s.push_str(&format!("... and {} more (see report.html)\n", failing.len() - LISTED));
+            s.push_str(&format!(
+                "... and {} more (see report.html)\n",
+                failing.len() - LISTED
+            ));
         }
     }
     let counts = results.counts();
@@ -131,7 +148,11 @@ pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> S
         "\n{} cases in {:.1} s: {counts}{}\n",
         counts.total(),
         results.duration_ms as f64 / 1000.0,
-        if strict { " (strict: non-strict counts as fail)" } else { "" }
+        if strict {
+            " (strict: non-strict counts as fail)"
+        } else {
+            ""
+        }
     ));
     s.push_str(&format!(
         "results: {}/results.json, junit.xml, report.html\n",

@@ -167,7 +167,11 @@ mod tests {
         let e = FileError::from_toml(Path::new("s.toml"), text, &err);
         assert_eq!(e.line, Some(2));
         assert_eq!(e.field.as_deref(), Some("budget"));
-        assert!(e.to_string().starts_with("s.toml:2:10: field `budget`: invalid type"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("s.toml:2:10: field `budget`: invalid type"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -175,6 +179,9 @@ mod tests {
         let text = "x = 1\n[t]\n";
         assert_eq!(key_before(text, text.len()), None);
         let text = "cmd = [\n  \"a\",\n  7,\n]";
-        assert_eq!(key_before(text, text.find('7').unwrap()).as_deref(), Some("cmd"));
+        assert_eq!(
+            key_before(text, text.find('7').unwrap()).as_deref(),
+            Some("cmd")
+        );
     }
 }

@@ -180,7 +180,9 @@ async fn collect(
 }
 
 fn kill_group(pgid: Option<u32>) {
-    let Some(pid) = pgid.and_then(|p| i32::try_from(p).ok()).and_then(rustix::process::Pid::from_raw)
+    let Some(pid) = pgid
+        .and_then(|p| i32::try_from(p).ok())
+        .and_then(rustix::process::Pid::from_raw)
     else {
         return;
     };
@@ -247,7 +249,11 @@ mod tests {
 
     #[tokio::test]
     async fn captures_exit_code_and_output() {
-        let f = run(&sh("echo out-$WC_TEST; echo err >&2; exit 3", Duration::from_secs(20))).await;
+        let f = run(&sh(
+            "echo out-$WC_TEST; echo err >&2; exit 3",
+            Duration::from_secs(20),
+        ))
+        .await;
         assert_eq!(f.exit, Exit::Code(3));
         assert_eq!(f.stdout.text(), "out-x\n");
         assert_eq!(f.stderr.text(), "err\n");
@@ -267,7 +273,10 @@ mod tests {
         std::thread::sleep(Duration::from_millis(200));
         let _ = std::fs::remove_file(&marker);
         std::thread::sleep(Duration::from_millis(300));
-        assert!(!marker.exists(), "a child of the killed agent is still running");
+        assert!(
+            !marker.exists(),
+            "a child of the killed agent is still running"
+        );
     }
 
     #[tokio::test]
@@ -295,6 +304,9 @@ mod tests {
         assert_eq!(resolve_program("my-agent", dir.path()), Some(agent.clone()));
         assert_eq!(resolve_program("sh", dir.path()).is_some(), true);
         assert_eq!(resolve_program("no-such-agent-xyz", dir.path()), None);
-        assert_eq!(resolve_program(agent.to_str().unwrap(), Path::new("/")), Some(agent));
+        assert_eq!(
+            resolve_program(agent.to_str().unwrap(), Path::new("/")),
+            Some(agent)
+        );
     }
 }

@@ -3,8 +3,8 @@
 //! profile classifies each answer (success, retryable, fatal).
 
 use fake_wireserver::journal::Entry;
-use fake_wireserver::oracle::kvp::PoolView;
 use fake_wireserver::oracle::ServedIds;
+use fake_wireserver::oracle::kvp::PoolView;
 
 use crate::agent::{Action, AgentProfile, Forbidden, Reaction};
 use crate::exec::{Captured, Exit};
@@ -85,7 +85,10 @@ impl Class {
 impl Observation<'_> {
     /// Seconds the agent must respect as its budget.
     pub fn budget(&self) -> f64 {
-        self.profile.reactions.budget.unwrap_or(self.scenario.agent.budget)
+        self.profile
+            .reactions
+            .budget
+            .unwrap_or(self.scenario.agent.budget)
     }
 
     /// Minimum seconds between a failed attempt and the next one.
@@ -116,7 +119,10 @@ impl Observation<'_> {
 
     /// The entries of one run, in order.
     pub fn entries_of_run(&self, run: usize) -> Vec<&Entry> {
-        self.journal.iter().filter(|e| self.run_of(e) == run).collect()
+        self.journal
+            .iter()
+            .filter(|e| self.run_of(e) == run)
+            .collect()
     }
 
     /// The report state a run must produce.
@@ -169,6 +175,11 @@ impl Observation<'_> {
             return transport(format!("no status ({})", entry.answer.kind));
         };
         if (200..300).contains(&status) {
+            if entry.endpoint == "wireserver.goalstate"
+                && self.scripted_body_is_broken_goal_state(entry)
+            {
+                return Class::Retryable("a malformed goal state".into());
+            }
             return Class::Success;
         }
         let imds = service_of(entry) == Service::Imds;
@@ -205,29 +216,41 @@ impl Observation<'_> {
         if entry.answer.kind == "throttled" {
             return true;
         }
-        let Some(step) = &entry.answer.step else {
-            return false;
-        };
-        let Some(plan) = self.scenario.fake.endpoints.iter().find(|p| p.id == step.endpoint) else {
-            return false;
-        };
-        let Some(step) = plan.steps.get(step.index) else {
-            return false;
-        };
-        use fake_wireserver::{Action as StepAction, Preset};
-        let reply = match &step.action {
-            StepAction::Respond(reply) => Some(reply),
-            StepAction::Delay { reply, .. }
-            | StepAction::Partial { reply, .. }
-            | StepAction::Slow { reply, .. } => reply.as_ref(),
-            _ => None,
-        };
+        use fake_wireserver::Preset;
+        let reply = self.scripted_reply(entry);
         reply.is_some_and(|reply| {
             let body_says = reply.body.as_ref().is_some_and(|b| {
                 String::from_utf8_lossy(b.bytes()).contains("RequestRateLimitExceeded")
             });
             body_says || (reply.preset == Some(Preset::Throttled) && reply.body.is_none())
         })
+    }
+
+    /// A scripted 2xx goal state whose body is not a complete `<GoalState>` document: the
+    /// agent cannot use it, so it must fetch the goal state again.
+    fn scripted_body_is_broken_goal_state(&self, entry: &Entry) -> bool {
+        self.scripted_reply(entry)
+            .and_then(|reply| reply.body.as_ref())
+            .is_some_and(|body| !String::from_utf8_lossy(body.bytes()).contains("</GoalState>"))
+    }
+
+    /// The scripted reply that answered `entry`, if a step with a reply did.
+    fn scripted_reply(&self, entry: &Entry) -> Option<&fake_wireserver::Reply> {
+        use fake_wireserver::Action as StepAction;
+        let step = entry.answer.step.as_ref()?;
+        let plan = self
+            .scenario
+            .fake
+            .endpoints
+            .iter()
+            .find(|p| p.id == step.endpoint)?;
+        match &plan.steps.get(step.index)?.action {
+            StepAction::Respond(reply) => Some(reply),
+            StepAction::Delay { reply, .. }
+            | StepAction::Partial { reply, .. }
+            | StepAction::Slow { reply, .. } => reply.as_ref(),
+            _ => None,
+        }
     }
 
     /// Whether the answer was scripted (a fault the scenario injected).

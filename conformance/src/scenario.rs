@@ -170,9 +170,47 @@ impl Scenario {
         format!("{}.{}", self.id, check.id)
     }
 
-    /// The longest wait the protocol mandates in this scenario (its budget), in seconds.
-    pub fn mandated_wait(&self) -> f64 {
-        self.agent.budget * self.agent.runs.len() as f64
+    /// A rough estimate, in seconds, of how long a conforming agent waits in this scenario
+    /// (scripted faults times the retry interval or timeout, or the whole budget when nothing
+    /// will ever succeed). The runner starts the longest scenarios first.
+    pub fn expected_wait(&self) -> f64 {
+        use fake_wireserver::{Action as StepAction, EndPolicy};
+        let a = &self.agent;
+        let runs = a.runs.len() as f64;
+        let endless = a.wireserver == Target::Closed
+            || self
+                .fake
+                .endpoints
+                .iter()
+                .any(|p| p.end != EndPolicy::Default);
+        let imds_down = a.imds == Target::Closed
+            || self
+                .fake
+                .endpoints
+                .iter()
+                .any(|p| p.id.starts_with("imds") && p.end != EndPolicy::Default);
+        let mut wait = 0.0;
+        if endless {
+            wait += a.budget;
+        }
+        if imds_down {
+            wait += a.budget;
+        }
+        for plan in &self.fake.endpoints {
+            for step in &plan.steps {
+                let each = match &step.action {
+                    StepAction::Hang => a.request_timeout,
+                    StepAction::Delay { seconds, .. } => seconds.min(a.request_timeout),
+                    StepAction::Slow { .. } => a.request_timeout,
+                    _ => 0.0,
+                } + a.retry_interval;
+                wait += each * f64::from(step.times);
+            }
+        }
+        if let Some(rl) = &self.fake.rate_limit {
+            wait += rl.window * runs.max(2.0);
+        }
+        wait.min(a.deadline * runs)
     }
 }
 
@@ -198,14 +236,19 @@ impl<'de> Deserialize<'de> for Text {
             times: u32,
         }
         #[derive(Deserialize)]
-        #[serde(untagged, expecting = "a string, or a table { text = \"...\", repeat = \"...\", times = N }")]
+        #[serde(
+            untagged,
+            expecting = "a string, or a table { text = \"...\", repeat = \"...\", times = N }"
+        )]
         enum Either {
             Plain(String),
             Generated(Generated),
         }
         Ok(match Either::deserialize(d)? {
             Either::Plain(s) => Text(s),
-            Either::Generated(g) => Text(format!("{}{}", g.text, g.repeat.repeat(g.times as usize))),
+            Either::Generated(g) => {
+                Text(format!("{}{}", g.text, g.repeat.repeat(g.times as usize)))
+            }
         })
     }
 }
@@ -302,9 +345,9 @@ impl Scenario {
         let valid_id = !id.is_empty()
             && id.split('.').all(|part| {
                 !part.is_empty()
-                    && part
-                        .chars()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+                    && part.chars().all(|c| {
+                        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_'
+                    })
             });
         if !valid_id {
             return Err(at(
@@ -363,7 +406,8 @@ impl Scenario {
                 return Err(at(
                     agent_span,
                     "agent.action",
-                    "give either `action` (one invocation) or [[agent.run]] tables, not both".into(),
+                    "give either `action` (one invocation) or [[agent.run]] tables, not both"
+                        .into(),
                 ));
             }
             (None, true) => {
@@ -387,7 +431,10 @@ impl Scenario {
                 return Err(at(
                     agent_span.clone(),
                     &format!("agent.run[{}]", i + 1),
-                    format!("`reason` and `data` belong to failure reports, not `{}`", run.action),
+                    format!(
+                        "`reason` and `data` belong to failure reports, not `{}`",
+                        run.action
+                    ),
                 ));
             }
             if run.action != Action::InProgress && run.description.is_some() {
@@ -443,9 +490,8 @@ impl Scenario {
 
         let mut selected: BTreeSet<usize> = BTreeSet::new();
         for pattern in file.checks.get_ref() {
-            let matched = checks::matching(pattern.get_ref()).map_err(|msg| {
-                at(pattern.span(), "checks", msg)
-            })?;
+            let matched = checks::matching(pattern.get_ref())
+                .map_err(|msg| at(pattern.span(), "checks", msg))?;
             if matched.is_empty() {
                 return Err(at(
                     pattern.span(),
@@ -453,14 +499,22 @@ impl Scenario {
                     format!(
                         "{:?} matches no check; known: {}",
                         pattern.get_ref(),
-                        checks::CATALOG.iter().map(|c| c.id).collect::<Vec<_>>().join(", ")
+                        checks::CATALOG
+                            .iter()
+                            .map(|c| c.id)
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 ));
             }
             selected.extend(matched);
         }
         if selected.is_empty() {
-            return Err(at(file.checks.span(), "checks", "list at least one check".into()));
+            return Err(at(
+                file.checks.span(),
+                "checks",
+                "list at least one check".into(),
+            ));
         }
 
         let origin = path.display().to_string();
@@ -536,8 +590,8 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, FileError> {
         .map_err(|e| FileError::whole(dir, format!("cannot read the scenarios folder: {e}")))?;
     let mut paths: Vec<PathBuf> = Vec::new();
     for entry in entries {
-        let entry =
-            entry.map_err(|e| FileError::whole(dir, format!("cannot read the scenarios folder: {e}")))?;
+        let entry = entry
+            .map_err(|e| FileError::whole(dir, format!("cannot read the scenarios folder: {e}")))?;
         let path = entry.path();
         if path.is_file() && path.extension().is_some_and(|e| e == "toml") {
             paths.push(path);
@@ -545,7 +599,10 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, FileError> {
     }
     paths.sort();
     if paths.is_empty() {
-        return Err(FileError::whole(dir, "no scenario files (*.toml) in this folder"));
+        return Err(FileError::whole(
+            dir,
+            "no scenario files (*.toml) in this folder",
+        ));
     }
     let mut scenarios: Vec<Scenario> = Vec::with_capacity(paths.len());
     for path in paths {
@@ -593,7 +650,10 @@ budget = 2.5
         let ids: Vec<&str> = s.checks.iter().map(|c| c.id).collect();
         assert!(ids.contains(&"protocol.headers") && ids.contains(&"behaviour.exit"));
         assert!(!ids.contains(&"kvp.pool"));
-        assert_eq!(s.case_id(s.checks[0]), format!("wire.health.json.ready.{}", ids[0]));
+        assert_eq!(
+            s.case_id(s.checks[0]),
+            format!("wire.health.json.ready.{}", ids[0])
+        );
     }
 
     #[test]
@@ -622,7 +682,10 @@ action = "ready"
         assert!(e.message.contains("unknown field `retries`"), "{e}");
 
         let e = load(&BASE.replace("budget = 2.5", "budget = -1.0")).unwrap_err();
-        assert_eq!((e.line, e.field.as_deref()), (Some(7), Some("agent.budget")));
+        assert_eq!(
+            (e.line, e.field.as_deref()),
+            (Some(7), Some("agent.budget"))
+        );
 
         let e = load(&BASE.replace("\"behaviour.exit\"", "\"behaviour.nope\"")).unwrap_err();
         assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("checks")));
@@ -639,6 +702,9 @@ action = "ready"
         );
         let e = load(&text).unwrap_err();
         assert_eq!(e.line, Some(13), "{e}");
-        assert!(e.field.as_deref().unwrap().starts_with("fake.endpoint"), "{e}");
+        assert!(
+            e.field.as_deref().unwrap().starts_with("fake.endpoint"),
+            "{e}"
+        );
     }
 }

@@ -23,9 +23,7 @@ impl CaseFilter {
             for g in globs {
                 set.add(Glob::new(g).map_err(|e| format!("{flag} {g:?}: not a valid glob: {e}"))?);
             }
-            set.build()
-                .map(Some)
-                .map_err(|e| format!("{flag}: {e}"))
+            set.build().map(Some).map_err(|e| format!("{flag}: {e}"))
         };
         Ok(CaseFilter {
             include: build(include, "--cases")?,
@@ -83,7 +81,11 @@ mod tests {
         assert!(!f.matches("retry.throttle.403.behaviour.rate"));
         assert!(!f.matches("wire.health.json.ready.report.state"));
         assert!(CaseFilter::default().matches("anything"));
-        assert!(CaseFilter::new(&["[".into()], &[]).unwrap_err().contains("--cases"));
+        assert!(
+            CaseFilter::new(&["[".into()], &[])
+                .unwrap_err()
+                .contains("--cases")
+        );
     }
 
     #[test]

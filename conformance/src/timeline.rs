@@ -16,8 +16,9 @@ pub fn build(obs: &Observation) -> Timeline {
             endpoint: e.endpoint.clone(),
             label: format!("{} {}", e.method, short_target(&e.target)),
             answer: answer_label(e),
-            fault: obs.is_injected(e) && (e.answer.status.is_none_or(|s| s >= 400)
-                || !matches!(e.answer.kind.as_str(), "respond" | "default")),
+            fault: obs.is_injected(e)
+                && (e.answer.status.is_none_or(|s| s >= 400)
+                    || !matches!(e.answer.kind.as_str(), "respond" | "default")),
         })
         .collect();
     let last = obs.runs.last();
@@ -49,7 +50,10 @@ mod tests {
 
     #[test]
     fn absolute_targets_are_shortened() {
-        assert_eq!(short_target("http://168.63.129.16/machine?comp=health"), "/machine?comp=health");
+        assert_eq!(
+            short_target("http://168.63.129.16/machine?comp=health"),
+            "/machine?comp=health"
+        );
         assert_eq!(short_target("http://169.254.169.254"), "/");
         assert_eq!(short_target("/provisioning/health"), "/provisioning/health");
     }

@@ -369,7 +369,9 @@ impl AgentProfile {
         }
 
         let r = &file.reactions;
-        let statuses = |list: &Spanned<Vec<u16>>, field: &str| -> Result<BTreeSet<u16>, FileError> {
+        let statuses = |list: &Spanned<Vec<u16>>,
+                        field: &str|
+         -> Result<BTreeSet<u16>, FileError> {
             for status in list.get_ref() {
                 if !(100..=599).contains(status) {
                     return Err(at(
@@ -456,8 +458,8 @@ impl AgentProfile {
     /// naming it (`ready`, `failure`, `in-progress`). It claims every capability and is judged
     /// against the recommended policy (PROTOCOL.md §8.2), the same as the bundled reporter.
     pub fn ad_hoc(command_line: &str) -> Result<AgentProfile, String> {
-        let template = Template::parse_command_line(command_line)
-            .map_err(|e| format!("--agent-cmd: {e}"))?;
+        let template =
+            Template::parse_command_line(command_line).map_err(|e| format!("--agent-cmd: {e}"))?;
         let commands = Action::ALL
             .into_iter()
             .map(|a| {
@@ -636,7 +638,10 @@ reason = "known"
     #[test]
     fn unknown_fields_name_file_line_and_field() {
         let err = load(MINIMAL).unwrap_err().to_string();
-        assert!(err.starts_with("agents/demo.toml:8:1: unknown field `capabilities_placeholder`"), "{err}");
+        assert!(
+            err.starts_with("agents/demo.toml:8:1: unknown field `capabilities_placeholder`"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -660,6 +665,10 @@ reason = "known"
         let p = AgentProfile::ad_hoc("python3 agent.py {action}").unwrap();
         assert_eq!(p.commands.len(), 3);
         assert!(p.claims(Capability::InProgress));
-        assert!(AgentProfile::ad_hoc("a {nope}").unwrap_err().contains("unknown placeholder"));
+        assert!(
+            AgentProfile::ad_hoc("a {nope}")
+                .unwrap_err()
+                .contains("unknown placeholder")
+        );
     }
 }

@@ -5,7 +5,8 @@
 //! dropped as a whole when one of its placeholders has no value in this case (`["--vm-id",
 //! "{vm_id}"]` disappears when the agent must read the VM id from IMDS). `{data}` expands to
 //! one argument per `KEY=VALUE` item: as a whole word it becomes N words; inside a group the
-//! group is repeated once per item (`["--data", "{data}"]` → `--data a=1 --data b=2`).
+//! group is repeated once per item (`["--data", "{data}"]` → `--data a=1 --data b=2`;
+//! `["--data={data}"]` → `--data=a=1 --data=b=2`).
 //! `{{` and `}}` are literal braces.
 
 use std::collections::BTreeMap;
@@ -106,7 +107,9 @@ pub enum TemplateError {
     Unclosed(String),
     #[error("stray `}}` in {0:?} (write `}}}}` for a literal brace)")]
     StrayClose(String),
-    #[error("{{data}} must be a whole argument (it expands to one argument per KEY=VALUE), not part of {0:?}")]
+    #[error(
+        "outside a group {{data}} must be a whole argument (it expands to one argument per KEY=VALUE), not part of {0:?}; use a group like [\"--data={{data}}\"]"
+    )]
     DataInsideWord(String),
     #[error("a group may hold {{data}} at most once: {0:?}")]
     DataTwiceInGroup(Vec<String>),
@@ -163,14 +166,10 @@ impl Word {
         if !literal.is_empty() {
             segments.push(Segment::Literal(literal));
         }
-        let word = Word {
+        Ok(Word {
             source: source.to_owned(),
             segments,
-        };
-        if word.uses(Placeholder::Data) && word.segments.len() != 1 {
-            return Err(TemplateError::DataInsideWord(source.to_owned()));
-        }
-        Ok(word)
+        })
     }
 
     pub fn source(&self) -> &str {
@@ -258,12 +257,22 @@ impl Template {
         let mut args = Vec::with_capacity(raw.len());
         for arg in raw {
             args.push(match arg {
-                RawArg::Word(w) => Arg::Word(Word::parse(w)?),
+                RawArg::Word(w) => {
+                    let word = Word::parse(w)?;
+                    // Outside a group, {data} stands for N arguments, so it must be alone.
+                    if word.uses(Placeholder::Data) && !word.is_data() {
+                        return Err(TemplateError::DataInsideWord(w.clone()));
+                    }
+                    Arg::Word(word)
+                }
                 RawArg::Group(ws) => {
                     if ws.is_empty() {
                         return Err(TemplateError::EmptyGroup);
                     }
-                    let words = ws.iter().map(|w| Word::parse(w)).collect::<Result<Vec<_>, _>>()?;
+                    let words = ws
+                        .iter()
+                        .map(|w| Word::parse(w))
+                        .collect::<Result<Vec<_>, _>>()?;
                     if words.iter().filter(|w| w.uses(Placeholder::Data)).count() > 1 {
                         return Err(TemplateError::DataTwiceInGroup(ws.clone()));
                     }
@@ -389,7 +398,9 @@ pub enum UnsetPolicy {
 
 /// A plain word referred to a placeholder that has no value in this case.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("argument {word:?} needs {{{placeholder}}}, which has no value in this case; put it in an optional group like [\"--flag\", {word:?}]")]
+#[error(
+    "argument {word:?} needs {{{placeholder}}}, which has no value in this case; put it in an optional group like [\"--flag\", {word:?}]"
+)]
 pub struct ExpandError {
     pub word: String,
     pub placeholder: String,
@@ -498,7 +509,10 @@ mod tests {
     use super::*;
 
     fn raw(words: &[&str]) -> Vec<RawArg> {
-        words.iter().map(|w| RawArg::Word((*w).to_owned())).collect()
+        words
+            .iter()
+            .map(|w| RawArg::Word((*w).to_owned()))
+            .collect()
     }
 
     fn values() -> Values {
@@ -510,7 +524,8 @@ mod tests {
 
     #[test]
     fn words_expand_placeholders_and_literal_braces() {
-        let t = Template::parse(&raw(&["agent", "--url={wireserver_url}/x", "{{literal}}"])).unwrap();
+        let t =
+            Template::parse(&raw(&["agent", "--url={wireserver_url}/x", "{{literal}}"])).unwrap();
         let argv = t.expand(&values(), UnsetPolicy::Error).unwrap();
         assert_eq!(argv, ["agent", "--url=http://127.0.0.1:1/x", "{literal}"]);
     }
@@ -521,16 +536,32 @@ mod tests {
         raw.push(RawArg::Group(vec!["--vm-id".into(), "{vm_id}".into()]));
         raw.push(RawArg::Group(vec!["--data".into(), "{data}".into()]));
         raw.push(RawArg::Group(vec!["--reason".into(), "{reason}".into()]));
+        raw.push(RawArg::Group(vec!["-d={data}".into()]));
         let t = Template::parse(&raw).unwrap();
         let mut v = values();
         v.data = vec!["a=1".into(), "b=x y".into()];
         let argv = t.expand(&v, UnsetPolicy::Error).unwrap();
         assert_eq!(
             argv,
-            ["agent", "a=1", "b=x y", "--data", "a=1", "--data", "b=x y", "--reason", "disk full"]
+            [
+                "agent",
+                "a=1",
+                "b=x y",
+                "--data",
+                "a=1",
+                "--data",
+                "b=x y",
+                "--reason",
+                "disk full",
+                "-d=a=1",
+                "-d=b=x y"
+            ]
         );
         v.data.clear();
-        assert_eq!(t.expand(&v, UnsetPolicy::Error).unwrap(), ["agent", "--reason", "disk full"]);
+        assert_eq!(
+            t.expand(&v, UnsetPolicy::Error).unwrap(),
+            ["agent", "--reason", "disk full"]
+        );
     }
 
     #[test]
@@ -538,20 +569,32 @@ mod tests {
         let t = Template::parse(&raw(&["agent", "--vm-id", "{vm_id}"])).unwrap();
         let err = t.expand(&values(), UnsetPolicy::Error).unwrap_err();
         assert_eq!(err.placeholder, "vm_id");
-        assert_eq!(t.expand(&values(), UnsetPolicy::Empty).unwrap(), ["agent", "--vm-id", ""]);
+        assert_eq!(
+            t.expand(&values(), UnsetPolicy::Empty).unwrap(),
+            ["agent", "--vm-id", ""]
+        );
         assert_eq!(t.plain_uses(Placeholder::VmId), ["{vm_id}"]);
     }
 
     #[test]
     fn bad_templates_are_rejected_with_the_word() {
         let e = Template::parse(&raw(&["a", "{wireserver}"])).unwrap_err();
-        assert!(e.to_string().contains("unknown placeholder {wireserver}"), "{e}");
+        assert!(
+            e.to_string().contains("unknown placeholder {wireserver}"),
+            "{e}"
+        );
         assert!(matches!(
             Template::parse(&raw(&["a", "x{data}"])),
             Err(TemplateError::DataInsideWord(_))
         ));
-        assert!(matches!(Template::parse(&raw(&["a", "{vm_id"])), Err(TemplateError::Unclosed(_))));
-        assert!(matches!(Template::parse(&raw(&["a", "b}"])), Err(TemplateError::StrayClose(_))));
+        assert!(matches!(
+            Template::parse(&raw(&["a", "{vm_id"])),
+            Err(TemplateError::Unclosed(_))
+        ));
+        assert!(matches!(
+            Template::parse(&raw(&["a", "b}"])),
+            Err(TemplateError::StrayClose(_))
+        ));
         assert!(matches!(Template::parse(&[]), Err(TemplateError::Empty)));
         assert!(matches!(
             Template::parse(&[RawArg::Group(vec!["a".into()])]),
@@ -569,7 +612,14 @@ mod tests {
         v.set(Placeholder::Action, "failure");
         assert_eq!(
             t.expand(&v, UnsetPolicy::Empty).unwrap(),
-            ["python3", "my agent.py", "failure", "--reason=disk full", "a b", "q\"x"]
+            [
+                "python3",
+                "my agent.py",
+                "failure",
+                "--reason=disk full",
+                "a b",
+                "q\"x"
+            ]
         );
         assert!(Template::parse_command_line("a 'b").is_err());
     }

@@ -23,6 +23,10 @@ fn overrun_margin_ms(limit_ms: u64) -> u64 {
     1000 + limit_ms / 10
 }
 
+/// How much earlier than the request's arrival an agent may have started its per-request
+/// timer (connection set-up, sending the request).
+const UNANSWERED_SLACK_MS: u64 = 150;
+
 fn ms(seconds: f64) -> u64 {
     (seconds * 1000.0).round() as u64
 }
@@ -39,11 +43,18 @@ fn requests<'a>(obs: &'a Observation, run: usize, service: Service) -> Vec<&'a E
         .collect()
 }
 
-/// When the agent was done with a request: the answer's end, or for an unanswered request
-/// the moment its per-request timeout expired.
+/// When the agent was done with a request: the answer's end, or, when no answer came within
+/// the per-request timeout, the moment the timeout expired (an estimate: see
+/// [`timed_out`]).
 fn finished_ms(obs: &Observation, e: &Entry) -> u64 {
+    let timeout_end = e.at_ms + ms(obs.request_timeout());
+    e.done_ms.map_or(timeout_end, |d| d.min(timeout_end))
+}
+
+/// True when the agent's side of `e` ended by its own timeout, not by the answer.
+fn timed_out(obs: &Observation, e: &Entry) -> bool {
     e.done_ms
-        .unwrap_or_else(|| e.at_ms + ms(obs.request_timeout()))
+        .is_none_or(|d| d > e.at_ms + ms(obs.request_timeout()))
 }
 
 fn killed(run: &RunRecord) -> bool {
@@ -102,14 +113,14 @@ pub fn retry(obs: &Observation) -> Judgement {
                                     "retried after {why} (#{}), which {agent} treats as fatal",
                                     e.seq
                                 ),
-                                about(
-                                    format!("{} then {}", line(e), line(next)),
-                                    &[e, next],
-                                    None,
-                                ),
+                                about(format!("{} then {}", line(e), line(next)), &[e, next], None),
                             );
                         } else {
-                            t.note(about(format!("stopped after {why}: {}", line(e)), &[e], None));
+                            t.note(about(
+                                format!("stopped after {why}: {}", line(e)),
+                                &[e],
+                                None,
+                            ));
                         }
                     }
                     Class::Retryable(why) => {
@@ -205,6 +216,13 @@ pub fn interval(obs: &Observation) -> Judgement {
                 };
                 t.judged();
                 let gap = next.at_ms.saturating_sub(finished_ms(obs, e));
+                // An unanswered request's end is estimated from its arrival plus the timeout;
+                // the agent's own clock started earlier (connect, send), so allow for that.
+                let floor = if timed_out(obs, e) {
+                    floor.saturating_sub(UNANSWERED_SLACK_MS)
+                } else {
+                    floor
+                };
                 if gap < floor {
                     t.fail(
                         format!(
@@ -242,7 +260,11 @@ pub fn rate(obs: &Observation) -> Judgement {
     endpoints.sort_unstable();
     endpoints.dedup();
     for endpoint in endpoints {
-        let reqs: Vec<&Entry> = obs.journal.iter().filter(|e| e.endpoint == endpoint).collect();
+        let reqs: Vec<&Entry> = obs
+            .journal
+            .iter()
+            .filter(|e| e.endpoint == endpoint)
+            .collect();
         if reqs.len() < 2 {
             continue;
         }
@@ -267,7 +289,13 @@ pub fn rate(obs: &Observation) -> Judgement {
                 about(
                     format!("window from +{} ms", window[0].at_ms),
                     &window,
-                    Some(window.iter().map(|e| line(e)).collect::<Vec<_>>().join("\n")),
+                    Some(
+                        window
+                            .iter()
+                            .map(|e| line(e))
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                    ),
                 ),
             );
         } else {
@@ -288,7 +316,13 @@ pub fn budget(obs: &Observation) -> Judgement {
     for (ri, run) in obs.runs.iter().enumerate() {
         t.judged();
         if killed(run) {
-            let last: Vec<&Entry> = obs.journal.iter().filter(|e| obs.run_of(e) == ri).last().into_iter().collect();
+            let last: Vec<&Entry> = obs
+                .journal
+                .iter()
+                .filter(|e| obs.run_of(e) == ri)
+                .last()
+                .into_iter()
+                .collect();
             t.fail(
                 format!(
                     "run {} was still running at the {} deadline; its budget is {}",
@@ -296,7 +330,11 @@ pub fn budget(obs: &Observation) -> Judgement {
                     secs(ms(obs.scenario.agent.deadline)),
                     secs(budget)
                 ),
-                about(format!("run {}: {}", ri + 1, run.exit.describe()), &last, None),
+                about(
+                    format!("run {}: {}", ri + 1, run.exit.describe()),
+                    &last,
+                    None,
+                ),
             );
             continue;
         }
@@ -306,14 +344,26 @@ pub fn budget(obs: &Observation) -> Judgement {
             let took = finished_ms(obs, last).saturating_sub(first.at_ms);
             if took > limit {
                 t.fail(
-                    format!("run {}: IMDS attempts went on for {}, over the {} budget", ri + 1, secs(took), secs(budget)),
-                    about(format!("{} … {}", line(first), line(last)), &[first, last], None),
+                    format!(
+                        "run {}: IMDS attempts went on for {}, over the {} budget",
+                        ri + 1,
+                        secs(took),
+                        secs(budget)
+                    ),
+                    about(
+                        format!("{} … {}", line(first), line(last)),
+                        &[first, last],
+                        None,
+                    ),
                 );
             }
         }
         let start = loop_start(obs, ri, Service::Wireserver);
         let took = run.end_ms.saturating_sub(start);
-        let first: Vec<&Entry> = requests(obs, ri, Service::Wireserver).into_iter().take(1).collect();
+        let first: Vec<&Entry> = requests(obs, ri, Service::Wireserver)
+            .into_iter()
+            .take(1)
+            .collect();
         if took > limit {
             t.fail(
                 format!(
@@ -326,7 +376,13 @@ pub fn budget(obs: &Observation) -> Judgement {
             );
         } else {
             t.note(about(
-                format!("run {}: wireserver report {} of a {} budget ({} in all)", ri + 1, secs(took), secs(budget), secs(run.duration_ms())),
+                format!(
+                    "run {}: wireserver report {} of a {} budget ({} in all)",
+                    ri + 1,
+                    secs(took),
+                    secs(budget),
+                    secs(run.duration_ms())
+                ),
                 &first,
                 None,
             ));
@@ -356,14 +412,22 @@ pub fn terminal(obs: &Observation) -> Judgement {
             .collect();
         if let Some(first) = accepted.first() {
             delivered_total += 1;
-            let after: Vec<&Entry> = posts.iter().copied().filter(|e| e.seq > first.seq).collect();
+            let after: Vec<&Entry> = posts
+                .iter()
+                .copied()
+                .filter(|e| e.seq > first.seq)
+                .collect();
             if let Some(again) = after.first() {
                 t.fail(
                     format!(
                         "sent another health report (#{}) after #{} was accepted",
                         again.seq, first.seq
                     ),
-                    about(format!("{} then {}", line(first), line(again)), &[first, again], None),
+                    about(
+                        format!("{} then {}", line(first), line(again)),
+                        &[first, again],
+                        None,
+                    ),
                 );
             } else {
                 t.note(about(format!("delivered: {}", line(first)), &[first], None));
@@ -416,12 +480,20 @@ pub fn exit(obs: &Observation) -> Judgement {
             Some(e) => about(msg, &[e], None),
             None => note(msg, None),
         };
-        let what = format!("run {} ({}): {}", ri + 1, run.run.action, run.exit.describe());
+        let what = format!(
+            "run {} ({}): {}",
+            ri + 1,
+            run.run.action,
+            run.exit.describe()
+        );
         described.push(what.clone());
         let code = match &run.exit {
             Exit::Code(c) => *c,
             other => {
-                t.fail(format!("run {}: {}", ri + 1, other.describe()), evidence(what));
+                t.fail(
+                    format!("run {}: {}", ri + 1, other.describe()),
+                    evidence(what),
+                );
                 continue;
             }
         };
@@ -481,7 +553,10 @@ pub fn timeout(obs: &Observation) -> Judgement {
                 }
                 t.judged();
                 let (gave_up_after, what) = match reqs.get(k + 1) {
-                    Some(next) => (next.at_ms.saturating_sub(e.at_ms), format!("next request #{}", next.seq)),
+                    Some(next) => (
+                        next.at_ms.saturating_sub(e.at_ms),
+                        format!("next request #{}", next.seq),
+                    ),
                     None if killed(run) => {
                         t.fail(
                             format!("never gave up on the unanswered request #{} (killed at the deadline)", e.seq),
@@ -507,7 +582,11 @@ pub fn timeout(obs: &Observation) -> Judgement {
                     );
                 } else {
                     t.note(about(
-                        format!("gave up on #{} within {} ({what})", e.seq, secs(gave_up_after)),
+                        format!(
+                            "gave up on #{} within {} ({what})",
+                            e.seq,
+                            secs(gave_up_after)
+                        ),
                         &[e],
                         None,
                     ));
@@ -544,7 +623,10 @@ pub fn refresh(obs: &Observation) -> Judgement {
                 )),
                 (_, None) => t.note(about(format!("no request after {}", line(e)), &[e], None)),
                 (false, Some(n)) => t.note(about(
-                    format!("after 410: {} (refresh not expected of this agent)", line(n)),
+                    format!(
+                        "after 410: {} (refresh not expected of this agent)",
+                        line(n)
+                    ),
                     &[e, n],
                     None,
                 )),

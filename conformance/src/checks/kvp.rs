@@ -4,7 +4,7 @@
 use fake_wireserver::oracle::encoded::{self, Mode};
 use fake_wireserver::oracle::kvp::{KEY_SIZE, RECORD_SIZE};
 
-use super::{Judgement, Tally, about, clip, note};
+use super::{Judgement, Tally, about, clip, note, trimmed};
 use crate::agent::Action;
 use crate::observe::{Observation, is_health};
 
@@ -13,7 +13,10 @@ pub fn pool(obs: &Observation) -> Judgement {
     let Some(bytes) = &obs.pool else {
         return Judgement::fail(
             "the agent removed the KVP pool file",
-            vec![note("the pool file passed as {kvp_pool} is gone after the run", None)],
+            vec![note(
+                "the pool file passed as {kvp_pool} is gone after the run",
+                None,
+            )],
         );
     };
     if bytes.is_empty() {
@@ -24,7 +27,12 @@ pub fn pool(obs: &Observation) -> Judgement {
     t.findings(&view.findings, &[], "pool file");
     for record in &view.records {
         t.judged();
-        let context = format!("record {} at offset {} (key {:?})", record.index, record.offset, clip(&record.key, 80));
+        let context = format!(
+            "record {} at offset {} (key {:?})",
+            record.index,
+            record.offset,
+            clip(&record.key, 80)
+        );
         t.findings(&record.findings, &[], &context);
     }
     t.note(note(
@@ -32,7 +40,14 @@ pub fn pool(obs: &Observation) -> Judgement {
         Some(
             view.records
                 .iter()
-                .map(|r| format!("{}: {} = {}", r.index, clip(&r.key, 80), clip(&r.value, 120)))
+                .map(|r| {
+                    format!(
+                        "{}: {} = {}",
+                        r.index,
+                        clip(&r.key, 80),
+                        clip(&r.value, 120)
+                    )
+                })
                 .collect::<Vec<_>>()
                 .join("\n"),
         ),
@@ -61,7 +76,11 @@ pub fn report(obs: &Observation) -> Judgement {
         return Judgement::fail(
             "no PROVISIONING_REPORT record in the pool file",
             vec![note(
-                format!("{} bytes, {} records", bytes.len(), obs.pool_view.records.len()),
+                format!(
+                    "{} bytes, {} records",
+                    bytes.len(),
+                    obs.pool_view.records.len()
+                ),
                 Some(
                     obs.pool_view
                         .records
@@ -76,7 +95,10 @@ pub fn report(obs: &Observation) -> Judgement {
     t.judged();
     let value = on_disk_value(bytes, *index).unwrap_or_default();
     let excerpt = Some(clip(&value, 600));
-    t.note(note(format!("PROVISIONING_REPORT is record {index}"), excerpt.clone()));
+    t.note(note(
+        format!("PROVISIONING_REPORT is record {index}"),
+        excerpt.clone(),
+    ));
 
     // What the agent told the wireserver in that run, if anything reached the fake.
     let sent = obs
@@ -111,11 +133,18 @@ pub fn report(obs: &Observation) -> Judgement {
                 ));
             } else {
                 t.fail(
-                    format!("PROVISIONING_REPORT differs from the description sent in #{}", e.seq),
+                    format!(
+                        "PROVISIONING_REPORT differs from the description sent in #{}",
+                        e.seq
+                    ),
                     about(
                         "KVP value vs. health description",
                         &[e],
-                        Some(format!("kvp:    {}\nsent:   {}", clip(&value, 300), clip(desc, 300))),
+                        Some(format!(
+                            "kvp:    {}\nsent:   {}",
+                            clip(&value, 300),
+                            clip(desc, 300)
+                        )),
                     ),
                 );
             }
@@ -148,7 +177,12 @@ pub fn report(obs: &Observation) -> Judgement {
                     ),
                 }
             }
-            let want_vm = obs.scenario.agent.vm_id.clone().or_else(|| obs.imds_vm_id.clone());
+            let want_vm = obs
+                .scenario
+                .agent
+                .vm_id
+                .clone()
+                .or_else(|| obs.imds_vm_id.clone());
             if let (Some(got), Some(want)) = (parsed.get("vm_id"), want_vm)
                 && got != want
             {
@@ -160,7 +194,10 @@ pub fn report(obs: &Observation) -> Judgement {
         }
     }
     // The record itself must be a well-formed encoded report (strictly, unless cut).
+    let cut = super::report::must_trim(run)
+        || value.len() + 8 >= fake_wireserver::oracle::kvp::HOST_VALUE_MAX;
     match encoded::parse(&value, Mode::Strict) {
+        Ok(strict) if cut => t.findings(&trimmed(&strict.findings), &[], "PROVISIONING_REPORT"),
         Ok(strict) => t.findings(&strict.findings, &[], "PROVISIONING_REPORT"),
         Err(e) if parsed.truncated => t.note(note(
             format!("PROVISIONING_REPORT cut inside a quoted field ({e})"),

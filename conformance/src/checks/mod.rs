@@ -205,9 +205,11 @@ impl Tally {
         self.notes.push(evidence);
     }
 
-    /// Oracle findings: error → fail, warning → non-strict, info → note.
+    /// Oracle findings: error → fail, warning → non-strict, info → note (see [`relaxed`] for
+    /// the ones reported as notes).
     pub fn findings(&mut self, findings: &[Finding], seqs: &[u64], context: &str) {
         for f in findings {
+            let f = &relaxed(f);
             let evidence = Evidence {
                 note: format!("{context}: {f}"),
                 journal_seq: seqs.to_vec(),
@@ -269,6 +271,43 @@ impl Tally {
             evidence,
         }
     }
+}
+
+/// The oracle flags an `agent=` that is neither `Cloud-Init/…` nor `Azure-Init/…`, and a
+/// dialect it cannot tell when no field needed quoting. Neither is a deviation for an agent
+/// with a name of its own (the quoting itself is still judged strictly), so both are notes.
+fn relaxed(f: &Finding) -> Finding {
+    let style_only =
+        f.id.ends_with("report.agent.unknown") || f.id.ends_with("report.dialect.unknown");
+    if style_only && f.severity != Severity::Info {
+        Finding {
+            id: f.id.clone(),
+            severity: Severity::Info,
+            message: format!("{} (informational: the agent names itself)", f.message),
+        }
+    } else {
+        f.clone()
+    }
+}
+
+/// A report cut to a length limit loses its tail: missing or misplaced fields after the cut
+/// are notes, not deviations (PROTOCOL.md §6.5 step 7).
+pub fn trimmed(findings: &[Finding]) -> Vec<Finding> {
+    findings
+        .iter()
+        .map(|f| {
+            let cut = f.id.contains("report.missing.") || f.id.contains("report.order.");
+            if cut && f.severity != Severity::Info {
+                Finding {
+                    id: f.id.clone(),
+                    severity: Severity::Info,
+                    message: format!("{} (the report was trimmed to a length limit)", f.message),
+                }
+            } else {
+                f.clone()
+            }
+        })
+        .collect()
 }
 
 /// Evidence about journal entries.

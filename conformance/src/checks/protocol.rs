@@ -56,7 +56,11 @@ pub fn request(obs: &Observation) -> Judgement {
                     "{} path spelled {:?}; reference agents use {}",
                     e.endpoint,
                     e.path(),
-                    paths.iter().map(|p| format!("{p:?}")).collect::<Vec<_>>().join(" or ")
+                    paths
+                        .iter()
+                        .map(|p| format!("{p:?}"))
+                        .collect::<Vec<_>>()
+                        .join(" or ")
                 ),
                 about(line(e), &[e], excerpt.clone()),
             );
@@ -95,14 +99,23 @@ fn imds_query(t: &mut Tally, e: &Entry) {
     if e.header("x-forwarded-for").is_some() {
         t.fail(
             "IMDS request with X-Forwarded-For (the platform rejects it)",
-            about(line(e), &[e], Some(request_excerpt(e, &["x-forwarded-for"]))),
+            about(
+                line(e),
+                &[e],
+                Some(request_excerpt(e, &["x-forwarded-for"])),
+            ),
         );
     }
 }
 
 /// `text/xml; charset=utf-8` → `text/xml`.
 fn media_type(value: &str) -> String {
-    value.split(';').next().unwrap_or("").trim().to_ascii_lowercase()
+    value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
 }
 
 pub fn headers(obs: &Observation) -> Judgement {
@@ -125,7 +138,10 @@ pub fn headers(obs: &Observation) -> Judgement {
         }
         if matches!(
             ep,
-            "wireserver.goalstate" | "wireserver.health.xml" | "wireserver.config" | "wireserver.certificates"
+            "wireserver.goalstate"
+                | "wireserver.health.xml"
+                | "wireserver.config"
+                | "wireserver.certificates"
         ) {
             t.judged();
             match e.header("x-ms-version") {

@@ -6,7 +6,7 @@ use fake_wireserver::journal::Entry;
 use fake_wireserver::oracle::encoded::{self, EncodedReport, Mode};
 use fake_wireserver::oracle::{HealthReport, ReportKind};
 
-use super::{Judgement, Tally, about, clip, line};
+use super::{Judgement, Tally, about, clip, line, trimmed};
 use crate::agent::Action;
 use crate::observe::{Observation, is_health};
 use crate::scenario::Run;
@@ -35,7 +35,7 @@ fn is_length_finding(id: &str) -> bool {
 
 pub fn shape(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
-    for (e, _) in health_posts(obs) {
+    for (e, run) in health_posts(obs) {
         t.judged();
         let Some(report) = &e.report else {
             t.fail(
@@ -56,12 +56,15 @@ pub fn shape(obs: &Observation) -> Judgement {
             );
         }
         // Length findings belong to report.limit.
-        let findings: Vec<_> = report
+        let mut findings: Vec<_> = report
             .findings
             .iter()
             .filter(|f| !is_length_finding(&f.id))
             .cloned()
             .collect();
+        if must_trim(run) {
+            findings = trimmed(&findings);
+        }
         let before = t.has_failures();
         t.findings(&findings, &[e.seq], &format!("report #{}", e.seq));
         if !before && t.has_failures() {
@@ -108,14 +111,22 @@ pub fn state(obs: &Observation) -> Judgement {
 
 /// The VM id the report must carry.
 fn expected_vm_id(obs: &Observation) -> Option<String> {
-    obs.scenario.agent.vm_id.clone().or_else(|| obs.imds_vm_id.clone())
+    obs.scenario
+        .agent
+        .vm_id
+        .clone()
+        .or_else(|| obs.imds_vm_id.clone())
 }
 
 /// True when the requested failure report cannot fit the platform limit, so the agent must
 /// trim it (and may cut the tail fields).
-fn must_trim(run: &Run) -> bool {
+pub(super) fn must_trim(run: &Run) -> bool {
     let size = run.reason.as_ref().map_or(0, String::len)
-        + run.data.iter().map(|(k, v)| k.len() + v.len() + 2).sum::<usize>()
+        + run
+            .data
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 2)
+            .sum::<usize>()
         + 300;
     size > DESCRIPTION_LIMIT
 }
@@ -146,7 +157,11 @@ pub fn description(obs: &Observation) -> Judgement {
 fn in_progress(t: &mut Tally, e: &Entry, run: &Run, desc: &str) {
     match run.description.as_deref() {
         Some(wanted) if desc == wanted => t.note(about(
-            format!("#{} description is the requested text ({} bytes)", e.seq, desc.len()),
+            format!(
+                "#{} description is the requested text ({} bytes)",
+                e.seq,
+                desc.len()
+            ),
             &[e],
             None,
         )),
@@ -169,7 +184,11 @@ fn in_progress(t: &mut Tally, e: &Entry, run: &Run, desc: &str) {
             about(
                 line(e),
                 &[e],
-                Some(format!("requested: {}\nsent:      {}", clip(wanted, 300), clip(desc, 300))),
+                Some(format!(
+                    "requested: {}\nsent:      {}",
+                    clip(wanted, 300),
+                    clip(desc, 300)
+                )),
             ),
         ),
         None if desc.is_empty() => t.non_strict(
@@ -205,11 +224,21 @@ fn first_difference(wanted: &str, got: &str) -> String {
     }
 }
 
-fn failure(t: &mut Tally, obs: &Observation, e: &Entry, run: &Run, report: &HealthReport, desc: &str) {
+fn failure(
+    t: &mut Tally,
+    obs: &Observation,
+    e: &Entry,
+    run: &Run,
+    report: &HealthReport,
+    desc: &str,
+) {
     let excerpt = Some(clip(desc, 600));
     if !encoded::looks_encoded(desc) {
         t.fail(
-            format!("#{}: the failure description is not an encoded report (`result=...|...`)", e.seq),
+            format!(
+                "#{}: the failure description is not an encoded report (`result=...|...`)",
+                e.seq
+            ),
             about(line(e), &[e], excerpt),
         );
         return;
@@ -220,7 +249,10 @@ fn failure(t: &mut Tally, obs: &Observation, e: &Entry, run: &Run, report: &Heal
         Err(strict_err) => match encoded::parse(desc, Mode::Lenient) {
             Ok(r) if trimmed && r.truncated => {
                 t.note(about(
-                    format!("#{} the encoded report was cut inside a quoted field to fit the limit", e.seq),
+                    format!(
+                        "#{} the encoded report was cut inside a quoted field to fit the limit",
+                        e.seq
+                    ),
                     &[e],
                     None,
                 ));
@@ -228,7 +260,10 @@ fn failure(t: &mut Tally, obs: &Observation, e: &Entry, run: &Run, report: &Heal
             }
             _ => {
                 t.fail(
-                    format!("#{}: the encoded report does not parse: {strict_err}", e.seq),
+                    format!(
+                        "#{}: the encoded report does not parse: {strict_err}",
+                        e.seq
+                    ),
                     about(line(e), &[e], excerpt),
                 );
                 return;
@@ -237,16 +272,28 @@ fn failure(t: &mut Tally, obs: &Observation, e: &Entry, run: &Run, report: &Heal
     };
     // The fake's lenient parse already carries the same findings; judge the strict ones.
     let _ = report;
-    t.findings(&parsed.findings, &[e.seq], &format!("encoded report #{}", e.seq));
+    let findings = if trimmed {
+        self::trimmed(&parsed.findings)
+    } else {
+        parsed.findings.clone()
+    };
+    t.findings(&findings, &[e.seq], &format!("encoded report #{}", e.seq));
 
     let get = |k: &str| parsed.get(k);
     if parsed.fields.first().map(|(k, v)| (k.as_str(), v.as_str())) != Some(("result", "error")) {
         t.fail(
-            format!("#{}: the encoded report must start with result=error", e.seq),
+            format!(
+                "#{}: the encoded report must start with result=error",
+                e.seq
+            ),
             about(line(e), &[e], excerpt.clone()),
         );
     }
-    match (get("reason"), &obs.scenario.expect.reason_contains, run.action) {
+    match (
+        get("reason"),
+        &obs.scenario.expect.reason_contains,
+        run.action,
+    ) {
         (None, _, _) => t.fail(
             format!("#{}: the encoded report has no reason", e.seq),
             about(line(e), &[e], excerpt.clone()),
@@ -254,7 +301,11 @@ fn failure(t: &mut Tally, obs: &Observation, e: &Entry, run: &Run, report: &Heal
         (Some(got), Some(part), _) => {
             if !got.contains(part.as_str()) {
                 t.fail(
-                    format!("#{}: reason {:?} does not mention {part:?}", e.seq, clip(got, 200)),
+                    format!(
+                        "#{}: reason {:?} does not mention {part:?}",
+                        e.seq,
+                        clip(got, 200)
+                    ),
                     about(line(e), &[e], excerpt.clone()),
                 );
             }
@@ -272,7 +323,11 @@ fn failure(t: &mut Tally, obs: &Observation, e: &Entry, run: &Run, report: &Heal
                     about(
                         line(e),
                         &[e],
-                        Some(format!("requested: {}\nsent:      {}", clip(wanted, 300), clip(got, 300))),
+                        Some(format!(
+                            "requested: {}\nsent:      {}",
+                            clip(wanted, 300),
+                            clip(got, 300)
+                        )),
                     ),
                 );
             }
@@ -287,8 +342,20 @@ fn failure(t: &mut Tally, obs: &Observation, e: &Entry, run: &Run, report: &Heal
                 let got = &parsed.fields[pos + off].1;
                 if got != v && !(trimmed && v.starts_with(got.as_str())) {
                     t.fail(
-                        format!("#{}: data {k} differs from the requested value{}", e.seq, first_difference(v, got)),
-                        about(line(e), &[e], Some(format!("requested: {k}={}\nsent:      {k}={}", clip(v, 300), clip(got, 300)))),
+                        format!(
+                            "#{}: data {k} differs from the requested value{}",
+                            e.seq,
+                            first_difference(v, got)
+                        ),
+                        about(
+                            line(e),
+                            &[e],
+                            Some(format!(
+                                "requested: {k}={}\nsent:      {k}={}",
+                                clip(v, 300),
+                                clip(got, 300)
+                            )),
+                        ),
                     );
                 }
                 pos += off + 1;
@@ -299,14 +366,22 @@ fn failure(t: &mut Tally, obs: &Observation, e: &Entry, run: &Run, report: &Heal
                 None,
             )),
             None => t.fail(
-                format!("#{}: requested data {k}={} is missing or out of order", e.seq, clip(v, 80)),
+                format!(
+                    "#{}: requested data {k}={} is missing or out of order",
+                    e.seq,
+                    clip(v, 80)
+                ),
                 about(line(e), &[e], excerpt.clone()),
             ),
         }
     }
     let tail_missing = |t: &mut Tally, key: &str| {
         if trimmed {
-            t.note(about(format!("#{} `{key}` cut off by the trim", e.seq), &[e], None));
+            t.note(about(
+                format!("#{} `{key}` cut off by the trim", e.seq),
+                &[e],
+                None,
+            ));
         } else {
             t.fail(
                 format!("#{}: the encoded report has no `{key}`", e.seq),
@@ -328,7 +403,10 @@ fn failure(t: &mut Tally, obs: &Observation, e: &Entry, run: &Run, report: &Heal
     match get("documentation_url") {
         None => tail_missing(t, "documentation_url"),
         Some(url) if url != DOCUMENTATION_URL => t.fail(
-            format!("#{}: documentation_url is {url:?}, expected {DOCUMENTATION_URL}", e.seq),
+            format!(
+                "#{}: documentation_url is {url:?}, expected {DOCUMENTATION_URL}",
+                e.seq
+            ),
             about(line(e), &[e], excerpt.clone()),
         ),
         Some(_) => {}
@@ -354,7 +432,11 @@ pub fn limit(obs: &Observation) -> Judgement {
                 about(line(e), &[e], Some(clip(desc, 200))),
             );
         } else {
-            t.note(about(format!("#{} description {} bytes", e.seq, desc.len()), &[e], None));
+            t.note(about(
+                format!("#{} description {} bytes", e.seq, desc.len()),
+                &[e],
+                None,
+            ));
         }
         // A trimmed report must still be readable: the text of the request, or an encoded
         // report that still starts with its result and reason.
@@ -377,7 +459,10 @@ pub fn limit(obs: &Observation) -> Judgement {
                 _ => match encoded::parse(desc, Mode::Lenient) {
                     Ok(r) if r.get("result").is_some() && r.get("reason").is_some() => {}
                     _ => t.fail(
-                        format!("#{}: the trimmed report no longer parses with result and reason", e.seq),
+                        format!(
+                            "#{}: the trimmed report no longer parses with result and reason",
+                            e.seq
+                        ),
                         about(line(e), &[e], Some(clip(desc, 200))),
                     ),
                 },

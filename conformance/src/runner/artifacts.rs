@@ -33,7 +33,11 @@ pub fn write(out: &Path, relative: &str, obs: &Observation) -> std::io::Result<(
     for (i, run) in obs.runs.iter().enumerate() {
         let n = i + 1;
         let mut command = String::new();
-        command.push_str(&format!("# run {n}: {} ({})\n", run.run.action, run.exit.describe()));
+        command.push_str(&format!(
+            "# run {n}: {} ({})\n",
+            run.run.action,
+            run.exit.describe()
+        ));
         command.push_str(&format!(
             "# started +{} ms, ended +{} ms on the fake's clock\n",
             run.start_ms, run.end_ms
@@ -80,7 +84,9 @@ mod tests {
 
     #[test]
     fn argv_is_shell_quoted() {
-        let argv: Vec<String> = ["agent", "--reason", "it's | bad", ""].map(String::from).into();
+        let argv: Vec<String> = ["agent", "--reason", "it's | bad", ""]
+            .map(String::from)
+            .into();
         assert_eq!(shell_words(&argv), r"agent --reason 'it'\''s | bad' ''");
     }
 }

@@ -100,7 +100,12 @@ pub fn preflight(planned: &[Planned], bin_dir: &Path) -> Result<(), FileError> {
     Ok(())
 }
 
-fn profile_error(profile: &AgentProfile, line: Option<usize>, field: &str, msg: String) -> FileError {
+fn profile_error(
+    profile: &AgentProfile,
+    line: Option<usize>,
+    field: &str,
+    msg: String,
+) -> FileError {
     FileError {
         file: match &profile.source {
             Source::File(p) => p.clone(),
@@ -117,7 +122,11 @@ fn profile_error(profile: &AgentProfile, line: Option<usize>, field: &str, msg: 
 }
 
 /// Resolves the program of `action`'s command (expanding `{bin_dir}`).
-pub fn check_command(profile: &AgentProfile, action: Action, bin_dir: &Path) -> Result<PathBuf, FileError> {
+pub fn check_command(
+    profile: &AgentProfile,
+    action: Action,
+    bin_dir: &Path,
+) -> Result<PathBuf, FileError> {
     let Some(command) = profile.commands.get(&action) else {
         return Err(profile_error(
             profile,
@@ -172,8 +181,16 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
     let progress = crate::console::Progress::new(planned.len(), settings.progress);
     let outcomes = runtime.block_on(async {
         let semaphore = Arc::new(tokio::sync::Semaphore::new(settings.jobs.max(1)));
+        // Longest first, so the run is not waiting on a long scenario started last.
+        let mut order: Vec<usize> = (0..planned.len()).collect();
+        order.sort_by(|a, b| {
+            planned[*b]
+                .scenario
+                .expected_wait()
+                .total_cmp(&planned[*a].scenario.expected_wait())
+        });
         let mut tasks = Vec::with_capacity(planned.len());
-        for p in planned.iter().cloned() {
+        for p in order.iter().map(|i| planned[*i].clone()) {
             let semaphore = Arc::clone(&semaphore);
             let settings = settings.clone();
             let progress = progress.clone();
@@ -184,12 +201,14 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
                 cases
             }));
         }
-        let mut outcomes = Vec::with_capacity(tasks.len());
-        for (task, p) in tasks.into_iter().zip(&planned) {
-            outcomes.push(match task.await {
+        let mut outcomes: Vec<Vec<CaseResult>> = vec![Vec::new(); planned.len()];
+        for (task, i) in tasks.into_iter().zip(order) {
+            outcomes[i] = match task.await {
                 Ok(cases) => cases,
-                Err(e) => internal_error_cases(p, &format!("the scenario task failed: {e}")),
-            });
+                Err(e) => {
+                    internal_error_cases(&planned[i], &format!("the scenario task failed: {e}"))
+                }
+            };
         }
         outcomes
     });
@@ -268,12 +287,18 @@ pub fn apply_deviation(profile: &AgentProfile, case_id: &str, j: Judgement) -> J
     match d.verdict {
         DeviationVerdict::Unimplemented if j.verdict != Verdict::Skipped => Judgement {
             verdict: Verdict::Unimplemented,
-            reason: Some(format!("known deviation ({}): {}{observed}", d.cases, d.reason)),
+            reason: Some(format!(
+                "known deviation ({}): {}{observed}",
+                d.cases, d.reason
+            )),
             evidence: j.evidence,
         },
         DeviationVerdict::NonStrict if j.verdict == Verdict::Fail => Judgement {
             verdict: Verdict::NonStrict,
-            reason: Some(format!("known deviation ({}): {}{observed}", d.cases, d.reason)),
+            reason: Some(format!(
+                "known deviation ({}): {}{observed}",
+                d.cases, d.reason
+            )),
             evidence: j.evidence,
         },
         _ => j,

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use fake_wireserver::oracle::kvp::decode_pool;
 use fake_wireserver::{Fake, FakeConfig};
 
-use super::{Planned, RunSettings, apply_deviation, artifacts, case_title, skip_reason, uniform_cases};
+use super::{
+    Planned, RunSettings, apply_deviation, artifacts, case_title, skip_reason, uniform_cases,
+};
 use crate::agent::template::{Placeholder, UnsetPolicy, Values};
 use crate::agent::{Action, Attach};
 use crate::checks::Judgement;
@@ -78,7 +80,9 @@ async fn execute(p: &Planned, settings: &RunSettings) -> Result<Vec<CaseResult>,
         .await
         .map_err(|e| format!("the fake could not start: {e}"))?;
 
-    let closed = |what: &str| closed_port_url().map_err(|e| format!("cannot pick a closed port for {what}: {e}"));
+    let closed = |what: &str| {
+        closed_port_url().map_err(|e| format!("cannot pick a closed port for {what}: {e}"))
+    };
     let (wireserver_url, imds_url, proxy_url) = match profile.attach {
         Attach::Proxy => (
             format!("http://{}", fake_wireserver::endpoint::WIRESERVER_HOST),
@@ -109,8 +113,14 @@ async fn execute(p: &Planned, settings: &RunSettings) -> Result<Vec<CaseResult>,
             .set_opt(Placeholder::Description, run.description.clone())
             .set(Placeholder::Protocol, scenario.agent.protocol.as_str())
             .set(Placeholder::Budget, seconds(scenario.agent.budget))
-            .set(Placeholder::RequestTimeout, seconds(scenario.agent.request_timeout))
-            .set(Placeholder::RetryInterval, seconds(scenario.agent.retry_interval))
+            .set(
+                Placeholder::RequestTimeout,
+                seconds(scenario.agent.request_timeout),
+            )
+            .set(
+                Placeholder::RetryInterval,
+                seconds(scenario.agent.retry_interval),
+            )
             .set(Placeholder::BinDir, settings.bin_dir.display().to_string())
             .set(Placeholder::CaseDir, case_dir.path().display().to_string())
             .set(Placeholder::Action, run.action.as_str());
@@ -118,11 +128,7 @@ async fn execute(p: &Planned, settings: &RunSettings) -> Result<Vec<CaseResult>,
         records.push(invoke(p, settings, run, &values, case_dir.path(), t0).await?);
     }
 
-    let journal = {
-        let mut j = fake.journal();
-        j.sort_by_key(|e| e.seq);
-        j
-    };
+    let journal = settled_journal(&fake).await;
     let served = fake.served_ids();
     fake.shutdown().await;
     let pool = std::fs::read(&pool_path).ok();
@@ -144,7 +150,10 @@ async fn execute(p: &Planned, settings: &RunSettings) -> Result<Vec<CaseResult>,
     let artifacts = match artifacts::write(&settings.out, &artifacts_rel, &obs) {
         Ok(()) => Some(artifacts_rel),
         Err(e) => {
-            eprintln!("wirecheck: warning: cannot write the artifacts of {}: {e}", scenario.id);
+            eprintln!(
+                "wirecheck: warning: cannot write the artifacts of {}: {e}",
+                scenario.id
+            );
             None
         }
     };
@@ -178,6 +187,27 @@ async fn execute(p: &Planned, settings: &RunSettings) -> Result<Vec<CaseResult>,
         })
         .collect())
 }
+
+/// The journal once every answer is final. The fake records an answer after writing it, so an
+/// agent can read its reply and exit first; a delayed answer the agent gave up on finishes
+/// later still. Waits at most [`SETTLE_MAX`].
+async fn settled_journal(fake: &Fake) -> Vec<fake_wireserver::Entry> {
+    let until = Instant::now() + SETTLE_MAX;
+    loop {
+        let mut journal = fake.journal();
+        let pending = journal
+            .iter()
+            .any(|e| e.done_ms.is_none() && e.answer.kind != "hang");
+        if !pending || Instant::now() >= until {
+            journal.sort_by_key(|e| e.seq);
+            return journal;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Longest wait for the journal to settle after the agent is done.
+const SETTLE_MAX: Duration = Duration::from_secs(3);
 
 /// `3` for 3.0, `0.25` for 0.25: how the knobs are passed to agents.
 fn seconds(v: f64) -> String {
@@ -249,9 +279,12 @@ fn case_env(values: &Values, action: Action) -> Vec<(String, String)> {
         .iter()
         .filter(|p| **p != Placeholder::Data)
         .filter_map(|p| {
-            values
-                .get(*p)
-                .map(|v| (format!("WIRECHECK_CASE_{}", p.name().to_ascii_uppercase()), v.to_owned()))
+            values.get(*p).map(|v| {
+                (
+                    format!("WIRECHECK_CASE_{}", p.name().to_ascii_uppercase()),
+                    v.to_owned(),
+                )
+            })
         })
         .collect();
     env.push(("WIRECHECK_CASE_DATA".into(), values.data.join("\n")));
