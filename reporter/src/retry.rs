@@ -166,11 +166,17 @@ impl Budget {
                 Attempt::Done(value) => return Ok(value),
                 Attempt::Fail(error) => return Err(RetryError::Failed(error)),
                 Attempt::Retry(why) => {
+                    let retrying = self.next_attempt_fits();
                     tracing::warn!(
                         step,
                         attempt = self.attempts,
                         elapsed_s = format_args!("{:.1}", self.elapsed().as_secs_f64()),
-                        "{why}; retrying"
+                        "{why}; {}",
+                        if retrying {
+                            format!("retrying in {:.1} s", self.policy.interval.as_secs_f64())
+                        } else {
+                            "no time left in the budget for another attempt".to_owned()
+                        }
                     );
                     self.last_failure = why;
                     if !self.pause().await {
@@ -184,12 +190,16 @@ impl Budget {
     /// Sleeps one interval before the next attempt. Returns `false`, without sleeping, when
     /// the next attempt could not start before the deadline.
     pub async fn pause(&self) -> bool {
-        let wake = Instant::now() + self.policy.interval;
-        if wake >= self.deadline {
+        if !self.next_attempt_fits() {
             return false;
         }
-        tokio::time::sleep_until(wake.into()).await;
+        tokio::time::sleep_until((Instant::now() + self.policy.interval).into()).await;
         true
+    }
+
+    /// Whether an attempt started one interval from now would still be inside the budget.
+    fn next_attempt_fits(&self) -> bool {
+        Instant::now() + self.policy.interval < self.deadline
     }
 
     /// Records why a step gave up outside [`Budget::run`] (e.g. a 410 before a refetch).
