@@ -91,6 +91,11 @@ fn answers_are_classed_by_status_family() {
         ("503", AnswerClass::ServerError),
         ("hang", AnswerClass::Transport),
         ("reset", AnswerClass::Transport),
+        ("403 (throttled)", AnswerClass::ClientError),
+        ("201 (delay)", AnswerClass::Success),
+        ("200 (partial)", AnswerClass::Transport),
+        ("200 (slow)", AnswerClass::Transport),
+        ("", AnswerClass::Transport),
     ] {
         event.answer = answer.into();
         assert_eq!(event.answer_class(), class, "{answer}");

@@ -127,7 +127,10 @@ pub struct TimelineEvent {
     pub endpoint: String,
     /// Short request line, e.g. `POST /provisioning/health`.
     pub label: String,
-    /// `"201"`, `"403"`, `"hang"`, `"reset"`, ...
+    /// The HTTP status, with the scripted behaviour in parentheses when there
+    /// was one (`"201"`, `"503"`, `"403 (throttled)"`, `"201 (delay)"`,
+    /// `"200 (partial)"`), or the transport behaviour (`"hang"`, `"reset"`,
+    /// `"close"`, `"malformed"`).
     pub answer: String,
     /// The answer was an injected fault (scripted step), not normal behaviour.
     pub fault: bool,
@@ -237,14 +240,33 @@ impl RunResults {
 }
 
 impl TimelineEvent {
-    /// How the report colours this answer.
+    /// Transport behaviours: the agent got no usable HTTP answer, whatever the status line said.
+    pub const TRANSPORT_FAULTS: [&'static str; 6] =
+        ["hang", "reset", "close", "malformed", "partial", "slow"];
+
+    /// How the report colours this answer: a transport fault anywhere in it
+    /// (`"hang"`, `"200 (partial)"`) wins, else the family of its leading status
+    /// (`"403 (throttled)"` is a client error, `"201 (delay)"` a success).
     pub fn answer_class(&self) -> AnswerClass {
-        match self.answer.parse::<u16>() {
-            Ok(200..=299) => AnswerClass::Success,
-            Ok(300..=399) => AnswerClass::Redirect,
-            Ok(400..=499) => AnswerClass::ClientError,
-            Ok(_) => AnswerClass::ServerError,
-            Err(_) => AnswerClass::Transport,
+        let words = self
+            .answer
+            .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+            .filter(|w| !w.is_empty());
+        let mut status = None;
+        for (index, word) in words.enumerate() {
+            if Self::TRANSPORT_FAULTS.contains(&word) {
+                return AnswerClass::Transport;
+            }
+            if index == 0 {
+                status = word.parse::<u16>().ok();
+            }
+        }
+        match status {
+            Some(200..=299) => AnswerClass::Success,
+            Some(300..=399) => AnswerClass::Redirect,
+            Some(400..=499) => AnswerClass::ClientError,
+            Some(_) => AnswerClass::ServerError,
+            None => AnswerClass::Transport,
         }
     }
 }
