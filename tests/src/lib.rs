@@ -1,1 +1,363 @@
-//! End-to-end tests live in tests/tests/.
+//! Support for the end-to-end tests in `tests/tests/`: locating the binaries and the real
+//! agents, running an agent against the fake-wireserver binary in a private network namespace
+//! (or in `fake-wireserver sandbox`), and normalising what was received for snapshots.
+//!
+//! Every agent run happens inside a network namespace created for it (`unshare --net`, or the
+//! sandbox's own); nothing is ever sent to 168.63.129.16 or 169.254.169.254 outside one.
+//! A missing agent or privilege is a test failure with instructions, never a skip.
+
+pub mod normalize;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use fake_wireserver::journal::Entry;
+
+/// The repository root (this crate lives in `<root>/tests`).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// `target/<profile>/`: the folder holding the workspace binaries this test binary was built
+/// with (the test executable itself lives in its `deps/` subfolder).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current test executable");
+    let deps = exe.parent().expect("deps folder");
+    deps.parent().expect("profile folder").to_path_buf()
+}
+
+/// A workspace binary next to this test binary. The README's test command
+/// (`scripts/test-all.sh`) runs `cargo build --workspace --bins` before the tests.
+pub fn workspace_binary(name: &str) -> PathBuf {
+    let path = profile_dir().join(name);
+    assert!(
+        path.is_file(),
+        "{} not found: build the workspace binaries first (`cargo build --workspace --bins`, \
+         as scripts/test-all.sh does)",
+        path.display()
+    );
+    path
+}
+
+/// The fake-wireserver binary under test.
+pub fn fake_binary() -> PathBuf {
+    workspace_binary("fake-wireserver")
+}
+
+/// The agents need namespaces, which need root here; without it the tests fail (not skip).
+pub fn require_root() {
+    assert!(
+        rustix::process::geteuid().is_root(),
+        "the end-to-end agent tests create network namespaces and must run as root"
+    );
+}
+
+fn install_hint() -> String {
+    format!(
+        "run `sudo bash {}` to install the real agents",
+        repo_root().join("scripts/install-agents.sh").display()
+    )
+}
+
+/// Debian's python3 with cloud-init 22.4.2 importable.
+pub fn cloud_init_python() -> PathBuf {
+    let python = PathBuf::from("/usr/bin/python3");
+    let probe = Command::new(&python)
+        .args([
+            "-c",
+            "import cloudinit.version as v; print(v.version_string())",
+        ])
+        .output();
+    let version = match probe {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        Ok(out) => panic!(
+            "cloud-init is not installed (/usr/bin/python3 cannot import cloudinit: {}): {}",
+            String::from_utf8_lossy(&out.stderr).trim(),
+            install_hint()
+        ),
+        Err(e) => panic!(
+            "/usr/bin/python3 not found ({e}); cloud-init is not installed: {}",
+            install_hint()
+        ),
+    };
+    assert_eq!(
+        version,
+        "22.4.2",
+        "these tests pin cloud-init 22.4.2 (Debian 12's package); found {version}: {}",
+        install_hint()
+    );
+    python
+}
+
+/// The driver calling cloud-init's own fabric functions.
+pub fn cloud_init_driver() -> PathBuf {
+    repo_root().join("conformance/agents/cloud-init-driver.py")
+}
+
+/// afterburn 5.11.0 as built by scripts/install-agents.sh.
+pub fn afterburn_binary() -> PathBuf {
+    let path = repo_root().join("target/agents/afterburn/bin/afterburn");
+    assert!(
+        path.is_file(),
+        "afterburn is not built ({} is missing): {}",
+        path.display(),
+        install_hint()
+    );
+    let out = Command::new(&path)
+        .arg("--version")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}: {}", path.display(), install_hint()));
+    let version = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        version.contains("5.11.0"),
+        "expected afterburn 5.11.0 at {}, got {version:?}: {}",
+        path.display(),
+        install_hint()
+    );
+    path
+}
+
+/// What one agent run left behind.
+#[derive(Debug)]
+pub struct AgentRun {
+    pub status: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub journal: Vec<Entry>,
+    /// The run's folder (journal, fake output, pool files the test placed there).
+    pub dir: PathBuf,
+}
+
+impl AgentRun {
+    fn from_output(output: Output, journal: Vec<Entry>, dir: &Path) -> Self {
+        AgentRun {
+            status: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            journal,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// Panics with the agent's output unless it exited 0.
+    pub fn assert_success(&self) -> &Self {
+        assert_eq!(
+            self.status,
+            Some(0),
+            "agent failed\n--- stdout\n{}\n--- stderr\n{}\n--- journal\n{:#?}",
+            self.stdout,
+            self.stderr,
+            self.journal
+                .iter()
+                .map(|e| format!("{} {} -> {:?}", e.method, e.target, e.answer.status))
+                .collect::<Vec<_>>()
+        );
+        self
+    }
+
+    /// The entries for one endpoint id, in order.
+    pub fn entries(&self, endpoint: &str) -> Vec<&Entry> {
+        self.journal
+            .iter()
+            .filter(|e| e.endpoint == endpoint)
+            .collect()
+    }
+
+    /// The one health report of the run (panics unless there is exactly one).
+    pub fn single(&self, endpoint: &str) -> &Entry {
+        let entries = self.entries(endpoint);
+        assert_eq!(
+            entries.len(),
+            1,
+            "expected exactly one {endpoint} request, journal: {:#?}",
+            self.journal
+                .iter()
+                .map(|e| format!("{} {} [{}]", e.method, e.target, e.endpoint))
+                .collect::<Vec<_>>()
+        );
+        entries[0]
+    }
+}
+
+/// How the agent reaches the fake inside its namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attach {
+    /// The fake on 127.0.0.1 ports; the agent gets `{wireserver}` / `{imds}` substituted.
+    Url,
+    /// The fake's proxy listener in `http_proxy`/`HTTP_PROXY`; the agent uses the real
+    /// addresses, which exist nowhere in the namespace.
+    Proxy,
+}
+
+/// One agent run under `unshare --net [--mount]` with `e2e-netns-run`.
+pub struct NetnsRun {
+    harness: PathBuf,
+    dir: PathBuf,
+    attach: Attach,
+    tmpfs: Vec<String>,
+    lease: Option<String>,
+    fake_args: Vec<String>,
+}
+
+impl NetnsRun {
+    /// `harness` is `env!("CARGO_BIN_EXE_e2e-netns-run")`; `dir` the run's folder.
+    pub fn new(harness: &str, dir: &Path, attach: Attach) -> Self {
+        require_root();
+        NetnsRun {
+            harness: PathBuf::from(harness),
+            dir: dir.to_path_buf(),
+            attach,
+            tmpfs: Vec::new(),
+            lease: None,
+            fake_args: Vec::new(),
+        }
+    }
+
+    /// A private tmpfs on this folder inside the run's mount namespace.
+    pub fn tmpfs(mut self, dir: &str) -> Self {
+        self.tmpfs.push(dir.to_owned());
+        self
+    }
+
+    /// A networkd lease for `lo` with `OPTION_245=hex` (implies a private `/run`).
+    pub fn lease(mut self, hex: &str) -> Self {
+        if !self.tmpfs.iter().any(|d| d == "/run") {
+            self.tmpfs.push("/run".to_owned());
+        }
+        self.lease = Some(hex.to_owned());
+        self
+    }
+
+    pub fn fake_arg(mut self, arg: &str) -> Self {
+        self.fake_args.push(arg.to_owned());
+        self
+    }
+
+    /// Runs the agent (`{wireserver}`, `{imds}`, `{proxy}` in its arguments are replaced by
+    /// the fake's addresses) and collects the journal.
+    pub fn run(self, agent: &[&str]) -> AgentRun {
+        let mut cmd = Command::new("unshare");
+        cmd.arg("--net");
+        if !self.tmpfs.is_empty() {
+            cmd.args(["--mount", "--propagation", "private"]);
+        }
+        cmd.arg("--").arg(&self.harness);
+        cmd.arg("--fake").arg(fake_binary());
+        cmd.arg("--out").arg(&self.dir);
+        if self.attach == Attach::Proxy {
+            cmd.arg("--proxy-env");
+        }
+        for dir in &self.tmpfs {
+            cmd.arg("--tmpfs").arg(dir);
+        }
+        if let Some(hex) = &self.lease {
+            cmd.arg("--lease").arg(hex);
+        }
+        for arg in &self.fake_args {
+            cmd.arg(format!("--fake-arg={arg}"));
+        }
+        cmd.arg("--").args(agent);
+        let output = cmd.output().expect("cannot run unshare (util-linux)");
+        let journal_path = self.dir.join("journal.json");
+        let journal = match std::fs::read_to_string(&journal_path) {
+            Ok(text) => serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("{}: not a journal: {e}", journal_path.display())),
+            Err(e) => panic!(
+                "no journal at {} ({e}); harness output:\n{}\n{}\nfake stderr:\n{}",
+                journal_path.display(),
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr),
+                std::fs::read_to_string(self.dir.join("fake.stderr")).unwrap_or_default()
+            ),
+        };
+        AgentRun::from_output(output, journal, &self.dir)
+    }
+}
+
+/// What `fake-wireserver sandbox` left in `--out`.
+#[derive(Debug)]
+pub struct SandboxRun {
+    pub run: AgentRun,
+    /// The copied `.kvp_pool_*` files by name.
+    pub pools: Vec<(String, Vec<u8>)>,
+    /// `sandbox.json`.
+    pub summary: serde_json::Value,
+}
+
+/// Runs `fake-wireserver sandbox --out DIR [extra...] -- command...` and reads its artifacts.
+pub fn run_sandbox(out: &Path, extra: &[&str], command: &[&str]) -> SandboxRun {
+    require_root();
+    let output = Command::new(fake_binary())
+        .arg("sandbox")
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .arg("--")
+        .args(command)
+        .output()
+        .expect("cannot run fake-wireserver sandbox");
+    let journal_path = out.join("journal.jsonl");
+    let journal = match std::fs::read_to_string(&journal_path) {
+        Ok(text) => text
+            .lines()
+            .map(|line| {
+                serde_json::from_str(line).unwrap_or_else(|e| {
+                    panic!(
+                        "{}: not a journal line: {e}: {line}",
+                        journal_path.display()
+                    )
+                })
+            })
+            .collect(),
+        Err(e) => panic!(
+            "no journal at {} ({e}); sandbox output:\n{}\n{}",
+            journal_path.display(),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    };
+    let summary = std::fs::read_to_string(out.join("sandbox.json"))
+        .map(|s| serde_json::from_str(&s).expect("sandbox.json is JSON"))
+        .unwrap_or(serde_json::Value::Null);
+    let mut pools: Vec<(String, Vec<u8>)> = std::fs::read_dir(out)
+        .expect("out folder")
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            name.starts_with(".kvp_pool_")
+                .then(|| (name, std::fs::read(e.path()).expect("pool file")))
+        })
+        .collect();
+    pools.sort();
+    SandboxRun {
+        run: AgentRun::from_output(output, journal, out),
+        pools,
+        summary,
+    }
+}
+
+/// A request vector from `testdata/vectors/http/`.
+pub fn vector(path: &str) -> serde_json::Value {
+    let full = repo_root().join("testdata/vectors/http").join(path);
+    let text = std::fs::read_to_string(&full)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", full.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
+}
+
+/// Header names of a vector, in order (`Host` and `Content-Length` values vary with the
+/// served ids and the attach mode; the names and their order are the agent's fingerprint).
+pub fn vector_header_names(vector: &serde_json::Value) -> Vec<String> {
+    vector["headers"]
+        .as_array()
+        .expect("headers")
+        .iter()
+        .map(|h| h[0].as_str().expect("header name").to_owned())
+        .collect()
+}
+
+pub fn header_names(entry: &Entry) -> Vec<String> {
+    entry.headers.iter().map(|(n, _)| n.clone()).collect()
+}

@@ -1,0 +1,239 @@
+//! Making what real agents sent snapshot-stable. Only values that differ from run to run are
+//! replaced, each by a named placeholder:
+//!
+//! | value | placeholder |
+//! |---|---|
+//! | ephemeral port in `127.0.0.1:PORT` (Host header, targets, messages) | `127.0.0.1:<port>` |
+//! | journal `at_ms`, `done_ms`, `client` | removed |
+//! | KVP key incarnation (boot time, epoch seconds) | `<boot-epoch>` |
+//! | KVP key uuid4 | `<uuid>` |
+//! | KVP event `ts` | `<ts>` |
+//! | gz+b64 `data` of compressed events (dmesg: machine-specific) | `<gz+b64>` |
+//!
+//! Everything else (headers in order, bodies, parsed reports, findings, event names, results,
+//! messages) is snapshotted as received.
+
+use serde_json::{Value, json};
+
+use fake_wireserver::journal::Entry;
+
+/// Replaces the port of every `127.0.0.1:PORT` by `<port>`.
+pub fn ports(text: &str) -> String {
+    const HOST: &str = "127.0.0.1:";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(HOST) {
+        let (before, after) = rest.split_at(at + HOST.len());
+        out.push_str(before);
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 {
+            out.push_str("<port>");
+        }
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn ports_in_value(value: &mut Value) {
+    match value {
+        Value::String(s) => *s = ports(s),
+        Value::Array(items) => items.iter_mut().for_each(ports_in_value),
+        Value::Object(map) => map.values_mut().for_each(ports_in_value),
+        _ => {}
+    }
+}
+
+/// A journal entry without its timing and client address, ports normalised.
+pub fn entry(entry: &Entry) -> Value {
+    let mut value = serde_json::to_value(entry).expect("entries serialise");
+    let map = value.as_object_mut().expect("entry is an object");
+    for volatile in ["at_ms", "done_ms", "client"] {
+        map.shift_remove(volatile);
+    }
+    ports_in_value(&mut value);
+    value
+}
+
+/// `method target -> answer` for every entry: the exchange at a glance.
+pub fn exchange(journal: &[Entry]) -> Vec<String> {
+    journal
+        .iter()
+        .map(|e| {
+            let status = e
+                .answer
+                .status
+                .map_or_else(|| e.answer.kind.clone(), |s| s.to_string());
+            ports(&format!(
+                "{} {} [{} via {}] -> {}",
+                e.method, e.target, e.endpoint, e.listener, status
+            ))
+        })
+        .collect()
+}
+
+/// One raw KVP record: key and value up to their first NUL (what the agent wrote).
+fn raw_records(pool: &[u8]) -> Vec<(String, String)> {
+    use fake_wireserver::oracle::kvp::{KEY_SIZE, RECORD_SIZE};
+    let field = |bytes: &[u8]| {
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        String::from_utf8_lossy(&bytes[..end]).into_owned()
+    };
+    pool.chunks_exact(RECORD_SIZE)
+        .map(|r| (field(&r[..KEY_SIZE]), field(&r[KEY_SIZE..])))
+        .collect()
+}
+
+/// `CLOUD_INIT|<incarnation>|<type>|<name>|<uuid>[|<slice>]` with the volatile parts replaced;
+/// returns the normalised event key and the slice index.
+fn cloud_init_key(key: &str) -> (String, Option<usize>) {
+    let mut parts: Vec<&str> = key.split('|').collect();
+    let slice = if parts.len() == 6 {
+        parts.pop().and_then(|i| i.parse().ok())
+    } else {
+        None
+    };
+    if parts.len() == 5 && parts[0] == "CLOUD_INIT" {
+        parts[1] = "<boot-epoch>";
+        parts[4] = "<uuid>";
+    }
+    (parts.join("|"), slice)
+}
+
+/// Splits a slice value into its metadata (with an empty `msg`, valid JSON) and the
+/// still-escaped `msg` text between `"msg":"` and the closing `"}`. Slices can end inside an
+/// escape, so they are not parsed as JSON one by one.
+fn split_slice(value: &str) -> Option<(String, &str)> {
+    let start = value.rfind("\"msg\":\"")? + "\"msg\":\"".len();
+    let end = value.len().checked_sub(2).filter(|&end| end >= start)?;
+    let chunk = value.get(start..end)?;
+    Some((format!("{}{}", &value[..start], &value[end..]), chunk))
+}
+
+fn normalise_event(mut event: Value) -> Value {
+    if let Some(map) = event.as_object_mut() {
+        if map.contains_key("ts") {
+            map.insert("ts".into(), json!("<ts>"));
+        }
+        if map.get("type").and_then(Value::as_str) == Some("compressed")
+            && let Some(msg) = map.get("msg").and_then(Value::as_str)
+            && let Ok(mut inner) = serde_json::from_str::<Value>(msg)
+        {
+            inner["data"] = json!("<gz+b64>");
+            map.insert("msg".into(), inner);
+        }
+    }
+    ports_in_value(&mut event);
+    event
+}
+
+/// A split event being put back together.
+struct Split {
+    key: String,
+    /// Metadata of slice 0 (its `msg` blanked).
+    meta: Value,
+    /// The raw, still-escaped chunks so far.
+    chunks: String,
+    slices: usize,
+}
+
+impl Split {
+    fn finish(self) -> Value {
+        let Split {
+            key,
+            mut meta,
+            chunks,
+            slices,
+        } = self;
+        let message: Value = serde_json::from_str(&format!("\"{chunks}\""))
+            .unwrap_or_else(|e| json!(format!("<slices do not rebuild: {e}>")));
+        if let Some(map) = meta.as_object_mut() {
+            map.remove("msg_i");
+            map.insert("msg".into(), message);
+        }
+        let compressed = meta["type"] == "compressed";
+        let mut logical = json!({ "key": key, "event": normalise_event(meta) });
+        if !compressed {
+            logical["slices"] = json!(slices);
+        }
+        logical
+    }
+}
+
+/// cloud-init's KVP events as logical events: split events are put back together (in
+/// `msg_i` order) and reported with their slice count; compressed events keep their
+/// encoding but not their machine-specific data (nor their slice count, which depends on it).
+pub fn cloud_init_events(pool: &[u8]) -> Vec<Value> {
+    let mut events: Vec<Value> = Vec::new();
+    let mut pending: Option<Split> = None;
+    for (key, value) in raw_records(pool) {
+        let (normal_key, slice) = cloud_init_key(&key);
+        let Some(index) = slice else {
+            events.extend(pending.take().map(Split::finish));
+            let event = serde_json::from_str(&value).unwrap_or_else(|_| json!(value));
+            events.push(json!({ "key": normal_key, "event": normalise_event(event) }));
+            continue;
+        };
+        let (meta_text, chunk) = split_slice(&value).unwrap_or_default();
+        match &mut pending {
+            Some(split) if split.key == normal_key && split.slices == index => {
+                split.chunks.push_str(chunk);
+                split.slices += 1;
+            }
+            _ => {
+                events.extend(pending.take().map(Split::finish));
+                pending = Some(Split {
+                    key: normal_key,
+                    meta: serde_json::from_str(&meta_text).unwrap_or(Value::Null),
+                    chunks: chunk.to_owned(),
+                    slices: 1,
+                });
+            }
+        }
+    }
+    events.extend(pending.take().map(Split::finish));
+    events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_are_replaced_only_after_the_loopback_address() {
+        assert_eq!(
+            ports("http://127.0.0.1:41234/machine 127.0.0.1: 10.0.0.1:80"),
+            "http://127.0.0.1:<port>/machine 127.0.0.1: 10.0.0.1:80"
+        );
+    }
+
+    #[test]
+    fn split_cloud_init_events_are_rebuilt_from_the_vector() {
+        let pool = std::fs::read(
+            crate::repo_root().join("testdata/vectors/kvp/cloud-init-22.4.2-split.bin"),
+        )
+        .unwrap();
+        let sidecar: Value = serde_json::from_str(
+            &std::fs::read_to_string(
+                crate::repo_root().join("testdata/vectors/kvp/cloud-init-22.4.2-split.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let events = cloud_init_events(&pool);
+        let split = events
+            .iter()
+            .find(|e| e.get("slices").and_then(Value::as_u64) > Some(1))
+            .expect("a split event");
+        assert_eq!(
+            split["slices"],
+            sidecar["split_events"][0]["records"]
+                .as_array()
+                .unwrap()
+                .len()
+        );
+        assert_eq!(split["event"]["msg"], sidecar["split_events"][0]["message"]);
+        assert!(split["key"].as_str().unwrap().contains("|<boot-epoch>|"));
+        assert_eq!(split["event"]["ts"], "<ts>");
+    }
+}
