@@ -61,7 +61,10 @@ impl EffectiveConfig {
                 admin: config.admin.map(|a| a.to_string()),
             },
             journal: JournalConfig {
-                file: config.journal_file.as_ref().map(|p| p.display().to_string()),
+                file: config
+                    .journal_file
+                    .as_ref()
+                    .map(|p| p.display().to_string()),
                 capacity: config.journal_capacity,
             },
             limits: Limits {

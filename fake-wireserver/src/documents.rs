@@ -124,7 +124,10 @@ impl Documents {
         let role = Self::role_instance(&ids.instance_id);
         let tail = match comp {
             "certificates" => format!("comp=certificates&incarnation={}", ids.incarnation),
-            _ => format!("comp=config&type=sharedConfig&incarnation={}", ids.incarnation),
+            _ => format!(
+                "comp=config&type=sharedConfig&incarnation={}",
+                ids.incarnation
+            ),
         };
         format!("{base_url}/machine/{}/{role}?{tail}", ids.container_id)
     }
@@ -144,7 +147,10 @@ impl Documents {
                 ("incarnation", &xml_escape(&ids.incarnation)),
                 ("container_id", &xml_escape(&ids.container_id)),
                 ("instance_id", &xml_escape(&ids.instance_id)),
-                ("role_instance", &xml_escape(Self::role_instance(&ids.instance_id))),
+                (
+                    "role_instance",
+                    &xml_escape(Self::role_instance(&ids.instance_id)),
+                ),
                 (
                     "shared_config_url",
                     &xml_escape(&Self::config_url(base_url, ids, "config")),
@@ -160,7 +166,10 @@ impl Documents {
             &[
                 ("incarnation", &xml_escape(&ids.incarnation)),
                 ("container_id", &xml_escape(&ids.container_id)),
-                ("role_instance", &xml_escape(Self::role_instance(&ids.instance_id))),
+                (
+                    "role_instance",
+                    &xml_escape(Self::role_instance(&ids.instance_id)),
+                ),
             ],
         )
     }
@@ -175,13 +184,11 @@ impl Documents {
     /// The IMDS instance document; `extended=true` adds `extended.compute`.
     pub fn instance_json(&self, extended: bool) -> Value {
         let mut doc = self.instance.clone();
-        if extended {
-            if let Some(obj) = doc.as_object_mut() {
-                obj.insert(
-                    "extended".into(),
-                    json!({"compute": {"hasCustomData": false, "ppsType": self.pps_type}}),
-                );
-            }
+        if extended && let Some(obj) = doc.as_object_mut() {
+            obj.insert(
+                "extended".into(),
+                json!({"compute": {"hasCustomData": false, "ppsType": self.pps_type}}),
+            );
         }
         doc
     }

@@ -207,7 +207,10 @@ mod tests {
         let t = split_target("http://169.254.169.254:80?x=1");
         assert_eq!((t.authority, t.path), (Some("169.254.169.254:80"), "/"));
         let t = split_target("/?comp=versions");
-        assert_eq!((t.authority, t.path, t.query), (None, "/", Some("comp=versions")));
+        assert_eq!(
+            (t.authority, t.path, t.query),
+            (None, "/", Some("comp=versions"))
+        );
         assert_eq!(host_of("168.63.129.16:80"), "168.63.129.16");
         assert_eq!(host_of("[::1]:80"), "::1");
     }
@@ -215,25 +218,56 @@ mod tests {
     #[test]
     fn classifies_wireserver_paths_alike() {
         for path in ["/", "/machine", "/machine/"] {
-            assert_eq!(classify(Service::Wireserver, path, &q("comp=goalstate")), WIRESERVER_GOALSTATE);
-            assert_eq!(classify(Service::Wireserver, path, &q("comp=health")), WIRESERVER_HEALTH_XML);
+            assert_eq!(
+                classify(Service::Wireserver, path, &q("comp=goalstate")),
+                WIRESERVER_GOALSTATE
+            );
+            assert_eq!(
+                classify(Service::Wireserver, path, &q("comp=health")),
+                WIRESERVER_HEALTH_XML
+            );
         }
         assert_eq!(
-            classify(Service::Wireserver, "/machine/c/vm", &q("comp=config&type=sharedConfig")),
+            classify(
+                Service::Wireserver,
+                "/machine/c/vm",
+                &q("comp=config&type=sharedConfig")
+            ),
             WIRESERVER_CONFIG
         );
-        assert_eq!(classify(Service::Wireserver, "/provisioning/health", &[]), WIRESERVER_HEALTH_JSON);
-        assert_eq!(classify(Service::Wireserver, "/nope", &[]), WIRESERVER_UNKNOWN);
-        assert_eq!(classify(Service::Wireserver, "/machine/x", &q("comp=health")), WIRESERVER_UNKNOWN);
-        assert_eq!(classify(Service::Imds, "/metadata/instance/compute/name", &[]), IMDS_INSTANCE);
-        assert_eq!(classify(Service::Imds, "/metadata/instance/", &[]), IMDS_INSTANCE);
-        assert_eq!(classify(Service::Imds, "/metadata/identity", &[]), IMDS_UNKNOWN);
+        assert_eq!(
+            classify(Service::Wireserver, "/provisioning/health", &[]),
+            WIRESERVER_HEALTH_JSON
+        );
+        assert_eq!(
+            classify(Service::Wireserver, "/nope", &[]),
+            WIRESERVER_UNKNOWN
+        );
+        assert_eq!(
+            classify(Service::Wireserver, "/machine/x", &q("comp=health")),
+            WIRESERVER_UNKNOWN
+        );
+        assert_eq!(
+            classify(Service::Imds, "/metadata/instance/compute/name", &[]),
+            IMDS_INSTANCE
+        );
+        assert_eq!(
+            classify(Service::Imds, "/metadata/instance/", &[]),
+            IMDS_INSTANCE
+        );
+        assert_eq!(
+            classify(Service::Imds, "/metadata/identity", &[]),
+            IMDS_UNKNOWN
+        );
     }
 
     #[test]
     fn globs_match_ids() {
         assert!(pattern_matches("wireserver.*", WIRESERVER_HEALTH_JSON));
-        assert!(pattern_matches("wireserver.health.*", WIRESERVER_HEALTH_XML));
+        assert!(pattern_matches(
+            "wireserver.health.*",
+            WIRESERVER_HEALTH_XML
+        ));
         assert!(!pattern_matches("imds.*", WIRESERVER_HEALTH_XML));
         assert!(pattern_matches_any("*"));
         assert!(!pattern_matches_any("wireserver.nothing"));

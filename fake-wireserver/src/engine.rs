@@ -119,10 +119,11 @@ impl Engine {
     }
 
     pub(crate) fn decide(&mut self, endpoint: &str, client: IpAddr, now: Instant) -> Decision {
-        if let Some(rate) = self.rate.as_mut() {
-            if rate.patterns.matches(endpoint) && !rate.admit(client, now) {
-                return Decision::Throttled;
-            }
+        if let Some(rate) = self.rate.as_mut()
+            && rate.patterns.matches(endpoint)
+            && !rate.admit(client, now)
+        {
+            return Decision::Throttled;
         }
         let Some(index) = self.plans.iter().position(|p| p.patterns.matches(endpoint)) else {
             return Decision::Default;
@@ -222,7 +223,10 @@ mod tests {
         Scenario::new().endpoint(
             "wireserver.goalstate",
             end,
-            vec![Step::preset(Preset::Throttled).times(2), Step::new(Action::Reset)],
+            vec![
+                Step::preset(Preset::Throttled).times(2),
+                Step::new(Action::Reset),
+            ],
         )
     }
 
@@ -231,17 +235,35 @@ mod tests {
         let mut e = Engine::new(plan(EndPolicy::Default), Instant::now());
         assert_eq!(
             kinds(&mut e, "wireserver.goalstate", 5),
-            ["respond#0.1", "respond#0.2", "reset#1.1", "default", "default"]
+            [
+                "respond#0.1",
+                "respond#0.2",
+                "reset#1.1",
+                "default",
+                "default"
+            ]
         );
         let mut e = Engine::new(plan(EndPolicy::Cycle), Instant::now());
         assert_eq!(
             kinds(&mut e, "wireserver.goalstate", 5),
-            ["respond#0.1", "respond#0.2", "reset#1.1", "respond#0.1", "respond#0.2"]
+            [
+                "respond#0.1",
+                "respond#0.2",
+                "reset#1.1",
+                "respond#0.1",
+                "respond#0.2"
+            ]
         );
         let mut e = Engine::new(plan(EndPolicy::RepeatLast), Instant::now());
         assert_eq!(
             kinds(&mut e, "wireserver.goalstate", 5),
-            ["respond#0.1", "respond#0.2", "reset#1.1", "reset#1.2", "reset#1.3"]
+            [
+                "respond#0.1",
+                "respond#0.2",
+                "reset#1.1",
+                "reset#1.2",
+                "reset#1.3"
+            ]
         );
         assert_eq!(kinds(&mut e, "wireserver.versions", 1), ["default"]);
     }
@@ -253,11 +275,23 @@ mod tests {
             EndPolicy::RepeatLast,
             vec![Step::new(Action::Close).probability(0.5)],
         );
-        let a = kinds(&mut Engine::new(scenario.clone(), Instant::now()), "imds.instance", 64);
-        let b = kinds(&mut Engine::new(scenario.clone(), Instant::now()), "imds.instance", 64);
+        let a = kinds(
+            &mut Engine::new(scenario.clone(), Instant::now()),
+            "imds.instance",
+            64,
+        );
+        let b = kinds(
+            &mut Engine::new(scenario.clone(), Instant::now()),
+            "imds.instance",
+            64,
+        );
         assert_eq!(a, b);
         assert!(a.iter().any(|k| k == "default") && a.iter().any(|k| k.starts_with("close")));
-        let c = kinds(&mut Engine::new(scenario.seed(8), Instant::now()), "imds.instance", 64);
+        let c = kinds(
+            &mut Engine::new(scenario.seed(8), Instant::now()),
+            "imds.instance",
+            64,
+        );
         assert_ne!(a, c);
     }
 
@@ -271,7 +305,10 @@ mod tests {
         );
         assert_eq!(kinds(&mut e, "imds.instance", 3), ["default"; 3]);
         let later = Instant::now() + Duration::from_secs(11);
-        assert_eq!(e.decide("wireserver.goalstate", IP, later), Decision::Default);
+        assert_eq!(
+            e.decide("wireserver.goalstate", IP, later),
+            Decision::Default
+        );
     }
 
     #[test]

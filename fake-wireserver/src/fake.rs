@@ -193,14 +193,15 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
         proxy: None,
         admin: None,
     };
-    let to_tokio = |name: &'static str, l: std::net::TcpListener| -> Result<TcpListener, FakeError> {
-        l.set_nonblocking(true)
-            .and_then(|()| TcpListener::from_std(l))
-            .map_err(|source| FakeError::Listener {
-                listener: name,
-                source,
-            })
-    };
+    let to_tokio =
+        |name: &'static str, l: std::net::TcpListener| -> Result<TcpListener, FakeError> {
+            l.set_nonblocking(true)
+                .and_then(|()| TcpListener::from_std(l))
+                .map_err(|source| FakeError::Listener {
+                    listener: name,
+                    source,
+                })
+        };
     for (kind, listener) in [
         (ListenerKind::Wireserver, listeners.wireserver),
         (ListenerKind::Imds, listeners.imds),
@@ -208,10 +209,12 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
     ] {
         let Some(listener) = listener else { continue };
         let listener = to_tokio(kind.name(), listener)?;
-        let addr = listener.local_addr().map_err(|source| FakeError::Listener {
-            listener: kind.name(),
-            source,
-        })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| FakeError::Listener {
+                listener: kind.name(),
+                source,
+            })?;
         match kind {
             ListenerKind::Wireserver => addrs.wireserver = Some(addr),
             ListenerKind::Imds => addrs.imds = Some(addr),
@@ -226,10 +229,14 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
     }
     if let Some(listener) = listeners.admin {
         let listener = to_tokio("admin", listener)?;
-        addrs.admin = Some(listener.local_addr().map_err(|source| FakeError::Listener {
-            listener: "admin",
-            source,
-        })?);
+        addrs.admin = Some(
+            listener
+                .local_addr()
+                .map_err(|source| FakeError::Listener {
+                    listener: "admin",
+                    source,
+                })?,
+        );
         let mut rx = shutdown_rx.clone();
         let app = crate::admin::router(shared.clone());
         tasks.push(tokio::spawn(async move {

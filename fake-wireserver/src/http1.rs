@@ -68,7 +68,10 @@ pub(crate) enum ReadError {
     /// Head over the limit: answer 431 and close.
     HeadTooLarge { partial: Partial },
     /// Declared or chunked body over the limit: answer 413 and close.
-    BodyTooLarge { partial: Partial, declared: Option<u64> },
+    BodyTooLarge {
+        partial: Partial,
+        declared: Option<u64>,
+    },
     /// The client stopped sending (EOF or timeout) inside a request: close.
     Incomplete { reason: String, partial: Partial },
 }
@@ -160,9 +163,13 @@ pub(crate) async fn read_request(
     };
 
     // 2. The body: chunked, Content-Length, or none (requests have no read-to-EOF bodies).
-    let chunked = req
-        .header("transfer-encoding")
-        .map(|te| te.rsplit(',').next().unwrap_or("").trim().eq_ignore_ascii_case("chunked"));
+    let chunked = req.header("transfer-encoding").map(|te| {
+        te.rsplit(',')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .eq_ignore_ascii_case("chunked")
+    });
     let lengths: Vec<&str> = req
         .headers
         .iter()
@@ -210,7 +217,10 @@ pub(crate) async fn read_request(
                         });
                     }
                 }
-                if !matches!(read_more(stream, buf, deadline, limits.max_head + 1).await, Ok(true)) {
+                if !matches!(
+                    read_more(stream, buf, deadline, limits.max_head + 1).await,
+                    Ok(true)
+                ) {
                     return Err(ReadError::Incomplete {
                         reason: "connection closed or timed out inside a chunked body".into(),
                         partial: partial(&req, body),
@@ -258,7 +268,10 @@ pub(crate) async fn read_request(
                 continue;
             }
             if buf.len() > limits.max_head
-                || !matches!(read_more(stream, buf, deadline, limits.max_head + 1).await, Ok(true))
+                || !matches!(
+                    read_more(stream, buf, deadline, limits.max_head + 1).await,
+                    Ok(true)
+                )
             {
                 return Err(ReadError::Incomplete {
                     reason: "chunked body trailer not complete".into(),
@@ -362,7 +375,11 @@ pub(crate) struct Outgoing {
 }
 
 impl Outgoing {
-    pub(crate) fn new(status: u16, headers: Vec<(String, String)>, body: impl Into<Vec<u8>>) -> Self {
+    pub(crate) fn new(
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: impl Into<Vec<u8>>,
+    ) -> Self {
         Outgoing {
             status,
             headers,

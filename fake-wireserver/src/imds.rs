@@ -149,9 +149,7 @@ async fn handle(
             let extended = param("extended").is_some_and(|v| v.eq_ignore_ascii_case("true"));
             let format = param("format").unwrap_or("json");
             let doc = ctx.documents.instance_json(extended);
-            let rest = path
-                .strip_prefix("/metadata/instance")
-                .unwrap_or_default();
+            let rest = path.strip_prefix("/metadata/instance").unwrap_or_default();
             let mut node = &doc;
             for segment in rest.split('/').filter(|s| !s.is_empty()) {
                 let next = match node {
@@ -183,9 +181,9 @@ async fn handle(
                         Value::Object(map) => {
                             map.keys().map(|k| format!("{k}\n")).collect::<String>()
                         }
-                        Value::Array(items) => {
-                            (0..items.len()).map(|i| format!("{i}\n")).collect::<String>()
-                        }
+                        Value::Array(items) => (0..items.len())
+                            .map(|i| format!("{i}\n"))
+                            .collect::<String>(),
                         other => other.to_string(),
                     };
                     with_type(StatusCode::OK, TEXT_CONTENT_TYPE, text)

@@ -129,19 +129,27 @@ fn wireserver(view: &RequestView, out: &mut Vec<Finding>) {
             )),
             Some(v) if v.trim() != "2012-11-30" => out.push(Finding::warning(
                 "header.unusual.x-ms-version",
-                format!("{}: x-ms-version is {v:?}, expected \"2012-11-30\"", view.endpoint),
+                format!(
+                    "{}: x-ms-version is {v:?}, expected \"2012-11-30\"",
+                    view.endpoint
+                ),
             )),
             Some(_) => {}
         }
         if view.header("x-ms-agent-name").is_none() {
             out.push(Finding::info(
                 "header.missing.x-ms-agent-name",
-                format!("{}: no x-ms-agent-name header (informational)", view.endpoint),
+                format!(
+                    "{}: no x-ms-agent-name header (informational)",
+                    view.endpoint
+                ),
             ));
         }
     }
     match view.endpoint {
-        WIRESERVER_VERSIONS | WIRESERVER_GOALSTATE | WIRESERVER_CONFIG
+        WIRESERVER_VERSIONS
+        | WIRESERVER_GOALSTATE
+        | WIRESERVER_CONFIG
         | WIRESERVER_CERTIFICATES => expect_method(view, "GET", out),
         WIRESERVER_HEALTH_XML | WIRESERVER_TELEMETRY => {
             expect_method(view, "POST", out);
@@ -173,18 +181,18 @@ fn wireserver(view: &RequestView, out: &mut Vec<Finding>) {
         (WIRESERVER_GOALSTATE, "/machine") => Some(
             "goal state requested as /machine?comp=goalstate (no slash; linuxkit style); cloud-init, afterburn and WALA use /machine/?comp=goalstate",
         ),
-        (WIRESERVER_GOALSTATE, "/") => Some(
-            "goal state requested as /?comp=goalstate; agents use /machine/?comp=goalstate",
-        ),
+        (WIRESERVER_GOALSTATE, "/") => {
+            Some("goal state requested as /?comp=goalstate; agents use /machine/?comp=goalstate")
+        }
         (WIRESERVER_HEALTH_XML, "/machine/") => Some(
             "health posted to /machine/?comp=health (afterburn, azure-init <= Aug 2025 style); cloud-init, WALA and linuxkit use /machine?comp=health",
         ),
-        (WIRESERVER_HEALTH_XML, "/") => Some(
-            "health posted to /?comp=health; agents use /machine?comp=health",
-        ),
-        (WIRESERVER_VERSIONS, p) if p != "/" => Some(
-            "versions requested on /machine; agents use /?comp=versions",
-        ),
+        (WIRESERVER_HEALTH_XML, "/") => {
+            Some("health posted to /?comp=health; agents use /machine?comp=health")
+        }
+        (WIRESERVER_VERSIONS, p) if p != "/" => {
+            Some("versions requested on /machine; agents use /?comp=versions")
+        }
         _ => None,
     };
     if let Some(message) = spelling {
@@ -207,7 +215,12 @@ fn content_type(view: &RequestView, expected: &[&str], out: &mut Vec<Finding>) {
         )),
         Some(v) => {
             // `text/xml; charset=utf-8` and `text/xml;charset=utf-8` are both fine (§2).
-            let media = v.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+            let media = v
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
             if !expected.iter().any(|e| *e == media) {
                 out.push(Finding::warning(
                     "header.unusual.content-type",

@@ -293,6 +293,9 @@ mod tests {
         assert!(s.ends_with('a'));
         let big = vec![b'x'; BODY_KEEP_BYTES + 10];
         let (s, b64, len, cut) = body_fields(&big);
-        assert_eq!((s.len(), b64, len, cut), (BODY_KEEP_BYTES, None, BODY_KEEP_BYTES + 10, true));
+        assert_eq!(
+            (s.len(), b64, len, cut),
+            (BODY_KEEP_BYTES, None, BODY_KEEP_BYTES + 10, true)
+        );
     }
 }

@@ -93,8 +93,8 @@
 //! writes raw bytes, `partial` stops inside the declared body, `slow` dribbles the body. The
 //! default documents come from two axum routers ([`wireserver::router`], [`imds::router`]).
 
-pub mod config;
 mod admin;
+pub mod config;
 pub mod documents;
 pub mod endpoint;
 mod engine;
@@ -112,10 +112,12 @@ pub mod wireserver;
 
 pub use documents::Addresses;
 pub use expect::{Expectation, Times};
-pub use fake::{DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT, Fake, FakeConfig, FakeError, Listeners, serve_on};
+pub use fake::{
+    DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT, Fake, FakeConfig, FakeError, Listeners, serve_on,
+};
 pub use journal::{Answer, Entry, StepRef};
 pub use oracle::{Finding, HealthReport, ServedIds, Severity};
 pub use scenario::{
-    Action, Body, EndPolicy, EndpointPlan, Preset, RateLimit, Reply, Scenario, ScenarioError,
-    Step, Trigger, TriggerAction,
+    Action, Body, EndPolicy, EndpointPlan, Preset, RateLimit, Reply, Scenario, ScenarioError, Step,
+    Trigger, TriggerAction,
 };

@@ -180,9 +180,16 @@ pub enum Action {
     /// Write these bytes raw, then close.
     Malformed { bytes: String },
     /// Send the head with the full Content-Length, then `bytes_sent` bytes of body, then close.
-    Partial { bytes_sent: usize, reply: Option<Reply> },
+    Partial {
+        bytes_sent: usize,
+        reply: Option<Reply>,
+    },
     /// Send the head, then dribble the body: `chunk` bytes every `interval` seconds.
-    Slow { chunk: usize, interval: f64, reply: Option<Reply> },
+    Slow {
+        chunk: usize,
+        interval: f64,
+        reply: Option<Reply>,
+    },
 }
 
 impl Action {
@@ -468,8 +475,14 @@ impl<'a> Ctx<'a> {
         let at = span.start.min(self.text.len());
         let before = &self.text.as_bytes()[..at];
         let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-        let column = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |p| p + 1);
+        let column = String::from_utf8_lossy(&before[line_start..])
+            .chars()
+            .count()
+            + 1;
         (line, column)
     }
 
@@ -519,7 +532,8 @@ impl<'a> Ctx<'a> {
                         segments.push(key.clone());
                     }
                 }
-                serde_path_to_error::Segment::Enum { .. } | serde_path_to_error::Segment::Unknown => {}
+                serde_path_to_error::Segment::Enum { .. }
+                | serde_path_to_error::Segment::Unknown => {}
             }
         }
         self.toml_error(&segments, e)
@@ -725,18 +739,15 @@ impl RawScenario {
                     format!("must be a number of seconds >= 0, got {}", t.after),
                 ));
             }
-            if t.action == TriggerAction::BumpIncarnation {
-                if let Some(inc) = &goalstate.incarnation {
-                    if inc.parse::<u64>().is_err() {
-                        return Err(ctx.invalid(
-                            Some(span),
-                            format!("trigger[{}].action", i + 1),
-                            format!(
-                                "bump-incarnation needs a numeric goalstate.incarnation, got {inc:?}"
-                            ),
-                        ));
-                    }
-                }
+            if t.action == TriggerAction::BumpIncarnation
+                && let Some(inc) = &goalstate.incarnation
+                && inc.parse::<u64>().is_err()
+            {
+                return Err(ctx.invalid(
+                    Some(span),
+                    format!("trigger[{}].action", i + 1),
+                    format!("bump-incarnation needs a numeric goalstate.incarnation, got {inc:?}"),
+                ));
             }
             triggers.push(t);
         }
@@ -784,11 +795,27 @@ impl RawStep {
             )),
             _ => Ok(()),
         };
-        unused("status", self.status.as_ref().map(Spanned::span), takes_reply)?;
-        unused("preset", self.preset.as_ref().map(Spanned::span), takes_reply)?;
-        unused("headers", self.headers.as_ref().map(Spanned::span), takes_reply)?;
+        unused(
+            "status",
+            self.status.as_ref().map(Spanned::span),
+            takes_reply,
+        )?;
+        unused(
+            "preset",
+            self.preset.as_ref().map(Spanned::span),
+            takes_reply,
+        )?;
+        unused(
+            "headers",
+            self.headers.as_ref().map(Spanned::span),
+            takes_reply,
+        )?;
         unused("body", self.body.as_ref().map(Spanned::span), takes_reply)?;
-        unused("body_file", self.body_file.as_ref().map(Spanned::span), takes_reply)?;
+        unused(
+            "body_file",
+            self.body_file.as_ref().map(Spanned::span),
+            takes_reply,
+        )?;
         unused(
             "seconds",
             self.seconds.as_ref().map(Spanned::span),
@@ -804,7 +831,11 @@ impl RawStep {
             self.bytes_sent.as_ref().map(Spanned::span),
             kind == StepKind::Partial,
         )?;
-        unused("chunk", self.chunk.as_ref().map(Spanned::span), kind == StepKind::Slow)?;
+        unused(
+            "chunk",
+            self.chunk.as_ref().map(Spanned::span),
+            kind == StepKind::Slow,
+        )?;
         unused(
             "interval",
             self.interval.as_ref().map(Spanned::span),
@@ -870,7 +901,9 @@ impl RawStep {
                         return Err(err(
                             span,
                             "headers",
-                            format!("{name:?} is computed by the fake; use kind = \"malformed\" for raw bytes"),
+                            format!(
+                                "{name:?} is computed by the fake; use kind = \"malformed\" for raw bytes"
+                            ),
                         ));
                     }
                     reply.headers.push((name, value));
@@ -978,7 +1011,9 @@ impl RawStep {
             StepKind::Slow => {
                 let chunk = match &self.chunk {
                     Some(c) if *c.get_ref() >= 1 => *c.get_ref(),
-                    Some(c) => return Err(err(c.span(), "chunk", "must be at least 1 byte".into())),
+                    Some(c) => {
+                        return Err(err(c.span(), "chunk", "must be at least 1 byte".into()));
+                    }
                     None => {
                         return Err(err(
                             self.kind.span(),

@@ -13,7 +13,9 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tower::ServiceExt;
 
-use crate::documents::{Documents, JSON_CONTENT_TYPE, SERVER_HEADER, THROTTLED_BODY, XML_CONTENT_TYPE};
+use crate::documents::{
+    Documents, JSON_CONTENT_TYPE, SERVER_HEADER, THROTTLED_BODY, XML_CONTENT_TYPE,
+};
 use crate::endpoint::{self, Service};
 use crate::engine::{Decision, Engine};
 use crate::http1::{self, Limits, Outgoing, Partial, ReadError, Request};
@@ -144,7 +146,12 @@ enum Flow {
     Gone,
 }
 
-async fn serve_connection(shared: Arc<Shared>, kind: ListenerKind, mut stream: TcpStream, peer: SocketAddr) {
+async fn serve_connection(
+    shared: Arc<Shared>,
+    kind: ListenerKind,
+    mut stream: TcpStream,
+    peer: SocketAddr,
+) {
     let local = stream.local_addr().ok();
     let mut buf = Vec::new();
     loop {
@@ -170,33 +177,57 @@ async fn serve_connection(shared: Arc<Shared>, kind: ListenerKind, mut stream: T
 }
 
 /// Journals and answers a request that could not be read completely.
-async fn bad_request(shared: &Shared, kind: ListenerKind, stream: &mut TcpStream, peer: SocketAddr, err: ReadError) {
+async fn bad_request(
+    shared: &Shared,
+    kind: ListenerKind,
+    stream: &mut TcpStream,
+    peer: SocketAddr,
+    err: ReadError,
+) {
     let (status, finding, partial) = match err {
         ReadError::Idle => return,
         ReadError::Malformed { reason, partial } => (
             Some(400),
-            Finding::error("http.malformed", format!("malformed HTTP request: {reason} (answered 400, closed)")),
+            Finding::error(
+                "http.malformed",
+                format!("malformed HTTP request: {reason} (answered 400, closed)"),
+            ),
             partial,
         ),
         ReadError::HeadTooLarge { partial } => (
             Some(431),
-            Finding::error("http.head-too-large", format!(
-                "request head over {} bytes or over {} headers (answered 431, closed)",
-                shared.limits.max_head, 128
-            )),
+            Finding::error(
+                "http.head-too-large",
+                format!(
+                    "request head over {} bytes or over {} headers (answered 431, closed)",
+                    shared.limits.max_head, 128
+                ),
+            ),
             partial,
         ),
         ReadError::BodyTooLarge { partial, declared } => (
             Some(413),
-            Finding::error("http.body-too-large", match declared {
-                Some(n) => format!("Content-Length {n} over the {} byte limit (answered 413, closed)", shared.limits.max_body),
-                None => format!("chunked body over the {} byte limit (answered 413, closed)", shared.limits.max_body),
-            }),
+            Finding::error(
+                "http.body-too-large",
+                match declared {
+                    Some(n) => format!(
+                        "Content-Length {n} over the {} byte limit (answered 413, closed)",
+                        shared.limits.max_body
+                    ),
+                    None => format!(
+                        "chunked body over the {} byte limit (answered 413, closed)",
+                        shared.limits.max_body
+                    ),
+                },
+            ),
             partial,
         ),
         ReadError::Incomplete { reason, partial } => (
             None,
-            Finding::warning("http.incomplete", format!("{reason}; connection closed without an answer")),
+            Finding::warning(
+                "http.incomplete",
+                format!("{reason}; connection closed without an answer"),
+            ),
             partial,
         ),
     };
@@ -242,7 +273,13 @@ fn partial_request(p: Partial, at: Instant) -> Request {
     }
 }
 
-fn new_entry(shared: &Shared, kind: ListenerKind, peer: SocketAddr, req: &Request, endpoint: &str) -> Entry {
+fn new_entry(
+    shared: &Shared,
+    kind: ListenerKind,
+    peer: SocketAddr,
+    req: &Request,
+    endpoint: &str,
+) -> Entry {
     let (body, body_b64, body_len, body_truncated) = body_fields(&req.body);
     Entry {
         seq: 0,
@@ -296,12 +333,18 @@ async fn exchange(
         ListenerKind::Proxy if req.method.eq_ignore_ascii_case("CONNECT") => {
             findings.push(Finding::error(
                 "proxy.connect",
-                format!("CONNECT {} through the proxy: tunnels are not served (answered 502)", req.target),
+                format!(
+                    "CONNECT {} through the proxy: tunnels are not served (answered 502)",
+                    req.target
+                ),
             ));
             Route::UnknownHost
         }
         ListenerKind::Proxy => {
-            let authority = parts.authority.map(str::to_owned).or_else(|| host_header.clone());
+            let authority = parts
+                .authority
+                .map(str::to_owned)
+                .or_else(|| host_header.clone());
             match authority.as_deref().map(endpoint::host_of) {
                 Some(endpoint::WIRESERVER_HOST) => Route::Service(Service::Wireserver),
                 Some(endpoint::IMDS_HOST) => Route::Service(Service::Imds),
@@ -349,7 +392,10 @@ async fn exchange(
             http_version: &req.http_version,
         }));
         if endpoint_id == endpoint::WIRESERVER_CONFIG {
-            let t = query.iter().find(|(k, _)| k == "type").map(|(_, v)| v.as_str());
+            let t = query
+                .iter()
+                .find(|(k, _)| k == "type")
+                .map(|(_, v)| v.as_str());
             if !t.is_some_and(|t| t.eq_ignore_ascii_case("sharedConfig")) {
                 findings.push(Finding::warning(
                     "config.unknown-type",
@@ -376,7 +422,9 @@ async fn exchange(
 
     let report = if req.method == "POST" {
         match endpoint_id {
-            endpoint::WIRESERVER_HEALTH_XML => Some(oracle::health::parse_xml(&req.body, Some(&ids))),
+            endpoint::WIRESERVER_HEALTH_XML => {
+                Some(oracle::health::parse_xml(&req.body, Some(&ids)))
+            }
             endpoint::WIRESERVER_HEALTH_JSON => Some(oracle::health::parse_json(&req.body)),
             _ => None,
         }
@@ -388,8 +436,16 @@ async fn exchange(
     entry.findings = findings;
     entry.report = report;
     entry.answer = match &decision {
-        Decision::Default => Answer { kind: "default".into(), status: None, step: None },
-        Decision::Throttled => Answer { kind: "throttled".into(), status: Some(403), step: None },
+        Decision::Default => Answer {
+            kind: "default".into(),
+            status: None,
+            step: None,
+        },
+        Decision::Throttled => Answer {
+            kind: "throttled".into(),
+            status: Some(403),
+            step: None,
+        },
         Decision::Step { step, action } => Answer {
             kind: action.kind().into(),
             status: None,
@@ -507,7 +563,11 @@ async fn exchange(
                 finish(Some(out.status));
                 Flow::Gone
             }
-            Action::Slow { chunk, interval, reply } => {
+            Action::Slow {
+                chunk,
+                interval,
+                reply,
+            } => {
                 let out = match &reply {
                     Some(r) => render_reply(r, service),
                     None => default_answer().await,
@@ -529,7 +589,12 @@ async fn exchange(
     }
 }
 
-async fn write_response(stream: &mut TcpStream, out: &Outgoing, close: bool, head_only: bool) -> bool {
+async fn write_response(
+    stream: &mut TcpStream,
+    out: &Outgoing,
+    close: bool,
+    head_only: bool,
+) -> bool {
     let mut bytes = out.head(close);
     if !head_only {
         bytes.extend_from_slice(&out.body);
@@ -588,7 +653,11 @@ pub(crate) fn render_reply(reply: &Reply, service: Option<Service>) -> Outgoing 
                     vec![("Content-Type".into(), JSON_CONTENT_TYPE.into())],
                     serde_json::json!({ "error": reason }).to_string(),
                 ),
-                _ => Outgoing::new(status, vec![("Server".into(), SERVER_HEADER.into())], Vec::new()),
+                _ => Outgoing::new(
+                    status,
+                    vec![("Server".into(), SERVER_HEADER.into())],
+                    Vec::new(),
+                ),
             }
         }
         None => Outgoing::new(200, vec![], Vec::new()),
@@ -605,6 +674,12 @@ pub(crate) fn render_reply(reply: &Reply, service: Option<Service>) -> Outgoing 
     }
     out
 }
+
+// Built once; cloning a Router is cheap (shared state behind an Arc).
+static WIRESERVER_ROUTER: std::sync::LazyLock<axum::Router> =
+    std::sync::LazyLock::new(crate::wireserver::router);
+static IMDS_ROUTER: std::sync::LazyLock<axum::Router> =
+    std::sync::LazyLock::new(crate::imds::router);
 
 /// The default answer: the request goes through the service's axum router.
 async fn route_default(service: Service, req: &Request, ctx: RequestCtx) -> Outgoing {
@@ -631,8 +706,8 @@ async fn route_default(service: Service, req: &Request, ctx: RequestCtx) -> Outg
     };
     request.extensions_mut().insert(ctx);
     let router = match service {
-        Service::Wireserver => crate::wireserver::router(),
-        Service::Imds => crate::imds::router(),
+        Service::Wireserver => WIRESERVER_ROUTER.clone(),
+        Service::Imds => IMDS_ROUTER.clone(),
     };
     let Ok(response) = router.oneshot(request).await;
     let (parts, body) = response.into_parts();
@@ -673,8 +748,14 @@ mod tests {
 
     #[test]
     fn base_url_uses_the_agent_host() {
-        assert_eq!(base_url(Some("168.63.129.16"), None), "http://168.63.129.16:80");
-        assert_eq!(base_url(Some("127.0.0.1:8080"), None), "http://127.0.0.1:8080");
+        assert_eq!(
+            base_url(Some("168.63.129.16"), None),
+            "http://168.63.129.16:80"
+        );
+        assert_eq!(
+            base_url(Some("127.0.0.1:8080"), None),
+            "http://127.0.0.1:8080"
+        );
         let local: SocketAddr = "127.0.0.1:9".parse().unwrap();
         assert_eq!(base_url(None, Some(local)), "http://127.0.0.1:9");
     }

@@ -32,7 +32,10 @@ pub(crate) fn reply(status: StatusCode, body: impl Into<String>) -> Response {
     if body.is_empty() {
         headers.remove(header::CONTENT_TYPE);
     } else {
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(XML_CONTENT_TYPE));
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(XML_CONTENT_TYPE),
+        );
     }
     res
 }

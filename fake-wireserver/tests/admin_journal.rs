@@ -35,11 +35,36 @@ async fn admin_paths_are_plain_404_on_agent_listeners_and_the_proxy() {
     let fake = full_fake().await;
     let admin = fake.admin_addr().unwrap();
     let cases = [
-        (fake.wireserver_addr().unwrap(), "/__admin/journal".to_owned(), "168.63.129.16", "wireserver.unknown"),
-        (fake.imds_addr().unwrap(), "/__admin/journal".to_owned(), "169.254.169.254", "imds.unknown"),
-        (fake.proxy_addr().unwrap(), "http://168.63.129.16/__admin/journal".to_owned(), "168.63.129.16", "wireserver.unknown"),
-        (fake.proxy_addr().unwrap(), format!("http://{admin}/__admin/journal"), "x", "proxy.unknown-host"),
-        (fake.proxy_addr().unwrap(), "/__admin/reset".to_owned(), "169.254.169.254", "imds.unknown"),
+        (
+            fake.wireserver_addr().unwrap(),
+            "/__admin/journal".to_owned(),
+            "168.63.129.16",
+            "wireserver.unknown",
+        ),
+        (
+            fake.imds_addr().unwrap(),
+            "/__admin/journal".to_owned(),
+            "169.254.169.254",
+            "imds.unknown",
+        ),
+        (
+            fake.proxy_addr().unwrap(),
+            "http://168.63.129.16/__admin/journal".to_owned(),
+            "168.63.129.16",
+            "wireserver.unknown",
+        ),
+        (
+            fake.proxy_addr().unwrap(),
+            format!("http://{admin}/__admin/journal"),
+            "x",
+            "proxy.unknown-host",
+        ),
+        (
+            fake.proxy_addr().unwrap(),
+            "/__admin/reset".to_owned(),
+            "169.254.169.254",
+            "imds.unknown",
+        ),
     ];
     for (addr, target, host, endpoint) in &cases {
         let r = response(exchange(*addr, &get(target, host, &[("Metadata", "true")]), T).await);
@@ -48,7 +73,9 @@ async fn admin_paths_are_plain_404_on_agent_listeners_and_the_proxy() {
         let e = fake.journal().into_iter().last().unwrap();
         assert_eq!(e.endpoint, *endpoint, "{target}");
         assert!(
-            e.findings.iter().any(|f| f.id == "path.admin-on-agent-listener"),
+            e.findings
+                .iter()
+                .any(|f| f.id == "path.admin-on-agent-listener"),
             "{:?}",
             e.findings
         );
@@ -70,7 +97,10 @@ async fn admin_api_journal_scenario_reset() {
     let fake = full_fake().await;
     let admin = fake.admin_addr().unwrap();
     let ws = fake.wireserver_addr().unwrap();
-    assert_eq!(response(exchange(ws, &goalstate_get(), T).await).status, 200);
+    assert_eq!(
+        response(exchange(ws, &goalstate_get(), T).await).status,
+        200
+    );
 
     let r = admin_call(admin, "GET", "/__admin/journal", "").await;
     assert_eq!(r.status, 200);
@@ -91,7 +121,10 @@ async fn admin_api_journal_scenario_reset() {
         r.text().trim(),
         "plans/bad.toml:5:10: endpoint[1].step[1].status: invalid type: string \"x\", expected u16"
     );
-    assert_eq!(response(exchange(ws, &goalstate_get(), T).await).status, 200);
+    assert_eq!(
+        response(exchange(ws, &goalstate_get(), T).await).status,
+        200
+    );
 
     let r = admin_call(
         admin,
@@ -101,17 +134,27 @@ async fn admin_api_journal_scenario_reset() {
     )
     .await;
     assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(response(exchange(ws, &goalstate_get(), T).await).status, 410);
+    assert_eq!(
+        response(exchange(ws, &goalstate_get(), T).await).status,
+        410
+    );
     let gs = response(exchange(ws, &goalstate_get(), T).await);
     assert!(gs.text().contains("<Incarnation>9</Incarnation>"));
     let served: serde_json::Value =
-        serde_json::from_slice(&admin_call(admin, "GET", "/__admin/served", "").await.body).unwrap();
+        serde_json::from_slice(&admin_call(admin, "GET", "/__admin/served", "").await.body)
+            .unwrap();
     assert_eq!(served["incarnation"], "9");
 
     // Reset: empty window, plan from its first step again.
-    assert_eq!(admin_call(admin, "POST", "/__admin/reset", "").await.status, 200);
+    assert_eq!(
+        admin_call(admin, "POST", "/__admin/reset", "").await.status,
+        200
+    );
     assert!(fake.journal().is_empty());
-    assert_eq!(response(exchange(ws, &goalstate_get(), T).await).status, 410);
+    assert_eq!(
+        response(exchange(ws, &goalstate_get(), T).await).status,
+        410
+    );
     let j = fake.journal();
     assert_eq!(j.len(), 1);
     assert_eq!(j[0].seq, 5, "seq numbers are never reused");
@@ -121,18 +164,32 @@ async fn admin_api_journal_scenario_reset() {
 async fn journal_window_is_bounded_and_the_file_keeps_everything() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("journal.jsonl");
-    let fake = Fake::start(FakeConfig::default().journal_capacity(3).journal_file(&file))
-        .await
-        .unwrap();
+    let fake = Fake::start(
+        FakeConfig::default()
+            .journal_capacity(3)
+            .journal_file(&file),
+    )
+    .await
+    .unwrap();
     for _ in 0..5 {
         response(exchange(fake.wireserver_addr().unwrap(), &goalstate_get(), T).await);
     }
     let seqs: Vec<u64> = fake.journal().iter().map(|e| e.seq).collect();
     assert_eq!(seqs, [3, 4, 5]);
     let text = std::fs::read_to_string(&file).unwrap();
-    let lines: Vec<Entry> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(lines.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3, 4, 5]);
-    assert!(lines.iter().all(|e| e.done_ms.is_some() && e.answer.status == Some(200)));
+    let lines: Vec<Entry> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5]
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|e| e.done_ms.is_some() && e.answer.status == Some(200))
+    );
 }
 
 #[tokio::test]
@@ -155,7 +212,11 @@ async fn journal_entry_shapes() {
             &post(
                 "/machine?comp=health",
                 "168.63.129.16",
-                &[("x-ms-agent-name", "WALinuxAgent"), ("x-ms-version", "2012-11-30"), ("Content-Type", "text/xml;charset=utf-8")],
+                &[
+                    ("x-ms-agent-name", "WALinuxAgent"),
+                    ("x-ms-version", "2012-11-30"),
+                    ("Content-Type", "text/xml;charset=utf-8"),
+                ],
                 xml,
             ),
             T,
@@ -170,7 +231,10 @@ async fn journal_entry_shapes() {
             &post(
                 "/provisioning/health",
                 "168.63.129.16",
-                &[("content-type", "application/json"), ("x-ms-guest-agent-name", "azure-init v0.1.1")],
+                &[
+                    ("content-type", "application/json"),
+                    ("x-ms-guest-agent-name", "azure-init v0.1.1"),
+                ],
                 json,
             ),
             T,
@@ -181,7 +245,11 @@ async fn journal_entry_shapes() {
     let r = response(
         exchange(
             fake.proxy_addr().unwrap(),
-            &get("http://169.254.169.254/metadata/instance?api-version=2021-02-01", "169.254.169.254", &[]),
+            &get(
+                "http://169.254.169.254/metadata/instance?api-version=2021-02-01",
+                "169.254.169.254",
+                &[],
+            ),
             T,
         )
         .await,
@@ -192,11 +260,23 @@ async fn journal_entry_shapes() {
         "Bad request. Required metadata header not specified"
     );
     // An unknown wireserver path, with no x-ms headers.
-    response(exchange(ws, &get("/machine?comp=roleProperties", "168.63.129.16", &[]), T).await);
+    response(
+        exchange(
+            ws,
+            &get("/machine?comp=roleProperties", "168.63.129.16", &[]),
+            T,
+        )
+        .await,
+    );
 
     let journal: Vec<Entry> = fake.journal().into_iter().map(stable).collect();
     assert_eq!(journal.len(), 4);
-    assert!(journal[2].findings.iter().any(|f| f.severity == Severity::Error));
+    assert!(
+        journal[2]
+            .findings
+            .iter()
+            .any(|f| f.severity == Severity::Error)
+    );
     insta::assert_json_snapshot!("health_xml_entry", journal[0]);
     insta::assert_json_snapshot!("health_json_throttled_entry", journal[1]);
     insta::assert_json_snapshot!("imds_without_metadata_via_proxy_entry", journal[2]);

@@ -33,7 +33,11 @@ impl Drop for Running {
 }
 
 fn addr(v: &Value, key: &str) -> SocketAddr {
-    v[key].as_str().unwrap_or_else(|| panic!("{key} in {v}")).parse().unwrap()
+    v[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("{key} in {v}"))
+        .parse()
+        .unwrap()
 }
 
 #[tokio::test]
@@ -42,7 +46,13 @@ async fn serves_reports_ready_and_journals() {
     let journal = dir.path().join("journal.jsonl");
     let mut child = Running(
         bin()
-            .args(["--proxy", "127.0.0.1:0", "--scenario", "../scenarios/examples/throttle-health-then-succeed.toml", "--journal"])
+            .args([
+                "--proxy",
+                "127.0.0.1:0",
+                "--scenario",
+                "../scenarios/examples/throttle-health-then-succeed.toml",
+                "--journal",
+            ])
             .arg(&journal)
             .stdout(Stdio::piped())
             .spawn()
@@ -56,30 +66,60 @@ async fn serves_reports_ready_and_journals() {
     let ready: Value = serde_json::from_str(&line).unwrap();
     let keys: Vec<&String> = ready.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["wireserver", "imds", "proxy", "admin"]);
-    let (ws, imds, proxy, admin) = (addr(&ready, "wireserver"), addr(&ready, "imds"), addr(&ready, "proxy"), addr(&ready, "admin"));
+    let (ws, imds, proxy, admin) = (
+        addr(&ready, "wireserver"),
+        addr(&ready, "imds"),
+        addr(&ready, "proxy"),
+        addr(&ready, "admin"),
+    );
     for a in [ws, imds, proxy, admin] {
         assert_ne!(a.port(), 0);
     }
 
-    assert_eq!(response(exchange(ws, &goalstate_get(), T).await).status, 200);
-    let md = get("/metadata/instance?api-version=2021-08-01&extended=true", "169.254.169.254", &[("Metadata", "true")]);
+    assert_eq!(
+        response(exchange(ws, &goalstate_get(), T).await).status,
+        200
+    );
+    let md = get(
+        "/metadata/instance?api-version=2021-08-01&extended=true",
+        "169.254.169.254",
+        &[("Metadata", "true")],
+    );
     assert_eq!(response(exchange(imds, &md, T).await).status, 200);
     let via_proxy = get("http://168.63.129.16/?comp=versions", "168.63.129.16", &[]);
     assert_eq!(response(exchange(proxy, &via_proxy, T).await).status, 200);
     let elsewhere = get("http://example.com/", "example.com", &[]);
     assert_eq!(response(exchange(proxy, &elsewhere, T).await).status, 502);
-    let health = post("/provisioning/health", "168.63.129.16", &[("Content-Type", "application/json")], r#"{"state":"Ready"}"#);
-    assert_eq!(response(exchange(ws, &health, T).await).status, 403, "scenario: throttled");
+    let health = post(
+        "/provisioning/health",
+        "168.63.129.16",
+        &[("Content-Type", "application/json")],
+        r#"{"state":"Ready"}"#,
+    );
+    assert_eq!(
+        response(exchange(ws, &health, T).await).status,
+        403,
+        "scenario: throttled"
+    );
 
     let r = response(exchange(admin, &get("/__admin/journal", &admin.to_string(), &[]), T).await);
     let entries: Vec<Entry> = serde_json::from_slice(&r.body).unwrap();
     let endpoints: Vec<&str> = entries.iter().map(|e| e.endpoint.as_str()).collect();
     assert_eq!(
         endpoints,
-        ["wireserver.goalstate", "imds.instance", "wireserver.versions", "proxy.unknown-host", "wireserver.health.json"]
+        [
+            "wireserver.goalstate",
+            "imds.instance",
+            "wireserver.versions",
+            "proxy.unknown-host",
+            "wireserver.health.json"
+        ]
     );
     assert_eq!(entries[4].answer.kind, "respond");
-    assert_eq!(entries[4].report.as_ref().unwrap().state.as_deref(), Some("Ready"));
+    assert_eq!(
+        entries[4].report.as_ref().unwrap().state.as_deref(),
+        Some("Ready")
+    );
 
     // SIGTERM: a clean exit; the JSON Lines file has every entry.
     rustix::process::kill_process(
@@ -90,13 +130,20 @@ async fn serves_reports_ready_and_journals() {
     let status = child.0.wait().unwrap();
     assert!(status.success(), "{status:?}");
     let lines = std::fs::read_to_string(&journal).unwrap();
-    let from_file: Vec<Entry> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let from_file: Vec<Entry> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(from_file.len(), 5);
 }
 
 fn print_config(args: &[&str]) -> String {
     let out = bin().args(args).arg("--print-config").output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -136,7 +183,10 @@ fn bad_scenario_refuses_to_start_with_exit_2() {
         stderr.contains("tests/data/scenarios/unknown-step.toml:7:8: endpoint[1].step[1].kind: unknown variant `explode`"),
         "{stderr}"
     );
-    let out = bin().args(["--scenario", "no/such/file.toml"]).output().unwrap();
+    let out = bin()
+        .args(["--scenario", "no/such/file.toml"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/file.toml"));
 }

@@ -104,11 +104,19 @@ struct Endpoint {
     load_balanced_public_address: String,
 }
 
-async fn fetch(addr: SocketAddr, target: &str, host: &str, headers: &[(&str, &str)]) -> common::Response {
+async fn fetch(
+    addr: SocketAddr,
+    target: &str,
+    host: &str,
+    headers: &[(&str, &str)],
+) -> common::Response {
     response(exchange(addr, &get(target, host, headers), T).await)
 }
 
-const WS_HEADERS: &[(&str, &str)] = &[("x-ms-agent-name", "WALinuxAgent"), ("x-ms-version", "2012-11-30")];
+const WS_HEADERS: &[(&str, &str)] = &[
+    ("x-ms-agent-name", "WALinuxAgent"),
+    ("x-ms-version", "2012-11-30"),
+];
 
 #[tokio::test]
 async fn goal_state_satisfies_every_client() {
@@ -127,22 +135,38 @@ async fn goal_state_satisfies_every_client() {
     // cloud-init: non-namespaced paths, so no default xmlns on <GoalState>.
     let root = &xml[xml.find("<GoalState").unwrap()..];
     let root_tag = &root[..root.find('>').unwrap()];
-    assert!(!root_tag.contains("xmlns=\""), "default namespace on GoalState: {root_tag}");
+    assert!(
+        !root_tag.contains("xmlns=\""),
+        "default namespace on GoalState: {root_tag}"
+    );
 
     let gs: GoalState = quick_xml::de::from_str(&xml).unwrap();
     // cloud-init, afterburn, WALA, azure-init: Incarnation; azure-init <= Aug 2025: Version.
     assert_eq!(gs.incarnation.as_deref(), Some("1"));
     assert!(gs.version.as_ref().is_some_and(|v| !v.is_empty()));
     // Everyone: ContainerId and a RoleInstance with InstanceId.
-    assert!(gs.container.container_id.as_ref().is_some_and(|c| !c.is_empty()));
-    let first = gs.container.role_instance_list.role_instance.first().expect("a RoleInstance");
+    assert!(
+        gs.container
+            .container_id
+            .as_ref()
+            .is_some_and(|c| !c.is_empty())
+    );
+    let first = gs
+        .container
+        .role_instance_list
+        .role_instance
+        .first()
+        .expect("a RoleInstance");
     let instance_id = first.instance_id.clone().expect("InstanceId");
     assert_eq!(instance_id, fake.served_ids().instance_id);
     // afterburn: a <Configuration> element; WALA: Configuration/ConfigName.
     let config = first.configuration.as_ref().expect("Configuration");
     assert!(config.config_name.as_ref().is_some_and(|n| !n.is_empty()));
     // Ids free of characters afterburn would paste unescaped into its health XML.
-    for id in [gs.incarnation.as_deref().unwrap_or_default(), instance_id.as_str()] {
+    for id in [
+        gs.incarnation.as_deref().unwrap_or_default(),
+        instance_id.as_str(),
+    ] {
         assert!(!id.contains(['&', '<', '>']), "{id}");
     }
 
@@ -162,7 +186,12 @@ async fn goal_state_satisfies_every_client() {
     // afterburn --attributes: the shared config names this instance, with parsable addresses.
     let shared = fetch(
         ws,
-        config.shared_config.as_ref().unwrap().strip_prefix("http://168.63.129.16:80").unwrap(),
+        config
+            .shared_config
+            .as_ref()
+            .unwrap()
+            .strip_prefix("http://168.63.129.16:80")
+            .unwrap(),
         "168.63.129.16",
         WS_HEADERS,
     )
@@ -175,28 +204,51 @@ async fn goal_state_satisfies_every_client() {
         .find(|i| i.id == shared.incarnation.instance)
         .expect("an Instance whose id is Incarnation@instance");
     me.address.parse::<IpAddr>().unwrap();
-    assert!(me
-        .input_endpoints
-        .endpoint
-        .iter()
-        .any(|e| e.load_balanced_public_address.parse::<SocketAddr>().is_ok()));
+    assert!(
+        me.input_endpoints
+            .endpoint
+            .iter()
+            .any(|e| e.load_balanced_public_address.parse::<SocketAddr>().is_ok())
+    );
 
     // A loopback agent gets URLs on the loopback address it used.
     let host = ws.to_string();
     let r = fetch(ws, "/machine/?comp=goalstate", &host, WS_HEADERS).await;
-    assert!(r.text().contains(&format!("<SharedConfig>http://{host}/machine/")), "{}", r.text());
+    assert!(
+        r.text()
+            .contains(&format!("<SharedConfig>http://{host}/machine/")),
+        "{}",
+        r.text()
+    );
 }
 
 #[tokio::test]
 async fn versions_list_2012_11_30_as_preferred_and_supported() {
     let fake = Fake::start(FakeConfig::default()).await.unwrap();
     // WALA sends no x-ms headers on this call.
-    let r = fetch(fake.wireserver_addr().unwrap(), "/?comp=versions", "168.63.129.16", &[]).await;
+    let r = fetch(
+        fake.wireserver_addr().unwrap(),
+        "/?comp=versions",
+        "168.63.129.16",
+        &[],
+    )
+    .await;
     assert_eq!(r.status, 200);
     let v: Versions = quick_xml::de::from_str(&r.text()).unwrap();
-    assert!(v.preferred.version.iter().any(|x| x == "2012-11-30"), "WALA");
-    assert!(v.supported.version.iter().any(|x| x == "2012-11-30"), "afterburn");
-    assert!(fake.journal()[0].findings.iter().all(|f| f.id != "header.missing.x-ms-version"));
+    assert!(
+        v.preferred.version.iter().any(|x| x == "2012-11-30"),
+        "WALA"
+    );
+    assert!(
+        v.supported.version.iter().any(|x| x == "2012-11-30"),
+        "afterburn"
+    );
+    assert!(
+        fake.journal()[0]
+            .findings
+            .iter()
+            .all(|f| f.id != "header.missing.x-ms-version")
+    );
 }
 
 const MD: &[(&str, &str)] = &[("Metadata", "true")];
@@ -214,12 +266,19 @@ async fn imds_document_satisfies_every_client() {
     ] {
         let r = fetch(imds, target, host, MD).await;
         assert_eq!(r.status, 200, "{target}");
-        assert!(r.header("content-type").unwrap().starts_with("application/json"));
+        assert!(
+            r.header("content-type")
+                .unwrap()
+                .starts_with("application/json")
+        );
         let doc: Value = serde_json::from_slice(&r.body).unwrap();
         let os = &doc["compute"]["osProfile"];
         assert!(os["adminUsername"].as_str().is_some_and(|s| !s.is_empty()));
         assert!(os["computerName"].as_str().is_some_and(|s| !s.is_empty()));
-        assert!(matches!(os["disablePasswordAuthentication"].as_str(), Some("true" | "false")));
+        assert!(matches!(
+            os["disablePasswordAuthentication"].as_str(),
+            Some("true" | "false")
+        ));
         let keys = doc["compute"]["publicKeys"].as_array().unwrap();
         for k in keys {
             // afterburn: empty keyData is an error.
@@ -246,43 +305,124 @@ async fn imds_document_satisfies_every_client() {
 
     // afterburn and linuxkit leaves, as text.
     for (target, want) in [
-        ("/metadata/instance/compute/name?api-version=2017-08-01&format=text", "fake-vm"),
-        ("/metadata/instance/compute/vmSize?api-version=2017-08-01&format=text", "Standard_D2s_v3"),
-        ("/metadata/instance/compute/osProfile/adminUsername?api-version=2021-02-01&format=text", "azureuser"),
-        ("/metadata/instance/compute/vmId?api-version=2021-01-01&format=text", "b61f93d0-e1ed-40b2-b067-22c243233448"),
-        ("/metadata/instance/compute/userData?api-version=2021-01-01&format=text", ""),
+        (
+            "/metadata/instance/compute/name?api-version=2017-08-01&format=text",
+            "fake-vm",
+        ),
+        (
+            "/metadata/instance/compute/vmSize?api-version=2017-08-01&format=text",
+            "Standard_D2s_v3",
+        ),
+        (
+            "/metadata/instance/compute/osProfile/adminUsername?api-version=2021-02-01&format=text",
+            "azureuser",
+        ),
+        (
+            "/metadata/instance/compute/vmId?api-version=2021-01-01&format=text",
+            "b61f93d0-e1ed-40b2-b067-22c243233448",
+        ),
+        (
+            "/metadata/instance/compute/userData?api-version=2021-01-01&format=text",
+            "",
+        ),
     ] {
         let r = fetch(imds, target, host, MD).await;
         assert_eq!((r.status, r.text().as_str()), (200, want), "{target}");
         assert!(r.header("content-type").unwrap().starts_with("text/plain"));
     }
-    let r = fetch(imds, "/metadata/instance/compute/publicKeys/0/keyData?api-version=2021-01-01&format=text", host, MD).await;
+    let r = fetch(
+        imds,
+        "/metadata/instance/compute/publicKeys/0/keyData?api-version=2021-01-01&format=text",
+        host,
+        MD,
+    )
+    .await;
     assert!(r.text().starts_with("ssh-ed25519 "));
-    let r = fetch(imds, "/metadata/instance/compute/publicKeys?api-version=2021-02-01", host, MD).await;
+    let r = fetch(
+        imds,
+        "/metadata/instance/compute/publicKeys?api-version=2021-02-01",
+        host,
+        MD,
+    )
+    .await;
     assert!(serde_json::from_slice::<Value>(&r.body).unwrap().is_array());
 
     let r = fetch(imds, "/metadata/versions", host, MD).await;
     assert_eq!(r.status, 200);
     let v: Value = serde_json::from_slice(&r.body).unwrap();
-    assert!(v["apiVersions"].as_array().unwrap().iter().any(|x| x == "2021-08-01"));
+    assert!(
+        v["apiVersions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x == "2021-08-01")
+    );
 }
+
+/// Target, headers, expected status, expected finding id (or "").
+type RefusalCase<'a> = (&'a str, &'a [(&'a str, &'a str)], u16, &'a str);
 
 #[tokio::test]
 async fn imds_refuses_like_the_platform() {
     let fake = Fake::start(FakeConfig::default()).await.unwrap();
     let imds = fake.imds_addr().unwrap();
     let host = "169.254.169.254";
-    let cases: &[(&str, &[(&str, &str)], u16, &str)] = &[
-        ("/metadata/instance?api-version=2021-02-01", &[], 400, "header.missing.metadata"),
-        ("/metadata/instance?api-version=2021-02-01", &[("Metadata", "false")], 400, "header.unusual.metadata"),
+    let cases: &[RefusalCase] = &[
+        (
+            "/metadata/instance?api-version=2021-02-01",
+            &[],
+            400,
+            "header.missing.metadata",
+        ),
+        (
+            "/metadata/instance?api-version=2021-02-01",
+            &[("Metadata", "false")],
+            400,
+            "header.unusual.metadata",
+        ),
         ("/metadata/instance", MD, 400, "query.missing.api-version"),
-        ("/metadata/instance?api-version=1999-01-01", MD, 400, "query.unsupported.api-version"),
-        ("/metadata/instance?api-version=2021-02-01&api-version=2021-02-01", MD, 400, "query.duplicate"),
-        ("/metadata/instance?api-version=2021-02-01", &[("Metadata", "true"), ("X-Forwarded-For", "10.0.0.9")], 400, "header.forbidden.x-forwarded-for"),
-        ("/metadata/instance/compute/name?api-version=2021-02-01", MD, 400, ""),
-        ("/metadata/instance/compute/nothing?api-version=2021-02-01&format=text", MD, 404, ""),
-        ("/metadata/identity/oauth2/token?api-version=2018-02-01", MD, 404, "path.unknown"),
-        ("/metadata/reprovisiondata?api-version=2019-06-01", MD, 404, ""),
+        (
+            "/metadata/instance?api-version=1999-01-01",
+            MD,
+            400,
+            "query.unsupported.api-version",
+        ),
+        (
+            "/metadata/instance?api-version=2021-02-01&api-version=2021-02-01",
+            MD,
+            400,
+            "query.duplicate",
+        ),
+        (
+            "/metadata/instance?api-version=2021-02-01",
+            &[("Metadata", "true"), ("X-Forwarded-For", "10.0.0.9")],
+            400,
+            "header.forbidden.x-forwarded-for",
+        ),
+        (
+            "/metadata/instance/compute/name?api-version=2021-02-01",
+            MD,
+            400,
+            "",
+        ),
+        (
+            "/metadata/instance/compute/nothing?api-version=2021-02-01&format=text",
+            MD,
+            404,
+            "",
+        ),
+        (
+            "/metadata/identity/oauth2/token?api-version=2018-02-01",
+            MD,
+            404,
+            "path.unknown",
+        ),
+        (
+            "/metadata/reprovisiondata?api-version=2019-06-01",
+            MD,
+            404,
+            "",
+        ),
     ];
     for (target, headers, status, finding) in cases {
         let r = fetch(imds, target, host, headers).await;
@@ -291,11 +431,24 @@ async fn imds_refuses_like_the_platform() {
         assert!(body["error"].is_string(), "{target}: {body}");
         if !finding.is_empty() {
             let e = fake.journal().into_iter().last().unwrap();
-            assert!(e.findings.iter().any(|f| f.id == *finding), "{target}: {:?}", e.findings);
+            assert!(
+                e.findings.iter().any(|f| f.id == *finding),
+                "{target}: {:?}",
+                e.findings
+            );
         }
     }
     let r = fetch(imds, "/metadata/instance", host, MD).await;
     let body: Value = serde_json::from_slice(&r.body).unwrap();
-    assert!(body["error"].as_str().unwrap().contains("api-version was not specified"));
-    assert!(body["newest-versions"].as_array().is_some_and(|v| !v.is_empty()));
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("api-version was not specified")
+    );
+    assert!(
+        body["newest-versions"]
+            .as_array()
+            .is_some_and(|v| !v.is_empty())
+    );
 }

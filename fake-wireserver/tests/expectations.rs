@@ -13,11 +13,19 @@ use common::{exchange, goalstate_get, post, response};
 const T: Duration = Duration::from_secs(10);
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 fn ready_json() -> Vec<u8> {
-    post("/provisioning/health", "168.63.129.16", &[("Content-Type", "application/json")], r#"{"state":"Ready"}"#)
+    post(
+        "/provisioning/health",
+        "168.63.129.16",
+        &[("Content-Type", "application/json")],
+        r#"{"state":"Ready"}"#,
+    )
 }
 
 #[test]
@@ -49,10 +57,7 @@ fn unmet_expectation_panics_on_drop_with_a_clear_message() {
         response(exchange(ws, &ready_json(), T).await);
     });
     let panic = std::panic::catch_unwind(AssertUnwindSafe(|| drop(fake))).unwrap_err();
-    let message = panic
-        .downcast_ref::<String>()
-        .cloned()
-        .unwrap_or_default();
+    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
     assert_eq!(
         message,
         "fake-wireserver: 1 expectation(s) not met:\n\
@@ -68,8 +73,14 @@ fn verify_reports_every_unmet_expectation() {
     fake.expect(Expectation::requests("wireserver.goalstate"));
     fake.expect(Expectation::health_reports(2).substatus("ProvisioningFailed"));
     let err = fake.verify().unwrap_err();
-    assert!(err.starts_with("fake-wireserver: 2 expectation(s) not met:"), "{err}");
-    assert!(err.contains("expected at least 1 request(s) to wireserver.goalstate, got 0"), "{err}");
+    assert!(
+        err.starts_with("fake-wireserver: 2 expectation(s) not met:"),
+        "{err}"
+    );
+    assert!(
+        err.contains("expected at least 1 request(s) to wireserver.goalstate, got 0"),
+        "{err}"
+    );
     assert!(err.contains("(nothing)"), "{err}");
     // Satisfy them, then the drop is quiet.
     let ws = fake.wireserver_addr().unwrap();

@@ -15,7 +15,9 @@ const T: Duration = Duration::from_secs(10);
 
 async fn fake(scenario: &str) -> Fake {
     let scenario = Scenario::from_toml_str(scenario, "test.toml").unwrap();
-    Fake::start(FakeConfig::default().scenario(scenario)).await.unwrap()
+    Fake::start(FakeConfig::default().scenario(scenario))
+        .await
+        .unwrap()
 }
 
 fn goalstate_plan(steps: &str) -> String {
@@ -32,20 +34,32 @@ fn platform_throttle_body() -> String {
 
 #[tokio::test]
 async fn throttled_preset_is_the_platform_reply() {
-    let fake = fake(&goalstate_plan("[[endpoint.step]]\nkind = \"respond\"\npreset = \"throttled\"\n")).await;
+    let fake = fake(&goalstate_plan(
+        "[[endpoint.step]]\nkind = \"respond\"\npreset = \"throttled\"\n",
+    ))
+    .await;
     let r = response(exchange(fake.wireserver_addr().unwrap(), &goalstate_get(), T).await);
     assert_eq!(r.status, 403);
     assert_eq!(r.header("content-type"), Some("text/xml; charset=utf-8"));
     assert_eq!(r.header("server"), Some("Microsoft-IIS/10.0"));
     let body = platform_throttle_body();
     assert_eq!(r.text(), body);
-    assert_eq!(r.header("content-length"), Some(body.len().to_string().as_str()));
-    assert!(r.header("retry-after").is_none(), "the platform sends no Retry-After");
+    assert_eq!(
+        r.header("content-length"),
+        Some(body.len().to_string().as_str())
+    );
+    assert!(
+        r.header("retry-after").is_none(),
+        "the platform sends no Retry-After"
+    );
     let e = &fake.journal()[0];
     assert_eq!(e.answer.kind, "respond");
     assert_eq!(e.answer.status, Some(403));
     let step = e.answer.step.as_ref().unwrap();
-    assert_eq!((step.endpoint.as_str(), step.index, step.repeat), ("wireserver.goalstate", 0, 1));
+    assert_eq!(
+        (step.endpoint.as_str(), step.index, step.repeat),
+        ("wireserver.goalstate", 0, 1)
+    );
 }
 
 #[tokio::test]
@@ -89,7 +103,10 @@ body = "busy"
 
 #[tokio::test]
 async fn delay_answers_after_the_delay() {
-    let fake = fake(&goalstate_plan("[[endpoint.step]]\nkind = \"delay\"\nseconds = 0.5\n")).await;
+    let fake = fake(&goalstate_plan(
+        "[[endpoint.step]]\nkind = \"delay\"\nseconds = 0.5\n",
+    ))
+    .await;
     let start = Instant::now();
     let r = response(exchange(fake.wireserver_addr().unwrap(), &goalstate_get(), T).await);
     assert!(start.elapsed() >= Duration::from_millis(500));
@@ -103,7 +120,12 @@ async fn delay_answers_after_the_delay() {
 #[tokio::test]
 async fn hang_never_answers() {
     let fake = fake(&goalstate_plan("[[endpoint.step]]\nkind = \"hang\"\n")).await;
-    let outcome = exchange(fake.wireserver_addr().unwrap(), &goalstate_get(), Duration::from_millis(700)).await;
+    let outcome = exchange(
+        fake.wireserver_addr().unwrap(),
+        &goalstate_get(),
+        Duration::from_millis(700),
+    )
+    .await;
     match outcome {
         Outcome::TimedOut(bytes) => assert!(bytes.is_empty(), "no byte sent: {bytes:?}"),
         other => panic!("expected the client to time out, got {other:?}"),
@@ -139,9 +161,15 @@ async fn hang_until_reqwest_times_out() {
 
 #[tokio::test]
 async fn reset_sends_rst() {
-    let fake = fake(&goalstate_plan("[[endpoint.step]]\nkind = \"reset\"\ntimes = 2\n")).await;
+    let fake = fake(&goalstate_plan(
+        "[[endpoint.step]]\nkind = \"reset\"\ntimes = 2\n",
+    ))
+    .await;
     let outcome = exchange(fake.wireserver_addr().unwrap(), &goalstate_get(), T).await;
-    assert!(matches!(outcome, Outcome::Reset), "expected a TCP reset, got {outcome:?}");
+    assert!(
+        matches!(outcome, Outcome::Reset),
+        "expected a TCP reset, got {outcome:?}"
+    );
     let err = reqwest::get(format!("{}/machine/?comp=goalstate", fake.wireserver_url()))
         .await
         .unwrap_err();
@@ -207,7 +235,9 @@ async fn slow_dribbles_the_body() {
         "[[endpoint.step]]\nkind = \"slow\"\nchunk = 8\ninterval = 0.1\n\n[[endpoint.step]]\nkind = \"slow\"\nchunk = 128\ninterval = 0.1\n",
     ))
     .await;
-    let mut stream = TcpStream::connect(fake.wireserver_addr().unwrap()).await.unwrap();
+    let mut stream = TcpStream::connect(fake.wireserver_addr().unwrap())
+        .await
+        .unwrap();
     stream
         .write_all(b"GET /machine/?comp=goalstate HTTP/1.1\r\nHost: 168.63.129.16\r\nx-ms-version: 2012-11-30\r\nConnection: close\r\n\r\n")
         .await
@@ -218,7 +248,10 @@ async fn slow_dribbles_the_body() {
     let mut first_body_at = None;
     let mut chunk = [0u8; 4096];
     loop {
-        let n = tokio::time::timeout(T, stream.read(&mut chunk)).await.unwrap().unwrap();
+        let n = tokio::time::timeout(T, stream.read(&mut chunk))
+            .await
+            .unwrap()
+            .unwrap();
         if n == 0 {
             break;
         }
@@ -260,14 +293,21 @@ async fn end_policies_over_real_sockets() {
         .await;
         let mut got = Vec::new();
         for _ in 0..5 {
-            got.push(response(exchange(fake.wireserver_addr().unwrap(), &goalstate_get(), T).await).status);
+            got.push(
+                response(exchange(fake.wireserver_addr().unwrap(), &goalstate_get(), T).await)
+                    .status,
+            );
         }
         assert_eq!(got, want, "end = {end}");
         // IMDS is not matched by "wireserver.*".
         let r = response(
             exchange(
                 fake.imds_addr().unwrap(),
-                &get("/metadata/versions", "169.254.169.254", &[("Metadata", "true")]),
+                &get(
+                    "/metadata/versions",
+                    "169.254.169.254",
+                    &[("Metadata", "true")],
+                ),
                 T,
             )
             .await,
@@ -283,16 +323,24 @@ async fn chaos_run(seed: u64) -> Vec<&'static str> {
     .await;
     let mut out = Vec::new();
     for _ in 0..24 {
-        out.push(match exchange(fake.wireserver_addr().unwrap(), &goalstate_get(), T).await {
-            Outcome::Response(r) if r.status == 200 => "ok",
-            Outcome::Eof(b) if b.is_empty() => "closed",
-            other => panic!("unexpected outcome {other:?}"),
-        });
+        out.push(
+            match exchange(fake.wireserver_addr().unwrap(), &goalstate_get(), T).await {
+                Outcome::Response(r) if r.status == 200 => "ok",
+                Outcome::Eof(b) if b.is_empty() => "closed",
+                other => panic!("unexpected outcome {other:?}"),
+            },
+        );
     }
     let kinds: Vec<&str> = fake
         .journal()
         .iter()
-        .map(|e| if e.answer.kind == "close" { "closed" } else { "ok" })
+        .map(|e| {
+            if e.answer.kind == "close" {
+                "closed"
+            } else {
+                "ok"
+            }
+        })
         .collect();
     assert_eq!(kinds, out, "the journal says what the client saw");
     out
@@ -330,7 +378,11 @@ async fn rate_limiter_answers_with_the_platform_403() {
     let imds = response(
         exchange(
             fake.imds_addr().unwrap(),
-            &get("/metadata/instance?api-version=2021-02-01", "169.254.169.254", &[("Metadata", "true")]),
+            &get(
+                "/metadata/instance?api-version=2021-02-01",
+                "169.254.169.254",
+                &[("Metadata", "true")],
+            ),
             T,
         )
         .await,
@@ -346,7 +398,11 @@ async fn triggers_bump_incarnation_and_release_reprovision_data() {
     .await;
     let ws = fake.wireserver_addr().unwrap();
     let imds = fake.imds_addr().unwrap();
-    let reprov = get("/metadata/reprovisiondata?api-version=2019-06-01", "169.254.169.254", &[("Metadata", "true")]);
+    let reprov = get(
+        "/metadata/reprovisiondata?api-version=2019-06-01",
+        "169.254.169.254",
+        &[("Metadata", "true")],
+    );
     let r = response(exchange(ws, &goalstate_get(), T).await);
     assert!(r.text().contains("<Incarnation>3</Incarnation>"));
     assert_eq!(response(exchange(imds, &reprov, T).await).status, 404);
@@ -368,7 +424,15 @@ async fn triggers_bump_incarnation_and_release_reprovision_data() {
     let r = response(
         exchange(
             ws,
-            &post("/machine?comp=health", "168.63.129.16", &[("x-ms-version", "2012-11-30"), ("Content-Type", "text/xml;charset=utf-8")], &health),
+            &post(
+                "/machine?comp=health",
+                "168.63.129.16",
+                &[
+                    ("x-ms-version", "2012-11-30"),
+                    ("Content-Type", "text/xml;charset=utf-8"),
+                ],
+                &health,
+            ),
             T,
         )
         .await,
@@ -386,7 +450,9 @@ async fn triggers_bump_incarnation_and_release_reprovision_data() {
 
 #[tokio::test]
 async fn oversized_body_is_refused_with_413() {
-    let fake = Fake::start(FakeConfig::default().max_body_bytes(1024)).await.unwrap();
+    let fake = Fake::start(FakeConfig::default().max_body_bytes(1024))
+        .await
+        .unwrap();
     let body = "x".repeat(4096);
     let r = response(
         exchange(
@@ -399,18 +465,33 @@ async fn oversized_body_is_refused_with_413() {
     assert_eq!(r.status, 413);
     let e = &fake.journal()[0];
     assert_eq!(e.answer.status, Some(413));
-    assert!(e.findings.iter().any(|f| f.id == "http.body-too-large"), "{:?}", e.findings);
+    assert!(
+        e.findings.iter().any(|f| f.id == "http.body-too-large"),
+        "{:?}",
+        e.findings
+    );
 }
 
 #[tokio::test]
 async fn malformed_http_gets_400_and_a_finding() {
     let fake = Fake::start(FakeConfig::default()).await.unwrap();
-    let r = response(exchange(fake.wireserver_addr().unwrap(), b"GET /\x01 HTTP/1.1\r\n\r\n", T).await);
+    let r = response(
+        exchange(
+            fake.wireserver_addr().unwrap(),
+            b"GET /\x01 HTTP/1.1\r\n\r\n",
+            T,
+        )
+        .await,
+    );
     assert_eq!(r.status, 400);
     assert_eq!(r.header("connection"), Some("close"));
     let e = &fake.journal()[0];
     assert_eq!(e.endpoint, "wireserver.unknown");
-    assert!(e.findings.iter().any(|f| f.id == "http.malformed"), "{:?}", e.findings);
+    assert!(
+        e.findings.iter().any(|f| f.id == "http.malformed"),
+        "{:?}",
+        e.findings
+    );
 }
 
 #[tokio::test]
@@ -427,7 +508,9 @@ async fn chunked_request_bodies_are_read() {
 #[tokio::test]
 async fn keep_alive_serves_several_requests_on_one_connection() {
     let fake = Fake::start(FakeConfig::default()).await.unwrap();
-    let mut stream = TcpStream::connect(fake.wireserver_addr().unwrap()).await.unwrap();
+    let mut stream = TcpStream::connect(fake.wireserver_addr().unwrap())
+        .await
+        .unwrap();
     for _ in 0..3 {
         stream
             .write_all(b"GET /?comp=versions HTTP/1.1\r\nHost: 168.63.129.16\r\n\r\n")
@@ -438,5 +521,8 @@ async fn keep_alive_serves_several_requests_on_one_connection() {
     }
     let clients: Vec<String> = fake.journal().iter().map(|e| e.client.clone()).collect();
     assert_eq!(clients.len(), 3);
-    assert!(clients.iter().all(|c| *c == clients[0]), "same connection: {clients:?}");
+    assert!(
+        clients.iter().all(|c| *c == clients[0]),
+        "same connection: {clients:?}"
+    );
 }

@@ -20,7 +20,10 @@ fn input() -> impl Strategy<Value = Vec<u8>> {
         Just(b"GET / HTTP/1.1\r\n".to_vec()),
         Just(b"POST /machine?comp=health HTTP/1.1\r\nHost: 168.63.129.16\r\n".to_vec()),
         Just(b"POST /provisioning/health HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec()),
-        Just(b"GET http://169.254.169.254/metadata/instance HTTP/1.1\r\nContent-Length: 5\r\n\r\n".to_vec()),
+        Just(
+            b"GET http://169.254.169.254/metadata/instance HTTP/1.1\r\nContent-Length: 5\r\n\r\n"
+                .to_vec()
+        ),
         Just(b"CONNECT 168.63.129.16:443 HTTP/1.1\r\n\r\n".to_vec()),
     ];
     (heads, proptest::collection::vec(any::<u8>(), 0..2048)).prop_map(|(mut h, tail)| {

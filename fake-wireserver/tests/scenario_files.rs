@@ -18,7 +18,11 @@ fn every_example_loads_and_round_trips() {
         }
         n += 1;
         let scenario = Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
-        assert!(scenario.name.is_some(), "{}: give examples a name", path.display());
+        assert!(
+            scenario.name.is_some(),
+            "{}: give examples a name",
+            path.display()
+        );
         let again = Scenario::from_toml_str(&scenario.to_toml_string(), &scenario.origin)
             .unwrap_or_else(|e| panic!("{}: re-parse: {e}", path.display()));
         assert_eq!(again, scenario, "{}", path.display());
@@ -73,10 +77,14 @@ action = "bump-incarnation"
     assert_eq!(s.endpoints[0].end, EndPolicy::Default);
     assert_eq!(s.endpoints[0].steps[0].times, 3);
     match &s.endpoints[0].steps[0].action {
-        Action::Respond(r) => assert_eq!((r.status, r.preset), (Some(403), Some(Preset::Throttled))),
+        Action::Respond(r) => {
+            assert_eq!((r.status, r.preset), (Some(403), Some(Preset::Throttled)))
+        }
         other => panic!("{other:?}"),
     }
-    assert!(matches!(s.endpoints[0].steps[1].action, Action::Delay { seconds, reply: None } if seconds == 2.5));
+    assert!(
+        matches!(s.endpoints[0].steps[1].action, Action::Delay { seconds, reply: None } if seconds == 2.5)
+    );
     assert_eq!(s.triggers[0].action, TriggerAction::BumpIncarnation);
     assert_eq!(s.rate_limit.as_ref().unwrap().requests, 5);
 }
@@ -116,7 +124,10 @@ fn a_section_of_a_larger_document_keeps_its_line_numbers() {
         .unwrap()
         .unwrap();
     assert_eq!(ok.seed, Some(3));
-    assert_eq!(Scenario::from_toml_section("a = 1", "x.toml", "fake").unwrap(), None);
+    assert_eq!(
+        Scenario::from_toml_section("a = 1", "x.toml", "fake").unwrap(),
+        None
+    );
 }
 
 fn message(text: &str) -> String {
@@ -146,7 +157,9 @@ fn bad_files_name_file_line_and_field() {
 
 #[test]
 fn semantic_errors() {
-    let step = |body: &str| format!("[[endpoint]]\nid = \"wireserver.goalstate\"\n[[endpoint.step]]\n{body}\n");
+    let step = |body: &str| {
+        format!("[[endpoint]]\nid = \"wireserver.goalstate\"\n[[endpoint.step]]\n{body}\n")
+    };
     let cases = [
         step("kind = \"respond\""),
         step("kind = \"respond\"\nstatus = 99"),

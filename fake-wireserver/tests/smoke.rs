@@ -16,7 +16,10 @@ async fn serves_default_documents_on_loopback() {
     let text = gs.text().await.unwrap();
     assert!(text.contains("<Incarnation>1</Incarnation>"), "{text}");
     let md = client
-        .get(format!("{}/metadata/instance/compute/vmSize?api-version=2017-08-01&format=text", fake.imds_url()))
+        .get(format!(
+            "{}/metadata/instance/compute/vmSize?api-version=2017-08-01&format=text",
+            fake.imds_url()
+        ))
         .header("Metadata", "true")
         .send()
         .await
@@ -28,4 +31,73 @@ async fn serves_default_documents_on_loopback() {
     assert_eq!(j[0].endpoint, "wireserver.goalstate");
     assert_eq!(j[1].endpoint, "imds.instance");
     assert_eq!(j[1].answer.status, Some(200));
+}
+
+#[tokio::test]
+async fn proxy_routes_by_authority_or_host() {
+    let fake = Fake::start(FakeConfig::default().with_proxy())
+        .await
+        .unwrap();
+    let proxy = reqwest::Client::builder()
+        .proxy(reqwest::Proxy::http(format!("http://{}", fake.proxy_addr().unwrap())).unwrap())
+        .build()
+        .unwrap();
+    // reqwest sends absolute-form targets to an HTTP proxy, as agents do with http_proxy set.
+    let r = proxy
+        .get("http://168.63.129.16:80/machine?comp=goalstate")
+        .header("x-ms-version", "2012-11-30")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.text()
+            .await
+            .unwrap()
+            .contains("http://168.63.129.16:80/machine/")
+    );
+    let r = proxy
+        .get("http://169.254.169.254/metadata/instance/compute/vmId?api-version=2021-01-01&format=text")
+        .header("Metadata", "true")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    // Origin-form with a Host header is routed the same way.
+    let direct = reqwest::Client::new();
+    let r = direct
+        .get(format!(
+            "http://{}/metadata/versions",
+            fake.proxy_addr().unwrap()
+        ))
+        .header("Host", "169.254.169.254")
+        .header("Metadata", "true")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = proxy.get("http://10.0.0.1/").send().await.unwrap();
+    assert_eq!(r.status(), 502);
+    let j = fake.journal();
+    let endpoints: Vec<&str> = j.iter().map(|e| e.endpoint.as_str()).collect();
+    assert_eq!(
+        endpoints,
+        [
+            "wireserver.goalstate",
+            "imds.instance",
+            "imds.versions",
+            "proxy.unknown-host"
+        ]
+    );
+    assert!(j.iter().all(|e| e.listener == "proxy"));
+    assert!(
+        j[0].target.starts_with("http://168.63.129.16/"),
+        "absolute-form: {}",
+        j[0].target
+    );
+    assert!(
+        j[0].findings.iter().any(|f| f.id == "path.spelling"),
+        "no-slash goal state noted"
+    );
+    assert!(j[3].findings.iter().any(|f| f.id == "proxy.unknown-host"));
 }

@@ -42,12 +42,20 @@ fn wire_bytes(v: &Value) -> Vec<u8> {
         v["http_version"].as_str().unwrap()
     );
     for h in v["headers"].as_array().unwrap() {
-        s.push_str(&format!("{}: {}\r\n", h[0].as_str().unwrap(), h[1].as_str().unwrap()));
+        s.push_str(&format!(
+            "{}: {}\r\n",
+            h[0].as_str().unwrap(),
+            h[1].as_str().unwrap()
+        ));
     }
     s.push_str("\r\n");
     let mut bytes = s.into_bytes();
     match v["body_b64"].as_str() {
-        Some(b64) => bytes.extend(base64::engine::general_purpose::STANDARD.decode(b64).unwrap()),
+        Some(b64) => bytes.extend(
+            base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .unwrap(),
+        ),
         None => bytes.extend_from_slice(v["body"].as_str().unwrap_or("").as_bytes()),
     }
     bytes
@@ -72,9 +80,17 @@ fn opt_str(v: &Value) -> Option<&str> {
 #[tokio::test]
 async fn every_request_vector_is_classified_as_expected() {
     let vectors = request_vectors();
-    assert!(vectors.len() >= 30, "found only {} request vectors", vectors.len());
+    assert!(
+        vectors.len() >= 30,
+        "found only {} request vectors",
+        vectors.len()
+    );
     for (path, v) in &vectors {
-        let name = path.strip_prefix(vectors_dir()).unwrap().display().to_string();
+        let name = path
+            .strip_prefix(vectors_dir())
+            .unwrap()
+            .display()
+            .to_string();
         let expected = &v["expected"];
         let fake_responded = expected["fake_responded"].as_u64();
         let fake = Fake::start(
@@ -117,7 +133,12 @@ async fn every_request_vector_is_classified_as_expected() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|h| (h[0].as_str().unwrap().to_owned(), h[1].as_str().unwrap().to_owned()))
+            .map(|h| {
+                (
+                    h[0].as_str().unwrap().to_owned(),
+                    h[1].as_str().unwrap().to_owned(),
+                )
+            })
             .collect();
         assert_eq!(e.headers, sent_headers, "{name}: headers in order and case");
         assert_eq!(e.body, v["body"].as_str().unwrap_or(""), "{name}: body");
@@ -128,18 +149,32 @@ async fn every_request_vector_is_classified_as_expected() {
             _ => 200,
         };
         assert_eq!(response.status, want_status, "{name}: status sent");
-        assert_eq!(e.answer.status, Some(want_status), "{name}: status journaled");
+        assert_eq!(
+            e.answer.status,
+            Some(want_status),
+            "{name}: status journaled"
+        );
         let errors: Vec<_> = e
             .findings
             .iter()
             .filter(|f| f.severity == Severity::Error)
             .collect();
-        assert!(errors.is_empty(), "{name}: real agent traffic raised errors: {errors:?}");
+        assert!(
+            errors.is_empty(),
+            "{name}: real agent traffic raised errors: {errors:?}"
+        );
 
         match endpoint {
             "wireserver.health.xml" | "wireserver.health.json" => {
-                let report = e.report.as_ref().unwrap_or_else(|| panic!("{name}: no report"));
-                assert_eq!(report.state.as_deref(), opt_str(&expected["state"]), "{name}: state");
+                let report = e
+                    .report
+                    .as_ref()
+                    .unwrap_or_else(|| panic!("{name}: no report"));
+                assert_eq!(
+                    report.state.as_deref(),
+                    opt_str(&expected["state"]),
+                    "{name}: state"
+                );
                 assert_eq!(
                     report.substatus.as_deref(),
                     opt_str(&expected["substatus"]),
@@ -156,8 +191,14 @@ async fn every_request_vector_is_classified_as_expected() {
                         opt_str(&expected["goal_state_incarnation"]),
                         "{name}: incarnation"
                     );
-                    assert_eq!(report.container_id.as_deref(), opt_str(&expected["container_id"]));
-                    assert_eq!(report.instance_id.as_deref(), opt_str(&expected["instance_id"]));
+                    assert_eq!(
+                        report.container_id.as_deref(),
+                        opt_str(&expected["container_id"])
+                    );
+                    assert_eq!(
+                        report.instance_id.as_deref(),
+                        opt_str(&expected["instance_id"])
+                    );
                     // The ids echo what the fake served: no mismatch findings.
                     assert!(
                         !report.findings.iter().any(|f| f.id.contains("mismatch")),
@@ -167,9 +208,16 @@ async fn every_request_vector_is_classified_as_expected() {
                 }
             }
             "wireserver.config" => {
-                assert_eq!(e.query("type").as_deref(), opt_str(&expected["type"]), "{name}");
+                assert_eq!(
+                    e.query("type").as_deref(),
+                    opt_str(&expected["type"]),
+                    "{name}"
+                );
                 assert!(response.text().contains("<SharedConfig"), "{name}");
-                assert!(response.text().contains("<Instance id=\"vector-vm\""), "{name}");
+                assert!(
+                    response.text().contains("<Instance id=\"vector-vm\""),
+                    "{name}"
+                );
             }
             "wireserver.goalstate" => {
                 let body = response.text();
@@ -185,7 +233,11 @@ async fn every_request_vector_is_classified_as_expected() {
                 assert!(response.text().contains("<Supported>"), "{name}");
             }
             "imds.instance" => {
-                assert_eq!(e.path(), expected["imds_path"].as_str().unwrap(), "{name}: path");
+                assert_eq!(
+                    e.path(),
+                    expected["imds_path"].as_str().unwrap(),
+                    "{name}: path"
+                );
                 assert_eq!(
                     e.query("api-version").as_deref(),
                     opt_str(&expected["api_version"]),
@@ -201,7 +253,9 @@ async fn every_request_vector_is_classified_as_expected() {
                 );
                 if fake_responded.is_none() {
                     match e.path() {
-                        "/metadata/instance/compute/name" => assert_eq!(response.text(), "vector-vm"),
+                        "/metadata/instance/compute/name" => {
+                            assert_eq!(response.text(), "vector-vm")
+                        }
                         "/metadata/instance/compute/vmSize" => {
                             assert_eq!(response.text(), "Standard_D2s_v3")
                         }
@@ -211,7 +265,10 @@ async fn every_request_vector_is_classified_as_expected() {
                         }
                         _ => {
                             let doc: Value = serde_json::from_slice(&response.body).unwrap();
-                            assert_eq!(doc["compute"]["vmId"], "11111111-2222-3333-4444-555555555555");
+                            assert_eq!(
+                                doc["compute"]["vmId"],
+                                "11111111-2222-3333-4444-555555555555"
+                            );
                             assert_eq!(
                                 doc["extended"].is_object(),
                                 e.query("extended").as_deref() == Some("true"),

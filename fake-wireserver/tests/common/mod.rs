@@ -148,6 +148,9 @@ pub fn goalstate_get() -> Vec<u8> {
     get(
         "/machine/?comp=goalstate",
         "168.63.129.16",
-        &[("x-ms-agent-name", "WALinuxAgent"), ("x-ms-version", "2012-11-30")],
+        &[
+            ("x-ms-agent-name", "WALinuxAgent"),
+            ("x-ms-version", "2012-11-30"),
+        ],
     )
 }
