@@ -34,6 +34,15 @@ impl Answer {
     }
 }
 
+/// Whether the answer's body is needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadBody {
+    Always,
+    /// A 2xx status says all there is to say (health POSTs: no client reads that body); other
+    /// bodies are read to recognise throttling and to quote in errors.
+    UnlessSuccess,
+}
+
 /// A reqwest client configured for node-local endpoints.
 #[derive(Debug, Clone)]
 pub struct Http {
@@ -63,6 +72,7 @@ impl Http {
         &self,
         label: &str,
         request: reqwest::RequestBuilder,
+        body: ReadBody,
     ) -> Result<Answer, reqwest::Error> {
         let mut response = request.send().await?;
         let status = response.status().as_u16();
@@ -73,6 +83,13 @@ impl Http {
             headers = %format_headers(&headers),
             "response headers"
         );
+        if body == ReadBody::UnlessSuccess && response.status().is_success() {
+            return Ok(Answer {
+                status,
+                headers,
+                body: Vec::new(),
+            });
+        }
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await? {
             let room = MAX_BODY_BYTES - body.len();

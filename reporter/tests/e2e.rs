@@ -753,3 +753,94 @@ fn kvp_write_waits_for_the_daemons_fcntl_lock_and_for_flock() {
         assert_eq!(pool_records(&scratch.pool()).len(), 1, "{lock_kind}");
     }
 }
+
+#[test]
+fn retry_after_is_ignored() {
+    let server = Server::start();
+    server.with_imds().on(
+        "POST /provisioning/health",
+        vec![
+            Reply::WithHeaders {
+                status: 503,
+                headers: vec![("retry-after", "120")],
+            },
+            Reply::Status(201),
+        ],
+    );
+    let scratch = Scratch::new();
+    let run = run(&server, &scratch, &["--retry-interval", "0.2", "ready"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let posts = server.requests_to("POST", "/provisioning/health");
+    assert_eq!(posts.len(), 2);
+    assert!(posts[1].at - posts[0].at < Duration::from_secs(5));
+}
+
+#[test]
+fn response_headers_are_logged_at_debug() {
+    let server = Server::start();
+    server.with_imds().on(
+        "POST /provisioning/health",
+        vec![Reply::WithHeaders {
+            status: 201,
+            headers: vec![("x-ms-request-id", "req-42")],
+        }],
+    );
+    let scratch = Scratch::new();
+    let run = run(&server, &scratch, &["--log-level", "debug", "ready"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("x-ms-request-id: req-42"),
+        "{}",
+        run.stderr
+    );
+    let quiet = support::run(&server, &scratch, &["ready"]);
+    assert!(!quiet.stderr.contains("req-42"), "{}", quiet.stderr);
+}
+
+#[test]
+fn a_dribbled_body_cannot_extend_the_budget() {
+    // 403 bodies are read (to recognise throttling); this one never finishes.
+    let server = DribbleServer::start("HTTP/1.1 403 Forbidden", 10_000);
+    let scratch = Scratch::new();
+    let run = run_raw(
+        &[
+            "--wireserver",
+            &server.url(),
+            "--no-imds",
+            "--kvp-pool",
+            scratch.pool().to_str().unwrap(),
+            "--timeout",
+            "2",
+            "--retry-interval",
+            "1",
+            "ready",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.elapsed >= Duration::from_secs(2), "{:?}", run.elapsed);
+    assert!(run.elapsed < Duration::from_secs(4), "{:?}", run.elapsed);
+    assert_eq!(server.connections(), 1);
+    assert_eq!(value(&kvp_report(&scratch), "result"), Some("success"));
+}
+
+#[test]
+fn an_accepted_report_does_not_wait_for_the_answer_body() {
+    let server = DribbleServer::start("HTTP/1.1 201 Created", 10_000);
+    let scratch = Scratch::new();
+    let run = run_raw(
+        &[
+            "--wireserver",
+            &server.url(),
+            "--no-imds",
+            "--kvp-pool",
+            scratch.pool().to_str().unwrap(),
+            "--timeout",
+            "30",
+            "ready",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.elapsed < Duration::from_secs(10), "{:?}", run.elapsed);
+}

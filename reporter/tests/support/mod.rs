@@ -74,6 +74,11 @@ pub enum Reply {
         content_type: &'static str,
         body: String,
     },
+    /// Status plus extra headers, no body.
+    WithHeaders {
+        status: u16,
+        headers: Vec<(&'static str, &'static str)>,
+    },
     /// Read the request, never answer.
     Hang,
 }
@@ -286,10 +291,85 @@ async fn handle(
             body,
         )
             .into_response(),
+        Reply::WithHeaders { status, headers } => {
+            let mut response = StatusCode::from_u16(status).unwrap().into_response();
+            for (name, value) in headers {
+                response
+                    .headers_mut()
+                    .insert(name, axum::http::HeaderValue::from_static(value));
+            }
+            response
+        }
         Reply::Hang => {
             std::future::pending::<()>().await;
             unreachable!()
         }
+    }
+}
+
+/// A raw TCP server whose every answer is a status line and headers announcing a body of
+/// `content_length` bytes, then that body dribbled one byte per 200 ms.
+pub struct DribbleServer {
+    addr: SocketAddr,
+    connections: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl DribbleServer {
+    pub fn start(status_line: &'static str, content_length: usize) -> DribbleServer {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = connections.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut request_body = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(len) = lower.strip_prefix("content-length:") {
+                            request_body = len.trim().parse().unwrap();
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0u8; request_body];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let mut stream = stream;
+                    let head = format!(
+                        "{status_line}\r\nContent-Type: text/xml; charset=utf-8\r\nContent-Length: {content_length}\r\n\r\n"
+                    );
+                    if stream.write_all(head.as_bytes()).is_err() {
+                        return;
+                    }
+                    for _ in 0..content_length {
+                        std::thread::sleep(Duration::from_millis(200));
+                        if stream.write_all(b" ").is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        DribbleServer { addr, connections }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn connections(&self) -> usize {
+        self.connections.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 
