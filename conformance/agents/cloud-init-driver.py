@@ -46,7 +46,8 @@ def parse_args(argv):
         "--endpoint",
         required=True,
         help='wireserver endpoint string as cloud-init takes it: "127.0.0.1:PORT" '
-        'or "168.63.129.16" (with http_proxy)',
+        'or "168.63.129.16" (with http_proxy); an "http://" prefix and a trailing "/" '
+        "are dropped, so a URL works too",
     )
     parser.add_argument(
         "--kvp-pool",
@@ -71,8 +72,16 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
+def endpoint_string(value):
+    """cloud-init builds "http://{endpoint}/machine..." itself: keep only host[:port]."""
+    if value.startswith("http://"):
+        value = value[len("http://") :]
+    return value.rstrip("/")
+
+
 def main(argv):
     args = parse_args(argv)
+    endpoint = endpoint_string(args.endpoint)
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.DEBUG,
@@ -100,17 +109,15 @@ def main(argv):
         "agent": "cloud-init",
         "version": version.version_string(),
         "action": args.action,
-        "endpoint": args.endpoint,
+        "endpoint": endpoint,
         "proxy": os.environ.get("http_proxy") or os.environ.get("HTTP_PROXY"),
     }
     status = 0
     try:
         if args.action == "ready":
-            azure.get_metadata_from_fabric(args.endpoint)
+            azure.get_metadata_from_fabric(endpoint)
         else:
-            azure.report_failure_to_fabric(
-                args.endpoint, description=args.description
-            )
+            azure.report_failure_to_fabric(endpoint, description=args.description)
         outcome["result"] = "ok"
     except Exception as error:  # cloud-init's own failure, reported as such
         traceback.print_exc(file=sys.stderr)
