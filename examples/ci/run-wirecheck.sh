@@ -2,24 +2,27 @@
 # run-wirecheck.sh: run the wirecheck conformance suite against your provisioning agent.
 #
 # Copy this file into your project (for example ci/run-wirecheck.sh) and call it from any CI.
-# It installs wirecheck (unless WIRECHECK_BIN names one), runs it against your agent, and leaves
-# results.json, junit.xml and report.html in WIRECHECK_OUT for your CI to keep as artifacts.
+# It fetches and builds wirecheck (unless told where they are), runs it against your agent, and
+# leaves results.json, junit.xml and report.html in WIRECHECK_OUT for your CI to keep.
 #
 # Exit status is wirecheck's: 0 every case passed (non-strict allowed unless --strict),
-# 1 a case failed, 2 wirecheck could not run (bad flags, bad profile), 3 this script's setup failed.
+# 1 a case failed, 2 wirecheck could not run (bad flags, profile or scenario);
+# 3 this script's own setup failed (the message says what to set).
 #
-# Configuration (environment):
+# Configuration (environment; the WIRECHECK_AGENT*, WIRECHECK_OUT names are wirecheck's own):
 #   WIRECHECK_AGENT_CMD  how to start your agent for one case: a command template, e.g.
-#                          'target/release/my-agent {action} --wireserver {wireserver_url} --imds {imds_url}'
-#                        (`wirecheck run --help` lists the placeholders)
-#   WIRECHECK_AGENT      or: an agent profile (a TOML file, or the name of a bundled profile)
+#                          "$PWD/target/release/my-agent {action} --wireserver {wireserver_url} --imds {imds_url}"
+#                        (`wirecheck run --help` lists the placeholders; give the program as an
+#                        absolute path or a name on PATH: the agent runs inside its case's folder)
+#   WIRECHECK_AGENT      or: an agent profile (a .toml file, or the name of a bundled profile)
 #   WIRECHECK_OUT        results folder (default: wirecheck-results)
 #   WIRECHECK_ARGS       extra flags for `wirecheck run`, split on whitespace, never globbed,
 #                        e.g. '--strict --cases wire.*'
-#   WIRECHECK_BIN        use this wirecheck binary instead of installing one
-#   WIRECHECK_GIT        git URL of wirecheck to install from (needed unless WIRECHECK_BIN is set)
-#   WIRECHECK_REV        commit or tag to install (default: the repository's default branch)
-#   WIRECHECK_ROOT       install root for cargo install (default: .wirecheck; cache it in CI)
+#   WIRECHECK_GIT        git URL of wirecheck (needed unless WIRECHECK_SRC is set)
+#   WIRECHECK_REV        commit, tag or branch to use (default: the repository's default branch)
+#   WIRECHECK_SRC        an existing wirecheck checkout to use instead of fetching one
+#   WIRECHECK_BIN        an existing wirecheck binary to use instead of building one
+#   WIRECHECK_ROOT       where the checkout and the build go (default: .wirecheck; cache it in CI)
 set -euo pipefail
 
 die() {
@@ -28,27 +31,53 @@ die() {
 }
 
 out="${WIRECHECK_OUT:-wirecheck-results}"
+root="${WIRECHECK_ROOT:-.wirecheck}"
 
-# 1. wirecheck itself.
+# 1. The wirecheck sources: the scenarios and bundled profiles come from the same revision as
+#    the binary, so results are reproducible.
+src="${WIRECHECK_SRC:-}"
+if [ -z "$src" ]; then
+    [ -n "${WIRECHECK_GIT:-}" ] || die "set WIRECHECK_GIT to the wirecheck repository URL (or WIRECHECK_SRC to a checkout)"
+    command -v git >/dev/null 2>&1 || die "git is needed to fetch wirecheck"
+    src="$root/src"
+    if [ ! -d "$src/.git" ]; then
+        mkdir -p "$src"
+        git init -q "$src"
+        git -C "$src" remote add origin "$WIRECHECK_GIT"
+    else
+        git -C "$src" remote set-url origin "$WIRECHECK_GIT"
+    fi
+    echo "==> fetching wirecheck ${WIRECHECK_REV:-(default branch)} from $WIRECHECK_GIT" >&2
+    git -C "$src" fetch -q --depth 1 origin "${WIRECHECK_REV:-HEAD}" \
+        || die "cannot fetch ${WIRECHECK_REV:-the default branch} from $WIRECHECK_GIT"
+    git -C "$src" checkout -q --force FETCH_HEAD
+fi
+[ -d "$src/scenarios" ] && [ -d "$src/conformance/agents" ] \
+    || die "$src is not a wirecheck checkout (no scenarios/ or conformance/agents/)"
+
+# 2. The binary.
 if [ -n "${WIRECHECK_BIN:-}" ]; then
     wirecheck="$WIRECHECK_BIN"
     [ -x "$wirecheck" ] || die "WIRECHECK_BIN=$wirecheck is not an executable file"
 else
-    [ -n "${WIRECHECK_GIT:-}" ] || die "set WIRECHECK_GIT to the wirecheck repository URL (or WIRECHECK_BIN to a wirecheck binary)"
-    command -v cargo >/dev/null 2>&1 || die "cargo is needed to install wirecheck (https://rustup.rs), or set WIRECHECK_BIN"
-    root="${WIRECHECK_ROOT:-.wirecheck}"
-    rev=()
-    [ -n "${WIRECHECK_REV:-}" ] && rev=(--rev "$WIRECHECK_REV")
-    # Both binaries: `wirecheck`, and `fake-wireserver` for agents attached in a network namespace.
-    # cargo install is a no-op when the same revision is already installed in $root.
-    echo "==> installing wirecheck from $WIRECHECK_GIT ${WIRECHECK_REV:-}" >&2
-    cargo install --locked --root "$root" --git "$WIRECHECK_GIT" "${rev[@]}" conformance fake-wireserver \
-        || die "cargo install from $WIRECHECK_GIT failed"
-    wirecheck="$root/bin/wirecheck"
-    export PATH="$root/bin:$PATH"
+    command -v cargo >/dev/null 2>&1 || die "cargo is needed to build wirecheck (https://rustup.rs), or set WIRECHECK_BIN"
+    mkdir -p "$root"
+    root_abs="$(cd "$root" && pwd)"
+    wirecheck="$root_abs/bin/wirecheck"
+    revision="$(git -C "$src" rev-parse HEAD 2>/dev/null || true)"
+    if [ -z "$revision" ] || [ ! -x "$wirecheck" ] || [ "$(cat "$root_abs/installed-revision" 2>/dev/null)" != "$revision" ]; then
+        echo "==> building wirecheck ${revision:-from $src}" >&2
+        # fake-wireserver too: agents attached in a network namespace run under it.
+        for crate in conformance fake-wireserver; do
+            CARGO_TARGET_DIR="$root_abs/target" cargo install --locked --force --quiet \
+                --root "$root_abs" --path "$src/$crate" || die "building $crate from $src failed"
+        done
+        [ -n "$revision" ] && echo "$revision" >"$root_abs/installed-revision"
+    fi
+    export PATH="$root_abs/bin:$PATH"
 fi
 
-# 2. The agent under test.
+# 3. The agent under test.
 agent=()
 if [ -n "${WIRECHECK_AGENT_CMD:-}" ]; then
     agent=(--agent-cmd "$WIRECHECK_AGENT_CMD")
@@ -57,28 +86,32 @@ elif [ -n "${WIRECHECK_AGENT:-}" ]; then
 else
     die "set WIRECHECK_AGENT_CMD (a command template) or WIRECHECK_AGENT (a profile)"
 fi
+# wirecheck reads these names itself too; the flags above say it once.
+unset WIRECHECK_AGENT WIRECHECK_AGENT_CMD WIRECHECK_OUT
 
 extra=()
-[ -n "${WIRECHECK_ARGS:-}" ] && read -r -a extra <<<"$WIRECHECK_ARGS"
+if [ -n "${WIRECHECK_ARGS:-}" ]; then
+    read -r -a extra <<<"$WIRECHECK_ARGS"
+fi
 
-# 3. Run. A failing case is a result, not a setup error: keep the status, report, then exit with it.
-echo "==> $wirecheck run ${agent[*]} --out $out ${extra[*]}" >&2
+# 4. Run. A failing case is a result, not a setup error: keep the status, then exit with it.
+echo "==> wirecheck run ${agent[*]} --out $out ${extra[*]}" >&2
 status=0
-"$wirecheck" run "${agent[@]}" --out "$out" "${extra[@]}" || status=$?
+"$wirecheck" run "${agent[@]}" --out "$out" \
+    --scenarios "$src/scenarios" --agents-dir "$src/conformance/agents" \
+    --quiet "${extra[@]}" || status=$?
 
-for file in results.json junit.xml report.html; do
-    if [ -f "$out/$file" ]; then
-        echo "    $out/$file" >&2
-    elif [ "$status" -le 1 ]; then
-        # wirecheck ran to the end but a result file is missing: that is a setup problem.
-        die "wirecheck exited $status but did not write $out/$file"
-    fi
-done
+if [ "$status" -le 1 ]; then
+    for file in results.json junit.xml report.html; do
+        [ -f "$out/$file" ] || die "wirecheck exited $status but did not write $out/$file"
+    done
+    echo "==> results in $out/: results.json, junit.xml, report.html, artifacts/" >&2
+fi
 
-# A line for the GitHub Actions job summary (harmless elsewhere).
+# One line for the GitHub Actions job summary (skipped elsewhere).
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ] && [ -f "$out/junit.xml" ]; then
     totals=$(sed -n 's/.*<testsuites[^>]* tests="\([0-9]*\)" failures="\([0-9]*\)".*/\1 cases, \2 failed/p' "$out/junit.xml" | head -n 1)
-    echo "wirecheck: ${totals:-no totals}; exit $status (report.html is in the wirecheck-results artifact)" >>"$GITHUB_STEP_SUMMARY"
+    echo "wirecheck: ${totals:-no totals}, exit status $status; report.html is in the wirecheck-results artifact" >>"$GITHUB_STEP_SUMMARY"
 fi
 
 exit "$status"
