@@ -62,6 +62,10 @@ impl Documents {
             .instance_document
             .clone()
             .unwrap_or_else(|| DEFAULT_INSTANCE.clone());
+        if !instance.is_object() {
+            // Only reachable from code (files are validated): keep the overrides working.
+            instance = json!({});
+        }
         let set = |doc: &mut Value, path: &[&str], value: &str| {
             let mut node = doc;
             for key in &path[..path.len() - 1] {

@@ -73,7 +73,7 @@ impl Engine {
         let rate = scenario.rate_limit.as_ref().map(|rl| RateState {
             patterns: Patterns::new(rl.endpoints.iter().map(String::as_str)),
             requests: rl.requests as usize,
-            window: Duration::from_secs_f64(rl.window),
+            window: crate::scenario::seconds(rl.window),
             clients: HashMap::new(),
         });
         Engine {
@@ -309,6 +309,25 @@ mod tests {
             e.decide("wireserver.goalstate", IP, later),
             Decision::Default
         );
+    }
+
+    #[test]
+    fn extreme_numbers_from_code_do_not_panic() {
+        let scenario = Scenario::new().rate_limit(1, 1e300, &["*"]).endpoint(
+            "imds.*",
+            EndPolicy::Default,
+            vec![Step::new(Action::Delay {
+                seconds: f64::NAN,
+                reply: None,
+            })],
+        );
+        let mut e = Engine::new(scenario, Instant::now());
+        assert_eq!(
+            kinds(&mut e, "imds.instance", 2),
+            ["delay#0.1", "throttled"]
+        );
+        assert_eq!(crate::scenario::seconds(-1.0), Duration::ZERO);
+        assert_eq!(crate::scenario::seconds(1e300).as_secs(), 365 * 24 * 3600);
     }
 
     #[test]

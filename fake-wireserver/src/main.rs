@@ -5,7 +5,6 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -150,7 +149,7 @@ fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .admin(args.admin)
         .journal_capacity(args.journal_capacity)
         .max_body_bytes(args.max_body)
-        .read_timeout(Duration::from_secs_f64(args.read_timeout));
+        .read_timeout(fake_wireserver::scenario::seconds(args.read_timeout));
     if let Some(proxy) = args.proxy {
         config = config.proxy(proxy);
     }

@@ -293,6 +293,17 @@ pub enum TriggerAction {
     ReprovisionAvailable,
 }
 
+/// Seconds from a scenario as a `Duration`, never panicking: NaN and negatives are zero, huge
+/// values are capped at a year (scenarios built in code skip the file validation).
+pub fn seconds(x: f64) -> std::time::Duration {
+    const YEAR: f64 = 365.0 * 24.0 * 3600.0;
+    if x.is_nan() || x <= 0.0 {
+        std::time::Duration::ZERO
+    } else {
+        std::time::Duration::from_secs_f64(x.min(YEAR))
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Builders (for Rust tests)
 

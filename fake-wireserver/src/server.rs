@@ -510,7 +510,7 @@ async fn exchange(
                 if ok { Flow::KeepAlive } else { Flow::Close }
             }
             Action::Delay { seconds, reply } => {
-                tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+                tokio::time::sleep(crate::scenario::seconds(seconds)).await;
                 let out = match &reply {
                     Some(r) => render_reply(r, service),
                     None => default_answer().await,
@@ -578,7 +578,7 @@ async fn exchange(
                         if !ok {
                             break;
                         }
-                        tokio::time::sleep(Duration::from_secs_f64(interval)).await;
+                        tokio::time::sleep(crate::scenario::seconds(interval)).await;
                         ok = stream.write_all(piece).await.is_ok() && stream.flush().await.is_ok();
                     }
                 }
