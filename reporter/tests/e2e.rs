@@ -463,9 +463,13 @@ fn a_hang_longer_than_the_budget_ends_within_budget_plus_one_interval() {
         ],
     );
     assert_eq!(run.code, 1, "{}", run.stderr);
-    // Budget 2 s + one interval 1 s, plus process start-up and IMDS slack.
+    // Within budget 2 s + one interval 1 s, with 1.5 s of slack for a loaded machine.
     assert!(run.elapsed >= Duration::from_secs(2), "{:?}", run.elapsed);
-    assert!(run.elapsed < Duration::from_secs(4), "{:?}", run.elapsed);
+    assert!(
+        run.elapsed < Duration::from_millis(4500),
+        "{:?}",
+        run.elapsed
+    );
     assert_eq!(server.requests_to("POST", "/provisioning/health").len(), 1);
     assert_eq!(value(&kvp_report(&scratch), "result"), Some("success"));
 }
@@ -819,7 +823,11 @@ fn a_dribbled_body_cannot_extend_the_budget() {
     );
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.elapsed >= Duration::from_secs(2), "{:?}", run.elapsed);
-    assert!(run.elapsed < Duration::from_secs(4), "{:?}", run.elapsed);
+    assert!(
+        run.elapsed < Duration::from_millis(4500),
+        "{:?}",
+        run.elapsed
+    );
     assert_eq!(server.connections(), 1);
     assert_eq!(value(&kvp_report(&scratch), "result"), Some("success"));
 }
