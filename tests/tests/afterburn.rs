@@ -29,10 +29,21 @@ fn assert_ready(run: &AgentRun) {
     assert_eq!(health.answer.status, Some(200));
 }
 
+/// The host's /run, which the proxy run replaces privately (lease file, mount bookkeeping).
+fn host_run_listing() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir("/run")
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 #[test]
 fn afterburn_checks_in_through_the_proxy() {
     let afterburn = afterburn_binary();
     let dir = tempfile::tempdir().unwrap();
+    let host_run = host_run_listing();
     let run = NetnsRun::new(HARNESS, dir.path(), Attach::Proxy)
         .lease("A83F8110")
         .run(&[
@@ -60,6 +71,7 @@ fn afterburn_checks_in_through_the_proxy() {
         "afterburn's header names/order differ from the captured vector"
     );
     insta::assert_json_snapshot!("afterburn_checkin_proxy_health", normalize::entry(health));
+    assert_eq!(host_run, host_run_listing(), "the host's /run changed");
 }
 
 fn afterburn_in_sandbox(out: &Path, args: &[&str]) -> wirecheck_e2e::SandboxRun {

@@ -117,7 +117,11 @@ fn run(args: Args) -> anyhow::Result<u8> {
     tool("ip", &["link", "set", "dev", "lo", "up"])?;
     for dir in &args.tmpfs {
         let dir = dir.to_str().context("--tmpfs path is not UTF-8")?;
-        tool("mount", &["-t", "tmpfs", "-o", "mode=0755", "tmpfs", dir])?;
+        // -n: no /run/mount/utab entry, which would land in the host's /run.
+        tool(
+            "mount",
+            &["-n", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", dir],
+        )?;
     }
     if let Some(hex) = &args.lease {
         write_lease(hex, &args.tmpfs)?;
