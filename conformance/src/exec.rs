@@ -302,7 +302,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert_eq!(resolve_program("my-agent", dir.path()), Some(agent.clone()));
-        assert_eq!(resolve_program("sh", dir.path()).is_some(), true);
+        assert!(resolve_program("sh", dir.path()).is_some());
         assert_eq!(resolve_program("no-such-agent-xyz", dir.path()), None);
         assert_eq!(
             resolve_program(agent.to_str().unwrap(), Path::new("/")),

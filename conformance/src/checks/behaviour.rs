@@ -68,10 +68,10 @@ fn loop_start(obs: &Observation, ri: usize, service: Service) -> u64 {
     if let Some(first) = requests(obs, ri, service).first() {
         return first.at_ms;
     }
-    if service == Service::Wireserver {
-        if let Some(last_imds) = requests(obs, ri, Service::Imds).last() {
-            return finished_ms(obs, last_imds).max(run.start_ms);
-        }
+    if service == Service::Wireserver
+        && let Some(last_imds) = requests(obs, ri, Service::Imds).last()
+    {
+        return finished_ms(obs, last_imds).max(run.start_ms);
     }
     run.start_ms
 }
@@ -80,14 +80,13 @@ fn loop_start(obs: &Observation, ri: usize, service: Service) -> u64 {
 /// another service (it moved on); otherwise its exit.
 fn moved_on_at(obs: &Observation, ri: usize, service: Service, after: &Entry) -> u64 {
     let run = &obs.runs[ri];
-    if service == Service::Imds {
-        if let Some(next) = obs
+    if service == Service::Imds
+        && let Some(next) = obs
             .journal
             .iter()
             .find(|e| e.seq > after.seq && obs.run_of(e) == ri && service_of(e) != Service::Imds)
-        {
-            return next.at_ms;
-        }
+    {
+        return next.at_ms;
     }
     run.end_ms
 }
@@ -319,8 +318,7 @@ pub fn budget(obs: &Observation) -> Judgement {
             let last: Vec<&Entry> = obs
                 .journal
                 .iter()
-                .filter(|e| obs.run_of(e) == ri)
-                .last()
+                .rfind(|e| obs.run_of(e) == ri)
                 .into_iter()
                 .collect();
             t.fail(

@@ -8,6 +8,8 @@ mod behaviour;
 mod kvp;
 mod protocol;
 mod report;
+#[cfg(test)]
+mod tests;
 
 use fake_wireserver::journal::Entry;
 use fake_wireserver::oracle::{Finding, Severity};
@@ -355,7 +357,7 @@ pub fn line(entry: &Entry) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+mod catalog_tests {
     use super::*;
 
     #[test]

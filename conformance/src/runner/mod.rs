@@ -304,3 +304,103 @@ pub fn apply_deviation(profile: &AgentProfile, case_id: &str, j: Judgement) -> J
         _ => j,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(id: &str) -> Arc<Scenario> {
+        let text = format!(
+            "id = \"{id}\"\ntitle = \"t\"\nchecks = [\"report.state\", \"behaviour.exit\"]\n[agent]\naction = \"ready\"\n"
+        );
+        Arc::new(Scenario::from_toml_str(&text, Path::new("t.toml")).unwrap())
+    }
+
+    fn profile() -> Arc<AgentProfile> {
+        Arc::new(AgentProfile::ad_hoc("true").unwrap())
+    }
+
+    fn ids(planned: &[Planned]) -> Vec<String> {
+        planned.iter().map(|p| p.scenario.id.clone()).collect()
+    }
+
+    #[test]
+    fn partitions_split_scenarios_deterministically_and_completely() {
+        let scenarios: Vec<Arc<Scenario>> = ["e", "a", "d", "b", "c"].map(scenario).into();
+        let all = plan(&[profile()], &scenarios, &CaseFilter::default(), None);
+        assert_eq!(ids(&all), ["a", "b", "c", "d", "e"]);
+        let one = plan(
+            &[profile()],
+            &scenarios,
+            &CaseFilter::default(),
+            Some("1/2".parse().unwrap()),
+        );
+        let two = plan(
+            &[profile()],
+            &scenarios,
+            &CaseFilter::default(),
+            Some("2/2".parse().unwrap()),
+        );
+        assert_eq!(ids(&one), ["a", "c", "e"]);
+        assert_eq!(ids(&two), ["b", "d"]);
+    }
+
+    #[test]
+    fn case_filters_select_checks_and_drop_empty_scenarios() {
+        let scenarios = vec![scenario("a"), scenario("b")];
+        let filter = CaseFilter::new(&["a.*".into()], &["*.behaviour.exit".into()]).unwrap();
+        let planned = plan(&[profile()], &scenarios, &filter, None);
+        assert_eq!(ids(&planned), ["a"]);
+        assert_eq!(
+            planned[0].checks.iter().map(|c| c.id).collect::<Vec<_>>(),
+            ["report.state"]
+        );
+    }
+
+    #[test]
+    fn deviations_soften_failures_and_mark_unimplemented() {
+        let text = r#"name = "d"
+description = "d"
+capabilities = ["json"]
+[commands]
+ready = ["true"]
+[reactions]
+retryable = [503]
+transport_errors = "retry"
+status_403 = "fatal"
+[[deviation]]
+cases = "x.*"
+verdict = "non-strict"
+reason = "known"
+[[deviation]]
+cases = "y.*"
+verdict = "unimplemented"
+reason = "never"
+"#;
+        let p = AgentProfile::from_toml_str(text, Path::new("d.toml")).unwrap();
+        let fail = Judgement::fail("bad", vec![]);
+        let softened = apply_deviation(&p, "x.report.state", fail.clone());
+        assert_eq!(softened.verdict, Verdict::NonStrict);
+        assert_eq!(
+            softened.reason.as_deref(),
+            Some("known deviation (x.*): known; observed: bad")
+        );
+        let pass = Judgement {
+            verdict: Verdict::Pass,
+            reason: None,
+            evidence: vec![],
+        };
+        assert_eq!(
+            apply_deviation(&p, "x.report.state", pass.clone()).verdict,
+            Verdict::Pass
+        );
+        assert_eq!(
+            apply_deviation(&p, "y.report.state", pass).verdict,
+            Verdict::Unimplemented
+        );
+        assert_eq!(
+            apply_deviation(&p, "z.report.state", fail).verdict,
+            Verdict::Fail
+        );
+    }
+}

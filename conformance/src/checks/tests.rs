@@ -1,0 +1,459 @@
+//! The checks on hand-made observations: each rule catches the behaviour it names, and lets
+//! the right behaviour pass.
+
+use std::path::Path;
+
+use fake_wireserver::journal::{Answer, Entry, StepRef};
+use fake_wireserver::oracle::ServedIds;
+use fake_wireserver::oracle::kvp::decode_pool;
+
+use super::{CATALOG, Judgement};
+use crate::agent::AgentProfile;
+use crate::exec::{Captured, Exit};
+use crate::observe::{Observation, RunRecord};
+use crate::results::Verdict;
+use crate::scenario::Scenario;
+
+const PROFILE: &str = r#"name = "t"
+description = "t"
+capabilities = ["json", "xml", "failure", "in-progress", "kvp"]
+[commands]
+ready = ["t"]
+failure = ["t"]
+in-progress = ["t"]
+[reactions]
+retryable = [404, 410, 429, 500, 503]
+transport_errors = "retry"
+status_403 = "throttle-body"
+refresh_goal_state_on_410 = true
+[exit]
+reported = [0]
+failed = [1]
+"#;
+
+fn scenario(extra: &str) -> Scenario {
+    let text = format!(
+        "id = \"t\"\ntitle = \"t\"\nchecks = [\"*\"]\n[agent]\naction = \"ready\"\nbudget = 3.0\nretry_interval = 0.2\nrequest_timeout = 1.0\n{extra}"
+    );
+    Scenario::from_toml_str(&text, Path::new("t.toml")).unwrap()
+}
+
+fn profile() -> AgentProfile {
+    AgentProfile::from_toml_str(PROFILE, Path::new("t.toml")).unwrap()
+}
+
+/// A request at `at` ms answered `status` (None: `kind` without a status) at `done`.
+fn entry(
+    seq: u64,
+    endpoint: &str,
+    at: u64,
+    done: Option<u64>,
+    kind: &str,
+    status: Option<u16>,
+) -> Entry {
+    let (method, target) = match endpoint {
+        "wireserver.health.json" => ("POST", "/provisioning/health"),
+        "wireserver.health.xml" => ("POST", "/machine?comp=health"),
+        "wireserver.goalstate" => ("GET", "/machine/?comp=goalstate"),
+        _ => ("GET", "/metadata/instance?api-version=2021-08-01"),
+    };
+    let mut headers = vec![("Content-Type".to_owned(), "application/json".to_owned())];
+    if endpoint.starts_with("imds") {
+        headers = vec![("Metadata".to_owned(), "true".to_owned())];
+    }
+    Entry {
+        seq,
+        at_ms: at,
+        done_ms: done,
+        listener: "wireserver".into(),
+        client: "127.0.0.1:1".into(),
+        method: method.into(),
+        target: target.into(),
+        http_version: "HTTP/1.1".into(),
+        headers,
+        body: r#"{"state":"Ready"}"#.into(),
+        body_b64: None,
+        body_len: 17,
+        body_truncated: false,
+        endpoint: endpoint.into(),
+        answer: Answer {
+            kind: kind.into(),
+            status,
+            step: (kind != "default").then(|| StepRef {
+                endpoint: endpoint.into(),
+                index: 0,
+                repeat: 1,
+            }),
+        },
+        report: endpoint
+            .starts_with("wireserver.health.json")
+            .then(|| fake_wireserver::oracle::health::parse_json(br#"{"state":"Ready"}"#)),
+        findings: vec![],
+    }
+}
+
+fn health(seq: u64, at: u64, status: u16) -> Entry {
+    let kind = if status == 201 { "default" } else { "respond" };
+    entry(
+        seq,
+        "wireserver.health.json",
+        at,
+        Some(at + 2),
+        kind,
+        Some(status),
+    )
+}
+
+fn run(start: u64, end: u64, exit: Exit) -> RunRecord {
+    RunRecord {
+        run: crate::scenario::Run {
+            action: crate::agent::Action::Ready,
+            reason: None,
+            data: vec![],
+            description: None,
+        },
+        argv: vec!["t".into()],
+        start_ms: start,
+        end_ms: end,
+        exit,
+        stdout: Captured::default(),
+        stderr: Captured::default(),
+    }
+}
+
+fn judge(check: &str, scenario: &Scenario, journal: Vec<Entry>, runs: Vec<RunRecord>) -> Judgement {
+    let profile = profile();
+    let obs = Observation {
+        scenario,
+        profile: &profile,
+        journal,
+        served: ServedIds {
+            incarnation: "1".into(),
+            container_id: "c".into(),
+            instance_id: "i".into(),
+        },
+        imds_vm_id: None,
+        pool: Some(Vec::new()),
+        pool_view: decode_pool(&[]),
+        runs,
+    };
+    let def = CATALOG.iter().find(|c| c.id == check).unwrap();
+    (def.run)(&obs)
+}
+
+#[test]
+fn retrying_a_fatal_answer_fails_and_stopping_passes() {
+    let s = scenario("");
+    let retried = judge(
+        "behaviour.retry",
+        &s,
+        vec![health(1, 10, 401), health(2, 300, 201)],
+        vec![run(0, 320, Exit::Code(0))],
+    );
+    assert_eq!(retried.verdict, Verdict::Fail);
+    assert!(
+        retried
+            .reason
+            .unwrap()
+            .contains("retried after status 401 (#1)")
+    );
+    assert_eq!(retried.evidence[0].journal_seq, [1, 2]);
+
+    let stopped = judge(
+        "behaviour.retry",
+        &s,
+        vec![health(1, 10, 401)],
+        vec![run(0, 30, Exit::Code(1))],
+    );
+    assert_eq!(stopped.verdict, Verdict::Pass);
+}
+
+#[test]
+fn giving_up_early_on_a_retryable_answer_fails() {
+    let s = scenario("");
+    let early = judge(
+        "behaviour.retry",
+        &s,
+        vec![health(1, 10, 503)],
+        vec![run(0, 40, Exit::Code(1))],
+    );
+    assert_eq!(early.verdict, Verdict::Fail);
+    assert!(
+        early
+            .reason
+            .unwrap()
+            .contains("gave up after status 503 (#1)")
+    );
+    // Near the end of the budget (counted from the first attempt), stopping is right.
+    let late = judge(
+        "behaviour.retry",
+        &s,
+        vec![health(1, 10, 503), health(2, 2900, 503)],
+        vec![run(0, 2950, Exit::Code(1))],
+    );
+    assert_eq!(late.verdict, Verdict::Pass);
+}
+
+#[test]
+fn the_throttle_body_decides_a_403() {
+    let s = scenario(
+        "[[fake.endpoint]]\nid = \"wireserver.health.json\"\n[[fake.endpoint.step]]\nkind = \"respond\"\npreset = \"throttled\"\n",
+    );
+    // Throttled 403, retried: fine for a "throttle-body" agent.
+    let j = judge(
+        "behaviour.retry",
+        &s,
+        vec![health(1, 10, 403), health(2, 250, 201)],
+        vec![run(0, 260, Exit::Code(0))],
+    );
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
+    // A plain 403, retried: not.
+    let plain = scenario(
+        "[[fake.endpoint]]\nid = \"wireserver.health.json\"\n[[fake.endpoint.step]]\nkind = \"respond\"\nstatus = 403\n",
+    );
+    let j = judge(
+        "behaviour.retry",
+        &plain,
+        vec![health(1, 10, 403), health(2, 250, 201)],
+        vec![run(0, 260, Exit::Code(0))],
+    );
+    assert_eq!(j.verdict, Verdict::Fail);
+}
+
+#[test]
+fn retrying_faster_than_the_interval_fails() {
+    let s = scenario("");
+    let fast = judge(
+        "behaviour.interval",
+        &s,
+        vec![health(1, 10, 503), health(2, 60, 201)],
+        vec![run(0, 70, Exit::Code(0))],
+    );
+    assert_eq!(fast.verdict, Verdict::Fail);
+    assert!(fast.reason.unwrap().contains("only 48 ms after #1"));
+    let ok = judge(
+        "behaviour.interval",
+        &s,
+        vec![health(1, 10, 503), health(2, 215, 201)],
+        vec![run(0, 220, Exit::Code(0))],
+    );
+    assert_eq!(ok.verdict, Verdict::Pass);
+    // Nothing retried: nothing to judge.
+    let none = judge(
+        "behaviour.interval",
+        &s,
+        vec![health(1, 10, 201)],
+        vec![run(0, 20, Exit::Code(0))],
+    );
+    assert_eq!(none.verdict, Verdict::Skipped);
+}
+
+#[test]
+fn a_request_burst_breaks_the_rate() {
+    let s = scenario("");
+    let burst: Vec<Entry> = (0..12).map(|i| health(i + 1, 10 + i * 50, 503)).collect();
+    let j = judge(
+        "behaviour.rate",
+        &s,
+        burst,
+        vec![run(0, 700, Exit::Code(1))],
+    );
+    assert_eq!(j.verdict, Verdict::Fail);
+    assert!(
+        j.reason
+            .unwrap()
+            .starts_with("12 requests to wireserver.health.json within one second; at most 6")
+    );
+}
+
+#[test]
+fn the_budget_and_the_deadline() {
+    let s = scenario("");
+    let over = judge(
+        "behaviour.budget",
+        &s,
+        vec![health(1, 10, 503)],
+        vec![run(0, 6000, Exit::Code(1))],
+    );
+    assert_eq!(over.verdict, Verdict::Fail);
+    let killed = judge(
+        "behaviour.budget",
+        &s,
+        vec![health(1, 10, 503)],
+        vec![run(0, 7000, Exit::KilledAtDeadline)],
+    );
+    assert!(killed.reason.unwrap().contains("still running at the"));
+    let within = judge(
+        "behaviour.budget",
+        &s,
+        vec![health(1, 10, 503)],
+        vec![run(0, 3100, Exit::Code(1))],
+    );
+    assert_eq!(within.verdict, Verdict::Pass);
+}
+
+#[test]
+fn a_second_report_after_an_accepted_one_fails() {
+    let s = scenario("");
+    let twice = judge(
+        "behaviour.terminal",
+        &s,
+        vec![health(1, 10, 201), health(2, 30, 201)],
+        vec![run(0, 40, Exit::Code(0))],
+    );
+    assert_eq!(twice.verdict, Verdict::Fail);
+    assert!(
+        twice
+            .reason
+            .unwrap()
+            .contains("another health report (#2) after #1 was accepted")
+    );
+    let silent = judge(
+        "behaviour.terminal",
+        &s,
+        vec![],
+        vec![run(0, 40, Exit::Code(0))],
+    );
+    assert_eq!(silent.verdict, Verdict::Fail);
+}
+
+#[test]
+fn exit_status_must_match_delivery() {
+    let s = scenario("");
+    let liar = judge(
+        "behaviour.exit",
+        &s,
+        vec![health(1, 10, 401)],
+        vec![run(0, 20, Exit::Code(0))],
+    );
+    assert_eq!(liar.verdict, Verdict::Fail);
+    assert!(
+        liar.reason
+            .unwrap()
+            .contains("exited with 0; expected one of [1]")
+    );
+    let honest = judge(
+        "behaviour.exit",
+        &s,
+        vec![health(1, 10, 201)],
+        vec![run(0, 20, Exit::Code(0))],
+    );
+    assert_eq!(honest.verdict, Verdict::Pass);
+}
+
+#[test]
+fn waiting_on_a_hung_request_past_the_timeout_fails() {
+    let s = scenario("");
+    let hung = entry(1, "wireserver.health.json", 10, None, "hang", None);
+    let patient = judge(
+        "behaviour.timeout",
+        &s,
+        vec![hung.clone(), health(2, 2900, 201)],
+        vec![run(0, 2910, Exit::Code(0))],
+    );
+    assert_eq!(patient.verdict, Verdict::Fail);
+    assert!(
+        patient
+            .reason
+            .unwrap()
+            .contains("waited 2.89 s on unanswered request #1")
+    );
+    let prompt = judge(
+        "behaviour.timeout",
+        &s,
+        vec![hung, health(2, 1215, 201)],
+        vec![run(0, 1220, Exit::Code(0))],
+    );
+    assert_eq!(prompt.verdict, Verdict::Pass);
+}
+
+#[test]
+fn a_410_on_the_xml_report_needs_a_fresh_goal_state() {
+    let s = scenario("");
+    let gone = entry(
+        2,
+        "wireserver.health.xml",
+        20,
+        Some(22),
+        "respond",
+        Some(410),
+    );
+    let gs = |seq, at| {
+        entry(
+            seq,
+            "wireserver.goalstate",
+            at,
+            Some(at + 2),
+            "default",
+            Some(200),
+        )
+    };
+    let xml_ok = |seq, at| {
+        entry(
+            seq,
+            "wireserver.health.xml",
+            at,
+            Some(at + 2),
+            "default",
+            Some(200),
+        )
+    };
+    let stale = judge(
+        "behaviour.refresh",
+        &s,
+        vec![gs(1, 10), gone.clone(), xml_ok(3, 240)],
+        vec![run(0, 250, Exit::Code(0))],
+    );
+    assert_eq!(stale.verdict, Verdict::Fail);
+    let fresh = judge(
+        "behaviour.refresh",
+        &s,
+        vec![gs(1, 10), gone, gs(3, 230), xml_ok(4, 240)],
+        vec![run(0, 250, Exit::Code(0))],
+    );
+    assert_eq!(fresh.verdict, Verdict::Pass);
+}
+
+#[test]
+fn missing_metadata_header_and_wrong_content_type_are_caught() {
+    let s = scenario("");
+    let mut imds = entry(1, "imds.instance", 5, Some(6), "default", Some(200));
+    imds.headers.clear();
+    let mut post = health(2, 10, 201);
+    post.headers = vec![("Content-Type".into(), "text/xml".into())];
+    let j = judge(
+        "protocol.headers",
+        &s,
+        vec![imds, post],
+        vec![run(0, 20, Exit::Code(0))],
+    );
+    assert_eq!(j.verdict, Verdict::Fail);
+    let notes: Vec<&str> = j.evidence.iter().map(|e| e.note.as_str()).collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(
+        j.reason
+            .unwrap()
+            .contains("without the Metadata: true header")
+    );
+}
+
+#[test]
+fn ready_must_be_ready() {
+    let s = scenario("");
+    let mut post = health(1, 10, 201);
+    post.report = Some(fake_wireserver::oracle::health::parse_json(
+        br#"{"state":"NotReady","details":{"subStatus":"ProvisioningFailed","description":"x"}}"#,
+    ));
+    let j = judge(
+        "report.state",
+        &s,
+        vec![post],
+        vec![run(0, 20, Exit::Code(0))],
+    );
+    assert_eq!(j.verdict, Verdict::Fail);
+    assert!(
+        j.reason
+            .unwrap()
+            .contains("expected Ready; got NotReady/ProvisioningFailed")
+    );
+}

@@ -1,0 +1,102 @@
+//! Helpers for the runner's end-to-end tests: the built `wirecheck` binary, the repository's
+//! scenarios and profiles, and a clean environment for it.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root (`conformance/..`).
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+pub fn wirecheck_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_wirecheck"))
+}
+
+/// `wirecheck` with no `WIRECHECK_*` or proxy variables inherited, no colours, and a fixed
+/// help width, run in `cwd`.
+pub fn wirecheck(cwd: &Path) -> Command {
+    let mut cmd = Command::new(wirecheck_path());
+    cmd.current_dir(cwd);
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy().into_owned();
+        if key.starts_with("WIRECHECK_") || key.to_ascii_lowercase().ends_with("_proxy") {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("NO_COLOR", "1").env("COLUMNS", "100");
+    cmd
+}
+
+/// The bundled reporter next to `wirecheck` (the workspace test command builds every binary
+/// first: `cargo build --workspace --bins`, as scripts/test-all.sh does).
+pub fn provision_report() -> PathBuf {
+    let path = wirecheck_path().with_file_name("provision-report");
+    assert!(
+        path.is_file(),
+        "{} is missing: build the workspace binaries before these tests \
+         (`cargo build --workspace --bins`, as scripts/test-all.sh does)",
+        path.display()
+    );
+    path
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `results.json` of a finished run.
+pub fn results(out: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(out.join("results.json"))
+        .unwrap_or_else(|e| panic!("{}/results.json: {e}", out.display()));
+    serde_json::from_str(&text).expect("results.json is JSON")
+}
+
+/// The case with this id in `results.json` (any agent).
+pub fn case<'a>(results: &'a serde_json::Value, agent: &str, id: &str) -> &'a serde_json::Value {
+    results["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == agent)
+        .unwrap_or_else(|| panic!("no agent {agent} in results.json"))["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no case {id} for {agent} in results.json"))
+}
+
+/// Verdict counts of one agent.
+pub fn counts(
+    results: &serde_json::Value,
+    agent: &str,
+) -> std::collections::BTreeMap<String, usize> {
+    let mut counts = std::collections::BTreeMap::new();
+    for a in results["agents"].as_array().unwrap() {
+        if a["agent"] != agent {
+            continue;
+        }
+        for c in a["cases"].as_array().unwrap() {
+            *counts
+                .entry(c["verdict"].as_str().unwrap().to_owned())
+                .or_default() += 1;
+        }
+    }
+    counts
+}
+
+/// Writes `files` (relative path → contents) under `dir`.
+pub fn write_files(dir: &Path, files: &[(&str, &str)]) {
+    for (rel, text) in files {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+    }
+}
