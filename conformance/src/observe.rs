@@ -125,10 +125,11 @@ impl Observation<'_> {
             .collect()
     }
 
-    /// The report state a run must produce.
+    /// The report state (and substatus) a run must produce: what its action asks for, unless
+    /// the scenario expects the agent to decide otherwise (`[expect] state`, validated to one
+    /// of these combinations when the scenario loads).
     pub fn expected_state(&self, run: &Run) -> (&'static str, Option<&'static str>) {
         if let Some(state) = self.scenario.expect.state.as_deref() {
-            // Leaked strings would be silly; the expectations are a closed set in practice.
             return match (state, self.scenario.expect.substatus.as_deref()) {
                 ("NotReady", Some("Provisioning")) => ("NotReady", Some("Provisioning")),
                 ("NotReady", _) => ("NotReady", Some("ProvisioningFailed")),

@@ -145,12 +145,7 @@ impl Scenario {
     /// Capabilities an agent must claim for this scenario to run at all.
     pub fn required_capabilities(&self) -> BTreeSet<Capability> {
         let mut caps = BTreeSet::new();
-        if self.agent.wireserver == Target::Fake || self.agent.protocol == Protocol::Xml {
-            caps.insert(self.agent.protocol.capability());
-        } else {
-            // Unreachable wireserver: any endpoint will do, but it must be the one we pass.
-            caps.insert(self.agent.protocol.capability());
-        }
+        caps.insert(self.agent.protocol.capability());
         for run in &self.agent.runs {
             match run.action {
                 Action::Ready => {}
@@ -312,8 +307,8 @@ struct RunFile {
 struct ExpectFile {
     outcome: Option<Outcome>,
     reason_contains: Option<String>,
-    state: Option<String>,
-    substatus: Option<String>,
+    state: Option<Spanned<String>>,
+    substatus: Option<Spanned<String>>,
 }
 
 fn default_budget() -> Spanned<f64> {
@@ -517,6 +512,25 @@ impl Scenario {
             ));
         }
 
+        let state = file.expect.state.as_ref();
+        let substatus = file.expect.substatus.as_ref();
+        let valid_expectation = match (
+            state.map(|s| s.get_ref().as_str()),
+            substatus.map(|s| s.get_ref().as_str()),
+        ) {
+            (None, None) | (Some("Ready"), None) => true,
+            (Some("NotReady"), Some("ProvisioningFailed" | "Provisioning")) => true,
+            _ => false,
+        };
+        if !valid_expectation {
+            let span = state.or(substatus).map_or(0..0, |s| s.span());
+            return Err(at(
+                span,
+                "expect.state",
+                "expected state = \"Ready\" (no substatus), or state = \"NotReady\" with substatus = \"ProvisioningFailed\" or \"Provisioning\"".into(),
+            ));
+        }
+
         let origin = path.display().to_string();
         let fake = fake_wireserver::Scenario::from_toml_section(text, &origin, "fake")
             .map_err(|e| fake_error(path, e))?
@@ -549,8 +563,8 @@ impl Scenario {
             expect: Expect {
                 outcome: file.expect.outcome,
                 reason_contains: file.expect.reason_contains,
-                state: file.expect.state,
-                substatus: file.expect.substatus,
+                state: file.expect.state.map(Spanned::into_inner),
+                substatus: file.expect.substatus.map(Spanned::into_inner),
             },
             checks: selected.into_iter().map(|i| &checks::CATALOG[i]).collect(),
             fake,

@@ -457,3 +457,45 @@ fn ready_must_be_ready() {
             .contains("expected Ready; got NotReady/ProvisioningFailed")
     );
 }
+
+#[test]
+fn an_expected_reason_part_and_state_override_the_action() {
+    let s = scenario(
+        "[expect]\nstate = \"NotReady\"\nsubstatus = \"ProvisioningFailed\"\nreason_contains = \"querying IMDS\"\n",
+    );
+    let report = |reason: &str| {
+        let mut post = health(1, 10, 201);
+        let body = format!(
+            r#"{{"state":"NotReady","details":{{"subStatus":"ProvisioningFailed","description":"result=error|reason={reason}|agent=t/1|vm_id={vm}|timestamp=2026-01-01T00:00:00+00:00|documentation_url=https://aka.ms/linuxprovisioningerror"}}}}"#,
+            vm = crate::scenario::DEFAULT_VM_ID
+        );
+        post.report = Some(fake_wireserver::oracle::health::parse_json(body.as_bytes()));
+        post
+    };
+    let good = judge(
+        "report.description",
+        &s,
+        vec![report("connection error querying IMDS")],
+        vec![run(0, 20, Exit::Code(0))],
+    );
+    assert_eq!(good.verdict, Verdict::Pass, "{good:?}");
+    let state = judge(
+        "report.state",
+        &s,
+        vec![report("x")],
+        vec![run(0, 20, Exit::Code(0))],
+    );
+    assert_eq!(state.verdict, Verdict::Pass, "{state:?}");
+    let bad = judge(
+        "report.description",
+        &s,
+        vec![report("disk full")],
+        vec![run(0, 20, Exit::Code(0))],
+    );
+    assert_eq!(bad.verdict, Verdict::Fail);
+    assert!(
+        bad.reason
+            .unwrap()
+            .contains("does not mention \"querying IMDS\"")
+    );
+}
