@@ -514,14 +514,17 @@ impl Scenario {
 
         let state = file.expect.state.as_ref();
         let substatus = file.expect.substatus.as_ref();
-        let valid_expectation = match (
-            state.map(|s| s.get_ref().as_str()),
-            substatus.map(|s| s.get_ref().as_str()),
-        ) {
-            (None, None) | (Some("Ready"), None) => true,
-            (Some("NotReady"), Some("ProvisioningFailed" | "Provisioning")) => true,
-            _ => false,
-        };
+        let valid_expectation = matches!(
+            (
+                state.map(|s| s.get_ref().as_str()),
+                substatus.map(|s| s.get_ref().as_str()),
+            ),
+            (None | Some("Ready"), None)
+                | (
+                    Some("NotReady"),
+                    Some("ProvisioningFailed" | "Provisioning")
+                )
+        );
         if !valid_expectation {
             let span = state.or(substatus).map_or(0..0, |s| s.span());
             return Err(at(
