@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# wirecheck benchmarks: every figure measured side by side with its reference in one run, as
+# ratios, written to bench/RESULTS.md (not part of the test command).
+#
+#   bench/run.sh                 # the full run (about 10 minutes on 2 cores)
+#   QUICK=1 bench/run.sh         # a dry run with tiny counts, written to target/bench-quick/RESULTS.md
+#                                # (without the reporter part: its script rewrites bench/reporter/RESULTS.md)
+#   bench/run.sh --only imds     # one part: imds | footprint | kvp | suite | reporter (repeatable)
+#
+# Extra arguments go to bench-run (`target/release/bench-run --help` lists the counts).
+# Needs: wrk (Debian package, /usr/bin/wrk), Debian's python3 with the cloud-init package
+# (for the references), a Rust toolchain. Run it on a quiet machine: the 1-minute load average
+# is recorded in RESULTS.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -x /usr/bin/wrk ]; then
+    echo "bench/run.sh: /usr/bin/wrk not found: apt-get install wrk" >&2
+    exit 2
+fi
+if ! /usr/bin/python3 -c 'import cloudinit.reporting.handlers' 2>/dev/null; then
+    echo "bench/run.sh: Debian's cloud-init package is missing: apt-get install cloud-init" >&2
+    exit 2
+fi
+
+cargo build --release --bins -p fake-wireserver -p conformance -p reporter -p wirecheck-bench
+target_dir="${CARGO_TARGET_DIR:-target}"
+
+if [ -n "${QUICK:-}" ]; then
+    exec "${target_dir}/release/bench-run" --root . --invocation "QUICK=1 bench/run.sh $*" \
+        --out "${target_dir}/bench-quick/RESULTS.md" \
+        --wrk-seconds 1 --rounds 1 --startup-runs 3 --flood-requests 2000 \
+        --kvp-records 2000 --kvp-runs 1 --suite-runs 1 --skip reporter "$@"
+fi
+exec "${target_dir}/release/bench-run" --root . --invocation "bench/run.sh $*" "$@"

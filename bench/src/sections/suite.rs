@@ -1,0 +1,363 @@
+//! The default conformance suite's wall time (`wirecheck run`, the bundled reporter, every
+//! scenario in `scenarios/`) against the waiting its longest scenario mandates: with unlimited
+//! parallelism the suite cannot end sooner, so the ratio is the runner's overhead. The longest
+//! scenario run alone is shown beside it as a measured floor.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context as _, anyhow, bail};
+
+use conformance::agent::{Forbidden, Reaction, Reactions};
+use conformance::scenario::{Protocol, Scenario, Target};
+use fake_wireserver::Preset;
+
+use super::Ctx;
+use crate::commands::render;
+use crate::results::{Figure, Section};
+use crate::stats::median;
+
+/// Target: suite wall time ≤ this multiple of the longest mandated wait…
+pub const TARGET_RATIO: f64 = 1.3;
+/// …and under this many seconds.
+pub const TARGET_SECONDS: f64 = 20.0;
+
+/// The waiting a scenario forces on an agent that follows its profile's reactions, in seconds:
+/// a lower bound on the scenario's duration whatever the runner does.
+///
+/// * A fault that never ends (`end` other than `default`, or a closed port) and that the agent
+///   retries: the whole budget of that service (IMDS gets the same budget: the profile passes
+///   `{budget}` as `--imds-timeout`). A fatal one: nothing.
+/// * Each scripted fault the agent retries: one retry interval, plus for `hang` and `slow` the
+///   request timeout, for `delay` the delay (capped at the request timeout). Waiting stops at
+///   the first fatal answer. Capped at the budget.
+/// * A rate limit of `r` requests per window `w`, when the scenario needs `n` wireserver
+///   requests (1 per JSON report, 3 per XML report): `(ceil(n / r) - 1) * w`.
+pub fn mandated_wait(s: &Scenario, r: &Reactions) -> f64 {
+    use fake_wireserver::{Action as StepAction, EndPolicy};
+    let a = &s.agent;
+    let retry_transport = r.transport_errors == Reaction::Retry;
+    let imds_retryable = r.imds_retryable.as_ref().unwrap_or(&r.retryable);
+    let imds_403 = r.imds_status_403.unwrap_or(r.status_403);
+    let retried = |imds: bool, status: u16, throttle_body: bool| -> bool {
+        if status == 403 {
+            match if imds { imds_403 } else { r.status_403 } {
+                Forbidden::Throttling => true,
+                Forbidden::ThrottleBody => throttle_body,
+                Forbidden::Fatal => false,
+            }
+        } else if imds {
+            imds_retryable.contains(&status)
+        } else {
+            r.retryable.contains(&status)
+        }
+    };
+    // (retried?, seconds spent besides the retry interval)
+    let cost = |imds: bool, action: &StepAction| -> (bool, f64) {
+        match action {
+            StepAction::Respond(reply) => {
+                let status = reply
+                    .status
+                    .or(reply.preset.map(|p| p.status()))
+                    .unwrap_or(200);
+                let throttled = reply.preset == Some(Preset::Throttled) && reply.body.is_none();
+                if status < 300 {
+                    (false, 0.0)
+                } else {
+                    (retried(imds, status, throttled), 0.0)
+                }
+            }
+            StepAction::Delay { seconds, .. } if *seconds < a.request_timeout => (false, *seconds),
+            StepAction::Delay { .. } | StepAction::Hang | StepAction::Slow { .. } => {
+                (retry_transport, a.request_timeout)
+            }
+            StepAction::Reset
+            | StepAction::Close
+            | StepAction::Malformed { .. }
+            | StepAction::Partial { .. } => (retry_transport, 0.0),
+        }
+    };
+    let mut per_service = [0.0f64; 2]; // wireserver, IMDS
+    if a.wireserver == Target::Closed && retry_transport {
+        per_service[0] = a.budget;
+    }
+    if a.imds == Target::Closed && retry_transport {
+        per_service[1] = a.budget;
+    }
+    for plan in &s.fake.endpoints {
+        let imds = plan.id.starts_with("imds");
+        let service = &mut per_service[usize::from(imds)];
+        let mut wait = 0.0;
+        for step in &plan.steps {
+            let (retry, extra) = cost(imds, &step.action);
+            wait += extra * f64::from(step.times);
+            if !retry {
+                break;
+            }
+            wait += a.retry_interval * f64::from(step.times);
+        }
+        let endless = plan.end != EndPolicy::Default
+            && plan
+                .steps
+                .last()
+                .is_some_and(|last| cost(imds, &last.action).0);
+        *service = service.max(if endless {
+            a.budget
+        } else {
+            wait.min(a.budget)
+        });
+    }
+    if let Some(rl) = &s.fake.rate_limit {
+        let per_report = if a.protocol == Protocol::Xml {
+            3.0
+        } else {
+            1.0
+        };
+        let needed = per_report * a.runs.len() as f64;
+        let windows = (needed / f64::from(rl.requests.max(1))).ceil() - 1.0;
+        per_service[0] = per_service[0].max(windows.max(0.0) * rl.window);
+    }
+    per_service[0] + per_service[1]
+}
+
+/// The scenario with the longest mandated wait, that wait, the runner's own scheduling
+/// estimate for it (`Scenario::expected_wait`), and how many scenarios there are.
+pub fn longest_mandated_wait(root: &Path) -> anyhow::Result<(String, f64, f64, usize)> {
+    let scenarios_dir = root.join("scenarios");
+    let scenarios = conformance::scenario::load_dir(&scenarios_dir)
+        .map_err(|e| anyhow!("loading {}: {e}", scenarios_dir.display()))?;
+    let profile = conformance::agent::find_profile(
+        &root.join("conformance/agents"),
+        conformance::cli::DEFAULT_AGENT,
+    )
+    .map_err(|e| anyhow!("loading the default agent profile: {e}"))?;
+    let count = scenarios.len();
+    scenarios
+        .iter()
+        .map(|s| {
+            (
+                s.id.clone(),
+                mandated_wait(s, &profile.reactions),
+                s.expected_wait(),
+            )
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(id, wait, estimate)| (id, wait, estimate, count))
+        .ok_or_else(|| anyhow!("no scenarios in {}", scenarios_dir.display()))
+}
+
+struct SuiteRun {
+    seconds: f64,
+    exit: i32,
+    verdicts: BTreeMap<String, usize>,
+    cases: usize,
+    longest_case: Option<(String, f64)>,
+}
+
+fn run_suite(ctx: &Ctx, out: &Path, cases: Option<&str>) -> anyhow::Result<SuiteRun> {
+    let wirecheck = ctx.bin("wirecheck")?;
+    let mut args = vec![
+        "run".to_owned(),
+        "--quiet".to_owned(),
+        "--out".to_owned(),
+        out.display().to_string(),
+    ];
+    if let Some(glob) = cases {
+        args.push(format!("--cases={glob}"));
+    }
+    let line = render(&wirecheck, &args);
+    ctx.log.record(&line);
+    let started = Instant::now();
+    let status = Command::new(&wirecheck)
+        .args(&args)
+        .current_dir(&ctx.root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .with_context(|| format!("running {line}"))?;
+    let seconds = started.elapsed().as_secs_f64();
+    let exit = status.code().unwrap_or(-1);
+    if exit == 2 || exit < 0 {
+        bail!("{line}: {status} (usage or setup error)");
+    }
+    let results_path = out.join("results.json");
+    let text = std::fs::read_to_string(&results_path)
+        .with_context(|| format!("reading {}", results_path.display()))?;
+    let results: serde_json::Value = serde_json::from_str(&text)?;
+    let mut verdicts = BTreeMap::new();
+    let mut cases = 0;
+    let mut per_scenario: BTreeMap<String, f64> = BTreeMap::new();
+    for agent in results["agents"].as_array().into_iter().flatten() {
+        for case in agent["cases"].as_array().into_iter().flatten() {
+            cases += 1;
+            let verdict = case["verdict"].as_str().unwrap_or("?").to_owned();
+            *verdicts.entry(verdict).or_default() += 1;
+            let scenario = case["scenario"].as_str().unwrap_or("?").to_owned();
+            let ms = case["duration_ms"].as_f64().unwrap_or(0.0);
+            let e = per_scenario.entry(scenario).or_default();
+            *e = e.max(ms / 1000.0);
+        }
+    }
+    let longest_case = per_scenario.into_iter().max_by(|a, b| a.1.total_cmp(&b.1));
+    Ok(SuiteRun {
+        seconds,
+        exit,
+        verdicts,
+        cases,
+        longest_case,
+    })
+}
+
+pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
+    let (longest_id, mandated, estimate, scenario_count) = longest_mandated_wait(&ctx.root)?;
+    let mut runs = Vec::new();
+    for i in 0..ctx.settings.suite_runs.max(1) {
+        runs.push(run_suite(ctx, &ctx.tmp.join(format!("suite-{i}")), None)?);
+    }
+    let alone = run_suite(
+        ctx,
+        &ctx.tmp.join("alone"),
+        Some(&format!("{longest_id}.*")),
+    )?;
+    let wall = median(&runs.iter().map(|r| r.seconds).collect::<Vec<_>>());
+    let last = runs.last().expect("at least one run");
+
+    let mut body = String::new();
+    let _ = writeln!(
+        body,
+        "`wirecheck run` with its defaults (the bundled `provision-report`, {scenario_count} \
+         scenarios, {} cases, 16 scenarios at a time), {} timed run(s), median. The mandated \
+         wait of a scenario is what its faults force on an agent that follows the profile \
+         (`mandated_wait` in `bench/src/sections/suite.rs`): the whole budget for a retried \
+         fault that never ends, else one retry interval per retried fault plus the request \
+         timeout for hangs, plus the windows of a rate limit. With unlimited parallelism the \
+         suite could not end sooner than its longest scenario's mandated wait.\n",
+        last.cases,
+        runs.len()
+    );
+    let _ = writeln!(body, "| what | seconds |");
+    let _ = writeln!(body, "|---|---:|");
+    for (i, r) in runs.iter().enumerate() {
+        let _ = writeln!(
+            body,
+            "| whole suite, run {} (exit {}) | {:.2} |",
+            i + 1,
+            r.exit,
+            r.seconds
+        );
+    }
+    let _ = writeln!(
+        body,
+        "| longest mandated wait: `{longest_id}` | {mandated:.2} |"
+    );
+    let _ = writeln!(
+        body,
+        "| the runner's own scheduling estimate for `{longest_id}` (`Scenario::expected_wait`, an upper estimate) | {estimate:.2} |"
+    );
+    let _ = writeln!(
+        body,
+        "| `{longest_id}` run alone (`--cases='{longest_id}.*'`, exit {}) | {:.2} |",
+        alone.exit, alone.seconds
+    );
+    if let Some((scenario, s)) = &last.longest_case {
+        let _ = writeln!(
+            body,
+            "| longest case inside the suite (`{scenario}`, from results.json) | {s:.2} |"
+        );
+    }
+    let verdicts: Vec<String> = last
+        .verdicts
+        .iter()
+        .map(|(v, n)| format!("{v} {n}"))
+        .collect();
+    let _ = writeln!(body, "\nVerdicts of the last run: {}.", verdicts.join(", "));
+    if last.exit != 0 {
+        let _ = writeln!(
+            body,
+            "\n**The suite exited {}: at least one case failed** (the wall time still counts; \
+             see the verdicts).",
+            last.exit
+        );
+    }
+    let ratio = wall / mandated;
+    let figures = vec![
+        Figure {
+            name: "conformance suite wall time vs longest mandated wait".into(),
+            measured: format!("{wall:.2} s"),
+            reference: format!("{mandated:.2} s"),
+            ratio: Some(ratio),
+            target: format!("≤ {TARGET_RATIO}x and < {TARGET_SECONDS} s"),
+            met: Some(ratio <= TARGET_RATIO && wall < TARGET_SECONDS),
+        },
+        Figure {
+            name: "conformance suite wall time vs its longest scenario run alone".into(),
+            measured: format!("{wall:.2} s"),
+            reference: format!("{:.2} s", alone.seconds),
+            ratio: Some(wall / alone.seconds),
+            target: "-".into(),
+            met: None,
+        },
+    ];
+    Ok(Section {
+        title: "Conformance suite wall time".into(),
+        body,
+        figures,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wait(toml: &str) -> f64 {
+        let s = Scenario::from_toml_str(toml, Path::new("test.toml")).expect("scenario");
+        mandated_wait(&s, &Reactions::recommended())
+    }
+
+    const HEAD: &str = "id = \"t\"\ntitle = \"t\"\nchecks = [\"behaviour.exit\"]\n";
+
+    #[test]
+    fn endless_retried_fault_costs_the_budget_and_fatal_costs_nothing() {
+        let endless = |status: u16| {
+            wait(&format!(
+                "{HEAD}[agent]\naction = \"ready\"\nbudget = 2.0\n\
+                 [[fake.endpoint]]\nid = \"wireserver.health.json\"\nend = \"repeat-last\"\n\
+                 [[fake.endpoint.step]]\nkind = \"respond\"\nstatus = {status}\n"
+            ))
+        };
+        assert_eq!(endless(503), 2.0);
+        assert_eq!(endless(401), 0.0);
+    }
+
+    #[test]
+    fn scripted_faults_cost_intervals_and_timeouts() {
+        let three_500s = wait(&format!(
+            "{HEAD}[agent]\naction = \"ready\"\nretry_interval = 0.2\n\
+             [[fake.endpoint]]\nid = \"wireserver.health.json\"\n\
+             [[fake.endpoint.step]]\nkind = \"respond\"\nstatus = 500\ntimes = 3\n"
+        ));
+        assert!((three_500s - 0.6).abs() < 1e-9, "{three_500s}");
+        let slow_answer = wait(&format!(
+            "{HEAD}[agent]\naction = \"ready\"\nrequest_timeout = 0.5\nretry_interval = 0.2\n\
+             [[fake.endpoint]]\nid = \"wireserver.health.json\"\n\
+             [[fake.endpoint.step]]\nkind = \"delay\"\nseconds = 2.0\n"
+        ));
+        assert!((slow_answer - 0.7).abs() < 1e-9, "{slow_answer}");
+    }
+
+    #[test]
+    fn closed_ports_and_rate_limits() {
+        let closed = wait(&format!(
+            "{HEAD}[agent]\naction = \"ready\"\nwireserver = \"closed\"\nbudget = 2.0\n"
+        ));
+        assert_eq!(closed, 2.0);
+        let xml_rate_limited = wait(&format!(
+            "{HEAD}[agent]\naction = \"ready\"\nprotocol = \"xml\"\nbudget = 5.0\n\
+             [fake.rate_limit]\nrequests = 1\nwindow = 1.0\n"
+        ));
+        assert_eq!(xml_rate_limited, 2.0);
+    }
+}
