@@ -46,7 +46,15 @@ fn requests<'a>(obs: &'a Observation, run: usize, service: Service) -> Vec<&'a E
 /// When the agent was done with a request: the answer's end, or, when no answer came within
 /// the per-request timeout, the moment the timeout expired (an estimate: see
 /// [`timed_out`]).
+///
+/// An immediate answer (`respond`, `default`, `throttled`) counts as finished when the request
+/// arrived: the fake records `done_ms` after writing, which on a loaded machine can be well
+/// after the agent already has the answer.
 fn finished_ms(obs: &Observation, e: &Entry) -> u64 {
+    if matches!(e.answer.kind.as_str(), "respond" | "default" | "throttled") && e.done_ms.is_some()
+    {
+        return e.at_ms;
+    }
     let timeout_end = e.at_ms + ms(obs.request_timeout());
     e.done_ms.map_or(timeout_end, |d| d.min(timeout_end))
 }
@@ -76,6 +84,25 @@ fn loop_start(obs: &Observation, ri: usize, service: Service) -> u64 {
     run.start_ms
 }
 
+/// The earliest moment the agent's retry loop for `service` can have started: the end of what
+/// came before it (IMDS, for the wireserver), else the run's start. Its first request may reach
+/// the fake much later on a loaded machine, so "gave up with budget left" counts from here.
+fn earliest_loop_start(obs: &Observation, ri: usize, service: Service) -> u64 {
+    let run = &obs.runs[ri];
+    if service == Service::Wireserver
+        && let Some(last_imds) = requests(obs, ri, Service::Imds).last()
+    {
+        return finished_ms(obs, last_imds).max(run.start_ms);
+    }
+    run.start_ms
+}
+
+/// How much budget may be left when an agent stops without it counting as giving up early:
+/// one interval (the next attempt would not fit) plus scheduling slack.
+fn early_stop_slack_ms(interval: u64, budget: u64) -> u64 {
+    interval + 250 + budget / 10
+}
+
 /// When the agent stopped working on `service` after `after`: for IMDS, its first request to
 /// another service (it moved on); otherwise its exit.
 fn moved_on_at(obs: &Observation, ri: usize, service: Service, after: &Entry) -> u64 {
@@ -99,7 +126,7 @@ pub fn retry(obs: &Observation) -> Judgement {
     for (ri, run) in obs.runs.iter().enumerate() {
         for service in [Service::Wireserver, Service::Imds] {
             let reqs = requests(obs, ri, service);
-            let start = loop_start(obs, ri, service);
+            let start = earliest_loop_start(obs, ri, service);
             for (k, e) in reqs.iter().enumerate() {
                 let later = &reqs[k + 1..];
                 match obs.classify(e) {
@@ -138,7 +165,7 @@ pub fn retry(obs: &Observation) -> Judgement {
                         // Stopping is fine when the next attempt would not fit in the budget.
                         let stopped = moved_on_at(obs, ri, service, e);
                         let left = (start + budget).saturating_sub(stopped);
-                        if left > interval + 250 {
+                        if left > early_stop_slack_ms(interval, budget) {
                             t.fail(
                                 format!(
                                     "gave up after {why} (#{}) with {} of its {} budget left; {agent} retries it",
@@ -172,9 +199,9 @@ pub fn retry(obs: &Observation) -> Judgement {
         if obs.scenario.agent.wireserver == Target::Closed && !killed(run) {
             t.judged();
             let retries = obs.profile.reactions.transport_errors == crate::agent::Reaction::Retry;
-            let start = loop_start(obs, ri, Service::Wireserver);
+            let start = earliest_loop_start(obs, ri, Service::Wireserver);
             let left = (start + budget).saturating_sub(run.end_ms);
-            if retries && left > interval + 250 {
+            if retries && left > early_stop_slack_ms(interval, budget) {
                 t.fail(
                     format!(
                         "gave up on a refused connection after {}, with {} of its {} budget left; {agent} retries transport errors",

@@ -230,7 +230,7 @@ fn retrying_faster_than_the_interval_fails() {
         vec![run(0, 70, Exit::Code(0))],
     );
     assert_eq!(fast.verdict, Verdict::Fail);
-    assert!(fast.reason.unwrap().contains("only 48 ms after #1"));
+    assert!(fast.reason.unwrap().contains("only 50 ms after #1"));
     let ok = judge(
         "behaviour.interval",
         &s,

@@ -18,7 +18,7 @@ use crate::results::{AgentResults, CaseResult, RunResults, Timeline, Verdict};
 use crate::scenario::Scenario;
 use crate::select::{CaseFilter, Partition};
 
-pub use scenario_run::closed_port_url;
+pub use scenario_run::ClosedPort;
 
 /// One scenario to run against one agent, with the checks selected for it.
 #[derive(Debug, Clone)]

@@ -34,13 +34,25 @@ const PROXY_VARS: [&str; 8] = [
     "NO_PROXY",
 ];
 
-/// The URL of a loopback port nothing listens on (bound, then released), for "wireserver
-/// unreachable" scenarios: connections are refused.
-pub fn closed_port_url() -> std::io::Result<String> {
-    let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
-    let port = listener.local_addr()?.port();
-    drop(listener);
-    Ok(format!("http://127.0.0.1:{port}"))
+/// A loopback port that refuses connections, for "wireserver unreachable" scenarios. The
+/// socket stays bound (without listening) while this lives, so no other scenario's fake can
+/// be given the same port and answer in its place.
+pub struct ClosedPort {
+    _socket: tokio::net::TcpSocket,
+    pub url: String,
+}
+
+impl ClosedPort {
+    pub fn new() -> std::io::Result<ClosedPort> {
+        // No SO_REUSEADDR: every other bind to this port fails while it is held.
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))?;
+        let port = socket.local_addr()?.port();
+        Ok(ClosedPort {
+            _socket: socket,
+            url: format!("http://127.0.0.1:{port}"),
+        })
+    }
 }
 
 fn ms_since(t0: Instant, t: Instant) -> u64 {
@@ -81,8 +93,10 @@ async fn execute(p: &Planned, settings: &RunSettings) -> Result<Vec<CaseResult>,
         .map_err(|e| format!("the fake could not start: {e}"))?;
 
     let closed = |what: &str| {
-        closed_port_url().map_err(|e| format!("cannot pick a closed port for {what}: {e}"))
+        ClosedPort::new().map_err(|e| format!("cannot reserve a closed port for {what}: {e}"))
     };
+    // Held until the agent is done.
+    let mut held: Vec<ClosedPort> = Vec::new();
     let (wireserver_url, imds_url, proxy_url) = match profile.attach {
         Attach::Proxy => (
             format!("http://{}", fake_wireserver::endpoint::WIRESERVER_HOST),
@@ -93,11 +107,21 @@ async fn execute(p: &Planned, settings: &RunSettings) -> Result<Vec<CaseResult>,
     };
     let wireserver_url = match scenario.agent.wireserver {
         Target::Fake => wireserver_url,
-        Target::Closed => closed("the wireserver")?,
+        Target::Closed => {
+            let port = closed("the wireserver")?;
+            let url = port.url.clone();
+            held.push(port);
+            url
+        }
     };
     let imds_url = match scenario.agent.imds {
         Target::Fake => imds_url,
-        Target::Closed => closed("IMDS")?,
+        Target::Closed => {
+            let port = closed("IMDS")?;
+            let url = port.url.clone();
+            held.push(port);
+            url
+        }
     };
 
     let mut records = Vec::new();
@@ -128,6 +152,7 @@ async fn execute(p: &Planned, settings: &RunSettings) -> Result<Vec<CaseResult>,
         records.push(invoke(p, settings, run, &values, case_dir.path(), t0).await?);
     }
 
+    drop(held);
     let journal = settled_journal(&fake).await;
     let served = fake.served_ids();
     fake.shutdown().await;
