@@ -1,0 +1,330 @@
+//! `provision-report` under every fault class the fake can inject: each scripted status, hang,
+//! reset, close, malformed bytes, a partial body, a dribbled body, and a port nobody listens
+//! on. Each fault is played on every request of the wireserver (JSON flow and XML flow), and
+//! once more on IMDS as well.
+//!
+//! Whatever happens the reporter must end within its budget plus one retry interval (generous
+//! margin for a loaded machine), never panic, exit 0 or 1 only, and leave its
+//! `PROVISIONING_REPORT` record in the pool (it is written before any HTTP call).
+
+mod reliability_support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use fake_wireserver::{Fake, FakeConfig, Scenario};
+use reliability_support::{
+    closed_port_url, provision_report, read_pool, run_with_hard_stop, runtime,
+};
+
+const BUDGET: f64 = 2.0;
+const RETRY_INTERVAL: f64 = 0.2;
+const REQUEST_TIMEOUT: f64 = 0.5;
+const IMDS_BUDGET: f64 = 1.0;
+/// Process start, scheduling on a shared machine, the last attempt's cleanup.
+const MARGIN: f64 = 1.5;
+
+/// A fault class: the `[[endpoint.step]]` table that plays it, or a closed port.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    Step {
+        /// `answer.kind` the journal records when the fault is played.
+        kind: &'static str,
+        step: &'static str,
+        /// Where the report may still get through (exit 0 allowed; elsewhere exit 1 is required).
+        succeeds_on: &'static [Target],
+    },
+    Unreachable,
+}
+
+/// Where the fault is played.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Target {
+    /// Every wireserver endpoint; the report goes over the JSON flow (`ready`).
+    WireserverJson,
+    /// Every wireserver endpoint; the XML flow (versions, goal state, health), a `failure`.
+    WireserverXml,
+    /// IMDS as well as the wireserver (JSON flow, `ready`).
+    ImdsAndWireserver,
+}
+
+/// The placements whose report goes over the JSON flow.
+const JSON_FLOW: &[Target] = &[Target::WireserverJson, Target::ImdsAndWireserver];
+
+fn scenario(fault: Fault, target: Target) -> Scenario {
+    let Fault::Step { step, .. } = fault else {
+        return Scenario::new();
+    };
+    let mut text = String::new();
+    let patterns: &[&str] = match target {
+        Target::ImdsAndWireserver => &["imds.*", "wireserver.*"],
+        _ => &["wireserver.*"],
+    };
+    for pattern in patterns {
+        text.push_str(&format!(
+            "[[endpoint]]\nid = \"{pattern}\"\nend = \"repeat-last\"\n[[endpoint.step]]\n{step}\n"
+        ));
+    }
+    Scenario::from_toml_str(&text, "reliability_reporter_faults.rs")
+        .unwrap_or_else(|e| panic!("scenario for {fault:?}: {e}"))
+}
+
+fn secs(x: f64) -> String {
+    format!("{x}")
+}
+
+/// Runs one reporter against one fault and checks everything the module promises.
+fn check(fault: Fault, target: Target, fake: &Fake, dir: &Path) {
+    let pool = dir.join("kvp_pool_1");
+    let (wireserver, imds) = match fault {
+        Fault::Unreachable if target == Target::ImdsAndWireserver => {
+            (closed_port_url(), closed_port_url())
+        }
+        Fault::Unreachable => (closed_port_url(), fake.imds_url()),
+        Fault::Step { .. } => (fake.wireserver_url(), fake.imds_url()),
+    };
+    let mut cmd = Command::new(provision_report());
+    match target {
+        Target::WireserverXml => {
+            cmd.args(["failure", "--reason", "reliability check", "--data", "k=v"]);
+            cmd.arg("--protocol=xml");
+        }
+        _ => {
+            cmd.args(["ready", "--protocol=json"]);
+        }
+    }
+    cmd.arg(format!("--wireserver={wireserver}"))
+        .arg(format!("--imds={imds}"))
+        .arg(format!("--kvp-pool={}", pool.display()))
+        .arg(format!("--timeout={}", secs(BUDGET)))
+        .arg(format!("--retry-interval={}", secs(RETRY_INTERVAL)))
+        .arg(format!("--request-timeout={}", secs(REQUEST_TIMEOUT)))
+        .arg(format!("--imds-timeout={}", secs(IMDS_BUDGET)))
+        .arg("--log-level=debug")
+        .env_remove("http_proxy")
+        .env_remove("HTTP_PROXY");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("PROVISION_REPORT_") {
+            cmd.env_remove(k);
+        }
+    }
+    let finished = run_with_hard_stop(&mut cmd, Duration::from_secs(30));
+    let what = format!("{fault:?} on {target:?}");
+    eprintln!(
+        "{what}: exit {:?} after {:.2} s",
+        finished.code(),
+        finished.elapsed.as_secs_f64()
+    );
+
+    // Budget: the wireserver loop, plus the IMDS loop when IMDS is faulted too.
+    let mut bound = BUDGET + RETRY_INTERVAL + MARGIN;
+    if target == Target::ImdsAndWireserver {
+        bound += IMDS_BUDGET + RETRY_INTERVAL;
+    }
+    assert!(
+        finished.elapsed.as_secs_f64() <= bound,
+        "{what}: ran {:.2} s, more than the budget + one interval + margin ({bound:.1} s)\n{}",
+        finished.elapsed.as_secs_f64(),
+        finished.stderr
+    );
+    assert!(
+        !finished.stderr.contains("panicked"),
+        "{what}: the reporter panicked:\n{}",
+        finished.stderr
+    );
+    let can_succeed =
+        matches!(fault, Fault::Step { succeeds_on, .. } if succeeds_on.contains(&target));
+    match finished.code() {
+        Some(1) => {}
+        Some(0) if can_succeed => {}
+        other => panic!(
+            "{what}: exit status {other:?} (expected 1{}):\n{}",
+            if can_succeed { " or 0" } else { "" },
+            finished.stderr
+        ),
+    }
+
+    let view = read_pool(&pool);
+    let (_, report) = view.provisioning_report.as_ref().unwrap_or_else(|| {
+        panic!(
+            "{what}: no PROVISIONING_REPORT in the pool ({} records)\n{}",
+            view.records.len(),
+            finished.stderr
+        )
+    });
+    let result = report
+        .fields
+        .iter()
+        .find(|(k, _)| k == "result")
+        .map(|(_, v)| v.as_str());
+    let expected = if target == Target::WireserverXml {
+        "error"
+    } else {
+        "success"
+    };
+    assert_eq!(
+        result,
+        Some(expected),
+        "{what}: PROVISIONING_REPORT fields {:?}",
+        report.fields
+    );
+
+    // The fault was really played (not bypassed by an earlier error).
+    if let Fault::Step { kind, .. } = fault {
+        let prefix = if target == Target::ImdsAndWireserver {
+            "imds."
+        } else {
+            "wireserver."
+        };
+        let journal = fake.journal();
+        assert!(
+            journal
+                .iter()
+                .any(|e| e.endpoint.starts_with(prefix) && e.answer.kind == kind),
+            "{what}: no {prefix}* request was answered with {kind}; journal: {:?}",
+            journal
+                .iter()
+                .map(|e| (&e.endpoint, &e.answer.kind, e.answer.status))
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
+/// The three placements of one fault, run side by side.
+fn fault_everywhere(fault: Fault) {
+    let rt = runtime();
+    let targets = [
+        Target::WireserverJson,
+        Target::WireserverXml,
+        Target::ImdsAndWireserver,
+    ];
+    let fakes: Vec<Fake> = targets
+        .iter()
+        .map(|t| {
+            rt.block_on(Fake::start(
+                FakeConfig::default().scenario(scenario(fault, *t)),
+            ))
+            .expect("fake starts")
+        })
+        .collect();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = targets
+            .iter()
+            .zip(&fakes)
+            .map(|(target, fake)| {
+                s.spawn(move || {
+                    let dir = tempfile::tempdir().expect("tempdir");
+                    check(fault, *target, fake, dir.path());
+                })
+            })
+            .collect();
+        let mut failures = Vec::new();
+        for h in handles {
+            if let Err(panic) = h.join() {
+                failures.push(
+                    panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default(),
+                );
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    });
+    drop(fakes);
+}
+
+macro_rules! status_fault {
+    ($name:ident, $step:expr) => {
+        #[test]
+        fn $name() {
+            fault_everywhere(Fault::Step {
+                kind: "respond",
+                step: $step,
+                succeeds_on: &[],
+            });
+        }
+    };
+}
+
+status_fault!(status_401, "kind = \"respond\"\nstatus = 401");
+status_fault!(
+    status_403_platform_throttle,
+    "kind = \"respond\"\npreset = \"throttled\""
+);
+status_fault!(status_404, "kind = \"respond\"\nstatus = 404");
+status_fault!(status_410, "kind = \"respond\"\npreset = \"gone\"");
+status_fault!(
+    status_429,
+    "kind = \"respond\"\npreset = \"too-many-requests\""
+);
+status_fault!(
+    status_500,
+    "kind = \"respond\"\npreset = \"internal-error\""
+);
+status_fault!(status_503, "kind = \"respond\"\npreset = \"unavailable\"");
+
+#[test]
+fn hang() {
+    fault_everywhere(Fault::Step {
+        kind: "hang",
+        step: "kind = \"hang\"",
+        succeeds_on: &[],
+    });
+}
+
+#[test]
+fn reset() {
+    fault_everywhere(Fault::Step {
+        kind: "reset",
+        step: "kind = \"reset\"",
+        succeeds_on: &[],
+    });
+}
+
+#[test]
+fn close_without_reply() {
+    fault_everywhere(Fault::Step {
+        kind: "close",
+        step: "kind = \"close\"",
+        succeeds_on: &[],
+    });
+}
+
+#[test]
+fn malformed_bytes() {
+    fault_everywhere(Fault::Step {
+        kind: "malformed",
+        step: "kind = \"malformed\"\nbytes = \"HTTP/1.1 2OO OK\\r\\nContent-Length: -5\\r\\n\\r\\n\"",
+        succeeds_on: &[],
+    });
+}
+
+#[test]
+fn partial_body() {
+    // A complete 200 head with a cut body: a health POST only needs the status, so the JSON
+    // flow may count it as accepted; the XML flow cannot use a cut goal state or versions.
+    fault_everywhere(Fault::Step {
+        kind: "partial",
+        step: "kind = \"partial\"\nbytes_sent = 3\nstatus = 200\nbody = \"0123456789abcdef\"",
+        succeeds_on: JSON_FLOW,
+    });
+}
+
+#[test]
+fn slow_body() {
+    // One byte a second of a 64-byte body: slower than the request timeout. The 200 head comes
+    // at once, which is all a health POST needs.
+    fault_everywhere(Fault::Step {
+        kind: "slow",
+        step: "kind = \"slow\"\nchunk = 1\ninterval = 1.0\nstatus = 200\nbody = \"________________________________________________________________\"",
+        succeeds_on: JSON_FLOW,
+    });
+}
+
+#[test]
+fn unreachable_port() {
+    fault_everywhere(Fault::Unreachable);
+}
