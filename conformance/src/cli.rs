@@ -136,9 +136,14 @@ pub struct ListArgs {
     pub sources: Sources,
 }
 
+const TOOL_AFTER_HELP: &str = "\
+Exit status: 0 the input was read and is in order; 1 it has problems (error findings, \
+mismatches); 2 it could not be used at all (missing file, wrong kind of input).";
+
 #[derive(Debug, Subcommand)]
 pub enum KvpCommand {
     /// Decode a pool file as the Azure host reads it, with findings
+    #[command(after_help = TOOL_AFTER_HELP)]
     Dump {
         /// The pool file (e.g. /var/lib/hyperv/.kvp_pool_1)
         file: PathBuf,
@@ -151,6 +156,7 @@ pub enum KvpCommand {
 #[derive(Debug, Subcommand)]
 pub enum ReportCommand {
     /// Parse an encoded report (`result=error|reason=...`) in either dialect, with findings
+    #[command(after_help = TOOL_AFTER_HELP)]
     Parse {
         /// The encoded report
         string: String,
@@ -163,6 +169,7 @@ pub enum ReportCommand {
 #[derive(Debug, Subcommand)]
 pub enum VectorsCommand {
     /// Replay captured vectors through the fake and the oracle and compare
+    #[command(after_help = TOOL_AFTER_HELP)]
     Check {
         /// The vectors folder (e.g. testdata/vectors)
         dir: PathBuf,

@@ -25,7 +25,10 @@ fn help_texts() {
     insta::assert_snapshot!("help_wirecheck", help(&[]));
     insta::assert_snapshot!("help_run", help(&["run"]));
     insta::assert_snapshot!("help_list", help(&["list"]));
+    insta::assert_snapshot!("help_kvp", help(&["kvp"]));
     insta::assert_snapshot!("help_kvp_dump", help(&["kvp", "dump"]));
+    insta::assert_snapshot!("help_report", help(&["report"]));
+    insta::assert_snapshot!("help_vectors", help(&["vectors"]));
     insta::assert_snapshot!("help_report_parse", help(&["report", "parse"]));
     insta::assert_snapshot!("help_vectors_check", help(&["vectors", "check"]));
 }

@@ -65,6 +65,11 @@ pub fn shape(obs: &Observation) -> Judgement {
         if must_trim(run) {
             findings = trimmed(&findings);
         }
+        // A 410 tells the agent its goal state moved on: a report echoing the old one is the
+        // reason for the 410, not a deviation.
+        if e.answer.status == Some(410) {
+            findings.retain(|f| !f.id.contains("mismatch"));
+        }
         let before = t.has_failures();
         t.findings(&findings, &[e.seq], &format!("report #{}", e.seq));
         if !before && t.has_failures() {
