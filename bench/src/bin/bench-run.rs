@@ -184,11 +184,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             load_before.0, load_after.0
         ));
     }
-    report.notes.push(
-        "**Fuzzing:** not part of this run; see docs/readme-bench.md (\"Deep runs\") for the \
-         cargo-fuzz command."
-            .to_owned(),
-    );
+    report.notes.push(fuzzing_note(&root));
     report.commands = ctx.log.entries();
     let out = if cli.out.is_absolute() {
         cli.out.clone()
@@ -204,6 +200,29 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         anyhow::bail!("{} part(s) could not be measured", report.failed.len());
     }
     Ok(())
+}
+
+/// Fuzzing is not a benchmark and is not run here; say what this machine could do.
+fn fuzzing_note(root: &Path) -> String {
+    let nightly = first_line("cargo", &["+nightly", "--version"], root);
+    let has_nightly = nightly.starts_with("cargo ");
+    let fuzz = first_line("cargo", &["+nightly", "fuzz", "--version"], root);
+    let has_fuzz = fuzz.starts_with("cargo-fuzz");
+    format!(
+        "**Fuzzing: not run** by this benchmark (the oracle's cargo-fuzz targets in \
+         `fake-wireserver/fuzz/`; the deep-run commands are in docs/readme-bench.md). On this \
+         machine: nightly toolchain {}; cargo-fuzz {}.",
+        if has_nightly {
+            format!("present ({nightly})")
+        } else {
+            "absent".to_owned()
+        },
+        if has_fuzz {
+            format!("installed ({fuzz})")
+        } else {
+            "not installed".to_owned()
+        }
+    )
 }
 
 fn loadavg() -> (f64, f64, f64) {
