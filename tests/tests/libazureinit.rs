@@ -62,7 +62,11 @@ fn assert_xml_flow(run: &AgentRun) {
 
     let health = run.single("wireserver.health.xml");
     assert_eq!(health.method, "POST");
-    assert_eq!(health.path(), "/machine/", "the slash spelling (PROTOCOL.md §1.1)");
+    assert_eq!(
+        health.path(),
+        "/machine/",
+        "the slash spelling (PROTOCOL.md §1.1)"
+    );
     assert_eq!(health.query("comp").as_deref(), Some("health"));
     assert_eq!(health.header("x-ms-agent-name"), Some("azure-init"));
     assert_eq!(health.header("x-ms-version"), Some("2012-11-30"));
@@ -70,7 +74,11 @@ fn assert_xml_flow(run: &AgentRun) {
         health.header("Content-Type"),
         Some("text/xml;charset=utf-8")
     );
-    assert_eq!(health.header("User-Agent"), None, "0.1.1 sends no User-Agent");
+    assert_eq!(
+        health.header("User-Agent"),
+        None,
+        "0.1.1 sends no User-Agent"
+    );
     assert_eq!(health.answer.status, Some(200));
 
     let report = health.report.as_ref().expect("parsed health report");
@@ -161,7 +169,10 @@ fn libazureinit_reports_ready_inside_the_sandbox() {
         Some("169.254.169.254")
     );
     assert!(sandbox.pools.is_empty(), "libazureinit 0.1.1 writes no KVP");
-    insta::assert_json_snapshot!("libazureinit_ready_sandbox_health", normalize::entry(health));
+    insta::assert_json_snapshot!(
+        "libazureinit_ready_sandbox_health",
+        normalize::entry(health)
+    );
 }
 
 #[test]
@@ -190,7 +201,10 @@ fn libazureinit_stops_unreported_when_the_goal_state_is_refused_once() {
         ]
     );
     assert!(
-        sandbox.run.stderr.contains("goalstate::get_goalstate failed"),
+        sandbox
+            .run
+            .stderr
+            .contains("goalstate::get_goalstate failed"),
         "{}",
         sandbox.run.stderr
     );
@@ -208,7 +222,8 @@ fn libazureinit_failure_is_not_in_0_1_1_and_sends_nothing() {
     assert_eq!(run.status, Some(3), "{}", run.stderr);
     assert!(run.journal.is_empty(), "{:#?}", run.journal);
     assert!(
-        run.stderr.contains("libazureinit 0.1.1 has no failure report"),
+        run.stderr
+            .contains("libazureinit 0.1.1 has no failure report"),
         "{}",
         run.stderr
     );
@@ -354,7 +369,8 @@ fn wirecheck_run_judges_libazureinit_0_1_1() {
     assert_eq!(report.state.as_deref(), Some("Ready"));
     assert!(report.findings.is_empty(), "{:#?}", report.findings);
     assert!(
-        run.stderr.contains("not isolated; running in a new network namespace"),
+        run.stderr
+            .contains("not isolated; running in a new network namespace"),
         "{}",
         run.stderr
     );

@@ -124,11 +124,27 @@ fn run_in_new_namespace(proxy: SocketAddr) -> Result<u8> {
     relay::spawn_unix_to_tcp(listener, proxy);
 
     let exe = std::env::current_exe().context("cannot find this program")?;
-    let mut cmd = Command::new("unshare");
-    if !rustix::process::geteuid().is_root() {
-        cmd.args(["--user", "--map-root-user"]);
+    let unshare = || {
+        let mut cmd = Command::new("unshare");
+        if !rustix::process::geteuid().is_root() {
+            cmd.args(["--user", "--map-root-user"]);
+        }
+        cmd.arg("--net").arg("--");
+        cmd
+    };
+    // unshare's own failure exits 1 like "not reported"; find out first, so it is a refusal.
+    let probe = unshare()
+        .arg("true")
+        .output()
+        .context("cannot run unshare (util-linux) to create a network namespace")?;
+    if !probe.status.success() {
+        bail!(
+            "cannot create a network namespace (root, or unprivileged user namespaces, needed): {}",
+            String::from_utf8_lossy(&probe.stderr).trim()
+        );
     }
-    cmd.arg("--net").arg("--").arg(exe);
+    let mut cmd = unshare();
+    cmd.arg(exe);
     cmd.args(std::env::args_os().skip(1));
     cmd.env(BRIDGE_ENV, &socket);
     eprintln!(
