@@ -137,6 +137,9 @@ pub struct Reactions {
     pub refresh_goal_state_on_410: bool,
     /// Seconds; `None`: the `retry_interval` the scenario passes to the agent.
     pub retry_interval_min: Option<f64>,
+    /// Seconds: the longest sleep between attempts when the agent backs off (afterburn: 1, 2,
+    /// 4, 5, 5 ... s). Only sizes a case's deadline; `None`: `retry_interval_min`.
+    pub retry_interval_max: Option<f64>,
     /// Seconds; `None`: the `budget` the scenario passes to the agent.
     pub budget: Option<f64>,
     /// Requests per second under throttling; `None`: one per `retry_interval_min`.
@@ -255,6 +258,7 @@ struct ReactionsFile {
     #[serde(default)]
     refresh_goal_state_on_410: bool,
     retry_interval_min: Option<Spanned<f64>>,
+    retry_interval_max: Option<Spanned<f64>>,
     budget: Option<Spanned<f64>>,
     max_rate: Option<Spanned<f64>>,
     imds_retryable: Option<Spanned<Vec<u16>>>,
@@ -412,11 +416,25 @@ impl AgentProfile {
             status_403: r.status_403,
             refresh_goal_state_on_410: r.refresh_goal_state_on_410,
             retry_interval_min: seconds(&r.retry_interval_min, "reactions.retry_interval_min")?,
+            retry_interval_max: seconds(&r.retry_interval_max, "reactions.retry_interval_max")?,
             budget: seconds(&r.budget, "reactions.budget")?,
             max_rate: seconds(&r.max_rate, "reactions.max_rate")?,
             imds_retryable,
             imds_status_403: r.imds_status_403,
         };
+
+        if let (Some(min), Some(max)) = (reactions.retry_interval_min, &r.retry_interval_max)
+            && *max.get_ref() < min
+        {
+            return Err(at(
+                max.span(),
+                "reactions.retry_interval_max",
+                format!(
+                    "{} is shorter than retry_interval_min ({min})",
+                    max.get_ref()
+                ),
+            ));
+        }
 
         let mut deviations = Vec::new();
         for (i, d) in file.deviations.iter().enumerate() {
@@ -529,6 +547,7 @@ impl Reactions {
             status_403: Forbidden::ThrottleBody,
             refresh_goal_state_on_410: true,
             retry_interval_min: None,
+            retry_interval_max: None,
             budget: None,
             max_rate: None,
             imds_retryable: Some([404, 410, 429, 500].into_iter().collect()),

@@ -28,7 +28,7 @@ pub fn write(out: &Path, relative: &str, obs: &Observation) -> std::io::Result<(
     journal.flush()?;
 
     if let Some(pool) = &obs.pool {
-        std::fs::write(dir.join(super::scenario_run::POOL_FILE), pool)?;
+        std::fs::write(dir.join(super::attach::in_process::POOL_FILE), pool)?;
     }
     for (i, run) in obs.runs.iter().enumerate() {
         let n = i + 1;

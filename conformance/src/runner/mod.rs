@@ -3,14 +3,16 @@
 //! and its own case folder), judged by the checks into [`RunResults`].
 
 mod artifacts;
+pub mod attach;
 mod scenario_run;
+pub mod timing;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::agent::template::{Placeholder, Values};
-use crate::agent::{Action, AgentProfile, Attach, Source};
+use crate::agent::{Action, AgentProfile, Source};
 use crate::checks::{CheckDef, Judgement};
 use crate::diag::FileError;
 use crate::exec;
@@ -18,7 +20,8 @@ use crate::results::{AgentResults, CaseResult, RunResults, Timeline, Verdict};
 use crate::scenario::Scenario;
 use crate::select::{CaseFilter, Partition};
 
-pub use scenario_run::ClosedPort;
+pub use attach::in_process::ClosedPort;
+pub use timing::{CASE_LIMIT_SECONDS, CaseTiming};
 
 /// One scenario to run against one agent, with the checks selected for it.
 #[derive(Debug, Clone)]
@@ -26,6 +29,14 @@ pub struct Planned {
     pub profile: Arc<AgentProfile>,
     pub scenario: Arc<Scenario>,
     pub checks: Vec<&'static CheckDef>,
+}
+
+impl Planned {
+    /// The pair's deadline and expected wait, from the scenario and the profile's fixed timing;
+    /// `Err` says why it cannot be run in reasonable time.
+    pub fn timing(&self) -> Result<CaseTiming, String> {
+        timing::case_timing(&self.profile, &self.scenario)
+    }
 }
 
 /// Every (agent, scenario) pair with at least one selected case, in a stable order: agents
@@ -62,13 +73,8 @@ pub fn plan(
     planned
 }
 
-/// Why a planned pair does not run at all (its cases are skipped with this reason).
-pub fn skip_reason(p: &Planned) -> Option<String> {
-    if p.profile.attach == Attach::Sandbox {
-        return Some(
-            "sandbox attach needs root and the fake-wireserver binary; `wirecheck run` does not drive `fake-wireserver sandbox` yet".into(),
-        );
-    }
+/// The capabilities a scenario needs that the agent does not claim, as a skip reason.
+fn unclaimed(p: &Planned) -> Option<String> {
     let missing: Vec<String> = p
         .scenario
         .required_capabilities()
@@ -76,21 +82,30 @@ pub fn skip_reason(p: &Planned) -> Option<String> {
         .filter(|c| !p.profile.claims(*c))
         .map(|c| format!("\"{}\" ({})", c.as_str(), c.describe()))
         .collect();
-    if !missing.is_empty() {
-        return Some(format!(
+    (!missing.is_empty()).then(|| {
+        format!(
             "agent {} does not claim {}",
             p.profile.name,
             missing.join(", ")
-        ));
-    }
-    None
+        )
+    })
+}
+
+/// Why a planned pair does not run at all (its cases are skipped with this reason): a
+/// capability the agent does not claim, a scenario its attach mode cannot arrange, or one
+/// that would only end at a fixed budget longer than a case may take. (Whether the attach
+/// mode can run on this machine is [`attach::unavailable`].)
+pub fn skip_reason(p: &Planned) -> Option<String> {
+    unclaimed(p)
+        .or_else(|| attach::unsupported(p))
+        .or_else(|| p.timing().err())
 }
 
 /// Checks, before anything runs, that every command a planned scenario needs exists: a
 /// missing program is a usage error (exit 2) naming the profile file, line and field.
 pub fn preflight(planned: &[Planned], bin_dir: &Path) -> Result<(), FileError> {
     for p in planned {
-        if skip_reason(p).is_some() {
+        if skip_reason(p).is_some() || attach::unavailable(p, bin_dir).is_some() {
             continue;
         }
         for run in &p.scenario.agent.runs {
@@ -183,12 +198,8 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
         let semaphore = Arc::new(tokio::sync::Semaphore::new(settings.jobs.max(1)));
         // Longest first, so the run is not waiting on a long scenario started last.
         let mut order: Vec<usize> = (0..planned.len()).collect();
-        order.sort_by(|a, b| {
-            planned[*b]
-                .scenario
-                .expected_wait()
-                .total_cmp(&planned[*a].scenario.expected_wait())
-        });
+        let wait = |i: usize| planned[i].timing().map_or(0.0, |t| t.expected_wait);
+        order.sort_by(|a, b| wait(*b).total_cmp(&wait(*a)));
         let mut tasks = Vec::with_capacity(planned.len());
         for p in order.iter().map(|i| planned[*i].clone()) {
             let semaphore = Arc::clone(&semaphore);
@@ -240,19 +251,21 @@ pub fn case_title(scenario: &Scenario, check: &CheckDef) -> String {
 
 /// Every selected case of a pair with the same verdict (skipped, or an internal failure).
 fn uniform_cases(p: &Planned, verdict: Verdict, reason: &str) -> Vec<CaseResult> {
+    let unclaimed = unclaimed(p).is_some();
     p.checks
         .iter()
         .map(|c| {
             let id = p.scenario.case_id(c);
-            let j = apply_deviation(
-                &p.profile,
-                &id,
-                Judgement {
-                    verdict,
-                    reason: Some(reason.to_owned()),
-                    evidence: Vec::new(),
-                },
-            );
+            let j = Judgement {
+                verdict,
+                reason: Some(reason.to_owned()),
+                evidence: Vec::new(),
+            };
+            let j = if unclaimed {
+                apply_unclaimed(&p.profile, &id, j)
+            } else {
+                apply_deviation(&p.profile, &id, j)
+            };
             CaseResult {
                 id,
                 title: case_title(&p.scenario, c),
@@ -298,6 +311,25 @@ pub fn apply_deviation(profile: &AgentProfile, case_id: &str, j: Judgement) -> J
             reason: Some(format!(
                 "known deviation ({}): {}{observed}",
                 d.cases, d.reason
+            )),
+            evidence: j.evidence,
+        },
+        _ => j,
+    }
+}
+
+/// A case skipped because the agent does not claim a capability becomes `unimplemented` when
+/// the profile declares that deviation (with its reason: what the agent does instead).
+pub fn apply_unclaimed(profile: &AgentProfile, case_id: &str, j: Judgement) -> Judgement {
+    use crate::agent::DeviationVerdict;
+    match profile.deviation_for(case_id) {
+        Some(d) if d.verdict == DeviationVerdict::Unimplemented => Judgement {
+            verdict: Verdict::Unimplemented,
+            reason: Some(format!(
+                "known deviation ({}): {}; {}",
+                d.cases,
+                d.reason,
+                j.reason.as_deref().unwrap_or("not run")
             )),
             evidence: j.evidence,
         },

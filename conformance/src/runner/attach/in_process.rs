@@ -1,0 +1,148 @@
+//! `attach = "url"` and `"proxy"`: the fake runs in this process on ephemeral loopback ports,
+//! and the agent's invocations run one after the other against it.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use fake_wireserver::{Fake, FakeConfig};
+
+use super::{Endpoints, Session, SessionError, agent_invocation, record};
+use crate::agent::Attach;
+use crate::exec::{self, Exit};
+use crate::runner::{Planned, RunSettings};
+use crate::scenario::Target;
+
+/// The pool file's name inside the case folder (`{kvp_pool}`).
+pub const POOL_FILE: &str = "kvp_pool_1";
+
+/// A loopback port that refuses connections, for "wireserver unreachable" scenarios. The
+/// socket stays bound (without listening) while this lives, so no other scenario's fake can
+/// be given the same port and answer in its place.
+pub struct ClosedPort {
+    _socket: tokio::net::TcpSocket,
+    pub url: String,
+}
+
+impl ClosedPort {
+    pub fn new() -> std::io::Result<ClosedPort> {
+        // No SO_REUSEADDR: every other bind to this port fails while it is held.
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))?;
+        let port = socket.local_addr()?.port();
+        Ok(ClosedPort {
+            _socket: socket,
+            url: format!("http://127.0.0.1:{port}"),
+        })
+    }
+}
+
+pub async fn run(
+    p: &Planned,
+    settings: &RunSettings,
+    case_dir: &Path,
+    deadline: f64,
+) -> Result<Session, SessionError> {
+    let scenario = &*p.scenario;
+    let profile = &*p.profile;
+    let pool_path = case_dir.join(POOL_FILE);
+    // hv_kvp_daemon creates the pool files; agents append to an existing one.
+    std::fs::write(&pool_path, b"")
+        .map_err(|e| SessionError::Harness(format!("cannot create the pool file: {e}")))?;
+
+    let mut config = FakeConfig::default().scenario(scenario.fake.clone());
+    if profile.attach == Attach::Proxy {
+        config = config.with_proxy();
+    }
+    // The runner's clock starts just before the fake's, so run times are never earlier than
+    // the fake's view of them (see `Observation::run_of`).
+    let t0 = Instant::now();
+    let fake = Fake::start(config)
+        .await
+        .map_err(|e| SessionError::Harness(format!("the fake could not start: {e}")))?;
+
+    let closed = |what: &str| {
+        ClosedPort::new().map_err(|e| {
+            SessionError::Harness(format!("cannot reserve a closed port for {what}: {e}"))
+        })
+    };
+    // Held until the agent is done.
+    let mut held: Vec<ClosedPort> = Vec::new();
+    let (wireserver_url, imds_url, proxy_url) = match profile.attach {
+        Attach::Proxy => (
+            format!("http://{}", fake_wireserver::endpoint::WIRESERVER_HOST),
+            format!("http://{}", fake_wireserver::endpoint::IMDS_HOST),
+            fake.proxy_addr().map(|a| format!("http://{a}")),
+        ),
+        _ => (fake.wireserver_url(), fake.imds_url(), None),
+    };
+    let wireserver_url = match scenario.agent.wireserver {
+        Target::Fake => wireserver_url,
+        Target::Closed => {
+            let port = closed("the wireserver")?;
+            let url = port.url.clone();
+            held.push(port);
+            url
+        }
+    };
+    let imds_url = match scenario.agent.imds {
+        Target::Fake => imds_url,
+        Target::Closed => {
+            let port = closed("IMDS")?;
+            let url = port.url.clone();
+            held.push(port);
+            url
+        }
+    };
+    let endpoints = Endpoints {
+        wireserver_url,
+        imds_url,
+        proxy_url,
+        kvp_pool: pool_path.clone(),
+    };
+
+    let mut runs = Vec::new();
+    for run in &scenario.agent.runs {
+        let (argv, invocation) =
+            agent_invocation(p, settings, run, &endpoints, case_dir, deadline)?;
+        let finished = exec::run(&invocation).await;
+        if let Exit::SpawnFailed(why) = &finished.exit {
+            return Err(SessionError::Agent(format!(
+                "the agent could not be started: {why}"
+            )));
+        }
+        let exit = finished.exit.clone();
+        runs.push(record(run, argv, exit, finished, t0));
+    }
+
+    drop(held);
+    let journal = settled_journal(&fake).await;
+    let served = fake.served_ids();
+    fake.shutdown().await;
+    Ok(Session {
+        journal,
+        served,
+        pool: std::fs::read(&pool_path).ok(),
+        runs,
+    })
+}
+
+/// The journal once every answer is final. The fake records an answer after writing it, so an
+/// agent can read its reply and exit first; a delayed answer the agent gave up on finishes
+/// later still. Waits at most [`SETTLE_MAX`].
+async fn settled_journal(fake: &Fake) -> Vec<fake_wireserver::Entry> {
+    let until = Instant::now() + SETTLE_MAX;
+    loop {
+        let mut journal = fake.journal();
+        let pending = journal
+            .iter()
+            .any(|e| e.done_ms.is_none() && e.answer.kind != "hang");
+        if !pending || Instant::now() >= until {
+            journal.sort_by_key(|e| e.seq);
+            return journal;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Longest wait for the journal to settle after the agent is done.
+const SETTLE_MAX: Duration = Duration::from_secs(3);

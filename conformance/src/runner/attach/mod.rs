@@ -1,0 +1,227 @@
+//! How an agent reaches its fake (the profile's `attach`), behind one interface: a
+//! [`Session`] runs a scenario's invocations and hands back what the checks judge.
+//!
+//! * `url` / `proxy` ([`in_process`]): the fake runs in this process on ephemeral loopback
+//!   ports; the agent gets loopback URLs, or the real addresses through the fake's proxy.
+//! * `sandbox` ([`sandbox`]): `fake-wireserver sandbox` runs the agent in its own network and
+//!   mount namespaces, where the fake answers on 168.63.129.16 and 169.254.169.254 (root).
+//!
+//! Everything after the session (artifacts, timeline, checks, deviations) is the same for all
+//! modes.
+
+pub mod in_process;
+pub mod sandbox;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use fake_wireserver::journal::Entry;
+use fake_wireserver::oracle::ServedIds;
+
+use super::{Planned, RunSettings};
+use crate::agent::template::{Placeholder, UnsetPolicy, Values};
+use crate::agent::{Action, Attach};
+use crate::exec::{self, Exit, Finished, Invocation};
+use crate::observe::RunRecord;
+use crate::scenario::Run;
+
+/// What one scenario's invocations produced.
+#[derive(Debug)]
+pub struct Session {
+    /// Sorted by `seq`.
+    pub journal: Vec<Entry>,
+    pub served: ServedIds,
+    /// The pool file after the run (`None`: there was none).
+    pub pool: Option<Vec<u8>>,
+    pub runs: Vec<RunRecord>,
+}
+
+/// Why a session produced nothing to judge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionError {
+    /// The agent could not be run as its profile says (e.g. its program cannot be started):
+    /// the agent's cases fail.
+    Agent(String),
+    /// wirecheck's own machinery failed (the fake, the sandbox, a temporary file): never a
+    /// verdict about the agent; its cases are skipped with this reason.
+    Harness(String),
+}
+
+/// Where the agent is pointed: the values of `{wireserver_url}`, `{imds_url}`, `{proxy_url}`
+/// and `{kvp_pool}`.
+#[derive(Debug, Clone)]
+pub struct Endpoints {
+    pub wireserver_url: String,
+    pub imds_url: String,
+    pub proxy_url: Option<String>,
+    pub kvp_pool: PathBuf,
+}
+
+/// Why this scenario cannot be run in the profile's attach mode at all (shown as `skipped`).
+/// Depends only on the profile and the scenario, so `wirecheck list` shows it too.
+pub fn unsupported(p: &Planned) -> Option<String> {
+    match p.profile.attach {
+        Attach::Url | Attach::Proxy => None,
+        Attach::Sandbox => sandbox::unsupported(&p.scenario),
+    }
+}
+
+/// Why the attach mode cannot run on this machine (shown as `skipped`): e.g. the sandbox
+/// needs root and the `fake-wireserver` binary.
+pub fn unavailable(p: &Planned, bin_dir: &Path) -> Option<String> {
+    match p.profile.attach {
+        Attach::Url | Attach::Proxy => None,
+        Attach::Sandbox => sandbox::unavailable(bin_dir),
+    }
+}
+
+/// Runs the scenario's invocations (each killed after `deadline` seconds) in `case_dir`.
+pub async fn run(
+    p: &Planned,
+    settings: &RunSettings,
+    case_dir: &Path,
+    deadline: f64,
+) -> Result<Session, SessionError> {
+    match p.profile.attach {
+        Attach::Url | Attach::Proxy => in_process::run(p, settings, case_dir, deadline).await,
+        Attach::Sandbox => sandbox::run(p, settings, case_dir, deadline).await,
+    }
+}
+
+/// Environment variables removed so a user's proxy settings never reroute the agent.
+const PROXY_VARS: [&str; 8] = [
+    "http_proxy",
+    "HTTP_PROXY",
+    "https_proxy",
+    "HTTPS_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+    "no_proxy",
+    "NO_PROXY",
+];
+
+/// The placeholder values of one invocation.
+fn values(
+    p: &Planned,
+    settings: &RunSettings,
+    run: &Run,
+    endpoints: &Endpoints,
+    case_dir: &Path,
+) -> Values {
+    let agent = &p.scenario.agent;
+    let mut values = Values::default();
+    values
+        .set(Placeholder::WireserverUrl, &endpoints.wireserver_url)
+        .set(Placeholder::ImdsUrl, &endpoints.imds_url)
+        .set_opt(Placeholder::ProxyUrl, endpoints.proxy_url.clone())
+        .set(
+            Placeholder::KvpPool,
+            endpoints.kvp_pool.display().to_string(),
+        )
+        .set_opt(Placeholder::VmId, agent.vm_id.clone())
+        .set_opt(Placeholder::Reason, run.reason.clone())
+        .set_opt(Placeholder::Description, run.description.clone())
+        .set(Placeholder::Protocol, agent.protocol.as_str())
+        .set(Placeholder::Budget, seconds(agent.budget))
+        .set(Placeholder::RequestTimeout, seconds(agent.request_timeout))
+        .set(Placeholder::RetryInterval, seconds(agent.retry_interval))
+        .set(Placeholder::BinDir, settings.bin_dir.display().to_string())
+        .set(Placeholder::CaseDir, case_dir.display().to_string())
+        .set(Placeholder::Action, run.action.as_str());
+    values.data = run.data.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    values
+}
+
+/// `3` for 3.0, `0.25` for 0.25: how the knobs are passed to agents.
+fn seconds(v: f64) -> String {
+    format!("{v}")
+}
+
+/// The agent's own command for `run` (argv as the profile renders it) and how to start it.
+fn agent_invocation(
+    p: &Planned,
+    settings: &RunSettings,
+    run: &Run,
+    endpoints: &Endpoints,
+    case_dir: &Path,
+    deadline: f64,
+) -> Result<(Vec<String>, Invocation), SessionError> {
+    let profile = &*p.profile;
+    let values = values(p, settings, run, endpoints, case_dir);
+    let command = profile.commands.get(&run.action).ok_or_else(|| {
+        SessionError::Agent(format!(
+            "agent {} has no `{}` command",
+            profile.name, run.action
+        ))
+    })?;
+    let policy = if profile.lenient_placeholders {
+        UnsetPolicy::Empty
+    } else {
+        UnsetPolicy::Error
+    };
+    let argv = command
+        .template
+        .expand(&values, policy)
+        .map_err(|e| SessionError::Agent(format!("{} {}: {e}", profile.source, command.field)))?;
+    let program = exec::resolve_program(&argv[0], &settings.bin_dir)
+        .unwrap_or_else(|| PathBuf::from(&argv[0]));
+
+    let mut env = profile.render_env(&values);
+    env.extend(case_env(&values, run.action));
+    let mut env_remove: Vec<String> = PROXY_VARS.iter().map(|s| (*s).to_owned()).collect();
+    if profile.attach == Attach::Proxy
+        && let Some(proxy) = values.get(Placeholder::ProxyUrl)
+    {
+        env.push(("http_proxy".into(), proxy.to_owned()));
+        env.push(("HTTP_PROXY".into(), proxy.to_owned()));
+        env_remove.retain(|k| !k.eq_ignore_ascii_case("http_proxy"));
+    }
+    let invocation = Invocation {
+        program,
+        args: argv[1..].to_vec(),
+        env,
+        env_remove,
+        cwd: case_dir.to_path_buf(),
+        deadline: Duration::from_secs_f64(deadline),
+    };
+    Ok((argv, invocation))
+}
+
+/// `WIRECHECK_CASE_*`: every value also as an environment variable, for wrapper scripts and
+/// ad-hoc agents (`{data}` as newline-separated `KEY=VALUE` lines).
+fn case_env(values: &Values, action: Action) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = Placeholder::ALL
+        .iter()
+        .filter(|p| **p != Placeholder::Data)
+        .filter_map(|p| {
+            values.get(*p).map(|v| {
+                (
+                    format!("WIRECHECK_CASE_{}", p.name().to_ascii_uppercase()),
+                    v.to_owned(),
+                )
+            })
+        })
+        .collect();
+    env.push(("WIRECHECK_CASE_DATA".into(), values.data.join("\n")));
+    env.push(("WIRECHECK_CASE_ACTION".into(), action.as_str().to_owned()));
+    env.sort();
+    env.dedup();
+    env
+}
+
+fn ms_since(t0: Instant, t: Instant) -> u64 {
+    t.saturating_duration_since(t0).as_millis() as u64
+}
+
+/// A finished invocation as the checks see it; `t0` is the start of the fake's clock.
+fn record(run: &Run, argv: Vec<String>, exit: Exit, finished: Finished, t0: Instant) -> RunRecord {
+    RunRecord {
+        run: run.clone(),
+        argv,
+        start_ms: ms_since(t0, finished.started),
+        end_ms: ms_since(t0, finished.ended),
+        exit,
+        stdout: finished.stdout,
+        stderr: finished.stderr,
+    }
+}

@@ -1,0 +1,147 @@
+//! How long one (agent, scenario) pair may run.
+//!
+//! A scenario's `deadline` is sized for an agent that takes `{retry_interval}` and `{budget}`
+//! from the scenario. Real agents often have fixed timing (cloud-init 22.4.2 sleeps 5 s between
+//! attempts and gives up after 20 minutes; afterburn backs off 1, 2, 4, 5 ... s), declared in
+//! their profile (`reactions.retry_interval_min` / `retry_interval_max` / `budget`). Killing
+//! such an agent at the scenario's deadline would judge the runner's impatience, not the agent,
+//! so the deadline grows by the profile's interval for every scripted fault, and a scenario
+//! that only ends at a fixed budget longer than [`CASE_LIMIT_SECONDS`] is not run.
+
+use fake_wireserver::EndPolicy;
+
+use crate::agent::AgentProfile;
+use crate::scenario::{Scenario, Target};
+
+/// The longest a case may take when an agent's fixed budget decides its end.
+pub const CASE_LIMIT_SECONDS: f64 = 60.0;
+
+/// The timing of one pair.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseTiming {
+    /// Seconds after which each invocation is killed.
+    pub deadline: f64,
+    /// Rough seconds a conforming agent waits (the runner starts the longest first).
+    pub expected_wait: f64,
+}
+
+/// The timing of `scenario` run by `profile`, or why it cannot be run in reasonable time.
+pub fn case_timing(profile: &AgentProfile, scenario: &Scenario) -> Result<CaseTiming, String> {
+    let a = &scenario.agent;
+    let r = &profile.reactions;
+    if let Some(budget) = r.budget
+        && budget > CASE_LIMIT_SECONDS
+        && never_succeeds(scenario)
+    {
+        return Err(format!(
+            "the scenario never lets the report through, so {} stops only at its fixed {budget} s budget (profile reactions.budget, PROTOCOL.md §8); wirecheck runs no case longer than {CASE_LIMIT_SECONDS} s",
+            profile.name
+        ));
+    }
+    let fixed_interval = r.retry_interval_max.or(r.retry_interval_min);
+    let Some(interval) = fixed_interval else {
+        return Ok(CaseTiming {
+            deadline: a.deadline,
+            expected_wait: scenario.expected_wait(),
+        });
+    };
+    // Every scripted fault costs the agent at most one (longest) sleep more than the scenario
+    // planned with; a throttled flow (rate limit) about one per request of the flow.
+    let extra_per_retry = (interval - a.retry_interval).max(0.0);
+    let mut retries = 0u32;
+    for plan in &scenario.fake.endpoints {
+        for step in &plan.steps {
+            // A delay may end without a retry; counting it only makes the deadline longer.
+            retries = retries.saturating_add(step.times);
+        }
+    }
+    if scenario.fake.rate_limit.is_some() {
+        retries = retries.saturating_add(RATE_LIMITED_RETRIES);
+    }
+    let runs = a.runs.len().max(1) as f64;
+    let extra = extra_per_retry * f64::from(retries);
+    let deadline = (a.deadline + extra).min(CASE_LIMIT_SECONDS.max(a.deadline));
+    Ok(CaseTiming {
+        deadline,
+        expected_wait: (scenario.expected_wait() + extra * runs).min(deadline * runs),
+    })
+}
+
+/// Retries allowed for under a rate limit: one per request of a goal state + health flow.
+const RATE_LIMITED_RETRIES: u32 = 3;
+
+/// True when no report can ever be accepted: the wireserver refuses connections, or a
+/// wireserver endpoint repeats or cycles its faults forever.
+fn never_succeeds(scenario: &Scenario) -> bool {
+    scenario.agent.wireserver == Target::Closed
+        || scenario
+            .fake
+            .endpoints
+            .iter()
+            .any(|p| p.id.starts_with("wireserver") && p.end != EndPolicy::Default)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn scenario(extra: &str) -> Scenario {
+        let text = format!(
+            "id = \"s\"\ntitle = \"t\"\nchecks = [\"behaviour.exit\"]\n[agent]\naction = \"ready\"\nprotocol = \"xml\"\n{extra}"
+        );
+        Scenario::from_toml_str(&text, Path::new("s.toml")).unwrap()
+    }
+
+    fn profile(reactions: &str) -> AgentProfile {
+        let text = format!(
+            "name = \"p\"\ndescription = \"p\"\ncapabilities = [\"xml\"]\n[commands]\nready = [\"true\"]\n[reactions]\nretryable = [500]\ntransport_errors = \"retry\"\nstatus_403 = \"throttling\"\n{reactions}"
+        );
+        AgentProfile::from_toml_str(&text, Path::new("p.toml")).unwrap()
+    }
+
+    const THREE_500S: &str = "[[fake.endpoint]]\nid = \"wireserver.health.xml\"\n[[fake.endpoint.step]]\nkind = \"respond\"\nstatus = 500\ntimes = 3\n";
+
+    #[test]
+    fn agents_taking_the_scenarios_timing_keep_its_deadline() {
+        let s = scenario(THREE_500S);
+        let t = case_timing(&profile(""), &s).unwrap();
+        assert_eq!(t.deadline, s.agent.deadline);
+        assert_eq!(t.expected_wait, s.expected_wait());
+    }
+
+    #[test]
+    fn a_fixed_interval_adds_one_sleep_per_scripted_fault() {
+        let s = scenario(THREE_500S);
+        let t = case_timing(&profile("retry_interval_min = 5.0\nbudget = 1200.0"), &s).unwrap();
+        // 3 faults, each 5 s instead of the scenario's 0.2 s.
+        assert!(
+            (t.deadline - (s.agent.deadline + 3.0 * 4.8)).abs() < 1e-9,
+            "{t:?}"
+        );
+        let backoff = profile("retry_interval_min = 1.0\nretry_interval_max = 5.0");
+        assert_eq!(case_timing(&backoff, &s).unwrap().deadline, t.deadline);
+    }
+
+    #[test]
+    fn deadlines_never_exceed_the_case_limit() {
+        let s = scenario(&THREE_500S.replace("times = 3", "times = 100"));
+        let t = case_timing(&profile("retry_interval_min = 5.0"), &s).unwrap();
+        assert_eq!(t.deadline, CASE_LIMIT_SECONDS);
+    }
+
+    #[test]
+    fn endless_scenarios_are_not_run_against_long_fixed_budgets() {
+        let closed = scenario("wireserver = \"closed\"\n");
+        let why = case_timing(&profile("budget = 1200.0"), &closed).unwrap_err();
+        assert!(why.contains("fixed 1200 s budget"), "{why}");
+        let repeat = scenario(&THREE_500S.replace(
+            "id = \"wireserver.health.xml\"",
+            "id = \"wireserver.health.xml\"\nend = \"repeat-last\"",
+        ));
+        assert!(case_timing(&profile("budget = 1200.0"), &repeat).is_err());
+        // A short fixed budget, or the scenario's own budget: run it.
+        assert!(case_timing(&profile("budget = 30.0"), &closed).is_ok());
+        assert!(case_timing(&profile(""), &closed).is_ok());
+    }
+}
