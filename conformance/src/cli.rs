@@ -67,6 +67,13 @@ pub enum Command {
     /// Check captured vectors against the fake and the oracle
     #[command(subcommand)]
     Vectors(VectorsCommand),
+    /// Print the compatibility matrix of a run (agent × scenario group, verdict counts) as a
+    /// markdown table
+    #[command(after_help = MATRIX_AFTER_HELP)]
+    Matrix {
+        /// A results.json written by `wirecheck run`
+        results: PathBuf,
+    },
 }
 
 /// Where scenarios and agent profiles are read from.
@@ -136,6 +143,12 @@ pub struct ListArgs {
     pub sources: Sources,
 }
 
+const MATRIX_AFTER_HELP: &str = "\
+Example: wirecheck run --agent cloud-init --agent afterburn && wirecheck matrix wirecheck-results/results.json
+
+Exit status: 0 the table was printed; 2 the file cannot be read or is not a results.json \
+(schema version 1).";
+
 const TOOL_AFTER_HELP: &str = "\
 Exit status: 0 the input was read and is in order; 1 it has problems (error findings, \
 mismatches); 2 it could not be used at all (missing file, wrong kind of input).";
@@ -190,6 +203,7 @@ pub fn dispatch(cli: Cli) -> ExitCode {
         Command::Vectors(VectorsCommand::Check { dir }) => tool(crate::tools::emit(
             crate::tools::vectors_check_blocking(&dir),
         )),
+        Command::Matrix { results } => tool(crate::tools::emit(crate::tools::matrix(&results))),
     };
     ExitCode::from(code)
 }

@@ -70,6 +70,27 @@ pub fn shape(obs: &Observation) -> Judgement {
         if e.answer.status == Some(410) {
             findings.retain(|f| !f.id.contains("mismatch"));
         }
+        // An agent that does not fetch the goal state again after a 410 (its profile says so;
+        // behaviour.refresh judges that) keeps echoing the one it has.
+        if !obs.profile.reactions.refresh_goal_state_on_410
+            && let Some(gone) = obs.journal.iter().find(|g| {
+                g.seq < e.seq
+                    && is_health(g)
+                    && g.answer.status == Some(410)
+                    && obs.run_of(g) == obs.run_of(e)
+            })
+            && findings.iter().any(|f| f.id.contains("mismatch"))
+        {
+            findings.retain(|f| !f.id.contains("mismatch"));
+            t.note(about(
+                format!(
+                    "#{} echoes the goal state fetched before the 410 on #{}; {} does not refresh it",
+                    e.seq, gone.seq, obs.profile.name
+                ),
+                &[gone, e],
+                None,
+            ));
+        }
         let before = t.has_failures();
         t.findings(&findings, &[e.seq], &format!("report #{}", e.seq));
         if !before && t.has_failures() {

@@ -1,4 +1,4 @@
-//! Stand-alone inspection commands: `kvp dump`, `report parse`, `vectors check`.
+//! Stand-alone inspection commands: `kvp dump`, `report parse`, `vectors check`, `matrix`.
 //!
 //! Each is a library function that returns the text to print and the exit
 //! code ([`ToolOutput`]), or a [`ToolError`] for input it cannot use at all
@@ -6,6 +6,7 @@
 //! [`emit`].
 
 mod kvp_dump;
+mod matrix;
 mod report_parse;
 mod text;
 pub mod vectors;
@@ -13,6 +14,7 @@ pub mod vectors;
 use std::path::PathBuf;
 
 pub use kvp_dump::kvp_dump;
+pub use matrix::matrix;
 pub use report_parse::report_parse;
 pub use vectors::{vectors_check, vectors_check_blocking};
 

@@ -1,0 +1,126 @@
+//! `wirecheck matrix RESULTS_JSON`: the compatibility matrix of a run as a markdown table,
+//! one row per scenario group (the first part of the case id: `wire`, `retry`, `transport`,
+//! ...), one column per agent, verdict counts in each cell. The README's matrix is this
+//! command's output.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::{EXIT_OK, ToolError, ToolOutput};
+use crate::results::{RunResults, Verdict, VerdictCounts};
+
+pub fn matrix(path: &Path) -> Result<ToolOutput, ToolError> {
+    if path.is_dir() {
+        return Err(ToolError::IsDirectory {
+            path: path.to_path_buf(),
+            expected: "a results.json file",
+        });
+    }
+    let results = crate::results::json::read(path).map_err(|e| ToolError::BadFolder {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    Ok(ToolOutput {
+        stdout: render(&results),
+        exit_code: EXIT_OK,
+    })
+}
+
+/// The scenario group of a case id: its first dotted part.
+fn group(case_id: &str) -> &str {
+    case_id.split('.').next().unwrap_or(case_id)
+}
+
+/// The markdown table (pure: same results, same bytes).
+pub fn render(results: &RunResults) -> String {
+    let agents: Vec<&str> = results.agents.iter().map(|a| a.agent.as_str()).collect();
+    // group -> per-agent counts, groups sorted by name.
+    let mut rows: BTreeMap<&str, Vec<VerdictCounts>> = BTreeMap::new();
+    let mut totals = vec![VerdictCounts::default(); agents.len()];
+    for (i, agent) in results.agents.iter().enumerate() {
+        for case in &agent.cases {
+            rows.entry(group(&case.id))
+                .or_insert_with(|| vec![VerdictCounts::default(); agents.len()])[i]
+                .add(case.verdict);
+            totals[i].add(case.verdict);
+        }
+    }
+    let mut out = String::new();
+    out.push_str(&format!("| scenario group | {} |\n", agents.join(" | ")));
+    out.push_str(&format!("|---|{}\n", "---|".repeat(agents.len())));
+    for (name, counts) in &rows {
+        out.push_str(&format!("| `{name}` | {} |\n", cells(counts)));
+    }
+    out.push_str(&format!("| **all** | {} |\n", cells(&totals)));
+    out.push_str(&format!(
+        "\nVerdict counts per case (a case is a scenario × check), from a run of wirecheck {} on {}.\n",
+        results.wirecheck_version, results.started
+    ));
+    out
+}
+
+fn cells(counts: &[VerdictCounts]) -> String {
+    counts.iter().map(cell).collect::<Vec<_>>().join(" | ")
+}
+
+/// `12 pass, 2 non-strict, 5 skipped` (zero counts left out; `–` when there are none).
+fn cell(counts: &VerdictCounts) -> String {
+    let parts: Vec<String> = Verdict::ALL
+        .iter()
+        .filter(|v| counts.get(**v) > 0)
+        .map(|v| format!("{} {}", counts.get(*v), v.as_str()))
+        .collect();
+    if parts.is_empty() {
+        "–".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{AgentResults, CaseResult, Timeline};
+
+    fn case(id: &str, verdict: Verdict) -> CaseResult {
+        CaseResult {
+            id: id.into(),
+            title: id.into(),
+            scenario: "s".into(),
+            verdict,
+            reason: (verdict != Verdict::Pass).then(|| "why".into()),
+            evidence: vec![],
+            duration_ms: 0,
+            timeline: Timeline::default(),
+            artifacts: None,
+        }
+    }
+
+    #[test]
+    fn groups_by_the_first_part_of_the_case_id_and_counts_per_agent() {
+        let mut results = RunResults::new("2026-01-02T03:04:05.000Z", "0.1.0");
+        results.agents = vec![
+            AgentResults {
+                agent: "a".into(),
+                cases: vec![
+                    case("retry.x.behaviour.retry", Verdict::Pass),
+                    case("retry.y.behaviour.retry", Verdict::NonStrict),
+                    case("wire.z.report.state", Verdict::Pass),
+                ],
+            },
+            AgentResults {
+                agent: "b".into(),
+                cases: vec![case("retry.x.behaviour.retry", Verdict::Skipped)],
+            },
+        ];
+        assert_eq!(
+            render(&results),
+            "| scenario group | a | b |\n\
+             |---|---|---|\n\
+             | `retry` | 1 pass, 1 non-strict | 1 skipped |\n\
+             | `wire` | 1 pass | – |\n\
+             | **all** | 2 pass, 1 non-strict | 1 skipped |\n\
+             \nVerdict counts per case (a case is a scenario × check), from a run of wirecheck 0.1.0 on 2026-01-02T03:04:05.000Z.\n"
+        );
+    }
+}
