@@ -26,7 +26,8 @@ pub const DEFAULT_AGENT: &str = "provision-report";
 
 const RUN_AFTER_HELP: &str = "\
 Exit status: 0 no case failed; 1 at least one case failed (with --strict: or was non-strict); \
-2 usage error or bad input (a profile, a scenario, a missing agent command).
+2 usage error or bad input (a profile, a scenario, a missing agent command), or a case that \
+could not be run because wirecheck's own fake or sandbox failed (results are still written).
 
 Agents: --agent NAME loads <agents-dir>/NAME.toml (or a path to a .toml file); without --agent \
 and --agent-cmd the bundled reporter `provision-report` runs, found next to wirecheck or on PATH.
@@ -325,6 +326,12 @@ fn run(args: RunArgs) -> u8 {
         "{}",
         crate::console::summary(&results, &args.out, args.strict, color)
     );
+    let harness = runner::harness_errors(&results);
+    if harness > 0 {
+        return usage(format!(
+            "{harness} case(s) could not be run because of a harness error (see above and their reasons in results.json); they are skipped, not judged"
+        ));
+    }
     if results.exit_code(args.strict) == 0 {
         EXIT_OK
     } else {

@@ -244,6 +244,25 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
     Ok(results)
 }
 
+/// Reason prefix of cases that could not be run because wirecheck's own machinery failed (the
+/// fake, the sandbox): `skipped`, never a verdict about the agent.
+pub const HARNESS_ERROR: &str = "harness error: ";
+
+/// How many cases were not run because of a harness error (`wirecheck run` then exits 2).
+pub fn harness_errors(results: &RunResults) -> usize {
+    results
+        .agents
+        .iter()
+        .flat_map(|a| &a.cases)
+        .filter(|c| {
+            c.verdict == Verdict::Skipped
+                && c.reason
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with(HARNESS_ERROR))
+        })
+        .count()
+}
+
 /// Case title: `<scenario title>: <check title>`.
 pub fn case_title(scenario: &Scenario, check: &CheckDef) -> String {
     format!("{}: {}", scenario.title, check.title)

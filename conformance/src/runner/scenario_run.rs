@@ -8,8 +8,8 @@ use fake_wireserver::oracle::kvp::decode_pool;
 
 use super::attach::{self, SessionError};
 use super::{
-    Planned, RunSettings, apply_deviation, apply_unclaimed, artifacts, case_title, skip_reason,
-    uniform_cases,
+    HARNESS_ERROR, Planned, RunSettings, apply_deviation, apply_unclaimed, artifacts, case_title,
+    skip_reason, uniform_cases,
 };
 use crate::checks::Judgement;
 use crate::observe::Observation;
@@ -28,7 +28,7 @@ pub async fn run(p: &Planned, settings: &RunSettings) -> Vec<CaseResult> {
                 "wirecheck: error: {} {}: {reason}",
                 p.profile.name, p.scenario.id
             );
-            uniform_cases(p, Verdict::Skipped, &format!("harness error: {reason}"))
+            uniform_cases(p, Verdict::Skipped, &format!("{HARNESS_ERROR}{reason}"))
         }
     }
 }

@@ -1,0 +1,166 @@
+//! `attach = "sandbox"` when the sandbox cannot run: its cases are skipped with the reason, and
+//! a sandbox that fails is a harness error (exit 2), never a verdict about the agent. The
+//! sandbox working for real is covered by runner_real_agents.rs (afterburn).
+//!
+//! Each test runs a hard link of `wirecheck` from a folder of its own, so what sits "next to
+//! wirecheck" (no `fake-wireserver`, or a broken one) is under the test's control.
+
+mod runner_support;
+
+use std::path::{Path, PathBuf};
+
+use runner_support::{case, repo, stderr, stdout, wirecheck_path, write_files};
+
+const PROFILE: &str = r#"name = "boxed"
+description = "an agent attached with the sandbox"
+attach = "sandbox"
+capabilities = ["xml"]
+[commands]
+ready = ["/bin/true"]
+[reactions]
+retryable = [500]
+transport_errors = "retry"
+status_403 = "throttling"
+"#;
+
+const CASES: &str = "wire.health.xml.ready.*";
+
+/// `<dir>/bin/wirecheck` (a hard link, else a copy) and `<dir>/agents/boxed.toml`.
+fn setup(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let exe = bin.join("wirecheck");
+    if std::fs::hard_link(wirecheck_path(), &exe).is_err() {
+        std::fs::copy(wirecheck_path(), &exe).unwrap();
+    }
+    write_files(dir, &[("agents/boxed.toml", PROFILE)]);
+    exe
+}
+
+fn run(dir: &Path, exe: &Path) -> std::process::Output {
+    let mut cmd = std::process::Command::new(exe);
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy().into_owned();
+        if key.starts_with("WIRECHECK_") || key.to_ascii_lowercase().ends_with("_proxy") {
+            cmd.env_remove(&key);
+        }
+    }
+    // No fake-wireserver on PATH either: only what the test puts next to wirecheck.
+    cmd.env("PATH", "/usr/bin:/bin")
+        .env("NO_COLOR", "1")
+        .current_dir(dir)
+        .arg("run")
+        .arg("--agent=boxed")
+        .arg(format!("--agents-dir={}", dir.join("agents").display()))
+        .arg(format!(
+            "--scenarios={}",
+            repo().join("scenarios").display()
+        ))
+        .arg(format!("--cases={CASES}"))
+        .arg(format!("--out={}", dir.join("out").display()))
+        .arg("--quiet");
+    cmd.output().unwrap()
+}
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+fn reasons(dir: &Path) -> Vec<(String, String)> {
+    let results = runner_support::results(&dir.join("out"));
+    results["agents"][0]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["verdict"].as_str().unwrap().to_owned(),
+                c["reason"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn without_root_or_the_fake_binary_sandbox_cases_are_skipped_with_the_reason() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let exe = setup(tmp.path());
+    let out = run(tmp.path(), &exe);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let want = if is_root() {
+        format!(
+            "sandbox attach needs the fake-wireserver binary next to wirecheck ({}) or on PATH",
+            exe.parent().unwrap().canonicalize().unwrap().display()
+        )
+    } else {
+        "sandbox attach needs root".to_owned()
+    };
+    let all = reasons(tmp.path());
+    assert!(!all.is_empty());
+    for (verdict, reason) in &all {
+        assert_eq!(verdict, "skipped", "{reason}");
+        assert!(
+            reason.starts_with(&want),
+            "{reason:?} should start with {want:?}"
+        );
+    }
+}
+
+#[test]
+fn a_failing_sandbox_is_a_harness_error_not_a_verdict() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let exe = setup(tmp.path());
+    // A `fake-wireserver` whose sandbox fails before writing anything.
+    let fake = exe.with_file_name("fake-wireserver");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'fake-wireserver sandbox: error: cannot add 168.63.129.16 to lo' >&2\nexit 125\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let out = run(tmp.path(), &exe);
+    let all = reasons(tmp.path());
+    assert!(!all.is_empty());
+    if !is_root() {
+        // Not root: the sandbox is not even tried.
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(
+            all.iter()
+                .all(|(v, r)| v == "skipped" && r.starts_with("sandbox attach needs root"))
+        );
+        return;
+    }
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("could not be run because of a harness error"),
+        "{}",
+        stderr(&out)
+    );
+    for (verdict, reason) in &all {
+        assert_eq!(verdict, "skipped", "{reason}");
+        assert!(
+            reason.starts_with("harness error: fake-wireserver sandbox failed")
+                && reason.contains("cannot add 168.63.129.16 to lo"),
+            "{reason}"
+        );
+    }
+    let results = runner_support::results(&tmp.path().join("out"));
+    assert_eq!(
+        case(&results, "boxed", "wire.health.xml.ready.report.state")["verdict"],
+        "skipped"
+    );
+}
