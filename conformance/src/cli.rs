@@ -398,12 +398,18 @@ fn case_status(
         scenario: Arc::clone(s),
         checks: vec![],
     };
+    let unclaimed_cap = c.needs.filter(|cap| !profile.claims(*cap));
+    // What the agent does not claim, the profile may declare unimplemented (as `run` reports it).
+    if (runner::unclaimed(&planned).is_some() || unclaimed_cap.is_some())
+        && let Some(d) = profile.deviation_for(id)
+        && d.verdict == agent::DeviationVerdict::Unimplemented
+    {
+        return Some(format!("unimplemented: {}", d.reason));
+    }
     if let Some(reason) = runner::skip_reason(&planned) {
         return Some(format!("skipped: {reason}"));
     }
-    if let Some(cap) = c.needs
-        && !profile.claims(cap)
-    {
+    if let Some(cap) = unclaimed_cap {
         return Some(format!("skipped: does not claim \"{}\"", cap.as_str()));
     }
     profile.deviation_for(id).map(|d| {

@@ -74,7 +74,7 @@ pub fn plan(
 }
 
 /// The capabilities a scenario needs that the agent does not claim, as a skip reason.
-fn unclaimed(p: &Planned) -> Option<String> {
+pub fn unclaimed(p: &Planned) -> Option<String> {
     let missing: Vec<String> = p
         .scenario
         .required_capabilities()
