@@ -163,7 +163,7 @@ pub fn check_command(
             command.line,
             &command.field,
             format!(
-                "program {name:?} not found{} (for the bundled reporter: cargo build --release --workspace)",
+                "program {name:?} not found{} (the bundled reporter: cargo build --release --workspace; cloud-init and afterburn: scripts/install-agents.sh)",
                 if name.contains('/') {
                     String::new()
                 } else {
