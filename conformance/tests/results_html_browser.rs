@@ -229,3 +229,17 @@ fn screenshot_renders() {
         std::fs::copy(&shot, keep).unwrap();
     }
 }
+
+#[test]
+fn show_all_or_an_unknown_word_in_the_link_hides_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = written_report(dir.path());
+    for hash in ["#show=all", "#show=passed"] {
+        let loaded = load(&page, hash);
+        assert_eq!(loaded.root_attr("data-js").as_deref(), Some("ready"));
+        assert!(
+            !loaded.dom.contains("class=\"hidden") && !loaded.dom.contains(" hidden\""),
+            "{hash} hid cases: a user following such a link would see a blank report"
+        );
+    }
+}

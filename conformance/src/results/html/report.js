@@ -41,10 +41,13 @@
   document.getElementById("show-problems").addEventListener("click", function () {
     only(["fail", "non-strict"]);
   });
-  // A link can preselect verdicts: report.html#show=fail,non-strict
+  // A link can preselect verdicts: report.html#show=fail,non-strict (or #show=all)
   var match = /^#show=([a-z,-]*)$/.exec(window.location.hash);
   if (match) {
-    only(match[1].split(","));
+    // "all" (or a list naming no known verdict) shows everything rather than a blank page.
+    var known = boxes.map(function (box) { return box.getAttribute("data-verdict"); });
+    var wanted = match[1].split(",").filter(function (v) { return known.indexOf(v) >= 0; });
+    only(match[1] === "all" || wanted.length === 0 ? null : wanted);
   } else {
     apply();
   }
