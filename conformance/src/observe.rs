@@ -99,9 +99,12 @@ impl Observation<'_> {
             .unwrap_or(self.scenario.agent.retry_interval)
     }
 
-    /// The request timeout passed to the agent, in seconds.
+    /// Seconds the agent waits for an answer: its fixed timeout, else the one passed to it.
     pub fn request_timeout(&self) -> f64 {
-        self.scenario.agent.request_timeout
+        self.profile
+            .reactions
+            .request_timeout
+            .unwrap_or(self.scenario.agent.request_timeout)
     }
 
     /// Index of the run a journal entry belongs to. Runs are sequential, and every request of

@@ -142,6 +142,9 @@ pub struct Reactions {
     pub retry_interval_max: Option<f64>,
     /// Seconds; `None`: the `budget` the scenario passes to the agent.
     pub budget: Option<f64>,
+    /// Seconds an unanswered request is waited for, when the agent's is fixed (cloud-init
+    /// 22.4.2: 60 s read timeout); `None`: the `request_timeout` the scenario passes.
+    pub request_timeout: Option<f64>,
     /// Requests per second under throttling; `None`: one per `retry_interval_min`.
     pub max_rate: Option<f64>,
     /// IMDS statuses retried, when they differ from `retryable`.
@@ -260,6 +263,7 @@ struct ReactionsFile {
     retry_interval_min: Option<Spanned<f64>>,
     retry_interval_max: Option<Spanned<f64>>,
     budget: Option<Spanned<f64>>,
+    request_timeout: Option<Spanned<f64>>,
     max_rate: Option<Spanned<f64>>,
     imds_retryable: Option<Spanned<Vec<u16>>>,
     imds_status_403: Option<Forbidden>,
@@ -418,6 +422,7 @@ impl AgentProfile {
             retry_interval_min: seconds(&r.retry_interval_min, "reactions.retry_interval_min")?,
             retry_interval_max: seconds(&r.retry_interval_max, "reactions.retry_interval_max")?,
             budget: seconds(&r.budget, "reactions.budget")?,
+            request_timeout: seconds(&r.request_timeout, "reactions.request_timeout")?,
             max_rate: seconds(&r.max_rate, "reactions.max_rate")?,
             imds_retryable,
             imds_status_403: r.imds_status_403,
@@ -549,6 +554,7 @@ impl Reactions {
             retry_interval_min: None,
             retry_interval_max: None,
             budget: None,
+            request_timeout: None,
             max_rate: None,
             imds_retryable: Some([404, 410, 429, 500].into_iter().collect()),
             imds_status_403: Some(Forbidden::Fatal),

@@ -5,10 +5,12 @@
 //! attempts and gives up after 20 minutes; afterburn backs off 1, 2, 4, 5 ... s), declared in
 //! their profile (`reactions.retry_interval_min` / `retry_interval_max` / `budget`). Killing
 //! such an agent at the scenario's deadline would judge the runner's impatience, not the agent,
-//! so the deadline grows by the profile's interval for every scripted fault, and a scenario
-//! that only ends at a fixed budget longer than [`CASE_LIMIT_SECONDS`] is not run.
+//! so the deadline grows by the profile's interval for every scripted fault (and by its fixed
+//! `request_timeout` for every unanswered request). A scenario that only ends at a fixed budget
+//! longer than [`CASE_LIMIT_SECONDS`], or whose faults would take longer than that, is not run
+//! (skipped, saying why).
 
-use fake_wireserver::EndPolicy;
+use fake_wireserver::{Action as StepAction, EndPolicy};
 
 use crate::agent::AgentProfile;
 use crate::scenario::{Scenario, Target};
@@ -39,28 +41,42 @@ pub fn case_timing(profile: &AgentProfile, scenario: &Scenario) -> Result<CaseTi
         ));
     }
     let fixed_interval = r.retry_interval_max.or(r.retry_interval_min);
-    let Some(interval) = fixed_interval else {
+    if fixed_interval.is_none() && r.request_timeout.is_none() {
         return Ok(CaseTiming {
             deadline: a.deadline,
             expected_wait: scenario.expected_wait(),
         });
-    };
+    }
     // Every scripted fault costs the agent at most one (longest) sleep more than the scenario
-    // planned with; a throttled flow (rate limit) about one per request of the flow.
-    let extra_per_retry = (interval - a.retry_interval).max(0.0);
-    let mut retries = 0u32;
+    // planned with, and an unanswered request its own timeout instead of the scenario's; a
+    // throttled flow (rate limit) about one sleep per request of the flow.
+    let extra_sleep = fixed_interval.map_or(0.0, |i| (i - a.retry_interval).max(0.0));
+    let extra_wait = r
+        .request_timeout
+        .map_or(0.0, |t| (t - a.request_timeout).max(0.0));
+    let mut extra = 0.0;
     for plan in &scenario.fake.endpoints {
         for step in &plan.steps {
             // A delay may end without a retry; counting it only makes the deadline longer.
-            retries = retries.saturating_add(step.times);
+            let waits = matches!(
+                step.action,
+                StepAction::Hang | StepAction::Slow { .. } | StepAction::Delay { .. }
+            );
+            let each = extra_sleep + if waits { extra_wait } else { 0.0 };
+            extra += each * f64::from(step.times);
         }
     }
     if scenario.fake.rate_limit.is_some() {
-        retries = retries.saturating_add(RATE_LIMITED_RETRIES);
+        extra += extra_sleep * f64::from(RATE_LIMITED_RETRIES);
+    }
+    let deadline = a.deadline + extra;
+    if deadline > CASE_LIMIT_SECONDS.max(a.deadline) {
+        return Err(format!(
+            "with {}'s fixed timing (profile reactions) this scenario's faults take about {deadline:.0} s; wirecheck runs no case longer than {CASE_LIMIT_SECONDS} s",
+            profile.name
+        ));
     }
     let runs = a.runs.len().max(1) as f64;
-    let extra = extra_per_retry * f64::from(retries);
-    let deadline = (a.deadline + extra).min(CASE_LIMIT_SECONDS.max(a.deadline));
     Ok(CaseTiming {
         deadline,
         expected_wait: (scenario.expected_wait() + extra * runs).min(deadline * runs),
@@ -124,10 +140,20 @@ mod tests {
     }
 
     #[test]
-    fn deadlines_never_exceed_the_case_limit() {
-        let s = scenario(&THREE_500S.replace("times = 3", "times = 100"));
-        let t = case_timing(&profile("retry_interval_min = 5.0"), &s).unwrap();
-        assert_eq!(t.deadline, CASE_LIMIT_SECONDS);
+    fn scenarios_too_long_for_fixed_timing_are_not_run() {
+        let many = scenario(&THREE_500S.replace("times = 3", "times = 100"));
+        let why = case_timing(&profile("retry_interval_min = 5.0"), &many).unwrap_err();
+        assert!(why.contains("no case longer than 60 s"), "{why}");
+        // A fixed 60 s read timeout makes one hang too long.
+        let hang = scenario(
+            "[[fake.endpoint]]\nid = \"wireserver.goalstate\"\n[[fake.endpoint.step]]\nkind = \"hang\"\n",
+        );
+        assert!(case_timing(&profile("request_timeout = 60.0"), &hang).is_err());
+        let t = case_timing(&profile("request_timeout = 30.0"), &hang).unwrap();
+        assert!(
+            (t.deadline - (hang.agent.deadline + 29.0)).abs() < 1e-9,
+            "{t:?}"
+        );
     }
 
     #[test]

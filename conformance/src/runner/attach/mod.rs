@@ -169,11 +169,10 @@ fn agent_invocation(
     let mut env = profile.render_env(&values);
     env.extend(case_env(&values, run.action));
     let mut env_remove: Vec<String> = PROXY_VARS.iter().map(|s| (*s).to_owned()).collect();
-    if profile.attach == Attach::Proxy
-        && let Some(proxy) = values.get(Placeholder::ProxyUrl)
-    {
-        env.push(("http_proxy".into(), proxy.to_owned()));
-        env.push(("HTTP_PROXY".into(), proxy.to_owned()));
+    // Only the proxy attach mode gives a proxy; every other agent gets none.
+    if let Some(proxy) = &endpoints.proxy_url {
+        env.push(("http_proxy".into(), proxy.clone()));
+        env.push(("HTTP_PROXY".into(), proxy.clone()));
         env_remove.retain(|k| !k.eq_ignore_ascii_case("http_proxy"));
     }
     let invocation = Invocation {
