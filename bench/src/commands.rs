@@ -51,7 +51,33 @@ pub struct CommandLog {
     root: PathBuf,
     /// Temporary folders shown as placeholders (`$TMP`).
     tmp: Mutex<Vec<(PathBuf, String)>>,
-    entries: Mutex<Vec<(String, usize)>>,
+    entries: Mutex<Vec<Entry>>,
+}
+
+/// A distinct command line, what it ran against, and how many times.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub line: String,
+    pub label: Option<String>,
+    pub runs: usize,
+}
+
+impl Entry {
+    /// The line with a trailing comment: what it ran against and how many times.
+    pub fn render(&self) -> String {
+        let mut notes = Vec::new();
+        if let Some(label) = &self.label {
+            notes.push(label.clone());
+        }
+        if self.runs > 1 {
+            notes.push(format!("x{}", self.runs));
+        }
+        if notes.is_empty() {
+            self.line.clone()
+        } else {
+            format!("{}    # {}", self.line, notes.join(", "))
+        }
+    }
 }
 
 impl CommandLog {
@@ -81,16 +107,30 @@ impl CommandLog {
     }
 
     pub fn record(&self, line: &str) {
+        self.record_against(line, None);
+    }
+
+    /// Records a command run against something its line does not name (e.g. which server an
+    /// `ADDR` was).
+    pub fn record_against(&self, line: &str, label: Option<&str>) {
         let line = self.shorten(line);
+        let label = label.map(str::to_owned);
         let mut entries = self.entries.lock().expect("command log");
-        match entries.iter_mut().find(|(l, _)| *l == line) {
-            Some((_, n)) => *n += 1,
-            None => entries.push((line, 1)),
+        match entries
+            .iter_mut()
+            .find(|e| e.line == line && e.label == label)
+        {
+            Some(e) => e.runs += 1,
+            None => entries.push(Entry {
+                line,
+                label,
+                runs: 1,
+            }),
         }
     }
 
     /// Distinct commands in first-run order, with their run counts.
-    pub fn entries(&self) -> Vec<(String, usize)> {
+    pub fn entries(&self) -> Vec<Entry> {
         self.entries.lock().expect("command log").clone()
     }
 }
@@ -121,9 +161,14 @@ mod tests {
         log.alias(Path::new("/tmp/x1"), "$TMP");
         log.record("/repo/target/release/wirecheck kvp dump /tmp/x1/pool");
         log.record("/repo/target/release/wirecheck kvp dump /tmp/x1/pool");
+        log.record_against("wrk http://127.0.0.1:1/", Some("bare axum"));
+        let rendered: Vec<String> = log.entries().iter().map(Entry::render).collect();
         assert_eq!(
-            log.entries(),
-            vec![("target/release/wirecheck kvp dump $TMP/pool".to_owned(), 2)]
+            rendered,
+            vec![
+                "target/release/wirecheck kvp dump $TMP/pool    # x2".to_owned(),
+                "wrk http://ADDR/    # bare axum".to_owned(),
+            ]
         );
     }
 }

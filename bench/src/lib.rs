@@ -4,11 +4,12 @@
 //! Code map: [`sections`] (one module per figure: IMDS throughput, start-up and memory, the
 //! reporter's own benchmark, the conformance suite, `kvp dump`), [`servers`] (spawning the
 //! servers under test and waiting for their ready line), [`http`] (a raw keep-alive HTTP/1.1
-//! client for probes and request floods), [`wrk`], [`procfs`] (VmRSS / VmHWM), [`stats`],
+//! client for probes and request floods), [`wrk`], [`procfs`] (VmRSS / VmHWM), [`machine`] (other work on the machine), [`stats`],
 //! [`commands`] (the log of exact commands printed in RESULTS.md), [`results`] (the markdown).
 
 pub mod commands;
 pub mod http;
+pub mod machine;
 pub mod procfs;
 pub mod results;
 pub mod sections;

@@ -34,7 +34,7 @@ pub struct Report {
     pub sections: Vec<Section>,
     /// Sections that could not be measured, with why.
     pub failed: Vec<(String, String)>,
-    pub commands: Vec<(String, usize)>,
+    pub commands: Vec<crate::commands::Entry>,
     pub notes: Vec<String>,
 }
 
@@ -124,12 +124,8 @@ impl Report {
              address from the server's ready line.\n"
         );
         let _ = writeln!(out, "```sh");
-        for (line, n) in &self.commands {
-            if *n > 1 {
-                let _ = writeln!(out, "{line}    # x{n}");
-            } else {
-                let _ = writeln!(out, "{line}");
-            }
+        for entry in &self.commands {
+            let _ = writeln!(out, "{}", entry.render());
         }
         let _ = writeln!(out, "```");
         out

@@ -59,14 +59,15 @@ pub struct Load {
 }
 
 impl Load {
-    /// `wrk -t.. -c.. -d..s --timeout 10s -s imds.lua URL`.
-    pub fn run(&self, url: &str, log: &CommandLog) -> anyhow::Result<WrkSummary> {
-        self.run_for(url, self.duration, log)
+    /// `wrk -t.. -c.. -d..s --timeout 10s -s imds.lua URL` against the server named `label`.
+    pub fn run(&self, url: &str, label: &str, log: &CommandLog) -> anyhow::Result<WrkSummary> {
+        self.run_for(url, label, self.duration, log)
     }
 
     pub fn run_for(
         &self,
         url: &str,
+        label: &str,
         duration: Duration,
         log: &CommandLog,
     ) -> anyhow::Result<WrkSummary> {
@@ -82,7 +83,7 @@ impl Load {
             url.to_owned(),
         ];
         let line = render(&self.wrk, &args);
-        log.record(&line);
+        log.record_against(&line, Some(label));
         let out = Command::new(&self.wrk)
             .args(&args)
             .output()

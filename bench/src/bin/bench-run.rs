@@ -7,6 +7,7 @@ use std::process::{Command, ExitCode};
 use anyhow::Context as _;
 use clap::{Parser, ValueEnum};
 use wirecheck_bench::commands::CommandLog;
+use wirecheck_bench::machine::CpuSnapshot;
 use wirecheck_bench::results::{Report, Section};
 use wirecheck_bench::sections::{self, Ctx, Settings};
 
@@ -120,68 +121,91 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         python: cli.python.clone(),
     };
     let wanted = |p: Part| (cli.only.is_empty() || cli.only.contains(&p)) && !cli.skip.contains(&p);
-    let load_before = loadavg();
-    if load_before.0 > 1.0 {
+    let run_start = CpuSnapshot::now();
+    if run_start.load1 > 1.0 {
         eprintln!(
-            "bench-run: warning: load average {:.2} (other work is running); the figures will say so",
-            load_before.0
+            "bench-run: warning: load average {:.2} (other work is running); the results will say so",
+            run_start.load1
         );
     }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut report = Report {
         date: chrono::Utc::now().format("%Y-%m-%d %H:%M").to_string(),
         invocation: format!("`{}`", cli.invocation),
         ..Report::default()
     };
-    let mut add = |name: &str, result: anyhow::Result<Section>| match result {
-        Ok(section) => report.sections.push(section),
-        Err(e) => {
-            eprintln!("bench-run: {name}: {e:#}");
-            report.failed.push((name.to_owned(), format!("{e:#}")));
+    // (part, other work in cores while it ran)
+    let mut shared: Vec<(String, f64)> = Vec::new();
+    let mut add = |name: &str, part: &dyn Fn() -> anyhow::Result<Section>| {
+        eprintln!("bench-run: {name}");
+        let before = CpuSnapshot::now();
+        let result = part();
+        let after = CpuSnapshot::now();
+        let other = before.other_cores_until(&after);
+        shared.push((name.to_owned(), other));
+        match result {
+            Ok(mut section) => {
+                section.body.push_str(&format!(
+                    "\n_While this part ran: other work used {other:.2} of the {cpus} cores on \
+                     average (1-minute load average {:.2} when it started)._\n",
+                    before.load1
+                ));
+                report.sections.push(section);
+            }
+            Err(e) => {
+                eprintln!("bench-run: {name}: {e:#}");
+                report.failed.push((name.to_owned(), format!("{e:#}")));
+            }
         }
     };
     let doc = if wanted(Part::Imds) || wanted(Part::Footprint) {
         eprintln!("bench-run: capturing the IMDS document from the fake");
-        Some(sections::capture_document(&ctx, tmp.path()))
+        match sections::capture_document(&ctx, tmp.path()) {
+            Ok(doc) => Some(doc),
+            Err(e) => {
+                add("IMDS document", &|| Err(anyhow::anyhow!("{e:#}")));
+                None
+            }
+        }
     } else {
         None
     };
-    let doc = match doc.transpose() {
-        Ok(d) => d,
-        Err(e) => {
-            add("IMDS document", Err(e));
-            None
-        }
-    };
     if let Some(doc) = &doc {
         if wanted(Part::Imds) {
-            eprintln!("bench-run: IMDS throughput (wrk)");
-            add("IMDS throughput", sections::imds::run(&ctx, doc));
+            add("IMDS throughput (wrk)", &|| sections::imds::run(&ctx, doc));
         }
         if wanted(Part::Footprint) {
-            eprintln!("bench-run: start-up and memory");
-            add("start-up and memory", sections::footprint::run(&ctx, doc));
+            add("start-up and memory", &|| {
+                sections::footprint::run(&ctx, doc)
+            });
         }
     }
     if wanted(Part::Reporter) {
-        eprintln!("bench-run: provision-report (bench/reporter/run.sh)");
-        add("provision-report latency", sections::reporter::run(&ctx));
+        add("provision-report latency (bench/reporter/run.sh)", &|| {
+            sections::reporter::run(&ctx)
+        });
     }
     if wanted(Part::Suite) {
-        eprintln!("bench-run: conformance suite");
-        add("conformance suite", sections::suite::run(&ctx));
+        add("conformance suite", &|| sections::suite::run(&ctx));
     }
     if wanted(Part::Kvp) {
-        eprintln!("bench-run: kvp dump");
-        add("kvp dump", sections::kvp::run(&ctx));
+        add("kvp dump", &|| sections::kvp::run(&ctx));
     }
-    let load_after = loadavg();
-    report.machine = machine(&root, &cli, load_before, load_after);
-    if load_before.0 > 1.0 || load_after.0 > 1.0 {
+    let run_end = CpuSnapshot::now();
+    let other = run_start.other_cores_until(&run_end);
+    report.machine = machine(&root, &cli, run_start.load1, run_end.load1, other, cpus);
+    let busiest = shared
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .cloned()
+        .unwrap_or_default();
+    if run_start.load1 > 1.0 || busiest.1 > 0.2 {
         report.notes.push(format!(
-            "**Load:** the 1-minute load average was {:.2} at the start and {:.2} at the end \
-             (above 1.0 on 2 cores means other work shared the machine); ratios are measured \
-             in the same conditions for both sides, absolute figures are pessimistic.",
-            load_before.0, load_after.0
+            "**Shared machine:** the 1-minute load average was {:.2} at the start, and other \
+             work used {other:.2} of the {cpus} cores on average during the run (most during \
+             \"{}\": {:.2} cores). Each figure and its reference ran under the same \
+             conditions, interleaved, so the ratios hold; the absolute figures are pessimistic.",
+            run_start.load1, busiest.0, busiest.1
         ));
     }
     report.notes.push(fuzzing_note(&root));
@@ -225,18 +249,6 @@ fn fuzzing_note(root: &Path) -> String {
     )
 }
 
-fn loadavg() -> (f64, f64, f64) {
-    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let mut it = text
-        .split_whitespace()
-        .map(|s| s.parse::<f64>().unwrap_or(f64::NAN));
-    (
-        it.next().unwrap_or(f64::NAN),
-        it.next().unwrap_or(f64::NAN),
-        it.next().unwrap_or(f64::NAN),
-    )
-}
-
 fn first_line(program: &str, args: &[&str], dir: &Path) -> String {
     Command::new(program)
         .args(args)
@@ -262,8 +274,10 @@ fn first_line(program: &str, args: &[&str], dir: &Path) -> String {
 fn machine(
     root: &Path,
     cli: &Cli,
-    before: (f64, f64, f64),
-    after: (f64, f64, f64),
+    load_start: f64,
+    load_end: f64,
+    other_cores: f64,
+    cpus: usize,
 ) -> Vec<(String, String)> {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let model = cpuinfo
@@ -271,7 +285,6 @@ fn machine(
         .find_map(|l| l.strip_prefix("model name"))
         .map(|l| l.trim_start_matches([' ', '\t', ':']).to_owned())
         .unwrap_or_else(|| "unknown".into());
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .unwrap_or_default()
         .trim()
@@ -293,15 +306,22 @@ fn machine(
         (
             "machine".into(),
             format!(
-                "{model}, {cpus} CPUs, {:.1} GiB RAM, Linux {kernel} (x86_64 VM; cores shared with other work)",
-                mem_kib as f64 / 1024.0 / 1024.0
+                "{model}, {cpus} CPUs, {:.1} GiB RAM, Linux {kernel} ({})",
+                mem_kib as f64 / 1024.0 / 1024.0,
+                std::env::consts::ARCH
             ),
         ),
         (
-            "load average (1/5/15 min)".into(),
+            "1-minute load average".into(),
             format!(
-                "{:.2} / {:.2} / {:.2} at the start, {:.2} / {:.2} / {:.2} at the end",
-                before.0, before.1, before.2, after.0, after.1, after.2
+                "{load_start:.2} at the start, {load_end:.2} at the end (the bench's own load included)"
+            ),
+        ),
+        (
+            "other work during the run".into(),
+            format!(
+                "{other_cores:.2} of {cpus} cores on average (busy CPU time in /proc/stat minus \
+                 the bench's own and its children's)"
             ),
         ),
         (

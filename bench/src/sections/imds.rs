@@ -99,7 +99,7 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
     let url = |server: &Running| format!("http://{}{IMDS_PATH}", server.imds);
     let warm_up = Duration::from_secs(s.wrk_seconds.clamp(1, 2));
     for server in &servers {
-        load.run_for(&url(server), warm_up, &ctx.log)
+        load.run_for(&url(server), &server.name, warm_up, &ctx.log)
             .with_context(|| format!("warming up {}", server.name))?;
     }
     let mut measured: Vec<Measured> = servers
@@ -114,7 +114,7 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
         for k in 0..servers.len() {
             let i = (round + k) % servers.len();
             let summary = load
-                .run(&url(&servers[i]), &ctx.log)
+                .run(&url(&servers[i]), &servers[i].name, &ctx.log)
                 .with_context(|| format!("measuring {}", servers[i].name))?;
             measured[i].rounds.push(summary);
         }
