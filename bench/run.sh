@@ -6,6 +6,8 @@
 #   QUICK=1 bench/run.sh         # a dry run with tiny counts, written to target/bench-quick/RESULTS.md
 #                                # (without the reporter part: its script rewrites bench/reporter/RESULTS.md)
 #   bench/run.sh --only imds     # one part: imds | footprint | kvp | suite | reporter (repeatable)
+#   bench/run.sh --fuzz-seconds 60   # also fuzz the oracle's cargo-fuzz targets, 60 s each
+#                                    # (nightly + cargo-fuzz; runs last, after the figures)
 #
 # Extra arguments go to bench-run (`target/release/bench-run --help` lists the counts).
 # Needs: wrk (Debian package, /usr/bin/wrk), Debian's python3 with the cloud-init package

@@ -63,6 +63,10 @@ struct Cli {
     suite_runs: usize,
     #[arg(long, default_value_t = 50)]
     reporter_runs: usize,
+    /// Also fuzz each of the oracle's cargo-fuzz targets for this many seconds (needs nightly
+    /// and cargo-fuzz; 0 = no fuzzing).
+    #[arg(long, default_value_t = 0)]
+    fuzz_seconds: u64,
     /// Shown in RESULTS.md as how the run was invoked.
     #[arg(long, default_value = "bench/run.sh")]
     invocation: String,
@@ -191,6 +195,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     if wanted(Part::Kvp) {
         add("kvp dump", &|| sections::kvp::run(&ctx));
     }
+    if cli.fuzz_seconds > 0 {
+        add("fuzzing", &|| sections::fuzz::run(&ctx, cli.fuzz_seconds));
+    }
     let run_end = CpuSnapshot::now();
     let other = run_start.other_cores_until(&run_end);
     report.machine = machine(&root, &cli, run_start.load1, run_end.load1, other, cpus);
@@ -208,7 +215,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             run_start.load1, busiest.0, busiest.1
         ));
     }
-    report.notes.push(fuzzing_note(&root));
+    if cli.fuzz_seconds == 0 {
+        report.notes.push(fuzzing_note(&root));
+    }
     report.commands = ctx.log.entries();
     let out = if cli.out.is_absolute() {
         cli.out.clone()
@@ -233,9 +242,10 @@ fn fuzzing_note(root: &Path) -> String {
     let fuzz = first_line("cargo", &["+nightly", "fuzz", "--version"], root);
     let has_fuzz = fuzz.starts_with("cargo-fuzz");
     format!(
-        "**Fuzzing: not run** by this benchmark (the oracle's cargo-fuzz targets in \
-         `fake-wireserver/fuzz/`; the deep-run commands are in docs/readme-bench.md). On this \
-         machine: nightly toolchain {}; cargo-fuzz {}.",
+        "**Fuzzing: not run** in this run (the oracle's cargo-fuzz targets in \
+         `fake-wireserver/fuzz/`; `bench/run.sh --fuzz-seconds N` fuzzes each for N s, and \
+         docs/readme-bench.md has the deep-run commands). On this machine: nightly toolchain \
+         {}; cargo-fuzz {}.",
         if has_nightly {
             format!("present ({nightly})")
         } else {

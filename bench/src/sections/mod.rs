@@ -2,6 +2,7 @@
 //! and returns a [`Section`](crate::results::Section) with the table and the figures.
 
 pub mod footprint;
+pub mod fuzz;
 pub mod imds;
 pub mod kvp;
 pub mod reporter;
