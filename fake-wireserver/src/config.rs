@@ -38,6 +38,7 @@ struct JournalConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     file: Option<String>,
     capacity: usize,
+    max_bytes: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -66,6 +67,7 @@ impl EffectiveConfig {
                     .as_ref()
                     .map(|p| p.display().to_string()),
                 capacity: config.journal_capacity,
+                max_bytes: config.journal_max_bytes,
             },
             limits: Limits {
                 max_body_bytes: config.max_body_bytes,

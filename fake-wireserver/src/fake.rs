@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 use crate::documents::Addresses;
 use crate::expect::Expectation;
 use crate::http1::Limits;
-use crate::journal::{DEFAULT_CAPACITY, Entry, Journal};
+use crate::journal::{DEFAULT_CAPACITY, DEFAULT_MAX_BYTES, Entry, Journal, JournalStats};
 use crate::oracle::ServedIds;
 use crate::scenario::Scenario;
 use crate::server::{EngineSlot, ListenerKind, Shared, accept_loop, lock};
@@ -40,6 +40,9 @@ pub struct FakeConfig {
     pub journal_file: Option<PathBuf>,
     /// Entries kept in memory (oldest dropped first).
     pub journal_capacity: usize,
+    /// Bytes the in-memory window retains at most (oldest dropped first; the newest entry is
+    /// always kept). See [`Entry::retained_bytes`].
+    pub journal_max_bytes: usize,
     pub max_body_bytes: usize,
     pub read_timeout: Duration,
 }
@@ -58,6 +61,7 @@ impl Default for FakeConfig {
             scenario: Scenario::new(),
             journal_file: None,
             journal_capacity: DEFAULT_CAPACITY,
+            journal_max_bytes: DEFAULT_MAX_BYTES,
             max_body_bytes: DEFAULT_MAX_BODY,
             read_timeout: DEFAULT_READ_TIMEOUT,
         }
@@ -96,6 +100,10 @@ impl FakeConfig {
     }
     pub fn journal_capacity(mut self, n: usize) -> Self {
         self.journal_capacity = n;
+        self
+    }
+    pub fn journal_max_bytes(mut self, n: usize) -> Self {
+        self.journal_max_bytes = n;
         self
     }
     pub fn max_body_bytes(mut self, n: usize) -> Self {
@@ -168,12 +176,15 @@ impl Listeners {
 /// called inside a tokio runtime; the fake runs until the returned handle is shut down or
 /// dropped.
 pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, FakeError> {
-    let journal = Journal::new(config.journal_capacity, config.journal_file.as_deref()).map_err(
-        |source| FakeError::Journal {
-            path: config.journal_file.clone().unwrap_or_default(),
-            source,
-        },
-    )?;
+    let journal = Journal::new(
+        config.journal_capacity,
+        config.journal_max_bytes,
+        config.journal_file.as_deref(),
+    )
+    .map_err(|source| FakeError::Journal {
+        path: config.journal_file.clone().unwrap_or_default(),
+        source,
+    })?;
     let started = Instant::now();
     let shared = Arc::new(Shared {
         started,
@@ -314,6 +325,11 @@ impl Fake {
     /// The in-memory journal window, oldest first.
     pub fn journal(&self) -> Vec<Entry> {
         lock(&self.shared.journal).snapshot()
+    }
+
+    /// The in-memory window's size and bounds (entries, retained bytes, evictions).
+    pub fn journal_stats(&self) -> JournalStats {
+        lock(&self.shared.journal).stats()
     }
 
     /// Replaces the scenario (plans start from their first step; triggers count from now).

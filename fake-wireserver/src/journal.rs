@@ -20,6 +20,30 @@ pub const BODY_KEEP_BYTES: usize = 64 * 1024;
 /// Default number of entries kept in memory.
 pub const DEFAULT_CAPACITY: usize = 10_000;
 
+/// Default bound on the bytes the in-memory window retains (see [`Entry::retained_bytes`]).
+/// With 64 KiB bodies (plus base64) a count bound alone would allow over 1 GiB.
+pub const DEFAULT_MAX_BYTES: usize = 32 * 1024 * 1024;
+
+/// Fixed per-entry cost counted on top of the variable-length fields (struct, small strings).
+const ENTRY_OVERHEAD_BYTES: usize = 256;
+
+/// The state of the in-memory journal window ([`crate::Fake::journal_stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JournalStats {
+    /// Entries in the window now.
+    pub entries: usize,
+    /// Sum of [`Entry::retained_bytes`] over the window.
+    pub retained_bytes: usize,
+    /// The entry-count bound (`--journal-capacity`).
+    pub capacity: usize,
+    /// The byte bound (`--journal-max-bytes`); the newest entry is kept even when it alone is
+    /// larger.
+    pub max_bytes: usize,
+    /// Entries dropped from the window (oldest first) since the fake started; the JSON Lines
+    /// file still has them. A reset is not an eviction.
+    pub evicted: u64,
+}
+
 /// One request the fake received and what it did about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
@@ -76,6 +100,32 @@ pub struct StepRef {
 }
 
 impl Entry {
+    /// Approximate heap bytes this entry holds in the window: its variable-length fields (body,
+    /// base64, target, headers, findings, the health report's source) plus a fixed overhead.
+    pub fn retained_bytes(&self) -> usize {
+        let headers: usize = self.headers.iter().map(|(n, v)| n.len() + v.len()).sum();
+        let findings: usize = self
+            .findings
+            .iter()
+            .map(|f| f.id.len() + f.message.len())
+            .sum();
+        // The parsed report holds strings taken from the body: at most about its size again.
+        let report = if self.report.is_some() {
+            self.body.len()
+        } else {
+            0
+        };
+        ENTRY_OVERHEAD_BYTES
+            + self.body.len()
+            + self.body_b64.as_ref().map_or(0, String::len)
+            + self.target.len()
+            + self.client.len()
+            + self.method.len()
+            + headers
+            + findings
+            + report
+    }
+
     /// The first header with this name (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
@@ -146,16 +196,26 @@ pub(crate) fn body_fields(bytes: &[u8]) -> (String, Option<String>, usize, bool)
 }
 
 /// The journal store: a bounded in-memory window plus an optional JSON Lines sink.
+///
+/// The window is bounded by entry count and by retained bytes; the oldest entries go first.
 pub(crate) struct Journal {
     entries: VecDeque<Entry>,
     capacity: usize,
+    max_bytes: usize,
+    /// Sum of `retained_bytes()` over `entries`.
+    retained_bytes: usize,
+    evicted: u64,
     next_seq: u64,
     sink: Option<BufWriter<File>>,
     sink_error: Option<String>,
 }
 
 impl Journal {
-    pub(crate) fn new(capacity: usize, file: Option<&Path>) -> std::io::Result<Self> {
+    pub(crate) fn new(
+        capacity: usize,
+        max_bytes: usize,
+        file: Option<&Path>,
+    ) -> std::io::Result<Self> {
         let sink = match file {
             Some(path) => Some(BufWriter::new(File::create(path)?)),
             None => None,
@@ -163,6 +223,9 @@ impl Journal {
         Ok(Journal {
             entries: VecDeque::new(),
             capacity: capacity.max(1),
+            max_bytes,
+            retained_bytes: 0,
+            evicted: 0,
             next_seq: 1,
             sink,
             sink_error: None,
@@ -174,23 +237,50 @@ impl Journal {
         let seq = self.next_seq;
         self.next_seq += 1;
         entry.seq = seq;
-        if self.entries.len() == self.capacity {
-            self.entries.pop_front();
+        let size = entry.retained_bytes();
+        while !self.entries.is_empty()
+            && (self.entries.len() >= self.capacity
+                || self.retained_bytes.saturating_add(size) > self.max_bytes)
+        {
+            self.evict_oldest();
         }
+        self.retained_bytes += size;
         self.entries.push_back(entry);
         seq
     }
 
+    fn evict_oldest(&mut self) {
+        if let Some(old) = self.entries.pop_front() {
+            self.retained_bytes = self.retained_bytes.saturating_sub(old.retained_bytes());
+            self.evicted += 1;
+        }
+    }
+
     /// Updates an entry that is still in the window.
     pub(crate) fn update(&mut self, seq: u64, f: impl FnOnce(&mut Entry)) {
-        if let Some(entry) = self.get_mut(seq) {
-            f(entry);
+        let Some(entry) = self.get_mut(seq) else {
+            return;
+        };
+        let before = entry.retained_bytes();
+        f(entry);
+        let after = entry.retained_bytes();
+        self.retained_bytes = (self.retained_bytes + after).saturating_sub(before);
+        // An update that grew the window past its bound drops the oldest others, never itself.
+        while self.retained_bytes > self.max_bytes
+            && self.entries.len() > 1
+            && self.entries.front().is_some_and(|e| e.seq != seq)
+        {
+            self.evict_oldest();
         }
     }
 
     /// Marks an entry final: it is written to the JSON Lines file (one line, flushed).
     pub(crate) fn finish(&mut self, seq: u64, f: impl FnOnce(&mut Entry)) {
         self.update(seq, f);
+        if self.sink.is_none() {
+            // Serializing is the costliest part of journaling: only for a file.
+            return;
+        }
         let Some(line) = self
             .get_mut(seq)
             .map(|e| serde_json::to_string(e).unwrap_or_default())
@@ -223,6 +313,17 @@ impl Journal {
     /// Empties the in-memory window (the file and the seq counter are kept).
     pub(crate) fn clear(&mut self) {
         self.entries.clear();
+        self.retained_bytes = 0;
+    }
+
+    pub(crate) fn stats(&self) -> JournalStats {
+        JournalStats {
+            entries: self.entries.len(),
+            retained_bytes: self.retained_bytes,
+            capacity: self.capacity,
+            max_bytes: self.max_bytes,
+            evicted: self.evicted,
+        }
     }
 
     #[allow(dead_code)]
@@ -264,7 +365,7 @@ mod tests {
 
     #[test]
     fn window_is_bounded_and_seq_keeps_counting() {
-        let mut j = Journal::new(3, None).unwrap();
+        let mut j = Journal::new(3, DEFAULT_MAX_BYTES, None).unwrap();
         for _ in 0..5 {
             j.begin(entry());
         }
@@ -275,6 +376,35 @@ mod tests {
         assert_eq!(j.snapshot()[1].done_ms, Some(9));
         j.clear();
         assert_eq!(j.begin(entry()), 6);
+    }
+
+    #[test]
+    fn window_is_bounded_by_bytes_oldest_first() {
+        let mut big = entry();
+        big.body = "x".repeat(10_000);
+        let size = big.retained_bytes();
+        let mut j = Journal::new(1000, size * 3 + size / 2, None).unwrap();
+        for _ in 0..10 {
+            j.begin(big.clone());
+        }
+        let stats = j.stats();
+        assert_eq!(stats.entries, 3);
+        assert_eq!(stats.retained_bytes, size * 3);
+        assert_eq!(stats.evicted, 7);
+        let seqs: Vec<u64> = j.snapshot().iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, vec![8, 9, 10]);
+        // An update that grows an entry evicts older ones, never the updated one.
+        j.update(10, |e| e.body = "y".repeat(30_000));
+        let seqs: Vec<u64> = j.snapshot().iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, vec![10]);
+        assert_eq!(j.stats().retained_bytes, j.snapshot()[0].retained_bytes());
+        // One entry larger than the bound is still kept (the window is never empty after begin).
+        let mut huge = entry();
+        huge.body = "z".repeat(size * 5);
+        assert_eq!(j.begin(huge), 11);
+        assert_eq!(j.stats().entries, 1);
+        j.clear();
+        assert_eq!(j.stats().retained_bytes, 0);
     }
 
     #[test]

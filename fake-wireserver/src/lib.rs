@@ -115,7 +115,7 @@ pub use expect::{Expectation, Times};
 pub use fake::{
     DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT, Fake, FakeConfig, FakeError, Listeners, serve_on,
 };
-pub use journal::{Answer, Entry, StepRef};
+pub use journal::{Answer, Entry, JournalStats, StepRef};
 pub use oracle::{Finding, HealthReport, ServedIds, Severity};
 pub use scenario::{
     Action, Body, EndPolicy, EndpointPlan, Preset, RateLimit, Reply, Scenario, ScenarioError, Step,

@@ -67,6 +67,11 @@ struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = fake_wireserver::journal::DEFAULT_CAPACITY)]
     journal_capacity: usize,
 
+    /// Bytes the in-memory journal window retains at most (bodies, headers, ...); the oldest
+    /// entries are dropped first. The --journal file still gets everything.
+    #[arg(long, value_name = "BYTES", default_value_t = fake_wireserver::journal::DEFAULT_MAX_BYTES)]
+    journal_max_bytes: usize,
+
     /// Request bodies over this many bytes are refused with 413.
     #[arg(long, value_name = "BYTES", default_value_t = fake_wireserver::DEFAULT_MAX_BODY)]
     max_body: usize,
@@ -148,6 +153,7 @@ fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .imds(args.imds.0)
         .admin(args.admin)
         .journal_capacity(args.journal_capacity)
+        .journal_max_bytes(args.journal_max_bytes)
         .max_body_bytes(args.max_body)
         .read_timeout(fake_wireserver::scenario::seconds(args.read_timeout));
     if let Some(proxy) = args.proxy {

@@ -193,6 +193,67 @@ async fn journal_window_is_bounded_and_the_file_keeps_everything() {
 }
 
 #[tokio::test]
+async fn journal_window_is_bounded_by_bytes_and_drops_the_oldest() {
+    const MAX_BYTES: usize = 2 * 1024 * 1024;
+    const REQUESTS: u64 = 60;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("journal.jsonl");
+    let fake = Fake::start(
+        FakeConfig::default()
+            .journal_max_bytes(MAX_BYTES)
+            .journal_file(&file),
+    )
+    .await
+    .unwrap();
+    let addr = fake.wireserver_addr().unwrap();
+    // 64 KiB health bodies, half of them binary (kept as text and base64): 60 of them are
+    // several MiB, far over the bound, while the count bound (10,000) is never reached.
+    for i in 0..REQUESTS {
+        let body: Vec<u8> = if i % 2 == 0 {
+            let mut b = b"<Health>".to_vec();
+            b.resize(64 * 1024, b'x');
+            b
+        } else {
+            vec![0xff; 64 * 1024]
+        };
+        let mut req = format!(
+            "POST /machine?comp=health HTTP/1.1\r\nHost: 168.63.129.16\r\nx-ms-version: 2012-11-30\r\nContent-Type: text/xml; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        req.extend_from_slice(&body);
+        response(exchange(addr, &req, T).await);
+    }
+    let stats = fake.journal_stats();
+    let journal = fake.journal();
+    let summed: usize = journal.iter().map(Entry::retained_bytes).sum();
+    let bodies: usize = journal
+        .iter()
+        .map(|e| e.body.len() + e.body_b64.as_ref().map_or(0, String::len))
+        .sum();
+    assert_eq!(stats.retained_bytes, summed);
+    assert_eq!(stats.entries, journal.len());
+    assert!(bodies <= summed && summed <= MAX_BYTES, "{stats:?}");
+    assert!(
+        stats.entries >= 3 && (stats.entries as u64) < REQUESTS,
+        "the bound, not the count, limits the window: {stats:?}"
+    );
+    assert_eq!(stats.evicted + stats.entries as u64, REQUESTS);
+    // The oldest were dropped: the window is the newest entries, in order, ending at the last.
+    let seqs: Vec<u64> = journal.iter().map(|e| e.seq).collect();
+    let first = REQUESTS - journal.len() as u64 + 1;
+    assert_eq!(seqs, (first..=REQUESTS).collect::<Vec<_>>());
+    assert!(journal.iter().all(|e| e.body_len == 64 * 1024));
+    assert!(
+        journal.iter().any(|e| e.body_b64.is_some()),
+        "binary bodies are counted too"
+    );
+    // The file still has every entry.
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text.lines().count() as u64, REQUESTS);
+}
+
+#[tokio::test]
 async fn journal_entry_shapes() {
     let scenario = Scenario::from_toml_str(
         "[goalstate]\nincarnation = \"7\"\ncontainer_id = \"c0ffee00-1111-2222-3333-444444444444\"\ninstance_id = \"11111111222233334444555555555555.vector-vm\"\n[[endpoint]]\nid = \"wireserver.health.json\"\n[[endpoint.step]]\nkind = \"respond\"\npreset = \"throttled\"\n",

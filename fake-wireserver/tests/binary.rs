@@ -162,6 +162,8 @@ fn print_config_merges_defaults_file_and_flags() {
         "journal.jsonl",
         "--max-body",
         "2048",
+        "--journal-max-bytes",
+        "1048576",
     ]);
     insta::assert_snapshot!("print_config_merged", merged);
     // The [fake] table is a valid scenario again.
