@@ -52,6 +52,9 @@ pub struct Documents {
     pub certificates: bool,
     instance: Value,
     pps_type: String,
+    /// `instance_json(false)` and `instance_json(true)` serialized, computed once: the documents
+    /// are rebuilt whenever a scenario is loaded and nothing else changes the instance document.
+    instance_text: [String; 2],
 }
 
 impl Documents {
@@ -89,14 +92,20 @@ impl Documents {
         if let Some(v) = &imds.admin_username {
             set(&mut instance, &["compute", "osProfile", "adminUsername"], v);
         }
-        Documents {
+        let mut docs = Documents {
             incarnation: gs.incarnation.unwrap_or_else(|| "1".into()),
             container_id: gs.container_id.unwrap_or_default(),
             instance_id: gs.instance_id.unwrap_or_default(),
             certificates: gs.certificates.unwrap_or(true),
             instance,
             pps_type: imds.pps_type.clone().unwrap_or_else(|| "None".into()),
-        }
+            instance_text: Default::default(),
+        };
+        docs.instance_text = [
+            docs.instance_json(false).to_string(),
+            docs.instance_json(true).to_string(),
+        ];
+        docs
     }
 
     /// The ids served after `bumps` incarnation bumps.
@@ -195,6 +204,11 @@ impl Documents {
             );
         }
         doc
+    }
+
+    /// [`Self::instance_json`] as the JSON text served (cached).
+    pub fn instance_json_text(&self, extended: bool) -> &str {
+        &self.instance_text[usize::from(extended)]
     }
 
     fn compute_str(&self, key: &[&str]) -> String {
@@ -313,5 +327,25 @@ mod tests {
         assert!(xml.contains("comp=certificates&amp;incarnation=1"));
         assert!(!xml.contains('{'), "no placeholder left: {xml}");
         assert_eq!(docs.served_ids(2).incarnation, "3");
+    }
+
+    #[test]
+    fn cached_instance_text_is_the_document_with_overrides() {
+        let mut scenario = Scenario::default();
+        scenario.imds.name = Some("cached-vm".into());
+        scenario.imds.pps_type = Some("Running".into());
+        let docs = Documents::new(&scenario);
+        for extended in [false, true] {
+            assert_eq!(
+                docs.instance_json_text(extended),
+                docs.instance_json(extended).to_string()
+            );
+        }
+        assert!(docs.instance_json_text(false).contains("\"cached-vm\""));
+        assert!(!docs.instance_json_text(false).contains("ppsType"));
+        assert!(
+            docs.instance_json_text(true)
+                .contains("\"ppsType\":\"Running\"")
+        );
     }
 }

@@ -27,30 +27,40 @@ pub fn router() -> Router {
         .fallback(handle)
 }
 
-fn with_type(status: StatusCode, content_type: &'static str, body: String) -> Response {
-    let mut res = (status, body).into_response();
-    res.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    res
+/// A default IMDS answer, independent of axum: the connection loop serves it directly (the
+/// hot path), and [`router`] wraps it for in-process use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ImdsAnswer {
+    pub status: StatusCode,
+    pub content_type: &'static str,
+    /// `Allow: GET` on 405.
+    pub allow_get: bool,
+    pub body: String,
 }
 
-fn json_reply(status: StatusCode, body: &Value) -> Response {
+fn with_type(status: StatusCode, content_type: &'static str, body: String) -> ImdsAnswer {
+    ImdsAnswer {
+        status,
+        content_type,
+        allow_get: false,
+        body,
+    }
+}
+
+fn json_reply(status: StatusCode, body: &Value) -> ImdsAnswer {
     with_type(status, JSON_CONTENT_TYPE, body.to_string())
 }
 
-fn error(status: StatusCode, message: &str) -> Response {
+fn error(status: StatusCode, message: &str) -> ImdsAnswer {
     json_reply(status, &json!({ "error": message }))
 }
 
 /// The newest versions, as the platform lists them in its "api-version" errors.
 fn newest_versions() -> Vec<String> {
-    let mut v = imds_api_versions();
-    v.reverse();
-    v.truncate(3);
-    v
+    imds_api_versions().iter().rev().take(3).cloned().collect()
 }
 
-fn refusal_response(refusal: &ImdsRefusal) -> Response {
+fn refusal_response(refusal: &ImdsRefusal) -> ImdsAnswer {
     match refusal {
         ImdsRefusal::ForwardedFor => error(
             StatusCode::BAD_REQUEST,
@@ -88,9 +98,6 @@ async fn handle(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let query = endpoint::query_pairs(query.as_deref());
-    let path = uri.path();
-    let id = endpoint::classify(Service::Imds, path, &query);
     let header_list: Vec<(String, String)> = headers
         .iter()
         .map(|(k, v)| {
@@ -100,13 +107,43 @@ async fn handle(
             )
         })
         .collect();
+    let answer = answer(
+        &ctx,
+        method.as_str(),
+        uri.path(),
+        query.as_deref(),
+        &header_list,
+    );
+    let mut res = (answer.status, answer.body).into_response();
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(answer.content_type),
+    );
+    if answer.allow_get {
+        res.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET"));
+    }
+    res
+}
+
+/// The default answer to one IMDS request (`path` and `raw_query` as `http::Uri` splits them;
+/// header names in any case).
+pub(crate) fn answer(
+    ctx: &RequestCtx,
+    method: &str,
+    path: &str,
+    raw_query: Option<&str>,
+    header_list: &[(String, String)],
+) -> ImdsAnswer {
+    let query = endpoint::query_pairs(raw_query);
+    let id = endpoint::classify(Service::Imds, path, &query);
     let view = RequestView {
         service: Service::Imds,
         endpoint: id,
-        method: method.as_str(),
+        method,
         path,
         query: &query,
-        headers: &header_list,
+        headers: header_list,
         http_version: "",
     };
     if let Some(refusal) = imds_refusal(&view) {
@@ -115,10 +152,9 @@ async fn handle(
     if id == endpoint::IMDS_UNKNOWN {
         return error(StatusCode::NOT_FOUND, "Not found");
     }
-    if method != Method::GET {
+    if method != Method::GET.as_str() {
         let mut res = error(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed");
-        res.headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("GET"));
+        res.allow_get = true;
         return res;
     }
     let param = |name: &str| {
@@ -148,8 +184,16 @@ async fn handle(
         _ => {
             let extended = param("extended").is_some_and(|v| v.eq_ignore_ascii_case("true"));
             let format = param("format").unwrap_or("json");
-            let doc = ctx.documents.instance_json(extended);
             let rest = path.strip_prefix("/metadata/instance").unwrap_or_default();
+            if format.eq_ignore_ascii_case("json") && rest.split('/').all(str::is_empty) {
+                // The whole document, serialized once per scenario (the hot path).
+                return with_type(
+                    StatusCode::OK,
+                    JSON_CONTENT_TYPE,
+                    ctx.documents.instance_json_text(extended).to_owned(),
+                );
+            }
+            let doc = ctx.documents.instance_json(extended);
             let mut node = &doc;
             for segment in rest.split('/').filter(|s| !s.is_empty()) {
                 let next = match node {

@@ -6,17 +6,21 @@ use crate::endpoint::*;
 use crate::oracle::Finding;
 
 /// The IMDS api-versions the fake accepts (the platform's list, `defaults/imds-versions.json`).
-pub fn imds_api_versions() -> Vec<String> {
-    let v: serde_json::Value =
-        serde_json::from_str(crate::documents::IMDS_VERSIONS_JSON).unwrap_or_default();
-    v["apiVersions"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
+/// Parsed once: every IMDS request checks its api-version against this list.
+pub fn imds_api_versions() -> &'static [String] {
+    static VERSIONS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        let v: serde_json::Value =
+            serde_json::from_str(crate::documents::IMDS_VERSIONS_JSON).unwrap_or_default();
+        v["apiVersions"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    });
+    &VERSIONS
 }
 
 pub(crate) struct RequestView<'a> {

@@ -683,11 +683,30 @@ static IMDS_ROUTER: std::sync::LazyLock<axum::Router> =
 
 /// The default answer: the request goes through the service's axum router.
 async fn route_default(service: Service, req: &Request, ctx: RequestCtx) -> Outgoing {
+    match service {
+        Service::Imds => {
+            if http::Method::from_bytes(req.method.as_bytes()).is_err() {
+                return Outgoing::new(400, vec![], Vec::new());
+            }
+            imds_default(req, &origin_form(req), &ctx)
+        }
+        Service::Wireserver => via_router(service, req, ctx).await,
+    }
+}
+
+/// `path?query` of the request target.
+fn origin_form(req: &Request) -> String {
     let parts = endpoint::split_target(&req.target);
-    let uri = match parts.query {
+    match parts.query {
         Some(q) => format!("{}?{q}", parts.path),
         None => parts.path.to_owned(),
-    };
+    }
+}
+
+/// The default answer through the service's axum router (the wireserver's; IMDS in tests, to
+/// show the direct path answers the same).
+async fn via_router(service: Service, req: &Request, ctx: RequestCtx) -> Outgoing {
+    let uri = origin_form(req);
     let Ok(method) = http::Method::from_bytes(req.method.as_bytes()) else {
         return Outgoing::new(400, vec![], Vec::new());
     };
@@ -728,6 +747,44 @@ async fn route_default(service: Service, req: &Request, ctx: RequestCtx) -> Outg
     Outgoing::new(parts.status.as_u16(), headers, body)
 }
 
+/// IMDS default answers without the axum round trip (the benchmarked hot path): the same
+/// checks `route_default` makes (a target `http::Uri` refuses → 400), the same headers the
+/// router would see (those `http` accepts), the same handler logic ([`crate::imds::answer`]).
+fn imds_default(req: &Request, uri: &str, ctx: &RequestCtx) -> Outgoing {
+    let Ok(uri) = http::Uri::try_from(uri) else {
+        return Outgoing::new(400, vec![], Vec::new());
+    };
+    let answer = if req.headers.iter().all(|(n, v)| http_accepts_header(n, v)) {
+        crate::imds::answer(ctx, &req.method, uri.path(), uri.query(), &req.headers)
+    } else {
+        let kept: Vec<(String, String)> = req
+            .headers
+            .iter()
+            .filter(|(n, v)| http_accepts_header(n, v))
+            .cloned()
+            .collect();
+        crate::imds::answer(ctx, &req.method, uri.path(), uri.query(), &kept)
+    };
+    let mut headers = Vec::with_capacity(2);
+    headers.push(("Content-Type".to_owned(), answer.content_type.to_owned()));
+    if answer.allow_get {
+        headers.push(("Allow".to_owned(), "GET".to_owned()));
+    }
+    Outgoing::new(answer.status.as_u16(), headers, answer.body)
+}
+
+/// Whether `http::HeaderName::from_bytes` and `http::HeaderValue::from_str` accept a header
+/// (`route_default` drops the others before the router sees them).
+fn http_accepts_header(name: &str, value: &str) -> bool {
+    const TCHAR_PUNCT: &[u8] = b"!#$%&'*+-.^_`|~";
+    !name.is_empty()
+        && name.len() < 1 << 16
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || TCHAR_PUNCT.contains(&b))
+        && value.bytes().all(|b| (b >= 32 && b != 127) || b == b'\t')
+}
+
 /// `content-type` → `Content-Type` (IIS capitalises; some clients log headers as sent).
 fn header_case(name: &str) -> String {
     name.split('-')
@@ -758,6 +815,169 @@ mod tests {
         );
         let local: SocketAddr = "127.0.0.1:9".parse().unwrap();
         assert_eq!(base_url(None, Some(local)), "http://127.0.0.1:9");
+    }
+
+    /// The direct IMDS path answers byte for byte what the axum router answers.
+    #[tokio::test]
+    async fn imds_direct_answers_equal_the_router() {
+        let mut scenario = Scenario::default();
+        scenario.imds.name = Some("direct-vm".into());
+        let ctx = RequestCtx {
+            documents: Arc::new(Documents::new(&scenario)),
+            ids: Documents::new(&scenario).served_ids(0),
+            base_url: "http://169.254.169.254:80".into(),
+            reprovision_available: false,
+        };
+        let md = ("Metadata".to_owned(), "true".to_owned());
+        type Headers = Vec<(String, String)>;
+        let cases: Vec<(&str, &str, Headers)> = vec![
+            (
+                "GET",
+                "/metadata/instance?api-version=2021-08-01",
+                vec![md.clone()],
+            ),
+            (
+                "GET",
+                "/metadata/instance/?api-version=2021-08-01&extended=true",
+                vec![md.clone()],
+            ),
+            (
+                "GET",
+                "/metadata/instance?api-version=2021-08-01&format=JSON",
+                vec![md.clone()],
+            ),
+            (
+                "GET",
+                "http://169.254.169.254/metadata/instance/compute?api-version=2021-08-01",
+                vec![md.clone()],
+            ),
+            (
+                "GET",
+                "/metadata/instance/compute/name?api-version=2021-08-01",
+                vec![md.clone()],
+            ),
+            (
+                "GET",
+                "/metadata/instance/compute/name?api-version=2021-08-01&format=text",
+                vec![md.clone()],
+            ),
+            (
+                "GET",
+                "/metadata/instance/compute?api-version=2021-08-01&format=text",
+                vec![md.clone()],
+            ),
+            (
+                "GET",
+                "/metadata/instance/nope?api-version=2021-08-01",
+                vec![md.clone()],
+            ),
+            (
+                "GET",
+                "/metadata/instance?api-version=2021-08-01&format=xml",
+                vec![md.clone()],
+            ),
+            ("GET", "/metadata/instance?api-version=2021-08-01", vec![]),
+            (
+                "GET",
+                "/metadata/instance?api-version=2021-08-01",
+                vec![("metadata".into(), " TRUE ".into())],
+            ),
+            (
+                "GET",
+                "/metadata/instance?api-version=1999-01-01",
+                vec![md.clone()],
+            ),
+            ("GET", "/metadata/instance", vec![md.clone()]),
+            (
+                "GET",
+                "/metadata/instance?api-version=2021-08-01&api-version=2021-08-01",
+                vec![md.clone()],
+            ),
+            (
+                "GET",
+                "/metadata/instance?api-version=2021-08-01",
+                vec![md.clone(), ("X-Forwarded-For".into(), "1.2.3.4".into())],
+            ),
+            // A header `http` refuses is invisible to the router, and so to the direct path.
+            (
+                "GET",
+                "/metadata/instance?api-version=2021-08-01",
+                vec![md.clone(), ("X-Forwarded-For".into(), "bad\u{1}".into())],
+            ),
+            (
+                "POST",
+                "/metadata/instance?api-version=2021-08-01",
+                vec![md.clone()],
+            ),
+            (
+                "get",
+                "/metadata/instance?api-version=2021-08-01",
+                vec![md.clone()],
+            ),
+            ("GET", "/metadata/versions", vec![md.clone()]),
+            (
+                "GET",
+                "/metadata/reprovisiondata?api-version=2019-06-01",
+                vec![md.clone()],
+            ),
+            (
+                "GET",
+                "/metadata/elsewhere?api-version=2021-08-01",
+                vec![md.clone()],
+            ),
+            (
+                "GET",
+                "/metadata/instance?api-version=2021-08-01&q=a%20b",
+                vec![md.clone()],
+            ),
+        ];
+        for (method, target, headers) in cases {
+            let req = Request {
+                method: method.into(),
+                target: target.into(),
+                http_version: "HTTP/1.1".into(),
+                headers,
+                body: Vec::new(),
+                head_at: Instant::now(),
+            };
+            let direct = route_default(Service::Imds, &req, ctx.clone()).await;
+            let routed = via_router(Service::Imds, &req, ctx.clone()).await;
+            // What goes on the wire (the router's own Content-Length is replaced by `head`).
+            let wire = |out: &Outgoing| {
+                let head = String::from_utf8(out.head(false)).unwrap();
+                let head: String = head
+                    .split_inclusive("\r\n")
+                    .filter(|l| !l.starts_with("Date: "))
+                    .collect();
+                (head, String::from_utf8_lossy(&out.body).into_owned())
+            };
+            assert_eq!(wire(&direct), wire(&routed), "{method} {target}");
+        }
+    }
+
+    #[test]
+    fn header_validity_matches_the_http_crate() {
+        let cases = [
+            ("Metadata", "true"),
+            ("X-Forwarded-For", "1.2.3.4"),
+            ("bad name", "x"),
+            ("", "x"),
+            ("x", "tab\there"),
+            ("x", "ctl\u{1}"),
+            ("x", "del\u{7f}"),
+            ("x", "caf\u{e9}"),
+            ("a:b", "x"),
+            ("x", ""),
+        ];
+        for (name, value) in cases {
+            let http = http::HeaderName::from_bytes(name.as_bytes()).is_ok()
+                && http::HeaderValue::from_str(value).is_ok();
+            assert_eq!(
+                http_accepts_header(name, value),
+                http,
+                "{name:?}: {value:?}"
+            );
+        }
     }
 
     #[test]
