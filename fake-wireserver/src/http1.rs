@@ -390,11 +390,38 @@ impl Outgoing {
     /// Status line and headers; `Content-Length` is always the full body length, `Date` is
     /// added, `Connection: close` when the connection ends after this answer.
     pub(crate) fn head(&self, close: bool) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.head_capacity());
+        self.write_head(&mut out, close);
+        out
+    }
+
+    /// Head and body in one buffer, for a single write (`head_only`: HEAD requests).
+    pub(crate) fn to_bytes(&self, close: bool, head_only: bool) -> Vec<u8> {
+        let body = if head_only { &[][..] } else { &self.body[..] };
+        let mut out = Vec::with_capacity(self.head_capacity() + body.len());
+        self.write_head(&mut out, close);
+        out.extend_from_slice(body);
+        out
+    }
+
+    fn head_capacity(&self) -> usize {
+        let headers: usize = self
+            .headers
+            .iter()
+            .map(|(n, v)| n.len() + v.len() + 4)
+            .sum();
+        // Status line, Date, Content-Length and Connection lines fit in 128 bytes.
+        128 + headers
+    }
+
+    fn write_head(&self, out: &mut Vec<u8>, close: bool) {
+        use std::io::Write as _;
         let reason = http::StatusCode::from_u16(self.status)
             .ok()
             .and_then(|s| s.canonical_reason())
             .unwrap_or("Unknown");
-        let mut out = format!("HTTP/1.1 {} {reason}\r\n", self.status);
+        // Writes into a Vec cannot fail.
+        let _ = write!(out, "HTTP/1.1 {} {reason}\r\n", self.status);
         for (name, value) in &self.headers {
             if name.eq_ignore_ascii_case("content-length")
                 || name.eq_ignore_ascii_case("transfer-encoding")
@@ -403,17 +430,69 @@ impl Outgoing {
             {
                 continue;
             }
-            out.push_str(&format!("{name}: {value}\r\n"));
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
         }
-        out.push_str(&format!(
-            "Date: {}\r\n",
-            chrono::Utc::now().format("%a, %d %b %Y %H:%M:%S GMT")
-        ));
-        out.push_str(&format!("Content-Length: {}\r\n", self.body.len()));
+        out.extend_from_slice(b"Date: ");
+        with_http_date(|date| out.extend_from_slice(date.as_bytes()));
+        let _ = write!(out, "\r\nContent-Length: {}\r\n", self.body.len());
         if close {
-            out.push_str("Connection: close\r\n");
+            out.extend_from_slice(b"Connection: close\r\n");
         }
-        out.push_str("\r\n");
-        out.into_bytes()
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// The current time as an HTTP date, formatted at most once per second per thread.
+fn with_http_date<R>(f: impl FnOnce(&str) -> R) -> R {
+    use std::cell::RefCell;
+    thread_local! {
+        static CACHE: RefCell<(i64, String)> = const { RefCell::new((i64::MIN, String::new())) };
+    }
+    let now = chrono::Utc::now();
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.0 != now.timestamp() {
+            *cache = (
+                now.timestamp(),
+                now.format("%a, %d %b %Y %H:%M:%S GMT").to_string(),
+            );
+        }
+        f(&cache.1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_and_body_in_one_buffer() {
+        let out = Outgoing::new(
+            200,
+            vec![
+                ("Content-Type".into(), "application/json".into()),
+                ("content-length".into(), "999".into()),
+                ("Connection".into(), "keep-alive".into()),
+            ],
+            "{}",
+        );
+        let bytes = String::from_utf8(out.to_bytes(true, false)).unwrap();
+        let (head, body) = bytes.split_once("\r\n\r\n").unwrap();
+        assert_eq!(body, "{}");
+        let lines: Vec<&str> = head.lines().collect();
+        assert_eq!(lines[0], "HTTP/1.1 200 OK");
+        assert_eq!(lines[1], "Content-Type: application/json");
+        let date = lines[2].strip_prefix("Date: ").unwrap();
+        assert!(chrono::DateTime::parse_from_rfc2822(&date.replace("GMT", "+0000")).is_ok());
+        assert_eq!(&lines[3..], ["Content-Length: 2", "Connection: close"]);
+        assert!(
+            out.head(true)
+                .ends_with(b"Content-Length: 2\r\nConnection: close\r\n\r\n")
+        );
+        let head_only = out.to_bytes(false, true);
+        assert!(head_only.ends_with(b"Content-Length: 2\r\n\r\n"));
     }
 }

@@ -200,6 +200,8 @@ pub(crate) fn body_fields(bytes: &[u8]) -> (String, Option<String>, usize, bool)
 /// The window is bounded by entry count and by retained bytes; the oldest entries go first.
 pub(crate) struct Journal {
     entries: VecDeque<Entry>,
+    /// `retained_bytes()` of each entry, in step with `entries` (not recomputed on eviction).
+    sizes: VecDeque<usize>,
     capacity: usize,
     max_bytes: usize,
     /// Sum of `retained_bytes()` over `entries`.
@@ -222,6 +224,7 @@ impl Journal {
         };
         Ok(Journal {
             entries: VecDeque::new(),
+            sizes: VecDeque::new(),
             capacity: capacity.max(1),
             max_bytes,
             retained_bytes: 0,
@@ -246,24 +249,27 @@ impl Journal {
         }
         self.retained_bytes += size;
         self.entries.push_back(entry);
+        self.sizes.push_back(size);
         seq
     }
 
     fn evict_oldest(&mut self) {
-        if let Some(old) = self.entries.pop_front() {
-            self.retained_bytes = self.retained_bytes.saturating_sub(old.retained_bytes());
+        if self.entries.pop_front().is_some() {
+            let size = self.sizes.pop_front().unwrap_or_default();
+            self.retained_bytes = self.retained_bytes.saturating_sub(size);
             self.evicted += 1;
         }
     }
 
     /// Updates an entry that is still in the window.
     pub(crate) fn update(&mut self, seq: u64, f: impl FnOnce(&mut Entry)) {
-        let Some(entry) = self.get_mut(seq) else {
+        let Some(idx) = self.index_of(seq) else {
             return;
         };
-        let before = entry.retained_bytes();
+        let entry = &mut self.entries[idx];
         f(entry);
         let after = entry.retained_bytes();
+        let before = std::mem::replace(&mut self.sizes[idx], after);
         self.retained_bytes = (self.retained_bytes + after).saturating_sub(before);
         // An update that grew the window past its bound drops the oldest others, never itself.
         while self.retained_bytes > self.max_bytes
@@ -300,10 +306,15 @@ impl Journal {
         }
     }
 
-    fn get_mut(&mut self, seq: u64) -> Option<&mut Entry> {
+    fn index_of(&self, seq: u64) -> Option<usize> {
         let first = self.entries.front()?.seq;
         let idx = usize::try_from(seq.checked_sub(first)?).ok()?;
-        self.entries.get_mut(idx).filter(|e| e.seq == seq)
+        self.entries.get(idx).filter(|e| e.seq == seq).map(|_| idx)
+    }
+
+    fn get_mut(&mut self, seq: u64) -> Option<&mut Entry> {
+        let idx = self.index_of(seq)?;
+        self.entries.get_mut(idx)
     }
 
     pub(crate) fn snapshot(&self) -> Vec<Entry> {
@@ -313,6 +324,7 @@ impl Journal {
     /// Empties the in-memory window (the file and the seq counter are kept).
     pub(crate) fn clear(&mut self) {
         self.entries.clear();
+        self.sizes.clear();
         self.retained_bytes = 0;
     }
 

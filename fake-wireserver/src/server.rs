@@ -595,10 +595,8 @@ async fn write_response(
     close: bool,
     head_only: bool,
 ) -> bool {
-    let mut bytes = out.head(close);
-    if !head_only {
-        bytes.extend_from_slice(&out.body);
-    }
+    // One buffer, one write: head and body leave in the same segment.
+    let bytes = out.to_bytes(close, head_only);
     stream.write_all(&bytes).await.is_ok() && stream.flush().await.is_ok()
 }
 
