@@ -89,9 +89,10 @@ pub(crate) async fn read_request(
     // 1. The head.
     let (head_len, mut req) = loop {
         if !buf.is_empty() {
-            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-            let mut parsed = httparse::Request::new(&mut headers);
-            match parsed.parse(buf) {
+            // Uninitialised slots: no 4 KiB of zeroing per request.
+            let mut headers = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
+            let mut parsed = httparse::Request::new(&mut []);
+            match parsed.parse_with_uninit_headers(buf, &mut headers) {
                 Ok(httparse::Status::Complete(n)) => {
                     let req = Request {
                         method: parsed.method.unwrap_or_default().to_owned(),
@@ -331,16 +332,15 @@ async fn read_more(
     deadline: tokio::time::Instant,
     max: usize,
 ) -> Result<bool, String> {
-    let mut chunk = [0u8; 8192];
-    let want = max.clamp(1, chunk.len());
-    match tokio::time::timeout_at(deadline, stream.read(&mut chunk[..want])).await {
+    // At most 8 KiB per read, straight into `buf`'s spare capacity (no zeroed scratch buffer).
+    let want = max.clamp(1, 8192);
+    buf.reserve(want);
+    let mut limited = (&mut *stream).take(want as u64);
+    match tokio::time::timeout_at(deadline, limited.read_buf(buf)).await {
         Err(_) => Err("read timed out".into()),
         Ok(Err(e)) => Err(e.to_string()),
         Ok(Ok(0)) => Ok(false),
-        Ok(Ok(n)) => {
-            buf.extend_from_slice(&chunk[..n]);
-            Ok(true)
-        }
+        Ok(Ok(_)) => Ok(true),
     }
 }
 

@@ -174,6 +174,12 @@ fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {
+        // Handlers first: a SIGTERM sent right after the ready line must be a clean exit, not
+        // the default action.
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        let mut interrupt =
+            signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
         let fake = Fake::start(config).await?;
         let ready = serde_json::to_string(fake.addresses())?;
         {
@@ -181,23 +187,11 @@ fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             writeln!(out, "{ready}")?;
             out.flush()?;
         }
-        wait_for_signal().await;
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = term.recv() => {}
+        }
         fake.shutdown().await;
         Ok(ExitCode::SUCCESS)
     })
-}
-
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }

@@ -470,7 +470,7 @@ async fn exchange(
             Outgoing::new(404, vec![], Vec::new())
         } else {
             match service {
-                Some(s) => route_default(s, &req, ctx.clone()).await,
+                Some(s) => route_default(s, &req, &ctx).await,
                 None => Outgoing::new(
                     502,
                     vec![("Content-Type".into(), "text/plain; charset=utf-8".into())],
@@ -680,15 +680,15 @@ static IMDS_ROUTER: std::sync::LazyLock<axum::Router> =
     std::sync::LazyLock::new(crate::imds::router);
 
 /// The default answer: the request goes through the service's axum router.
-async fn route_default(service: Service, req: &Request, ctx: RequestCtx) -> Outgoing {
+async fn route_default(service: Service, req: &Request, ctx: &RequestCtx) -> Outgoing {
     match service {
         Service::Imds => {
             if http::Method::from_bytes(req.method.as_bytes()).is_err() {
                 return Outgoing::new(400, vec![], Vec::new());
             }
-            imds_default(req, &origin_form(req), &ctx)
+            imds_default(req, &origin_form(req), ctx)
         }
-        Service::Wireserver => via_router(service, req, ctx).await,
+        Service::Wireserver => via_router(service, req, ctx.clone()).await,
     }
 }
 
@@ -938,7 +938,7 @@ mod tests {
                 body: Vec::new(),
                 head_at: Instant::now(),
             };
-            let direct = route_default(Service::Imds, &req, ctx.clone()).await;
+            let direct = route_default(Service::Imds, &req, &ctx).await;
             let routed = via_router(Service::Imds, &req, ctx.clone()).await;
             // What goes on the wire (the router's own Content-Length is replaced by `head`).
             let wire = |out: &Outgoing| {
