@@ -54,7 +54,8 @@ pub struct Documents {
     pps_type: String,
     /// `instance_json(false)` and `instance_json(true)` serialized, computed once: the documents
     /// are rebuilt whenever a scenario is loaded and nothing else changes the instance document.
-    instance_text: [String; 2],
+    /// Shared bytes, so answering with them copies nothing.
+    instance_text: [axum::body::Bytes; 2],
 }
 
 impl Documents {
@@ -102,8 +103,8 @@ impl Documents {
             instance_text: Default::default(),
         };
         docs.instance_text = [
-            docs.instance_json(false).to_string(),
-            docs.instance_json(true).to_string(),
+            docs.instance_json(false).to_string().into(),
+            docs.instance_json(true).to_string().into(),
         ];
         docs
     }
@@ -208,7 +209,13 @@ impl Documents {
 
     /// [`Self::instance_json`] as the JSON text served (cached).
     pub fn instance_json_text(&self, extended: bool) -> &str {
-        &self.instance_text[usize::from(extended)]
+        // Built from a String, so always UTF-8.
+        std::str::from_utf8(&self.instance_text[usize::from(extended)]).unwrap_or_default()
+    }
+
+    /// The same text as shared bytes (a reference count, no copy).
+    pub(crate) fn instance_json_bytes(&self, extended: bool) -> axum::body::Bytes {
+        self.instance_text[usize::from(extended)].clone()
     }
 
     fn compute_str(&self, key: &[&str]) -> String {

@@ -7,6 +7,7 @@
 
 use std::time::{Duration, Instant};
 
+use axum::body::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -371,15 +372,12 @@ fn partial_of(buf: &[u8]) -> Partial {
 pub(crate) struct Outgoing {
     pub status: u16,
     pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
+    /// Shared bytes: cached documents are answered without a copy.
+    pub body: Bytes,
 }
 
 impl Outgoing {
-    pub(crate) fn new(
-        status: u16,
-        headers: Vec<(String, String)>,
-        body: impl Into<Vec<u8>>,
-    ) -> Self {
+    pub(crate) fn new(status: u16, headers: Vec<(String, String)>, body: impl Into<Bytes>) -> Self {
         Outgoing {
             status,
             headers,
@@ -395,13 +393,17 @@ impl Outgoing {
         out
     }
 
-    /// Head and body in one buffer, for a single write (`head_only`: HEAD requests).
-    pub(crate) fn to_bytes(&self, close: bool, head_only: bool) -> Vec<u8> {
+    /// Writes head and body with vectored writes (one `writev` unless the socket buffer is
+    /// full): no copy of the body, and the head never leaves in a segment of its own.
+    pub(crate) async fn write_to(
+        &self,
+        stream: &mut TcpStream,
+        close: bool,
+        head_only: bool,
+    ) -> std::io::Result<()> {
+        let head = self.head(close);
         let body = if head_only { &[][..] } else { &self.body[..] };
-        let mut out = Vec::with_capacity(self.head_capacity() + body.len());
-        self.write_head(&mut out, close);
-        out.extend_from_slice(body);
-        out
+        write_all_vectored(stream, &head, body).await
     }
 
     fn head_capacity(&self) -> usize {
@@ -445,6 +447,25 @@ impl Outgoing {
     }
 }
 
+/// `write_all` for two slices with `writev`.
+async fn write_all_vectored(
+    stream: &mut TcpStream,
+    mut first: &[u8],
+    mut second: &[u8],
+) -> std::io::Result<()> {
+    while !first.is_empty() || !second.is_empty() {
+        let slices = [std::io::IoSlice::new(first), std::io::IoSlice::new(second)];
+        let n = stream.write_vectored(&slices).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        let from_first = n.min(first.len());
+        first = &first[from_first..];
+        second = &second[n - from_first..];
+    }
+    Ok(())
+}
+
 /// The current time as an HTTP date, formatted at most once per second per thread.
 fn with_http_date<R>(f: impl FnOnce(&str) -> R) -> R {
     use std::cell::RefCell;
@@ -468,8 +489,26 @@ fn with_http_date<R>(f: impl FnOnce(&str) -> R) -> R {
 mod tests {
     use super::*;
 
-    #[test]
-    fn head_and_body_in_one_buffer() {
+    /// What `write_to` puts on a real socket.
+    async fn written(out: &Outgoing, close: bool, head_only: bool) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        // Read while writing: a body larger than the socket buffers needs a reader.
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            client.read_to_end(&mut got).await.unwrap();
+            got
+        });
+        out.write_to(&mut server, close, head_only).await.unwrap();
+        drop(server);
+        String::from_utf8(reader.await.unwrap()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn head_and_body_are_written_together() {
         let out = Outgoing::new(
             200,
             vec![
@@ -479,7 +518,7 @@ mod tests {
             ],
             "{}",
         );
-        let bytes = String::from_utf8(out.to_bytes(true, false)).unwrap();
+        let bytes = written(&out, true, false).await;
         let (head, body) = bytes.split_once("\r\n\r\n").unwrap();
         assert_eq!(body, "{}");
         let lines: Vec<&str> = head.lines().collect();
@@ -488,11 +527,11 @@ mod tests {
         let date = lines[2].strip_prefix("Date: ").unwrap();
         assert!(chrono::DateTime::parse_from_rfc2822(&date.replace("GMT", "+0000")).is_ok());
         assert_eq!(&lines[3..], ["Content-Length: 2", "Connection: close"]);
-        assert!(
-            out.head(true)
-                .ends_with(b"Content-Length: 2\r\nConnection: close\r\n\r\n")
-        );
-        let head_only = out.to_bytes(false, true);
-        assert!(head_only.ends_with(b"Content-Length: 2\r\n\r\n"));
+        let head_only = written(&out, false, true).await;
+        assert!(head_only.ends_with("Content-Length: 2\r\n\r\n"));
+        // A body larger than the socket buffer takes several writes; nothing is lost.
+        let big = Outgoing::new(200, vec![], vec![b'z'; 4 << 20]);
+        let bytes = written(&big, true, false).await;
+        assert_eq!(bytes.split_once("\r\n\r\n").unwrap().1.len(), 4 << 20);
     }
 }

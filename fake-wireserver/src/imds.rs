@@ -6,6 +6,7 @@
 //! `/metadata/instance` walk the JSON document; a leaf needs `format=text`.
 
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::{Extension, RawQuery};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
@@ -35,15 +36,15 @@ pub(crate) struct ImdsAnswer {
     pub content_type: &'static str,
     /// `Allow: GET` on 405.
     pub allow_get: bool,
-    pub body: String,
+    pub body: Bytes,
 }
 
-fn with_type(status: StatusCode, content_type: &'static str, body: String) -> ImdsAnswer {
+fn with_type(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> ImdsAnswer {
     ImdsAnswer {
         status,
         content_type,
         allow_get: false,
-        body,
+        body: body.into(),
     }
 }
 
@@ -190,7 +191,7 @@ pub(crate) fn answer(
                 return with_type(
                     StatusCode::OK,
                     JSON_CONTENT_TYPE,
-                    ctx.documents.instance_json_text(extended).to_owned(),
+                    ctx.documents.instance_json_bytes(extended),
                 );
             }
             let doc = ctx.documents.instance_json(extended);

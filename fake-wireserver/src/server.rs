@@ -595,9 +595,7 @@ async fn write_response(
     close: bool,
     head_only: bool,
 ) -> bool {
-    // One buffer, one write: head and body leave in the same segment.
-    let bytes = out.to_bytes(close, head_only);
-    stream.write_all(&bytes).await.is_ok() && stream.flush().await.is_ok()
+    out.write_to(stream, close, head_only).await.is_ok()
 }
 
 /// `http://host:port` as the agent addressed the service (port 80 made explicit, as the
@@ -668,7 +666,7 @@ pub(crate) fn render_reply(reply: &Reply, service: Option<Service>) -> Outgoing 
         out.headers.push((name.clone(), value.clone()));
     }
     if let Some(body) = &reply.body {
-        out.body = body.bytes().to_vec();
+        out.body = body.bytes().to_vec().into();
     }
     out
 }
@@ -730,7 +728,6 @@ async fn via_router(service: Service, req: &Request, ctx: RequestCtx) -> Outgoin
     let (parts, body) = response.into_parts();
     let body = axum::body::to_bytes(body, 16 * 1024 * 1024)
         .await
-        .map(|b| b.to_vec())
         .unwrap_or_default();
     let headers = parts
         .headers
