@@ -1,4 +1,4 @@
-//! `wirecheck`: see `wirecheck --help` and docs/readme-runner.md.
+//! `wirecheck`: see `wirecheck --help` and README.md ("Running the conformance suite").
 
 use std::process::ExitCode;
 

@@ -244,7 +244,7 @@ fn fuzzing_note(root: &Path) -> String {
     format!(
         "**Fuzzing: not run** in this run (the oracle's cargo-fuzz targets in \
          `fake-wireserver/fuzz/`; `bench/run.sh --fuzz-seconds N` fuzzes each for N s, and \
-         docs/readme-bench.md has the deep-run commands). On this machine: nightly toolchain \
+         README.md (section Deep runs) has the deep-run commands). On this machine: nightly toolchain \
          {}; cargo-fuzz {}.",
         if has_nightly {
             format!("present ({nightly})")
