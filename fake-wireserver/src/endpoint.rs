@@ -2,6 +2,8 @@
 //! service it reached (wireserver or IMDS), the path and the `comp` query value. The same ids key
 //! scenario plans, journal entries and conformance checks (ARCHITECTURE.md, "Endpoint ids").
 
+use std::borrow::Cow;
+
 use globset::{GlobBuilder, GlobMatcher};
 
 /// Every endpoint id the fake classifies requests into.
@@ -91,12 +93,22 @@ pub fn host_of(authority: &str) -> &str {
     authority.split(':').next().unwrap_or(authority)
 }
 
+/// One decoded query parameter, borrowed where nothing needed decoding.
+pub type QueryPair<'a> = (Cow<'a, str>, Cow<'a, str>);
+
 /// Decoded query pairs in order, duplicates kept.
 pub fn query_pairs(query: Option<&str>) -> Vec<(String, String)> {
+    decode_query(query)
+        .into_iter()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+/// Decoded query pairs borrowing from the query where nothing needed decoding (the connection
+/// loop's per-request parse: no allocation per pair in the common case).
+pub fn decode_query(query: Option<&str>) -> Vec<QueryPair<'_>> {
     match query {
-        Some(q) => form_urlencoded::parse(q.as_bytes())
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect(),
+        Some(q) => form_urlencoded::parse(q.as_bytes()).collect(),
         None => Vec::new(),
     }
 }
@@ -158,11 +170,11 @@ fn wireserver_comp(comp: &str) -> Option<&'static str> {
 }
 
 /// The endpoint id of a request that reached `service`.
-pub fn classify(service: Service, path: &str, query: &[(String, String)]) -> &'static str {
+pub fn classify(service: Service, path: &str, query: &[QueryPair]) -> &'static str {
     let comp = query
         .iter()
         .find(|(k, _)| k == "comp")
-        .map(|(_, v)| v.as_str());
+        .map(|(_, v)| v.as_ref());
     match service {
         Service::Wireserver => {
             if path == "/provisioning/health" {
@@ -194,8 +206,8 @@ pub fn classify(service: Service, path: &str, query: &[(String, String)]) -> &'s
 mod tests {
     use super::*;
 
-    fn q(s: &str) -> Vec<(String, String)> {
-        query_pairs(Some(s))
+    fn q(s: &str) -> Vec<QueryPair<'_>> {
+        decode_query(Some(s))
     }
 
     #[test]

@@ -25,7 +25,8 @@ pub(crate) struct Limits {
 pub(crate) struct Request {
     pub method: String,
     pub target: String,
-    pub http_version: String,
+    /// `"HTTP/1.0"` or `"HTTP/1.1"` (httparse accepts no other).
+    pub http_version: &'static str,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
     /// When the head was complete.
@@ -43,7 +44,7 @@ impl Request {
     /// Whether the client allows the connection to stay open after this exchange.
     pub(crate) fn keep_alive(&self) -> bool {
         let conn = self.header("connection").map(str::to_ascii_lowercase);
-        match self.http_version.as_str() {
+        match self.http_version {
             "HTTP/1.0" => conn.is_some_and(|c| c.contains("keep-alive")),
             _ => !conn.is_some_and(|c| c.contains("close")),
         }
@@ -55,7 +56,8 @@ impl Request {
 pub(crate) struct Partial {
     pub method: String,
     pub target: String,
-    pub http_version: String,
+    /// Empty when the version could not be read.
+    pub http_version: &'static str,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
@@ -98,7 +100,7 @@ pub(crate) async fn read_request(
                     let req = Request {
                         method: parsed.method.unwrap_or_default().to_owned(),
                         target: parsed.path.unwrap_or_default().to_owned(),
-                        http_version: format!("HTTP/1.{}", parsed.version.unwrap_or(1)),
+                        http_version: http_version(parsed.version.unwrap_or(1)),
                         headers: parsed
                             .headers
                             .iter()
@@ -159,7 +161,7 @@ pub(crate) async fn read_request(
     let partial = |req: &Request, body: Vec<u8>| Partial {
         method: req.method.clone(),
         target: req.target.clone(),
-        http_version: req.http_version.clone(),
+        http_version: req.http_version,
         headers: req.headers.clone(),
         body,
     };
@@ -353,10 +355,7 @@ fn partial_of(buf: &[u8]) -> Partial {
     let mut p = Partial {
         method: parsed.method.unwrap_or_default().to_owned(),
         target: parsed.path.unwrap_or_default().to_owned(),
-        http_version: parsed
-            .version
-            .map(|v| format!("HTTP/1.{v}"))
-            .unwrap_or_default(),
+        http_version: parsed.version.map_or("", http_version),
         headers: Vec::new(),
         body: Vec::new(),
     };
@@ -365,6 +364,11 @@ fn partial_of(buf: &[u8]) -> Partial {
         p.body = buf[..buf.len().min(crate::journal::BODY_KEEP_BYTES)].to_vec();
     }
     p
+}
+
+/// httparse's minor version as the request line spelled it.
+fn http_version(minor: u8) -> &'static str {
+    if minor == 0 { "HTTP/1.0" } else { "HTTP/1.1" }
 }
 
 /// A response to write.

@@ -14,7 +14,7 @@ use axum::routing::any;
 use serde_json::{Value, json};
 
 use crate::documents::{JSON_CONTENT_TYPE, TEXT_CONTENT_TYPE, XML_CONTENT_TYPE};
-use crate::endpoint::{self, Service};
+use crate::endpoint::{self, QueryPair, Service};
 use crate::inspect::{ImdsRefusal, RequestView, imds_api_versions, imds_refusal};
 use crate::server::RequestCtx;
 
@@ -108,13 +108,8 @@ async fn handle(
             )
         })
         .collect();
-    let answer = answer(
-        &ctx,
-        method.as_str(),
-        uri.path(),
-        query.as_deref(),
-        &header_list,
-    );
+    let query = endpoint::decode_query(query.as_deref());
+    let answer = answer(&ctx, method.as_str(), uri.path(), &query, &header_list);
     let mut res = (answer.status, answer.body).into_response();
     res.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -127,23 +122,22 @@ async fn handle(
     res
 }
 
-/// The default answer to one IMDS request (`path` and `raw_query` as `http::Uri` splits them;
-/// header names in any case).
+/// The default answer to one IMDS request (`path` as `http::Uri` splits it, `query` the decoded
+/// pairs of its query; header names in any case).
 pub(crate) fn answer(
     ctx: &RequestCtx,
     method: &str,
     path: &str,
-    raw_query: Option<&str>,
+    query: &[QueryPair],
     header_list: &[(String, String)],
 ) -> ImdsAnswer {
-    let query = endpoint::query_pairs(raw_query);
-    let id = endpoint::classify(Service::Imds, path, &query);
+    let id = endpoint::classify(Service::Imds, path, query);
     let view = RequestView {
         service: Service::Imds,
         endpoint: id,
         method,
         path,
-        query: &query,
+        query,
         headers: header_list,
         http_version: "",
     };
@@ -162,7 +156,7 @@ pub(crate) fn answer(
         query
             .iter()
             .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v.as_ref())
     };
     match id {
         endpoint::IMDS_VERSIONS => with_type(

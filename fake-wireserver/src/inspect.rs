@@ -28,7 +28,7 @@ pub(crate) struct RequestView<'a> {
     pub endpoint: &'static str,
     pub method: &'a str,
     pub path: &'a str,
-    pub query: &'a [(String, String)],
+    pub query: &'a [QueryPair<'a>],
     pub headers: &'a [(String, String)],
     pub http_version: &'a str,
 }
@@ -44,7 +44,7 @@ impl RequestView<'_> {
         self.query
             .iter()
             .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v.as_ref())
     }
 }
 
@@ -70,7 +70,7 @@ pub(crate) fn imds_refusal(view: &RequestView) -> Option<ImdsRefusal> {
     }
     for (i, (k, _)) in view.query.iter().enumerate() {
         if view.query[..i].iter().any(|(k2, _)| k2 == k) {
-            return Some(ImdsRefusal::DuplicateQuery(k.clone()));
+            return Some(ImdsRefusal::DuplicateQuery(k.to_string()));
         }
     }
     if view.endpoint == IMDS_VERSIONS {
@@ -291,7 +291,7 @@ fn imds(view: &RequestView, out: &mut Vec<Finding>) {
     }
 }
 
-fn query_suffix(query: &[(String, String)]) -> String {
+fn query_suffix(query: &[QueryPair]) -> String {
     if query.is_empty() {
         String::new()
     } else {

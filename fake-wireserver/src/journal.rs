@@ -306,9 +306,12 @@ impl Journal {
         }
     }
 
+    /// Seqs in the window are consecutive. Counted from the newest entry: the one a request
+    /// finishes is nearly always near the back (in cache), the front is the window's coldest.
     fn index_of(&self, seq: u64) -> Option<usize> {
-        let first = self.entries.front()?.seq;
-        let idx = usize::try_from(seq.checked_sub(first)?).ok()?;
+        let last = self.entries.back()?.seq;
+        let back_offset = usize::try_from(last.checked_sub(seq)?).ok()?;
+        let idx = self.entries.len().checked_sub(back_offset + 1)?;
         self.entries.get(idx).filter(|e| e.seq == seq).map(|_| idx)
     }
 

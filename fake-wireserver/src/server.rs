@@ -146,19 +146,33 @@ enum Flow {
     Gone,
 }
 
+/// Who is at both ends of a connection (the client string formatted once, not per request).
+struct Conn {
+    kind: ListenerKind,
+    peer: SocketAddr,
+    /// `peer` as the journal writes it.
+    client: String,
+    local: Option<SocketAddr>,
+}
+
 async fn serve_connection(
     shared: Arc<Shared>,
     kind: ListenerKind,
     mut stream: TcpStream,
     peer: SocketAddr,
 ) {
-    let local = stream.local_addr().ok();
+    let conn = Conn {
+        kind,
+        peer,
+        client: peer.to_string(),
+        local: stream.local_addr().ok(),
+    };
     let mut buf = Vec::new();
     loop {
         match http1::read_request(&mut stream, &mut buf, shared.limits).await {
             Ok(req) => {
                 let keep_alive = req.keep_alive();
-                match exchange(&shared, kind, &mut stream, peer, local, req, keep_alive).await {
+                match exchange(&shared, &conn, &mut stream, req, keep_alive).await {
                     Flow::KeepAlive if keep_alive => continue,
                     Flow::Gone => return,
                     Flow::KeepAlive | Flow::Close => {
@@ -169,7 +183,7 @@ async fn serve_connection(
             }
             Err(ReadError::Idle) => return,
             Err(err) => {
-                bad_request(&shared, kind, &mut stream, peer, err).await;
+                bad_request(&shared, &conn, &mut stream, err).await;
                 return;
             }
         }
@@ -177,13 +191,7 @@ async fn serve_connection(
 }
 
 /// Journals and answers a request that could not be read completely.
-async fn bad_request(
-    shared: &Shared,
-    kind: ListenerKind,
-    stream: &mut TcpStream,
-    peer: SocketAddr,
-    err: ReadError,
-) {
+async fn bad_request(shared: &Shared, conn: &Conn, stream: &mut TcpStream, err: ReadError) {
     let (status, finding, partial) = match err {
         ReadError::Idle => return,
         ReadError::Malformed { reason, partial } => (
@@ -231,13 +239,13 @@ async fn bad_request(
             partial,
         ),
     };
-    let endpoint = match kind {
+    let endpoint = match conn.kind {
         ListenerKind::Wireserver => endpoint::WIRESERVER_UNKNOWN,
         ListenerKind::Imds => endpoint::IMDS_UNKNOWN,
         ListenerKind::Proxy => endpoint::PROXY_UNKNOWN_HOST,
     };
     let at = Instant::now();
-    let mut entry = new_entry(shared, kind, peer, &partial_request(partial, at), endpoint);
+    let mut entry = new_entry(shared, conn, &partial_request(partial, at), endpoint);
     entry.findings.push(finding);
     entry.answer = Answer {
         kind: if status.is_some() { "default" } else { "close" }.into(),
@@ -273,23 +281,17 @@ fn partial_request(p: Partial, at: Instant) -> Request {
     }
 }
 
-fn new_entry(
-    shared: &Shared,
-    kind: ListenerKind,
-    peer: SocketAddr,
-    req: &Request,
-    endpoint: &str,
-) -> Entry {
+fn new_entry(shared: &Shared, conn: &Conn, req: &Request, endpoint: &str) -> Entry {
     let (body, body_b64, body_len, body_truncated) = body_fields(&req.body);
     Entry {
         seq: 0,
         at_ms: shared.ms(req.head_at),
         done_ms: None,
-        listener: kind.name().into(),
-        client: peer.to_string(),
+        listener: conn.kind.name().into(),
+        client: conn.client.clone(),
         method: req.method.clone(),
         target: req.target.clone(),
-        http_version: req.http_version.clone(),
+        http_version: req.http_version.to_owned(),
         headers: req.headers.clone(),
         body,
         body_b64,
@@ -316,15 +318,14 @@ enum Route {
 /// Handles one complete request on the connection.
 async fn exchange(
     shared: &Shared,
-    kind: ListenerKind,
+    conn: &Conn,
     stream: &mut TcpStream,
-    peer: SocketAddr,
-    local: Option<SocketAddr>,
     req: Request,
     keep_alive: bool,
 ) -> Flow {
+    let kind = conn.kind;
     let parts = endpoint::split_target(&req.target);
-    let host_header = req.header("host").map(str::to_owned);
+    let host_header = req.header("host");
     let mut findings = Vec::new();
 
     let route = match kind {
@@ -340,17 +341,12 @@ async fn exchange(
             ));
             Route::UnknownHost
         }
-        ListenerKind::Proxy => {
-            let authority = parts
-                .authority
-                .map(str::to_owned)
-                .or_else(|| host_header.clone());
-            match authority.as_deref().map(endpoint::host_of) {
-                Some(endpoint::WIRESERVER_HOST) => Route::Service(Service::Wireserver),
-                Some(endpoint::IMDS_HOST) => Route::Service(Service::Imds),
-                other => {
-                    let host = other.unwrap_or("").to_owned();
-                    findings.push(Finding::error(
+        ListenerKind::Proxy => match parts.authority.or(host_header).map(endpoint::host_of) {
+            Some(endpoint::WIRESERVER_HOST) => Route::Service(Service::Wireserver),
+            Some(endpoint::IMDS_HOST) => Route::Service(Service::Imds),
+            other => {
+                let host = other.unwrap_or("").to_owned();
+                findings.push(Finding::error(
                         "proxy.unknown-host",
                         format!(
                             "proxy request for host {host:?}: neither the wireserver ({}) nor IMDS ({}) (answered 502)",
@@ -358,13 +354,12 @@ async fn exchange(
                             endpoint::IMDS_HOST
                         ),
                     ));
-                    Route::UnknownHost
-                }
+                Route::UnknownHost
             }
-        }
+        },
     };
 
-    let query = endpoint::query_pairs(parts.query);
+    let query = endpoint::decode_query(parts.query);
     let admin_path = parts.path.starts_with("/__admin");
     let endpoint_id = match &route {
         Route::Service(Service::Imds) if admin_path => endpoint::IMDS_UNKNOWN,
@@ -389,13 +384,13 @@ async fn exchange(
             path: parts.path,
             query: &query,
             headers: &req.headers,
-            http_version: &req.http_version,
+            http_version: req.http_version,
         }));
         if endpoint_id == endpoint::WIRESERVER_CONFIG {
             let t = query
                 .iter()
                 .find(|(k, _)| k == "type")
-                .map(|(_, v)| v.as_str());
+                .map(|(_, v)| v.as_ref());
             if !t.is_some_and(|t| t.eq_ignore_ascii_case("sharedConfig")) {
                 findings.push(Finding::warning(
                     "config.unknown-type",
@@ -407,10 +402,16 @@ async fn exchange(
 
     // Decide under the engine lock; nothing below awaits while holding it.
     let now = Instant::now();
-    let client_ip: IpAddr = peer.ip();
+    let client_ip: IpAddr = conn.peer.ip();
+    // Only the wireserver's documents and reports carry the served ids and base URL.
+    let wireserver = matches!(route, Route::Service(Service::Wireserver));
     let (decision, ids, documents, reprovision_available) = {
         let mut slot = lock(&shared.engine);
-        let ids = slot.engine.served_ids(now);
+        let ids = if wireserver {
+            slot.engine.served_ids(now)
+        } else {
+            ServedIds::default()
+        };
         let reprovision = slot.engine.reprovision_available(now);
         let decision = if admin_path || matches!(route, Route::UnknownHost) {
             Decision::Default
@@ -432,7 +433,7 @@ async fn exchange(
         None
     };
 
-    let mut entry = new_entry(shared, kind, peer, &req, endpoint_id);
+    let mut entry = new_entry(shared, conn, &req, endpoint_id);
     entry.findings = findings;
     entry.report = report;
     entry.answer = match &decision {
@@ -458,7 +459,11 @@ async fn exchange(
         Route::Service(s) => Some(s),
         Route::UnknownHost => None,
     };
-    let base_url = base_url(host_header.as_deref().or(parts.authority), local);
+    let base_url = if wireserver {
+        base_url(host_header.or(parts.authority), conn.local)
+    } else {
+        String::new()
+    };
     let ctx = RequestCtx {
         documents,
         ids,
@@ -470,7 +475,7 @@ async fn exchange(
             Outgoing::new(404, vec![], Vec::new())
         } else {
             match service {
-                Some(s) => route_default(s, &req, &ctx).await,
+                Some(s) => route_default(s, &req, &ctx, (parts.query, &query)).await,
                 None => Outgoing::new(
                     502,
                     vec![("Content-Type".into(), "text/plain; charset=utf-8".into())],
@@ -677,26 +682,38 @@ static WIRESERVER_ROUTER: std::sync::LazyLock<axum::Router> =
 static IMDS_ROUTER: std::sync::LazyLock<axum::Router> =
     std::sync::LazyLock::new(crate::imds::router);
 
+/// A raw query string and its decoded pairs, as the connection loop already parsed them.
+type ParsedQuery<'a> = (Option<&'a str>, &'a [endpoint::QueryPair<'a>]);
+
 /// The default answer: the request goes through the service's axum router.
-async fn route_default(service: Service, req: &Request, ctx: &RequestCtx) -> Outgoing {
+async fn route_default(
+    service: Service,
+    req: &Request,
+    ctx: &RequestCtx,
+    parsed: ParsedQuery<'_>,
+) -> Outgoing {
     match service {
         Service::Imds => {
             if http::Method::from_bytes(req.method.as_bytes()).is_err() {
                 return Outgoing::new(400, vec![], Vec::new());
             }
-            imds_default(req, &origin_form(req), ctx)
+            imds_default(req, &origin_form(req), ctx, parsed)
         }
         Service::Wireserver => via_router(service, req, ctx.clone()).await,
     }
 }
 
-/// `path?query` of the request target.
-fn origin_form(req: &Request) -> String {
+/// `path?query` of the request target: the target itself unless it is absolute-form or has
+/// an empty path (the common case borrows).
+fn origin_form(req: &Request) -> std::borrow::Cow<'_, str> {
     let parts = endpoint::split_target(&req.target);
-    match parts.query {
+    if parts.authority.is_none() && !req.target.is_empty() && !req.target.starts_with('?') {
+        return std::borrow::Cow::Borrowed(&req.target);
+    }
+    std::borrow::Cow::Owned(match parts.query {
         Some(q) => format!("{}?{q}", parts.path),
         None => parts.path.to_owned(),
-    }
+    })
 }
 
 /// The default answer through the service's axum router (the wireserver's; IMDS in tests, to
@@ -706,7 +723,7 @@ async fn via_router(service: Service, req: &Request, ctx: RequestCtx) -> Outgoin
     let Ok(method) = http::Method::from_bytes(req.method.as_bytes()) else {
         return Outgoing::new(400, vec![], Vec::new());
     };
-    let mut builder = http::Request::builder().method(method).uri(uri.as_str());
+    let mut builder = http::Request::builder().method(method).uri(uri.as_ref());
     for (name, value) in &req.headers {
         if let (Ok(n), Ok(v)) = (
             http::HeaderName::from_bytes(name.as_bytes()),
@@ -745,12 +762,20 @@ async fn via_router(service: Service, req: &Request, ctx: RequestCtx) -> Outgoin
 /// IMDS default answers without the axum round trip (the benchmarked hot path): the same
 /// checks `route_default` makes (a target `http::Uri` refuses → 400), the same headers the
 /// router would see (those `http` accepts), the same handler logic ([`crate::imds::answer`]).
-fn imds_default(req: &Request, uri: &str, ctx: &RequestCtx) -> Outgoing {
+fn imds_default(req: &Request, uri: &str, ctx: &RequestCtx, parsed: ParsedQuery<'_>) -> Outgoing {
     let Ok(uri) = http::Uri::try_from(uri) else {
         return Outgoing::new(400, vec![], Vec::new());
     };
+    // The pairs already decoded, unless `http` split the query differently (e.g. at a '#').
+    let reparsed;
+    let query = if uri.query() == parsed.0 {
+        parsed.1
+    } else {
+        reparsed = endpoint::decode_query(uri.query());
+        &reparsed
+    };
     let answer = if req.headers.iter().all(|(n, v)| http_accepts_header(n, v)) {
-        crate::imds::answer(ctx, &req.method, uri.path(), uri.query(), &req.headers)
+        crate::imds::answer(ctx, &req.method, uri.path(), query, &req.headers)
     } else {
         let kept: Vec<(String, String)> = req
             .headers
@@ -758,7 +783,7 @@ fn imds_default(req: &Request, uri: &str, ctx: &RequestCtx) -> Outgoing {
             .filter(|(n, v)| http_accepts_header(n, v))
             .cloned()
             .collect();
-        crate::imds::answer(ctx, &req.method, uri.path(), uri.query(), &kept)
+        crate::imds::answer(ctx, &req.method, uri.path(), query, &kept)
     };
     let mut headers = Vec::with_capacity(2);
     headers.push(("Content-Type".to_owned(), answer.content_type.to_owned()));
@@ -925,17 +950,25 @@ mod tests {
                 "/metadata/instance?api-version=2021-08-01&q=a%20b",
                 vec![md.clone()],
             ),
+            // `http` ends the query at '#'; the connection loop's split does not.
+            (
+                "GET",
+                "/metadata/instance?api-version=2021-08-01#x",
+                vec![md.clone()],
+            ),
         ];
         for (method, target, headers) in cases {
             let req = Request {
                 method: method.into(),
                 target: target.into(),
-                http_version: "HTTP/1.1".into(),
+                http_version: "HTTP/1.1",
                 headers,
                 body: Vec::new(),
                 head_at: Instant::now(),
             };
-            let direct = route_default(Service::Imds, &req, &ctx).await;
+            let parts = endpoint::split_target(&req.target);
+            let query = endpoint::decode_query(parts.query);
+            let direct = route_default(Service::Imds, &req, &ctx, (parts.query, &query)).await;
             let routed = via_router(Service::Imds, &req, ctx.clone()).await;
             // What goes on the wire (the router's own Content-Length is replaced by `head`).
             let wire = |out: &Outgoing| {

@@ -53,7 +53,7 @@ async fn by_comp(
     uri: Uri,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let query = endpoint::query_pairs(query.as_deref());
+    let query = endpoint::decode_query(query.as_deref());
     let id = endpoint::classify(Service::Wireserver, uri.path(), &query);
     let get = |body: String| {
         if method == Method::GET {
@@ -70,7 +70,7 @@ async fn by_comp(
             let kind = query
                 .iter()
                 .find(|(k, _)| k == "type")
-                .map(|(_, v)| v.as_str());
+                .map(|(_, v)| v.as_ref());
             match kind {
                 Some(t) if t.eq_ignore_ascii_case("sharedConfig") => {
                     get(ctx.documents.shared_config_xml(&ctx.ids))

@@ -2,8 +2,12 @@
 //!
 //! One axum route, `GET /metadata/instance`, answering the bytes of FILE (captured from the
 //! fake by `bench-run`, so both serve the same document) with no checks, no journal and no
-//! scenario engine. Prints the same ready line as `fake-wireserver` (`{"imds":"ADDR"}`) and
-//! serves until killed.
+//! scenario engine, on the same runtime shape and allocator as the fake binary. Prints the same
+//! ready line as `fake-wireserver` (`{"imds":"ADDR"}`) and serves until killed.
+
+// The fake binary's allocator: the ratio compares request handling, not allocators.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::io::Write as _;
 use std::net::SocketAddr;

@@ -43,7 +43,7 @@ struct Cli {
     skip: Vec<Part>,
     #[arg(long, default_value_t = 10)]
     wrk_seconds: u64,
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 5)]
     rounds: usize,
     #[arg(long, default_value_t = 2)]
     wrk_threads: u32,

@@ -165,6 +165,17 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
          - The fake journals every request (in-memory window of 10,000 entries) and checks \
          headers, like it does for agents."
     );
+    let per_round: Vec<String> = fake
+        .rounds
+        .iter()
+        .zip(&bare.rounds)
+        .map(|(f, b)| format!("{:.2}x", f.requests_per_second() / b.requests_per_second()))
+        .collect();
+    let _ = writeln!(
+        body,
+        "- Fake vs bare axum round by round (the spread behind the median): {}.",
+        per_round.join(", ")
+    );
     let vs_bare = fake.rps() / bare.rps();
     let vs_python = fake.rps() / python.rps();
     let p99_vs_bare = fake.p99_ms() / bare.p99_ms();

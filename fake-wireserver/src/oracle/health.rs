@@ -25,7 +25,7 @@ pub enum ReportKind {
 }
 
 /// The ids the fake served in its goal state; XML reports echo them.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ServedIds {
     pub incarnation: String,
     pub container_id: String,
