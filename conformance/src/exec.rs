@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
+use crate::netns::NetNs;
+
 /// Bytes of stdout/stderr kept per stream; the rest is counted and dropped.
 pub const OUTPUT_LIMIT: usize = 256 * 1024;
 
@@ -26,6 +28,8 @@ pub struct Invocation {
     pub env_remove: Vec<String>,
     pub cwd: PathBuf,
     pub deadline: Duration,
+    /// Joined before exec: the agent's processes live in this network namespace.
+    pub netns: Option<NetNs>,
 }
 
 /// How the invocation ended.
@@ -103,6 +107,12 @@ pub async fn run(inv: &Invocation) -> Finished {
     }
     for (k, v) in &inv.env {
         cmd.env(k, v);
+    }
+    if let Some(ns) = inv.netns.clone() {
+        // SAFETY: between fork and exec the hook only calls setns(2) (no allocation, no lock).
+        unsafe {
+            cmd.pre_exec(move || ns.enter());
+        }
     }
     let started = Instant::now();
     let mut child = match cmd.spawn() {
@@ -244,6 +254,7 @@ mod tests {
             env_remove: vec![],
             cwd: std::env::temp_dir(),
             deadline,
+            netns: None,
         }
     }
 

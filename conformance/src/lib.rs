@@ -4,7 +4,7 @@
 //! Code map: [`agent`] (profiles and command templates), [`scenario`] (scenario files),
 //! [`checks`] (the judges), [`observe`] (what a run produced, and the profile's reading of
 //! each answer), [`runner`] (planning, parallel execution, artifacts), [`exec`] (agent
-//! processes), [`timeline`], [`select`] (case globs, partitions), [`console`] (progress and
+//! processes), [`netns`] (the private network namespace of proxy agents), [`timeline`], [`select`] (case globs, partitions), [`console`] (progress and
 //! summary), [`cli`] (the `wirecheck` command line), [`results`] (the results model and
 //! writers) and [`tools`] (`kvp dump`, `report parse`, `vectors check`).
 //!
@@ -17,6 +17,7 @@ pub mod cli;
 pub mod console;
 pub mod diag;
 pub mod exec;
+pub mod netns;
 pub mod observe;
 pub mod results;
 pub mod runner;

@@ -393,11 +393,24 @@ action = "in-progress"
 }
 
 const PROXIED_AGENT: &str = r#"
-# Reaches the real addresses only through the proxy wirecheck gives it (never directly).
-import json, os, sys, urllib.request
+# Reaches the real addresses only through the proxy wirecheck gives it.
+import errno, json, os, socket, sys, urllib.request
 proxy = os.environ.get("WIRECHECK_CASE_PROXY_URL")
 if not proxy or not proxy.startswith("http://127.0.0.1:"):
     sys.exit(3)
+# wirecheck runs it in a network namespace with nothing but lo (checked before anything is
+# tried directly, so a broken isolation never sends to the real address).
+with open("/proc/self/net/dev") as f:
+    names = [line.split(":")[0].strip() for line in f.readlines()[2:]]
+if names != ["lo"]:
+    sys.exit(4)
+# There, ignoring the proxy gets "network unreachable" instead of the machine's wireserver.
+try:
+    socket.create_connection(("168.63.129.16", 80), timeout=1).close()
+    sys.exit(5)
+except OSError as e:
+    if e.errno != errno.ENETUNREACH:
+        sys.exit(6)
 opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy}))
 url = os.environ["WIRECHECK_CASE_WIRESERVER_URL"] + "/provisioning/health"
 request = urllib.request.Request(url, data=b'{"state":"Ready"}', method="POST",
@@ -448,6 +461,16 @@ reported = [0]
         .output()
         .unwrap();
     let r = results(&dir.path().join("out"));
+    if !rustix::process::geteuid().is_root() {
+        // The private network namespace needs root: skipped with the reason, never run exposed.
+        let state = case(&r, "proxied", "wire.health.json.ready.report.state");
+        assert_eq!(state["verdict"], "skipped", "{state}");
+        assert!(
+            state["reason"].as_str().unwrap().contains("needs root"),
+            "{state}"
+        );
+        return;
+    }
     assert_eq!(
         case(&r, "proxied", "wire.health.json.ready.report.state")["verdict"],
         "pass",

@@ -4,11 +4,12 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use fake_wireserver::{Fake, FakeConfig};
+use fake_wireserver::{Fake, FakeConfig, Listeners, serve_on};
 
 use super::{Endpoints, Session, SessionError, agent_invocation, record};
 use crate::agent::Attach;
 use crate::exec::{self, Exit};
+use crate::netns::NetNs;
 use crate::runner::{Planned, RunSettings};
 use crate::scenario::Target;
 
@@ -49,14 +50,32 @@ pub async fn run(
     std::fs::write(&pool_path, b"")
         .map_err(|e| SessionError::Harness(format!("cannot create the pool file: {e}")))?;
 
-    let mut config = FakeConfig::default().scenario(scenario.fake.clone());
-    if profile.attach == Attach::Proxy {
-        config = config.with_proxy();
-    }
+    let config = FakeConfig::default().scenario(scenario.fake.clone());
+    // Proxy agents and the fake's listeners share a private network namespace (crate::netns).
+    let (netns, listeners) = if profile.attach == Attach::Proxy {
+        let (ns, bound) = NetNs::with_loopback_listeners(3).map_err(|e| {
+            SessionError::Harness(format!(
+                "cannot isolate the proxy agent in a network namespace: {e}"
+            ))
+        })?;
+        let [wireserver, imds, proxy] = <[_; 3]>::try_from(bound)
+            .map_err(|_| SessionError::Harness("the namespace bound too few listeners".into()))?;
+        let listeners = Listeners {
+            wireserver: Some(wireserver),
+            imds: Some(imds),
+            proxy: Some(proxy),
+            admin: None,
+        };
+        (Some(ns), listeners)
+    } else {
+        let listeners = Listeners::bind(&config)
+            .map_err(|e| SessionError::Harness(format!("the fake could not start: {e}")))?;
+        (None, listeners)
+    };
     // The runner's clock starts just before the fake's, so run times are never earlier than
     // the fake's view of them (see `Observation::run_of`).
     let t0 = Instant::now();
-    let fake = Fake::start(config)
+    let fake = serve_on(config, listeners)
         .await
         .map_err(|e| SessionError::Harness(format!("the fake could not start: {e}")))?;
 
@@ -102,8 +121,9 @@ pub async fn run(
 
     let mut runs = Vec::new();
     for run in &scenario.agent.runs {
-        let (argv, invocation) =
+        let (argv, mut invocation) =
             agent_invocation(p, settings, run, &endpoints, case_dir, deadline)?;
+        invocation.netns = netns.clone();
         let finished = exec::run(&invocation).await;
         if let Exit::SpawnFailed(why) = &finished.exit {
             return Err(SessionError::Agent(format!(

@@ -2,7 +2,8 @@
 //! [`Session`] runs a scenario's invocations and hands back what the checks judge.
 //!
 //! * `url` / `proxy` ([`in_process`]): the fake runs in this process on ephemeral loopback
-//!   ports; the agent gets loopback URLs, or the real addresses through the fake's proxy.
+//!   ports; the agent gets loopback URLs, or the real addresses through the fake's proxy (then
+//!   the fake's listeners and the agent share a private network namespace, [`crate::netns`]).
 //! * `sandbox` ([`sandbox`]): `fake-wireserver sandbox` runs the agent in its own network and
 //!   mount namespaces, where the fake answers on 168.63.129.16 and 169.254.169.254 (root).
 //!
@@ -70,7 +71,8 @@ pub fn unsupported(p: &Planned) -> Option<String> {
 /// needs root and the `fake-wireserver` binary.
 pub fn unavailable(p: &Planned, bin_dir: &Path) -> Option<String> {
     match p.profile.attach {
-        Attach::Url | Attach::Proxy => None,
+        Attach::Url => None,
+        Attach::Proxy => crate::netns::unavailable(),
         Attach::Sandbox => sandbox::unavailable(bin_dir),
     }
 }
@@ -182,6 +184,7 @@ fn agent_invocation(
         env_remove,
         cwd: case_dir.to_path_buf(),
         deadline: Duration::from_secs_f64(deadline),
+        netns: None,
     };
     Ok((argv, invocation))
 }
