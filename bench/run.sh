@@ -2,7 +2,7 @@
 # wirecheck benchmarks: every figure measured side by side with its reference in one run, as
 # ratios, written to bench/RESULTS.md (not part of the test command).
 #
-#   bench/run.sh                 # the full run (about 10 minutes on 2 cores)
+#   bench/run.sh                 # the full run (about 5 minutes on 2 cores)
 #   QUICK=1 bench/run.sh         # a dry run with tiny counts, written to target/bench-quick/RESULTS.md
 #                                # (without the reporter part: its script rewrites bench/reporter/RESULTS.md)
 #   bench/run.sh --only imds     # one part: imds | footprint | kvp | suite | reporter (repeatable)

@@ -243,8 +243,9 @@ fn fuzzing_note(root: &Path) -> String {
     let has_fuzz = fuzz.starts_with("cargo-fuzz");
     format!(
         "**Fuzzing: not run** in this run (the oracle's cargo-fuzz targets in \
-         `fake-wireserver/fuzz/`; `bench/run.sh --fuzz-seconds N` fuzzes each for N s, and \
-         README.md (section Deep runs) has the deep-run commands). On this machine: nightly toolchain \
+         `fake-wireserver/fuzz/`; `bench/run.sh --fuzz-seconds N` fuzzes each for N s, \
+         README.md (section Deep runs) has the deep-run commands, and `bench/FUZZING.md` records \
+         the last deep run). On this machine: nightly toolchain \
          {}; cargo-fuzz {}.",
         if has_nightly {
             format!("present ({nightly})")

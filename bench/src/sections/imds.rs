@@ -157,7 +157,8 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
     let _ = writeln!(
         body,
         "\n- bare axum: `bench-bare-axum`, one axum route answering the same bytes (no journal, \
-         no scenario engine, no header checks): the ceiling.\n\
+         no scenario engine, no header checks) on the fake's runtime shape and allocator \
+         (mimalloc): the ceiling.\n\
          - Python HTTPServer (testinit): `bench/python_fake.py`, `http.server.HTTPServer` + \
          `BaseHTTPRequestHandler` as in azure-init's testinit (HTTP/1.0, one request at a time, \
          per-request logging off): the incumbent the ratio target refers to. The \
