@@ -375,12 +375,14 @@ impl Fake {
         }
     }
 
-    /// Stops the listeners and waits for them (open connections are closed).
+    /// Stops the listeners and waits for them (open connections are closed). Requests whose
+    /// answer was still pending go to the `--journal` file as they stand (`done_ms` null).
     pub async fn shutdown(mut self) {
         let _ = self.shutdown.send(true);
         for task in std::mem::take(&mut self.tasks) {
             let _ = task.await;
         }
+        lock(&self.shared.journal).flush_pending();
     }
 }
 
@@ -390,6 +392,7 @@ impl Drop for Fake {
         for task in &self.tasks {
             task.abort();
         }
+        lock(&self.shared.journal).flush_pending();
         if std::thread::panicking() {
             return;
         }

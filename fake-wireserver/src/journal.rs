@@ -202,6 +202,8 @@ pub(crate) struct Journal {
     entries: VecDeque<Entry>,
     /// `retained_bytes()` of each entry, in step with `entries` (not recomputed on eviction).
     sizes: VecDeque<usize>,
+    /// Whether each entry is final (already in the JSON Lines file), in step with `entries`.
+    finished: VecDeque<bool>,
     capacity: usize,
     max_bytes: usize,
     /// Sum of `retained_bytes()` over `entries`.
@@ -225,6 +227,7 @@ impl Journal {
         Ok(Journal {
             entries: VecDeque::new(),
             sizes: VecDeque::new(),
+            finished: VecDeque::new(),
             capacity: capacity.max(1),
             max_bytes,
             retained_bytes: 0,
@@ -250,11 +253,17 @@ impl Journal {
         self.retained_bytes += size;
         self.entries.push_back(entry);
         self.sizes.push_back(size);
+        self.finished.push_back(false);
         seq
     }
 
     fn evict_oldest(&mut self) {
-        if self.entries.pop_front().is_some() {
+        if let Some(entry) = self.entries.pop_front() {
+            // Still pending (a long delay): the file gets it as it is now, or never would.
+            if self.finished.pop_front() == Some(false) && self.sink.is_some() {
+                let line = serde_json::to_string(&entry).unwrap_or_default();
+                self.write_line(&line);
+            }
             let size = self.sizes.pop_front().unwrap_or_default();
             self.retained_bytes = self.retained_bytes.saturating_sub(size);
             self.evicted += 1;
@@ -283,16 +292,36 @@ impl Journal {
     /// Marks an entry final: it is written to the JSON Lines file (one line, flushed).
     pub(crate) fn finish(&mut self, seq: u64, f: impl FnOnce(&mut Entry)) {
         self.update(seq, f);
-        if self.sink.is_none() {
-            // Serializing is the costliest part of journaling: only for a file.
-            return;
-        }
-        let Some(line) = self
-            .get_mut(seq)
-            .map(|e| serde_json::to_string(e).unwrap_or_default())
-        else {
+        let Some(idx) = self.index_of(seq) else {
             return;
         };
+        if std::mem::replace(&mut self.finished[idx], true) {
+            return;
+        }
+        self.write_at(idx);
+    }
+
+    /// Writes every entry that is not final yet (answers still pending when the fake stops)
+    /// to the JSON Lines file as it stands, `done_ms` null: the file misses no request.
+    pub(crate) fn flush_pending(&mut self) {
+        for idx in 0..self.entries.len() {
+            if !std::mem::replace(&mut self.finished[idx], true) {
+                self.write_at(idx);
+            }
+        }
+    }
+
+    /// The window's entry at `idx` as one JSON line to the file (a no-op without a file).
+    fn write_at(&mut self, idx: usize) {
+        // Serializing is the costliest part of journaling: only for a file.
+        if self.sink.is_some() {
+            let line = serde_json::to_string(&self.entries[idx]).unwrap_or_default();
+            self.write_line(&line);
+        }
+    }
+
+    /// One JSON line to the file, flushed (a no-op without a file).
+    fn write_line(&mut self, line: &str) {
         if let Some(sink) = self.sink.as_mut() {
             let written = sink
                 .write_all(line.as_bytes())
@@ -315,19 +344,17 @@ impl Journal {
         self.entries.get(idx).filter(|e| e.seq == seq).map(|_| idx)
     }
 
-    fn get_mut(&mut self, seq: u64) -> Option<&mut Entry> {
-        let idx = self.index_of(seq)?;
-        self.entries.get_mut(idx)
-    }
-
     pub(crate) fn snapshot(&self) -> Vec<Entry> {
         self.entries.iter().cloned().collect()
     }
 
     /// Empties the in-memory window (the file and the seq counter are kept).
     pub(crate) fn clear(&mut self) {
+        // Pending entries leave the window now; their answers would never reach the file.
+        self.flush_pending();
         self.entries.clear();
         self.sizes.clear();
+        self.finished.clear();
         self.retained_bytes = 0;
     }
 

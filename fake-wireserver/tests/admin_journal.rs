@@ -343,3 +343,108 @@ async fn journal_entry_shapes() {
     insta::assert_json_snapshot!("imds_without_metadata_via_proxy_entry", journal[2]);
     insta::assert_json_snapshot!("unknown_path_entry", journal[3]);
 }
+
+/// A fake whose goal state answers only after a minute, journaling to `file`.
+async fn slow_goalstate_fake(file: &std::path::Path, capacity: usize) -> Fake {
+    let scenario = Scenario::from_toml_str(
+        "[[endpoint]]\nid = \"wireserver.goalstate\"\n[[endpoint.step]]\nkind = \"delay\"\nseconds = 60\n",
+        "slow.toml",
+    )
+    .unwrap();
+    Fake::start(
+        FakeConfig::default()
+            .scenario(scenario)
+            .journal_capacity(capacity)
+            .journal_file(file),
+    )
+    .await
+    .unwrap()
+}
+
+/// Sends the goal state request and leaves the connection open (the answer is a minute away);
+/// returns once the fake has journaled it.
+async fn pending_goalstate(fake: &Fake) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt as _;
+    let mut stream = tokio::net::TcpStream::connect(fake.wireserver_addr().unwrap())
+        .await
+        .unwrap();
+    stream.write_all(&goalstate_get()).await.unwrap();
+    let until = std::time::Instant::now() + T;
+    while !fake.journal().iter().any(|e| e.answer.kind == "delay") {
+        assert!(
+            std::time::Instant::now() < until,
+            "the request was not journaled"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    stream
+}
+
+fn file_entries(file: &std::path::Path) -> Vec<Entry> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn journal_file_keeps_requests_still_pending_when_the_fake_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("journal.jsonl");
+    let fake = slow_goalstate_fake(&file, 100).await;
+    let _open = pending_goalstate(&fake).await;
+    let imds = get(
+        "/metadata/instance?api-version=2021-08-01",
+        "169.254.169.254",
+        &[("Metadata", "true")],
+    );
+    assert_eq!(
+        response(exchange(fake.imds_addr().unwrap(), &imds, T).await).status,
+        200
+    );
+    fake.shutdown().await;
+
+    let lines = file_entries(&file);
+    let summary: Vec<(u64, &str, Option<u16>, bool)> = lines
+        .iter()
+        .map(|e| {
+            (
+                e.seq,
+                e.answer.kind.as_str(),
+                e.answer.status,
+                e.done_ms.is_some(),
+            )
+        })
+        .collect();
+    // The answered request once, then the one still waiting for its answer: no done_ms.
+    assert_eq!(
+        summary,
+        [(2, "default", Some(200), true), (1, "delay", None, false)]
+    );
+    assert_eq!(lines[1].endpoint, "wireserver.goalstate");
+}
+
+#[tokio::test]
+async fn journal_file_keeps_a_pending_request_the_window_drops() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("journal.jsonl");
+    // A window of one entry: the next request evicts the one still waiting.
+    let fake = slow_goalstate_fake(&file, 1).await;
+    let _open = pending_goalstate(&fake).await;
+    let versions = get("/?comp=versions", "168.63.129.16", &[]);
+    assert_eq!(
+        response(exchange(fake.wireserver_addr().unwrap(), &versions, T).await).status,
+        200
+    );
+    let seqs: Vec<u64> = fake.journal().iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [2]);
+    let written: Vec<(u64, bool)> = file_entries(&file)
+        .iter()
+        .map(|e| (e.seq, e.done_ms.is_some()))
+        .collect();
+    assert_eq!(written, [(1, false), (2, true)]);
+    // Stopping writes nothing twice.
+    fake.shutdown().await;
+    assert_eq!(file_entries(&file).len(), 2);
+}
