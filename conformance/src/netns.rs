@@ -1,21 +1,23 @@
-//! A private network namespace for `attach = "proxy"` agents: its only interface is `lo`, the
-//! fake's listeners are bound inside it, and the agent's processes join it before they exec.
+//! A private network namespace for agents the runner starts in-process (`attach = "proxy"`
+//! always, `"url"` when root): its only interface is `lo`, the fake's listeners are bound inside
+//! it, and the agent's processes join it before they exec.
 //!
 //! Proxy agents are given the real addresses (168.63.129.16, 169.254.169.254) and `http_proxy`;
-//! one that ignored the proxy would, in the host's namespace, send its report to the real
-//! wireserver of the machine wirecheck runs on (an Azure CI runner has one). Inside this
-//! namespace such a request fails with "network unreachable" and nothing leaves the machine,
-//! while the agent still talks to the fake's own sockets: no relay, so resets, hangs and
-//! partial answers reach it exactly as the fake acts them out.
+//! one that ignored the proxy, or a url agent that fell back to the well-known address when its
+//! loopback URL refused, would, in the host's namespace, send its report to the real wireserver
+//! of the machine wirecheck runs on (an Azure CI runner has one). Inside this namespace such a
+//! request fails with "network unreachable" and nothing leaves the machine, while the agent
+//! still talks to the fake's own sockets: no relay, so resets, hangs and partial answers reach
+//! it exactly as the fake acts them out.
 //!
 //! Network namespaces are per thread: a short-lived thread of its own unshares, brings `lo` up,
 //! binds the listeners and keeps a handle to the namespace, so no runtime thread ever moves.
-//! Needs root (CAP_SYS_ADMIN); [`unavailable`] says so before a scenario is attempted.
+//! Needs root (CAP_SYS_ADMIN); [`unavailable`] says so before a scenario is attempted (proxy
+//! agents are then skipped; url agents run in the runner's namespace, on their loopback URLs).
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsFd, OwnedFd};
-use std::process::Command;
 use std::sync::Arc;
 
 /// A network namespace that lives while this handle (or a socket bound in it) does.
@@ -34,18 +36,8 @@ impl NetNs {
                 // hazard `unshare_unsafe` documents), and only on this thread of our own.
                 unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }
                     .map_err(|e| io::Error::new(e.kind(), format!("unshare(CLONE_NEWNET): {e}")))?;
-                // Children inherit the namespace of the thread that forks them.
-                let up = Command::new("ip")
-                    .args(["link", "set", "lo", "up"])
-                    .status()
-                    .map_err(|e| {
-                        io::Error::new(e.kind(), format!("cannot run ip (iproute2): {e}"))
-                    })?;
-                if !up.success() {
-                    return Err(io::Error::other(format!(
-                        "`ip link set lo up` failed in the new network namespace ({up})"
-                    )));
-                }
+                loopback_up()
+                    .map_err(|e| io::Error::new(e.kind(), format!("cannot bring lo up: {e}")))?;
                 let foreign = non_loopback_interfaces()?;
                 if !foreign.is_empty() {
                     return Err(io::Error::other(format!(
@@ -79,6 +71,33 @@ impl NetNs {
     }
 }
 
+/// `ip link set lo up` for the calling thread's namespace, without a process: SIOCGIFFLAGS,
+/// then SIOCSIFFLAGS with IFF_UP.
+fn loopback_up() -> io::Result<()> {
+    use std::os::fd::{AsRawFd as _, FromRawFd as _};
+    // SAFETY: plain syscalls on a socket this function owns and a zeroed `ifreq` (a C struct
+    // for which all-zero is valid) carrying the NUL-terminated name "lo".
+    unsafe {
+        let raw = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let socket = OwnedFd::from_raw_fd(raw);
+        let mut request: libc::ifreq = std::mem::zeroed();
+        for (to, from) in request.ifr_name.iter_mut().zip(b"lo\0") {
+            *to = *from as libc::c_char;
+        }
+        if libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFFLAGS, &mut request) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        if libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFFLAGS, &request) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// Why proxy agents cannot be isolated on this machine, if they cannot.
 pub fn unavailable() -> Option<String> {
     if !rustix::process::geteuid().is_root() {
@@ -107,6 +126,7 @@ fn non_loopback_interfaces() -> io::Result<Vec<String>> {
 mod tests {
     use super::*;
     use std::os::unix::process::CommandExt as _;
+    use std::process::Command;
 
     /// Root only (CI runs as root): a child that joined the namespace sees nothing but `lo`
     /// and reaches a listener bound inside it, while this thread stays where it was.

@@ -392,6 +392,77 @@ action = "in-progress"
     );
 }
 
+const URL_AGENT: &str = r#"
+# Lists the interfaces it can see, then reports Ready to the URL it was given.
+import os, urllib.request
+with open("/proc/self/net/dev") as f:
+    print(" ".join(line.split(":")[0].strip() for line in f.readlines()[2:]))
+url = os.environ["WIRECHECK_CASE_WIRESERVER_URL"] + "/provisioning/health"
+request = urllib.request.Request(url, data=b'{"state":"Ready"}', method="POST",
+                                 headers={"Content-Type": "application/json"})
+urllib.request.urlopen(request, timeout=2).read()
+"#;
+
+#[test]
+fn url_agents_run_beside_the_fake_in_a_private_network_namespace_as_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("url_agent.py");
+    write_files(
+        dir.path(),
+        &[
+            ("url_agent.py", URL_AGENT),
+            (
+                "agents/urlagent.toml",
+                &format!(
+                    r#"name = "urlagent"
+description = "reports Ready to the loopback URL it is given"
+attach = "url"
+capabilities = ["json"]
+
+[commands]
+ready = ["python3", "{}"]
+
+[reactions]
+retryable = [503]
+transport_errors = "retry"
+status_403 = "fatal"
+
+[exit]
+reported = [0]
+"#,
+                    script.display()
+                ),
+            ),
+        ],
+    );
+    let o = wirecheck(&repo())
+        .args(["run", "--quiet", "--agent", "urlagent", "--agents-dir"])
+        .arg(dir.path().join("agents"))
+        .args(["--cases", "wire.health.json.ready.*", "--out"])
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    let r = results(&dir.path().join("out"));
+    assert_eq!(
+        case(&r, "urlagent", "wire.health.json.ready.report.state")["verdict"],
+        "pass",
+        "{}",
+        stdout(&o)
+    );
+    let seen = std::fs::read_to_string(
+        dir.path()
+            .join("out/artifacts/urlagent/wire.health.json.ready/run-1.stdout"),
+    )
+    .unwrap();
+    if rustix::process::geteuid().is_root() {
+        // Nothing but lo: an agent that ignored its URL could reach no real address.
+        assert_eq!(seen.trim(), "lo");
+    } else {
+        // Without root the agent runs in the runner's own namespace, on the loopback URL.
+        assert!(seen.split_whitespace().any(|n| n == "lo"), "{seen}");
+    }
+}
+
 const PROXIED_AGENT: &str = r#"
 # Reaches the real addresses only through the proxy wirecheck gives it.
 import errno, json, os, socket, sys, urllib.request

@@ -51,19 +51,24 @@ pub async fn run(
         .map_err(|e| SessionError::Harness(format!("cannot create the pool file: {e}")))?;
 
     let config = FakeConfig::default().scenario(scenario.fake.clone());
-    // Proxy agents and the fake's listeners share a private network namespace (crate::netns).
-    let (netns, listeners) = if profile.attach == Attach::Proxy {
-        let (ns, bound) = NetNs::with_loopback_listeners(3).map_err(|e| {
-            SessionError::Harness(format!(
-                "cannot isolate the proxy agent in a network namespace: {e}"
-            ))
-        })?;
-        let [wireserver, imds, proxy] = <[_; 3]>::try_from(bound)
-            .map_err(|_| SessionError::Harness("the namespace bound too few listeners".into()))?;
+    // The agent and the fake's listeners share a private network namespace (crate::netns):
+    // always for proxy agents (they are given the real addresses), for url agents when root.
+    let proxy = profile.attach == Attach::Proxy;
+    let isolate = proxy || crate::netns::unavailable().is_none();
+    let (netns, listeners) = if isolate {
+        let (ns, mut bound) =
+            NetNs::with_loopback_listeners(if proxy { 3 } else { 2 }).map_err(|e| {
+                SessionError::Harness(format!(
+                    "cannot isolate the agent in a network namespace: {e}"
+                ))
+            })?;
+        let mut next = || bound.pop();
+        let (proxy_listener, imds, wireserver) =
+            (if proxy { next() } else { None }, next(), next());
         let listeners = Listeners {
-            wireserver: Some(wireserver),
-            imds: Some(imds),
-            proxy: Some(proxy),
+            wireserver,
+            imds,
+            proxy: proxy_listener,
             admin: None,
         };
         (Some(ns), listeners)

@@ -2,8 +2,9 @@
 //! [`Session`] runs a scenario's invocations and hands back what the checks judge.
 //!
 //! * `url` / `proxy` ([`in_process`]): the fake runs in this process on ephemeral loopback
-//!   ports; the agent gets loopback URLs, or the real addresses through the fake's proxy (then
-//!   the fake's listeners and the agent share a private network namespace, [`crate::netns`]).
+//!   ports; the agent gets loopback URLs, or the real addresses through the fake's proxy. The
+//!   fake's listeners and the agent share a private network namespace ([`crate::netns`]): always
+//!   for proxy agents, for url agents when root.
 //! * `sandbox` ([`sandbox`]): `fake-wireserver sandbox` runs the agent in its own network and
 //!   mount namespaces, where the fake answers on 168.63.129.16 and 169.254.169.254 (root).
 //!
