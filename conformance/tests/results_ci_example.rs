@@ -240,3 +240,64 @@ fn workflow_runs_the_script_and_uploads_its_results() {
         }
     }
 }
+
+/// `WIRECHECK_SUDO=1` as a CI user that is not root: `wirecheck run` (and only it) goes through
+/// sudo with the caller's PATH, and the results are given back to the caller afterwards. A
+/// `sudo` on PATH stands in for the real one (it records its arguments and runs them as the
+/// caller); as root the script runs as `nobody` so the non-root path is the one taken.
+#[test]
+fn script_runs_wirecheck_through_sudo_when_asked_and_not_root() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let work = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(work.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let shims = work.path().join("shims");
+    std::fs::create_dir(&shims).unwrap();
+    let log = work.path().join("sudo.log");
+    std::fs::write(
+        shims.join("sudo"),
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec \"$@\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(shims.join("sudo"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = work.path().join("out");
+    let path = format!("{}:{}", shims.display(), std::env::var("PATH").unwrap());
+
+    let mut command = if rustix::process::geteuid().is_root() {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "bash"]);
+        c
+    } else {
+        Command::new("bash")
+    };
+    let output = command
+        .arg(script())
+        .current_dir(work.path())
+        .env_clear()
+        .env("PATH", &path)
+        .env("HOME", work.path())
+        .env("WIRECHECK_BIN", wirecheck())
+        .env("WIRECHECK_SRC", repo())
+        .env("WIRECHECK_AGENT", "provision-report")
+        .env("WIRECHECK_OUT", &out)
+        .env("WIRECHECK_ARGS", "--cases wire.health.json.ready.*")
+        .env("WIRECHECK_SUDO", "1")
+        .output()
+        .unwrap();
+    check_results(&out, &output, "provision-report");
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    let calls: Vec<&str> = calls.lines().collect();
+    assert_eq!(calls.len(), 2, "{calls:?}\n{}", text(&output));
+    assert!(
+        calls[0].starts_with(&format!("env PATH={path} {} run ", wirecheck().display())),
+        "{}",
+        calls[0]
+    );
+    assert!(
+        calls[1].starts_with("chown -R ") && calls[1].ends_with(&out.display().to_string()),
+        "{}",
+        calls[1]
+    );
+}

@@ -23,6 +23,10 @@
 #   WIRECHECK_SRC        an existing wirecheck checkout to use instead of fetching one
 #   WIRECHECK_BIN        an existing wirecheck binary to use instead of building one
 #   WIRECHECK_ROOT       where the checkout and the build go (default: .wirecheck; cache it in CI)
+#   WIRECHECK_SUDO       1: when not root, run `wirecheck run` (only that) through sudo, so every
+#                        agent runs beside the fake in a private network namespace. Set it on
+#                        Azure-hosted runners (GitHub's are): there 168.63.129.16 is a real
+#                        wireserver, which an agent ignoring its URL or proxy would otherwise reach.
 set -euo pipefail
 
 die() {
@@ -95,11 +99,21 @@ if [ -n "${WIRECHECK_ARGS:-}" ]; then
 fi
 
 # 4. Run. A failing case is a result, not a setup error: keep the status, then exit with it.
-echo "==> wirecheck run ${agent[*]} --out $out ${extra[*]}" >&2
+as_root=()
+if [ "${WIRECHECK_SUDO:-}" = 1 ] && [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null 2>&1 || die "WIRECHECK_SUDO=1 needs sudo"
+    # sudo resets PATH; the agent and the tools it calls are found as they are here.
+    as_root=(sudo env "PATH=$PATH")
+fi
+echo "==> ${as_root[*]:+${as_root[0]} }wirecheck run ${agent[*]} --out $out ${extra[*]}" >&2
 status=0
-"$wirecheck" run "${agent[@]}" --out "$out" \
+"${as_root[@]}" "$wirecheck" run "${agent[@]}" --out "$out" \
     --scenarios "$src/scenarios" --agents-dir "$src/conformance/agents" \
     --quiet "${extra[@]}" || status=$?
+if [ "${#as_root[@]}" -gt 0 ] && [ -e "$out" ]; then
+    # The results belong to the CI user again, for the steps after this one.
+    sudo chown -R "$(id -u):$(id -g)" "$out" || die "cannot give $out back to $(id -un)"
+fi
 
 if [ "$status" -le 1 ]; then
     for file in results.json junit.xml report.html; do
