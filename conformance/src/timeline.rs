@@ -13,6 +13,7 @@ pub fn build(obs: &Observation) -> Timeline {
         .map(|e| TimelineEvent {
             at_ms: e.at_ms,
             done_ms: e.done_ms,
+            closed_ms: e.client_closed_ms,
             endpoint: e.endpoint.clone(),
             label: format!("{} {}", e.method, short_target(&e.target)),
             answer: answer_label(e),

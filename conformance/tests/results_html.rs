@@ -105,6 +105,20 @@ fn timeline_shows_retries_faults_waits_budget_and_exit() {
     // A hang is drawn open until the agent exits.
     let page = html::render(&results);
     assert!(page.contains("<g class=\"req a-transport fault open\"><title>POST /provisioning/health [wireserver.health.json] → hang (injected fault) · at 70 ms, never answered</title>"));
+
+    // One the agent closed ends there instead.
+    let mut closed = results.clone();
+    let hang = closed
+        .agents
+        .iter_mut()
+        .flat_map(|a| &mut a.cases)
+        .flat_map(|c| &mut c.timeline.events)
+        .find(|e| e.answer == "hang")
+        .unwrap();
+    hang.closed_ms = Some(1_070);
+    let page = html::render(&closed);
+    assert!(page.contains("<g class=\"req a-transport fault\"><title>POST /provisioning/health [wireserver.health.json] → hang (injected fault) · at 70 ms, never answered; the agent closed the connection at 1.070 s (after 1.000 s)</title>"));
+    assert!(!page.contains("fault open"));
 }
 
 #[test]

@@ -76,6 +76,10 @@ pub struct Entry {
     pub report: Option<HealthReport>,
     /// Request-level findings (headers, path spelling, unknown path, malformed HTTP, ...).
     pub findings: Vec<Finding>,
+    /// `hang` only: when the client closed the connection, i.e. gave up waiting (absent while
+    /// it is open, and when the fake stopped first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_closed_ms: Option<u64>,
 }
 
 /// What the fake did with a request.
@@ -402,6 +406,7 @@ mod tests {
             },
             report: None,
             findings: vec![],
+            client_closed_ms: None,
         }
     }
 

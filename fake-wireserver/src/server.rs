@@ -305,6 +305,7 @@ fn new_entry(shared: &Shared, conn: &Conn, req: &Request, endpoint: &str) -> Ent
         },
         report: None,
         findings: Vec::new(),
+        client_closed_ms: None,
     }
 }
 
@@ -525,15 +526,17 @@ async fn exchange(
                 if ok { Flow::KeepAlive } else { Flow::Close }
             }
             Action::Hang => {
-                // Never answered: the entry is final now (done_ms stays None).
-                lock(&shared.journal).finish(seq, |_| {});
-                // Keep reading (and discarding) until the client gives up or the fake stops.
+                // Never answered (done_ms stays None). Keep reading (and discarding) until the
+                // client gives up, which is when the entry is final; if the fake stops first,
+                // shutdown writes it as pending.
                 let mut sink = [0u8; 4096];
                 while let Ok(n) = stream.read(&mut sink).await {
                     if n == 0 {
                         break;
                     }
                 }
+                let closed = shared.now_ms();
+                lock(&shared.journal).finish(seq, |e| e.client_closed_ms = Some(closed));
                 Flow::Gone
             }
             Action::Reset => {

@@ -143,6 +143,24 @@ async fn hang_never_answers() {
     let e = &fake.journal()[0];
     assert_eq!(e.answer.kind, "hang");
     assert_eq!((e.answer.status, e.done_ms), (None, None));
+    // The client gave up after 700 ms and closed: the journal says when (the fake notices
+    // the close on its own task, so allow it a moment).
+    let until = Instant::now() + T;
+    let closed = loop {
+        if let Some(closed) = fake.journal()[0].client_closed_ms {
+            break closed;
+        }
+        assert!(
+            Instant::now() < until,
+            "the client's close was not journaled"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert!(
+        (e.at_ms + 600..e.at_ms + 5_000).contains(&closed),
+        "closed at {closed} ms, the request arrived at {} ms",
+        e.at_ms
+    );
 }
 
 #[tokio::test]

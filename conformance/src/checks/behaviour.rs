@@ -45,7 +45,7 @@ fn requests<'a>(obs: &'a Observation, run: usize, service: Service) -> Vec<&'a E
 
 /// When the agent was done with a request: the answer's end, or, when no answer came within
 /// the per-request timeout, the moment the timeout expired (an estimate: see
-/// [`timed_out`]).
+/// [`timed_out`]), or earlier, when the agent closed a hung connection before that.
 ///
 /// An immediate answer (`respond`, `default`, `throttled`) counts as finished when the request
 /// arrived: the fake records `done_ms` after writing, which on a loaded machine can be well
@@ -56,7 +56,8 @@ fn finished_ms(obs: &Observation, e: &Entry) -> u64 {
         return e.at_ms;
     }
     let timeout_end = e.at_ms + ms(obs.request_timeout());
-    e.done_ms.map_or(timeout_end, |d| d.min(timeout_end))
+    let end = e.done_ms.or(e.client_closed_ms).unwrap_or(timeout_end);
+    end.min(timeout_end)
 }
 
 /// True when the agent's side of `e` ended by its own timeout, not by the answer.
@@ -557,6 +558,9 @@ pub fn exit(obs: &Observation) -> Judgement {
     j
 }
 
+/// How close to a deadline kill a hung connection's close counts as caused by the kill.
+const KILL_CLOSE_MS: u64 = 250;
+
 pub fn timeout(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
     let timeout = ms(obs.request_timeout());
@@ -577,19 +581,30 @@ pub fn timeout(obs: &Observation) -> Judgement {
                     continue;
                 }
                 t.judged();
-                let (gave_up_after, what) = match reqs.get(k + 1) {
-                    Some(next) => (
+                // The agent closing the hung connection is the moment it gave up, exactly;
+                // otherwise its next request (or its exit) is the first sign it did. A close
+                // that came with the deadline's kill is not giving up.
+                let closed = e.client_closed_ms.filter(|c| {
+                    let before = reqs.get(k + 1).map_or(run.end_ms, |next| next.at_ms);
+                    *c <= before && !(killed(run) && *c + KILL_CLOSE_MS >= run.end_ms)
+                });
+                let (gave_up_after, what) = match (closed, reqs.get(k + 1)) {
+                    (Some(c), _) => (
+                        c.saturating_sub(e.at_ms),
+                        "closed the connection".to_owned(),
+                    ),
+                    (None, Some(next)) => (
                         next.at_ms.saturating_sub(e.at_ms),
                         format!("next request #{}", next.seq),
                     ),
-                    None if killed(run) => {
+                    (None, None) if killed(run) => {
                         t.fail(
                             format!("never gave up on the unanswered request #{} (killed at the deadline)", e.seq),
                             about(line(e), &[e], None),
                         );
                         continue;
                     }
-                    None => (run.end_ms.saturating_sub(e.at_ms), "agent exit".to_owned()),
+                    (None, None) => (run.end_ms.saturating_sub(e.at_ms), "agent exit".to_owned()),
                 };
                 // The budget may end a hung attempt before its own timeout does.
                 let budget_end = loop_start(obs, ri, service) + ms(obs.budget());

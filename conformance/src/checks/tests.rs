@@ -89,6 +89,7 @@ fn entry(
             .starts_with("wireserver.health.json")
             .then(|| fake_wireserver::oracle::health::parse_json(br#"{"state":"Ready"}"#)),
         findings: vec![],
+        client_closed_ms: None,
     }
 }
 
@@ -365,6 +366,73 @@ fn waiting_on_a_hung_request_past_the_timeout_fails() {
         vec![run(0, 1220, Exit::Code(0))],
     );
     assert_eq!(prompt.verdict, Verdict::Pass);
+}
+
+/// A hung connection the agent closed (`client_closed_ms`) says exactly when it gave up.
+#[test]
+fn closing_a_hung_connection_is_when_the_agent_gave_up() {
+    let s = scenario("");
+    let mut hung = entry(1, "wireserver.health.json", 10, None, "hang", None);
+    hung.client_closed_ms = Some(1_030);
+    // Closed at its 1 s timeout, then a long back-off before the next attempt: not a wait on
+    // the hung request (by the next request alone it looked like 2.89 s).
+    let backed_off = judge(
+        "behaviour.timeout",
+        &s,
+        vec![hung.clone(), health(2, 2_900, 201)],
+        vec![run(0, 2_910, Exit::Code(0))],
+    );
+    assert_eq!(backed_off.verdict, Verdict::Pass, "{backed_off:?}");
+    assert!(
+        backed_off.evidence.iter().any(|e| e
+            .note
+            .contains("gave up on #1 within 1.02 s (closed the connection)")),
+        "{backed_off:?}"
+    );
+    // A connection left open past the next request is no sign of giving up: as before.
+    hung.client_closed_ms = Some(2_905);
+    let leaked = judge(
+        "behaviour.timeout",
+        &s,
+        vec![hung.clone(), health(2, 2_900, 201)],
+        vec![run(0, 2_910, Exit::Code(0))],
+    );
+    assert_eq!(leaked.verdict, Verdict::Fail);
+    // Closed by the deadline's kill: it never gave up.
+    hung.client_closed_ms = Some(5_990);
+    let killed = judge(
+        "behaviour.timeout",
+        &s,
+        vec![hung],
+        vec![run(0, 6_000, Exit::KilledAtDeadline)],
+    );
+    assert_eq!(killed.verdict, Verdict::Fail);
+    assert!(killed.reason.unwrap().contains("killed at the deadline"));
+}
+
+/// The interval after a hung request counts from the close when the agent closed it.
+#[test]
+fn the_interval_after_a_closed_hang_counts_from_the_close() {
+    let s = scenario("");
+    let mut hung = entry(1, "wireserver.health.json", 10, None, "hang", None);
+    // It gave up after 0.5 s (its own timeout) and waited its 0.2 s interval.
+    hung.client_closed_ms = Some(510);
+    let j = judge(
+        "behaviour.interval",
+        &s,
+        vec![hung.clone(), health(2, 715, 201)],
+        vec![run(0, 720, Exit::Code(0))],
+    );
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
+    // Without the close the end is estimated at the 1 s timeout, and 715 ms looks too soon.
+    hung.client_closed_ms = None;
+    let estimated = judge(
+        "behaviour.interval",
+        &s,
+        vec![hung, health(2, 715, 201)],
+        vec![run(0, 720, Exit::Code(0))],
+    );
+    assert_eq!(estimated.verdict, Verdict::Fail, "{estimated:?}");
 }
 
 #[test]

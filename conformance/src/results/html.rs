@@ -185,7 +185,8 @@ fn legend(page: &mut String) {
          <span class=\"key a-client-error\">4xx</span> <span class=\"key a-server-error\">5xx</span> \
          <span class=\"key a-transport\">transport fault</span> (hang, reset, close, malformed, partial, slow). \
          <span class=\"key fault-key\">◆</span> marks an injected fault. Dashed lines are the waits between \
-         attempts on one endpoint, labelled with their length. The red band starts at the agent's budget; \
+         attempts on one endpoint, labelled with their length. A request never answered (hang) ends where the agent \
+         closed the connection, or is drawn open (dashed) until the agent was gone. The red band starts at the agent's budget; \
          the blue line is the agent's exit, the grey dashed line the runner's deadline. Hover any mark for details.</p>\n</section>\n",
     );
 }
@@ -303,7 +304,17 @@ pub(crate) fn event_tooltip(event: &TimelineEvent) -> String {
                 duration_text(done.saturating_sub(event.at_ms))
             );
         }
-        None => text.push_str(", never answered"),
+        None => match event.closed_ms {
+            Some(closed) => {
+                let _ = write!(
+                    text,
+                    ", never answered; the agent closed the connection at {} (after {})",
+                    duration_text(closed),
+                    duration_text(closed.saturating_sub(event.at_ms))
+                );
+            }
+            None => text.push_str(", never answered"),
+        },
     }
     text
 }

@@ -123,6 +123,10 @@ pub struct TimelineEvent {
     pub at_ms: u64,
     /// When the answer finished or the fault was applied (`None`: never, e.g. a hang).
     pub done_ms: Option<u64>,
+    /// Never answered (a hang): when the agent closed the connection, i.e. gave up waiting
+    /// (`None`: answered, or still open when the agent was done).
+    #[serde(default)]
+    pub closed_ms: Option<u64>,
     /// Endpoint id (see ARCHITECTURE.md "Endpoint ids").
     pub endpoint: String,
     /// Short request line, e.g. `POST /provisioning/health`.

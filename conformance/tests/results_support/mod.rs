@@ -22,6 +22,7 @@ fn event(
     TimelineEvent {
         at_ms: at,
         done_ms: done,
+        closed_ms: None,
         endpoint: endpoint.into(),
         label: label.into(),
         answer: answer.into(),

@@ -239,10 +239,11 @@ fn lane_events(page: &mut String, scale: &Scale, lane: &Lane<'_>, mid: f64, open
     let bar_top = mid - BAR / 2.0;
     for (i, event) in lane.events.iter().enumerate() {
         let next_at = lane.events.get(i + 1).map(|n| n.at_ms);
-        let end_ms = match event.done_ms {
-            Some(done) => done,
-            // Never answered: the request stays open until the agent is gone.
-            None => open_end.max(event.at_ms),
+        let end_ms = match (event.done_ms, event.closed_ms) {
+            (Some(done), _) => done,
+            // Never answered: open until the agent closed it, or until the agent was gone.
+            (None, Some(closed)) => closed.max(event.at_ms),
+            (None, None) => open_end.max(event.at_ms),
         };
         let x0 = scale.x(event.at_ms);
         let x1 = scale.x(end_ms).max(x0 + 2.0);
@@ -272,7 +273,7 @@ fn lane_events(page: &mut String, scale: &Scale, lane: &Lane<'_>, mid: f64, open
         if event.fault {
             classes.push_str(" fault");
         }
-        if event.done_ms.is_none() {
+        if event.done_ms.is_none() && event.closed_ms.is_none() {
             classes.push_str(" open");
         }
         let _ = write!(
