@@ -463,6 +463,64 @@ reported = [0]
     }
 }
 
+#[test]
+fn a_pool_written_by_an_agent_that_claims_no_kvp_is_still_judged() {
+    // Reports Ready, and leaves a torn record in the pool: 100 bytes, not 2560.
+    let agent = r#"
+import os, urllib.request
+with open(os.environ["WIRECHECK_CASE_KVP_POOL"], "ab") as pool:
+    pool.write(b"PROVISIONING_REPORT" + b"\0" * 81)
+url = os.environ["WIRECHECK_CASE_WIRESERVER_URL"] + "/provisioning/health"
+request = urllib.request.Request(url, data=b'{"state":"Ready"}', method="POST",
+                                 headers={"Content-Type": "application/json"})
+urllib.request.urlopen(request, timeout=2).read()
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("torn.py");
+    write_files(
+        dir.path(),
+        &[
+            ("torn.py", agent),
+            (
+                "agents/torn.toml",
+                &format!(
+                    r#"name = "torn"
+description = "reports Ready and tears the pool"
+attach = "url"
+capabilities = ["json"]
+
+[commands]
+ready = ["python3", "{}"]
+
+[reactions]
+retryable = [503]
+transport_errors = "retry"
+status_403 = "fatal"
+
+[exit]
+reported = [0]
+"#,
+                    script.display()
+                ),
+            ),
+        ],
+    );
+    let o = wirecheck(&repo())
+        .args(["run", "--quiet", "--agent", "torn", "--agents-dir"])
+        .arg(dir.path().join("agents"))
+        .args(["--cases", "wire.health.json.ready.*", "--out"])
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    let r = results(&dir.path().join("out"));
+    let pool = case(&r, "torn", "wire.health.json.ready.kvp.pool");
+    assert_eq!(pool["verdict"], "fail", "{pool}\n{}", stdout(&o));
+    assert!(pool["reason"].as_str().unwrap().contains("2560"), "{pool}");
+    // Whether it should have written a report at all is for agents that claim "kvp".
+    let report = case(&r, "torn", "wire.health.json.ready.kvp.report");
+    assert_eq!(report["verdict"], "skipped", "{report}");
+}
+
 const PROXIED_AGENT: &str = r#"
 # Reaches the real addresses only through the proxy wirecheck gives it.
 import errno, json, os, socket, sys, urllib.request

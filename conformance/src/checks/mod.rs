@@ -71,7 +71,7 @@ pub static CATALOG: [CheckDef; 16] = [
     CheckDef {
         id: "kvp.pool",
         title: "pool file: 2560-byte records, NUL padding, UTF-8, key format, host limits",
-        needs: Some(Capability::Kvp),
+        needs: None,
         run: kvp::pool,
     },
     CheckDef {
