@@ -403,20 +403,19 @@ request = urllib.request.Request(url, data=b'{"state":"Ready"}', method="POST",
 urllib.request.urlopen(request, timeout=2).read()
 "#;
 
-#[test]
-fn url_agents_run_beside_the_fake_in_a_private_network_namespace_as_root() {
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("url_agent.py");
-    write_files(
-        dir.path(),
-        &[
-            ("url_agent.py", URL_AGENT),
-            (
-                "agents/urlagent.toml",
-                &format!(
-                    r#"name = "urlagent"
-description = "reports Ready to the loopback URL it is given"
-attach = "url"
+/// Runs a Python `script` as agent `name` (`attach` mode, claims only "json", retries 503 and
+/// transport errors) on the `wire.health.json.ready` scenario, in `dir`.
+fn run_script_agent(
+    dir: &Path,
+    name: &str,
+    attach: &str,
+    script: &str,
+) -> (std::process::Output, serde_json::Value) {
+    let path = dir.join(format!("{name}.py"));
+    let profile = format!(
+        r#"name = "{name}"
+description = "a test agent: {name}.py"
+attach = "{attach}"
 capabilities = ["json"]
 
 [commands]
@@ -430,19 +429,30 @@ status_403 = "fatal"
 [exit]
 reported = [0]
 "#,
-                    script.display()
-                ),
-            ),
+        path.display()
+    );
+    write_files(
+        dir,
+        &[
+            (&format!("{name}.py"), script),
+            (&format!("agents/{name}.toml"), &profile),
         ],
     );
-    let o = wirecheck(&repo())
-        .args(["run", "--quiet", "--agent", "urlagent", "--agents-dir"])
-        .arg(dir.path().join("agents"))
+    let output = wirecheck(&repo())
+        .args(["run", "--quiet", "--agent", name, "--agents-dir"])
+        .arg(dir.join("agents"))
         .args(["--cases", "wire.health.json.ready.*", "--out"])
-        .arg(dir.path().join("out"))
+        .arg(dir.join("out"))
         .output()
         .unwrap();
-    let r = results(&dir.path().join("out"));
+    let r = results(&dir.join("out"));
+    (output, r)
+}
+
+#[test]
+fn url_agents_run_beside_the_fake_in_a_private_network_namespace_as_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, r) = run_script_agent(dir.path(), "urlagent", "url", URL_AGENT);
     assert_eq!(
         case(&r, "urlagent", "wire.health.json.ready.report.state")["verdict"],
         "pass",
@@ -476,43 +486,7 @@ request = urllib.request.Request(url, data=b'{"state":"Ready"}', method="POST",
 urllib.request.urlopen(request, timeout=2).read()
 "#;
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("torn.py");
-    write_files(
-        dir.path(),
-        &[
-            ("torn.py", agent),
-            (
-                "agents/torn.toml",
-                &format!(
-                    r#"name = "torn"
-description = "reports Ready and tears the pool"
-attach = "url"
-capabilities = ["json"]
-
-[commands]
-ready = ["python3", "{}"]
-
-[reactions]
-retryable = [503]
-transport_errors = "retry"
-status_403 = "fatal"
-
-[exit]
-reported = [0]
-"#,
-                    script.display()
-                ),
-            ),
-        ],
-    );
-    let o = wirecheck(&repo())
-        .args(["run", "--quiet", "--agent", "torn", "--agents-dir"])
-        .arg(dir.path().join("agents"))
-        .args(["--cases", "wire.health.json.ready.*", "--out"])
-        .arg(dir.path().join("out"))
-        .output()
-        .unwrap();
-    let r = results(&dir.path().join("out"));
+    let (o, r) = run_script_agent(dir.path(), "torn", "url", agent);
     let pool = case(&r, "torn", "wire.health.json.ready.kvp.pool");
     assert_eq!(pool["verdict"], "fail", "{pool}\n{}", stdout(&o));
     assert!(pool["reason"].as_str().unwrap().contains("2560"), "{pool}");
@@ -550,46 +524,7 @@ opener.open(request, timeout=2).read()
 #[test]
 fn proxy_attach_routes_the_real_addresses_through_the_fake() {
     let dir = tempfile::tempdir().unwrap();
-    write_files(
-        dir.path(),
-        &[
-            ("proxied.py", PROXIED_AGENT),
-            (
-                "agents/proxied.toml",
-                r#"name = "proxied"
-description = "talks to 168.63.129.16 through http_proxy"
-attach = "proxy"
-capabilities = ["json"]
-
-[commands]
-ready = ["python3", "{case_dir}/../proxied.py"]
-
-[reactions]
-retryable = [503]
-transport_errors = "retry"
-status_403 = "fatal"
-
-[exit]
-reported = [0]
-"#,
-            ),
-        ],
-    );
-    // {case_dir} is a fresh temp folder; the script is found relative to the test folder.
-    let script = dir.path().join("proxied.py");
-    let profile = std::fs::read_to_string(dir.path().join("agents/proxied.toml"))
-        .unwrap()
-        .replace("{case_dir}/../proxied.py", &script.display().to_string());
-    std::fs::write(dir.path().join("agents/proxied.toml"), profile).unwrap();
-
-    let o = wirecheck(&repo())
-        .args(["run", "--quiet", "--agent", "proxied", "--agents-dir"])
-        .arg(dir.path().join("agents"))
-        .args(["--cases", "wire.health.json.ready.*", "--out"])
-        .arg(dir.path().join("out"))
-        .output()
-        .unwrap();
-    let r = results(&dir.path().join("out"));
+    let (o, r) = run_script_agent(dir.path(), "proxied", "proxy", PROXIED_AGENT);
     if !rustix::process::geteuid().is_root() {
         // The private network namespace needs root: skipped with the reason, never run exposed.
         let state = case(&r, "proxied", "wire.health.json.ready.report.state");
