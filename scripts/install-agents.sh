@@ -2,6 +2,9 @@
 # Installs the real provisioning agents that the end-to-end tests drive, unmodified:
 #   - cloud-init 22.4.2 (Debian 12 package; its Python modules live in /usr/lib/python3/dist-packages)
 #   - afterburn 5.11.0 (built from crates.io with its own Cargo.lock into target/agents/afterburn)
+#   - WALinuxAgent 2.7.3.0 (Debian 12) and 2.12.0.2 (Debian 13), cloud-init 25.1.4 (Debian 13):
+#     downloaded and unpacked, never installed (waagent's postinst starts the service), into
+#     target/agents/<name>-<version>/ by scripts/debian-package.sh
 # Run as root on a fresh Debian 12 machine. Idempotent: what is already there is kept.
 set -euo pipefail
 
@@ -33,6 +36,11 @@ fi
 missing=()
 command -v unshare >/dev/null || missing+=(util-linux)
 command -v ip >/dev/null || missing+=(iproute2)
+# WALinuxAgent's run-time needs (PROTOCOL.md §9.1): python3-distro, openssl (its transport
+# certificate), ssh-keygen.
+/usr/bin/python3 -c 'import distro' >/dev/null 2>&1 || missing+=(python3-distro)
+command -v openssl >/dev/null || missing+=(openssl)
+command -v ssh-keygen >/dev/null || missing+=(openssh-client)
 if [ "${#missing[@]}" -gt 0 ]; then
     log "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
@@ -40,6 +48,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 /usr/bin/python3 -c 'import cloudinit.version as v; print("install-agents: cloud-init python package", v.version_string())' >&2
+
+# --- unpacked Debian packages ------------------------------------------------------------------
+bash "${REPO}/scripts/debian-package.sh" bookworm waagent 2.7.3.0 "${REPO}/target/agents/walinuxagent-2.7.3"
+bash "${REPO}/scripts/debian-package.sh" trixie waagent 2.12.0.2 "${REPO}/target/agents/walinuxagent-2.12"
+bash "${REPO}/scripts/debian-package.sh" trixie cloud-init 25.1.4 "${REPO}/target/agents/cloud-init-25.1.4"
 
 # --- afterburn --------------------------------------------------------------------------------
 afterburn_bin="${AFTERBURN_ROOT}/bin/afterburn"
