@@ -8,7 +8,7 @@ use fake_wireserver::oracle::kvp::PoolView;
 
 use crate::agent::{Action, AgentProfile, Forbidden, Reaction};
 use crate::exec::{Captured, Exit};
-use crate::scenario::{Run, Scenario};
+use crate::scenario::{Protocol, Run, Scenario};
 
 /// One agent invocation, on the fake's clock (milliseconds since the fake started).
 #[derive(Debug, Clone)]
@@ -63,8 +63,11 @@ pub fn service_of(entry: &Entry) -> Service {
 }
 
 pub fn is_health(entry: &Entry) -> bool {
-    entry.endpoint == "wireserver.health.json" || entry.endpoint == "wireserver.health.xml"
+    entry.endpoint == HEALTH_JSON || entry.endpoint == HEALTH_XML
 }
+
+const HEALTH_JSON: &str = "wireserver.health.json";
+const HEALTH_XML: &str = "wireserver.health.xml";
 
 /// How the agent's profile says an answer must be treated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,6 +108,21 @@ impl Observation<'_> {
             .reactions
             .request_timeout
             .unwrap_or(self.scenario.agent.request_timeout)
+    }
+
+    /// The health endpoint of the flow the scenario tests (`agent.protocol`).
+    pub fn flow_endpoint(&self) -> &'static str {
+        match self.scenario.agent.protocol {
+            Protocol::Json => HEALTH_JSON,
+            Protocol::Xml => HEALTH_XML,
+        }
+    }
+
+    /// A health report on the flow the scenario tests. Only these count as the agent's
+    /// report: a report on the other flow is not what the scenario asked for (an agent
+    /// that claims `xml` but posts JSON must not pass an XML scenario).
+    pub fn is_flow_health(&self, entry: &Entry) -> bool {
+        entry.endpoint == self.flow_endpoint()
     }
 
     /// Index of the run a journal entry belongs to. Runs are sequential, and every request of

@@ -8,7 +8,7 @@ use fake_wireserver::journal::Entry;
 
 use super::{Judgement, Tally, about, line, note};
 use crate::exec::Exit;
-use crate::observe::{Class, Observation, RunRecord, Service, is_health, service_of};
+use crate::observe::{Class, Observation, RunRecord, Service, service_of};
 use crate::results::Verdict;
 use crate::scenario::{Outcome, Target};
 
@@ -429,7 +429,7 @@ pub fn terminal(obs: &Observation) -> Judgement {
         t.judged();
         let posts: Vec<&Entry> = requests(obs, ri, Service::Wireserver)
             .into_iter()
-            .filter(|e| is_health(e))
+            .filter(|e| obs.is_flow_health(e))
             .collect();
         let accepted: Vec<&Entry> = posts
             .iter()
@@ -501,7 +501,7 @@ pub fn exit(obs: &Observation) -> Judgement {
         t.judged();
         let accepted: Option<&Entry> = requests(obs, ri, Service::Wireserver)
             .into_iter()
-            .find(|e| is_health(e) && obs.classify(e).is_success());
+            .find(|e| obs.is_flow_health(e) && obs.classify(e).is_success());
         let evidence = |msg: String| match accepted {
             Some(e) => about(msg, &[e], None),
             None => note(msg, None),

@@ -6,7 +6,7 @@ use fake_wireserver::oracle::kvp::{KEY_SIZE, RECORD_SIZE};
 
 use super::{Judgement, Tally, about, clip, note, trimmed};
 use crate::agent::Action;
-use crate::observe::{Observation, is_health};
+use crate::observe::Observation;
 
 pub fn pool(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
@@ -104,7 +104,7 @@ pub fn report(obs: &Observation) -> Judgement {
     let sent = obs
         .journal
         .iter()
-        .filter(|e| is_health(e) && obs.run_of(e) == run_idx)
+        .filter(|e| obs.is_flow_health(e) && obs.run_of(e) == run_idx)
         .filter_map(|e| e.report.as_ref().map(|r| (e, r)))
         .next_back();
     let (state, _) = obs.expected_state(run);

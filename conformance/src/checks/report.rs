@@ -20,7 +20,7 @@ const DOCUMENTATION_URL: &str = "https://aka.ms/linuxprovisioningerror";
 fn health_posts<'a>(obs: &'a Observation) -> Vec<(&'a Entry, &'a Run)> {
     obs.journal
         .iter()
-        .filter(|e| is_health(e))
+        .filter(|e| obs.is_flow_health(e))
         .map(|e| (e, &obs.runs[obs.run_of(e)].run))
         .collect()
 }
@@ -35,6 +35,25 @@ fn is_length_finding(id: &str) -> bool {
 
 pub fn shape(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
+    // A report on the other flow is not the one the scenario asked for; the other checks do
+    // not count it, and this one says why.
+    for e in obs
+        .journal
+        .iter()
+        .filter(|e| is_health(e) && !obs.is_flow_health(e))
+    {
+        t.judged();
+        t.fail(
+            format!(
+                "#{}: a health report on {}, but this scenario tests the {} flow ({})",
+                e.seq,
+                e.endpoint,
+                obs.scenario.agent.protocol.as_str(),
+                obs.flow_endpoint()
+            ),
+            about(line(e), &[e], body_excerpt(e)),
+        );
+    }
     for (e, run) in health_posts(obs) {
         t.judged();
         let Some(report) = &e.report else {
@@ -75,7 +94,7 @@ pub fn shape(obs: &Observation) -> Judgement {
         if !obs.profile.reactions.refresh_goal_state_on_410
             && let Some(gone) = obs.journal.iter().find(|g| {
                 g.seq < e.seq
-                    && is_health(g)
+                    && obs.is_flow_health(g)
                     && g.answer.status == Some(410)
                     && obs.run_of(g) == obs.run_of(e)
             })

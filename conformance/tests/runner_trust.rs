@@ -1,0 +1,105 @@
+//! Verdicts a user can trust: each test is one way an agent (or a loaded machine) used to get
+//! a wrong verdict out of `wirecheck run`, named after that finding.
+
+mod runner_support;
+
+use std::path::Path;
+use std::process::Output;
+
+use runner_support::{case, repo, results, stderr, stdout, wirecheck, write_files};
+
+/// Writes a Python agent `name` with a profile (`capabilities`, every action running the
+/// script with the action as its argument) into `dir`, and returns the agents folder.
+fn script_agent(
+    dir: &Path,
+    name: &str,
+    attach: &str,
+    capabilities: &str,
+    script: &str,
+) -> std::path::PathBuf {
+    let path = dir.join(format!("{name}.py"));
+    let profile = format!(
+        r#"name = "{name}"
+description = "a test agent: {name}.py"
+attach = "{attach}"
+capabilities = [{capabilities}]
+
+[commands]
+ready = ["python3", "{p}", "ready"]
+failure = ["python3", "{p}", "failure"]
+
+[reactions]
+retryable = [503]
+transport_errors = "retry"
+status_403 = "fatal"
+
+[exit]
+reported = [0]
+"#,
+        p = path.display()
+    );
+    write_files(
+        dir,
+        &[
+            (&format!("{name}.py"), script),
+            (&format!("agents/{name}.toml"), &profile),
+        ],
+    );
+    dir.join("agents")
+}
+
+/// `wirecheck run --agent NAME --agents-dir AGENTS --out DIR/out ARGS...`.
+fn run(dir: &Path, name: &str, agents: &Path, args: &[&str]) -> Output {
+    wirecheck(&repo())
+        .args(["run", "--quiet", "--agent", name, "--agents-dir"])
+        .arg(agents)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn show(o: &Output) -> String {
+    format!("stdout:\n{}\nstderr:\n{}", stdout(o), stderr(o))
+}
+
+/// Reports Ready on the JSON endpoint whatever it is asked: right for JSON scenarios, the
+/// wrong flow for XML ones.
+const JSON_ONLY_AGENT: &str = r#"
+import os, urllib.request
+url = os.environ["WIRECHECK_CASE_WIRESERVER_URL"] + "/provisioning/health"
+request = urllib.request.Request(url, data=b'{"state":"Ready"}', method="POST",
+                                 headers={"Content-Type": "application/json"})
+urllib.request.urlopen(request, timeout=5).read()
+"#;
+
+#[test]
+fn an_agent_claiming_xml_that_posts_json_fails_the_xml_scenarios() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = script_agent(dir.path(), "jsononly", "url", "\"xml\"", JSON_ONLY_AGENT);
+    let o = run(
+        dir.path(),
+        "jsononly",
+        &agents,
+        &["--cases", "wire.health.xml.ready.*"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let r = results(&dir.path().join("out"));
+    let shape = case(&r, "jsononly", "wire.health.xml.ready.report.shape");
+    assert_eq!(shape["verdict"], "fail", "{shape}");
+    let reason = shape["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("wireserver.health.json") && reason.contains("xml flow"),
+        "{reason}"
+    );
+    for check in ["behaviour.terminal", "behaviour.exit"] {
+        let c = case(&r, "jsononly", &format!("wire.health.xml.ready.{check}"));
+        assert_eq!(c["verdict"], "fail", "{c}");
+    }
+    // Nothing of the XML flow passed on the strength of a JSON report.
+    assert_eq!(
+        case(&r, "jsononly", "wire.health.xml.ready.report.state")["verdict"],
+        "skipped"
+    );
+}
