@@ -332,6 +332,23 @@ fn run(args: RunArgs) -> u8 {
             "{harness} case(s) could not be run because of a harness error (see above and their reasons in results.json); they are skipped, not judged"
         ));
     }
+    let nothing = runner::nothing_judged(&results);
+    if !nothing.is_empty() {
+        for n in &nothing {
+            let also = if n.reason_cases < n.cases {
+                format!(" (reason of {} of them)", n.reason_cases)
+            } else {
+                String::new()
+            };
+            eprintln!(
+                "wirecheck: error: every one of the {} case(s) of agent {} was skipped, so nothing about it was judged: {}{also}",
+                n.cases,
+                n.agent,
+                crate::tools::text::visible(&n.reason)
+            );
+        }
+        return EXIT_USAGE;
+    }
     if results.exit_code(args.strict) == 0 {
         EXIT_OK
     } else {

@@ -103,3 +103,62 @@ fn an_agent_claiming_xml_that_posts_json_fails_the_xml_scenarios() {
         "skipped"
     );
 }
+
+/// `wirecheck` as an ordinary user: `nobody` when the tests run as root (CI), else as is.
+fn as_ordinary_user(mut cmd: std::process::Command) -> std::process::Command {
+    if !rustix::process::geteuid().is_root() {
+        return cmd;
+    }
+    let mut wrapped = std::process::Command::new("setpriv");
+    wrapped.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+    wrapped.arg(cmd.get_program()).args(cmd.get_args());
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    cmd = wrapped;
+    cmd
+}
+
+/// A folder an ordinary user can write to.
+fn shared_tempdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    dir
+}
+
+#[test]
+fn a_run_in_which_every_case_was_skipped_exits_non_zero_saying_why() {
+    // A sandbox profile run without root: every case is skipped (the sandbox needs root).
+    let dir = shared_tempdir();
+    let agents = script_agent(dir.path(), "sandboxed", "sandbox", "\"json\"", "");
+    let mut cmd = wirecheck(&repo());
+    cmd.args(["run", "--quiet", "--agent", "sandboxed", "--agents-dir"])
+        .arg(&agents)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .args(["--cases", "wire.health.json.ready.*"]);
+    let o = as_ordinary_user(cmd).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = stderr(&o);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("nothing about it was judged"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("agent sandboxed") && lines[0].contains("root"),
+        "{}",
+        lines[0]
+    );
+    // The results are still written, every case skipped.
+    let r = results(&dir.path().join("out"));
+    let counts = runner_support::counts(&r, "sandboxed");
+    assert_eq!(counts.keys().collect::<Vec<_>>(), ["skipped"], "{counts:?}");
+}

@@ -8,7 +8,7 @@
 mod kvp_dump;
 mod matrix;
 mod report_parse;
-mod text;
+pub(crate) mod text;
 pub mod vectors;
 
 use std::path::PathBuf;
