@@ -26,8 +26,14 @@ pub const DEFAULT_AGENT: &str = "provision-report";
 
 const RUN_AFTER_HELP: &str = "\
 Exit status: 0 no case failed; 1 at least one case failed (with --strict: or was non-strict); \
-2 usage error or bad input (a profile, a scenario, a missing agent command), or a case that \
-could not be run because wirecheck's own fake or sandbox failed (results are still written).
+2 usage error or bad input (a profile, a scenario, a missing agent command), a case that \
+could not be run because wirecheck's own fake or sandbox failed, or an agent none of whose \
+cases was judged (all skipped; results are still written).
+
+Timing: an agent's deadline is counted from its first request (or from 10 s after its start, \
+when none comes), so a slow start costs time, not verdicts; a timing too close to its limit to \
+call, given how late wirecheck's own wake-ups came meanwhile (a loaded machine), is \
+informational and says so.
 
 Agents: --agent NAME loads <agents-dir>/NAME.toml (or a path to a .toml file); without --agent \
 and --agent-cmd the bundled reporter `provision-report` runs, found next to wirecheck or on PATH.
@@ -120,10 +126,10 @@ pub struct RunArgs {
         default_value = "wirecheck-results"
     )]
     pub out: PathBuf,
-    /// Scenarios run at the same time (they mostly wait on protocol timers)
-    #[arg(long, value_name = "N", env = "WIRECHECK_JOBS", default_value_t = 16,
+    /// Scenarios run at the same time [default: 8 per core, at most 64]
+    #[arg(long, value_name = "N", env = "WIRECHECK_JOBS",
           value_parser = clap::value_parser!(u16).range(1..=512))]
-    pub jobs: u16,
+    pub jobs: Option<u16>,
     /// Run only partition K of N (scenarios split deterministically by id), e.g. 2/4
     #[arg(long, value_name = "K/N", env = "WIRECHECK_PARTITION")]
     pub partition: Option<Partition>,
@@ -310,7 +316,7 @@ fn run(args: RunArgs) -> u8 {
     }
     let settings = RunSettings {
         out: args.out.clone(),
-        jobs: usize::from(args.jobs),
+        jobs: args.jobs.map_or_else(runner::default_jobs, usize::from),
         bin_dir,
         progress: !args.quiet,
     };

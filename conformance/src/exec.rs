@@ -1,5 +1,10 @@
 //! Running one agent invocation: its own process group, output captured up to a bound, and the
 //! whole group killed at the deadline (or when it leaves children behind).
+//!
+//! The deadline is counted from what the agent did, not from its spawn: its clock starts at
+//! the agent's first request (see [`Activity`]), or after [`STARTUP_ALLOWANCE`] when none
+//! came. A slow start (an interpreter loading on a loaded machine) then costs nothing but
+//! wall time, and the same agent gets the same verdict on a busy machine as on an idle one.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -17,6 +22,34 @@ pub const OUTPUT_LIMIT: usize = 256 * 1024;
 /// before the process group is killed.
 const PIPE_GRACE: Duration = Duration::from_millis(500);
 
+/// How long an agent may take to start (from spawn to its first request) before its deadline
+/// clock starts anyway: an agent that never sends a request still ends.
+pub const STARTUP_ALLOWANCE: Duration = Duration::from_secs(10);
+
+/// How often the runner looks for the agent's first request.
+const ACTIVITY_POLL: Duration = Duration::from_millis(10);
+
+/// A count of the requests the agent's fake has received, so the runner can tell when the
+/// agent got going (the deadline clock starts at its first request).
+#[derive(Clone)]
+pub struct Activity(std::sync::Arc<dyn Fn() -> u64 + Send + Sync>);
+
+impl Activity {
+    pub fn new(count: impl Fn() -> u64 + Send + Sync + 'static) -> Activity {
+        Activity(std::sync::Arc::new(count))
+    }
+
+    fn count(&self) -> u64 {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Activity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Activity")
+    }
+}
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Invocation {
@@ -27,7 +60,11 @@ pub struct Invocation {
     /// Removed from the inherited environment (before `env` is applied).
     pub env_remove: Vec<String>,
     pub cwd: PathBuf,
+    /// How long the agent may run once its clock started (its first request; see `activity`).
     pub deadline: Duration,
+    /// The agent's requests so far: its clock starts at the first one, or after
+    /// [`STARTUP_ALLOWANCE`]. `None`: the clock starts at spawn.
+    pub activity: Option<Activity>,
     /// Joined before exec: the agent's processes live in this network namespace.
     pub netns: Option<NetNs>,
 }
@@ -86,6 +123,9 @@ impl Captured {
 pub struct Finished {
     pub exit: Exit,
     pub started: Instant,
+    /// When the deadline clock started: the agent's first request, else spawn plus the
+    /// start-up allowance (or spawn, without an activity count).
+    pub clock_started: Instant,
     pub ended: Instant,
     pub stdout: Captured,
     pub stderr: Captured,
@@ -121,6 +161,7 @@ pub async fn run(inv: &Invocation) -> Finished {
             return Finished {
                 exit: Exit::SpawnFailed(format!("{}: {e}", inv.program.display())),
                 started,
+                clock_started: started,
                 ended: Instant::now(),
                 stdout: Captured::default(),
                 stderr: Captured::default(),
@@ -131,7 +172,7 @@ pub async fn run(inv: &Invocation) -> Finished {
     let stdout = tokio::spawn(capture(child.stdout.take()));
     let stderr = tokio::spawn(capture(child.stderr.take()));
 
-    let status = tokio::time::timeout(inv.deadline, child.wait()).await;
+    let (status, clock_started) = wait_with_deadline(&mut child, inv, started).await;
     let ended = Instant::now();
     let exit = match status {
         Ok(Ok(status)) => {
@@ -161,10 +202,51 @@ pub async fn run(inv: &Invocation) -> Finished {
     Finished {
         exit,
         started,
+        clock_started,
         ended,
         stdout,
         stderr,
     }
+}
+
+/// Waits for the child until its deadline: `Err` when the deadline passed first. Also returns
+/// when the deadline clock started.
+async fn wait_with_deadline(
+    child: &mut tokio::process::Child,
+    inv: &Invocation,
+    started: Instant,
+) -> (
+    Result<std::io::Result<std::process::ExitStatus>, tokio::time::error::Elapsed>,
+    Instant,
+) {
+    let Some(activity) = &inv.activity else {
+        return (
+            tokio::time::timeout(inv.deadline, child.wait()).await,
+            started,
+        );
+    };
+    let before = activity.count();
+    let latest_start = started + STARTUP_ALLOWANCE;
+    // Until the first request (or the allowance's end), poll for it while waiting.
+    let clock_started = loop {
+        let now = Instant::now();
+        if activity.count() > before {
+            break now;
+        }
+        if now >= latest_start {
+            break latest_start;
+        }
+        let slice = ACTIVITY_POLL.min(latest_start - now);
+        match tokio::time::timeout(slice, child.wait()).await {
+            Ok(status) => return (Ok(status), now.min(latest_start)),
+            Err(_) => continue,
+        }
+    };
+    let until = tokio::time::Instant::from_std(clock_started + inv.deadline);
+    (
+        tokio::time::timeout_at(until, child.wait()).await,
+        clock_started,
+    )
 }
 
 /// The captured stream, once its pipe closes; at `grace_end` the process group is killed so
@@ -254,6 +336,7 @@ mod tests {
             env_remove: vec![],
             cwd: std::env::temp_dir(),
             deadline,
+            activity: None,
             netns: None,
         }
     }
@@ -287,6 +370,42 @@ mod tests {
         assert!(
             !marker.exists(),
             "a child of the killed agent is still running"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_deadline_clock_starts_at_the_first_request_not_at_spawn() {
+        let dir = tempfile::tempdir().unwrap();
+        let request = dir.path().join("first-request");
+        // A slow starter: its "first request" comes after 1 s, it is done 0.5 s later.
+        let script = format!("sleep 1; touch {r}; sleep 0.5", r = request.display());
+        let mut inv = sh(&script, Duration::from_millis(800));
+        let seen = request.clone();
+        inv.activity = Some(Activity::new(move || u64::from(seen.exists())));
+        let f = run(&inv).await;
+        assert_eq!(
+            f.exit,
+            Exit::Code(0),
+            "killed although it used 0.5 s of 0.8"
+        );
+        let clock = f.clock_started.duration_since(f.started);
+        assert!(clock >= Duration::from_millis(900), "{clock:?}");
+        // Counted from spawn, the same deadline kills it.
+        let mut inv = sh(&script, Duration::from_millis(800));
+        inv.activity = None;
+        assert_eq!(run(&inv).await.exit, Exit::KilledAtDeadline);
+    }
+
+    #[tokio::test]
+    async fn an_agent_that_never_sends_a_request_is_killed_after_the_allowance() {
+        let mut inv = sh("sleep 60", Duration::from_millis(200));
+        inv.activity = Some(Activity::new(|| 0));
+        let f = run(&inv).await;
+        assert_eq!(f.exit, Exit::KilledAtDeadline);
+        let took = f.ended.duration_since(f.started);
+        assert!(
+            took >= STARTUP_ALLOWANCE && took < STARTUP_ALLOWANCE + Duration::from_secs(5),
+            "{took:?}"
         );
     }
 

@@ -16,6 +16,9 @@ pub struct RunRecord {
     pub run: Run,
     pub argv: Vec<String>,
     pub start_ms: u64,
+    /// When its deadline clock started: its first request, or the end of the start-up
+    /// allowance (`exec::STARTUP_ALLOWANCE`); the deadline is counted from here.
+    pub clock_ms: u64,
     pub end_ms: u64,
     pub exit: Exit,
     pub stdout: Captured,
@@ -27,6 +30,19 @@ impl RunRecord {
         self.end_ms.saturating_sub(self.start_ms)
     }
 }
+
+/// A stretch during which the runner's runtime could not run (it woke `len_ms` late at
+/// `end_ms`, on the fake's clock): a time recorded around then may be late by up to `len_ms`
+/// (`runner::lag`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stall {
+    pub end_ms: u64,
+    pub len_ms: u64,
+}
+
+/// How far from a stall's end a recorded time still counts as possibly delayed by it (one
+/// watcher tick plus scheduling slack).
+const STALL_REACH_MS: u64 = 20;
 
 /// Everything the checks judge.
 #[derive(Debug)]
@@ -42,6 +58,8 @@ pub struct Observation<'a> {
     pub pool: Option<Vec<u8>>,
     pub pool_view: PoolView,
     pub runs: Vec<RunRecord>,
+    /// When the runner stalled during the case (empty on a machine that kept time).
+    pub stalls: Vec<Stall>,
 }
 
 /// Which service a request went to, for retry bookkeeping.
@@ -108,6 +126,20 @@ impl Observation<'_> {
             .reactions
             .request_timeout
             .unwrap_or(self.scenario.agent.request_timeout)
+    }
+
+    /// How late a time the fake recorded at `t_ms` may be because the runner stalled around
+    /// then: the longest stall whose stretch (widened by [`STALL_REACH_MS`]) contains it.
+    pub fn uncertainty_ms(&self, t_ms: u64) -> u64 {
+        self.stalls
+            .iter()
+            .filter(|s| {
+                let from = s.end_ms.saturating_sub(s.len_ms + STALL_REACH_MS);
+                (from..=s.end_ms + STALL_REACH_MS).contains(&t_ms)
+            })
+            .map(|s| s.len_ms)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The health endpoint of the flow the scenario tests (`agent.protocol`).

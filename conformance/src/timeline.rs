@@ -26,7 +26,7 @@ pub fn build(obs: &Observation) -> Timeline {
     Timeline {
         budget_ms: Some((obs.budget() * 1000.0).round() as u64),
         deadline_ms: last.map_or(0, |r| {
-            r.start_ms + (obs.scenario.agent.deadline * 1000.0).round() as u64
+            r.clock_ms + (obs.scenario.agent.deadline * 1000.0).round() as u64
         }),
         agent_exit_ms: last.and_then(|r| match r.exit {
             Exit::KilledAtDeadline | Exit::SpawnFailed(_) => None,

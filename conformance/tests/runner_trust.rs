@@ -29,7 +29,7 @@ ready = ["python3", "{p}", "ready"]
 failure = ["python3", "{p}", "failure"]
 
 [reactions]
-retryable = [503]
+retryable = [429, 500, 503]
 transport_errors = "retry"
 status_403 = "fatal"
 
@@ -161,4 +161,129 @@ fn a_run_in_which_every_case_was_skipped_exits_non_zero_saying_why() {
     let r = results(&dir.path().join("out"));
     let counts = runner_support::counts(&r, "sandboxed");
     assert_eq!(counts.keys().collect::<Vec<_>>(), ["skipped"], "{counts:?}");
+}
+
+/// A JSON-flow agent that starts slowly (an interpreter taking its time, longer than the
+/// scenario's whole deadline), then reports Ready, retrying 429/500/503 and transport errors
+/// within its budget, half an interval more than the scenario's interval apart (a conforming
+/// agent with room to spare, so only a wrong judge could fail it).
+const SLOW_STARTER: &str = r#"
+import http.client, os, time, urllib.parse
+time.sleep(float(os.environ["SLOW_START"]))
+url = urllib.parse.urlparse(os.environ["WIRECHECK_CASE_WIRESERVER_URL"])
+budget = float(os.environ["WIRECHECK_CASE_BUDGET"])
+interval = float(os.environ["WIRECHECK_CASE_RETRY_INTERVAL"])
+timeout = float(os.environ["WIRECHECK_CASE_REQUEST_TIMEOUT"])
+end = time.monotonic() + budget
+while True:
+    try:
+        left = max(0.05, min(timeout, end - time.monotonic()))
+        c = http.client.HTTPConnection(url.hostname, url.port, timeout=left)
+        c.request("POST", "/provisioning/health", body=b'{"state":"Ready"}',
+                  headers={"Content-Type": "application/json"})
+        status = c.getresponse().status
+        c.close()
+        if 200 <= status < 300:
+            raise SystemExit(0)
+        if status not in (429, 500, 503):
+            raise SystemExit(1)
+    except (OSError, http.client.HTTPException):
+        pass
+    if time.monotonic() + 1.5 * interval >= end:
+        raise SystemExit(1)
+    time.sleep(1.5 * interval)
+"#;
+
+/// Busy threads that keep every core loaded while they live.
+struct Load {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(threads: usize) -> Load {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..threads)
+            .map(|_| {
+                let stop = std::sync::Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let mut x = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                    }
+                })
+            })
+            .collect();
+        Load { stop, threads }
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Verdicts by case id.
+fn verdicts(r: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
+    r["agents"][0]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_owned(),
+                c["verdict"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_slow_starting_agent_gets_the_same_verdicts_ten_times_under_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = script_agent(dir.path(), "slowstart", "url", "\"json\"", SLOW_STARTER);
+    let cases = "{wire.health.json.ready,retry.status.500,retry.status.429,transport.reset}.*";
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let _load = Load::start(cores * 2);
+    // Ten runs, two at a time, each with more scenarios in flight than cores.
+    let mut all = Vec::new();
+    for pair in 0..5 {
+        let runs: Vec<_> = (0..2)
+            .map(|k| {
+                let out = dir.path().join(format!("out-{pair}-{k}"));
+                let child = wirecheck(&repo())
+                    .args(["run", "--quiet", "--agent", "slowstart", "--agents-dir"])
+                    .arg(&agents)
+                    .arg("--out")
+                    .arg(&out)
+                    .args(["--cases", cases])
+                    // Longer than any scenario's deadline here (7 s): counted from spawn, every
+                    // case would be killed before its first request.
+                    .env("SLOW_START", "7.5")
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                (out, child)
+            })
+            .collect();
+        for (out, child) in runs {
+            let o = child.wait_with_output().unwrap();
+            assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+            all.push(verdicts(&results(&out)));
+        }
+    }
+    let first = &all[0];
+    assert!(first.len() >= 20, "{first:?}");
+    assert!(
+        first.values().all(|v| v == "pass" || v == "skipped"),
+        "{first:?}"
+    );
+    for (i, other) in all.iter().enumerate() {
+        assert_eq!(other, first, "run {} differs from run 1", i + 1);
+    }
 }

@@ -23,6 +23,18 @@ fn overrun_margin_ms(limit_ms: u64) -> u64 {
     1000 + limit_ms / 10
 }
 
+/// When a stall of the runner could put a measured span on the other side of `threshold`:
+/// the lag that could. Stalls only delay what is recorded, so the span's start may really have
+/// been up to `start_late` earlier (the span longer) and its end up to `end_late` earlier
+/// (shorter). `None`: the comparison stands whatever the stalls did.
+fn stall_flips(measured: u64, threshold: u64, start_late: u64, end_late: u64) -> Option<u64> {
+    if measured >= threshold {
+        (measured.saturating_sub(end_late) < threshold).then_some(end_late)
+    } else {
+        (measured + start_late >= threshold).then_some(start_late)
+    }
+}
+
 /// How much earlier than the request's arrival an agent may have started its per-request
 /// timer (connection set-up, sending the request).
 const UNANSWERED_SLACK_MS: u64 = 150;
@@ -250,7 +262,21 @@ pub fn interval(obs: &Observation) -> Judgement {
                 } else {
                     floor
                 };
-                if gap < floor {
+                let late = stall_flips(
+                    gap,
+                    floor,
+                    obs.uncertainty_ms(finished_ms(obs, e)),
+                    obs.uncertainty_ms(next.at_ms),
+                );
+                if let Some(late) = late {
+                    t.uncertain(
+                        format!(
+                            "retried {} {gap} ms after #{} ended, the interval is at least {interval} ms, and the runner's wake-ups around then came up to {late} ms late",
+                            e.endpoint, e.seq
+                        ),
+                        about(format!("{} then {}", line(e), line(next)), &[e, next], None),
+                    );
+                } else if gap < floor {
                     t.fail(
                         format!(
                             "retried {} only {gap} ms after #{} ended; the interval is at least {interval} ms",
@@ -308,7 +334,17 @@ pub fn rate(obs: &Observation) -> Judgement {
             }
         }
         let window: Vec<&Entry> = reqs[best_at..best_at + best].to_vec();
-        if best > allowed {
+        // A stall can bunch requests that came apart: the first may have been earlier.
+        let span = window[window.len() - 1].at_ms - window[0].at_ms;
+        let late = obs.uncertainty_ms(window[0].at_ms);
+        if best > allowed && late > 0 && span + late >= WINDOW_MS {
+            t.uncertain(
+                format!(
+                    "{best} requests to {endpoint} within one second (at most {allowed} expected), and the runner's wake-ups around then came up to {late} ms late"
+                ),
+                about(format!("window from +{} ms", window[0].at_ms), &window, None),
+            );
+        } else if best > allowed {
             t.fail(
                 format!(
                     "{best} requests to {endpoint} within one second; at most {allowed} expected"
@@ -390,7 +426,24 @@ pub fn budget(obs: &Observation) -> Judgement {
             .into_iter()
             .take(1)
             .collect();
-        if took > limit {
+        let late = stall_flips(
+            took,
+            limit + 1,
+            obs.uncertainty_ms(start),
+            obs.uncertainty_ms(run.end_ms),
+        );
+        if let Some(late) = late {
+            t.uncertain(
+                format!(
+                    "run {}: the wireserver report took {} of a {} budget (limit {}), and the runner's wake-ups around then came up to {late} ms late",
+                    ri + 1,
+                    secs(took),
+                    secs(budget),
+                    secs(limit)
+                ),
+                about(format!("run {}: {}", ri + 1, run.exit.describe()), &first, None),
+            );
+        } else if took > limit {
             t.fail(
                 format!(
                     "run {}: the wireserver report took {} (first attempt to exit), over its {} budget",
@@ -610,7 +663,23 @@ pub fn timeout(obs: &Observation) -> Judgement {
                 let budget_end = loop_start(obs, ri, service) + ms(obs.budget());
                 let cut_by_budget = reqs.get(k + 1).is_none()
                     && run.end_ms <= budget_end + overrun_margin_ms(ms(obs.budget()));
-                if gave_up_after > allowed && !cut_by_budget {
+                let late = stall_flips(
+                    gave_up_after,
+                    allowed + 1,
+                    obs.uncertainty_ms(e.at_ms),
+                    obs.uncertainty_ms(e.at_ms + gave_up_after),
+                );
+                if let Some(late) = late.filter(|_| !cut_by_budget) {
+                    t.uncertain(
+                        format!(
+                            "waited {} on unanswered request #{} ({what}), the limit is {}, and the runner's wake-ups around then came up to {late} ms late",
+                            secs(gave_up_after),
+                            e.seq,
+                            secs(allowed)
+                        ),
+                        about(line(e), &[e], None),
+                    );
+                } else if gave_up_after > allowed && !cut_by_budget {
                     t.fail(
                         format!(
                             "waited {} on unanswered request #{} ({what}); the per-request timeout is {}",

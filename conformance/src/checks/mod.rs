@@ -177,6 +177,8 @@ const MAX_EVIDENCE: usize = 20;
 #[derive(Debug, Default)]
 pub struct Tally {
     fails: Vec<(String, Evidence)>,
+    /// Timings too close to their limit to call, given how late the runner woke meanwhile.
+    uncertain: Vec<(String, Evidence)>,
     non_strict: Vec<(String, Evidence)>,
     notes: Vec<Evidence>,
     judged: usize,
@@ -195,6 +197,14 @@ impl Tally {
     pub fn fail(&mut self, reason: impl Into<String>, evidence: Evidence) {
         self.judged += 1;
         self.fails.push((reason.into(), evidence));
+    }
+
+    /// A timing that cannot be called either way: the runner's own wake-ups came late around
+    /// the moments it compares (`Observation::uncertainty_ms`). Without a sure failure the
+    /// case is informational, saying so, never a pass or a fail that depends on the machine.
+    pub fn uncertain(&mut self, reason: impl Into<String>, evidence: Evidence) {
+        self.judged += 1;
+        self.uncertain.push((reason.into(), evidence));
     }
 
     pub fn non_strict(&mut self, reason: impl Into<String>, evidence: Evidence) {
@@ -240,6 +250,14 @@ impl Tally {
         };
         let (verdict, reason) = if !self.fails.is_empty() {
             (Verdict::Fail, Some(summarize(&self.fails)))
+        } else if !self.uncertain.is_empty() {
+            (
+                Verdict::Informational,
+                Some(format!(
+                    "not judged, the machine was too loaded to judge timing: {}",
+                    summarize(&self.uncertain)
+                )),
+            )
         } else if !self.non_strict.is_empty() {
             (Verdict::NonStrict, Some(summarize(&self.non_strict)))
         } else if self.judged == 0 {
@@ -254,6 +272,7 @@ impl Tally {
         let mut evidence: Vec<Evidence> = self
             .fails
             .into_iter()
+            .chain(self.uncertain)
             .chain(self.non_strict)
             .map(|(_, e)| e)
             .chain(self.notes)

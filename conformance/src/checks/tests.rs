@@ -115,6 +115,7 @@ fn run(start: u64, end: u64, exit: Exit) -> RunRecord {
         },
         argv: vec!["t".into()],
         start_ms: start,
+        clock_ms: start,
         end_ms: end,
         exit,
         stdout: Captured::default(),
@@ -123,6 +124,17 @@ fn run(start: u64, end: u64, exit: Exit) -> RunRecord {
 }
 
 fn judge(check: &str, scenario: &Scenario, journal: Vec<Entry>, runs: Vec<RunRecord>) -> Judgement {
+    judge_stalled(check, scenario, journal, runs, Vec::new())
+}
+
+/// [`judge`] on a machine whose runner stalled at these moments.
+fn judge_stalled(
+    check: &str,
+    scenario: &Scenario,
+    journal: Vec<Entry>,
+    runs: Vec<RunRecord>,
+    stalls: Vec<crate::observe::Stall>,
+) -> Judgement {
     let profile = profile();
     let obs = Observation {
         scenario,
@@ -137,6 +149,7 @@ fn judge(check: &str, scenario: &Scenario, journal: Vec<Entry>, runs: Vec<RunRec
         pool: Some(Vec::new()),
         pool_view: decode_pool(&[]),
         runs,
+        stalls,
     };
     let def = CATALOG.iter().find(|c| c.id == check).unwrap();
     (def.run)(&obs)
@@ -219,6 +232,65 @@ fn the_throttle_body_decides_a_403() {
         vec![run(0, 260, Exit::Code(0))],
     );
     assert_eq!(j.verdict, Verdict::Fail);
+}
+
+#[test]
+fn an_interval_within_a_stall_of_its_floor_is_not_called_either_way() {
+    use crate::observe::Stall;
+    let s = scenario("");
+    let stall = |end_ms, len_ms| vec![Stall { end_ms, len_ms }];
+    // 150 ms looks too fast (floor 190 ms), but the runner stalled 60 ms around the 503: the
+    // answer may have left earlier than recorded, and the agent waited long enough.
+    let close = judge_stalled(
+        "behaviour.interval",
+        &s,
+        vec![health(1, 10, 503), health(2, 160, 201)],
+        vec![run(0, 170, Exit::Code(0))],
+        stall(40, 60),
+    );
+    assert_eq!(close.verdict, Verdict::Informational, "{close:?}");
+    let reason = close.reason.unwrap();
+    assert!(
+        reason.contains("too loaded to judge timing") && reason.contains("60 ms late"),
+        "{reason}"
+    );
+    // A pass just over the floor is not called either: the retry may have come earlier than
+    // recorded.
+    let pass = judge_stalled(
+        "behaviour.interval",
+        &s,
+        vec![health(1, 10, 503), health(2, 215, 201)],
+        vec![run(0, 220, Exit::Code(0))],
+        stall(210, 100),
+    );
+    assert_eq!(pass.verdict, Verdict::Informational, "{pass:?}");
+    // Far from the floor, a stall changes nothing: 20 ms is too fast even 100 ms late...
+    let fast = judge_stalled(
+        "behaviour.interval",
+        &s,
+        vec![health(1, 10, 503), health(2, 30, 201)],
+        vec![run(0, 70, Exit::Code(0))],
+        stall(25, 100),
+    );
+    assert_eq!(fast.verdict, Verdict::Fail, "{fast:?}");
+    // ... and a stall elsewhere in the case, or one before the retry (it came earlier still),
+    // does not touch this interval.
+    let elsewhere = judge_stalled(
+        "behaviour.interval",
+        &s,
+        vec![health(1, 10, 503), health(2, 160, 201)],
+        vec![run(0, 2000, Exit::Code(0))],
+        stall(1500, 100),
+    );
+    assert_eq!(elsewhere.verdict, Verdict::Fail, "{elsewhere:?}");
+    let before_retry = judge_stalled(
+        "behaviour.interval",
+        &s,
+        vec![health(1, 10, 503), health(2, 160, 201)],
+        vec![run(0, 170, Exit::Code(0))],
+        stall(155, 100),
+    );
+    assert_eq!(before_retry.verdict, Verdict::Fail, "{before_retry:?}");
 }
 
 #[test]

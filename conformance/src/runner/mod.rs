@@ -4,6 +4,7 @@
 
 mod artifacts;
 pub mod attach;
+pub mod lag;
 mod scenario_run;
 pub mod timing;
 
@@ -186,6 +187,19 @@ pub struct RunSettings {
     pub progress: bool,
 }
 
+/// Scenarios run at the same time by default: [`JOBS_PER_CORE`] per core of the machine, at
+/// most [`MAX_DEFAULT_JOBS`]. Agents mostly wait on protocol timers, so more scenarios than
+/// cores run well; their start-ups compete for the CPU, which costs wall time but no verdict
+/// (deadlines count from the agent's first request, and a machine too loaded to keep time is
+/// reported as such, [`lag`]).
+pub fn default_jobs() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    (cores * JOBS_PER_CORE).min(MAX_DEFAULT_JOBS)
+}
+
+pub const JOBS_PER_CORE: usize = 8;
+pub const MAX_DEFAULT_JOBS: usize = 64;
+
 /// Runs every planned pair and collects the results (the caller writes them).
 pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<RunResults> {
     let started_wall = chrono::Utc::now();
@@ -195,6 +209,7 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
         .build()?;
     let progress = crate::console::Progress::new(planned.len(), settings.progress);
     let outcomes = runtime.block_on(async {
+        let (lag, lag_task) = lag::LagWatch::start();
         let semaphore = Arc::new(tokio::sync::Semaphore::new(settings.jobs.max(1)));
         // Longest first, so the run is not waiting on a long scenario started last.
         let mut order: Vec<usize> = (0..planned.len()).collect();
@@ -205,9 +220,10 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
             let semaphore = Arc::clone(&semaphore);
             let settings = settings.clone();
             let progress = progress.clone();
+            let lag = lag.clone();
             tasks.push(tokio::spawn(async move {
                 let _permit = semaphore.acquire_owned().await;
-                let cases = scenario_run::run(&p, &settings).await;
+                let cases = scenario_run::run(&p, &settings, &lag).await;
                 progress.finished(&p.profile.name, &p.scenario.id, &cases);
                 cases
             }));
@@ -221,6 +237,7 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
                 }
             };
         }
+        lag_task.abort();
         outcomes
     });
     progress.done();

@@ -7,6 +7,7 @@ use std::time::Instant;
 use fake_wireserver::oracle::kvp::decode_pool;
 
 use super::attach::{self, SessionError};
+use super::lag::LagWatch;
 use super::{
     HARNESS_ERROR, Planned, RunSettings, apply_deviation, apply_unclaimed, artifacts, case_title,
     skip_reason, uniform_cases,
@@ -16,11 +17,11 @@ use crate::observe::Observation;
 use crate::results::{CaseResult, Verdict};
 
 /// Runs the pair and returns one result per selected case.
-pub async fn run(p: &Planned, settings: &RunSettings) -> Vec<CaseResult> {
+pub async fn run(p: &Planned, settings: &RunSettings, lag: &LagWatch) -> Vec<CaseResult> {
     if let Some(reason) = skip_reason(p).or_else(|| attach::unavailable(p, &settings.bin_dir)) {
         return uniform_cases(p, Verdict::Skipped, &reason);
     }
-    match execute(p, settings).await {
+    match execute(p, settings, lag).await {
         Ok(cases) => cases,
         Err(SessionError::Agent(reason)) => uniform_cases(p, Verdict::Fail, &reason),
         Err(SessionError::Harness(reason)) => {
@@ -33,7 +34,11 @@ pub async fn run(p: &Planned, settings: &RunSettings) -> Vec<CaseResult> {
     }
 }
 
-async fn execute(p: &Planned, settings: &RunSettings) -> Result<Vec<CaseResult>, SessionError> {
+async fn execute(
+    p: &Planned,
+    settings: &RunSettings,
+    lag: &LagWatch,
+) -> Result<Vec<CaseResult>, SessionError> {
     let scenario = &*p.scenario;
     let profile = &*p.profile;
     let case_dir = tempfile::Builder::new()
@@ -56,6 +61,7 @@ async fn execute(p: &Planned, settings: &RunSettings) -> Result<Vec<CaseResult>,
         pool,
         pool_view,
         runs: session.runs,
+        stalls: lag.stalls_since(started, session.clock_origin),
     };
     let timeline = crate::timeline::build(&obs);
     let artifacts_rel = artifacts::relative_dir(&profile.name, &scenario.id);

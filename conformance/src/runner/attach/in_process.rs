@@ -80,9 +80,20 @@ pub async fn run(
     // The runner's clock starts just before the fake's, so run times are never earlier than
     // the fake's view of them (see `Observation::run_of`).
     let t0 = Instant::now();
-    let fake = serve_on(config, listeners)
-        .await
-        .map_err(|e| SessionError::Harness(format!("the fake could not start: {e}")))?;
+    let fake = std::sync::Arc::new(
+        serve_on(config, listeners)
+            .await
+            .map_err(|e| SessionError::Harness(format!("the fake could not start: {e}")))?,
+    );
+    // Every request the fake received, evicted ones included: the agent's deadline clock
+    // starts at its first one.
+    let activity = {
+        let fake = std::sync::Arc::clone(&fake);
+        exec::Activity::new(move || {
+            let stats = fake.journal_stats();
+            stats.entries as u64 + stats.evicted
+        })
+    };
 
     let closed = |what: &str| {
         ClosedPort::new().map_err(|e| {
@@ -129,6 +140,7 @@ pub async fn run(
         let (argv, mut invocation) =
             agent_invocation(p, settings, run, &endpoints, case_dir, deadline)?;
         invocation.netns = netns.clone();
+        invocation.activity = Some(activity.clone());
         let finished = exec::run(&invocation).await;
         if let Exit::SpawnFailed(why) = &finished.exit {
             return Err(SessionError::Agent(format!(
@@ -140,14 +152,19 @@ pub async fn run(
     }
 
     drop(held);
+    drop(activity);
     let journal = settled_journal(&fake).await;
     let served = fake.served_ids();
-    fake.shutdown().await;
+    match std::sync::Arc::try_unwrap(fake) {
+        Ok(fake) => fake.shutdown().await,
+        Err(_) => return Err(SessionError::Harness("the fake is still in use".into())),
+    }
     Ok(Session {
         journal,
         served,
         pool: std::fs::read(&pool_path).ok(),
         runs,
+        clock_origin: t0,
     })
 }
 

@@ -36,6 +36,9 @@ pub struct Session {
     /// The pool file after the run (`None`: there was none).
     pub pool: Option<Vec<u8>>,
     pub runs: Vec<RunRecord>,
+    /// The zero of the journal's clock (the fake's start, or just before it), on the
+    /// runner's clock.
+    pub clock_origin: Instant,
 }
 
 /// Why a session produced nothing to judge.
@@ -185,6 +188,7 @@ fn agent_invocation(
         env_remove,
         cwd: case_dir.to_path_buf(),
         deadline: Duration::from_secs_f64(deadline),
+        activity: None,
         netns: None,
     };
     Ok((argv, invocation))
@@ -222,6 +226,7 @@ fn record(run: &Run, argv: Vec<String>, exit: Exit, finished: Finished, t0: Inst
         run: run.clone(),
         argv,
         start_ms: ms_since(t0, finished.started),
+        clock_ms: ms_since(t0, finished.clock_started),
         end_ms: ms_since(t0, finished.ended),
         exit,
         stdout: finished.stdout,

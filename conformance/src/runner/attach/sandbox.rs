@@ -167,6 +167,7 @@ pub async fn run(
         served,
         pool,
         runs: vec![record(run, argv, exit, finished, t0)],
+        clock_origin: t0,
     })
 }
 

@@ -1,0 +1,122 @@
+//! The runner watches its own scheduling lag: a task on the runner's runtime (where every
+//! case's fake runs) sleeps [`TICK`] again and again and records how late it woke. A wake-up
+//! late by `lag` means the runtime (or the machine) stalled for that long, and any time the
+//! fake recorded around then may be late by as much. The checks get these stalls on the fake's
+//! clock (`Observation::stalls`) and do not call a timing that is within the stall of its
+//! limit (`Observation::uncertainty_ms`): on a machine too loaded to keep time, the verdict
+//! says so (informational, with the lag) instead of a pass or a fail that depends on the load.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use crate::observe::Stall;
+
+/// How often the watcher wakes.
+const TICK: Duration = Duration::from_millis(10);
+
+/// Lags below this are not kept (they never matter to a verdict).
+const KEEP_FROM: Duration = Duration::from_millis(5);
+
+/// Samples kept at most (oldest dropped): at one sample per tick, over 15 minutes of
+/// continuous lag.
+const MAX_SAMPLES: usize = 100_000;
+
+/// The recorded lag samples of one run.
+#[derive(Debug, Clone)]
+pub struct LagWatch {
+    samples: Arc<Mutex<VecDeque<(Instant, Duration)>>>,
+}
+
+impl LagWatch {
+    /// Starts watching on the current runtime until the returned handle is aborted.
+    pub fn start() -> (LagWatch, tokio::task::JoinHandle<()>) {
+        let watch = LagWatch {
+            samples: Arc::default(),
+        };
+        let samples = Arc::clone(&watch.samples);
+        let task = tokio::spawn(async move {
+            loop {
+                let before = Instant::now();
+                tokio::time::sleep(TICK).await;
+                let woke = Instant::now();
+                let lag = woke.duration_since(before).saturating_sub(TICK);
+                if lag >= KEEP_FROM {
+                    let mut s = samples.lock().unwrap_or_else(|e| e.into_inner());
+                    if s.len() == MAX_SAMPLES {
+                        s.pop_front();
+                    }
+                    s.push_back((woke, lag));
+                }
+            }
+        });
+        (watch, task)
+    }
+
+    /// A watch that saw nothing (for runs without a watcher, e.g. tests of the judging).
+    pub fn idle() -> LagWatch {
+        LagWatch {
+            samples: Arc::default(),
+        }
+    }
+
+    /// Records one sample (for tests).
+    pub fn record(&self, at: Instant, lag: Duration) {
+        self.samples
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back((at, lag));
+    }
+
+    /// The stalls that ended after `from`, on a clock whose zero is `origin` (the fake's).
+    pub fn stalls_since(&self, from: Instant, origin: Instant) -> Vec<Stall> {
+        let s = self.samples.lock().unwrap_or_else(|e| e.into_inner());
+        s.iter()
+            .filter(|(woke, _)| *woke >= from)
+            .map(|(woke, lag)| Stall {
+                end_ms: woke.saturating_duration_since(origin).as_millis() as u64,
+                len_ms: lag.as_millis() as u64,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stalls_are_given_on_the_fakes_clock() {
+        let w = LagWatch::idle();
+        let origin = Instant::now();
+        w.record(
+            origin + Duration::from_millis(100),
+            Duration::from_millis(30),
+        );
+        w.record(
+            origin + Duration::from_millis(900),
+            Duration::from_millis(250),
+        );
+        assert_eq!(
+            w.stalls_since(origin + Duration::from_millis(500), origin),
+            [Stall {
+                end_ms: 900,
+                len_ms: 250
+            }]
+        );
+        assert_eq!(w.stalls_since(origin, origin).len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_blocked_runtime_is_seen_as_a_stall() {
+        let (w, task) = LagWatch::start();
+        let origin = Instant::now();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        // Block the runtime's only thread: the watcher cannot wake for 300 ms.
+        std::thread::sleep(Duration::from_millis(300));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        task.abort();
+        let stalls = w.stalls_since(origin, origin);
+        assert!(stalls.iter().any(|s| s.len_ms >= 200), "{stalls:?}");
+    }
+}
