@@ -287,3 +287,47 @@ fn a_slow_starting_agent_gets_the_same_verdicts_ten_times_under_load() {
         assert_eq!(other, first, "run {} differs from run 1", i + 1);
     }
 }
+
+/// Sends a wrong report (NotReady for a Ready case), then 10,000 cheap IMDS GETs on one
+/// connection, then the right report: the wrong one is what the checks must see.
+const PADDING_AGENT: &str = r#"
+import http.client, os, urllib.parse
+def post(body):
+    url = urllib.parse.urlparse(os.environ["WIRECHECK_CASE_WIRESERVER_URL"])
+    c = http.client.HTTPConnection(url.hostname, url.port, timeout=5)
+    c.request("POST", "/provisioning/health", body=body,
+              headers={"Content-Type": "application/json"})
+    c.getresponse().read()
+    c.close()
+post(b'{"details":{"description":"x","subStatus":"ProvisioningFailed"},"state":"NotReady"}')
+imds = urllib.parse.urlparse(os.environ["WIRECHECK_CASE_IMDS_URL"])
+c = http.client.HTTPConnection(imds.hostname, imds.port, timeout=5)
+for _ in range(10000):
+    c.request("GET", "/metadata/versions", headers={"Metadata": "true"})
+    c.getresponse().read()
+c.close()
+post(b'{"state":"Ready"}')
+"#;
+
+#[test]
+fn an_agent_that_pads_the_journal_past_its_bound_is_not_judged_as_a_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = script_agent(dir.path(), "padder", "url", "\"json\"", PADDING_AGENT);
+    let o = run(
+        dir.path(),
+        "padder",
+        &agents,
+        &["--cases", "wire.health.json.ready.*"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let r = results(&dir.path().join("out"));
+    for check in ["report.state", "behaviour.terminal", "behaviour.exit"] {
+        let c = case(&r, "padder", &format!("wire.health.json.ready.{check}"));
+        assert_eq!(c["verdict"], "fail", "{c}");
+        let reason = c["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("10002 requests") && reason.contains("not judged"),
+            "{reason}"
+        );
+    }
+}

@@ -154,6 +154,18 @@ pub async fn run(
     drop(held);
     drop(activity);
     let journal = settled_journal(&fake).await;
+    // The window is this case's own; when the agent sent more than it keeps, what a check
+    // needs (an early wrong report) may be gone, so nothing is judged from what is left.
+    let stats = fake.journal_stats();
+    if stats.evicted > 0 {
+        return Err(SessionError::Agent(format!(
+            "the agent sent {} requests, more than the {} (or {} bytes) a case's journal keeps; the oldest {} were dropped, so the case is not judged",
+            stats.evicted + stats.entries as u64,
+            stats.capacity,
+            stats.max_bytes,
+            stats.evicted
+        )));
+    }
     let served = fake.served_ids();
     match std::sync::Arc::try_unwrap(fake) {
         Ok(fake) => fake.shutdown().await,
