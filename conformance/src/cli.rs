@@ -319,6 +319,7 @@ fn run(args: RunArgs) -> u8 {
         jobs: args.jobs.map_or_else(runner::default_jobs, usize::from),
         bin_dir,
         progress: !args.quiet,
+        stop: None,
     };
     let results = match runner::run(planned, &settings) {
         Ok(r) => r,

@@ -67,6 +67,44 @@ pub struct Invocation {
     pub activity: Option<Activity>,
     /// Joined before exec: the agent's processes live in this network namespace.
     pub netns: Option<NetNs>,
+    /// Run the agent as the first process of a PID namespace of its own (needs root, or a
+    /// `netns` with a user namespace): when it ends, or is killed, the kernel ends everything
+    /// it started, `setsid()` daemons included, and it cannot see or signal any other
+    /// process. Without it only its process group is killed.
+    pub pid_namespace: bool,
+    /// Ends the invocation early (wirecheck was interrupted): its tree is killed.
+    pub stop: Option<Stop>,
+}
+
+/// Tells running invocations that wirecheck was interrupted (SIGINT, SIGTERM).
+#[derive(Debug, Clone)]
+pub struct Stop(tokio::sync::watch::Receiver<Option<i32>>);
+
+impl Stop {
+    /// A stop signal and the sender that raises it (with the signal number).
+    pub fn new() -> (tokio::sync::watch::Sender<Option<i32>>, Stop) {
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        (tx, Stop(rx))
+    }
+
+    /// The signal that stopped the run, if one did.
+    pub fn signal(&self) -> Option<i32> {
+        *self.0.borrow()
+    }
+
+    /// Resolves once the run is stopped.
+    pub async fn stopped(&self) -> i32 {
+        let mut rx = self.0.clone();
+        loop {
+            if let Some(sig) = *rx.borrow_and_update() {
+                return sig;
+            }
+            if rx.changed().await.is_err() {
+                // The sender is gone without a stop: never resolves.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
 }
 
 /// How the invocation ended.
@@ -77,6 +115,8 @@ pub enum Exit {
     Signal(i32),
     /// Still running at the deadline: its process group was killed.
     KilledAtDeadline,
+    /// wirecheck was interrupted by this signal while it ran: its tree was killed.
+    Interrupted(i32),
     /// It could not be started.
     SpawnFailed(String),
 }
@@ -94,6 +134,7 @@ impl Exit {
             Exit::Code(c) => format!("exit status {c}"),
             Exit::Signal(s) => format!("killed by signal {s}"),
             Exit::KilledAtDeadline => "still running at the deadline (process group killed)".into(),
+            Exit::Interrupted(s) => format!("ended because wirecheck was interrupted (signal {s})"),
             Exit::SpawnFailed(e) => format!("could not be started: {e}"),
         }
     }
@@ -148,10 +189,21 @@ pub async fn run(inv: &Invocation) -> Finished {
     for (k, v) in &inv.env {
         cmd.env(k, v);
     }
-    if let Some(ns) = inv.netns.clone() {
-        // SAFETY: between fork and exec the hook only calls setns(2) (no allocation, no lock).
+    let netns = inv.netns.clone();
+    let pid_namespace = inv.pid_namespace;
+    if netns.is_some() || pid_namespace {
+        // SAFETY: between fork and exec the hook only makes system calls (setns, unshare,
+        // fork, waitpid, _exit: no allocation, no lock).
         unsafe {
-            cmd.pre_exec(move || ns.enter());
+            cmd.pre_exec(move || {
+                if let Some(ns) = &netns {
+                    ns.enter()?;
+                }
+                if pid_namespace {
+                    enter_pid_namespace()?;
+                }
+                Ok(())
+            });
         }
     }
     let started = Instant::now();
@@ -172,22 +224,39 @@ pub async fn run(inv: &Invocation) -> Finished {
     let stdout = tokio::spawn(capture(child.stdout.take()));
     let stderr = tokio::spawn(capture(child.stderr.take()));
 
-    let (status, clock_started) = wait_with_deadline(&mut child, inv, started).await;
+    let waited = match &inv.stop {
+        Some(stop) => {
+            tokio::select! {
+                waited = wait_with_deadline(&mut child, inv, started) => Ok(waited),
+                sig = stop.stopped() => Err(sig),
+            }
+        }
+        None => Ok(wait_with_deadline(&mut child, inv, started).await),
+    };
     let ended = Instant::now();
-    let exit = match status {
-        Ok(Ok(status)) => {
+    let (exit, clock_started) = match waited {
+        Ok((Ok(Ok(status)), clock)) => {
             use std::os::unix::process::ExitStatusExt as _;
-            match (status.code(), status.signal()) {
+            let exit = match (status.code(), status.signal()) {
                 (Some(code), _) => Exit::Code(code),
                 (None, Some(sig)) => Exit::Signal(sig),
                 (None, None) => Exit::Signal(0),
-            }
+            };
+            (exit, clock)
         }
-        Ok(Err(e)) => Exit::SpawnFailed(format!("waiting for it failed: {e}")),
-        Err(_elapsed) => {
+        Ok((Ok(Err(e)), clock)) => (
+            Exit::SpawnFailed(format!("waiting for it failed: {e}")),
+            clock,
+        ),
+        Ok((Err(_elapsed), clock)) => {
             kill_group(pgid);
             let _ = child.wait().await;
-            Exit::KilledAtDeadline
+            (Exit::KilledAtDeadline, clock)
+        }
+        Err(sig) => {
+            kill_group(pgid);
+            let _ = child.kill().await;
+            (Exit::Interrupted(sig), started)
         }
     };
 
@@ -206,6 +275,53 @@ pub async fn run(inv: &Invocation) -> Finished {
         ended,
         stdout,
         stderr,
+    }
+}
+
+/// In the forked child, before exec: a new PID namespace whose first process is the agent. The
+/// child forks once more; the grandchild (PID 1 there) goes on to exec the agent and dies with
+/// its parent, and the child waits for it and ends the same way, so the runner's view of the
+/// agent's exit is unchanged. Returns only in the grandchild.
+///
+/// # Safety
+/// Only between fork and exec: system calls only.
+unsafe fn enter_pid_namespace() -> std::io::Result<()> {
+    // SAFETY: system calls on our own process.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWPID) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let pid = libc::fork();
+        if pid < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if pid == 0 {
+            // The agent: killed when the waiting parent dies (a deadline kill of the group).
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            return Ok(());
+        }
+        // The waiting parent keeps no descriptor: the agent's pipes and the exec-status pipe
+        // close when the agent's side does.
+        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+        let mut status = 0;
+        loop {
+            let r = libc::waitpid(pid, &mut status, 0);
+            if r == pid {
+                break;
+            }
+            if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                libc::_exit(125);
+            }
+        }
+        if libc::WIFEXITED(status) {
+            libc::_exit(libc::WEXITSTATUS(status));
+        }
+        if libc::WIFSIGNALED(status) {
+            let sig = libc::WTERMSIG(status);
+            libc::signal(sig, libc::SIG_DFL);
+            libc::kill(libc::getpid(), sig);
+        }
+        libc::_exit(125)
     }
 }
 
@@ -338,6 +454,8 @@ mod tests {
             deadline,
             activity: None,
             netns: None,
+            pid_namespace: false,
+            stop: None,
         }
     }
 

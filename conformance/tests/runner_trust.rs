@@ -331,3 +331,74 @@ fn an_agent_that_pads_the_journal_past_its_bound_is_not_judged_as_a_pass() {
         );
     }
 }
+
+/// Reports Ready, but first leaves a `setsid()` daemon behind that keeps a heartbeat file
+/// fresh and tries to rewrite the results after wirecheck is done.
+const DAEMON_AGENT: &str = r#"
+import os, time, urllib.request
+watch = os.environ["DAEMON_DIR"]
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        for i in range(600):
+            with open(os.path.join(watch, "heartbeat"), "w") as f:
+                f.write(str(i))
+            if i > 20:
+                try:
+                    with open(os.environ["DAEMON_RESULTS"], "w") as f:
+                        f.write('{"forged": true}')
+                except OSError:
+                    pass
+            time.sleep(0.1)
+    os._exit(0)
+url = os.environ["WIRECHECK_CASE_WIRESERVER_URL"] + "/provisioning/health"
+request = urllib.request.Request(url, data=b'{"state":"Ready"}', method="POST",
+                                 headers={"Content-Type": "application/json"})
+urllib.request.urlopen(request, timeout=5).read()
+"#;
+
+/// Runs the daemon agent (as an ordinary user when `ordinary`) and checks that nothing of it
+/// is left once wirecheck has exited.
+fn assert_no_daemon_survives(ordinary: bool) {
+    let dir = shared_tempdir();
+    let agents = script_agent(dir.path(), "daemon", "url", "\"json\"", DAEMON_AGENT);
+    let watch = dir.path().join("watch");
+    std::fs::create_dir(&watch).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&watch, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = dir.path().join("out");
+    let mut cmd = wirecheck(&repo());
+    cmd.args(["run", "--quiet", "--agent", "daemon", "--agents-dir"])
+        .arg(&agents)
+        .arg("--out")
+        .arg(&out)
+        .args(["--cases", "wire.health.json.ready.*"])
+        .env("DAEMON_DIR", &watch)
+        .env("DAEMON_RESULTS", out.join("results.json"));
+    let mut cmd = if ordinary { as_ordinary_user(cmd) } else { cmd };
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let heartbeat = watch.join("heartbeat");
+    assert!(heartbeat.exists(), "the daemon never ran");
+    let results_before = std::fs::read_to_string(out.join("results.json")).unwrap();
+    std::fs::remove_file(&heartbeat).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    assert!(
+        !heartbeat.exists(),
+        "a setsid() daemon of the agent outlived its case and wirecheck"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("results.json")).unwrap(),
+        results_before
+    );
+}
+
+#[test]
+fn a_setsid_daemon_of_the_agent_does_not_outlive_its_case() {
+    assert_no_daemon_survives(false);
+}
+
+#[test]
+fn a_setsid_daemon_does_not_outlive_its_case_without_root_either() {
+    assert_no_daemon_survives(true);
+}

@@ -185,6 +185,8 @@ pub struct RunSettings {
     pub bin_dir: PathBuf,
     /// Draw a progress bar on stderr.
     pub progress: bool,
+    /// Set by [`run`]: raised when wirecheck is interrupted.
+    pub stop: Option<exec::Stop>,
 }
 
 /// Scenarios run at the same time by default: [`JOBS_PER_CORE`] per core of the machine, at

@@ -139,6 +139,9 @@ pub async fn run(
     for run in &scenario.agent.runs {
         let (argv, mut invocation) =
             agent_invocation(p, settings, run, &endpoints, case_dir, deadline)?;
+        // Its own PID namespace too, where it can be made: root, or inside the user namespace
+        // its network namespace came with.
+        invocation.pid_namespace = netns.is_some();
         invocation.netns = netns.clone();
         invocation.activity = Some(activity.clone());
         let finished = exec::run(&invocation).await;

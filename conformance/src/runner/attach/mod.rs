@@ -190,6 +190,8 @@ fn agent_invocation(
         deadline: Duration::from_secs_f64(deadline),
         activity: None,
         netns: None,
+        pid_namespace: false,
+        stop: settings.stop.clone(),
     };
     Ok((argv, invocation))
 }
