@@ -320,6 +320,7 @@ fn run(args: RunArgs) -> u8 {
         bin_dir,
         progress: !args.quiet,
         stop: None,
+        case_root: None,
     };
     let results = match runner::run(planned, &settings) {
         Ok(r) => r,
@@ -333,6 +334,13 @@ fn run(args: RunArgs) -> u8 {
         "{}",
         crate::console::summary(&results, &args.out, args.strict, color)
     );
+    if let Some(signal) = &results.interrupted {
+        eprintln!(
+            "wirecheck: interrupted ({signal}): every agent was stopped; the results in {} are partial",
+            args.out.display()
+        );
+        return runner::interrupted_exit_status(signal);
+    }
     let harness = runner::harness_errors(&results);
     if harness > 0 {
         return usage(format!(

@@ -74,6 +74,176 @@ pub struct Invocation {
     pub pid_namespace: bool,
     /// Ends the invocation early (wirecheck was interrupted): its tree is killed.
     pub stop: Option<Stop>,
+    /// What of the file system the agent may not see (needs the same privileges as
+    /// `pid_namespace`).
+    pub confine: Option<Confine>,
+}
+
+/// A private mount namespace for the agent: each folder in `hide` is covered by an empty tmpfs
+/// it cannot write to, and `keep` (its own case folder, inside one of them) is bound back in
+/// and made its working directory. With `pid_namespace`, `/proc` is mounted anew so it
+/// lists only the agent's own processes. Its neighbours' case folders and pools, and the
+/// results folder, are then out of its sight.
+///
+/// Without root the namespace belongs to the agent's user namespace and the kernel locks the
+/// mounts it inherited; an agent that runs as root could undo its own mounts, so against a
+/// deliberately hostile agent the guarantee holds only for runs without root.
+#[derive(Debug, Clone)]
+pub struct Confine {
+    pub hide: Vec<PathBuf>,
+    pub keep: PathBuf,
+}
+
+/// A hidden folder: empty, and nothing can be written to it.
+const HIDDEN_OPTIONS: &std::ffi::CStr = c"mode=555,size=64k,nr_inodes=64";
+
+/// [`Confine`] prepared for the child: C strings and an open handle on `keep`, made before
+/// the fork.
+struct Prepared {
+    hide: Vec<std::ffi::CString>,
+    /// `keep` and its ancestors, outermost first: made again inside whatever hides them.
+    keep_path: Vec<std::ffi::CString>,
+    keep: std::ffi::CString,
+    /// `/proc/self/fd/N` of `keep_fd`.
+    keep_source: std::ffi::CString,
+    /// Reserves descriptor N; the child replaces it with a handle in its own namespace.
+    keep_fd: std::os::fd::OwnedFd,
+}
+
+impl Confine {
+    fn prepare(&self) -> std::io::Result<Prepared> {
+        use std::os::fd::AsRawFd as _;
+        use std::os::unix::ffi::OsStrExt as _;
+        let c = |p: &Path| {
+            std::ffi::CString::new(p.as_os_str().as_bytes())
+                .map_err(|_| std::io::Error::other(format!("{} has a NUL byte", p.display())))
+        };
+        let keep_fd = rustix::fs::open(
+            &self.keep,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )?;
+        let mut keep_path: Vec<&Path> = self.keep.ancestors().collect();
+        keep_path.reverse();
+        Ok(Prepared {
+            hide: self
+                .hide
+                .iter()
+                .map(|p| c(p))
+                .collect::<std::io::Result<_>>()?,
+            keep_path: keep_path
+                .into_iter()
+                .map(c)
+                .collect::<std::io::Result<_>>()?,
+            keep: c(&self.keep)?,
+            keep_source: std::ffi::CString::new(format!("/proc/self/fd/{}", keep_fd.as_raw_fd()))
+                .map_err(std::io::Error::other)?,
+            keep_fd,
+        })
+    }
+}
+
+impl Prepared {
+    /// In the forked child, before the PID namespace: the private mount namespace.
+    ///
+    /// # Safety
+    /// Only between fork and exec: system calls only.
+    unsafe fn enter(&self) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd as _;
+        let check = |r: libc::c_int| {
+            if r == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        };
+        // SAFETY: system calls on C strings that live through them.
+        unsafe {
+            check(libc::unshare(libc::CLONE_NEWNS))?;
+            check(libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ))?;
+            // A handle on the case folder in this namespace (one opened before the unshare
+            // belongs to the old one and cannot be bound here), in the descriptor slot
+            // reserved for it, so `keep_source` names it.
+            let fresh = libc::open(
+                self.keep.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            );
+            if fresh < 0 || libc::dup3(fresh, self.keep_fd.as_raw_fd(), libc::O_CLOEXEC) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::close(fresh);
+            for dir in &self.hide {
+                let r = libc::mount(
+                    c"none".as_ptr(),
+                    dir.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV,
+                    HIDDEN_OPTIONS.as_ptr().cast(),
+                );
+                // A folder that is not there hides nothing.
+                if r != 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOENT) {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for dir in &self.keep_path {
+                let r = libc::mkdir(dir.as_ptr(), 0o755);
+                if r != 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST) {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            check(libc::mount(
+                self.keep_source.as_ptr(),
+                self.keep.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            ))?;
+            // Nothing can be planted in what hides the neighbours (the agent's own view only,
+            // but a writable one would look like a way through).
+            for dir in &self.hide {
+                libc::mount(
+                    std::ptr::null(),
+                    dir.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+                    HIDDEN_OPTIONS.as_ptr().cast(),
+                );
+            }
+            // The old working directory is the hidden one: `..` from it would lead to the
+            // neighbours.
+            check(libc::chdir(self.keep.as_ptr()))?;
+        }
+        Ok(())
+    }
+}
+
+/// In the agent (PID 1 of its namespace, in its private mount namespace): a `/proc` that
+/// shows only its own processes.
+///
+/// # Safety
+/// Only between fork and exec: system calls only.
+unsafe fn mount_own_proc() -> std::io::Result<()> {
+    // SAFETY: a system call on static C strings.
+    let r = unsafe {
+        libc::mount(
+            c"proc".as_ptr(),
+            c"/proc".as_ptr(),
+            c"proc".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            std::ptr::null(),
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 /// Tells running invocations that wirecheck was interrupted (SIGINT, SIGTERM).
@@ -191,16 +361,37 @@ pub async fn run(inv: &Invocation) -> Finished {
     }
     let netns = inv.netns.clone();
     let pid_namespace = inv.pid_namespace;
-    if netns.is_some() || pid_namespace {
+    let confine = match inv.confine.as_ref().map(Confine::prepare).transpose() {
+        Ok(c) => c.map(std::sync::Arc::new),
+        Err(e) => {
+            let now = Instant::now();
+            return Finished {
+                exit: Exit::SpawnFailed(format!("cannot confine it: {e}")),
+                started: now,
+                clock_started: now,
+                ended: now,
+                stdout: Captured::default(),
+                stderr: Captured::default(),
+            };
+        }
+    };
+    if netns.is_some() || pid_namespace || confine.is_some() {
+        let confine = confine.clone();
         // SAFETY: between fork and exec the hook only makes system calls (setns, unshare,
-        // fork, waitpid, _exit: no allocation, no lock).
+        // mount, fork, waitpid, _exit: no allocation, no lock).
         unsafe {
             cmd.pre_exec(move || {
                 if let Some(ns) = &netns {
                     ns.enter()?;
                 }
+                if let Some(c) = &confine {
+                    c.enter()?;
+                }
                 if pid_namespace {
                     enter_pid_namespace()?;
+                    if confine.is_some() {
+                        mount_own_proc()?;
+                    }
                 }
                 Ok(())
             });
@@ -220,6 +411,8 @@ pub async fn run(inv: &Invocation) -> Finished {
             };
         }
     };
+    // The child has its own copy of the handle on its case folder.
+    drop(confine);
     let pgid = child.id();
     let stdout = tokio::spawn(capture(child.stdout.take()));
     let stderr = tokio::spawn(capture(child.stderr.take()));
@@ -456,6 +649,7 @@ mod tests {
             netns: None,
             pid_namespace: false,
             stop: None,
+            confine: None,
         }
     }
 

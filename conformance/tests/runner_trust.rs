@@ -8,6 +8,14 @@ use std::process::Output;
 
 use runner_support::{case, repo, results, stderr, stdout, wirecheck, write_files};
 
+/// The load test keeps every core busy; the other tests here have deadlines of their own, so
+/// they do not run while it does (it takes the lock for writing, they for reading).
+static LOAD: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn quiet_machine() -> std::sync::RwLockReadGuard<'static, ()> {
+    LOAD.read().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Writes a Python agent `name` with a profile (`capabilities`, every action running the
 /// script with the action as its argument) into `dir`, and returns the agents folder.
 fn script_agent(
@@ -76,6 +84,7 @@ urllib.request.urlopen(request, timeout=5).read()
 
 #[test]
 fn an_agent_claiming_xml_that_posts_json_fails_the_xml_scenarios() {
+    let _machine = quiet_machine();
     let dir = tempfile::tempdir().unwrap();
     let agents = script_agent(dir.path(), "jsononly", "url", "\"xml\"", JSON_ONLY_AGENT);
     let o = run(
@@ -135,6 +144,7 @@ fn shared_tempdir() -> tempfile::TempDir {
 
 #[test]
 fn a_run_in_which_every_case_was_skipped_exits_non_zero_saying_why() {
+    let _machine = quiet_machine();
     // A sandbox profile run without root: every case is skipped (the sandbox needs root).
     let dir = shared_tempdir();
     let agents = script_agent(dir.path(), "sandboxed", "sandbox", "\"json\"", "");
@@ -244,6 +254,7 @@ fn verdicts(r: &serde_json::Value) -> std::collections::BTreeMap<String, String>
 
 #[test]
 fn a_slow_starting_agent_gets_the_same_verdicts_ten_times_under_load() {
+    let _machine = LOAD.write().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let agents = script_agent(dir.path(), "slowstart", "url", "\"json\"", SLOW_STARTER);
     let cases = "{wire.health.json.ready,retry.status.500,retry.status.429,transport.reset}.*";
@@ -311,6 +322,7 @@ post(b'{"state":"Ready"}')
 
 #[test]
 fn an_agent_that_pads_the_journal_past_its_bound_is_not_judged_as_a_pass() {
+    let _machine = quiet_machine();
     let dir = tempfile::tempdir().unwrap();
     let agents = script_agent(dir.path(), "padder", "url", "\"json\"", PADDING_AGENT);
     let o = run(
@@ -395,10 +407,265 @@ fn assert_no_daemon_survives(ordinary: bool) {
 
 #[test]
 fn a_setsid_daemon_of_the_agent_does_not_outlive_its_case() {
+    let _machine = quiet_machine();
     assert_no_daemon_survives(false);
 }
 
 #[test]
 fn a_setsid_daemon_does_not_outlive_its_case_without_root_either() {
+    let _machine = quiet_machine();
     assert_no_daemon_survives(true);
+}
+
+/// Keeps a heartbeat file fresh from a child process and never reports: wirecheck has to be
+/// interrupted to end it.
+const STUCK_AGENT: &str = r#"
+import os, time
+watch = os.environ["DAEMON_DIR"]
+if os.fork() == 0:
+    while True:
+        with open(os.path.join(watch, "heartbeat"), "w") as f:
+            f.write("x")
+        time.sleep(0.05)
+time.sleep(600)
+"#;
+
+/// Interrupts a run of stuck agents with `signal` once they are all going, and checks what a
+/// user gets: the shell's status for the signal, partial results marked as interrupted, and no
+/// agent process left.
+fn assert_interrupted_cleanly(signal: rustix::process::Signal, status: i32, name: &str) {
+    let dir = shared_tempdir();
+    let agents = script_agent(dir.path(), "stuck", "url", "\"json\"", STUCK_AGENT);
+    let watch = dir.path().join("watch");
+    std::fs::create_dir(&watch).unwrap();
+    let out = dir.path().join("out");
+    let mut child = wirecheck(&repo())
+        .args(["run", "--quiet", "--agent", "stuck", "--agents-dir"])
+        .arg(&agents)
+        .arg("--out")
+        .arg(&out)
+        .args(["--jobs", "4", "--cases", "{wire.health.json.*,retry.*}"])
+        .env("DAEMON_DIR", &watch)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let heartbeat = watch.join("heartbeat");
+    let t0 = std::time::Instant::now();
+    while !heartbeat.exists() {
+        assert!(t0.elapsed().as_secs() < 30, "no agent started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, signal).unwrap();
+    let sent = std::time::Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        sent.elapsed().as_secs() < 15,
+        "took {:?} to stop",
+        sent.elapsed()
+    );
+    assert_eq!(o.status.code(), Some(status), "{}", show(&o));
+    assert!(
+        stderr(&o).contains(&format!("interrupted ({name})")),
+        "{}",
+        show(&o)
+    );
+    let r = results(&out);
+    assert_eq!(r["interrupted"], name);
+    let counts = runner_support::counts(&r, "stuck");
+    assert_eq!(counts.keys().collect::<Vec<_>>(), ["skipped"], "{counts:?}");
+    let reasons: Vec<&str> = r["agents"][0]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["reason"].as_str())
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("interrupted") && r.contains("while the case ran")),
+        "{reasons:?}"
+    );
+    std::fs::remove_file(&heartbeat).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    assert!(
+        !heartbeat.exists(),
+        "an agent process outlived the interrupted run"
+    );
+}
+
+#[test]
+fn sigint_mid_run_stops_every_agent_and_writes_partial_results() {
+    let _machine = quiet_machine();
+    assert_interrupted_cleanly(rustix::process::Signal::INT, 130, "SIGINT");
+}
+
+#[test]
+fn sigterm_mid_run_stops_every_agent_and_writes_partial_results() {
+    let _machine = quiet_machine();
+    assert_interrupted_cleanly(rustix::process::Signal::TERM, 143, "SIGTERM");
+}
+
+/// For three seconds, attacks every neighbour it can find: posts forged failure reports to
+/// every port listening on 127.0.0.1 but its own fake's, appends to every other case's pool
+/// file, kills every `provision-report`, and rewrites (or plants files in) the run's results
+/// folder ATTACK_OUT. Counts what worked in ATTACK_LOG.
+const FORGER: &str = r#"
+import glob, json, os, signal, socket, time, urllib.parse
+done = {"posts": 0, "pools": 0, "kills": 0, "results": 0}
+own = {urllib.parse.urlparse(os.environ["WIRECHECK_CASE_" + k]).port
+       for k in ("WIRESERVER_URL", "IMDS_URL")}
+forged = b'{"details":{"description":"result=error|reason=forged","subStatus":"ProvisioningFailed"},"state":"NotReady"}'
+end = time.monotonic() + 3
+while time.monotonic() < end:
+    ports = set()
+    try:
+        for line in open("/proc/net/tcp").readlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            ip, port = local.split(":")
+            if state == "0A" and ip == "0100007F" and int(port, 16) not in own:
+                ports.add(int(port, 16))
+    except OSError:
+        pass
+    for port in ports:
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=0.5)
+            s.sendall(b"POST /provisioning/health HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(forged) + forged)
+            if s.recv(12).startswith(b"HTTP/1.1 2"):
+                done["posts"] += 1
+            s.close()
+        except OSError:
+            pass
+    for pool in glob.glob("/tmp/wirecheck-*/**/kvp_pool_1", recursive=True):
+        if os.path.dirname(pool) == os.getcwd():
+            continue
+        try:
+            with open(pool, "ab") as f:
+                f.write(b"FORGED" + b"\0" * 2554)
+            done["pools"] += 1
+        except OSError:
+            pass
+    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            if b"provision-report" in open(cmdline, "rb").read():
+                os.kill(int(cmdline.split("/")[2]), signal.SIGKILL)
+                done["kills"] += 1
+        except (OSError, ValueError):
+            pass
+    for results in glob.glob(os.environ["ATTACK_OUT"] + "/**", recursive=True):
+        try:
+            if os.path.isfile(results):
+                with open(results, "w") as f:
+                    f.write("{}")
+                done["results"] += 1
+            elif os.path.isdir(results):
+                open(os.path.join(results, "planted"), "w").close()
+                done["results"] += 1
+        except OSError:
+            pass
+    time.sleep(0.05)
+with open(os.path.join(os.environ["ATTACK_LOG"], "attack-%d.json" % time.time_ns()), "w") as f:
+    json.dump(done, f)
+"#;
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+/// Runs the bundled reporter beside the forger (as an ordinary user when `ordinary`): the
+/// reporter's verdicts are its own, and none of the forger's attacks reached a neighbour.
+fn assert_forger_reaches_no_neighbour(ordinary: bool) {
+    let dir = shared_tempdir();
+    let agents = script_agent(dir.path(), "forger", "url", "\"json\"", FORGER);
+    std::fs::copy(
+        repo().join("conformance/agents/provision-report.toml"),
+        agents.join("provision-report.toml"),
+    )
+    .unwrap();
+    let log = dir.path().join("log");
+    std::fs::create_dir(&log).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = dir.path().join("out");
+    let mut cmd = wirecheck(&repo());
+    cmd.args([
+        "run",
+        "--quiet",
+        "--agent",
+        "forger",
+        "--agent",
+        "provision-report",
+    ])
+    .arg("--agents-dir")
+    .arg(&agents)
+    .arg("--out")
+    .arg(&out)
+    .args(["--cases", "{wire.health.*,retry.status.*,transport.*}"])
+    .env("ATTACK_LOG", &log)
+    .env("ATTACK_OUT", &out);
+    let mut cmd = if ordinary { as_ordinary_user(cmd) } else { cmd };
+    let o = cmd.output().unwrap();
+    let r = results(&out);
+    let reporter = runner_support::counts(&r, "provision-report");
+    assert_eq!(reporter.get("fail"), None, "{reporter:?}\n{}", show(&o));
+    assert!(
+        reporter.get("pass").is_some_and(|n| *n > 100),
+        "{reporter:?}"
+    );
+    let mut attacks = 0;
+    for entry in std::fs::read_dir(&log).unwrap() {
+        let done: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap()).unwrap();
+        attacks += 1;
+        for what in ["posts", "pools", "kills", "results"] {
+            assert_eq!(
+                done[what], 0,
+                "the forger's {what} reached a neighbour: {done}"
+            );
+        }
+    }
+    assert!(attacks >= 5, "the forger ran {attacks} times");
+    // Nothing was planted in the results, and the reporter's pools hold only its own records.
+    let planted: Vec<_> = walk(&out)
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == "planted"))
+        .collect();
+    assert!(planted.is_empty(), "{planted:?}");
+    for pool in walk(&out.join("artifacts/provision-report")) {
+        if pool.file_name().is_some_and(|n| n == "kvp_pool_1") {
+            let bytes = std::fs::read(&pool).unwrap();
+            assert!(
+                !bytes.windows(6).any(|w| w == b"FORGED"),
+                "{} has a forged record",
+                pool.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_forging_agent_reaches_no_other_case_as_root() {
+    let _machine = quiet_machine();
+    assert_forger_reaches_no_neighbour(false);
+}
+
+#[test]
+fn a_forging_agent_reaches_no_other_case_as_an_ordinary_user() {
+    let _machine = quiet_machine();
+    assert_forger_reaches_no_neighbour(true);
 }

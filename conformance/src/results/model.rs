@@ -64,6 +64,10 @@ pub struct RunResults {
     pub started: String,
     pub duration_ms: u64,
     pub wirecheck_version: String,
+    /// Set when the run was cut short by a signal (`SIGINT`, `SIGTERM`): the results are
+    /// partial; cases not run, or cut off, are `skipped` saying so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
     pub agents: Vec<AgentResults>,
 }
 
@@ -218,6 +222,7 @@ impl RunResults {
             started: started.into(),
             duration_ms: 0,
             wirecheck_version: wirecheck_version.into(),
+            interrupted: None,
             agents: Vec::new(),
         }
     }

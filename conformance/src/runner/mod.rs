@@ -187,6 +187,9 @@ pub struct RunSettings {
     pub progress: bool,
     /// Set by [`run`]: raised when wirecheck is interrupted.
     pub stop: Option<exec::Stop>,
+    /// Set by [`run`]: the folder every case folder of this run is made in (hidden, with the
+    /// results folder, from each agent but for its own case folder: `exec::Confine`).
+    pub case_root: Option<PathBuf>,
 }
 
 /// Scenarios run at the same time by default: [`JOBS_PER_CORE`] per core of the machine, at
@@ -206,11 +209,25 @@ pub const MAX_DEFAULT_JOBS: usize = 64;
 pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<RunResults> {
     let started_wall = chrono::Utc::now();
     let started = Instant::now();
+    // The results folder exists from the start, so it can be hidden from every agent (one
+    // could otherwise make it, and plant links for the writers to follow).
+    std::fs::create_dir_all(&settings.out)?;
+    let case_root = tempfile::Builder::new()
+        .prefix(CASE_ROOT_PREFIX)
+        .tempdir()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let progress = crate::console::Progress::new(planned.len(), settings.progress);
+    let (stop_tx, stop) = exec::Stop::new();
+    let settings = RunSettings {
+        out: settings.out.canonicalize()?,
+        stop: Some(stop.clone()),
+        case_root: Some(case_root.path().to_path_buf()),
+        ..settings.clone()
+    };
     let outcomes = runtime.block_on(async {
+        let signals = tokio::spawn(raise_on_signal(stop_tx));
         let (lag, lag_task) = lag::LagWatch::start();
         let semaphore = Arc::new(tokio::sync::Semaphore::new(settings.jobs.max(1)));
         // Longest first, so the run is not waiting on a long scenario started last.
@@ -223,8 +240,17 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
             let settings = settings.clone();
             let progress = progress.clone();
             let lag = lag.clone();
+            let stop = stop.clone();
             tasks.push(tokio::spawn(async move {
-                let _permit = semaphore.acquire_owned().await;
+                let _permit = tokio::select! {
+                    permit = semaphore.acquire_owned() => permit,
+                    sig = stop.stopped() => {
+                        return uniform_cases(&p, Verdict::Skipped, &interrupted_reason(sig, false));
+                    }
+                };
+                if let Some(sig) = stop.signal() {
+                    return uniform_cases(&p, Verdict::Skipped, &interrupted_reason(sig, false));
+                }
                 let cases = scenario_run::run(&p, &settings, &lag).await;
                 progress.finished(&p.profile.name, &p.scenario.id, &cases);
                 cases
@@ -240,9 +266,14 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
             };
         }
         lag_task.abort();
+        signals.abort();
         outcomes
     });
     progress.done();
+    // Every agent's tree is gone (each invocation ends with its PID namespace or process
+    // group): only now is anything read back or written.
+    drop(runtime);
+    drop(case_root);
 
     let mut agents: Vec<AgentResults> = Vec::new();
     for (p, cases) in planned.iter().zip(outcomes) {
@@ -259,8 +290,58 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
         env!("CARGO_PKG_VERSION"),
     );
     results.duration_ms = started.elapsed().as_millis() as u64;
+    results.interrupted = stop.signal().map(|s| signal_name(s).to_owned());
     results.agents = agents;
     Ok(results)
+}
+
+/// The name prefix of a run's folder of case folders (in the temporary folder).
+pub const CASE_ROOT_PREFIX: &str = "wirecheck-run-";
+
+/// Raises `stop` at the first SIGINT or SIGTERM.
+async fn raise_on_signal(stop: tokio::sync::watch::Sender<Option<i32>>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return;
+    };
+    let sig = tokio::select! {
+        _ = int.recv() => libc::SIGINT,
+        _ = term.recv() => libc::SIGTERM,
+    };
+    let _ = stop.send(Some(sig));
+}
+
+/// `SIGINT` for 2, `SIGTERM` for 15.
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        _ => "a signal",
+    }
+}
+
+/// The exit status of a run interrupted by `interrupted` (`RunResults::interrupted`): 130 for
+/// SIGINT, 143 for SIGTERM, as shells report them.
+pub fn interrupted_exit_status(interrupted: &str) -> u8 {
+    match interrupted {
+        "SIGTERM" => 128 + libc::SIGTERM as u8,
+        _ => 128 + libc::SIGINT as u8,
+    }
+}
+
+/// Why a case has no verdict after an interruption.
+pub(crate) fn interrupted_reason(sig: i32, while_running: bool) -> String {
+    if while_running {
+        format!(
+            "not judged: wirecheck was interrupted ({}) while the case ran; the agent was stopped",
+            signal_name(sig)
+        )
+    } else {
+        format!("not run: wirecheck was interrupted ({})", signal_name(sig))
+    }
 }
 
 /// Reason prefix of cases that could not be run because wirecheck's own machinery failed (the

@@ -41,13 +41,27 @@ async fn execute(
 ) -> Result<Vec<CaseResult>, SessionError> {
     let scenario = &*p.scenario;
     let profile = &*p.profile;
-    let case_dir = tempfile::Builder::new()
-        .prefix("wirecheck-case-")
-        .tempdir()
-        .map_err(|e| SessionError::Harness(format!("cannot create a case folder: {e}")))?;
+    let mut case_dir = tempfile::Builder::new();
+    case_dir.prefix("wirecheck-case-");
+    let case_dir = match &settings.case_root {
+        Some(root) => case_dir.tempdir_in(root),
+        None => case_dir.tempdir(),
+    }
+    .map_err(|e| SessionError::Harness(format!("cannot create a case folder: {e}")))?;
     let timing = p.timing().map_err(SessionError::Harness)?;
     let started = Instant::now();
     let session = attach::run(p, settings, case_dir.path(), timing.deadline).await?;
+    // An agent stopped half-way says nothing about the agent.
+    if let Some(sig) = session.runs.iter().find_map(|r| match r.exit {
+        crate::exec::Exit::Interrupted(sig) => Some(sig),
+        _ => None,
+    }) {
+        return Ok(uniform_cases(
+            p,
+            Verdict::Skipped,
+            &super::interrupted_reason(sig, true),
+        ));
+    }
     let pool = session.pool;
     let pool_view = decode_pool(pool.as_deref().unwrap_or_default());
     let imds_vm_id = fake_wireserver::documents::effective_imds(&scenario.fake.imds).vm_id;

@@ -188,6 +188,7 @@ pub fn fixture() -> RunResults {
         started: "2025-01-02T03:04:05Z".into(),
         duration_ms: 21_345,
         wirecheck_version: "0.1.0".into(),
+        interrupted: None,
         agents: vec![
             AgentResults {
                 agent: "provision-report".into(),

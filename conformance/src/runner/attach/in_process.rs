@@ -142,6 +142,18 @@ pub async fn run(
         // Its own PID namespace too, where it can be made: root, or inside the user namespace
         // its network namespace came with.
         invocation.pid_namespace = netns.is_some();
+        // ... and its own view of the file system: its case folder, not its neighbours' nor
+        // the results.
+        if netns.is_some()
+            && let Some(root) = &settings.case_root
+        {
+            let mut hide = vec![settings.out.clone(), root.clone()];
+            hide.extend(other_runs(root));
+            invocation.confine = Some(exec::Confine {
+                hide,
+                keep: case_dir.to_path_buf(),
+            });
+        }
         invocation.netns = netns.clone();
         invocation.activity = Some(activity.clone());
         let finished = exec::run(&invocation).await;
@@ -182,6 +194,31 @@ pub async fn run(
         clock_origin: t0,
     })
 }
+
+/// The case folders of other wirecheck runs on this machine (`wirecheck-run-*` beside this
+/// run's), hidden too.
+fn other_runs(ours: &Path) -> Vec<std::path::PathBuf> {
+    let Some(parent) = ours.parent() else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.as_path() != ours
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(crate::runner::CASE_ROOT_PREFIX))
+        })
+        .take(MAX_OTHER_RUNS)
+        .collect()
+}
+
+/// Other runs' folders hidden at most (each is a mount in the agent's namespace).
+const MAX_OTHER_RUNS: usize = 64;
 
 /// The journal once every answer is final. The fake records an answer after writing it, so an
 /// agent can read its reply and exit first; a delayed answer the agent gave up on finishes

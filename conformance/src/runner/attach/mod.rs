@@ -192,6 +192,7 @@ fn agent_invocation(
         netns: None,
         pid_namespace: false,
         stop: settings.stop.clone(),
+        confine: None,
     };
     Ok((argv, invocation))
 }
