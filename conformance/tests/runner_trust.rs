@@ -439,7 +439,7 @@ fn assert_interrupted_cleanly(signal: rustix::process::Signal, status: i32, name
     let watch = dir.path().join("watch");
     std::fs::create_dir(&watch).unwrap();
     let out = dir.path().join("out");
-    let mut child = wirecheck(&repo())
+    let child = wirecheck(&repo())
         .args(["run", "--quiet", "--agent", "stuck", "--agents-dir"])
         .arg(&agents)
         .arg("--out")
