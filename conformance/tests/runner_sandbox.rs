@@ -86,11 +86,17 @@ fn without_root_or_the_fake_binary_sandbox_cases_are_skipped_with_the_reason() {
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let exe = setup(tmp.path());
     let out = run(tmp.path(), &exe);
+    // Nothing of the agent was judged: a run that must not pass for green.
     assert_eq!(
         out.status.code(),
-        Some(0),
+        Some(2),
         "{}{}",
         stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("every one of the 11 case(s) of agent boxed was skipped"),
+        "{}",
         stderr(&out)
     );
     let want = if is_root() {

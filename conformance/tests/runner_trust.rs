@@ -363,6 +363,11 @@ if os.fork() == 0:
                     pass
             time.sleep(0.1)
     os._exit(0)
+# The daemon is going before the agent reports (its end would end the daemon too early).
+for _ in range(100):
+    if os.path.exists(os.path.join(watch, "heartbeat")):
+        break
+    time.sleep(0.05)
 url = os.environ["WIRECHECK_CASE_WIRESERVER_URL"] + "/provisioning/health"
 request = urllib.request.Request(url, data=b'{"state":"Ready"}', method="POST",
                                  headers={"Content-Type": "application/json"})
