@@ -321,6 +321,7 @@ fn run(args: RunArgs) -> u8 {
         progress: !args.quiet,
         stop: None,
         case_root: None,
+        cases_parent: None,
     };
     let results = match runner::run(planned, &settings) {
         Ok(r) => r,

@@ -223,8 +223,8 @@ impl Prepared {
     }
 }
 
-/// In the agent (PID 1 of its namespace, in its private mount namespace): a `/proc` that
-/// shows only its own processes.
+/// In the agent's init (PID 1 of its namespace, in its private mount namespace): a `/proc`
+/// that shows only the namespace's own processes.
 ///
 /// # Safety
 /// Only between fork and exec: system calls only.
@@ -388,10 +388,7 @@ pub async fn run(inv: &Invocation) -> Finished {
                     c.enter()?;
                 }
                 if pid_namespace {
-                    enter_pid_namespace()?;
-                    if confine.is_some() {
-                        mount_own_proc()?;
-                    }
+                    enter_pid_namespace(confine.is_some())?;
                 }
                 Ok(())
             });
@@ -471,47 +468,128 @@ pub async fn run(inv: &Invocation) -> Finished {
     }
 }
 
-/// In the forked child, before exec: a new PID namespace whose first process is the agent. The
-/// child forks once more; the grandchild (PID 1 there) goes on to exec the agent and dies with
-/// its parent, and the child waits for it and ends the same way, so the runner's view of the
-/// agent's exit is unchanged. Returns only in the grandchild.
+/// In the forked child, before exec: a new PID namespace for the agent. The child (the
+/// waiter, outside the namespace) forks its init (PID 1), which forks the agent (PID 2; the
+/// one call that returns, to go on to exec). The init reaps orphans and, when the agent ends,
+/// hands its wait status to the waiter over a pipe and exits: the kernel then ends everything
+/// else in the namespace. The waiter ends exactly as the agent did (status or signal), so the
+/// runner's view of the agent's exit is unchanged. The agent is not PID 1 itself, so signals,
+/// `kill -SEGV $$` included, reach it as they would on a host.
 ///
 /// # Safety
 /// Only between fork and exec: system calls only.
-unsafe fn enter_pid_namespace() -> std::io::Result<()> {
-    // SAFETY: system calls on our own process.
+unsafe fn enter_pid_namespace(own_proc: bool) -> std::io::Result<()> {
+    // SAFETY: system calls on our own processes and on local buffers.
     unsafe {
         if libc::unshare(libc::CLONE_NEWPID) != 0 {
             return Err(std::io::Error::last_os_error());
         }
-        let pid = libc::fork();
-        if pid < 0 {
+        let mut status_pipe = [0 as libc::c_int; 2];
+        if libc::pipe2(status_pipe.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
             return Err(std::io::Error::last_os_error());
         }
-        if pid == 0 {
-            // The agent: killed when the waiting parent dies (a deadline kill of the group).
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        let [read_end, write_end] = status_pipe;
+        let init = libc::fork();
+        if init < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if init > 0 {
+            keep_only(read_end);
+            let init_status = wait_for(init);
+            let mut agent_status = [0u8; 4];
+            let got = libc::read(read_end, agent_status.as_mut_ptr().cast(), 4);
+            end_like(if got == 4 {
+                i32::from_ne_bytes(agent_status)
+            } else {
+                init_status
+            });
+        }
+        // The init, PID 1: dies with the waiter (a deadline kill of the group).
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        libc::close(read_end);
+        if own_proc && mount_own_proc().is_err() {
+            libc::_exit(125);
+        }
+        let agent = libc::fork();
+        if agent < 0 {
+            libc::_exit(125);
+        }
+        if agent == 0 {
+            libc::close(write_end);
             return Ok(());
         }
-        // The waiting parent keeps no descriptor: the agent's pipes and the exec-status pipe
-        // close when the agent's side does.
-        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
-        let mut status = 0;
+        keep_only(write_end);
         loop {
-            let r = libc::waitpid(pid, &mut status, 0);
-            if r == pid {
-                break;
+            let mut status = 0;
+            let pid = libc::waitpid(-1, &mut status, 0);
+            if pid == agent {
+                libc::write(write_end, status.to_ne_bytes().as_ptr().cast(), 4);
+                libc::_exit(0);
             }
-            if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            if pid < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
                 libc::_exit(125);
             }
         }
+    }
+}
+
+/// Closes every descriptor but `fd` (the agent's pipes and the exec-status pipe then close when
+/// the agent's side does).
+///
+/// # Safety
+/// System calls only.
+unsafe fn keep_only(fd: libc::c_int) {
+    let fd = fd as libc::c_uint;
+    // SAFETY: close_range(2) on our own descriptor table.
+    unsafe {
+        if fd > 0 {
+            libc::syscall(libc::SYS_close_range, 0u32, fd - 1, 0u32);
+        }
+        libc::syscall(libc::SYS_close_range, fd + 1, u32::MAX, 0u32);
+    }
+}
+
+/// The wait status of child `pid` (EINTR retried; 125 << 8 if waiting fails).
+///
+/// # Safety
+/// System calls only.
+unsafe fn wait_for(pid: libc::pid_t) -> libc::c_int {
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for our own child.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            return status;
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return 125 << 8;
+        }
+    }
+}
+
+/// Ends this process the way wait status `status` says a process ended: the same exit code,
+/// or the same signal (without a core dump).
+///
+/// # Safety
+/// System calls only; never returns.
+unsafe fn end_like(status: libc::c_int) -> ! {
+    // SAFETY: system calls on our own process.
+    unsafe {
         if libc::WIFEXITED(status) {
             libc::_exit(libc::WEXITSTATUS(status));
         }
         if libc::WIFSIGNALED(status) {
             let sig = libc::WTERMSIG(status);
+            let no_core = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::setrlimit(libc::RLIMIT_CORE, &no_core);
             libc::signal(sig, libc::SIG_DFL);
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut all);
+            libc::sigaddset(&mut all, sig);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &all, std::ptr::null_mut());
             libc::kill(libc::getpid(), sig);
         }
         libc::_exit(125)
@@ -719,6 +797,34 @@ mod tests {
             took >= STARTUP_ALLOWANCE && took < STARTUP_ALLOWANCE + Duration::from_secs(5),
             "{took:?}"
         );
+    }
+
+    /// Root only (CI runs as root; the runner's tests cover the unprivileged way through a
+    /// user namespace): the agent is PID 2 under an init of its own, and ends as it would on a
+    /// host, exit status and signals alike.
+    #[tokio::test]
+    async fn in_its_own_pid_namespace_the_agent_ends_as_it_would_on_a_host() {
+        if !rustix::process::geteuid().is_root() {
+            return;
+        }
+        let contained = |script: &str| {
+            let mut inv = sh(script, Duration::from_secs(20));
+            inv.pid_namespace = true;
+            inv
+        };
+        let f = run(&contained("echo $$ $PPID; exit 3")).await;
+        assert_eq!(f.exit, Exit::Code(3));
+        assert_eq!(f.stdout.text(), "2 1\n");
+        assert_eq!(
+            run(&contained("kill -SEGV $$")).await.exit,
+            Exit::Signal(libc::SIGSEGV)
+        );
+        let missing = {
+            let mut inv = contained("");
+            inv.program = "/nonexistent/agent".into();
+            run(&inv).await.exit
+        };
+        assert!(matches!(missing, Exit::SpawnFailed(_)), "{missing:?}");
     }
 
     #[tokio::test]

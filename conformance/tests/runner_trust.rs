@@ -543,7 +543,7 @@ while time.monotonic() < end:
             s.close()
         except OSError:
             pass
-    for pool in glob.glob("/tmp/wirecheck-*/**/kvp_pool_1", recursive=True):
+    for pool in glob.glob("/tmp/wirecheck-cases/**/kvp_pool_1", recursive=True):
         if os.path.dirname(pool) == os.getcwd():
             continue
         try:
@@ -554,6 +554,10 @@ while time.monotonic() < end:
             pass
     for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
         try:
+            # PID 1 is its own namespace's init (a copy of wirecheck, whose command line names
+            # provision-report): not a neighbour, and immune to it anyway.
+            if cmdline == "/proc/1/cmdline":
+                continue
             if b"provision-report" in open(cmdline, "rb").read():
                 os.kill(int(cmdline.split("/")[2]), signal.SIGKILL)
                 done["kills"] += 1

@@ -187,9 +187,11 @@ pub struct RunSettings {
     pub progress: bool,
     /// Set by [`run`]: raised when wirecheck is interrupted.
     pub stop: Option<exec::Stop>,
-    /// Set by [`run`]: the folder every case folder of this run is made in (hidden, with the
-    /// results folder, from each agent but for its own case folder: `exec::Confine`).
+    /// Set by [`run`]: the folder every case folder of this run is made in.
     pub case_root: Option<PathBuf>,
+    /// Set by [`run`]: the folder holding every run's case folders (hidden, with the results
+    /// folder, from each agent but for its own case folder: `exec::Confine`).
+    pub cases_parent: Option<PathBuf>,
 }
 
 /// Scenarios run at the same time by default: [`JOBS_PER_CORE`] per core of the machine, at
@@ -212,9 +214,23 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
     // The results folder exists from the start, so it can be hidden from every agent (one
     // could otherwise make it, and plant links for the writers to follow).
     std::fs::create_dir_all(&settings.out)?;
-    let case_root = tempfile::Builder::new()
-        .prefix(CASE_ROOT_PREFIX)
-        .tempdir()?;
+    let (cases_parent, case_root) = match shared_cases_folder() {
+        Ok(parent) => {
+            let root = tempfile::Builder::new()
+                .prefix(CASE_ROOT_PREFIX)
+                .tempdir_in(&parent)?;
+            (parent, root)
+        }
+        Err(e) => {
+            eprintln!(
+                "wirecheck: warning: {e}; agents of other runs on this machine may see this run's case folders"
+            );
+            let root = tempfile::Builder::new()
+                .prefix(CASE_ROOT_PREFIX)
+                .tempdir()?;
+            (root.path().to_path_buf(), root)
+        }
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -224,6 +240,7 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
         out: settings.out.canonicalize()?,
         stop: Some(stop.clone()),
         case_root: Some(case_root.path().to_path_buf()),
+        cases_parent: Some(cases_parent),
         ..settings.clone()
     };
     let outcomes = runtime.block_on(async {
@@ -295,8 +312,33 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
     Ok(results)
 }
 
-/// The name prefix of a run's folder of case folders (in the temporary folder).
-pub const CASE_ROOT_PREFIX: &str = "wirecheck-run-";
+/// The name prefix of a run's folder of case folders.
+pub const CASE_ROOT_PREFIX: &str = "run-";
+
+/// The folder, in the temporary folder, that every wirecheck run's case folders live in.
+pub const CASES_FOLDER: &str = "wirecheck-cases";
+
+/// `<temp>/wirecheck-cases`, shared by every run on the machine (sticky and world-writable, as
+/// `/tmp` is; each run's folder inside is its own, mode 0700): hiding it from an agent hides
+/// every run's case folders, those of runs started after the agent included.
+fn shared_cases_folder() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let dir = std::env::temp_dir().join(CASES_FOLDER);
+    match std::fs::create_dir(&dir) {
+        Ok(()) => std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777))?,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let meta = std::fs::symlink_metadata(&dir)?;
+    let ours = meta.uid() == rustix::process::geteuid().as_raw();
+    if !meta.is_dir() || (meta.mode() & 0o1000 == 0 && !ours) {
+        return Err(std::io::Error::other(format!(
+            "{} is not a sticky folder of its own (made by someone else?)",
+            dir.display()
+        )));
+    }
+    Ok(dir)
+}
 
 /// Raises `stop` at the first SIGINT or SIGTERM.
 async fn raise_on_signal(stop: tokio::sync::watch::Sender<Option<i32>>) {

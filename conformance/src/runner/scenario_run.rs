@@ -62,6 +62,7 @@ async fn execute(
             &super::interrupted_reason(sig, true),
         ));
     }
+    let unjudgeable = session.unjudgeable;
     let pool = session.pool;
     let pool_view = decode_pool(pool.as_deref().unwrap_or_default());
     let imds_vm_id = fake_wireserver::documents::effective_imds(&scenario.fake.imds).vm_id;
@@ -96,6 +97,9 @@ async fn execute(
         .map(|check| {
             let id = scenario.case_id(check);
             let j = match check.needs {
+                _ if unjudgeable.is_some() => {
+                    Judgement::fail(unjudgeable.clone().unwrap_or_default(), Vec::new())
+                }
                 Some(cap) if !profile.claims(cap) => apply_unclaimed(
                     profile,
                     &id,

@@ -145,12 +145,10 @@ pub async fn run(
         // ... and its own view of the file system: its case folder, not its neighbours' nor
         // the results.
         if netns.is_some()
-            && let Some(root) = &settings.case_root
+            && let Some(cases) = &settings.cases_parent
         {
-            let mut hide = vec![settings.out.clone(), root.clone()];
-            hide.extend(other_runs(root));
             invocation.confine = Some(exec::Confine {
-                hide,
+                hide: vec![settings.out.clone(), cases.clone()],
                 keep: case_dir.to_path_buf(),
             });
         }
@@ -172,15 +170,15 @@ pub async fn run(
     // The window is this case's own; when the agent sent more than it keeps, what a check
     // needs (an early wrong report) may be gone, so nothing is judged from what is left.
     let stats = fake.journal_stats();
-    if stats.evicted > 0 {
-        return Err(SessionError::Agent(format!(
+    let unjudgeable = (stats.evicted > 0).then(|| {
+        format!(
             "the agent sent {} requests, more than the {} (or {} bytes) a case's journal keeps; the oldest {} were dropped, so the case is not judged",
             stats.evicted + stats.entries as u64,
             stats.capacity,
             stats.max_bytes,
             stats.evicted
-        )));
-    }
+        )
+    });
     let served = fake.served_ids();
     match std::sync::Arc::try_unwrap(fake) {
         Ok(fake) => fake.shutdown().await,
@@ -192,33 +190,9 @@ pub async fn run(
         pool: std::fs::read(&pool_path).ok(),
         runs,
         clock_origin: t0,
+        unjudgeable,
     })
 }
-
-/// The case folders of other wirecheck runs on this machine (`wirecheck-run-*` beside this
-/// run's), hidden too.
-fn other_runs(ours: &Path) -> Vec<std::path::PathBuf> {
-    let Some(parent) = ours.parent() else {
-        return Vec::new();
-    };
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.as_path() != ours
-                && p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(crate::runner::CASE_ROOT_PREFIX))
-        })
-        .take(MAX_OTHER_RUNS)
-        .collect()
-}
-
-/// Other runs' folders hidden at most (each is a mount in the agent's namespace).
-const MAX_OTHER_RUNS: usize = 64;
 
 /// The journal once every answer is final. The fake records an answer after writing it, so an
 /// agent can read its reply and exit first; a delayed answer the agent gave up on finishes

@@ -39,6 +39,9 @@ pub struct Session {
     /// The zero of the journal's clock (the fake's start, or just before it), on the
     /// runner's clock.
     pub clock_origin: Instant,
+    /// Why nothing may be judged from this session although it ran (the journal window
+    /// dropped entries): its cases fail with this reason, artifacts kept.
+    pub unjudgeable: Option<String>,
 }
 
 /// Why a session produced nothing to judge.

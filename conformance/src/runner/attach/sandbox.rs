@@ -168,6 +168,7 @@ pub async fn run(
         pool,
         runs: vec![record(run, argv, exit, finished, t0)],
         clock_origin: t0,
+        unjudgeable: None,
     })
 }
 
