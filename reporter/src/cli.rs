@@ -20,7 +20,9 @@ use thiserror::Error;
 
 const AFTER_HELP: &str = "\
 Exit status: 0 the wireserver accepted the report; 1 it did not (the KVP record, when written, \
-stays); 2 usage or bad input (nothing was written or sent).
+stays); 2 usage or bad input (nothing was written or sent); 3 the wireserver accepted the \
+report but the KVP pool could not be opened or written (the report is sent whatever happens to \
+the pool).
 
 Order of a run: check every input, open the KVP pool, ask IMDS for the vm id, write the encoded \
 report to KVP, then report to the wireserver within --timeout.";

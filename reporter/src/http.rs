@@ -34,15 +34,6 @@ impl Answer {
     }
 }
 
-/// Whether the answer's body is needed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReadBody {
-    Always,
-    /// A 2xx status says all there is to say (health POSTs: no client reads that body); other
-    /// bodies are read to recognise throttling and to quote in errors.
-    UnlessSuccess,
-}
-
 /// A reqwest client configured for node-local endpoints.
 #[derive(Debug, Clone)]
 pub struct Http {
@@ -66,13 +57,16 @@ impl Http {
         &self.client
     }
 
-    /// Sends `request` and reads the answer. The caller bounds the time (see
-    /// [`crate::retry`]); dropping the future abandons the connection.
+    /// Sends `request` and reads the whole answer: a body cut short is an error, so an answer
+    /// is only ever a complete one (RFC 9112 §8: an incomplete response is not a response; a
+    /// 201 whose body never completes is not an accepted report, and sending again is
+    /// harmless). At most [`MAX_BODY_BYTES`] are kept; the rest is read and dropped. The caller
+    /// bounds the time (see [`crate::retry`]), so a dribbled body cannot stretch a run;
+    /// dropping the future abandons the connection.
     pub async fn execute(
         &self,
         label: &str,
         request: reqwest::RequestBuilder,
-        body: ReadBody,
     ) -> Result<Answer, reqwest::Error> {
         let mut response = request.send().await?;
         let status = response.status().as_u16();
@@ -83,20 +77,10 @@ impl Http {
             headers = %format_headers(&headers),
             "response headers"
         );
-        if body == ReadBody::UnlessSuccess && response.status().is_success() {
-            return Ok(Answer {
-                status,
-                headers,
-                body: Vec::new(),
-            });
-        }
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await? {
             let room = MAX_BODY_BYTES - body.len();
             body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-            if body.len() == MAX_BODY_BYTES {
-                break;
-            }
         }
         Ok(Answer {
             status,

@@ -9,7 +9,7 @@ use reqwest::Url;
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::http::{Answer, Http, ReadBody, error_chain};
+use crate::http::{Answer, Http, error_chain};
 use crate::retry::{Attempt, Budget, RetryError, RetryPolicy, Retryable, StatusClass};
 use crate::wireserver::join;
 
@@ -101,7 +101,7 @@ async fn fetch(
             let request = http.client().get(url.clone()).header("Metadata", "true");
             let label = &label;
             async move {
-                match http.execute(label, request, ReadBody::Always).await {
+                match http.execute(label, request).await {
                     Err(e) => Attempt::Retry(error_chain(&e)),
                     Ok(answer) if answer.status == 200 => match parse_instance(&answer.body) {
                         Ok(metadata) => Attempt::Done(Fetched::Metadata(metadata)),

@@ -15,6 +15,8 @@ use cli::{Cli, LogLevel};
 const EXIT_REPORTED: u8 = 0;
 const EXIT_NOT_REPORTED: u8 = 1;
 const EXIT_USAGE: u8 = 2;
+/// The wireserver accepted the report, but the KVP record could not be written.
+const EXIT_REPORTED_KVP_FAILED: u8 = 3;
 
 fn main() -> ExitCode {
     // clap prints its own usage errors and exits 2.
@@ -78,7 +80,11 @@ fn finish(report_name: &str, outcome: &Outcome) -> ExitCode {
                 outcome.identity.vm_id,
                 outcome.identity.source,
             );
-            ExitCode::from(EXIT_REPORTED)
+            if matches!(outcome.kvp, KvpOutcome::Failed(_)) {
+                ExitCode::from(EXIT_REPORTED_KVP_FAILED)
+            } else {
+                ExitCode::from(EXIT_REPORTED)
+            }
         }
         Err(error) => {
             tracing::error!("{report_name} report NOT accepted by the wireserver: {error}; {kvp}");

@@ -161,7 +161,7 @@ pub enum KvpOutcome {
     Disabled,
     /// In-progress reports have no encoded report to write.
     NotApplicable,
-    /// Writing failed; the wireserver report went ahead anyway.
+    /// Opening or writing the pool failed; the wireserver report went ahead anyway.
     Failed(PoolError),
 }
 
@@ -259,11 +259,24 @@ impl Reporter {
         }
     }
 
-    /// Opens the KVP pool (refusing bad paths before anything else happens), finds the vm id,
-    /// writes the encoded report to KVP, then reports to the wireserver.
+    /// Opens the KVP pool (refusing paths that name no pool file before anything else
+    /// happens), finds the vm id, writes the encoded report to KVP, then reports to the
+    /// wireserver, whatever happened to the pool.
     pub async fn report(&self, report: &Report) -> Result<Outcome, SetupError> {
+        // A pool path that names the wrong kind of thing is the user's mistake: refused before
+        // anything happens. A pool the system will not let us open (read-only, permissions, a
+        // full disk) must not cost the VM its report: the KVP part fails, the report goes out.
+        let mut open_failed = None;
         let pool = match &self.config.kvp {
-            Some(target) => Some((KvpPool::open(&target.path)?, target)),
+            Some(target) => match KvpPool::open(&target.path) {
+                Ok(pool) => Some((pool, target)),
+                Err(error) if error.is_bad_path() => return Err(SetupError::Pool(error)),
+                Err(error) => {
+                    tracing::error!("{error}; reporting to the wireserver anyway");
+                    open_failed = Some(error);
+                    None
+                }
+            },
             None => None,
         };
         if let Some((pool, target)) = &pool
@@ -274,6 +287,9 @@ impl Reporter {
         let identity = self.identify().await;
         let prepared = prepare(report, &identity, self.clock.now());
         let kvp = match (&pool, &prepared.encoded) {
+            (None, _) if open_failed.is_some() => {
+                KvpOutcome::Failed(open_failed.take().expect("checked"))
+            }
             (None, _) => KvpOutcome::Disabled,
             (Some(_), None) => KvpOutcome::NotApplicable,
             (Some((pool, target)), Some(encoded)) => match pool.upsert(&target.key, encoded) {

@@ -13,7 +13,7 @@ use crate::format::json::health_body;
 use crate::format::xml::{
     GoalState, PROTOCOL_VERSION, health_document, parse_goal_state, parse_versions,
 };
-use crate::http::{Answer, Http, ReadBody, error_chain};
+use crate::http::{Answer, Http, error_chain};
 use crate::retry::{Attempt, Budget, RetryError, RetryPolicy, Retryable, StatusClass};
 
 /// Which way to report.
@@ -200,11 +200,7 @@ impl<'a> Wireserver<'a> {
                     .header(CONTENT_TYPE, "application/json")
                     .body(body.clone());
                 async move {
-                    match self
-                        .http
-                        .execute(STEP_JSON, request, ReadBody::UnlessSuccess)
-                        .await
-                    {
+                    match self.http.execute(STEP_JSON, request).await {
                         Err(e) => Attempt::Retry(error_chain(&e)),
                         Ok(answer) if answer.is_success() => {
                             Attempt::Done(JsonOutcome::Accepted(answer.status))
@@ -261,11 +257,7 @@ impl<'a> Wireserver<'a> {
             .run(STEP_VERSIONS, || {
                 let request = self.xml_request(reqwest::Method::GET, url.clone());
                 async move {
-                    match self
-                        .http
-                        .execute(STEP_VERSIONS, request, ReadBody::Always)
-                        .await
-                    {
+                    match self.http.execute(STEP_VERSIONS, request).await {
                         Err(e) => Attempt::Retry(error_chain(&e)),
                         Ok(answer) if answer.is_success() => {
                             match parse_versions(&String::from_utf8_lossy(&answer.body)) {
@@ -299,11 +291,7 @@ impl<'a> Wireserver<'a> {
             .run(STEP_GOAL_STATE, || {
                 let request = self.xml_request(reqwest::Method::GET, url.clone());
                 async move {
-                    match self
-                        .http
-                        .execute(STEP_GOAL_STATE, request, ReadBody::Always)
-                        .await
-                    {
+                    match self.http.execute(STEP_GOAL_STATE, request).await {
                         Err(e) => Attempt::Retry(error_chain(&e)),
                         Ok(answer) if answer.is_success() => {
                             // A truncated or garbled goal state is as transient as a 500.
@@ -333,11 +321,7 @@ impl<'a> Wireserver<'a> {
                     .header(CONTENT_TYPE, "text/xml; charset=utf-8")
                     .body(document.to_owned());
                 async move {
-                    match self
-                        .http
-                        .execute(STEP_HEALTH, request, ReadBody::UnlessSuccess)
-                        .await
-                    {
+                    match self.http.execute(STEP_HEALTH, request).await {
                         Err(e) => Attempt::Retry(error_chain(&e)),
                         Ok(answer) if answer.is_success() => {
                             Attempt::Done(HealthOutcome::Accepted(answer.status))

@@ -833,7 +833,8 @@ fn a_dribbled_body_cannot_extend_the_budget() {
 }
 
 #[test]
-fn an_accepted_report_does_not_wait_for_the_answer_body() {
+fn a_201_whose_body_is_dribbled_past_the_budget_is_not_delivered() {
+    // RFC 9112 §8: an incomplete response is not a response, so this is no accepted report.
     let server = DribbleServer::start("HTTP/1.1 201 Created", 10_000);
     let scratch = Scratch::new();
     let run = run_raw(
@@ -844,11 +845,72 @@ fn an_accepted_report_does_not_wait_for_the_answer_body() {
             "--kvp-pool",
             scratch.pool().to_str().unwrap(),
             "--timeout",
-            "30",
+            "2",
+            "--retry-interval",
+            "1",
+            "ready",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.elapsed >= Duration::from_secs(2), "{:?}", run.elapsed);
+    assert!(
+        run.elapsed < Duration::from_millis(4500),
+        "{:?}",
+        run.elapsed
+    );
+}
+
+#[test]
+fn a_201_whose_body_is_cut_short_is_retried() {
+    let server = CutBodyServer::start(2);
+    let scratch = Scratch::new();
+    let run = run_raw(
+        &[
+            "--wireserver",
+            &server.url(),
+            "--no-imds",
+            "--kvp-pool",
+            scratch.pool().to_str().unwrap(),
+            "--timeout",
+            "10",
+            "--retry-interval",
+            "0.2",
             "ready",
         ],
         &[],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.elapsed < Duration::from_secs(10), "{:?}", run.elapsed);
+    // Two cut answers are transport faults, retried; the third, whole, is the delivery.
+    assert_eq!(server.requests(), 3, "{}", run.stderr);
+}
+
+#[test]
+fn a_pool_that_cannot_be_opened_still_leaves_the_wireserver_report() {
+    // sysfs refuses new files to everyone, root included: the pool cannot be opened.
+    let server = Server::start();
+    server
+        .with_imds()
+        .on("POST /provisioning/health", vec![Reply::Status(201)]);
+    let run = run_raw(
+        &[
+            "--wireserver",
+            &server.url(),
+            "--imds",
+            &server.url(),
+            "--kvp-pool",
+            "/sys/kernel/provision-report-pool",
+            "--timeout",
+            "5",
+            "failure",
+            "--reason",
+            "disk full",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(run.stderr.contains("KVP NOT written"), "{}", run.stderr);
+    let posts = server.requests_to("POST", "/provisioning/health");
+    assert_eq!(posts.len(), 1, "{:?}", server.targets());
+    assert!(posts[0].body.contains("reason=disk full"), "{:?}", posts[0]);
 }

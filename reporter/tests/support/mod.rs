@@ -373,6 +373,76 @@ impl DribbleServer {
     }
 }
 
+/// A raw TCP server that answers its first `cut` requests with `201 Created` announcing a
+/// 100-byte body, sends 10 bytes of it and closes the connection; later ones get a whole 201.
+pub struct CutBodyServer {
+    addr: SocketAddr,
+    requests: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl CutBodyServer {
+    pub fn start(cut: usize) -> CutBodyServer {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = requests.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let counter = counter.clone();
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    loop {
+                        let mut request_body = 0usize;
+                        loop {
+                            let mut line = String::new();
+                            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            let lower = line.to_ascii_lowercase();
+                            if let Some(len) = lower.strip_prefix("content-length:") {
+                                request_body = len.trim().parse().unwrap();
+                            }
+                            if line == "\r\n" {
+                                break;
+                            }
+                        }
+                        let mut body = vec![0u8; request_body];
+                        if reader.read_exact(&mut body).is_err() {
+                            return;
+                        }
+                        let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        let mut stream = &stream;
+                        if n < cut {
+                            let _ = stream.write_all(
+                                b"HTTP/1.1 201 Created\r\nContent-Length: 100\r\n\r\n0123456789",
+                            );
+                            let _ = stream.shutdown(std::net::Shutdown::Both);
+                            return;
+                        }
+                        if stream
+                            .write_all(b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok")
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        CutBodyServer { addr, requests }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn requests(&self) -> usize {
+        self.requests.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 /// The outcome of one `provision-report` run.
 #[derive(Debug)]
 pub struct Run {
