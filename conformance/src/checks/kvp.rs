@@ -1,13 +1,14 @@
 //! KVP checks: the pool file as the Azure host reads it, and the `PROVISIONING_REPORT` record
 //! (PROTOCOL.md §7).
 
-use fake_wireserver::oracle::encoded::{Dialect, Mode};
+use fake_wireserver::oracle::encoded::{Dialect, EncodedReport, Mode};
 use fake_wireserver::oracle::kvp::{KEY_SIZE, RECORD_SIZE};
 
 use super::dialect::{self, Cut};
 use super::{Judgement, Tally, about, clip, note, trimmed};
 use crate::agent::Action;
 use crate::observe::{Observation, is_health};
+use crate::scenario::Run;
 
 pub fn pool(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
@@ -164,6 +165,19 @@ pub fn report(obs: &Observation) -> Judgement {
                     &[e],
                     None,
                 ));
+                // The record goes on where the description stopped: what it adds must still be
+                // the requested report.
+                let record = dialect::parse(obs, &value, Mode::Lenient).ok();
+                if obs.scenario.expect.reason_contains.is_none()
+                    && let Some(problem) = record
+                        .as_ref()
+                        .and_then(|r| request_mismatch(r, run, dialect::was_cut(&value, kvp_cut)))
+                {
+                    t.fail(
+                        format!("PROVISIONING_REPORT: {problem}"),
+                        note("PROVISIONING_REPORT", excerpt.clone()),
+                    );
+                }
             } else if host_cut {
                 t.note(about(
                     format!(
@@ -279,6 +293,45 @@ pub fn report(obs: &Observation) -> Judgement {
         ),
     }
     t.finish("no PROVISIONING_REPORT")
+}
+
+/// How a failure record's reason and supporting data differ from the request, if they do. A
+/// `cut` record may end inside its last field, and lose every field after the cut.
+fn request_mismatch(record: &EncodedReport, run: &Run, cut: bool) -> Option<String> {
+    let last = record.fields.len().saturating_sub(1);
+    let matches = |at: usize, got: &str, wanted: &str| {
+        got == wanted || (cut && at == last && wanted.starts_with(got))
+    };
+    let wanted = run.reason.as_deref().unwrap_or("");
+    match record.fields.iter().position(|(k, _)| k == "reason") {
+        Some(at) if !matches(at, &record.fields[at].1, wanted) => {
+            return Some(format!(
+                "reason {:?} is not the requested {:?}",
+                clip(&record.fields[at].1, 120),
+                clip(wanted, 120)
+            ));
+        }
+        Some(_) => {}
+        None if cut => return None,
+        None => return Some("no reason".into()),
+    }
+    let mut from = 0;
+    for (k, v) in &run.data {
+        match record.fields[from..].iter().position(|(fk, _)| fk == k) {
+            Some(off) if !matches(from + off, &record.fields[from + off].1, v) => {
+                return Some(format!(
+                    "data {k}={:?} is not the requested {:?}",
+                    clip(&record.fields[from + off].1, 120),
+                    clip(v, 120)
+                ));
+            }
+            Some(off) => from += off + 1,
+            // Everything after the cut is gone.
+            None if cut => return None,
+            None => return Some(format!("requested data {k} is missing or out of order")),
+        }
+    }
+    None
 }
 
 #[cfg(test)]

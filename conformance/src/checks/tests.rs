@@ -715,6 +715,16 @@ fn the_kvp_record_and_the_description_are_cut_from_one_report() {
     assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
     assert!(j.reason.unwrap().contains("keeps exactly 1023"));
 
+    // The description's 512 characters, then something else than the requested report.
+    let tampered = format!(
+        "{desc}{}",
+        &chars(&full, 1023)[desc.len()..].replace('€', "$")
+    );
+    assert_eq!(tampered.chars().count(), 1023);
+    let j = judge_failure("kvp.report", &declared, &reason, &desc, Some(&tampered));
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    assert!(j.reason.unwrap().contains("is not the requested"));
+
     // A record that is not the report the description was cut from.
     let other = chars(
         &ci_report(&reason.replace('€', "$"), "Cloud-Init/25.1.4", TS),
