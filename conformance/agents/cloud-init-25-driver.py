@@ -57,6 +57,7 @@ import logging
 import os
 import sys
 import traceback
+import uuid
 from time import monotonic
 
 # DataSourceAzure.get_metadata_from_imds: retry_deadline = start + 300.
@@ -144,7 +145,12 @@ def write_vm_probe(bin_dir):
 
 def write_firmware_uuid(dmi_dir, vm_id, identity):
     """product_uuid as this VM's firmware stores it, so cloud-init reads back vm_id."""
-    stored = identity.byte_swap_system_uuid(vm_id) if identity.is_vm_gen1() else vm_id
+    try:
+        uuid.UUID(vm_id)
+        is_uuid = True
+    except ValueError:
+        is_uuid = False  # stored as given: cloud-init's own reading decides what it makes of it
+    stored = identity.byte_swap_system_uuid(vm_id) if is_uuid and identity.is_vm_gen1() else vm_id
     with open(os.path.join(dmi_dir, "product_uuid"), "w") as f:
         f.write(stored + "\n")
 
