@@ -152,6 +152,12 @@ pub struct Reactions {
     pub imds_retryable: Option<BTreeSet<u16>>,
     /// IMDS 403 handling, when it differs from `status_403`.
     pub imds_status_403: Option<Forbidden>,
+    /// Seconds between IMDS attempts, when they differ from `retry_interval_min` (cloud-init
+    /// 25.1: 1 s for IMDS, 5 s for the wireserver).
+    pub imds_retry_interval_min: Option<f64>,
+    /// Seconds the agent waits after a 503 without `Retry-After` (the fake sends none), when
+    /// that differs from its interval (cloud-init 25.1+ honours `Retry-After`, default 1 s).
+    pub retry_interval_503: Option<f64>,
 }
 
 /// The UTC timestamp style of an agent's encoded reports (PROTOCOL.md §6.2).
@@ -317,6 +323,8 @@ struct ReactionsFile {
     max_rate: Option<Spanned<f64>>,
     imds_retryable: Option<Spanned<Vec<u16>>>,
     imds_status_403: Option<Forbidden>,
+    imds_retry_interval_min: Option<Spanned<f64>>,
+    retry_interval_503: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -476,6 +484,11 @@ impl AgentProfile {
             max_rate: seconds(&r.max_rate, "reactions.max_rate")?,
             imds_retryable,
             imds_status_403: r.imds_status_403,
+            imds_retry_interval_min: seconds(
+                &r.imds_retry_interval_min,
+                "reactions.imds_retry_interval_min",
+            )?,
+            retry_interval_503: seconds(&r.retry_interval_503, "reactions.retry_interval_503")?,
         };
 
         if let (Some(min), Some(max)) = (reactions.retry_interval_min, &r.retry_interval_max)
@@ -615,6 +628,8 @@ impl Reactions {
             max_rate: None,
             imds_retryable: Some([404, 410, 429, 500].into_iter().collect()),
             imds_status_403: Some(Forbidden::Fatal),
+            imds_retry_interval_min: None,
+            retry_interval_503: None,
         }
     }
 }

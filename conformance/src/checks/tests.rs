@@ -123,10 +123,19 @@ fn run(start: u64, end: u64, exit: Exit) -> RunRecord {
 }
 
 fn judge(check: &str, scenario: &Scenario, journal: Vec<Entry>, runs: Vec<RunRecord>) -> Judgement {
-    let profile = profile();
+    judge_with(&profile(), check, scenario, journal, runs)
+}
+
+fn judge_with(
+    profile: &AgentProfile,
+    check: &str,
+    scenario: &Scenario,
+    journal: Vec<Entry>,
+    runs: Vec<RunRecord>,
+) -> Judgement {
     let obs = Observation {
         scenario,
-        profile: &profile,
+        profile,
         journal,
         served: ServedIds {
             incarnation: "1".into(),
@@ -751,4 +760,44 @@ fn encoded_tables_name_the_field_that_is_wrong() {
     let err = load(&format!("{base}description_trim = 0\n")).unwrap_err();
     assert_eq!(err.field.as_deref(), Some("encoded.description_trim"));
     assert!(load(&base.replace("+00:00", "Z")).is_err());
+}
+
+#[test]
+fn a_503_and_imds_may_have_waits_of_their_own() {
+    // cloud-init 25.1: 5 s between wireserver attempts, 1 s after a 503 (Retry-After default)
+    // and between IMDS attempts.
+    let text = PROFILE.replace(
+        "refresh_goal_state_on_410 = true\n",
+        "refresh_goal_state_on_410 = true\nretry_interval_min = 5.0\nretry_interval_503 = 1.0\nimds_retry_interval_min = 1.0\n",
+    );
+    let p = AgentProfile::from_toml_str(&text, Path::new("t.toml")).unwrap();
+    let s = scenario("");
+    let interval = |journal: Vec<Entry>| {
+        judge_with(
+            &p,
+            "behaviour.interval",
+            &s,
+            journal,
+            vec![run(0, 9000, Exit::Code(0))],
+        )
+    };
+    let after_503 = interval(vec![health(1, 10, 503), health(2, 1020, 201)]);
+    assert_eq!(after_503.verdict, Verdict::Pass, "{after_503:?}");
+    let after_500 = interval(vec![health(1, 10, 500), health(2, 1020, 201)]);
+    assert_eq!(after_500.verdict, Verdict::Fail, "{after_500:?}");
+    assert!(after_500.reason.unwrap().contains("at least 5000 ms"));
+    let imds = |seq, at, status| {
+        entry(
+            seq,
+            "imds.instance",
+            at,
+            Some(at + 2),
+            "respond",
+            Some(status),
+        )
+    };
+    let imds_1s = interval(vec![imds(1, 10, 404), imds(2, 1020, 200)]);
+    assert_eq!(imds_1s.verdict, Verdict::Pass, "{imds_1s:?}");
+    let imds_fast = interval(vec![imds(1, 10, 404), imds(2, 300, 200)]);
+    assert_eq!(imds_fast.verdict, Verdict::Fail, "{imds_fast:?}");
 }
