@@ -120,6 +120,21 @@ impl Observation<'_> {
             .unwrap_or(self.scenario.agent.retry_interval)
     }
 
+    /// Minimum seconds between a failed attempt `entry` and the next one: the 503 wait or the
+    /// IMDS interval when the profile has one, else [`Self::interval_min`].
+    pub fn interval_min_after(&self, entry: &Entry) -> f64 {
+        let r = &self.profile.reactions;
+        if entry.answer.status == Some(503)
+            && let Some(wait) = r.retry_interval_503
+        {
+            return wait;
+        }
+        match (service_of(entry), r.imds_retry_interval_min) {
+            (Service::Imds, Some(imds)) => imds,
+            _ => self.interval_min(),
+        }
+    }
+
     /// Seconds the agent waits for an answer: its fixed timeout, else the one passed to it.
     pub fn request_timeout(&self) -> f64 {
         self.profile

@@ -136,6 +136,7 @@ fn cloud_init_and_afterburn_are_judged_as_protocol_md_describes_them() {
         set(&[
             "goalstate.malformed.behaviour.retry",
             "goalstate.malformed.behaviour.terminal",
+            "report.description.long.xml.behaviour.terminal",
             "report.description.special.xml.behaviour.terminal",
             "transport.partial.goalstate.behaviour.retry",
             "transport.partial.goalstate.behaviour.terminal",

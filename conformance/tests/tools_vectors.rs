@@ -38,9 +38,9 @@ async fn shipped_vectors_all_check_out() {
     let out = vectors_check(vectors()).await.unwrap();
     assert_eq!(out.exit_code, EXIT_OK, "{}", out.stdout);
     assert!(fail_lines(&out.stdout).is_empty(), "{}", out.stdout);
-    // 1 README + 34 http + 2 kvp + 6 reports.
+    // 1 README + 40 http + 4 kvp + 8 reports.
     assert!(
-        out.stdout.ends_with("43 checked: 43 ok, 0 FAIL\n"),
+        out.stdout.ends_with("53 checked: 53 ok, 0 FAIL\n"),
         "{}",
         out.stdout
     );
@@ -80,7 +80,7 @@ async fn one_altered_expectation_fails_exactly_that_vector() {
         out.stdout
     );
     assert!(
-        out.stdout.ends_with("43 checked: 42 ok, 1 FAIL\n"),
+        out.stdout.ends_with("53 checked: 52 ok, 1 FAIL\n"),
         "{}",
         out.stdout
     );

@@ -91,7 +91,7 @@ fn report_vectors_parse_to_their_fields_in_both_modes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 6, "the vectors README lists 3 + 3 reports");
+    assert_eq!(checked, 8, "the vectors README lists 3 + 3 + 2 reports");
 }
 
 /// The request body, from `body_b64` when present (then authoritative), else `body`.
@@ -187,8 +187,8 @@ fn health_request_vectors_parse_to_their_expected_values() {
         }
     }
     assert_eq!(
-        checked, 6,
-        "2 afterburn + 4 cloud-init health requests in the vectors"
+        checked, 8,
+        "2 afterburn + 4 cloud-init 22.4.2 + 2 cloud-init 25.1.4 health requests in the vectors"
     );
 }
 
@@ -270,5 +270,5 @@ fn kvp_pool_vectors_decode_to_their_sidecars() {
         insta::assert_yaml_snapshot!(snapshot_name(&["kvp", &name, "split-events"]), events);
         pools += 1;
     }
-    assert_eq!(pools, 2, "two pool files in the vectors");
+    assert_eq!(pools, 4, "four pool files in the vectors");
 }

@@ -97,6 +97,42 @@ pub fn cloud_init_driver() -> PathBuf {
     repo_root().join("conformance/agents/cloud-init-driver.py")
 }
 
+/// `PYTHONPATH` for cloud-init 25.1.4 as unpacked by scripts/install-agents.sh (Debian 13's
+/// package, never installed), checked to import as 25.1.4 with /usr/bin/python3.
+pub fn cloud_init_25_pythonpath() -> PathBuf {
+    let path = repo_root().join("target/agents/cloud-init-25.1.4/usr/lib/python3/dist-packages");
+    let probe = Command::new("/usr/bin/python3")
+        .env("PYTHONPATH", &path)
+        .args([
+            "-c",
+            "import cloudinit.version as v; print(v.version_string())",
+        ])
+        .output();
+    let version = match probe {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        Ok(out) => panic!(
+            "cloud-init 25.1.4 is not unpacked in {} ({}): {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr).trim(),
+            install_hint()
+        ),
+        Err(e) => panic!("/usr/bin/python3 not found ({e}): {}", install_hint()),
+    };
+    assert_eq!(
+        version,
+        "25.1.4",
+        "{} holds cloud-init {version}, these tests pin 25.1.4: {}",
+        path.display(),
+        install_hint()
+    );
+    path
+}
+
+/// The driver calling cloud-init 25.1's own DataSourceAzure sequence.
+pub fn cloud_init_25_driver() -> PathBuf {
+    repo_root().join("conformance/agents/cloud-init-25-driver.py")
+}
+
 /// afterburn 5.11.0 as built by scripts/install-agents.sh.
 pub fn afterburn_binary() -> PathBuf {
     let path = repo_root().join("target/agents/afterburn/bin/afterburn");

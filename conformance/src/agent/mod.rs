@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use fake_wireserver::oracle::encoded::Dialect;
 use globset::{Glob, GlobMatcher};
 use serde::Deserialize;
 use toml::Spanned;
@@ -151,6 +152,48 @@ pub struct Reactions {
     pub imds_retryable: Option<BTreeSet<u16>>,
     /// IMDS 403 handling, when it differs from `status_403`.
     pub imds_status_403: Option<Forbidden>,
+    /// Seconds between IMDS attempts, when they differ from `retry_interval_min` (cloud-init
+    /// 25.1: 1 s for IMDS, 5 s for the wireserver).
+    pub imds_retry_interval_min: Option<f64>,
+    /// Seconds the agent waits after a 503 without `Retry-After` (the fake sends none), when
+    /// that differs from its interval (cloud-init 25.1+ honours `Retry-After`, default 1 s).
+    pub retry_interval_503: Option<f64>,
+}
+
+/// The UTC timestamp style of an agent's encoded reports (PROTOCOL.md §6.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum TimestampStyle {
+    /// `2026-11-29T14:30:57.000662+00:00` (cloud-init 24.4+, azure-init).
+    #[serde(rename = "+00:00")]
+    Utc,
+    /// `2023-05-01T12:34:56.789012`, no offset (cloud-init 23.2–24.3).
+    #[serde(rename = "naive")]
+    Naive,
+}
+
+impl TimestampStyle {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimestampStyle::Utc => "+00:00",
+            TimestampStyle::Naive => "naive",
+        }
+    }
+}
+
+/// How an agent writes its encoded reports, declared in the profile's `[encoded]` table: the
+/// checks judge the agent by this dialect instead of guessing it from the report, and know
+/// where it cuts (PROTOCOL.md §6.1, §6.2, §6.5 step 7, §7.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EncodedDialect {
+    /// Quote character and field order (the oracle's two dialects).
+    pub dialect: Dialect,
+    pub timestamp: TimestampStyle,
+    /// Characters of the encoded report kept in the health description (cut before XML
+    /// escaping; cloud-init: 512). `None`: only the platform's 4096-byte limit applies.
+    pub description_trim: Option<usize>,
+    /// Characters of the encoded report kept in the KVP `PROVISIONING_REPORT` value (cut,
+    /// never split; cloud-init: 1023). `None`: the host's 1022-byte value limit.
+    pub kvp_cut: Option<usize>,
 }
 
 /// Exit statuses that mean "reported" and "not reported"; an empty list means "not judged".
@@ -221,6 +264,8 @@ pub struct AgentProfile {
     pub reactions: Reactions,
     pub exit: ExitCodes,
     pub deviations: Vec<Deviation>,
+    /// `[encoded]`: the agent's encoded-report dialect, when declared.
+    pub encoded: Option<EncodedDialect>,
     /// Plain words with unset placeholders expand to "" instead of failing (ad-hoc agents).
     pub lenient_placeholders: bool,
 }
@@ -241,6 +286,17 @@ struct ProfileFile {
     exit: ExitCodes,
     #[serde(default, rename = "deviation")]
     deviations: Vec<DeviationFile>,
+    encoded: Option<Spanned<EncodedFile>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EncodedFile {
+    quote: Spanned<String>,
+    order: Spanned<String>,
+    timestamp: TimestampStyle,
+    description_trim: Option<Spanned<usize>>,
+    kvp_cut: Option<Spanned<usize>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -267,6 +323,8 @@ struct ReactionsFile {
     max_rate: Option<Spanned<f64>>,
     imds_retryable: Option<Spanned<Vec<u16>>>,
     imds_status_403: Option<Forbidden>,
+    imds_retry_interval_min: Option<Spanned<f64>>,
+    retry_interval_503: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -426,6 +484,11 @@ impl AgentProfile {
             max_rate: seconds(&r.max_rate, "reactions.max_rate")?,
             imds_retryable,
             imds_status_403: r.imds_status_403,
+            imds_retry_interval_min: seconds(
+                &r.imds_retry_interval_min,
+                "reactions.imds_retry_interval_min",
+            )?,
+            retry_interval_503: seconds(&r.retry_interval_503, "reactions.retry_interval_503")?,
         };
 
         if let (Some(min), Some(max)) = (reactions.retry_interval_min, &r.retry_interval_max)
@@ -462,6 +525,11 @@ impl AgentProfile {
             });
         }
 
+        let encoded = match &file.encoded {
+            Some(e) => Some(encoded_dialect(e.get_ref(), &at)?),
+            None => None,
+        };
+
         Ok(AgentProfile {
             name,
             description: file.description,
@@ -473,6 +541,7 @@ impl AgentProfile {
             reactions,
             exit: file.exit,
             deviations,
+            encoded,
             lenient_placeholders: false,
         })
     }
@@ -518,6 +587,7 @@ impl AgentProfile {
                 failed: vec![],
             },
             deviations: Vec::new(),
+            encoded: None,
             lenient_placeholders: true,
         })
     }
@@ -558,8 +628,81 @@ impl Reactions {
             max_rate: None,
             imds_retryable: Some([404, 410, 429, 500].into_iter().collect()),
             imds_status_403: Some(Forbidden::Fatal),
+            imds_retry_interval_min: None,
+            retry_interval_503: None,
         }
     }
+}
+
+/// `[encoded]` → [`EncodedDialect`]: quote and order must name one of the two dialects (§6.1,
+/// §6.2), and the cuts must fit the limits they stand for.
+fn encoded_dialect(
+    e: &EncodedFile,
+    at: &dyn Fn(std::ops::Range<usize>, &str, String) -> FileError,
+) -> Result<EncodedDialect, FileError> {
+    let quote = match e.quote.get_ref().as_str() {
+        "'" => Dialect::CloudInit,
+        "\"" => Dialect::AzureInit,
+        other => {
+            return Err(at(
+                e.quote.span(),
+                "encoded.quote",
+                format!(
+                    "{other:?} is not a quote the encoded format uses: \"'\" (cloud-init) or '\"' (azure-init)"
+                ),
+            ));
+        }
+    };
+    let order = match e.order.get_ref().as_str() {
+        "cloud-init" => Dialect::CloudInit,
+        "azure-init" => Dialect::AzureInit,
+        other => {
+            return Err(at(
+                e.order.span(),
+                "encoded.order",
+                format!(
+                    "{other:?} is not a field order: \"cloud-init\" or \"azure-init\" (PROTOCOL.md §6.2)"
+                ),
+            ));
+        }
+    };
+    if quote != order {
+        return Err(at(
+            e.order.span(),
+            "encoded.order",
+            format!(
+                "the {} field order with the {} quote {:?}: no producer writes that mix, and the oracle judges only the two dialects of §6.1",
+                order.name(),
+                quote.name(),
+                quote.quote()
+            ),
+        ));
+    }
+    let limit = |v: &Option<Spanned<usize>>, field: &str, max: usize, what: &str| match v {
+        Some(n) if !(1..=max).contains(n.get_ref()) => Err(at(
+            n.span(),
+            field,
+            format!("{} is outside 1-{max} ({what})", n.get_ref()),
+        )),
+        Some(n) => Ok(Some(*n.get_ref())),
+        None => Ok(None),
+    };
+    Ok(EncodedDialect {
+        dialect: quote,
+        timestamp: e.timestamp,
+        description_trim: limit(
+            &e.description_trim,
+            "encoded.description_trim",
+            crate::checks::DESCRIPTION_LIMIT,
+            "characters of a description the platform caps at 4096 bytes",
+        )?,
+        kvp_cut: limit(
+            &e.kvp_cut,
+            "encoded.kvp_cut",
+            fake_wireserver::oracle::kvp::VALUE_SIZE - 1,
+            "characters of a 2048-byte KVP value with its NUL",
+        )?,
+    })
 }
 
 /// Finds profile `name`: a path to a `.toml` file, or `<agents_dir>/<name>.toml`.

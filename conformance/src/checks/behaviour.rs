@@ -241,8 +241,6 @@ pub fn retry(obs: &Observation) -> Judgement {
 
 pub fn interval(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
-    let interval = ms(obs.interval_min());
-    let floor = interval.saturating_sub(interval_tolerance_ms(interval));
     for ri in 0..obs.runs.len() {
         for service in [Service::Wireserver, Service::Imds] {
             let reqs = requests(obs, ri, service);
@@ -250,6 +248,8 @@ pub fn interval(obs: &Observation) -> Judgement {
                 if !matches!(obs.classify(e), Class::Retryable(_)) {
                     continue;
                 }
+                let interval = ms(obs.interval_min_after(e));
+                let floor = interval.saturating_sub(interval_tolerance_ms(interval));
                 let Some(next) = reqs[k + 1..].iter().find(|n| n.endpoint == e.endpoint) else {
                     continue;
                 };

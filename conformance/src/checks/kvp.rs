@@ -1,12 +1,14 @@
 //! KVP checks: the pool file as the Azure host reads it, and the `PROVISIONING_REPORT` record
 //! (PROTOCOL.md §7).
 
-use fake_wireserver::oracle::encoded::{self, Mode};
+use fake_wireserver::oracle::encoded::{Dialect, EncodedReport, Mode};
 use fake_wireserver::oracle::kvp::{KEY_SIZE, RECORD_SIZE};
 
+use super::dialect::{self, Cut};
 use super::{Judgement, Tally, about, clip, note, trimmed};
 use crate::agent::Action;
 use crate::observe::Observation;
+use crate::scenario::Run;
 
 pub fn pool(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
@@ -109,24 +111,85 @@ pub fn report(obs: &Observation) -> Judgement {
         .next_back();
     let (state, _) = obs.expected_state(run);
     let failed = state == "NotReady";
+    let kvp_cut = match run.action {
+        Action::Failure => dialect::cut_for(run, dialect::declared(obs).and_then(|d| d.kvp_cut)),
+        // A success report is short: the cut, if declared, may apply but is never needed.
+        _ => match dialect::declared(obs).and_then(|d| d.kvp_cut) {
+            Some(n) => Cut::Either(n),
+            None => Cut::None,
+        },
+    };
+    if let Some(problem) = dialect::cut_problem(&value, kvp_cut, "kvp_cut") {
+        t.fail(
+            format!("PROVISIONING_REPORT: {problem}"),
+            note("PROVISIONING_REPORT", excerpt.clone()),
+        );
+    }
     match sent {
         Some((e, r)) if failed => {
             let desc = r.description.as_deref().unwrap_or("");
-            let host_cut = value.len() <= fake_wireserver::oracle::kvp::HOST_VALUE_MAX
-                && desc.len() > value.len()
-                && desc.starts_with(value.as_str());
-            if value == desc || value == desc.trim_matches('"') {
+            let declared = dialect::declared(obs);
+            // Without a declaration the record may be cut to the host's value limit (bytes);
+            // a declared cut is the agent's own (characters).
+            let host_cut = match kvp_cut {
+                Cut::None => {
+                    value.len() <= fake_wireserver::oracle::kvp::HOST_VALUE_MAX
+                        && desc.len() > value.len()
+                        && desc.starts_with(value.as_str())
+                }
+                _ => dialect::was_cut(&value, kvp_cut) && desc.starts_with(value.as_str()),
+            };
+            // The description cut to the declared trim, the record to the declared KVP cut:
+            // two prefixes of one report, so the shorter starts the longer.
+            let desc_cut = super::report::cut_report(obs, run, desc)
+                && declared.is_some_and(|d| d.description_trim.is_some())
+                && !desc.is_empty()
+                && value.starts_with(desc);
+            // azure-init trims the outer `"` off its record (§7.3); only its dialect may.
+            let quotes_trimmed = declared.is_none_or(|d| d.dialect == Dialect::AzureInit)
+                && value == desc.trim_matches('"');
+            if value == desc || quotes_trimmed {
                 t.note(about(
                     format!("equal to the description of health report #{}", e.seq),
                     &[e],
                     None,
                 ));
+            } else if desc_cut {
+                t.note(about(
+                    format!(
+                        "the description of #{} ({} characters, the declared description_trim) starts this record ({} characters)",
+                        e.seq,
+                        desc.chars().count(),
+                        value.chars().count()
+                    ),
+                    &[e],
+                    None,
+                ));
+                // The record goes on where the description stopped: what it adds must still be
+                // the requested report.
+                let record = dialect::parse(obs, &value, Mode::Lenient).ok();
+                if obs.scenario.expect.reason_contains.is_none()
+                    && let Some(problem) = record
+                        .as_ref()
+                        .and_then(|r| request_mismatch(r, run, dialect::was_cut(&value, kvp_cut)))
+                {
+                    t.fail(
+                        format!("PROVISIONING_REPORT: {problem}"),
+                        note("PROVISIONING_REPORT", excerpt.clone()),
+                    );
+                }
             } else if host_cut {
                 t.note(about(
                     format!(
-                        "the description of #{} cut to {} bytes for the host's value limit",
+                        "the description of #{} cut to {} bytes ({} characters) for the {}",
                         e.seq,
-                        value.len()
+                        value.len(),
+                        value.chars().count(),
+                        if kvp_cut == Cut::None {
+                            "host's value limit"
+                        } else {
+                            "declared kvp_cut"
+                        }
                     ),
                     &[e],
                     None,
@@ -193,10 +256,31 @@ pub fn report(obs: &Observation) -> Judgement {
             }
         }
     }
-    // The record itself must be a well-formed encoded report (strictly, unless cut).
-    let cut = super::report::must_trim(run)
-        || value.len() + 8 >= fake_wireserver::oracle::kvp::HOST_VALUE_MAX;
-    match encoded::parse(&value, Mode::Strict) {
+    // The record itself must be a well-formed encoded report (strictly, unless cut), in the
+    // declared dialect and timestamp style.
+    let cut = match kvp_cut {
+        Cut::None => {
+            super::report::must_trim(run)
+                || value.len() + 8 >= fake_wireserver::oracle::kvp::HOST_VALUE_MAX
+        }
+        _ => dialect::was_cut(&value, kvp_cut),
+    };
+    let strict = dialect::parse(obs, &value, Mode::Strict);
+    let readable = strict
+        .clone()
+        .ok()
+        .or_else(|| dialect::parse(obs, &value, Mode::Lenient).ok());
+    if let Some(r) = &readable
+        && let Some(ts) = r.get("timestamp")
+        && !(cut && r.fields.last().is_some_and(|(k, _)| k == "timestamp"))
+        && let Some(problem) = dialect::timestamp_problem(obs, ts)
+    {
+        t.fail(
+            format!("PROVISIONING_REPORT: {problem}"),
+            note("PROVISIONING_REPORT", excerpt.clone()),
+        );
+    }
+    match strict {
         Ok(strict) if cut => t.findings(&trimmed(&strict.findings), &[], "PROVISIONING_REPORT"),
         Ok(strict) => t.findings(&strict.findings, &[], "PROVISIONING_REPORT"),
         Err(e) if parsed.truncated => t.note(note(
@@ -209,6 +293,45 @@ pub fn report(obs: &Observation) -> Judgement {
         ),
     }
     t.finish("no PROVISIONING_REPORT")
+}
+
+/// How a failure record's reason and supporting data differ from the request, if they do. A
+/// `cut` record may end inside its last field, and lose every field after the cut.
+fn request_mismatch(record: &EncodedReport, run: &Run, cut: bool) -> Option<String> {
+    let last = record.fields.len().saturating_sub(1);
+    let matches = |at: usize, got: &str, wanted: &str| {
+        got == wanted || (cut && at == last && wanted.starts_with(got))
+    };
+    let wanted = run.reason.as_deref().unwrap_or("");
+    match record.fields.iter().position(|(k, _)| k == "reason") {
+        Some(at) if !matches(at, &record.fields[at].1, wanted) => {
+            return Some(format!(
+                "reason {:?} is not the requested {:?}",
+                clip(&record.fields[at].1, 120),
+                clip(wanted, 120)
+            ));
+        }
+        Some(_) => {}
+        None if cut => return None,
+        None => return Some("no reason".into()),
+    }
+    let mut from = 0;
+    for (k, v) in &run.data {
+        match record.fields[from..].iter().position(|(fk, _)| fk == k) {
+            Some(off) if !matches(from + off, &record.fields[from + off].1, v) => {
+                return Some(format!(
+                    "data {k}={:?} is not the requested {:?}",
+                    clip(&record.fields[from + off].1, 120),
+                    clip(v, 120)
+                ));
+            }
+            Some(off) => from += off + 1,
+            // Everything after the cut is gone.
+            None if cut => return None,
+            None => return Some(format!("requested data {k} is missing or out of order")),
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -5,11 +5,14 @@
 //! Checks never use the reporter crate (the oracle is independent, DESIGN.md).
 
 mod behaviour;
+mod dialect;
 mod kvp;
 mod protocol;
 mod report;
 #[cfg(test)]
 mod tests;
+
+pub use report::DESCRIPTION_LIMIT;
 
 use fake_wireserver::journal::Entry;
 use fake_wireserver::oracle::{Finding, Severity};

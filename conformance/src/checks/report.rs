@@ -6,6 +6,7 @@ use fake_wireserver::journal::Entry;
 use fake_wireserver::oracle::encoded::{self, EncodedReport, Mode};
 use fake_wireserver::oracle::{HealthReport, ReportKind};
 
+use super::dialect::{self, Cut};
 use super::{Judgement, Tally, about, clip, line, trimmed};
 use crate::agent::Action;
 use crate::observe::{Observation, is_health};
@@ -81,7 +82,7 @@ pub fn shape(obs: &Observation) -> Judgement {
             .filter(|f| !is_length_finding(&f.id))
             .cloned()
             .collect();
-        if must_trim(run) {
+        if cut_report(obs, run, report.description.as_deref().unwrap_or("")) {
             findings = trimmed(&findings);
         }
         // A 410 tells the agent its goal state moved on: a report echoing the old one is the
@@ -174,6 +175,22 @@ pub(super) fn must_trim(run: &Run) -> bool {
             .sum::<usize>()
         + 300;
     size > DESCRIPTION_LIMIT
+}
+
+/// The cut the profile's `[encoded].description_trim` implies for a failure report.
+fn description_cut(obs: &Observation, run: &Run) -> Cut {
+    match run.action {
+        Action::Failure => {
+            dialect::cut_for(run, dialect::declared(obs).and_then(|d| d.description_trim))
+        }
+        _ => Cut::None,
+    }
+}
+
+/// True when the failure description `desc` was cut to a limit: the platform's, or the one the
+/// profile declares.
+pub(super) fn cut_report(obs: &Observation, run: &Run, desc: &str) -> bool {
+    must_trim(run) || dialect::was_cut(desc, description_cut(obs, run))
 }
 
 pub fn description(obs: &Observation) -> Judgement {
@@ -288,10 +305,28 @@ fn failure(
         );
         return;
     }
-    let trimmed = must_trim(run);
-    let parsed: EncodedReport = match encoded::parse(desc, Mode::Strict) {
+    let cut = description_cut(obs, run);
+    if let Some(problem) = dialect::cut_problem(desc, cut, "description_trim") {
+        t.fail(
+            format!("#{}: {problem}", e.seq),
+            about(line(e), &[e], excerpt.clone()),
+        );
+    }
+    let trimmed = must_trim(run) || dialect::was_cut(desc, cut);
+    if dialect::was_cut(desc, cut) {
+        t.note(about(
+            format!(
+                "#{} the encoded report cut to the declared {} characters ([encoded].description_trim)",
+                e.seq,
+                desc.chars().count()
+            ),
+            &[e],
+            None,
+        ));
+    }
+    let parsed: EncodedReport = match dialect::parse(obs, desc, Mode::Strict) {
         Ok(r) => r,
-        Err(strict_err) => match encoded::parse(desc, Mode::Lenient) {
+        Err(strict_err) => match dialect::parse(obs, desc, Mode::Lenient) {
             Ok(r) if trimmed && r.truncated => {
                 t.note(about(
                     format!(
@@ -442,8 +477,18 @@ fn failure(
         ),
         _ => {}
     }
-    if get("timestamp").is_none() {
-        tail_missing(t, "timestamp");
+    match get("timestamp") {
+        None => tail_missing(t, "timestamp"),
+        // A timestamp cut short is judged by the oracle's notes only.
+        Some(_) if trimmed && parsed.fields.last().is_some_and(|(k, _)| k == "timestamp") => {}
+        Some(ts) => {
+            if let Some(problem) = dialect::timestamp_problem(obs, ts) {
+                t.fail(
+                    format!("#{}: {problem}", e.seq),
+                    about(line(e), &[e], excerpt.clone()),
+                );
+            }
+        }
     }
     match get("documentation_url") {
         None => tail_missing(t, "documentation_url"),

@@ -124,7 +124,7 @@ fn run(start: u64, end: u64, exit: Exit) -> RunRecord {
 }
 
 fn judge(check: &str, scenario: &Scenario, journal: Vec<Entry>, runs: Vec<RunRecord>) -> Judgement {
-    judge_stalled(check, scenario, journal, runs, Vec::new())
+    judge_with(&profile(), check, scenario, journal, runs)
 }
 
 /// [`judge`] on a machine whose runner stalled at these moments.
@@ -135,10 +135,30 @@ fn judge_stalled(
     runs: Vec<RunRecord>,
     stalls: Vec<crate::observe::Stall>,
 ) -> Judgement {
-    let profile = profile();
+    judge_full(&profile(), check, scenario, journal, runs, stalls)
+}
+
+fn judge_with(
+    profile: &AgentProfile,
+    check: &str,
+    scenario: &Scenario,
+    journal: Vec<Entry>,
+    runs: Vec<RunRecord>,
+) -> Judgement {
+    judge_full(profile, check, scenario, journal, runs, Vec::new())
+}
+
+fn judge_full(
+    profile: &AgentProfile,
+    check: &str,
+    scenario: &Scenario,
+    journal: Vec<Entry>,
+    runs: Vec<RunRecord>,
+    stalls: Vec<crate::observe::Stall>,
+) -> Judgement {
     let obs = Observation {
         scenario,
-        profile: &profile,
+        profile,
         journal,
         served: ServedIds {
             incarnation: "1".into(),
@@ -638,4 +658,230 @@ fn an_expected_reason_part_and_state_override_the_action() {
             .unwrap()
             .contains("does not mention \"querying IMDS\"")
     );
+}
+
+/// The profile of a cloud-init 25.1-like agent: its dialect declared in `[encoded]`.
+fn declared_profile() -> AgentProfile {
+    let text = format!(
+        "{PROFILE}[encoded]\nquote = \"'\"\norder = \"cloud-init\"\ntimestamp = \"+00:00\"\ndescription_trim = 512\nkvp_cut = 1023\n"
+    );
+    AgentProfile::from_toml_str(&text, Path::new("t.toml")).unwrap()
+}
+
+/// A cloud-init 25.1 error report (no field needs quoting in these tests).
+fn ci_report(reason: &str, agent: &str, timestamp: &str) -> String {
+    format!(
+        "result=error|reason={reason}|agent={agent}|device=/dev/sdb|vm_id={}|timestamp={timestamp}|documentation_url=https://aka.ms/linuxprovisioningerror",
+        crate::scenario::DEFAULT_VM_ID
+    )
+}
+
+fn chars(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+fn failure_scenario(reason: &str) -> Scenario {
+    let text = format!(
+        "id = \"t\"\ntitle = \"t\"\nchecks = [\"*\"]\n[agent]\naction = \"failure\"\nprotocol = \"json\"\nreason = {reason:?}\ndata = [\"device=/dev/sdb\"]\n"
+    );
+    Scenario::from_toml_str(&text, Path::new("t.toml")).unwrap()
+}
+
+/// One failure run whose health report carries `description`, and a pool whose
+/// PROVISIONING_REPORT is `kvp`.
+fn judge_failure(
+    check: &str,
+    profile: &AgentProfile,
+    reason: &str,
+    description: &str,
+    kvp: Option<&str>,
+) -> Judgement {
+    let s = failure_scenario(reason);
+    let mut post = health(1, 10, 200);
+    let body = serde_json::json!({
+        "state": "NotReady",
+        "details": {"subStatus": "ProvisioningFailed", "description": description},
+    })
+    .to_string();
+    post.report = Some(fake_wireserver::oracle::health::parse_json(body.as_bytes()));
+    let mut r = run(0, 20, Exit::Code(0));
+    r.run.action = crate::agent::Action::Failure;
+    r.run.reason = Some(reason.into());
+    r.run.data = vec![("device".into(), "/dev/sdb".into())];
+    let pool = kvp
+        .map(|v| {
+            fake_wireserver::oracle::kvp::encode_record("PROVISIONING_REPORT", v)
+                .unwrap()
+                .to_vec()
+        })
+        .unwrap_or_default();
+    let obs = Observation {
+        scenario: &s,
+        profile,
+        journal: vec![post],
+        served: ServedIds {
+            incarnation: "1".into(),
+            container_id: "c".into(),
+            instance_id: "i".into(),
+        },
+        imds_vm_id: None,
+        pool_view: decode_pool(&pool),
+        pool: Some(pool),
+        runs: vec![r],
+        stalls: Vec::new(),
+    };
+    let def = CATALOG.iter().find(|c| c.id == check).unwrap();
+    (def.run)(&obs)
+}
+
+const TS: &str = "2026-12-01T09:47:38.966203+00:00";
+
+#[test]
+fn a_declared_trim_is_kept_in_characters_and_nowhere_else() {
+    let declared = declared_profile();
+    let reason = format!("disk error: {}", "0123456789abcdef€".repeat(40));
+    let full = ci_report(&reason, "Cloud-Init/25.1.4", TS);
+    let first_512 = chars(&full, 512);
+    let j = judge_failure("report.description", &declared, &reason, &first_512, None);
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
+
+    // Cut at 512 bytes (on a character boundary) instead of 512 characters.
+    let mut at = 512;
+    while !full.is_char_boundary(at) {
+        at -= 1;
+    }
+    let j = judge_failure("report.description", &declared, &reason, &full[..at], None);
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    assert!(j.reason.unwrap().contains("keeps exactly 512"));
+
+    // Not cut at all, though the report cannot fit.
+    let j = judge_failure("report.description", &declared, &reason, &full, None);
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+
+    // Without the declaration the same 512-character cut is a report that lost its fields.
+    let j = judge_failure("report.description", &profile(), &reason, &first_512, None);
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+}
+
+#[test]
+fn the_declared_dialect_and_timestamp_style_are_required() {
+    let declared = declared_profile();
+    let good = ci_report("boom", "Cloud-Init/25.1.4", TS);
+    let j = judge_failure("report.description", &declared, "boom", &good, Some(&good));
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
+    let j = judge_failure("kvp.report", &declared, "boom", &good, Some(&good));
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
+
+    let azure = ci_report("boom", "Azure-Init/0.1.1", TS).replace("|vm_id", "|pps_type=None|vm_id");
+    let j = judge_failure("report.description", &declared, "boom", &azure, None);
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    assert!(
+        j.reason
+            .unwrap()
+            .contains("declared to write the cloud-init dialect")
+    );
+
+    let naive = ci_report("boom", "Cloud-Init/25.1.4", "2026-12-01T09:47:38.966203");
+    for check in ["report.description", "kvp.report"] {
+        let j = judge_failure(check, &declared, "boom", &naive, Some(&naive));
+        assert_eq!(j.verdict, Verdict::Fail, "{check}: {j:?}");
+        assert!(
+            j.reason.unwrap().contains("not in the declared style"),
+            "{check}"
+        );
+    }
+}
+
+#[test]
+fn the_kvp_record_and_the_description_are_cut_from_one_report() {
+    let declared = declared_profile();
+    let reason = format!("disk error: {}", "0123456789abcdef€".repeat(80));
+    let full = ci_report(&reason, "Cloud-Init/25.1.4", TS);
+    let desc = chars(&full, 512);
+    let kvp = chars(&full, 1023);
+    let j = judge_failure("kvp.report", &declared, &reason, &desc, Some(&kvp));
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
+
+    // Cut where the host's byte limit would be, not where the agent declares it cuts.
+    let kvp_1022 = chars(&full, 1022);
+    let j = judge_failure("kvp.report", &declared, &reason, &desc, Some(&kvp_1022));
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    assert!(j.reason.unwrap().contains("keeps exactly 1023"));
+
+    // The description's 512 characters, then something else than the requested report.
+    let tampered = format!(
+        "{desc}{}",
+        &chars(&full, 1023)[desc.len()..].replace('€', "$")
+    );
+    assert_eq!(tampered.chars().count(), 1023);
+    let j = judge_failure("kvp.report", &declared, &reason, &desc, Some(&tampered));
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    assert!(j.reason.unwrap().contains("is not the requested"));
+
+    // A record that is not the report the description was cut from.
+    let other = chars(
+        &ci_report(&reason.replace('€', "$"), "Cloud-Init/25.1.4", TS),
+        1023,
+    );
+    let j = judge_failure("kvp.report", &declared, &reason, &desc, Some(&other));
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    assert!(j.reason.unwrap().contains("differs from the description"));
+}
+
+#[test]
+fn encoded_tables_name_the_field_that_is_wrong() {
+    let load = |table: &str| {
+        AgentProfile::from_toml_str(&format!("{PROFILE}[encoded]\n{table}"), Path::new("t.toml"))
+    };
+    let base = "quote = \"'\"\norder = \"cloud-init\"\ntimestamp = \"+00:00\"\n";
+    assert!(load(base).unwrap().encoded.is_some());
+    let err = load(&base.replace("\"cloud-init\"", "\"azure-init\"")).unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("encoded.order"));
+    let err = load(&base.replace("\"'\"", "\"`\"")).unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("encoded.quote"));
+    let err = load(&format!("{base}kvp_cut = 2048\n")).unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("encoded.kvp_cut"));
+    let err = load(&format!("{base}description_trim = 0\n")).unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("encoded.description_trim"));
+    assert!(load(&base.replace("+00:00", "Z")).is_err());
+}
+
+#[test]
+fn a_503_and_imds_may_have_waits_of_their_own() {
+    // cloud-init 25.1: 5 s between wireserver attempts, 1 s after a 503 (Retry-After default)
+    // and between IMDS attempts.
+    let text = PROFILE.replace(
+        "refresh_goal_state_on_410 = true\n",
+        "refresh_goal_state_on_410 = true\nretry_interval_min = 5.0\nretry_interval_503 = 1.0\nimds_retry_interval_min = 1.0\n",
+    );
+    let p = AgentProfile::from_toml_str(&text, Path::new("t.toml")).unwrap();
+    let s = scenario("");
+    let interval = |journal: Vec<Entry>| {
+        judge_with(
+            &p,
+            "behaviour.interval",
+            &s,
+            journal,
+            vec![run(0, 9000, Exit::Code(0))],
+        )
+    };
+    let after_503 = interval(vec![health(1, 10, 503), health(2, 1020, 201)]);
+    assert_eq!(after_503.verdict, Verdict::Pass, "{after_503:?}");
+    let after_500 = interval(vec![health(1, 10, 500), health(2, 1020, 201)]);
+    assert_eq!(after_500.verdict, Verdict::Fail, "{after_500:?}");
+    assert!(after_500.reason.unwrap().contains("at least 5000 ms"));
+    let imds = |seq, at, status| {
+        entry(
+            seq,
+            "imds.instance",
+            at,
+            Some(at + 2),
+            "respond",
+            Some(status),
+        )
+    };
+    let imds_1s = interval(vec![imds(1, 10, 404), imds(2, 1020, 200)]);
+    assert_eq!(imds_1s.verdict, Verdict::Pass, "{imds_1s:?}");
+    let imds_fast = interval(vec![imds(1, 10, 404), imds(2, 300, 200)]);
+    assert_eq!(imds_fast.verdict, Verdict::Fail, "{imds_fast:?}");
 }

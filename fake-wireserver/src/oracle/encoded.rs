@@ -197,10 +197,24 @@ pub fn looks_encoded(s: &str) -> bool {
 /// truncation sets `truncated`, and an azure-init KVP value whose first field lost its opening
 /// `"` (§7.3) is repaired with a finding.
 pub fn parse(input: &str, mode: Mode) -> Result<EncodedReport, EncodedError> {
+    parse_declared(input, mode, None)
+}
+
+/// [`parse`] for a producer whose dialect is known beforehand (an agent profile declares it).
+///
+/// A report cut before its `agent=` field and without a quoted field cannot tell its dialect
+/// (§6.5 step 5); the declared one is used then, so quoting, order and timestamp are still
+/// judged. A report whose own fields name another dialect gets a `report.dialect.declared`
+/// error: the producer does not write what was declared for it.
+pub fn parse_declared(
+    input: &str,
+    mode: Mode,
+    declared: Option<Dialect>,
+) -> Result<EncodedReport, EncodedError> {
     if input.is_empty() {
         return Err(EncodedError::Empty);
     }
-    match parse_as_written(input, mode) {
+    match parse_as_written(input, mode, declared) {
         Ok(report) => Ok(report),
         Err(err) if mode == Mode::Lenient && !input.starts_with(['\'', '"']) => {
             // azure-init trims leading/trailing `"` off its KVP PROVISIONING_REPORT value, so a
@@ -211,7 +225,7 @@ pub fn parse(input: &str, mode: Mode) -> Result<EncodedReport, EncodedError> {
             if !first_field_closes {
                 return Err(err);
             }
-            match parse_as_written(&repaired, mode) {
+            match parse_as_written(&repaired, mode, declared) {
                 Ok(mut report) if report.dialect == Some(Dialect::AzureInit) => {
                     report.findings.insert(
                         0,
@@ -316,7 +330,11 @@ fn tokenize(input: &str) -> Result<Vec<RawField>, EncodedError> {
     }
 }
 
-fn parse_as_written(input: &str, mode: Mode) -> Result<EncodedReport, EncodedError> {
+fn parse_as_written(
+    input: &str,
+    mode: Mode,
+    declared: Option<Dialect>,
+) -> Result<EncodedReport, EncodedError> {
     let raw = tokenize(input)?;
     let mut findings = Vec::new();
     let mut truncated = false;
@@ -377,9 +395,22 @@ fn parse_as_written(input: &str, mode: Mode) -> Result<EncodedReport, EncodedErr
 
     // §6.5 step 5: dialect from `agent=`, else from the first quoted field.
     let agent = fields.iter().find(|(k, _)| k == "agent").map(|(_, v)| v);
-    let dialect = agent
+    let own = agent
         .and_then(|a| Dialect::from_agent(a))
         .or_else(|| raw.iter().find_map(|f| f.quote).map(Dialect::from_quote));
+    if let (Some(own), Some(declared)) = (own, declared)
+        && own != declared
+    {
+        findings.push(Finding::error(
+            "report.dialect.declared",
+            format!(
+                "the report is in the {own} dialect (quote {:?}), but its producer is declared to write the {declared} dialect (quote {:?}, §6.1)",
+                own.quote(),
+                declared.quote()
+            ),
+        ));
+    }
+    let dialect = own.or(declared);
 
     check_quoting(&kept, dialect, mode, &mut findings)?;
     check_trailing(input, &kept, dialect, &mut findings);
@@ -1312,5 +1343,38 @@ mod tests {
             serde_json::to_string(&Dialect::AzureInit).unwrap(),
             "\"azure-init\""
         );
+    }
+
+    #[test]
+    fn a_declared_dialect_judges_a_report_cut_before_its_agent() {
+        // Cut inside the reason (cloud-init's 512-character trim): no agent, no quoted field.
+        let cut = "result=error|reason=disk error: 0123456789";
+        let guessed = parse(cut, Mode::Lenient).unwrap();
+        assert_eq!(guessed.dialect, None);
+        assert!(ids(&guessed).contains(&"report.dialect.unknown"));
+        let declared = parse_declared(cut, Mode::Lenient, Some(Dialect::CloudInit)).unwrap();
+        assert_eq!(declared.dialect, Some(Dialect::CloudInit));
+        assert!(!ids(&declared).contains(&"report.dialect.unknown"));
+        // The declared dialect's quoting rules apply: a raw `'` needs quotes in cloud-init's.
+        let quote = "result=error|reason=can't";
+        assert!(parse(quote, Mode::Strict).is_ok());
+        assert!(matches!(
+            parse_declared(quote, Mode::Strict, Some(Dialect::CloudInit)),
+            Err(EncodedError::MissingQuotes { .. })
+        ));
+    }
+
+    #[test]
+    fn a_report_in_another_dialect_than_declared_is_an_error() {
+        let report = parse_declared(CI_ERROR, Mode::Strict, Some(Dialect::AzureInit)).unwrap();
+        assert_eq!(report.dialect, Some(Dialect::CloudInit));
+        let f = report
+            .findings
+            .iter()
+            .find(|f| f.id == "report.dialect.declared")
+            .unwrap();
+        assert_eq!(f.severity, Severity::Error);
+        let same = parse_declared(CI_ERROR, Mode::Strict, Some(Dialect::CloudInit)).unwrap();
+        assert_eq!(same, parse(CI_ERROR, Mode::Strict).unwrap());
     }
 }
