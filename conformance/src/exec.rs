@@ -42,6 +42,9 @@ pub enum Exit {
     KilledAtDeadline,
     /// It could not be started.
     SpawnFailed(String),
+    /// Ended by the harness once the profile's `done` condition held (its terminal report was
+    /// accepted): the normal end of an agent that never exits on its own, not a failure.
+    StoppedWhenDone,
 }
 
 impl Exit {
@@ -58,6 +61,10 @@ impl Exit {
             Exit::Signal(s) => format!("killed by signal {s}"),
             Exit::KilledAtDeadline => "still running at the deadline (process group killed)".into(),
             Exit::SpawnFailed(e) => format!("could not be started: {e}"),
+            Exit::StoppedWhenDone => {
+                "stopped by the harness after its terminal report (done = \"terminal-report\")"
+                    .into()
+            }
         }
     }
 }

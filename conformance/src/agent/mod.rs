@@ -67,6 +67,29 @@ impl Attach {
     }
 }
 
+/// When an agent's run is over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Done {
+    /// When it exits (every agent that is a one-shot command).
+    #[default]
+    Exit,
+    /// When its terminal report (Ready, or NotReady other than `Provisioning`) was accepted and
+    /// `done_grace` seconds passed: the harness then ends its process tree, and that end is
+    /// not a failure. For daemons that never exit (WALinuxAgent sleeps after reporting).
+    /// Sandbox attach only (the sandbox owns the journal and the agent's PID namespace).
+    TerminalReport,
+}
+
+impl Done {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Done::Exit => "exit",
+            Done::TerminalReport => "terminal-report",
+        }
+    }
+}
+
 /// Something an agent may or may not implement; scenarios that need an unclaimed capability
 /// are skipped for it, with the reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
@@ -220,6 +243,17 @@ pub struct AgentProfile {
     pub capabilities: BTreeSet<Capability>,
     pub reactions: Reactions,
     pub exit: ExitCodes,
+    /// When a run is over (`done`, `done_grace`).
+    pub done: Done,
+    /// Seconds after the terminal report before the harness ends the agent (`done_grace`).
+    pub done_grace: f64,
+    /// Sandbox attach: folders given a private, empty scratch copy inside the sandbox (a case
+    /// folder bind-mounted over each), for agents with fixed paths (`/var/log`).
+    pub sandbox_private_dirs: Vec<PathBuf>,
+    /// The `in-progress` command goes on to Ready by itself (WALinuxAgent with
+    /// `Provisioning.Agent=cloud-init`): a scenario asking for in-progress then ready runs it
+    /// once, and its reports are judged as the two runs (`in_progress_continues_to_ready`).
+    pub in_progress_continues_to_ready: bool,
     pub deviations: Vec<Deviation>,
     /// Plain words with unset placeholders expand to "" instead of failing (ad-hoc agents).
     pub lenient_placeholders: bool,
@@ -239,9 +273,24 @@ struct ProfileFile {
     reactions: ReactionsFile,
     #[serde(default)]
     exit: ExitCodes,
+    done: Option<Spanned<Done>>,
+    done_grace: Option<Spanned<f64>>,
+    #[serde(default)]
+    sandbox: SandboxFile,
+    in_progress_continues_to_ready: Option<Spanned<bool>>,
     #[serde(default, rename = "deviation")]
     deviations: Vec<DeviationFile>,
 }
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SandboxFile {
+    #[serde(default)]
+    private_dirs: Option<Spanned<Vec<PathBuf>>>,
+}
+
+/// Default `done_grace`: long enough for a last request after the report (WALA's IMDS GET).
+pub const DEFAULT_DONE_GRACE: f64 = 2.0;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -462,6 +511,89 @@ impl AgentProfile {
             });
         }
 
+        let done = file.done.as_ref().map_or(Done::Exit, |d| *d.get_ref());
+        if let Some(d) = &file.done
+            && done == Done::TerminalReport
+            && file.attach != Attach::Sandbox
+        {
+            return Err(at(
+                d.span(),
+                "done",
+                format!(
+                    "\"terminal-report\" needs attach = \"sandbox\" (the sandbox ends the agent's process tree); this profile attaches with {:?}",
+                    file.attach.as_str()
+                ),
+            ));
+        }
+        let done_grace = match &file.done_grace {
+            Some(g) if done != Done::TerminalReport => {
+                return Err(at(
+                    g.span(),
+                    "done_grace",
+                    "only meaningful with done = \"terminal-report\"".into(),
+                ));
+            }
+            Some(g) if !(g.get_ref().is_finite() && (0.0..=60.0).contains(g.get_ref())) => {
+                return Err(at(
+                    g.span(),
+                    "done_grace",
+                    format!("expected seconds between 0 and 60, got {}", g.get_ref()),
+                ));
+            }
+            Some(g) => *g.get_ref(),
+            None => DEFAULT_DONE_GRACE,
+        };
+        let in_progress_continues_to_ready = match &file.in_progress_continues_to_ready {
+            Some(flag) if *flag.get_ref() => {
+                if file.attach != Attach::Sandbox {
+                    return Err(at(
+                        flag.span(),
+                        "in_progress_continues_to_ready",
+                        "only supported with attach = \"sandbox\"".into(),
+                    ));
+                }
+                if !commands.contains_key(&Action::InProgress) {
+                    return Err(at(
+                        flag.span(),
+                        "in_progress_continues_to_ready",
+                        "needs `commands.in-progress` (the invocation that goes on to Ready)"
+                            .into(),
+                    ));
+                }
+                true
+            }
+            _ => false,
+        };
+        let mut sandbox_private_dirs = Vec::new();
+        if let Some(dirs) = &file.sandbox.private_dirs {
+            if file.attach != Attach::Sandbox {
+                return Err(at(
+                    dirs.span(),
+                    "sandbox.private_dirs",
+                    "only used with attach = \"sandbox\"".into(),
+                ));
+            }
+            for dir in dirs.get_ref() {
+                let plain = dir.is_absolute()
+                    && dir
+                        .components()
+                        .skip(1)
+                        .all(|c| matches!(c, std::path::Component::Normal(_)))
+                    && dir.components().count() > 1;
+                if !plain {
+                    return Err(at(
+                        dirs.span(),
+                        "sandbox.private_dirs",
+                        format!(
+                            "{} is not an absolute folder path below / without `.` or `..` (e.g. \"/var/log\")",
+                            dir.display()
+                        ),
+                    ));
+                }
+                sandbox_private_dirs.push(dir.clone());
+            }
+        }
+
         Ok(AgentProfile {
             name,
             description: file.description,
@@ -472,6 +604,10 @@ impl AgentProfile {
             capabilities,
             reactions,
             exit: file.exit,
+            done,
+            done_grace,
+            sandbox_private_dirs,
+            in_progress_continues_to_ready,
             deviations,
             lenient_placeholders: false,
         })
@@ -517,6 +653,10 @@ impl AgentProfile {
                 reported: vec![0],
                 failed: vec![],
             },
+            done: Done::Exit,
+            done_grace: DEFAULT_DONE_GRACE,
+            sandbox_private_dirs: Vec::new(),
+            in_progress_continues_to_ready: false,
             deviations: Vec::new(),
             lenient_placeholders: true,
         })

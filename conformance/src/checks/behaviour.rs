@@ -7,6 +7,7 @@
 use fake_wireserver::journal::Entry;
 
 use super::{Judgement, Tally, about, line, note};
+use crate::agent::Done;
 use crate::exec::Exit;
 use crate::observe::{Class, Observation, RunRecord, Service, is_health, service_of};
 use crate::results::Verdict;
@@ -515,6 +516,40 @@ pub fn exit(obs: &Observation) -> Judgement {
         described.push(what.clone());
         let code = match &run.exit {
             Exit::Code(c) => *c,
+            // A daemon that never exits (done = "terminal-report") and delivered no terminal
+            // report is still running at the deadline: that is its normal end, not a hang.
+            // Whether it retried or gave up is behaviour.retry's and behaviour.terminal's.
+            Exit::KilledAtDeadline
+                if obs.profile.done == Done::TerminalReport && accepted.is_none() =>
+            {
+                t.note(evidence(format!(
+                    "{what}: {} never exits on its own (done = \"terminal-report\"), and no report was delivered",
+                    obs.profile.name
+                )));
+                continue;
+            }
+            // Read the declaration: the profile says the agent is done at its terminal report,
+            // and the harness ended it for that reason. Only a delivered report makes it a pass.
+            Exit::StoppedWhenDone => {
+                match (obs.profile.done, accepted) {
+                    (Done::TerminalReport, Some(_)) => t.note(evidence(what)),
+                    (Done::TerminalReport, None) => t.fail(
+                        format!(
+                            "run {}: stopped as done, but no terminal report was accepted",
+                            ri + 1
+                        ),
+                        evidence(what),
+                    ),
+                    (Done::Exit, _) => t.fail(
+                        format!(
+                            "run {}: stopped by the harness, but the profile says it ends by exiting",
+                            ri + 1
+                        ),
+                        evidence(what),
+                    ),
+                }
+                continue;
+            }
             other => {
                 t.fail(
                     format!("run {}: {}", ri + 1, other.describe()),

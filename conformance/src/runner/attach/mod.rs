@@ -64,7 +64,7 @@ pub struct Endpoints {
 pub fn unsupported(p: &Planned) -> Option<String> {
     match p.profile.attach {
         Attach::Url | Attach::Proxy => None,
-        Attach::Sandbox => sandbox::unsupported(&p.scenario),
+        Attach::Sandbox => sandbox::unsupported(p),
     }
 }
 
