@@ -67,6 +67,18 @@ impl Attach {
     }
 }
 
+/// What a failure report's description holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureDescription {
+    /// An encoded report (`result=error|reason=...`, PROTOCOL.md §6): judged field by field.
+    #[default]
+    Encoded,
+    /// WALinuxAgent's exception text `[ClassName] message` (§9.1): its own dialect; it cannot
+    /// carry the requested reason, so report.description is informational for it.
+    ExceptionText,
+}
+
 /// When an agent's run is over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -250,10 +262,15 @@ pub struct AgentProfile {
     /// Sandbox attach: folders given a private, empty scratch copy inside the sandbox (a case
     /// folder bind-mounted over each), for agents with fixed paths (`/var/log`).
     pub sandbox_private_dirs: Vec<PathBuf>,
+    /// Sandbox attach: seconds added to every case's deadline for the agent's start-up
+    /// (interpreter, key generation) before its first request (`[sandbox] startup`).
+    pub sandbox_startup: f64,
     /// The `in-progress` command goes on to Ready by itself (WALinuxAgent with
     /// `Provisioning.Agent=cloud-init`): a scenario asking for in-progress then ready runs it
     /// once, and its reports are judged as the two runs (`in_progress_continues_to_ready`).
     pub in_progress_continues_to_ready: bool,
+    /// What its failure descriptions hold (`failure_description`).
+    pub failure_description: FailureDescription,
     pub deviations: Vec<Deviation>,
     /// Plain words with unset placeholders expand to "" instead of failing (ad-hoc agents).
     pub lenient_placeholders: bool,
@@ -278,6 +295,8 @@ struct ProfileFile {
     #[serde(default)]
     sandbox: SandboxFile,
     in_progress_continues_to_ready: Option<Spanned<bool>>,
+    #[serde(default)]
+    failure_description: FailureDescription,
     #[serde(default, rename = "deviation")]
     deviations: Vec<DeviationFile>,
 }
@@ -287,6 +306,7 @@ struct ProfileFile {
 struct SandboxFile {
     #[serde(default)]
     private_dirs: Option<Spanned<Vec<PathBuf>>>,
+    startup: Option<Spanned<f64>>,
 }
 
 /// Default `done_grace`: long enough for a last request after the report (WALA's IMDS GET).
@@ -564,6 +584,24 @@ impl AgentProfile {
             }
             _ => false,
         };
+        let sandbox_startup = match &file.sandbox.startup {
+            Some(s) if file.attach != Attach::Sandbox => {
+                return Err(at(
+                    s.span(),
+                    "sandbox.startup",
+                    "only used with attach = \"sandbox\"".into(),
+                ));
+            }
+            Some(s) if !(s.get_ref().is_finite() && (0.0..=60.0).contains(s.get_ref())) => {
+                return Err(at(
+                    s.span(),
+                    "sandbox.startup",
+                    format!("expected seconds between 0 and 60, got {}", s.get_ref()),
+                ));
+            }
+            Some(s) => *s.get_ref(),
+            None => 0.0,
+        };
         let mut sandbox_private_dirs = Vec::new();
         if let Some(dirs) = &file.sandbox.private_dirs {
             if file.attach != Attach::Sandbox {
@@ -607,7 +645,9 @@ impl AgentProfile {
             done,
             done_grace,
             sandbox_private_dirs,
+            sandbox_startup,
             in_progress_continues_to_ready,
+            failure_description: file.failure_description,
             deviations,
             lenient_placeholders: false,
         })
@@ -656,7 +696,9 @@ impl AgentProfile {
             done: Done::Exit,
             done_grace: DEFAULT_DONE_GRACE,
             sandbox_private_dirs: Vec::new(),
+            sandbox_startup: 0.0,
             in_progress_continues_to_ready: false,
+            failure_description: FailureDescription::Encoded,
             deviations: Vec::new(),
             lenient_placeholders: true,
         })

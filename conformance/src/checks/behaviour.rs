@@ -559,6 +559,15 @@ pub fn exit(obs: &Observation) -> Judgement {
             }
         };
         if codes.reported.is_empty() && codes.failed.is_empty() {
+            if obs.profile.done == Done::TerminalReport {
+                t.fail(
+                    format!(
+                        "run {}: exited by itself with {code}, but its profile says it never exits (done = \"terminal-report\")",
+                        ri + 1
+                    ),
+                    evidence(what),
+                );
+            }
             continue;
         }
         let ok = match accepted {
@@ -583,7 +592,12 @@ pub fn exit(obs: &Observation) -> Judgement {
         }
     }
     let mut j = t.finish("the agent was not run");
-    if j.verdict == Verdict::Pass && codes.reported.is_empty() && codes.failed.is_empty() {
+    // A daemon (done = "terminal-report") is judged by its declaration, not by exit statuses.
+    if j.verdict == Verdict::Pass
+        && codes.reported.is_empty()
+        && codes.failed.is_empty()
+        && obs.profile.done == Done::Exit
+    {
         j.verdict = Verdict::Informational;
         j.reason = Some(format!(
             "the profile declares no exit statuses; {}",

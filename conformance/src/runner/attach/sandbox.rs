@@ -29,6 +29,9 @@ const POOL_COPY: &str = ".kvp_pool_1";
 /// Time the sandbox gets beyond the agent's deadline to set up, kill and write its files.
 const SANDBOX_GRACE: Duration = Duration::from_secs(15);
 
+/// Seconds the sandbox may take to notice a terminal report (it polls its journal).
+const DONE_POLL_SLACK: f64 = 0.5;
+
 /// What `sandbox.json` says about the run (the fields the runner needs).
 #[derive(Debug, Deserialize)]
 struct Summary {
@@ -104,6 +107,15 @@ pub async fn run(
     deadline: f64,
 ) -> Result<Session, SessionError> {
     let scenario = &*p.scenario;
+    // The agent's start-up is not the scenario's to wait for; a daemon's end comes
+    // `done_grace` after its report (plus the sandbox's poll).
+    let deadline = deadline
+        + p.profile.sandbox_startup
+        + if p.profile.done == Done::TerminalReport {
+            p.profile.done_grace + DONE_POLL_SLACK
+        } else {
+            0.0
+        };
     let two_in_one = one_invocation_for_two(p);
     let run = match scenario.agent.runs.as_slice() {
         [run] => run,
