@@ -867,6 +867,78 @@ reason = "known"
         assert!(err.message.contains("status_403"), "{err}");
     }
 
+    fn daemon(extra: &str) -> String {
+        valid().replace(
+            "capabilities = [\"json\", \"kvp\"]",
+            &format!("capabilities = [\"json\", \"kvp\"]\n{extra}"),
+        )
+    }
+
+    #[test]
+    fn daemon_fields_load_and_default() {
+        let p = load(&valid()).unwrap();
+        assert_eq!((p.done, p.done_grace), (Done::Exit, DEFAULT_DONE_GRACE));
+        assert_eq!(p.failure_description, FailureDescription::Encoded);
+        assert!(p.sandbox_private_dirs.is_empty() && !p.in_progress_continues_to_ready);
+        let text = daemon(
+            "attach = \"sandbox\"\ndone = \"terminal-report\"\ndone_grace = 1.5\nfailure_description = \"exception-text\"\n[sandbox]\nprivate_dirs = [\"/var/log\"]\nstartup = 8.0\n",
+        );
+        let p = load(&text).unwrap();
+        assert_eq!((p.done, p.done_grace), (Done::TerminalReport, 1.5));
+        assert_eq!(p.failure_description, FailureDescription::ExceptionText);
+        assert_eq!(p.sandbox_private_dirs, [PathBuf::from("/var/log")]);
+        assert_eq!(p.sandbox_startup, 8.0);
+    }
+
+    #[test]
+    fn daemon_fields_are_validated_with_file_line_and_field() {
+        for (extra, field, says) in [
+            (
+                "done = \"terminal-report\"\n",
+                "done",
+                "needs attach = \"sandbox\"",
+            ),
+            (
+                "attach = \"sandbox\"\ndone_grace = 1.0\n",
+                "done_grace",
+                "only meaningful",
+            ),
+            (
+                "attach = \"sandbox\"\ndone = \"terminal-report\"\ndone_grace = 90.0\n",
+                "done_grace",
+                "between 0 and 60",
+            ),
+            (
+                "attach = \"sandbox\"\n[sandbox]\nprivate_dirs = [\"var/log\"]\n",
+                "sandbox.private_dirs",
+                "not an absolute folder",
+            ),
+            (
+                "attach = \"sandbox\"\n[sandbox]\nprivate_dirs = [\"/var/../etc\"]\n",
+                "sandbox.private_dirs",
+                "not an absolute folder",
+            ),
+            (
+                "[sandbox]\nprivate_dirs = [\"/var/log\"]\n",
+                "sandbox.private_dirs",
+                "only used",
+            ),
+            ("[sandbox]\nstartup = 3.0\n", "sandbox.startup", "only used"),
+            (
+                "attach = \"sandbox\"\nin_progress_continues_to_ready = true\n",
+                "in_progress_continues_to_ready",
+                "needs `commands.in-progress`",
+            ),
+        ] {
+            let err = load(&daemon(extra)).unwrap_err();
+            assert_eq!(err.field.as_deref(), Some(field), "{extra}: {err}");
+            assert!(err.message.contains(says), "{extra}: {err}");
+            assert!(err.line.is_some(), "{extra}: {err}");
+        }
+        let err = load(&daemon("failure_description = \"prose\"\n")).unwrap_err();
+        assert!(err.to_string().contains("exception-text"), "{err}");
+    }
+
     #[test]
     fn ad_hoc_agents_claim_everything() {
         let p = AgentProfile::ad_hoc("python3 agent.py {action}").unwrap();

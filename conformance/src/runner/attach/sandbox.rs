@@ -296,3 +296,73 @@ fn read_journal(path: &Path) -> Result<Vec<Entry>, SessionError> {
     journal.sort_by_key(|e| e.seq);
     Ok(journal)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::Captured;
+
+    fn health(seq: u64, at: u64, state: &str, substatus: Option<&str>) -> Entry {
+        let details = substatus
+            .map(|s| format!("<Details><SubStatus>{s}</SubStatus></Details>"))
+            .unwrap_or_default();
+        let body = format!(
+            "<Health><GoalStateIncarnation>1</GoalStateIncarnation><Container><ContainerId>c</ContainerId><RoleInstanceList><Role><InstanceId>i</InstanceId><Health><State>{state}</State>{details}</Health></Role></RoleInstanceList></Container></Health>"
+        );
+        let line = serde_json::json!({
+            "seq": seq, "at_ms": at, "done_ms": at + 1, "listener": "wireserver",
+            "client": "127.0.0.1:1", "method": "POST", "target": "/machine?comp=health",
+            "http_version": "HTTP/1.1", "headers": [], "body": body, "body_b64": null,
+            "body_len": 0, "body_truncated": false, "endpoint": "wireserver.health.xml",
+            "answer": {"kind": "default", "status": 200, "step": null},
+            "report": fake_wireserver::oracle::health::parse_xml(body.as_bytes(), None),
+            "findings": [], "client_closed_ms": null
+        });
+        serde_json::from_value(line).unwrap()
+    }
+
+    fn run(action: Action) -> crate::scenario::Run {
+        crate::scenario::Run {
+            action,
+            reason: None,
+            data: vec![],
+            description: None,
+        }
+    }
+
+    fn record() -> RunRecord {
+        RunRecord {
+            run: run(Action::InProgress),
+            argv: vec!["a".into()],
+            start_ms: 100,
+            end_ms: 5000,
+            exit: Exit::StoppedWhenDone,
+            stdout: Captured::default(),
+            stderr: Captured::default(),
+        }
+    }
+
+    #[test]
+    fn one_invocation_is_split_before_its_terminal_report() {
+        let journal = vec![
+            health(1, 2000, "NotReady", Some("Provisioning")),
+            health(2, 2500, "Ready", None),
+        ];
+        let runs = split_at_terminal_report(record(), &run(Action::Ready), &journal);
+        assert_eq!(runs.len(), 2);
+        assert_eq!((runs[0].start_ms, runs[0].end_ms), (100, 2499));
+        assert_eq!((runs[1].start_ms, runs[1].end_ms), (2499, 5000));
+        assert_eq!(runs[0].run.action, Action::InProgress);
+        assert_eq!(runs[1].run.action, Action::Ready);
+        // The in-progress report belongs to the first run, Ready to the second.
+        assert!(journal[0].at_ms <= runs[0].end_ms && journal[1].at_ms > runs[0].end_ms);
+    }
+
+    #[test]
+    fn without_a_terminal_report_the_second_run_is_empty() {
+        let journal = vec![health(1, 2000, "NotReady", Some("Provisioning"))];
+        let runs = split_at_terminal_report(record(), &run(Action::Ready), &journal);
+        assert_eq!(runs[0].end_ms, 5000);
+        assert_eq!((runs[1].start_ms, runs[1].end_ms), (5000, 5000));
+    }
+}
