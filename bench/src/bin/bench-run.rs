@@ -18,6 +18,8 @@ enum Part {
     Kvp,
     Suite,
     Reporter,
+    /// The real-agent matrix (root, agents installed; not part of the default run).
+    Matrix,
 }
 
 #[derive(Debug, Parser)]
@@ -194,6 +196,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if wanted(Part::Kvp) {
         add("kvp dump", &|| sections::kvp::run(&ctx));
+    }
+    // Opt-in: it needs root and the real agents, and takes as long as its slowest case.
+    if cli.only.contains(&Part::Matrix) {
+        add("real-agent matrix", &|| sections::matrix::run(&ctx));
     }
     if cli.fuzz_seconds > 0 {
         add("fuzzing", &|| sections::fuzz::run(&ctx, cli.fuzz_seconds));
