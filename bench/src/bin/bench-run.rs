@@ -99,7 +99,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .clone()
         .map(|t| if t.is_absolute() { t } else { root.join(t) })
         .unwrap_or_else(|| root.join("target"));
-    wirecheck_bench::wrk::check_installed(&cli.wrk)?;
+    let wanted = |p: Part| (cli.only.is_empty() || cli.only.contains(&p)) && !cli.skip.contains(&p);
+    // Only the IMDS part runs wrk.
+    if wanted(Part::Imds) {
+        wirecheck_bench::wrk::check_installed(&cli.wrk)?;
+    }
     let tmp = tempfile::Builder::new()
         .prefix("wirecheck-bench")
         .tempdir()?;
@@ -126,7 +130,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         wrk: cli.wrk.clone(),
         python: cli.python.clone(),
     };
-    let wanted = |p: Part| (cli.only.is_empty() || cli.only.contains(&p)) && !cli.skip.contains(&p);
     let run_start = CpuSnapshot::now();
     if run_start.load1 > 1.0 {
         eprintln!(

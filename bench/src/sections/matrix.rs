@@ -64,13 +64,14 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
     let _ = writeln!(
         body,
         "`wirecheck run` as root with {} profiles ({}), {} cases, 16 scenarios at a time, one \
-         timed run. Its floor is the slowest single case: the waiting that agent's fixed timing \
-         mandates in that scenario (from results.json), and the same case run alone.\n",
+         timed run. Its floor is the slowest single case (its duration in results.json: what \
+         that agent's fixed timing makes it wait in that scenario), and the same case run \
+         alone.\n",
         AGENTS.len(),
         AGENTS.join(", "),
         whole.cases
     );
-    let _ = writeln!(body, "| agent | cases judged (not skipped) | verdicts |");
+    let _ = writeln!(body, "| agent | cases not skipped | verdicts |");
     let _ = writeln!(body, "|---|---:|---|");
     for (name, verdicts) in &whole.per_agent {
         let judged: usize = verdicts
