@@ -5,7 +5,9 @@
 #   bench/run.sh                 # the full run (about 5 minutes on 2 cores)
 #   QUICK=1 bench/run.sh         # a dry run with tiny counts, written to target/bench-quick/RESULTS.md
 #                                # (without the reporter part: its script rewrites bench/reporter/RESULTS.md)
-#   bench/run.sh --only imds     # one part: imds | footprint | kvp | suite | reporter (repeatable)
+#   bench/run.sh --only imds     # one part: imds | footprint | kvp | suite | reporter | matrix (repeatable;
+#                                # matrix only when asked: root and the real agents; its record is
+#                                # bench/MATRIX.md: bench/run.sh --only matrix --out bench/MATRIX.md)
 #   bench/run.sh --fuzz-seconds 60   # also fuzz the oracle's cargo-fuzz targets, 60 s each
 #                                    # (nightly + cargo-fuzz; runs last, after the figures)
 #
@@ -16,7 +18,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ ! -x /usr/bin/wrk ]; then
+only_without_imds=
+case " $* " in *" --only "*) case " $* " in *" imds "*) ;; *) only_without_imds=1 ;; esac ;; esac
+if [ -z "$only_without_imds" ] && [ ! -x /usr/bin/wrk ]; then
     echo "bench/run.sh: /usr/bin/wrk not found: apt-get install wrk" >&2
     exit 2
 fi
@@ -25,7 +29,10 @@ if ! /usr/bin/python3 -c 'import cloudinit.reporting.handlers' 2>/dev/null; then
     exit 2
 fi
 
-cargo build --release --bins -p fake-wireserver -p conformance -p reporter -p wirecheck-bench
+packages=(-p fake-wireserver -p conformance -p reporter -p wirecheck-bench)
+# The real-agent matrix also runs libazureinit's adapter (found next to wirecheck).
+case " $* " in *" matrix "*|*"=matrix "*) packages+=(-p libazureinit-adapter) ;; esac
+cargo build --release --bins "${packages[@]}"
 target_dir="${CARGO_TARGET_DIR:-target}"
 
 if [ -n "${QUICK:-}" ]; then

@@ -289,6 +289,9 @@ pub enum Exit {
     Interrupted(i32),
     /// It could not be started.
     SpawnFailed(String),
+    /// Ended by the harness once the profile's `done` condition held (its terminal report was
+    /// accepted): the normal end of an agent that never exits on its own, not a failure.
+    StoppedWhenDone,
 }
 
 impl Exit {
@@ -306,6 +309,10 @@ impl Exit {
             Exit::KilledAtDeadline => "still running at the deadline (process group killed)".into(),
             Exit::Interrupted(s) => format!("ended because wirecheck was interrupted (signal {s})"),
             Exit::SpawnFailed(e) => format!("could not be started: {e}"),
+            Exit::StoppedWhenDone => {
+                "stopped by the harness after its terminal report (done = \"terminal-report\")"
+                    .into()
+            }
         }
     }
 }

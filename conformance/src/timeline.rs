@@ -30,6 +30,7 @@ pub fn build(obs: &Observation) -> Timeline {
         }),
         agent_exit_ms: last.and_then(|r| match r.exit {
             Exit::KilledAtDeadline | Exit::SpawnFailed(_) => None,
+            // The harness ended it after its report: that moment is where the run ended.
             _ => Some(r.end_ms),
         }),
         events,

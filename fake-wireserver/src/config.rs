@@ -28,6 +28,8 @@ struct Listen {
     #[serde(skip_serializing_if = "Option::is_none")]
     imds: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    hostplugin: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     proxy: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     admin: Option<String>,
@@ -58,6 +60,7 @@ impl EffectiveConfig {
             listen: Listen {
                 wireserver: config.wireserver.map(|a| a.to_string()),
                 imds: config.imds.map(|a| a.to_string()),
+                hostplugin: config.hostplugin.map(|a| a.to_string()),
                 proxy: config.proxy.map(|a| a.to_string()),
                 admin: config.admin.map(|a| a.to_string()),
             },

@@ -15,6 +15,10 @@ pub const VERSIONS_XML: &str = include_str!("../defaults/versions.xml");
 pub const GOALSTATE_XML: &str = include_str!("../defaults/goalstate.xml");
 pub const SHAREDCONFIG_XML: &str = include_str!("../defaults/sharedconfig.xml");
 pub const CERTIFICATES_XML: &str = include_str!("../defaults/certificates.xml");
+pub const HOSTINGENVIRONMENTCONFIG_XML: &str =
+    include_str!("../defaults/hostingenvironmentconfig.xml");
+pub const EXTENSIONSCONFIG_XML: &str = include_str!("../defaults/extensionsconfig.xml");
+pub const HOSTPLUGIN_VERSIONS_JSON: &str = include_str!("../defaults/hostplugin-versions.json");
 pub const OVF_ENV_XML: &str = include_str!("../defaults/ovf-env.xml");
 pub const INSTANCE_JSON: &str = include_str!("../defaults/instance.json");
 pub const IMDS_VERSIONS_JSON: &str = include_str!("../defaults/imds-versions.json");
@@ -50,6 +54,9 @@ pub struct Documents {
     pub container_id: String,
     pub instance_id: String,
     pub certificates: bool,
+    pub hosting_environment_config: bool,
+    pub shared_config: bool,
+    pub extensions_config: bool,
     instance: Value,
     pps_type: String,
     /// `instance_json(false)` and `instance_json(true)` serialized, computed once: the documents
@@ -98,6 +105,9 @@ impl Documents {
             container_id: gs.container_id.unwrap_or_default(),
             instance_id: gs.instance_id.unwrap_or_default(),
             certificates: gs.certificates.unwrap_or(true),
+            hosting_environment_config: gs.hosting_environment_config.unwrap_or(true),
+            shared_config: gs.shared_config.unwrap_or(true),
+            extensions_config: gs.extensions_config.unwrap_or(false),
             instance,
             pps_type: imds.pps_type.clone().unwrap_or_else(|| "None".into()),
             instance_text: Default::default(),
@@ -133,28 +143,44 @@ impl Documents {
         instance_id.rsplit('.').next().unwrap_or(instance_id)
     }
 
+    /// `MachineRole` of `MachineRole_IN_0`: the role name in the hosting environment config.
+    pub fn role_name(instance_id: &str) -> &str {
+        let role = Self::role_instance(instance_id);
+        match role.rsplit_once("_IN_") {
+            Some((name, n)) if !name.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => name,
+            _ => role,
+        }
+    }
+
     /// Config/certificates URLs as the goal state names them, on the host the agent used.
+    /// `comp` is `certificates`, or the config `type` (`sharedConfig`,
+    /// `hostingEnvironmentConfig`, `extensionsConfig`).
     pub fn config_url(base_url: &str, ids: &ServedIds, comp: &str) -> String {
         let role = Self::role_instance(&ids.instance_id);
         let tail = match comp {
             "certificates" => format!("comp=certificates&incarnation={}", ids.incarnation),
-            _ => format!(
+            "config" => format!(
                 "comp=config&type=sharedConfig&incarnation={}",
                 ids.incarnation
             ),
+            kind => format!("comp=config&type={kind}&incarnation={}", ids.incarnation),
         };
         format!("{base_url}/machine/{}/{role}?{tail}", ids.container_id)
     }
 
     pub fn goalstate_xml(&self, ids: &ServedIds, base_url: &str) -> String {
-        let certificates_element = if self.certificates {
-            format!(
-                "\n          <Certificates>{}</Certificates>",
-                xml_escape(&Self::config_url(base_url, ids, "certificates"))
-            )
-        } else {
-            String::new()
+        // Element order as the platform writes it (WALA's fixture goal_state.xml).
+        let element = |listed: bool, name: &str, comp: &str| {
+            if listed {
+                format!(
+                    "\n          <{name}>{}</{name}>",
+                    xml_escape(&Self::config_url(base_url, ids, comp))
+                )
+            } else {
+                String::new()
+            }
         };
+        let certificates_element = element(self.certificates, "Certificates", "certificates");
         render(
             GOALSTATE_XML,
             &[
@@ -166,8 +192,24 @@ impl Documents {
                     &xml_escape(Self::role_instance(&ids.instance_id)),
                 ),
                 (
-                    "shared_config_url",
-                    &xml_escape(&Self::config_url(base_url, ids, "config")),
+                    "hosting_environment_element",
+                    &element(
+                        self.hosting_environment_config,
+                        "HostingEnvironmentConfig",
+                        "hostingEnvironmentConfig",
+                    ),
+                ),
+                (
+                    "shared_config_element",
+                    &element(self.shared_config, "SharedConfig", "config"),
+                ),
+                (
+                    "extensions_config_element",
+                    &element(
+                        self.extensions_config,
+                        "ExtensionsConfig",
+                        "extensionsConfig",
+                    ),
                 ),
                 ("certificates_element", &certificates_element),
             ],
@@ -185,6 +227,28 @@ impl Documents {
                     &xml_escape(Self::role_instance(&ids.instance_id)),
                 ),
             ],
+        )
+    }
+
+    pub fn hosting_environment_config_xml(&self, ids: &ServedIds) -> String {
+        render(
+            HOSTINGENVIRONMENTCONFIG_XML,
+            &[
+                ("incarnation", &xml_escape(&ids.incarnation)),
+                ("container_id", &xml_escape(&ids.container_id)),
+                (
+                    "role_instance",
+                    &xml_escape(Self::role_instance(&ids.instance_id)),
+                ),
+                ("role_name", &xml_escape(Self::role_name(&ids.instance_id))),
+            ],
+        )
+    }
+
+    pub fn extensions_config_xml(&self, ids: &ServedIds) -> String {
+        render(
+            EXTENSIONSCONFIG_XML,
+            &[("incarnation", &xml_escape(&ids.incarnation))],
         )
     }
 
@@ -254,6 +318,11 @@ pub fn effective_goalstate(o: &GoalStateOverrides) -> GoalStateOverrides {
         container_id: o.container_id.clone().or_else(|| d.container_id.clone()),
         instance_id: o.instance_id.clone().or_else(|| d.instance_id.clone()),
         certificates: o.certificates.or(d.certificates),
+        hosting_environment_config: o
+            .hosting_environment_config
+            .or(d.hosting_environment_config),
+        shared_config: o.shared_config.or(d.shared_config),
+        extensions_config: o.extensions_config.or(d.extensions_config),
     }
 }
 
@@ -303,6 +372,9 @@ pub fn xml_escape(s: &str) -> String {
 pub struct Addresses {
     pub wireserver: Option<std::net::SocketAddr>,
     pub imds: Option<std::net::SocketAddr>,
+    /// Only present when a HostGAPlugin listener runs (the ready line keeps its old shape).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostplugin: Option<std::net::SocketAddr>,
     pub proxy: Option<std::net::SocketAddr>,
     pub admin: Option<std::net::SocketAddr>,
 }
@@ -332,6 +404,23 @@ mod tests {
             "http://168.63.129.16:80/machine/c6d5526c-5ac2-4200-b6e2-56f2b70c5ab2/MachineRole_IN_0?comp=config&amp;type=sharedConfig&amp;incarnation=1"
         ));
         assert!(xml.contains("comp=certificates&amp;incarnation=1"));
+        // WALA refuses a goal state without these two (PROTOCOL.md §3.1).
+        assert!(xml.contains(
+            "<HostingEnvironmentConfig>http://168.63.129.16:80/machine/c6d5526c-5ac2-4200-b6e2-56f2b70c5ab2/MachineRole_IN_0?comp=config&amp;type=hostingEnvironmentConfig&amp;incarnation=1</HostingEnvironmentConfig>"
+        ));
+        assert!(
+            !xml.contains("ExtensionsConfig"),
+            "optional, off by default"
+        );
+        let hosting = docs.hosting_environment_config_xml(&ids);
+        assert!(hosting.contains(r#"<Incarnation number="1" instance="MachineRole_IN_0""#));
+        assert!(
+            hosting.contains(
+                r#"<Role guid="{c6d5526c-5ac2-4200-b6e2-56f2b70c5ab2}" name="MachineRole""#
+            )
+        );
+        assert!(hosting.contains(r#"<Deployment name="c6d5526c-5ac2-4200-b6e2-56f2b70c5ab2""#));
+        assert_eq!(Documents::role_name("x.vector-vm"), "vector-vm");
         assert!(!xml.contains('{'), "no placeholder left: {xml}");
         assert_eq!(docs.served_ids(2).incarnation, "3");
     }

@@ -11,11 +11,21 @@ pub const ENDPOINT_IDS: &[&str] = &[
     WIRESERVER_VERSIONS,
     WIRESERVER_GOALSTATE,
     WIRESERVER_CONFIG,
+    WIRESERVER_CONFIG_HOSTING,
+    WIRESERVER_CONFIG_EXTENSIONS,
     WIRESERVER_CERTIFICATES,
     WIRESERVER_HEALTH_XML,
     WIRESERVER_HEALTH_JSON,
     WIRESERVER_TELEMETRY,
+    WIRESERVER_ROLE_PROPERTIES,
+    WIRESERVER_HEALTH_SERVICE,
+    WIRESERVER_METADATA,
     WIRESERVER_UNKNOWN,
+    HOSTPLUGIN_VMSETTINGS,
+    HOSTPLUGIN_VERSIONS,
+    HOSTPLUGIN_HEALTH,
+    HOSTPLUGIN_STATUS,
+    HOSTPLUGIN_UNKNOWN,
     IMDS_INSTANCE,
     IMDS_VERSIONS,
     IMDS_REPROVISIONDATA,
@@ -26,11 +36,21 @@ pub const ENDPOINT_IDS: &[&str] = &[
 pub const WIRESERVER_VERSIONS: &str = "wireserver.versions";
 pub const WIRESERVER_GOALSTATE: &str = "wireserver.goalstate";
 pub const WIRESERVER_CONFIG: &str = "wireserver.config";
+pub const WIRESERVER_CONFIG_HOSTING: &str = "wireserver.config.hosting";
+pub const WIRESERVER_CONFIG_EXTENSIONS: &str = "wireserver.config.extensions";
 pub const WIRESERVER_CERTIFICATES: &str = "wireserver.certificates";
 pub const WIRESERVER_HEALTH_XML: &str = "wireserver.health.xml";
 pub const WIRESERVER_HEALTH_JSON: &str = "wireserver.health.json";
 pub const WIRESERVER_TELEMETRY: &str = "wireserver.telemetry";
+pub const WIRESERVER_ROLE_PROPERTIES: &str = "wireserver.roleproperties";
+pub const WIRESERVER_HEALTH_SERVICE: &str = "wireserver.healthservice";
+pub const WIRESERVER_METADATA: &str = "wireserver.metadata";
 pub const WIRESERVER_UNKNOWN: &str = "wireserver.unknown";
+pub const HOSTPLUGIN_VMSETTINGS: &str = "hostplugin.vmsettings";
+pub const HOSTPLUGIN_VERSIONS: &str = "hostplugin.versions";
+pub const HOSTPLUGIN_HEALTH: &str = "hostplugin.health";
+pub const HOSTPLUGIN_STATUS: &str = "hostplugin.status";
+pub const HOSTPLUGIN_UNKNOWN: &str = "hostplugin.unknown";
 pub const IMDS_INSTANCE: &str = "imds.instance";
 pub const IMDS_VERSIONS: &str = "imds.versions";
 pub const IMDS_REPROVISIONDATA: &str = "imds.reprovisiondata";
@@ -39,6 +59,8 @@ pub const PROXY_UNKNOWN_HOST: &str = "proxy.unknown-host";
 
 /// The address agents use for the wireserver (never contacted by the fake itself).
 pub const WIRESERVER_HOST: &str = "168.63.129.16";
+/// The HostGAPlugin's port on the wireserver address (PROTOCOL.md §1.1).
+pub const HOSTPLUGIN_PORT: u16 = 32526;
 /// The address agents use for IMDS (never contacted by the fake itself).
 pub const IMDS_HOST: &str = "169.254.169.254";
 
@@ -47,6 +69,8 @@ pub const IMDS_HOST: &str = "169.254.169.254";
 pub enum Service {
     Wireserver,
     Imds,
+    /// The HostGAPlugin (port 32526 of the wireserver address; WALA only).
+    HostPlugin,
 }
 
 /// A request target split into its parts. `authority` is set for absolute-form targets.
@@ -91,6 +115,16 @@ pub fn host_of(authority: &str) -> &str {
         return rest.split(']').next().unwrap_or(rest);
     }
     authority.split(':').next().unwrap_or(authority)
+}
+
+/// The port of an authority or Host header value, when it names one (`h:32526` → 32526).
+pub fn port_of(authority: &str) -> Option<u16> {
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    let rest = match authority.strip_prefix('[') {
+        Some(rest) => rest.split_once(']')?.1,
+        None => authority,
+    };
+    rest.rsplit_once(':')?.1.parse().ok()
 }
 
 /// One decoded query parameter, borrowed where nothing needed decoding.
@@ -164,6 +198,7 @@ fn wireserver_comp(comp: &str) -> Option<&'static str> {
         "health" => Some(WIRESERVER_HEALTH_XML),
         "telemetrydata" => Some(WIRESERVER_TELEMETRY),
         "config" => Some(WIRESERVER_CONFIG),
+        "roleProperties" | "roleproperties" => Some(WIRESERVER_ROLE_PROPERTIES),
         "certificates" => Some(WIRESERVER_CERTIFICATES),
         _ => None,
     }
@@ -180,13 +215,28 @@ pub fn classify(service: Service, path: &str, query: &[QueryPair]) -> &'static s
             if path == "/provisioning/health" {
                 return WIRESERVER_HEALTH_JSON;
             }
-            let comp_id = comp.and_then(wireserver_comp);
+            // WALA's health service and its IMDS fallback (PROTOCOL.md §1.1, §9.1).
+            if path == "/HealthService" {
+                return WIRESERVER_HEALTH_SERVICE;
+            }
+            if path == "/metadata" || path.starts_with("/metadata/") {
+                return WIRESERVER_METADATA;
+            }
+            let comp_id = match comp.and_then(wireserver_comp) {
+                Some(WIRESERVER_CONFIG) => Some(config_id(query)),
+                other => other,
+            };
             match path {
                 // The routing rule (PROTOCOL.md §1.1): `/`, `/machine`, `/machine/` alike.
                 "/" | "/machine" | "/machine/" => comp_id.unwrap_or(WIRESERVER_UNKNOWN),
                 // Config and certificate URLs named in the goal state: /machine/{container}/{role}.
                 p if p.starts_with("/machine/") => match comp_id {
-                    Some(id @ (WIRESERVER_CONFIG | WIRESERVER_CERTIFICATES)) => id,
+                    Some(
+                        id @ (WIRESERVER_CONFIG
+                        | WIRESERVER_CONFIG_HOSTING
+                        | WIRESERVER_CONFIG_EXTENSIONS
+                        | WIRESERVER_CERTIFICATES),
+                    ) => id,
                     _ => WIRESERVER_UNKNOWN,
                 },
                 _ => WIRESERVER_UNKNOWN,
@@ -199,6 +249,28 @@ pub fn classify(service: Service, path: &str, query: &[QueryPair]) -> &'static s
             "/metadata/reprovisiondata" => IMDS_REPROVISIONDATA,
             _ => IMDS_UNKNOWN,
         },
+        Service::HostPlugin => match path {
+            "/vmSettings" => HOSTPLUGIN_VMSETTINGS,
+            "/versions" => HOSTPLUGIN_VERSIONS,
+            "/health" => HOSTPLUGIN_HEALTH,
+            "/status" => HOSTPLUGIN_STATUS,
+            _ => HOSTPLUGIN_UNKNOWN,
+        },
+    }
+}
+
+/// Which config document a `comp=config` request names: `type=hostingEnvironmentConfig` and
+/// `type=extensionsConfig` have ids of their own (so a scenario can break each);
+/// `sharedConfig` and any other type stay `wireserver.config`.
+fn config_id(query: &[QueryPair]) -> &'static str {
+    let kind = query
+        .iter()
+        .find(|(k, _)| k == "type")
+        .map(|(_, v)| v.as_ref());
+    match kind {
+        Some(t) if t.eq_ignore_ascii_case("hostingEnvironmentConfig") => WIRESERVER_CONFIG_HOSTING,
+        Some(t) if t.eq_ignore_ascii_case("extensionsConfig") => WIRESERVER_CONFIG_EXTENSIONS,
+        _ => WIRESERVER_CONFIG,
     }
 }
 
@@ -225,6 +297,9 @@ mod tests {
         );
         assert_eq!(host_of("168.63.129.16:80"), "168.63.129.16");
         assert_eq!(host_of("[::1]:80"), "::1");
+        assert_eq!(port_of("168.63.129.16:32526"), Some(32526));
+        assert_eq!(port_of("168.63.129.16"), None);
+        assert_eq!(port_of("[::1]:80"), Some(80));
     }
 
     #[test]
@@ -271,6 +346,55 @@ mod tests {
             classify(Service::Imds, "/metadata/identity", &[]),
             IMDS_UNKNOWN
         );
+    }
+
+    #[test]
+    fn classifies_wala_endpoints() {
+        let ws = |path, query| classify(Service::Wireserver, path, &q(query));
+        assert_eq!(
+            ws(
+                "/machine/c/r",
+                "comp=config&type=hostingEnvironmentConfig&incarnation=1"
+            ),
+            WIRESERVER_CONFIG_HOSTING
+        );
+        assert_eq!(
+            ws(
+                "/machine/c/r",
+                "comp=config&type=extensionsConfig&incarnation=1"
+            ),
+            WIRESERVER_CONFIG_EXTENSIONS
+        );
+        assert_eq!(
+            ws(
+                "/machine/c/r",
+                "comp=config&type=sharedConfig&incarnation=1"
+            ),
+            WIRESERVER_CONFIG
+        );
+        assert_eq!(
+            ws("/machine", "comp=roleProperties"),
+            WIRESERVER_ROLE_PROPERTIES
+        );
+        assert_eq!(ws("/machine", "comp=telemetrydata"), WIRESERVER_TELEMETRY);
+        assert_eq!(ws("/HealthService", ""), WIRESERVER_HEALTH_SERVICE);
+        assert_eq!(
+            ws("/metadata/instance/compute", "api-version=2018-02-01"),
+            WIRESERVER_METADATA
+        );
+        assert_eq!(ws("/metadataX", ""), WIRESERVER_UNKNOWN);
+        let hp = |path| classify(Service::HostPlugin, path, &[]);
+        assert_eq!(hp("/vmSettings"), HOSTPLUGIN_VMSETTINGS);
+        assert_eq!(hp("/versions"), HOSTPLUGIN_VERSIONS);
+        assert_eq!(hp("/health"), HOSTPLUGIN_HEALTH);
+        assert_eq!(hp("/status"), HOSTPLUGIN_STATUS);
+        assert_eq!(hp("/extensionArtifact"), HOSTPLUGIN_UNKNOWN);
+        // A glob covers every config document.
+        assert!(pattern_matches(
+            "wireserver.config*",
+            WIRESERVER_CONFIG_HOSTING
+        ));
+        assert!(pattern_matches("hostplugin.*", HOSTPLUGIN_STATUS));
     }
 
     #[test]

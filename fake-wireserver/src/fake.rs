@@ -31,6 +31,8 @@ pub struct FakeConfig {
     pub wireserver: Option<SocketAddr>,
     /// `None` = no IMDS listener.
     pub imds: Option<SocketAddr>,
+    /// The HostGAPlugin listener (WALA's port 32526; default none).
+    pub hostplugin: Option<SocketAddr>,
     /// Proxy mode listener (absolute-form targets routed by host).
     pub proxy: Option<SocketAddr>,
     /// The admin API listener (loopback only; the binary always has one).
@@ -56,6 +58,7 @@ impl Default for FakeConfig {
         FakeConfig {
             wireserver: Some(loopback()),
             imds: Some(loopback()),
+            hostplugin: None,
             proxy: None,
             admin: None,
             scenario: Scenario::new(),
@@ -79,6 +82,11 @@ impl FakeConfig {
     }
     pub fn imds(mut self, addr: Option<SocketAddr>) -> Self {
         self.imds = addr;
+        self
+    }
+    /// The HostGAPlugin listener (`None` = none, the default; port 0 = ephemeral).
+    pub fn hostplugin(mut self, addr: Option<SocketAddr>) -> Self {
+        self.hostplugin = addr;
         self
     }
     /// Enables proxy mode on `addr` (port 0 = ephemeral).
@@ -146,6 +154,7 @@ pub enum FakeError {
 pub struct Listeners {
     pub wireserver: Option<std::net::TcpListener>,
     pub imds: Option<std::net::TcpListener>,
+    pub hostplugin: Option<std::net::TcpListener>,
     pub proxy: Option<std::net::TcpListener>,
     pub admin: Option<std::net::TcpListener>,
 }
@@ -166,6 +175,7 @@ impl Listeners {
         Ok(Listeners {
             wireserver: bind("wireserver", config.wireserver)?,
             imds: bind("imds", config.imds)?,
+            hostplugin: bind("hostplugin", config.hostplugin)?,
             proxy: bind("proxy", config.proxy)?,
             admin: bind("admin", config.admin)?,
         })
@@ -201,6 +211,7 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
     let mut addrs = Addresses {
         wireserver: None,
         imds: None,
+        hostplugin: None,
         proxy: None,
         admin: None,
     };
@@ -216,6 +227,7 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
     for (kind, listener) in [
         (ListenerKind::Wireserver, listeners.wireserver),
         (ListenerKind::Imds, listeners.imds),
+        (ListenerKind::HostPlugin, listeners.hostplugin),
         (ListenerKind::Proxy, listeners.proxy),
     ] {
         let Some(listener) = listener else { continue };
@@ -229,6 +241,7 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
         match kind {
             ListenerKind::Wireserver => addrs.wireserver = Some(addr),
             ListenerKind::Imds => addrs.imds = Some(addr),
+            ListenerKind::HostPlugin => addrs.hostplugin = Some(addr),
             ListenerKind::Proxy => addrs.proxy = Some(addr),
         }
         tasks.push(tokio::spawn(accept_loop(
@@ -309,6 +322,10 @@ impl Fake {
     }
     pub fn imds_addr(&self) -> Option<SocketAddr> {
         self.addrs.imds
+    }
+    /// The HostGAPlugin listener, when configured.
+    pub fn hostplugin_addr(&self) -> Option<SocketAddr> {
+        self.addrs.hostplugin
     }
     /// The proxy listener, when proxy mode is configured.
     pub fn proxy_addr(&self) -> Option<SocketAddr> {

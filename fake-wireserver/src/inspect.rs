@@ -97,8 +97,27 @@ pub(crate) fn findings(view: &RequestView) -> Vec<Finding> {
     match view.service {
         Service::Wireserver => wireserver(view, &mut out),
         Service::Imds => imds(view, &mut out),
+        Service::HostPlugin => hostplugin(view, &mut out),
     }
     out
+}
+
+fn hostplugin(view: &RequestView, out: &mut Vec<Finding>) {
+    match view.endpoint {
+        HOSTPLUGIN_VMSETTINGS | HOSTPLUGIN_VERSIONS | HOSTPLUGIN_HEALTH => {
+            expect_method(view, "GET", out)
+        }
+        HOSTPLUGIN_STATUS => expect_method(view, "PUT", out),
+        _ => out.push(Finding::warning(
+            "path.unknown",
+            format!(
+                "{} {}{}: not a HostGAPlugin endpoint the fake serves (answered 404)",
+                view.method,
+                view.path,
+                query_suffix(view.query)
+            ),
+        )),
+    }
 }
 
 fn expect_method(view: &RequestView, method: &str, out: &mut Vec<Finding>) {
@@ -118,9 +137,12 @@ fn wireserver(view: &RequestView, out: &mut Vec<Finding>) {
         view.endpoint,
         WIRESERVER_GOALSTATE
             | WIRESERVER_CONFIG
+            | WIRESERVER_CONFIG_HOSTING
+            | WIRESERVER_CONFIG_EXTENSIONS
             | WIRESERVER_CERTIFICATES
             | WIRESERVER_HEALTH_XML
             | WIRESERVER_TELEMETRY
+            | WIRESERVER_ROLE_PROPERTIES
     );
     if xml_call {
         match view.header("x-ms-version") {
@@ -154,8 +176,20 @@ fn wireserver(view: &RequestView, out: &mut Vec<Finding>) {
         WIRESERVER_VERSIONS
         | WIRESERVER_GOALSTATE
         | WIRESERVER_CONFIG
+        | WIRESERVER_CONFIG_HOSTING
+        | WIRESERVER_CONFIG_EXTENSIONS
         | WIRESERVER_CERTIFICATES => expect_method(view, "GET", out),
-        WIRESERVER_HEALTH_XML | WIRESERVER_TELEMETRY => {
+        WIRESERVER_HEALTH_SERVICE => expect_method(view, "POST", out),
+        WIRESERVER_METADATA => out.push(Finding::info(
+            "path.imds-on-wireserver",
+            format!(
+                "{} {}{}: an IMDS request sent to the wireserver (WALA's fallback when 169.254.169.254 is unreachable; answered 404)",
+                view.method,
+                view.path,
+                query_suffix(view.query)
+            ),
+        )),
+        WIRESERVER_HEALTH_XML | WIRESERVER_TELEMETRY | WIRESERVER_ROLE_PROPERTIES => {
             expect_method(view, "POST", out);
             content_type(view, &["text/xml"], out);
         }

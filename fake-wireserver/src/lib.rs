@@ -100,6 +100,7 @@ pub mod endpoint;
 mod engine;
 pub mod expect;
 mod fake;
+pub mod hostplugin;
 mod http1;
 pub mod imds;
 mod inspect;

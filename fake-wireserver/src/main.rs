@@ -52,6 +52,10 @@ struct ServeArgs {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0", value_parser = parse_listen)]
     imds: Listen,
 
+    /// HostGAPlugin listener (WALinuxAgent's port 32526 API; default: none).
+    #[arg(long, value_name = "ADDR")]
+    hostplugin: Option<SocketAddr>,
+
     /// Proxy-mode listener: absolute-form targets routed by host (default: none).
     #[arg(long, value_name = "ADDR")]
     proxy: Option<SocketAddr>,
@@ -156,6 +160,7 @@ fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .scenario(scenario)
         .wireserver(args.wireserver.0)
         .imds(args.imds.0)
+        .hostplugin(args.hostplugin)
         .admin(args.admin)
         .journal_capacity(args.journal_capacity)
         .journal_max_bytes(args.journal_max_bytes)

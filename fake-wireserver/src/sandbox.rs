@@ -59,6 +59,18 @@ pub struct SandboxArgs {
     #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
     pub timeout: Option<f64>,
 
+    /// Bind-mount the host folder SRC over the folder DST inside the sandbox's mount namespace
+    /// (e.g. a scratch folder over `/var/log` for agents with a fixed log path). Repeatable.
+    #[arg(long = "bind", value_name = "SRC:DST", value_parser = parse_bind)]
+    pub binds: Vec<Bind>,
+
+    /// Stop COMMAND (SIGTERM to every process of the sandbox, SIGKILL 5 s later) once the
+    /// journal holds a terminal health report (Ready, or NotReady other than `Provisioning`)
+    /// and SECONDS more have passed: for agents that never exit after reporting (WALinuxAgent
+    /// sleeps forever). `sandbox.json` then says `"stopped_when_done": true`.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_grace)]
+    pub stop_after_report: Option<f64>,
+
     /// Internal: set when the sandbox re-executes itself inside the new namespaces; the value
     /// names the host's namespaces (`NET_INODE:MNT_INODE`) so the inner half can verify it is
     /// not in them.
@@ -72,6 +84,31 @@ pub struct SandboxArgs {
     /// The command to run in the sandbox, with its arguments.
     #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
     pub command: Vec<OsString>,
+}
+
+/// One `--bind SRC:DST`: two absolute paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bind {
+    pub source: PathBuf,
+    pub target: PathBuf,
+}
+
+fn parse_bind(s: &str) -> Result<Bind, String> {
+    let Some((source, target)) = s.split_once(':') else {
+        return Err(format!("expected SRC:DST (two absolute paths), got {s:?}"));
+    };
+    let (source, target) = (PathBuf::from(source), PathBuf::from(target));
+    if !source.is_absolute() || !target.is_absolute() {
+        return Err(format!("expected SRC:DST with absolute paths, got {s:?}"));
+    }
+    Ok(Bind { source, target })
+}
+
+fn parse_grace(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("expected a number of seconds >= 0, got {s:?}")),
+    }
 }
 
 fn parse_timeout(s: &str) -> Result<f64, String> {
@@ -156,6 +193,40 @@ mod tests {
         assert_eq!(cli.sandbox.timeout, Some(2.5));
         assert_eq!(cli.sandbox.command, ["sh", "-c", "exit 3"]);
         assert!(cli.sandbox.inside_namespaces.is_none());
+    }
+
+    #[test]
+    fn sandbox_binds_and_stop_after_report_parse() {
+        let cli = Cli::try_parse_from([
+            "x",
+            "--out",
+            "o",
+            "--bind",
+            "/tmp/log:/var/log",
+            "--stop-after-report",
+            "1.5",
+            "--",
+            "true",
+        ])
+        .unwrap();
+        assert_eq!(
+            cli.sandbox.binds,
+            [Bind {
+                source: "/tmp/log".into(),
+                target: "/var/log".into()
+            }]
+        );
+        assert_eq!(cli.sandbox.stop_after_report, Some(1.5));
+        for bad in ["relative:/var/log", "/tmp/log", "/a:b"] {
+            let err = Cli::try_parse_from(["x", "--out", "o", "--bind", bad, "--", "true"])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("SRC:DST"), "{bad}: {err}");
+        }
+        assert!(
+            Cli::try_parse_from(["x", "--out", "o", "--stop-after-report=-1", "--", "true"])
+                .is_err()
+        );
     }
 
     #[test]

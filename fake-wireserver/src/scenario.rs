@@ -102,6 +102,15 @@ pub struct GoalStateOverrides {
     /// List a `Certificates` URL in the goal state (default true).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub certificates: Option<bool>,
+    /// List a `HostingEnvironmentConfig` URL (default true; WALA refuses a goal state without).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hosting_environment_config: Option<bool>,
+    /// List a `SharedConfig` URL (default true; WALA and afterburn `--attributes` fetch it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_config: Option<bool>,
+    /// List an `ExtensionsConfig` URL (default false: WALA fetches it when listed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extensions_config: Option<bool>,
 }
 
 /// Overrides of the served IMDS instance document (defaults in `defaults/instance.json`).

@@ -32,6 +32,7 @@ const MAX_CONNECTIONS: usize = 1024;
 pub(crate) enum ListenerKind {
     Wireserver,
     Imds,
+    HostPlugin,
     Proxy,
 }
 
@@ -40,6 +41,7 @@ impl ListenerKind {
         match self {
             ListenerKind::Wireserver => "wireserver",
             ListenerKind::Imds => "imds",
+            ListenerKind::HostPlugin => "hostplugin",
             ListenerKind::Proxy => "proxy",
         }
     }
@@ -242,6 +244,7 @@ async fn bad_request(shared: &Shared, conn: &Conn, stream: &mut TcpStream, err: 
     let endpoint = match conn.kind {
         ListenerKind::Wireserver => endpoint::WIRESERVER_UNKNOWN,
         ListenerKind::Imds => endpoint::IMDS_UNKNOWN,
+        ListenerKind::HostPlugin => endpoint::HOSTPLUGIN_UNKNOWN,
         ListenerKind::Proxy => endpoint::PROXY_UNKNOWN_HOST,
     };
     let at = Instant::now();
@@ -332,6 +335,7 @@ async fn exchange(
     let route = match kind {
         ListenerKind::Wireserver => Route::Service(Service::Wireserver),
         ListenerKind::Imds => Route::Service(Service::Imds),
+        ListenerKind::HostPlugin => Route::Service(Service::HostPlugin),
         ListenerKind::Proxy if req.method.eq_ignore_ascii_case("CONNECT") => {
             findings.push(Finding::error(
                 "proxy.connect",
@@ -343,6 +347,13 @@ async fn exchange(
             Route::UnknownHost
         }
         ListenerKind::Proxy => match parts.authority.or(host_header).map(endpoint::host_of) {
+            // The HostGAPlugin is the wireserver address on port 32526.
+            Some(endpoint::WIRESERVER_HOST)
+                if parts.authority.or(host_header).and_then(endpoint::port_of)
+                    == Some(endpoint::HOSTPLUGIN_PORT) =>
+            {
+                Route::Service(Service::HostPlugin)
+            }
             Some(endpoint::WIRESERVER_HOST) => Route::Service(Service::Wireserver),
             Some(endpoint::IMDS_HOST) => Route::Service(Service::Imds),
             other => {
@@ -365,6 +376,7 @@ async fn exchange(
     let endpoint_id = match &route {
         Route::Service(Service::Imds) if admin_path => endpoint::IMDS_UNKNOWN,
         Route::Service(Service::Wireserver) if admin_path => endpoint::WIRESERVER_UNKNOWN,
+        Route::Service(Service::HostPlugin) if admin_path => endpoint::HOSTPLUGIN_UNKNOWN,
         Route::Service(service) => endpoint::classify(*service, parts.path, &query),
         Route::UnknownHost => endpoint::PROXY_UNKNOWN_HOST,
     };
@@ -684,6 +696,8 @@ static WIRESERVER_ROUTER: std::sync::LazyLock<axum::Router> =
     std::sync::LazyLock::new(crate::wireserver::router);
 static IMDS_ROUTER: std::sync::LazyLock<axum::Router> =
     std::sync::LazyLock::new(crate::imds::router);
+static HOSTPLUGIN_ROUTER: std::sync::LazyLock<axum::Router> =
+    std::sync::LazyLock::new(crate::hostplugin::router);
 
 /// A raw query string and its decoded pairs, as the connection loop already parsed them.
 type ParsedQuery<'a> = (Option<&'a str>, &'a [endpoint::QueryPair<'a>]);
@@ -702,7 +716,7 @@ async fn route_default(
             }
             imds_default(req, &origin_form(req), ctx, parsed)
         }
-        Service::Wireserver => via_router(service, req, ctx.clone()).await,
+        Service::Wireserver | Service::HostPlugin => via_router(service, req, ctx.clone()).await,
     }
 }
 
@@ -743,6 +757,7 @@ async fn via_router(service: Service, req: &Request, ctx: RequestCtx) -> Outgoin
     let router = match service {
         Service::Wireserver => WIRESERVER_ROUTER.clone(),
         Service::Imds => IMDS_ROUTER.clone(),
+        Service::HostPlugin => HOSTPLUGIN_ROUTER.clone(),
     };
     let Ok(response) = router.oneshot(request).await;
     let (parts, body) = response.into_parts();

@@ -20,7 +20,8 @@ pub fn router() -> Router {
         .route("/machine/", any(by_comp))
         .route("/machine/{container}/{role}", any(by_comp))
         .route("/provisioning/health", any(health_json))
-        .fallback(not_found)
+        // /HealthService, /metadata/... (WALA) and anything else: classified like the rest.
+        .fallback(by_comp)
 }
 
 /// A wireserver answer: IIS in front, XML when there is a body.
@@ -72,20 +73,41 @@ async fn by_comp(
                 .find(|(k, _)| k == "type")
                 .map(|(_, v)| v.as_ref());
             match kind {
-                Some(t) if t.eq_ignore_ascii_case("sharedConfig") => {
+                Some(t)
+                    if t.eq_ignore_ascii_case("sharedConfig") && ctx.documents.shared_config =>
+                {
                     get(ctx.documents.shared_config_xml(&ctx.ids))
                 }
                 _ => reply(StatusCode::NOT_FOUND, ""),
             }
         }
+        // Served when the goal state lists them (a scenario can leave each out).
+        endpoint::WIRESERVER_CONFIG_HOSTING if ctx.documents.hosting_environment_config => {
+            get(ctx.documents.hosting_environment_config_xml(&ctx.ids))
+        }
+        endpoint::WIRESERVER_CONFIG_EXTENSIONS if ctx.documents.extensions_config => {
+            get(ctx.documents.extensions_config_xml(&ctx.ids))
+        }
         // The platform accepts health reports with 200 and no body; no client reads it.
-        endpoint::WIRESERVER_HEALTH_XML | endpoint::WIRESERVER_TELEMETRY => {
+        // WALA's /HealthService posts are answered alike.
+        endpoint::WIRESERVER_HEALTH_XML
+        | endpoint::WIRESERVER_TELEMETRY
+        | endpoint::WIRESERVER_HEALTH_SERVICE => {
             if method == Method::POST {
                 reply(StatusCode::OK, "")
             } else {
                 method_not_allowed("POST")
             }
         }
+        // WALA accepts nothing but 202 here (PROTOCOL.md §1.1).
+        endpoint::WIRESERVER_ROLE_PROPERTIES => {
+            if method == Method::POST {
+                reply(StatusCode::ACCEPTED, "")
+            } else {
+                method_not_allowed("POST")
+            }
+        }
+        // WALA's IMDS fallback: the platform's wireserver does not serve IMDS documents.
         _ => reply(StatusCode::NOT_FOUND, ""),
     }
 }
@@ -97,8 +119,4 @@ async fn health_json(method: Method) -> Response {
     } else {
         method_not_allowed("POST")
     }
-}
-
-async fn not_found() -> Response {
-    reply(StatusCode::NOT_FOUND, "")
 }

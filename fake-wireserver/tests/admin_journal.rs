@@ -324,7 +324,7 @@ async fn journal_entry_shapes() {
     response(
         exchange(
             ws,
-            &get("/machine?comp=roleProperties", "168.63.129.16", &[]),
+            &get("/machine?comp=nosuchcomp", "168.63.129.16", &[]),
             T,
         )
         .await,

@@ -339,3 +339,129 @@ fn sandbox_refuses_an_out_folder_the_private_mounts_would_hide() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("must not be below /run"));
     assert!(!Path::new("/run/wirecheck-sandbox-out").exists());
 }
+
+/// A bash snippet POSTing one XML health report to the wireserver over /dev/tcp.
+fn http_post_health(state: &str, substatus: Option<&str>) -> String {
+    let details = substatus
+        .map(|s| {
+            format!("<Details><SubStatus>{s}</SubStatus><Description>d</Description></Details>")
+        })
+        .unwrap_or_default();
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"utf-8\"?><Health><GoalStateIncarnation>1</GoalStateIncarnation><Container><ContainerId>c6d5526c-5ac2-4200-b6e2-56f2b70c5ab2</ContainerId><RoleInstanceList><Role><InstanceId>b61f93d0-e1ed-40b2-b067-22c243233448.MachineRole_IN_0</InstanceId><Health><State>{state}</State>{details}</Health></Role></RoleInstanceList></Container></Health>"
+    );
+    format!(
+        "exec 3<>/dev/tcp/168.63.129.16/80 && \
+         printf 'POST /machine?comp=health HTTP/1.1\\r\\nHost: 168.63.129.16\\r\\nContent-Type: text/xml;charset=utf-8\\r\\nContent-Length: {}\\r\\nConnection: close\\r\\n\\r\\n%s' '{body}' >&3 && \
+         head -n 1 <&3 | tr -d '\\r' && exec 3<&-",
+        body.len()
+    )
+}
+
+#[test]
+fn sandbox_stops_a_daemon_once_its_terminal_report_is_in() {
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    // In-progress first (not terminal), then Ready, then "sleep forever" with a child left
+    // behind, as WALA's daemon does.
+    let script = format!(
+        "{} && sleep 1 && {} && (sleep 300 &) && sleep 300",
+        http_post_health("NotReady", Some("Provisioning")),
+        http_post_health("Ready", None)
+    );
+    let started = std::time::Instant::now();
+    let output = sandbox(
+        out.path(),
+        &["--stop-after-report", "0.5", "--timeout", "60"],
+        &["bash", "-c", &script],
+    );
+    let took = started.elapsed();
+    let s = summary(out.path());
+    assert_eq!(s["stopped_when_done"], true, "{s}\n{}", describe(&output));
+    assert_eq!(s["timed_out"], false, "{s}");
+    assert!(took.as_secs() < 20, "took {took:?}");
+    // The in-progress report alone did not stop it: both reports are in the journal.
+    let states: Vec<_> = journal(out.path())
+        .iter()
+        .filter_map(|e| e.report.as_ref().and_then(|r| r.state.clone()))
+        .collect();
+    assert_eq!(states, ["NotReady", "Ready"]);
+}
+
+#[test]
+fn sandbox_does_not_stop_a_daemon_without_a_terminal_report() {
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    let script = format!(
+        "{} && sleep 300",
+        http_post_health("NotReady", Some("Provisioning"))
+    );
+    let output = sandbox(
+        out.path(),
+        &["--stop-after-report", "0", "--timeout", "3"],
+        &["bash", "-c", &script],
+    );
+    assert_eq!(output.status.code(), Some(124), "{}", describe(&output));
+    let s = summary(out.path());
+    assert_eq!(
+        (s["timed_out"].clone(), s["stopped_when_done"].clone()),
+        (true.into(), false.into()),
+        "{s}"
+    );
+}
+
+#[test]
+fn sandbox_does_not_stop_when_the_report_was_refused() {
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    let scenario = write_scenario(
+        out.path(),
+        "[[endpoint]]\nid = \"wireserver.health.xml\"\nend = \"repeat-last\"\n[[endpoint.step]]\nkind = \"respond\"\nstatus = 500\n",
+    );
+    let script = format!("{} && sleep 300", http_post_health("Ready", None));
+    let output = sandbox(
+        &out.path().join("out"),
+        &[
+            "--scenario",
+            scenario.to_str().unwrap(),
+            "--stop-after-report",
+            "0",
+            "--timeout",
+            "3",
+        ],
+        &["bash", "-c", &script],
+    );
+    assert_eq!(output.status.code(), Some(124), "{}", describe(&output));
+    assert_eq!(summary(&out.path().join("out"))["stopped_when_done"], false);
+}
+
+#[test]
+fn sandbox_bind_gives_the_command_a_private_folder() {
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let name = format!("wirecheck-bind-test-{}", std::process::id());
+    let spec = format!("{}:/var/log", scratch.path().display());
+    let output = sandbox(
+        out.path(),
+        &["--bind", &spec],
+        &["bash", "-c", &format!("echo inside > /var/log/{name}")],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert_eq!(
+        std::fs::read_to_string(scratch.path().join(&name)).unwrap(),
+        "inside\n"
+    );
+    assert!(
+        !Path::new("/var/log").join(&name).exists(),
+        "the host's /var/log was written"
+    );
+    // A source that does not exist is refused before anything is made.
+    let output = sandbox(
+        out.path(),
+        &["--bind", "/nonexistent-wirecheck:/var/log"],
+        &["true"],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("is not an existing folder"));
+}

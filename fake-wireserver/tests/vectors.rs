@@ -61,13 +61,13 @@ fn wire_bytes(v: &Value) -> Vec<u8> {
     bytes
 }
 
-fn vectors_scenario(fake_responded: Option<u64>) -> Scenario {
+fn vectors_scenario(fake_responded: Option<u64>, endpoint: &str) -> Scenario {
     let mut text =
         std::fs::read_to_string(examples_dir().join("vectors-fixed-values.toml")).unwrap();
     if let Some(status) = fake_responded {
         // The recording fake answered this one request with an error status on purpose.
         text.push_str(&format!(
-            "\n[[endpoint]]\nid = \"imds.instance\"\n[[endpoint.step]]\nkind = \"respond\"\nstatus = {status}\nbody = '{{\"error\":\"Bad request\"}}'\n"
+            "\n[[endpoint]]\nid = \"{endpoint}\"\n[[endpoint.step]]\nkind = \"respond\"\nstatus = {status}\nbody = '{{\"error\":\"Bad request\"}}'\n"
         ));
     }
     Scenario::from_toml_str(&text, "vectors-fixed-values.toml").unwrap()
@@ -96,7 +96,11 @@ async fn every_request_vector_is_classified_as_expected() {
         let fake = Fake::start(
             FakeConfig::default()
                 .with_proxy()
-                .scenario(vectors_scenario(fake_responded)),
+                .hostplugin(Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0))))
+                .scenario(vectors_scenario(
+                    fake_responded,
+                    expected["endpoint"].as_str().unwrap(),
+                )),
         )
         .await
         .unwrap();
@@ -113,6 +117,8 @@ async fn every_request_vector_is_classified_as_expected() {
             (fake.proxy_addr().unwrap(), "proxy")
         } else if host == "169.254.169.254" {
             (fake.imds_addr().unwrap(), "imds")
+        } else if host.ends_with(":32526") {
+            (fake.hostplugin_addr().unwrap(), "hostplugin")
         } else {
             (fake.wireserver_addr().unwrap(), "wireserver")
         };
@@ -146,6 +152,8 @@ async fn every_request_vector_is_classified_as_expected() {
         let want_status = match (fake_responded, endpoint) {
             (Some(s), _) => s as u16,
             (None, "wireserver.health.json") => 201,
+            // No Fast Track; no IMDS documents on the wireserver (PROTOCOL.md §1.1, §9.1).
+            (None, "hostplugin.vmsettings" | "wireserver.metadata") => 404,
             _ => 200,
         };
         assert_eq!(response.status, want_status, "{name}: status sent");
@@ -163,6 +171,18 @@ async fn every_request_vector_is_classified_as_expected() {
             errors.is_empty(),
             "{name}: real agent traffic raised errors: {errors:?}"
         );
+        // The oracle knows WALA's dialect (Connection: close, its User-Agent, compact XML,
+        // `[ClassName] message` descriptions): nothing worse than a note on its requests.
+        if name.starts_with("http/walinuxagent") {
+            let report_findings = e.report.iter().flat_map(|r| r.findings.iter());
+            let worse: Vec<_> = e
+                .findings
+                .iter()
+                .chain(report_findings)
+                .filter(|f| f.severity != Severity::Info)
+                .collect();
+            assert!(worse.is_empty(), "{name}: {worse:?}");
+        }
 
         match endpoint {
             "wireserver.health.xml" | "wireserver.health.json" => {
@@ -229,6 +249,17 @@ async fn every_request_vector_is_classified_as_expected() {
                 );
                 assert!(!body.contains("<Certificates>"), "{name}: no certificates");
             }
+            "wireserver.config.hosting" => {
+                assert!(
+                    response.text().contains("<HostingEnvironmentConfig"),
+                    "{name}"
+                );
+                assert!(
+                    response.text().contains("instance=\"vector-vm\""),
+                    "{name}: {}",
+                    response.text()
+                );
+            }
             "wireserver.versions" => {
                 assert!(response.text().contains("<Supported>"), "{name}");
             }
@@ -259,6 +290,10 @@ async fn every_request_vector_is_classified_as_expected() {
                         "/metadata/instance/compute/vmSize" => {
                             assert_eq!(response.text(), "Standard_D2s_v3")
                         }
+                        "/metadata/instance/compute" => {
+                            let compute: Value = serde_json::from_slice(&response.body).unwrap();
+                            assert_eq!(compute["vmId"], "11111111-2222-3333-4444-555555555555");
+                        }
                         "/metadata/instance/compute/publicKeys" => {
                             let keys: Value = serde_json::from_slice(&response.body).unwrap();
                             assert!(keys[0]["keyData"].as_str().unwrap().starts_with("ssh-"));
@@ -277,6 +312,20 @@ async fn every_request_vector_is_classified_as_expected() {
                         }
                     }
                 }
+            }
+            "hostplugin.vmsettings" => {
+                // WALA's HostGAPlugin headers (PROTOCOL.md §9.1); 404 = no Fast Track.
+                assert_eq!(e.header("x-ms-version"), Some("2015-09-01"), "{name}");
+                assert_eq!(
+                    e.header("x-ms-containerid"),
+                    Some("c0ffee00-1111-2222-3333-444444444444"),
+                    "{name}"
+                );
+                assert!(e.findings.is_empty(), "{name}: {:?}", e.findings);
+            }
+            "wireserver.metadata" => {
+                let ids: Vec<&str> = e.findings.iter().map(|f| f.id.as_str()).collect();
+                assert_eq!(ids, ["path.imds-on-wireserver"], "{name}");
             }
             other => panic!("{name}: no assertions for endpoint {other}"),
         }

@@ -156,6 +156,34 @@ pub fn afterburn_binary() -> PathBuf {
     path
 }
 
+/// WALinuxAgent as unpacked by scripts/install-agents.sh: `target/agents/walinuxagent-<dir>/`
+/// holding `usr/sbin/waagent` of package version `version` (e.g. `2.7.3.0`).
+pub fn walinuxagent_root(dir: &str, version: &str) -> PathBuf {
+    let root = repo_root()
+        .join("target/agents")
+        .join(format!("walinuxagent-{dir}"));
+    let version_py = root.join("usr/lib/python3/dist-packages/azurelinuxagent/common/version.py");
+    let text = std::fs::read_to_string(&version_py).unwrap_or_else(|e| {
+        panic!(
+            "WALinuxAgent {version} is not unpacked ({}: {e}): {}",
+            version_py.display(),
+            install_hint()
+        )
+    });
+    assert!(
+        text.contains(&format!("AGENT_VERSION = '{version}'")),
+        "expected WALinuxAgent {version} in {}: {}",
+        root.display(),
+        install_hint()
+    );
+    assert!(
+        root.join("usr/sbin/waagent").is_file(),
+        "{}",
+        install_hint()
+    );
+    root
+}
+
 /// What one agent run left behind.
 #[derive(Debug)]
 pub struct AgentRun {

@@ -18,6 +18,8 @@ enum Part {
     Kvp,
     Suite,
     Reporter,
+    /// The real-agent matrix (root, agents installed; not part of the default run).
+    Matrix,
 }
 
 #[derive(Debug, Parser)]
@@ -97,7 +99,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .clone()
         .map(|t| if t.is_absolute() { t } else { root.join(t) })
         .unwrap_or_else(|| root.join("target"));
-    wirecheck_bench::wrk::check_installed(&cli.wrk)?;
+    let wanted = |p: Part| (cli.only.is_empty() || cli.only.contains(&p)) && !cli.skip.contains(&p);
+    // Only the IMDS part runs wrk.
+    if wanted(Part::Imds) {
+        wirecheck_bench::wrk::check_installed(&cli.wrk)?;
+    }
     let tmp = tempfile::Builder::new()
         .prefix("wirecheck-bench")
         .tempdir()?;
@@ -124,7 +130,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         wrk: cli.wrk.clone(),
         python: cli.python.clone(),
     };
-    let wanted = |p: Part| (cli.only.is_empty() || cli.only.contains(&p)) && !cli.skip.contains(&p);
     let run_start = CpuSnapshot::now();
     if run_start.load1 > 1.0 {
         eprintln!(
@@ -194,6 +199,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if wanted(Part::Kvp) {
         add("kvp dump", &|| sections::kvp::run(&ctx));
+    }
+    // Opt-in: it needs root and the real agents, and takes as long as its slowest case.
+    if cli.only.contains(&Part::Matrix) {
+        add("real-agent matrix", &|| sections::matrix::run(&ctx));
     }
     if cli.fuzz_seconds > 0 {
         add("fuzzing", &|| sections::fuzz::run(&ctx, cli.fuzz_seconds));

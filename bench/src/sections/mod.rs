@@ -5,6 +5,7 @@ pub mod footprint;
 pub mod fuzz;
 pub mod imds;
 pub mod kvp;
+pub mod matrix;
 pub mod reporter;
 pub mod suite;
 

@@ -149,15 +149,29 @@ pub fn longest_mandated_wait(root: &Path) -> anyhow::Result<(String, f64, f64, u
         .ok_or_else(|| anyhow!("no scenarios in {}", scenarios_dir.display()))
 }
 
-struct SuiteRun {
-    seconds: f64,
-    exit: i32,
-    verdicts: BTreeMap<String, usize>,
-    cases: usize,
-    longest_case: Option<(String, f64)>,
+pub(crate) struct SuiteRun {
+    pub(crate) seconds: f64,
+    pub(crate) exit: i32,
+    pub(crate) verdicts: BTreeMap<String, usize>,
+    pub(crate) cases: usize,
+    pub(crate) longest_case: Option<(String, f64)>,
+    /// Verdict counts per agent.
+    pub(crate) per_agent: BTreeMap<String, BTreeMap<String, usize>>,
+    /// The slowest case: (agent, scenario id, seconds).
+    pub(crate) slowest: Option<(String, String, f64)>,
 }
 
-fn run_suite(ctx: &Ctx, out: &Path, cases: Option<&str>) -> anyhow::Result<SuiteRun> {
+/// `retry.gone.health.xml` of the case id `retry.gone.health.xml.behaviour.exit` (check ids are
+/// two words, `checks::CATALOG`).
+pub(crate) fn scenario_id_of_case(case_id: &str) -> &str {
+    let mut cut = case_id.len();
+    for _ in 0..2 {
+        cut = case_id[..cut].rfind('.').unwrap_or(0);
+    }
+    &case_id[..cut]
+}
+
+pub(crate) fn run_suite(ctx: &Ctx, out: &Path, extra: &[String]) -> anyhow::Result<SuiteRun> {
     let wirecheck = ctx.bin("wirecheck")?;
     let mut args = vec![
         "run".to_owned(),
@@ -165,9 +179,7 @@ fn run_suite(ctx: &Ctx, out: &Path, cases: Option<&str>) -> anyhow::Result<Suite
         "--out".to_owned(),
         out.display().to_string(),
     ];
-    if let Some(glob) = cases {
-        args.push(format!("--cases={glob}"));
-    }
+    args.extend(extra.iter().cloned());
     let line = render(&wirecheck, &args);
     ctx.log.record(&line);
     let started = Instant::now();
@@ -190,15 +202,27 @@ fn run_suite(ctx: &Ctx, out: &Path, cases: Option<&str>) -> anyhow::Result<Suite
     let mut verdicts = BTreeMap::new();
     let mut cases = 0;
     let mut per_scenario: BTreeMap<String, f64> = BTreeMap::new();
+    let mut per_agent: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    let mut slowest: Option<(String, String, f64)> = None;
     for agent in results["agents"].as_array().into_iter().flatten() {
+        let name = agent["agent"].as_str().unwrap_or("?").to_owned();
         for case in agent["cases"].as_array().into_iter().flatten() {
             cases += 1;
             let verdict = case["verdict"].as_str().unwrap_or("?").to_owned();
+            *per_agent
+                .entry(name.clone())
+                .or_default()
+                .entry(verdict.clone())
+                .or_default() += 1;
             *verdicts.entry(verdict).or_default() += 1;
             let scenario = case["scenario"].as_str().unwrap_or("?").to_owned();
             let ms = case["duration_ms"].as_f64().unwrap_or(0.0);
             let e = per_scenario.entry(scenario).or_default();
             *e = e.max(ms / 1000.0);
+            if slowest.as_ref().is_none_or(|s| ms / 1000.0 > s.2) {
+                let id = scenario_id_of_case(case["id"].as_str().unwrap_or("")).to_owned();
+                slowest = Some((name.clone(), id, ms / 1000.0));
+            }
         }
     }
     let longest_case = per_scenario.into_iter().max_by(|a, b| a.1.total_cmp(&b.1));
@@ -208,6 +232,8 @@ fn run_suite(ctx: &Ctx, out: &Path, cases: Option<&str>) -> anyhow::Result<Suite
         verdicts,
         cases,
         longest_case,
+        per_agent,
+        slowest,
     })
 }
 
@@ -215,12 +241,12 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
     let (longest_id, mandated, estimate, scenario_count) = longest_mandated_wait(&ctx.root)?;
     let mut runs = Vec::new();
     for i in 0..ctx.settings.suite_runs.max(1) {
-        runs.push(run_suite(ctx, &ctx.tmp.join(format!("suite-{i}")), None)?);
+        runs.push(run_suite(ctx, &ctx.tmp.join(format!("suite-{i}")), &[])?);
     }
     let alone = run_suite(
         ctx,
         &ctx.tmp.join("alone"),
-        Some(&format!("{longest_id}.*")),
+        &[format!("--cases={longest_id}.*")],
     )?;
     let wall = median(&runs.iter().map(|r| r.seconds).collect::<Vec<_>>());
     let last = runs.last().expect("at least one run");
@@ -318,6 +344,19 @@ mod tests {
     }
 
     const HEAD: &str = "id = \"t\"\ntitle = \"t\"\nchecks = [\"behaviour.exit\"]\n";
+
+    #[test]
+    fn scenario_ids_come_from_case_ids() {
+        assert_eq!(
+            scenario_id_of_case("retry.gone.health.xml.behaviour.exit"),
+            "retry.gone.health.xml"
+        );
+        assert_eq!(
+            scenario_id_of_case("wire.health.xml.ready.kvp.pool"),
+            "wire.health.xml.ready"
+        );
+        assert_eq!(scenario_id_of_case("x"), "");
+    }
 
     #[test]
     fn endless_retried_fault_costs_the_budget_and_fatal_costs_nothing() {

@@ -68,6 +68,41 @@ impl Attach {
     }
 }
 
+/// What a failure report's description holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureDescription {
+    /// An encoded report (`result=error|reason=...`, PROTOCOL.md §6): judged field by field.
+    #[default]
+    Encoded,
+    /// WALinuxAgent's exception text `[ClassName] message` (§9.1): its own dialect; it cannot
+    /// carry the requested reason, so report.description is informational for it.
+    ExceptionText,
+}
+
+/// When an agent's run is over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Done {
+    /// When it exits (every agent that is a one-shot command).
+    #[default]
+    Exit,
+    /// When its terminal report (Ready, or NotReady other than `Provisioning`) was accepted and
+    /// `done_grace` seconds passed: the harness then ends its process tree, and that end is
+    /// not a failure. For daemons that never exit (WALinuxAgent sleeps after reporting).
+    /// Sandbox attach only (the sandbox owns the journal and the agent's PID namespace).
+    TerminalReport,
+}
+
+impl Done {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Done::Exit => "exit",
+            Done::TerminalReport => "terminal-report",
+        }
+    }
+}
+
 /// Something an agent may or may not implement; scenarios that need an unclaimed capability
 /// are skipped for it, with the reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
@@ -263,6 +298,22 @@ pub struct AgentProfile {
     pub capabilities: BTreeSet<Capability>,
     pub reactions: Reactions,
     pub exit: ExitCodes,
+    /// When a run is over (`done`, `done_grace`).
+    pub done: Done,
+    /// Seconds after the terminal report before the harness ends the agent (`done_grace`).
+    pub done_grace: f64,
+    /// Sandbox attach: folders given a private, empty scratch copy inside the sandbox (a case
+    /// folder bind-mounted over each), for agents with fixed paths (`/var/log`).
+    pub sandbox_private_dirs: Vec<PathBuf>,
+    /// Sandbox attach: seconds added to every case's deadline for the agent's start-up
+    /// (interpreter, key generation) before its first request (`[sandbox] startup`).
+    pub sandbox_startup: f64,
+    /// The `in-progress` command goes on to Ready by itself (WALinuxAgent with
+    /// `Provisioning.Agent=cloud-init`): a scenario asking for in-progress then ready runs it
+    /// once, and its reports are judged as the two runs (`in_progress_continues_to_ready`).
+    pub in_progress_continues_to_ready: bool,
+    /// What its failure descriptions hold (`failure_description`).
+    pub failure_description: FailureDescription,
     pub deviations: Vec<Deviation>,
     /// `[encoded]`: the agent's encoded-report dialect, when declared.
     pub encoded: Option<EncodedDialect>,
@@ -284,6 +335,13 @@ struct ProfileFile {
     reactions: ReactionsFile,
     #[serde(default)]
     exit: ExitCodes,
+    done: Option<Spanned<Done>>,
+    done_grace: Option<Spanned<f64>>,
+    #[serde(default)]
+    sandbox: SandboxFile,
+    in_progress_continues_to_ready: Option<Spanned<bool>>,
+    #[serde(default)]
+    failure_description: FailureDescription,
     #[serde(default, rename = "deviation")]
     deviations: Vec<DeviationFile>,
     encoded: Option<Spanned<EncodedFile>>,
@@ -298,6 +356,17 @@ struct EncodedFile {
     description_trim: Option<Spanned<usize>>,
     kvp_cut: Option<Spanned<usize>>,
 }
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SandboxFile {
+    #[serde(default)]
+    private_dirs: Option<Spanned<Vec<PathBuf>>>,
+    startup: Option<Spanned<f64>>,
+}
+
+/// Default `done_grace`: long enough for a last request after the report (WALA's IMDS GET).
+pub const DEFAULT_DONE_GRACE: f64 = 2.0;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -529,6 +598,106 @@ impl AgentProfile {
             Some(e) => Some(encoded_dialect(e.get_ref(), &at)?),
             None => None,
         };
+        let done = file.done.as_ref().map_or(Done::Exit, |d| *d.get_ref());
+        if let Some(d) = &file.done
+            && done == Done::TerminalReport
+            && file.attach != Attach::Sandbox
+        {
+            return Err(at(
+                d.span(),
+                "done",
+                format!(
+                    "\"terminal-report\" needs attach = \"sandbox\" (the sandbox ends the agent's process tree); this profile attaches with {:?}",
+                    file.attach.as_str()
+                ),
+            ));
+        }
+        let done_grace = match &file.done_grace {
+            Some(g) if done != Done::TerminalReport => {
+                return Err(at(
+                    g.span(),
+                    "done_grace",
+                    "only meaningful with done = \"terminal-report\"".into(),
+                ));
+            }
+            Some(g) if !(g.get_ref().is_finite() && (0.0..=60.0).contains(g.get_ref())) => {
+                return Err(at(
+                    g.span(),
+                    "done_grace",
+                    format!("expected seconds between 0 and 60, got {}", g.get_ref()),
+                ));
+            }
+            Some(g) => *g.get_ref(),
+            None => DEFAULT_DONE_GRACE,
+        };
+        let in_progress_continues_to_ready = match &file.in_progress_continues_to_ready {
+            Some(flag) if *flag.get_ref() => {
+                if file.attach != Attach::Sandbox {
+                    return Err(at(
+                        flag.span(),
+                        "in_progress_continues_to_ready",
+                        "only supported with attach = \"sandbox\"".into(),
+                    ));
+                }
+                if !commands.contains_key(&Action::InProgress) {
+                    return Err(at(
+                        flag.span(),
+                        "in_progress_continues_to_ready",
+                        "needs `commands.in-progress` (the invocation that goes on to Ready)"
+                            .into(),
+                    ));
+                }
+                true
+            }
+            _ => false,
+        };
+        let sandbox_startup = match &file.sandbox.startup {
+            Some(s) if file.attach != Attach::Sandbox => {
+                return Err(at(
+                    s.span(),
+                    "sandbox.startup",
+                    "only used with attach = \"sandbox\"".into(),
+                ));
+            }
+            Some(s) if !(s.get_ref().is_finite() && (0.0..=60.0).contains(s.get_ref())) => {
+                return Err(at(
+                    s.span(),
+                    "sandbox.startup",
+                    format!("expected seconds between 0 and 60, got {}", s.get_ref()),
+                ));
+            }
+            Some(s) => *s.get_ref(),
+            None => 0.0,
+        };
+        let mut sandbox_private_dirs = Vec::new();
+        if let Some(dirs) = &file.sandbox.private_dirs {
+            if file.attach != Attach::Sandbox {
+                return Err(at(
+                    dirs.span(),
+                    "sandbox.private_dirs",
+                    "only used with attach = \"sandbox\"".into(),
+                ));
+            }
+            for dir in dirs.get_ref() {
+                let plain = dir.is_absolute()
+                    && dir
+                        .components()
+                        .skip(1)
+                        .all(|c| matches!(c, std::path::Component::Normal(_)))
+                    && dir.components().count() > 1;
+                if !plain {
+                    return Err(at(
+                        dirs.span(),
+                        "sandbox.private_dirs",
+                        format!(
+                            "{} is not an absolute folder path below / without `.` or `..` (e.g. \"/var/log\")",
+                            dir.display()
+                        ),
+                    ));
+                }
+                sandbox_private_dirs.push(dir.clone());
+            }
+        }
 
         Ok(AgentProfile {
             name,
@@ -540,6 +709,12 @@ impl AgentProfile {
             capabilities,
             reactions,
             exit: file.exit,
+            done,
+            done_grace,
+            sandbox_private_dirs,
+            sandbox_startup,
+            in_progress_continues_to_ready,
+            failure_description: file.failure_description,
             deviations,
             encoded,
             lenient_placeholders: false,
@@ -586,6 +761,12 @@ impl AgentProfile {
                 reported: vec![0],
                 failed: vec![],
             },
+            done: Done::Exit,
+            done_grace: DEFAULT_DONE_GRACE,
+            sandbox_private_dirs: Vec::new(),
+            sandbox_startup: 0.0,
+            in_progress_continues_to_ready: false,
+            failure_description: FailureDescription::Encoded,
             deviations: Vec::new(),
             encoded: None,
             lenient_placeholders: true,
@@ -826,6 +1007,78 @@ reason = "known"
         let err = load(&valid().replace("[429, 503]", "[403]")).unwrap_err();
         assert_eq!(err.field.as_deref(), Some("reactions.retryable"));
         assert!(err.message.contains("status_403"), "{err}");
+    }
+
+    fn daemon(extra: &str) -> String {
+        valid().replace(
+            "capabilities = [\"json\", \"kvp\"]",
+            &format!("capabilities = [\"json\", \"kvp\"]\n{extra}"),
+        )
+    }
+
+    #[test]
+    fn daemon_fields_load_and_default() {
+        let p = load(&valid()).unwrap();
+        assert_eq!((p.done, p.done_grace), (Done::Exit, DEFAULT_DONE_GRACE));
+        assert_eq!(p.failure_description, FailureDescription::Encoded);
+        assert!(p.sandbox_private_dirs.is_empty() && !p.in_progress_continues_to_ready);
+        let text = daemon(
+            "attach = \"sandbox\"\ndone = \"terminal-report\"\ndone_grace = 1.5\nfailure_description = \"exception-text\"\n[sandbox]\nprivate_dirs = [\"/var/log\"]\nstartup = 8.0\n",
+        );
+        let p = load(&text).unwrap();
+        assert_eq!((p.done, p.done_grace), (Done::TerminalReport, 1.5));
+        assert_eq!(p.failure_description, FailureDescription::ExceptionText);
+        assert_eq!(p.sandbox_private_dirs, [PathBuf::from("/var/log")]);
+        assert_eq!(p.sandbox_startup, 8.0);
+    }
+
+    #[test]
+    fn daemon_fields_are_validated_with_file_line_and_field() {
+        for (extra, field, says) in [
+            (
+                "done = \"terminal-report\"\n",
+                "done",
+                "needs attach = \"sandbox\"",
+            ),
+            (
+                "attach = \"sandbox\"\ndone_grace = 1.0\n",
+                "done_grace",
+                "only meaningful",
+            ),
+            (
+                "attach = \"sandbox\"\ndone = \"terminal-report\"\ndone_grace = 90.0\n",
+                "done_grace",
+                "between 0 and 60",
+            ),
+            (
+                "attach = \"sandbox\"\n[sandbox]\nprivate_dirs = [\"var/log\"]\n",
+                "sandbox.private_dirs",
+                "not an absolute folder",
+            ),
+            (
+                "attach = \"sandbox\"\n[sandbox]\nprivate_dirs = [\"/var/../etc\"]\n",
+                "sandbox.private_dirs",
+                "not an absolute folder",
+            ),
+            (
+                "[sandbox]\nprivate_dirs = [\"/var/log\"]\n",
+                "sandbox.private_dirs",
+                "only used",
+            ),
+            ("[sandbox]\nstartup = 3.0\n", "sandbox.startup", "only used"),
+            (
+                "attach = \"sandbox\"\nin_progress_continues_to_ready = true\n",
+                "in_progress_continues_to_ready",
+                "needs `commands.in-progress`",
+            ),
+        ] {
+            let err = load(&daemon(extra)).unwrap_err();
+            assert_eq!(err.field.as_deref(), Some(field), "{extra}: {err}");
+            assert!(err.message.contains(says), "{extra}: {err}");
+            assert!(err.line.is_some(), "{extra}: {err}");
+        }
+        let err = load(&daemon("failure_description = \"prose\"\n")).unwrap_err();
+        assert!(err.to_string().contains("exception-text"), "{err}");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use fake_wireserver::journal::Entry;
 
 use super::{Judgement, Tally, about, line, note};
+use crate::agent::Done;
 use crate::exec::Exit;
 use crate::observe::{Class, Observation, RunRecord, Service, service_of};
 use crate::results::Verdict;
@@ -568,6 +569,40 @@ pub fn exit(obs: &Observation) -> Judgement {
         described.push(what.clone());
         let code = match &run.exit {
             Exit::Code(c) => *c,
+            // A daemon that never exits (done = "terminal-report") and delivered no terminal
+            // report is still running at the deadline: that is its normal end, not a hang.
+            // Whether it retried or gave up is behaviour.retry's and behaviour.terminal's.
+            Exit::KilledAtDeadline
+                if obs.profile.done == Done::TerminalReport && accepted.is_none() =>
+            {
+                t.note(evidence(format!(
+                    "{what}: {} never exits on its own (done = \"terminal-report\"), and no report was delivered",
+                    obs.profile.name
+                )));
+                continue;
+            }
+            // Read the declaration: the profile says the agent is done at its terminal report,
+            // and the harness ended it for that reason. Only a delivered report makes it a pass.
+            Exit::StoppedWhenDone => {
+                match (obs.profile.done, accepted) {
+                    (Done::TerminalReport, Some(_)) => t.note(evidence(what)),
+                    (Done::TerminalReport, None) => t.fail(
+                        format!(
+                            "run {}: stopped as done, but no terminal report was accepted",
+                            ri + 1
+                        ),
+                        evidence(what),
+                    ),
+                    (Done::Exit, _) => t.fail(
+                        format!(
+                            "run {}: stopped by the harness, but the profile says it ends by exiting",
+                            ri + 1
+                        ),
+                        evidence(what),
+                    ),
+                }
+                continue;
+            }
             other => {
                 t.fail(
                     format!("run {}: {}", ri + 1, other.describe()),
@@ -577,6 +612,15 @@ pub fn exit(obs: &Observation) -> Judgement {
             }
         };
         if codes.reported.is_empty() && codes.failed.is_empty() {
+            if obs.profile.done == Done::TerminalReport {
+                t.fail(
+                    format!(
+                        "run {}: exited by itself with {code}, but its profile says it never exits (done = \"terminal-report\")",
+                        ri + 1
+                    ),
+                    evidence(what),
+                );
+            }
             continue;
         }
         let ok = match accepted {
@@ -601,7 +645,12 @@ pub fn exit(obs: &Observation) -> Judgement {
         }
     }
     let mut j = t.finish("the agent was not run");
-    if j.verdict == Verdict::Pass && codes.reported.is_empty() && codes.failed.is_empty() {
+    // A daemon (done = "terminal-report") is judged by its declaration, not by exit statuses.
+    if j.verdict == Verdict::Pass
+        && codes.reported.is_empty()
+        && codes.failed.is_empty()
+        && obs.profile.done == Done::Exit
+    {
         j.verdict = Verdict::Informational;
         j.reason = Some(format!(
             "the profile declares no exit statuses; {}",

@@ -8,8 +8,9 @@ use fake_wireserver::oracle::{HealthReport, ReportKind};
 
 use super::dialect::{self, Cut};
 use super::{Judgement, Tally, about, clip, line, trimmed};
-use crate::agent::Action;
+use crate::agent::{Action, FailureDescription};
 use crate::observe::{Observation, is_health};
+use crate::results::Verdict;
 use crate::scenario::Run;
 
 /// The platform caps descriptions at this many bytes (PROTOCOL.md §4.2).
@@ -195,6 +196,7 @@ pub(super) fn cut_report(obs: &Observation, run: &Run, desc: &str) -> bool {
 
 pub fn description(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
+    let mut exception_text = None;
     for (e, run) in health_posts(obs) {
         let Some(report) = &e.report else { continue };
         t.judged();
@@ -210,10 +212,25 @@ pub fn description(obs: &Observation) -> Judgement {
                 }
             }
             Some("Provisioning") => in_progress(&mut t, e, run, desc),
-            Some(_) => failure(&mut t, obs, e, run, report, desc),
+            Some(_) => {
+                if obs.profile.failure_description == FailureDescription::ExceptionText {
+                    exception_text = exception_text.or(report.exception_class.clone());
+                }
+                failure(&mut t, obs, e, run, report, desc)
+            }
         }
     }
-    t.finish("no health report reached the fake")
+    let mut j = t.finish("no health report reached the fake");
+    // Nothing wrong, but nothing of the requested report either: informational, as the
+    // profile declares (the exception text is WALA's, not the scenario's reason).
+    if let (Verdict::Pass, Some(class)) = (j.verdict, exception_text) {
+        j.verdict = Verdict::Informational;
+        j.reason = Some(format!(
+            "{} describes failures with its own exception text ([{class}] ...), not the requested encoded report (failure_description = \"exception-text\")",
+            obs.profile.name
+        ));
+    }
+    j
 }
 
 fn in_progress(t: &mut Tally, e: &Entry, run: &Run, desc: &str) {
@@ -295,6 +312,28 @@ fn failure(
     desc: &str,
 ) {
     let excerpt = Some(clip(desc, 600));
+    if obs.profile.failure_description == FailureDescription::ExceptionText {
+        // The profile says: exception text, never the requested reason. Only the shape the
+        // oracle recognised passes; an empty or encoded description is not that dialect.
+        match &report.exception_class {
+            Some(class) => t.note(about(
+                format!(
+                    "#{} [{class}] ...: {}'s own exception text (failure_description = \"exception-text\"); the requested reason cannot be carried",
+                    e.seq, obs.profile.name
+                ),
+                &[e],
+                excerpt,
+            )),
+            None => t.fail(
+                format!(
+                    "#{}: the failure description is not `[ClassName] message` exception text, which the profile declares",
+                    e.seq
+                ),
+                about(line(e), &[e], excerpt),
+            ),
+        }
+        return;
+    }
     if !encoded::looks_encoded(desc) {
         t.fail(
             format!(

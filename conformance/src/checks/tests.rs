@@ -885,3 +885,160 @@ fn a_503_and_imds_may_have_waits_of_their_own() {
     let imds_fast = interval(vec![imds(1, 10, 404), imds(2, 300, 200)]);
     assert_eq!(imds_fast.verdict, Verdict::Fail, "{imds_fast:?}");
 }
+
+/// A daemon's profile, as WALinuxAgent's: never exits, exception-text failures.
+const DAEMON: &str = r#"name = "d"
+description = "d"
+attach = "sandbox"
+done = "terminal-report"
+failure_description = "exception-text"
+capabilities = ["xml", "failure"]
+[commands]
+ready = ["d"]
+failure = ["d"]
+[reactions]
+retryable = [500]
+transport_errors = "retry"
+status_403 = "throttling"
+"#;
+
+fn daemon() -> AgentProfile {
+    AgentProfile::from_toml_str(DAEMON, Path::new("d.toml")).unwrap()
+}
+
+#[test]
+fn a_daemon_ended_after_its_report_passes_exit_by_its_declaration() {
+    let s = scenario("");
+    let d = daemon();
+    let j = judge_with(
+        &d,
+        "behaviour.exit",
+        &s,
+        vec![health(1, 10, 201)],
+        vec![run(0, 1200, Exit::StoppedWhenDone)],
+    );
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
+    assert!(format!("{:?}", j.evidence).contains("stopped by the harness"));
+    // The same end without a delivered report is no pass.
+    let j = judge_with(
+        &d,
+        "behaviour.exit",
+        &s,
+        vec![health(1, 10, 500)],
+        vec![run(0, 1200, Exit::StoppedWhenDone)],
+    );
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    // An agent whose profile says it exits may not be "stopped as done".
+    let j = judge(
+        "behaviour.exit",
+        &s,
+        vec![health(1, 10, 201)],
+        vec![run(0, 1200, Exit::StoppedWhenDone)],
+    );
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+}
+
+#[test]
+fn a_daemon_that_exits_or_hangs_after_reporting_fails_exit() {
+    let s = scenario("");
+    let d = daemon();
+    // Exiting by itself: the declaration says it never does.
+    let j = judge_with(
+        &d,
+        "behaviour.exit",
+        &s,
+        vec![health(1, 10, 201)],
+        vec![run(0, 100, Exit::Code(0))],
+    );
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    // Reported, yet still running at the deadline: the harness would have ended it.
+    let j = judge_with(
+        &d,
+        "behaviour.exit",
+        &s,
+        vec![health(1, 10, 201)],
+        vec![run(0, 7000, Exit::KilledAtDeadline)],
+    );
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    // No report delivered: running until the deadline is how such a daemon ends.
+    let j = judge_with(
+        &d,
+        "behaviour.exit",
+        &s,
+        vec![health(1, 10, 410)],
+        vec![run(0, 7000, Exit::KilledAtDeadline)],
+    );
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
+}
+
+fn xml_failure(seq: u64, description: &str) -> Entry {
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"utf-8\"?><Health><GoalStateIncarnation>1</GoalStateIncarnation><Container><ContainerId>c</ContainerId><RoleInstanceList><Role><InstanceId>i</InstanceId><Health><State>NotReady</State><Details><SubStatus>ProvisioningFailed</SubStatus><Description>{description}</Description></Details></Health></Role></RoleInstanceList></Container></Health>"
+    );
+    let mut e = entry(
+        seq,
+        "wireserver.health.xml",
+        10,
+        Some(12),
+        "default",
+        Some(200),
+    );
+    e.report = Some(fake_wireserver::oracle::health::parse_xml(
+        body.as_bytes(),
+        Some(&ServedIds {
+            incarnation: "1".into(),
+            container_id: "c".into(),
+            instance_id: "i".into(),
+        }),
+    ));
+    e.body = body;
+    e
+}
+
+#[test]
+fn exception_text_failures_are_informational_only_in_their_shape() {
+    let s = scenario("");
+    let d = daemon();
+    let mut failure = run(0, 100, Exit::StoppedWhenDone);
+    failure.run.action = crate::agent::Action::Failure;
+    failure.run.reason = Some("failed to provision user".into());
+    let j = judge_with(
+        &d,
+        "report.description",
+        &s,
+        vec![xml_failure(
+            1,
+            "[ProvisionError] OVF xml could not be parsed",
+        )],
+        vec![failure.clone()],
+    );
+    assert_eq!(j.verdict, Verdict::Informational, "{j:?}");
+    assert!(
+        j.reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("[ProvisionError]")
+    );
+    // Free text or nothing is not that dialect.
+    for bad in ["boom", "ProvisionError: boom", ""] {
+        let j = judge_with(
+            &d,
+            "report.description",
+            &s,
+            vec![xml_failure(1, bad)],
+            vec![failure.clone()],
+        );
+        assert_eq!(j.verdict, Verdict::Fail, "{bad:?}: {j:?}");
+    }
+    // An agent whose profile claims encoded reports gets no such leniency.
+    let j = judge(
+        "report.description",
+        &s,
+        vec![xml_failure(
+            1,
+            "[ProvisionError] OVF xml could not be parsed",
+        )],
+        vec![failure],
+    );
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+}

@@ -14,6 +14,10 @@ use super::finding::Finding;
 /// The platform keeps at most this many bytes of a description (§4.2).
 pub const DESCRIPTION_PLATFORM_CAP: usize = 4096;
 
+/// WALinuxAgent trims descriptions to this many characters before escaping (4096-byte platform
+/// cap minus 10 %, §4.2).
+pub const WALA_DESCRIPTION_TRIM: usize = 3686;
+
 /// Substatus values agents send (§4.2, §5).
 const KNOWN_SUBSTATUSES: [&str; 2] = ["ProvisioningFailed", "Provisioning"];
 
@@ -47,6 +51,10 @@ pub struct HealthReport {
     /// When the description looks encoded (`result=…`): its lenient parse; its findings are
     /// also in `findings`, with ids prefixed `health.description.`.
     pub encoded: Option<EncodedReport>,
+    /// When the description is WALinuxAgent's exception text (`[ProvisionError] message`,
+    /// §9.1): the exception's class name. A dialect of its own, not an encoded report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exception_class: Option<String>,
     pub findings: Vec<Finding>,
 }
 
@@ -61,6 +69,7 @@ impl HealthReport {
             container_id: None,
             instance_id: None,
             encoded: None,
+            exception_class: None,
             findings: Vec::new(),
         }
     }
@@ -632,7 +641,24 @@ fn check_semantics(report: &mut HealthReport, details_present: bool, state_at: &
                 ),
             ));
         }
-        if encoded::looks_encoded(description) {
+        if let Some(class) = exception_class(description) {
+            findings.push(Finding::info(
+                "health.description.exception",
+                format!(
+                    "the description is WALinuxAgent-style exception text ([{class}] ...), not an encoded report (§9.1)"
+                ),
+            ));
+            let chars = description.chars().count();
+            if chars > WALA_DESCRIPTION_TRIM {
+                findings.push(Finding::warning(
+                    "health.description.over-wala-trim",
+                    format!(
+                        "exception text of {chars} characters; WALinuxAgent trims to {WALA_DESCRIPTION_TRIM} before escaping (§4.2)"
+                    ),
+                ));
+            }
+            report.exception_class = Some(class.to_owned());
+        } else if encoded::looks_encoded(description) {
             match encoded::parse(description, Mode::Lenient) {
                 Ok(parsed) => {
                     findings.extend(parsed.findings.iter().map(|f| f.prefixed("health.description")));
@@ -648,9 +674,57 @@ fn check_semantics(report: &mut HealthReport, details_present: bool, state_at: &
     report.findings.extend(findings);
 }
 
+/// `ProvisionError` of `[ProvisionError] message`: WALA writes failures as `[{class}] {msg}`
+/// (`azurelinuxagent/common/exception.py:46`, `AgentError.__init__`). The class is an identifier.
+pub fn exception_class(description: &str) -> Option<&str> {
+    let rest = description.strip_prefix('[')?;
+    let (class, after) = rest.split_once(']')?;
+    let mut chars = class.chars();
+    let ident = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    (ident && (after.is_empty() || after.starts_with(' '))).then_some(class)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wala_exception_descriptions_are_their_own_dialect() {
+        let desc = "[ProvisionError] OVF xml could not be parsed [/x/ovf-env.xml]: [ProtocolError] Failed to validate OVF: HostName not found";
+        let body = xml(&format!(
+            "<State>NotReady</State><Details><SubStatus>ProvisioningFailed</SubStatus><Description>{desc}</Description></Details>"
+        ));
+        let r = parse_xml(body.as_bytes(), Some(&served()));
+        assert_eq!(r.exception_class.as_deref(), Some("ProvisionError"));
+        assert!(r.encoded.is_none());
+        assert_eq!(ids(&r), ["health.description.exception"]);
+        assert!(!r.has_errors());
+        // Not every bracket is an exception class.
+        for not in [
+            "[a b] x",
+            "[] x",
+            "[1x] y",
+            "[Err]x",
+            "result=error|[X] y",
+            "x [E] y",
+        ] {
+            assert_eq!(exception_class(not), None, "{not}");
+        }
+        // Past WALA's own trim: a warning.
+        let long = format!("[ProvisionError] {}", "x".repeat(WALA_DESCRIPTION_TRIM));
+        let body = xml(&format!(
+            "<State>NotReady</State><Details><SubStatus>ProvisioningFailed</SubStatus><Description>{long}</Description></Details>"
+        ));
+        let r = parse_xml(body.as_bytes(), Some(&served()));
+        assert!(
+            ids(&r).contains(&"health.description.over-wala-trim"),
+            "{:?}",
+            ids(&r)
+        );
+    }
 
     fn served() -> ServedIds {
         ServedIds {

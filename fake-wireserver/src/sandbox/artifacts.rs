@@ -31,6 +31,8 @@ pub(crate) struct Summary {
     /// Set when COMMAND was ended by a signal.
     pub(crate) signal: Option<i32>,
     pub(crate) timed_out: bool,
+    /// `--stop-after-report` ended COMMAND after its terminal report (not a failure).
+    pub(crate) stopped_when_done: bool,
     pub(crate) wireserver: String,
     pub(crate) imds: String,
     /// Copied pool files, by name.

@@ -16,6 +16,7 @@ use super::{
     EXIT_SANDBOX_FAILED, EXIT_TIMEOUT, IMDS_ADDR, JOURNAL_FILE, NamespaceIds, SandboxArgs,
     WIRESERVER_ADDR, error,
 };
+use crate::endpoint::HOSTPLUGIN_PORT;
 use crate::{Fake, FakeConfig, Scenario};
 
 /// Entries kept in memory for the journal written at the end (a run is finite; the fake's
@@ -89,6 +90,11 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
     let lo = setup::configure_loopback().context("setting up the loopback interface")?;
     setup::mount_private_run(lo).context("mounting the private /run")?;
     setup::mount_private_hyperv().context("mounting the private /var/lib/hyperv")?;
+    for bind in &args.binds {
+        setup::bind_mount(&bind.source, &bind.target).with_context(|| {
+            format!("--bind {}:{}", bind.source.display(), bind.target.display())
+        })?;
+    }
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -109,6 +115,7 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         exit_status: outcome.exit_status,
         signal: outcome.signal,
         timed_out: outcome.timed_out,
+        stopped_when_done: outcome.stopped_when_done,
         wireserver: format!("{WIRESERVER_ADDR}:80"),
         imds: format!("{IMDS_ADDR}:80"),
         pools,
@@ -121,10 +128,11 @@ struct Outcome {
     exit_status: i32,
     signal: Option<i32>,
     timed_out: bool,
+    stopped_when_done: bool,
 }
 
 impl Outcome {
-    fn from_status(status: ExitStatus, timed_out: bool) -> Self {
+    fn from_status(status: ExitStatus, timed_out: bool, stopped_when_done: bool) -> Self {
         use std::os::unix::process::ExitStatusExt as _;
         let signal = status.signal();
         let exit_status = match (timed_out, status.code(), signal) {
@@ -137,6 +145,53 @@ impl Outcome {
             exit_status,
             signal,
             timed_out,
+            stopped_when_done,
+        }
+    }
+}
+
+/// How often the journal is looked at for a terminal report (`--stop-after-report`).
+const DONE_POLL: Duration = Duration::from_millis(200);
+/// How long the processes get after SIGTERM once the agent is done, before SIGKILL.
+const DONE_KILL_GRACE: Duration = Duration::from_secs(5);
+
+/// True when the journal holds a terminal health report the fake accepted (2xx): Ready, or
+/// NotReady with a substatus other than `Provisioning` (the in-progress report).
+pub(crate) fn has_terminal_report(journal: &[crate::journal::Entry]) -> bool {
+    journal.iter().any(|e| {
+        let accepted = e.answer.status.is_some_and(|s| (200..300).contains(&s));
+        let terminal = e.report.as_ref().is_some_and(|r| match r.state.as_deref() {
+            Some("Ready") => true,
+            Some("NotReady") => r.substatus.as_deref() != Some("Provisioning"),
+            _ => false,
+        });
+        accepted && terminal
+    })
+}
+
+/// Signals every process of this PID namespace but the sandbox itself (its `/proc` shows only
+/// them: `unshare --mount-proc`): COMMAND's whole tree, daemons it forked included.
+fn signal_all(sig: rustix::process::Signal) {
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        if let Some(pid) = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, sig);
         }
     }
 }
@@ -148,23 +203,24 @@ async fn serve_and_run(
     let mut config = FakeConfig::default()
         .wireserver(Some(SocketAddr::from((WIRESERVER_ADDR, 80))))
         .imds(Some(SocketAddr::from((IMDS_ADDR, 80))))
+        .hostplugin(Some(SocketAddr::from((WIRESERVER_ADDR, HOSTPLUGIN_PORT))))
         // The whole run's journal is written at the end, unanswered requests included.
         .journal_capacity(JOURNAL_CAPACITY);
     if let Some(scenario) = scenario {
         config = config.scenario(scenario);
     }
-    let fake = Fake::start(config)
-        .await
-        .context("cannot start the fake on 168.63.129.16:80 and 169.254.169.254:80")?;
+    let fake = Fake::start(config).await.context(
+        "cannot start the fake on 168.63.129.16:80, 168.63.129.16:32526 and 169.254.169.254:80",
+    )?;
 
-    let outcome = run_command(args).await?;
+    let outcome = run_command(args, &fake).await?;
 
     let journal = fake.journal();
     fake.shutdown().await;
     Ok((outcome, journal))
 }
 
-async fn run_command(args: &SandboxArgs) -> anyhow::Result<Outcome> {
+async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome> {
     let (program, rest) = args.command.split_first().context("no COMMAND given")?;
     // Handlers first: as the first process of its PID namespace, the sandbox would otherwise
     // ignore these signals; with them it can pass them on and still write the artifacts.
@@ -185,6 +241,7 @@ async fn run_command(args: &SandboxArgs) -> anyhow::Result<Outcome> {
                 exit_status: code,
                 signal: None,
                 timed_out: false,
+                stopped_when_done: false,
             });
         }
     };
@@ -205,6 +262,12 @@ async fn run_command(args: &SandboxArgs) -> anyhow::Result<Outcome> {
     let mut stopping = false;
     let grace = tokio::time::sleep(Duration::MAX / 4);
     tokio::pin!(grace);
+    // --stop-after-report: poll for the terminal report, then wait the grace period, then stop.
+    let mut poll = tokio::time::interval(DONE_POLL);
+    let mut done_at: Option<tokio::time::Instant> = None;
+    let mut stopped_when_done = false;
+    let done_kill = tokio::time::sleep(Duration::MAX / 4);
+    tokio::pin!(done_kill);
 
     let status = loop {
         tokio::select! {
@@ -232,7 +295,31 @@ async fn run_command(args: &SandboxArgs) -> anyhow::Result<Outcome> {
                 error("COMMAND did not stop after SIGTERM; killing it");
                 let _ = child.start_kill();
             }
+            _ = poll.tick(), if args.stop_after_report.is_some() && !stopped_when_done && !timed_out => {
+                let now = tokio::time::Instant::now();
+                match done_at {
+                    None if has_terminal_report(&fake.journal()) => {
+                        let grace = Duration::from_secs_f64(args.stop_after_report.unwrap_or(0.0));
+                        done_at = Some(now + grace);
+                    }
+                    Some(at) if now >= at => {
+                        stopped_when_done = true;
+                        signal_all(rustix::process::Signal::TERM);
+                        done_kill.as_mut().reset(now + DONE_KILL_GRACE);
+                    }
+                    _ => {}
+                }
+            }
+            () = &mut done_kill, if stopped_when_done => {
+                error("COMMAND did not stop after SIGTERM once done; killing it");
+                signal_all(rustix::process::Signal::KILL);
+                let _ = child.start_kill();
+            }
         }
     };
-    Ok(Outcome::from_status(status, timed_out))
+    if stopped_when_done {
+        // Whatever COMMAND left running goes too, before the journal is read.
+        signal_all(rustix::process::Signal::KILL);
+    }
+    Ok(Outcome::from_status(status, timed_out, stopped_when_done))
 }

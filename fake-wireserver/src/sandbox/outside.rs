@@ -56,6 +56,19 @@ pub(super) fn run(args: SandboxArgs) -> i32 {
         error(e);
         return EXIT_USAGE;
     }
+    for bind in &args.binds {
+        for (what, path) in [("SRC", &bind.source), ("DST", &bind.target)] {
+            if !path.is_dir() {
+                error(format!(
+                    "--bind {}:{}: {what} {} is not an existing folder",
+                    bind.source.display(),
+                    bind.target.display(),
+                    path.display()
+                ));
+                return EXIT_USAGE;
+            }
+        }
+    }
     let out = match prepare_out_dir(&args.out) {
         Ok(out) => out,
         Err(e) => {
@@ -138,6 +151,15 @@ fn unshare_command(
     }
     if let Some(t) = args.timeout {
         cmd.arg("--timeout").arg(t.to_string());
+    }
+    for bind in &args.binds {
+        let mut spec = bind.source.clone().into_os_string();
+        spec.push(":");
+        spec.push(&bind.target);
+        cmd.arg("--bind").arg(spec);
+    }
+    if let Some(g) = args.stop_after_report {
+        cmd.arg("--stop-after-report").arg(g.to_string());
     }
     cmd.arg("--").args(&args.command);
     Ok(cmd)

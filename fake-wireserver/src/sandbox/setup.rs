@@ -58,6 +58,18 @@ pub(crate) fn configure_loopback() -> anyhow::Result<u32> {
     for addr in [WIRESERVER_ADDR, IMDS_ADDR] {
         tool("ip", &["addr", "add", &format!("{addr}/32"), "dev", "lo"])?;
     }
+    // `ip addr add` only makes a local-table route; WALA looks for the wireserver in the main
+    // table (/proc/net/route) and runs DHCP without one (PROTOCOL.md §9).
+    tool(
+        "ip",
+        &[
+            "route",
+            "add",
+            &format!("{WIRESERVER_ADDR}/32"),
+            "dev",
+            "lo",
+        ],
+    )?;
     let link = tool("ip", &["-o", "link", "show", "dev", "lo"])?;
     parse_ifindex(&link)
         .with_context(|| format!("unexpected `ip -o link show dev lo` output: {link:?}"))
@@ -112,6 +124,15 @@ pub(crate) fn mount_private_run(lo_ifindex: u32) -> anyhow::Result<()> {
     let lease = leases.join(lo_ifindex.to_string());
     fs::write(&lease, lease_file_content())
         .with_context(|| format!("cannot write {}", lease.display()))?;
+    Ok(())
+}
+
+/// `--bind SRC:DST`: SRC over DST, in this (private) mount namespace only.
+pub(crate) fn bind_mount(source: &Path, target: &Path) -> anyhow::Result<()> {
+    tool(
+        "mount",
+        &["-n", "--bind", path_str(source)?, path_str(target)?],
+    )?;
     Ok(())
 }
 

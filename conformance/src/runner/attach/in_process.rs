@@ -70,6 +70,7 @@ pub async fn run(
             imds,
             proxy: proxy_listener,
             admin: None,
+            ..Listeners::default()
         };
         (Some(ns), listeners)
     } else {

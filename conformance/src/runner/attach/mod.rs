@@ -70,7 +70,7 @@ pub struct Endpoints {
 pub fn unsupported(p: &Planned) -> Option<String> {
     match p.profile.attach {
         Attach::Url | Attach::Proxy => None,
-        Attach::Sandbox => sandbox::unsupported(&p.scenario),
+        Attach::Sandbox => sandbox::unsupported(p),
     }
 }
 

@@ -14,9 +14,11 @@ use fake_wireserver::journal::Entry;
 use serde::Deserialize;
 
 use super::{Endpoints, Session, SessionError, agent_invocation, record};
+use crate::agent::{Action, Done};
 use crate::exec::{self, Exit, Invocation};
+use crate::observe::RunRecord;
 use crate::runner::{Planned, RunSettings};
-use crate::scenario::{Scenario, Target};
+use crate::scenario::Target;
 
 /// The sandbox binary (a workspace binary, found next to wirecheck, else on PATH).
 const FAKE_BINARY: &str = "fake-wireserver";
@@ -27,21 +29,54 @@ const POOL_COPY: &str = ".kvp_pool_1";
 /// Time the sandbox gets beyond the agent's deadline to set up, kill and write its files.
 const SANDBOX_GRACE: Duration = Duration::from_secs(15);
 
+/// Seconds the sandbox may take to notice a terminal report (it polls its journal).
+const DONE_POLL_SLACK: f64 = 0.5;
+
 /// What `sandbox.json` says about the run (the fields the runner needs).
 #[derive(Debug, Deserialize)]
 struct Summary {
     exit_status: i32,
     signal: Option<i32>,
     timed_out: bool,
+    /// `--stop-after-report` ended the agent (older sandboxes do not write it).
+    #[serde(default)]
+    stopped_when_done: bool,
 }
 
-pub fn unsupported(scenario: &Scenario) -> Option<String> {
+/// The case folder's scratch copy of a private folder (`/var/log` → `<case>/private/var/log`).
+fn private_dir(case_dir: &Path, dir: &Path) -> PathBuf {
+    let relative: PathBuf = dir.components().skip(1).collect();
+    case_dir.join("private").join(relative)
+}
+
+/// True when the scenario's runs are in-progress then ready and the agent's in-progress command
+/// goes on to Ready by itself: one invocation plays both runs.
+fn one_invocation_for_two(p: &Planned) -> bool {
+    let actions: Vec<Action> = p.scenario.agent.runs.iter().map(|r| r.action).collect();
+    p.profile.in_progress_continues_to_ready && actions == [Action::InProgress, Action::Ready]
+}
+
+pub fn unsupported(p: &Planned) -> Option<String> {
+    let scenario = &*p.scenario;
     if scenario.agent.wireserver == Target::Closed || scenario.agent.imds == Target::Closed {
         return Some(
             "the sandbox always serves 168.63.129.16 and 169.254.169.254; a refused wireserver or IMDS cannot be arranged in it".into(),
         );
     }
-    if scenario.agent.runs.len() > 1 {
+    if p.profile.in_progress_continues_to_ready
+        && !one_invocation_for_two(p)
+        && scenario
+            .agent
+            .runs
+            .iter()
+            .any(|r| r.action == Action::InProgress)
+    {
+        return Some(format!(
+            "{}'s in-progress report is always followed by Ready from the same invocation; only in-progress then ready can be arranged",
+            p.profile.name
+        ));
+    }
+    if scenario.agent.runs.len() > 1 && !one_invocation_for_two(p) {
         return Some(format!(
             "the sandbox runs one agent invocation per scenario; this one has {}",
             scenario.agent.runs.len()
@@ -72,10 +107,22 @@ pub async fn run(
     deadline: f64,
 ) -> Result<Session, SessionError> {
     let scenario = &*p.scenario;
-    let [run] = scenario.agent.runs.as_slice() else {
-        return Err(SessionError::Harness(
-            unsupported(scenario).unwrap_or_default(),
-        ));
+    // The agent's start-up is not the scenario's to wait for; a daemon's end comes
+    // `done_grace` after its report (plus the sandbox's poll).
+    let deadline = deadline
+        + p.profile.sandbox_startup
+        + if p.profile.done == Done::TerminalReport {
+            p.profile.done_grace + DONE_POLL_SLACK
+        } else {
+            0.0
+        };
+    let two_in_one = one_invocation_for_two(p);
+    let run = match scenario.agent.runs.as_slice() {
+        [run] => run,
+        [first, _] if two_in_one => first,
+        _ => {
+            return Err(SessionError::Harness(unsupported(p).unwrap_or_default()));
+        }
     };
     let fake_binary = exec::resolve_program(FAKE_BINARY, &settings.bin_dir)
         .ok_or_else(|| SessionError::Harness(format!("{FAKE_BINARY} not found")))?;
@@ -111,9 +158,20 @@ pub async fn run(
         out.display().to_string(),
         "--timeout".into(),
         format!("{deadline}"),
-        "--".into(),
-        agent.program.display().to_string(),
     ];
+    if p.profile.done == Done::TerminalReport {
+        args.push("--stop-after-report".into());
+        args.push(format!("{}", p.profile.done_grace));
+    }
+    for dir in &p.profile.sandbox_private_dirs {
+        let scratch = private_dir(case_dir, dir);
+        std::fs::create_dir_all(&scratch).map_err(|e| {
+            SessionError::Harness(format!("cannot create {}: {e}", scratch.display()))
+        })?;
+        args.push("--bind".into());
+        args.push(format!("{}:{}", scratch.display(), dir.display()));
+    }
+    args.extend(["--".into(), agent.program.display().to_string()]);
     args.extend(agent.args.iter().cloned());
     let invocation = Invocation {
         program: fake_binary,
@@ -145,6 +203,10 @@ pub async fn run(
             timed_out: true, ..
         } => Exit::KilledAtDeadline,
         Summary {
+            stopped_when_done: true,
+            ..
+        } => Exit::StoppedWhenDone,
+        Summary {
             signal: Some(sig), ..
         } => Exit::Signal(sig),
         Summary {
@@ -162,14 +224,54 @@ pub async fn run(
     let journal = read_journal(&out.join(fake_wireserver::sandbox::JOURNAL_FILE))?;
     let pool = std::fs::read(out.join(POOL_COPY)).ok();
     let served = Documents::new(&scenario.fake).served_ids(0);
+    let record = record(run, argv, exit, finished, t0);
+    let runs = if two_in_one {
+        split_at_terminal_report(record, &scenario.agent.runs[1], &journal)
+    } else {
+        vec![record]
+    };
     Ok(Session {
         journal,
         served,
         pool,
-        runs: vec![record(run, argv, exit, finished, t0)],
+        runs,
         clock_origin: t0,
         unjudgeable: None,
     })
+}
+
+/// One invocation that played in-progress then ready, as the two runs the checks judge: the
+/// first ends just before the first health report that is not `NotReady/Provisioning`; the
+/// second holds that report and everything after. Without such a report the second run is
+/// empty (and judged as the missing Ready it is).
+fn split_at_terminal_report(
+    record: RunRecord,
+    second: &crate::scenario::Run,
+    journal: &[Entry],
+) -> Vec<RunRecord> {
+    let terminal_at = journal
+        .iter()
+        .filter(|e| crate::observe::is_health(e))
+        .find(|e| {
+            e.report.as_ref().is_some_and(|r| {
+                !(r.state.as_deref() == Some("NotReady")
+                    && r.substatus.as_deref() == Some("Provisioning"))
+            })
+        })
+        .map(|e| e.at_ms);
+    let split = terminal_at
+        .map(|at| at.saturating_sub(1).max(record.start_ms))
+        .unwrap_or(record.end_ms);
+    let mut first = record.clone();
+    first.end_ms = split;
+    let mut rest = record;
+    rest.run = second.clone();
+    rest.start_ms = split;
+    rest.clock_ms = rest.clock_ms.max(split);
+    // One process, one output: it stays with the first run.
+    rest.stdout = Default::default();
+    rest.stderr = Default::default();
+    vec![first, rest]
 }
 
 /// `journal.jsonl`: one `fake_wireserver::journal::Entry` per line, sorted by `seq`.
@@ -196,4 +298,75 @@ fn read_journal(path: &Path) -> Result<Vec<Entry>, SessionError> {
     }
     journal.sort_by_key(|e| e.seq);
     Ok(journal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::Captured;
+
+    fn health(seq: u64, at: u64, state: &str, substatus: Option<&str>) -> Entry {
+        let details = substatus
+            .map(|s| format!("<Details><SubStatus>{s}</SubStatus></Details>"))
+            .unwrap_or_default();
+        let body = format!(
+            "<Health><GoalStateIncarnation>1</GoalStateIncarnation><Container><ContainerId>c</ContainerId><RoleInstanceList><Role><InstanceId>i</InstanceId><Health><State>{state}</State>{details}</Health></Role></RoleInstanceList></Container></Health>"
+        );
+        let line = serde_json::json!({
+            "seq": seq, "at_ms": at, "done_ms": at + 1, "listener": "wireserver",
+            "client": "127.0.0.1:1", "method": "POST", "target": "/machine?comp=health",
+            "http_version": "HTTP/1.1", "headers": [], "body": body, "body_b64": null,
+            "body_len": 0, "body_truncated": false, "endpoint": "wireserver.health.xml",
+            "answer": {"kind": "default", "status": 200, "step": null},
+            "report": fake_wireserver::oracle::health::parse_xml(body.as_bytes(), None),
+            "findings": [], "client_closed_ms": null
+        });
+        serde_json::from_value(line).unwrap()
+    }
+
+    fn run(action: Action) -> crate::scenario::Run {
+        crate::scenario::Run {
+            action,
+            reason: None,
+            data: vec![],
+            description: None,
+        }
+    }
+
+    fn record() -> RunRecord {
+        RunRecord {
+            run: run(Action::InProgress),
+            argv: vec!["a".into()],
+            start_ms: 100,
+            clock_ms: 100,
+            end_ms: 5000,
+            exit: Exit::StoppedWhenDone,
+            stdout: Captured::default(),
+            stderr: Captured::default(),
+        }
+    }
+
+    #[test]
+    fn one_invocation_is_split_before_its_terminal_report() {
+        let journal = vec![
+            health(1, 2000, "NotReady", Some("Provisioning")),
+            health(2, 2500, "Ready", None),
+        ];
+        let runs = split_at_terminal_report(record(), &run(Action::Ready), &journal);
+        assert_eq!(runs.len(), 2);
+        assert_eq!((runs[0].start_ms, runs[0].end_ms), (100, 2499));
+        assert_eq!((runs[1].start_ms, runs[1].end_ms), (2499, 5000));
+        assert_eq!(runs[0].run.action, Action::InProgress);
+        assert_eq!(runs[1].run.action, Action::Ready);
+        // The in-progress report belongs to the first run, Ready to the second.
+        assert!(journal[0].at_ms <= runs[0].end_ms && journal[1].at_ms > runs[0].end_ms);
+    }
+
+    #[test]
+    fn without_a_terminal_report_the_second_run_is_empty() {
+        let journal = vec![health(1, 2000, "NotReady", Some("Provisioning"))];
+        let runs = split_at_terminal_report(record(), &run(Action::Ready), &journal);
+        assert_eq!(runs[0].end_ms, 5000);
+        assert_eq!((runs[1].start_ms, runs[1].end_ms), (5000, 5000));
+    }
 }

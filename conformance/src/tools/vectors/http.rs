@@ -47,6 +47,7 @@ struct ResponseVector {
 struct Addresses {
     wireserver: SocketAddr,
     imds: SocketAddr,
+    hostplugin: SocketAddr,
     proxy: Option<SocketAddr>,
 }
 
@@ -55,15 +56,21 @@ pub(super) async fn check_all(
     files: &[PathBuf],
 ) -> Result<Vec<VectorOutcome>, ToolError> {
     let base = scenario(&FIXED.scenario_toml())?;
-    let fake = Fake::start(FakeConfig::default().scenario(base.clone()).with_proxy())
-        .await
-        .map_err(|e| ToolError::Fake(e.to_string()))?;
+    let fake = Fake::start(
+        FakeConfig::default()
+            .scenario(base.clone())
+            .with_proxy()
+            .hostplugin(Some(SocketAddr::from(([127, 0, 0, 1], 0)))),
+    )
+    .await
+    .map_err(|e| ToolError::Fake(e.to_string()))?;
     let listening = |addr: Option<SocketAddr>, what: &str| {
         addr.ok_or_else(|| ToolError::Fake(format!("the fake has no {what} listener")))
     };
     let addresses = Addresses {
         wireserver: listening(fake.wireserver_addr(), "wireserver")?,
         imds: listening(fake.imds_addr(), "IMDS")?,
+        hostplugin: listening(fake.hostplugin_addr(), "HostGAPlugin")?,
         proxy: fake.proxy_addr(),
     };
     let mut outcomes = Vec::with_capacity(files.len());
@@ -168,11 +175,17 @@ fn route(addresses: &Addresses, vector: &RequestVector) -> Option<SocketAddr> {
     if vector.target.starts_with("http://") || vector.target.starts_with("https://") {
         return addresses.proxy;
     }
-    let host = vector
+    let host_header = vector
         .headers
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case("host"))
-        .map(|(_, v)| v.split(':').next().unwrap_or(v).trim());
+        .map(|(_, v)| v.trim());
+    if host_header.and_then(fake_wireserver::endpoint::port_of)
+        == Some(fake_wireserver::endpoint::HOSTPLUGIN_PORT)
+    {
+        return Some(addresses.hostplugin);
+    }
+    let host = host_header.map(fake_wireserver::endpoint::host_of);
     let endpoint = vector
         .expected
         .get("endpoint")
@@ -304,6 +317,9 @@ fn compare(
         let normal = match entry.endpoint.as_str() {
             "wireserver.health.json" => Some(201),
             "wireserver.health.xml" => Some(200),
+            "wireserver.roleproperties" => Some(202),
+            // No Fast Track; no IMDS documents on the wireserver (PROTOCOL.md §1.1, §9.1).
+            "hostplugin.vmsettings" | "wireserver.metadata" => Some(404),
             _ => None,
         };
         let status = answer.map(|a| a.status);

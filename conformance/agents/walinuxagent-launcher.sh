@@ -1,0 +1,88 @@
+#!/bin/sh
+# Runs WALinuxAgent's daemon, unmodified, with the scratch configuration of PROTOCOL.md §9.1:
+# everything it writes stays below the case folder.
+#
+#   walinuxagent-launcher.sh AGENT_ROOT CASE_DIR MODE
+#
+# AGENT_ROOT  the unpacked .deb (target/agents/walinuxagent-<version>)
+# CASE_DIR    the case folder; the agent's files go to CASE_DIR/wala/
+# MODE        ready        Provisioning.Agent=disabled: Ready only
+#             provisioning Provisioning.Agent=cloud-init, with ovf-env.xml and an ssh host key:
+#                          NotReady/Provisioning, then Ready
+#             failure      Provisioning.Agent=cloud-init, with an ovf-env.xml without HostName:
+#                          NotReady/ProvisioningFailed "[ProvisionError] ..."
+#
+# Run it only inside `fake-wireserver sandbox` (wirecheck's sandbox attach), which owns the
+# network, bind-mounts a scratch folder over /var/log (WALA's fixed log path) and stops the
+# daemon once it has reported: the daemon never exits on its own. The launcher writes the
+# configuration file, ovf-env.xml and the host key, then execs waagent; it never patches it.
+set -eu
+
+[ "$#" -eq 3 ] || { echo "usage: $0 AGENT_ROOT CASE_DIR ready|provisioning|failure" >&2; exit 2; }
+root=$1 case_dir=$2 mode=$3
+waagent="$root/usr/sbin/waagent"
+[ -f "$waagent" ] || { echo "$0: $waagent not found (run scripts/install-agents.sh)" >&2; exit 127; }
+
+case "$mode" in
+    ready) provisioning_agent=disabled ;;
+    provisioning|failure) provisioning_agent=cloud-init ;;
+    *) echo "$0: MODE must be ready, provisioning or failure, got '$mode'" >&2; exit 2 ;;
+esac
+
+scratch="$case_dir/wala"
+lib="$scratch/lib" ssh="$scratch/ssh"
+mkdir -p "$lib" "$ssh" "$scratch/extensions" "$scratch/dvd"
+conf="$scratch/waagent.conf"
+cat > "$conf" <<CONF
+Provisioning.Agent=$provisioning_agent
+Lib.Dir=$lib
+Pid.File=$scratch/waagent.pid
+Extension.LogDir=$scratch/extensions
+OS.SshDir=$ssh
+DVD.MountPoint=$scratch/dvd
+OS.OpensslPath=/usr/bin/openssl
+Logs.Console=n
+Logs.Verbose=y
+ResourceDisk.Format=n
+ResourceDisk.EnableSwap=n
+Extensions.Enabled=n
+AutoUpdate.Enabled=n
+OS.EnableFirewall=n
+OS.EnableRDMA=n
+DetectScvmmEnv=n
+Provisioning.MonitorHostName=n
+Provisioning.RegenerateSshHostKeyPair=n
+Provisioning.DeleteRootPassword=n
+CONF
+# The daemon stops before it spawns the extension handler (-run-exthandlers), then sleeps.
+: > "$lib/disable_agent"
+
+if [ "$mode" != ready ]; then
+    if [ "$mode" = failure ]; then hostname_element=""; else hostname_element="<ns1:HostName>wala-vm</ns1:HostName>"; fi
+    cat > "$lib/ovf-env.xml" <<OVF
+<?xml version="1.0" encoding="utf-8"?>
+<ns0:Environment xmlns="http://schemas.dmtf.org/ovf/environment/1" xmlns:ns0="http://schemas.dmtf.org/ovf/environment/1" xmlns:ns1="http://schemas.microsoft.com/windowsazure" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+  <ns1:ProvisioningSection>
+    <ns1:Version>1.0</ns1:Version>
+    <ns1:LinuxProvisioningConfigurationSet>
+      <ns1:ConfigurationSetType>LinuxProvisioningConfiguration</ns1:ConfigurationSetType>
+      $hostname_element
+      <ns1:UserName>azureuser</ns1:UserName>
+      <ns1:DisableSshPasswordAuthentication>true</ns1:DisableSshPasswordAuthentication>
+    </ns1:LinuxProvisioningConfigurationSet>
+  </ns1:ProvisioningSection>
+  <ns1:PlatformSettingsSection>
+    <ns1:Version>1.0</ns1:Version>
+    <ns1:PlatformSettings>
+      <ns1:ProvisionGuestAgent>true</ns1:ProvisionGuestAgent>
+    </ns1:PlatformSettings>
+  </ns1:PlatformSettingsSection>
+</ns0:Environment>
+OVF
+    # What cloud-init would have made: WALA waits for the public half.
+    [ -f "$ssh/ssh_host_rsa_key.pub" ] || ssh-keygen -q -t rsa -b 2048 -N '' -f "$ssh/ssh_host_rsa_key"
+fi
+
+PYTHONPATH="$root/usr/lib/python3/dist-packages"
+export PYTHONPATH
+exec /usr/bin/python3 -u "$waagent" -daemon "-configuration-path:$conf"
