@@ -546,13 +546,24 @@ unsafe fn enter_pid_namespace(own_proc: bool) -> std::io::Result<()> {
 /// # Safety
 /// System calls only.
 unsafe fn keep_only(fd: libc::c_int) {
+    let keep = fd;
     let fd = fd as libc::c_uint;
-    // SAFETY: close_range(2) on our own descriptor table.
+    // SAFETY: close_range(2), or close(2) one by one where the kernel predates it (5.9), on
+    // our own descriptor table.
     unsafe {
-        if fd > 0 {
-            libc::syscall(libc::SYS_close_range, 0u32, fd - 1, 0u32);
+        let below = fd == 0 || libc::syscall(libc::SYS_close_range, 0u32, fd - 1, 0u32) == 0;
+        let above = libc::syscall(libc::SYS_close_range, fd + 1, u32::MAX, 0u32) == 0;
+        if !(below && above) {
+            let mut limit: libc::rlimit = std::mem::zeroed();
+            let max = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+                limit.rlim_cur.min(1 << 20) as libc::c_int
+            } else {
+                4096
+            };
+            for other in (0..max).filter(|&d| d != keep) {
+                libc::close(other);
+            }
         }
-        libc::syscall(libc::SYS_close_range, fd + 1, u32::MAX, 0u32);
     }
 }
 

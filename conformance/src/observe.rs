@@ -124,6 +124,11 @@ impl Observation<'_> {
     /// IMDS interval when the profile has one, else [`Self::interval_min`].
     pub fn interval_min_after(&self, entry: &Entry) -> f64 {
         let r = &self.profile.reactions;
+        if matches!(entry.answer.status, Some(403 | 429 | 503))
+            && let Some(wait) = r.retry_interval_throttled
+        {
+            return wait;
+        }
         if entry.answer.status == Some(503)
             && let Some(wait) = r.retry_interval_503
         {

@@ -193,6 +193,9 @@ pub struct Reactions {
     /// Seconds the agent waits after a 503 without `Retry-After` (the fake sends none), when
     /// that differs from its interval (cloud-init 25.1+ honours `Retry-After`, default 1 s).
     pub retry_interval_503: Option<f64>,
+    /// Seconds the agent waits after a throttling answer (403, 429, 503), when that differs
+    /// from its longest backoff (WALinuxAgent: 1 s, `restutil.py` THROTTLE_DELAY_IN_SECONDS).
+    pub retry_interval_throttled: Option<f64>,
 }
 
 /// The UTC timestamp style of an agent's encoded reports (PROTOCOL.md §6.2).
@@ -394,6 +397,7 @@ struct ReactionsFile {
     imds_status_403: Option<Forbidden>,
     imds_retry_interval_min: Option<Spanned<f64>>,
     retry_interval_503: Option<Spanned<f64>>,
+    retry_interval_throttled: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -558,6 +562,10 @@ impl AgentProfile {
                 "reactions.imds_retry_interval_min",
             )?,
             retry_interval_503: seconds(&r.retry_interval_503, "reactions.retry_interval_503")?,
+            retry_interval_throttled: seconds(
+                &r.retry_interval_throttled,
+                "reactions.retry_interval_throttled",
+            )?,
         };
 
         if let (Some(min), Some(max)) = (reactions.retry_interval_min, &r.retry_interval_max)
@@ -811,6 +819,7 @@ impl Reactions {
             imds_status_403: Some(Forbidden::Fatal),
             imds_retry_interval_min: None,
             retry_interval_503: None,
+            retry_interval_throttled: None,
         }
     }
 }

@@ -997,7 +997,8 @@ fn xml_failure(seq: u64, description: &str) -> Entry {
 
 #[test]
 fn exception_text_failures_are_informational_only_in_their_shape() {
-    let s = scenario("");
+    // An XML scenario: only reports on its flow count.
+    let s = scenario("protocol = \"xml\"\n");
     let d = daemon();
     let mut failure = run(0, 100, Exit::StoppedWhenDone);
     failure.run.action = crate::agent::Action::Failure;

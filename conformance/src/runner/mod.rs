@@ -189,8 +189,9 @@ pub struct RunSettings {
     pub stop: Option<exec::Stop>,
     /// Set by [`run`]: the folder every case folder of this run is made in.
     pub case_root: Option<PathBuf>,
-    /// Set by [`run`]: the folder holding every run's case folders (hidden, with the results
-    /// folder, from each agent but for its own case folder: `exec::Confine`).
+    /// Set by [`run`]: the folder holding every run's case folders (hidden, with this run's
+    /// case folders and the results folder, from each agent but for its own case folder:
+    /// `exec::Confine`).
     pub cases_parent: Option<PathBuf>,
 }
 
@@ -222,13 +223,15 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
             (parent, root)
         }
         Err(e) => {
+            // Our cases go to a private folder, and the shared one is still hidden from our
+            // agents (hiding needs no trust).
             eprintln!(
-                "wirecheck: warning: {e}; agents of other runs on this machine may see this run's case folders"
+                "wirecheck: warning: {e}; this run's case folders go to a private temporary folder instead"
             );
             let root = tempfile::Builder::new()
                 .prefix(CASE_ROOT_PREFIX)
                 .tempdir()?;
-            (root.path().to_path_buf(), root)
+            (std::env::temp_dir().join(CASES_FOLDER), root)
         }
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -329,11 +332,13 @@ fn shared_cases_folder() -> std::io::Result<PathBuf> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e),
     }
+    // Only a folder root or we made is trusted: its owner could replace our run's folder
+    // with a link, sticky bit or not.
     let meta = std::fs::symlink_metadata(&dir)?;
-    let ours = meta.uid() == rustix::process::geteuid().as_raw();
-    if !meta.is_dir() || (meta.mode() & 0o1000 == 0 && !ours) {
+    let owner_trusted = meta.uid() == 0 || meta.uid() == rustix::process::geteuid().as_raw();
+    if !meta.is_dir() || !owner_trusted || meta.mode() & 0o1000 == 0 {
         return Err(std::io::Error::other(format!(
-            "{} is not a sticky folder of its own (made by someone else?)",
+            "{} is not a sticky folder owned by root or by this user",
             dir.display()
         )));
     }

@@ -51,6 +51,27 @@ pub fn case_timing(profile: &AgentProfile, scenario: &Scenario) -> Result<CaseTi
     // planned with, and an unanswered request its own timeout instead of the scenario's; a
     // throttled flow (rate limit) about one sleep per request of the flow.
     let extra_sleep = fixed_interval.map_or(0.0, |i| (i - a.retry_interval).max(0.0));
+    // After a throttling answer some agents wait much less than their longest backoff.
+    let after = |status: Option<u16>| {
+        // An answer the agent gives up on costs no sleep.
+        let fatal = status.is_some_and(|s| {
+            !(200..300).contains(&s)
+                && !r.retryable.contains(&s)
+                && !(s == 403 && r.status_403 != crate::agent::Forbidden::Fatal)
+        });
+        if fatal {
+            return 0.0;
+        }
+        let sleep = match status {
+            Some(403 | 429 | 503) => r.retry_interval_throttled,
+            _ => None,
+        }
+        .or(match status {
+            Some(503) => r.retry_interval_503,
+            _ => None,
+        });
+        sleep.map_or(extra_sleep, |s| (s - a.retry_interval).max(0.0))
+    };
     let extra_wait = r
         .request_timeout
         .map_or(0.0, |t| (t - a.request_timeout).max(0.0));
@@ -62,12 +83,17 @@ pub fn case_timing(profile: &AgentProfile, scenario: &Scenario) -> Result<CaseTi
                 step.action,
                 StepAction::Hang | StepAction::Slow { .. } | StepAction::Delay { .. }
             );
-            let each = extra_sleep + if waits { extra_wait } else { 0.0 };
+            let status = match &step.action {
+                StepAction::Respond(reply) => reply.status.or(reply.preset.map(|p| p.status())),
+                _ => None,
+            };
+            let each = after(status) + if waits { extra_wait } else { 0.0 };
             extra += each * f64::from(step.times);
         }
     }
     if scenario.fake.rate_limit.is_some() {
-        extra += extra_sleep * f64::from(RATE_LIMITED_RETRIES);
+        // The rate limiter answers with the platform's 403 throttle reply.
+        extra += after(Some(403)) * f64::from(RATE_LIMITED_RETRIES);
     }
     let deadline = a.deadline + extra;
     if deadline > CASE_LIMIT_SECONDS.max(a.deadline) {

@@ -146,10 +146,15 @@ pub async fn run(
         // ... and its own view of the file system: its case folder, not its neighbours' nor
         // the results.
         if netns.is_some()
-            && let Some(cases) = &settings.cases_parent
+            && let (Some(cases), Some(root)) = (&settings.cases_parent, &settings.case_root)
         {
+            // The shared folder first: this run's folder may lie inside it.
+            let mut hide = vec![settings.out.clone(), cases.clone()];
+            if !root.starts_with(cases) {
+                hide.push(root.clone());
+            }
             invocation.confine = Some(exec::Confine {
-                hide: vec![settings.out.clone(), cases.clone()],
+                hide,
                 keep: case_dir.to_path_buf(),
             });
         }
