@@ -55,9 +55,10 @@ pub fn case_timing(profile: &AgentProfile, scenario: &Scenario) -> Result<CaseTi
     let after = |status: Option<u16>| {
         // An answer the agent gives up on costs no sleep.
         let fatal = status.is_some_and(|s| {
-            !(200..300).contains(&s)
-                && !r.retryable.contains(&s)
-                && !(s == 403 && r.status_403 != crate::agent::Forbidden::Fatal)
+            let retried = (200..300).contains(&s)
+                || r.retryable.contains(&s)
+                || (s == 403 && r.status_403 != crate::agent::Forbidden::Fatal);
+            !retried
         });
         if fatal {
             return 0.0;
