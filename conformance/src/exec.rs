@@ -67,10 +67,10 @@ pub struct Invocation {
     pub activity: Option<Activity>,
     /// Joined before exec: the agent's processes live in this network namespace.
     pub netns: Option<NetNs>,
-    /// Run the agent as the first process of a PID namespace of its own (needs root, or a
-    /// `netns` with a user namespace): when it ends, or is killed, the kernel ends everything
-    /// it started, `setsid()` daemons included, and it cannot see or signal any other
-    /// process. Without it only its process group is killed.
+    /// Run the agent in a PID namespace of its own, under an init of its own (needs root, or
+    /// a `netns` with a user namespace), without capabilities: when it ends, or is killed,
+    /// the kernel ends everything it started, `setsid()` daemons included, and it cannot see
+    /// or signal any other process. Without it only its process group is killed.
     pub pid_namespace: bool,
     /// Ends the invocation early (wirecheck was interrupted): its tree is killed.
     pub stop: Option<Stop>,
@@ -85,9 +85,8 @@ pub struct Invocation {
 /// lists only the agent's own processes. Its neighbours' case folders and pools, and the
 /// results folder, are then out of its sight.
 ///
-/// Without root the namespace belongs to the agent's user namespace and the kernel locks the
-/// mounts it inherited; an agent that runs as root could undo its own mounts, so against a
-/// deliberately hostile agent the guarantee holds only for runs without root.
+/// The agent execs without any capability (`drop_capabilities`), root included, so it cannot
+/// undo these mounts.
 #[derive(Debug, Clone)]
 pub struct Confine {
     pub hide: Vec<PathBuf>,
@@ -523,6 +522,7 @@ unsafe fn enter_pid_namespace(own_proc: bool) -> std::io::Result<()> {
         }
         if agent == 0 {
             libc::close(write_end);
+            drop_capabilities()?;
             return Ok(());
         }
         keep_only(write_end);
@@ -538,6 +538,60 @@ unsafe fn enter_pid_namespace(own_proc: bool) -> std::io::Result<()> {
             }
         }
     }
+}
+
+/// In the agent, just before exec: no capabilities now or after exec, whatever its uid (root
+/// included: uid 0 then gets none from the emptied bounding set), and no way to gain any
+/// (`no_new_privs`: set-uid programs do not elevate). An agent run as root can then neither
+/// undo its mounts, nor mount a `/proc` of the host, nor join another namespace.
+///
+/// # Safety
+/// Only between fork and exec: system calls only.
+unsafe fn drop_capabilities() -> std::io::Result<()> {
+    #[repr(C)]
+    struct CapHeader {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct CapData {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    // SAFETY: prctl(2) and capset(2) on our own process, with structures that live through
+    // the calls.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        for cap in 0..64 {
+            // EINVAL past the kernel's last capability.
+            libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+        }
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
+        let mut header = CapHeader {
+            version: LINUX_CAPABILITY_VERSION_3,
+            pid: 0,
+        };
+        let data = [CapData {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        if libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// Closes every descriptor but `fd` (the agent's pipes and the exec-status pipe then close when

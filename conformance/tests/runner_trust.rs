@@ -513,13 +513,18 @@ fn sigterm_mid_run_stops_every_agent_and_writes_partial_results() {
     assert_interrupted_cleanly(rustix::process::Signal::TERM, 143, "SIGTERM");
 }
 
-/// For three seconds, attacks every neighbour it can find: posts forged failure reports to
+/// Tries to unmount what hides its neighbours (and the host's `/proc`), then for three
+/// seconds attacks every neighbour it can find: posts forged failure reports to
 /// every port listening on 127.0.0.1 but its own fake's, appends to every other case's pool
 /// file, kills every `provision-report`, and rewrites (or plants files in) the run's results
 /// folder ATTACK_OUT. Counts what worked in ATTACK_LOG.
 const FORGER: &str = r#"
-import glob, json, os, signal, socket, time, urllib.parse
-done = {"posts": 0, "pools": 0, "kills": 0, "results": 0}
+import glob, json, os, signal, socket, subprocess, time, urllib.parse
+done = {"posts": 0, "pools": 0, "kills": 0, "results": 0, "umounts": 0}
+# Undo the containment first: unmount what hides the neighbours and the host's /proc.
+for hidden in (os.environ["ATTACK_OUT"], "/tmp/wirecheck-cases", "/proc"):
+    if subprocess.run(["umount", "-l", hidden], capture_output=True).returncode == 0:
+        done["umounts"] += 1
 own = {urllib.parse.urlparse(os.environ["WIRECHECK_CASE_" + k]).port
        for k in ("WIRESERVER_URL", "IMDS_URL")}
 forged = b'{"details":{"description":"result=error|reason=forged","subStatus":"ProvisioningFailed"},"state":"NotReady"}'
@@ -641,7 +646,7 @@ fn assert_forger_reaches_no_neighbour(ordinary: bool) {
         let done: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap()).unwrap();
         attacks += 1;
-        for what in ["posts", "pools", "kills", "results"] {
+        for what in ["posts", "pools", "kills", "results", "umounts"] {
             assert_eq!(
                 done[what], 0,
                 "the forger's {what} reached a neighbour: {done}"
