@@ -474,6 +474,42 @@ pub async fn run(inv: &Invocation) -> Finished {
     }
 }
 
+/// Runs `/bin/sh -c 'exit 0'` contained as an agent would be (network, PID and mount
+/// namespaces, hidden folders, a fresh `/proc`, no capabilities): `Err` says how it ended when
+/// that is not possible here. Runs its own runtime; call it off any runtime thread.
+pub fn probe_containment() -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("no runtime: {e}"))?;
+    let dir = tempfile::tempdir().map_err(|e| format!("no temporary folder: {e}"))?;
+    let hidden = dir.path().join("hidden");
+    let keep = hidden.join("case");
+    std::fs::create_dir_all(&keep).map_err(|e| format!("{}: {e}", keep.display()))?;
+    let (netns, _listeners) =
+        NetNs::with_loopback_listeners(0).map_err(|e| format!("no network namespace: {e}"))?;
+    let invocation = Invocation {
+        program: PathBuf::from("/bin/sh"),
+        args: vec!["-c".into(), "exit 0".into()],
+        env: Vec::new(),
+        env_remove: Vec::new(),
+        cwd: keep.clone(),
+        deadline: Duration::from_secs(20),
+        activity: None,
+        netns: Some(netns),
+        pid_namespace: true,
+        stop: None,
+        confine: Some(Confine {
+            hide: vec![hidden],
+            keep,
+        }),
+    };
+    match runtime.block_on(run(&invocation)).exit {
+        Exit::Code(0) => Ok(()),
+        other => Err(other.describe()),
+    }
+}
+
 /// In the forked child, before exec: a new PID namespace for the agent. The child (the
 /// waiter, outside the namespace) forks its init (PID 1), which forks the agent (PID 2; the
 /// one call that returns, to go on to exec). The init reaps orphans and, when the agent ends,

@@ -364,11 +364,11 @@ fn loopback_up() -> io::Result<()> {
 }
 
 /// Why agents cannot be isolated in namespaces of their own on this machine, if they cannot:
-/// never as root; without root when this kernel or its policy refuses unprivileged user
-/// namespaces (asked once, by making one).
+/// without root when this kernel or its policy refuses unprivileged user namespaces (asked
+/// once, by making one); as anyone when the rest of the containment fails its trial run.
 pub fn unavailable() -> Option<String> {
     if rustix::process::geteuid().is_root() {
-        return None;
+        return containment_unavailable();
     }
     static PROBE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     PROBE
@@ -378,6 +378,28 @@ pub fn unavailable() -> Option<String> {
                     "attach = \"proxy\" runs the agent in a private network namespace (so a request \
                      that ignores the proxy cannot reach the real 168.63.129.16), which needs root \
                      or unprivileged user namespaces, and this machine refuses them: {e}"
+                )
+            })
+        })
+        .clone()
+        .or_else(containment_unavailable)
+}
+
+/// Why an agent cannot be contained here although a network namespace can be made: the rest
+/// of the containment (`exec::Confine`, the PID namespace and its `/proc`) is tried once, on
+/// `/bin/sh -c 'exit 0'`. A container that masks `/proc`, or a security module that refuses
+/// the mounts, then means "no containment, saying why", never a failure blamed on each agent.
+fn containment_unavailable() -> Option<String> {
+    static PROBE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    PROBE
+        .get_or_init(|| {
+            let tried = std::thread::spawn(crate::exec::probe_containment)
+                .join()
+                .unwrap_or_else(|_| Err("the containment probe panicked".into()));
+            tried.err().map(|e| {
+                format!(
+                    "agents run in namespaces of their own (network, PID, mount), and this machine \
+                     refuses part of that: a trial run ended with {e}"
                 )
             })
         })
@@ -438,7 +460,7 @@ mod tests {
     #[test]
     fn children_join_a_namespace_with_only_loopback() {
         if let Some(why) = unavailable() {
-            assert!(why.contains("refuses them"), "{why}");
+            assert!(why.contains("refuses"), "{why}");
             return;
         }
         let (ns, listeners) = NetNs::with_loopback_listeners(2).unwrap();

@@ -683,3 +683,47 @@ fn a_forging_agent_reaches_no_other_case_as_an_ordinary_user() {
     let _machine = quiet_machine();
     assert_forger_reaches_no_neighbour(true);
 }
+
+/// Root only (CI runs as root; setting the machine up needs it): in a container that masks
+/// `/proc` (here a read-only tmpfs over `/proc/sys`, in a mount namespace of the test's own),
+/// an ordinary user's run cannot give agents a fresh `/proc`. It says so once and runs them
+/// uncontained, instead of failing every case and blaming the agent.
+#[test]
+fn a_machine_that_refuses_part_of_the_containment_runs_agents_uncontained_saying_so() {
+    let _machine = quiet_machine();
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("not run: masking /proc for the test needs root");
+        return;
+    }
+    let dir = shared_tempdir();
+    let out = dir.path().join("out");
+    let run = format!(
+        "mount -t tmpfs -o ro none /proc/sys && exec setpriv --reuid=65534 --regid=65534 --clear-groups -- {} run --quiet --cases 'wire.health.*' --out {}",
+        runner_support::wirecheck_path().display(),
+        out.display()
+    );
+    let o = std::process::Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "sh",
+            "-c",
+            &run,
+        ])
+        .current_dir(repo())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let warnings: Vec<&str> = std::str::from_utf8(&o.stderr)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("refuses part of that"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", show(&o));
+    let r = results(&out);
+    let counts = runner_support::counts(&r, "provision-report");
+    assert_eq!(counts.get("fail"), None, "{counts:?}");
+}

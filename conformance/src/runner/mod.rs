@@ -234,6 +234,14 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
             (std::env::temp_dir().join(CASES_FOLDER), root)
         }
     };
+    let in_process = planned
+        .iter()
+        .any(|p| p.profile.attach != crate::agent::Attach::Sandbox);
+    if in_process && let Some(why) = crate::netns::unavailable() {
+        eprintln!(
+            "wirecheck: warning: {why}; url agents run uncontained (wirecheck's own namespaces, only their process group is killed) and proxy cases are skipped"
+        );
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
