@@ -137,9 +137,26 @@ fn as_ordinary_user(mut cmd: std::process::Command) -> std::process::Command {
 /// A folder an ordinary user can write to.
 fn shared_tempdir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    open_to_all(dir.path());
     dir
+}
+
+/// Makes `dir` writable by anyone (the agents of an ordinary user's run write there).
+fn open_to_all(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+}
+
+/// Whether agents can be contained here; says why not (the run itself says so too: see
+/// `a_machine_that_refuses_part_of_the_containment_runs_agents_uncontained_saying_so`).
+fn containment_available() -> bool {
+    match conformance::netns::unavailable() {
+        None => true,
+        Some(why) => {
+            eprintln!("not run: {why}");
+            false
+        }
+    }
 }
 
 #[test]
@@ -381,8 +398,7 @@ fn assert_no_daemon_survives(ordinary: bool) {
     let agents = script_agent(dir.path(), "daemon", "url", "\"json\"", DAEMON_AGENT);
     let watch = dir.path().join("watch");
     std::fs::create_dir(&watch).unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&watch, std::fs::Permissions::from_mode(0o777)).unwrap();
+    open_to_all(&watch);
     let out = dir.path().join("out");
     let mut cmd = wirecheck(&repo());
     cmd.args(["run", "--quiet", "--agent", "daemon", "--agents-dir"])
@@ -413,9 +429,7 @@ fn assert_no_daemon_survives(ordinary: bool) {
 #[test]
 fn a_setsid_daemon_of_the_agent_does_not_outlive_its_case() {
     let _machine = quiet_machine();
-    if let Some(why) = conformance::netns::unavailable() {
-        // Containment needs what this machine refuses; the run says so (tested above).
-        eprintln!("not run: {why}");
+    if !containment_available() {
         return;
     }
     assert_no_daemon_survives(false);
@@ -424,9 +438,7 @@ fn a_setsid_daemon_of_the_agent_does_not_outlive_its_case() {
 #[test]
 fn a_setsid_daemon_does_not_outlive_its_case_without_root_either() {
     let _machine = quiet_machine();
-    if let Some(why) = conformance::netns::unavailable() {
-        // Containment needs what this machine refuses; the run says so (tested above).
-        eprintln!("not run: {why}");
+    if !containment_available() {
         return;
     }
     assert_no_daemon_survives(true);
@@ -623,8 +635,7 @@ fn assert_forger_reaches_no_neighbour(ordinary: bool) {
     .unwrap();
     let log = dir.path().join("log");
     std::fs::create_dir(&log).unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o777)).unwrap();
+    open_to_all(&log);
     let out = dir.path().join("out");
     let mut cmd = wirecheck(&repo());
     cmd.args([
@@ -685,9 +696,7 @@ fn assert_forger_reaches_no_neighbour(ordinary: bool) {
 #[test]
 fn a_forging_agent_reaches_no_other_case_as_root() {
     let _machine = quiet_machine();
-    if let Some(why) = conformance::netns::unavailable() {
-        // Containment needs what this machine refuses; the run says so (tested above).
-        eprintln!("not run: {why}");
+    if !containment_available() {
         return;
     }
     assert_forger_reaches_no_neighbour(false);
@@ -696,9 +705,7 @@ fn a_forging_agent_reaches_no_other_case_as_root() {
 #[test]
 fn a_forging_agent_reaches_no_other_case_as_an_ordinary_user() {
     let _machine = quiet_machine();
-    if let Some(why) = conformance::netns::unavailable() {
-        // Containment needs what this machine refuses; the run says so (tested above).
-        eprintln!("not run: {why}");
+    if !containment_available() {
         return;
     }
     assert_forger_reaches_no_neighbour(true);
@@ -746,4 +753,52 @@ fn a_machine_that_refuses_part_of_the_containment_runs_agents_uncontained_saying
     let r = results(&out);
     let counts = runner_support::counts(&r, "provision-report");
     assert_eq!(counts.get("fail"), None, "{counts:?}");
+}
+
+/// Retries every 10 ms (the scenarios ask for 200 ms) and starts four CPU spinners per core
+/// first, to make wirecheck's own wake-ups late and its retries look like something a stall
+/// could excuse.
+const BURNER: &str = r#"
+import http.client, os, time, urllib.parse
+# Spinners: make wirecheck's own wake-ups late, hoping its too-fast retries go unjudged.
+for _ in range(4 * os.cpu_count()):
+    if os.fork() == 0:
+        while True:
+            pass
+url = urllib.parse.urlparse(os.environ["WIRECHECK_CASE_WIRESERVER_URL"])
+time.sleep(0.5)
+for _ in range(50):
+    c = http.client.HTTPConnection(url.hostname, url.port, timeout=2)
+    c.request("POST", "/provisioning/health", body=b'{"state":"Ready"}', headers={"Content-Type": "application/json"})
+    s = c.getresponse().status
+    c.close()
+    if 200 <= s < 300:
+        raise SystemExit(0)
+    time.sleep(0.01)
+raise SystemExit(1)
+"#;
+
+#[test]
+fn a_too_fast_agent_that_loads_the_machine_still_fails_the_interval_check() {
+    let _machine = quiet_machine();
+    let dir = tempfile::tempdir().unwrap();
+    let agents = script_agent(dir.path(), "burner", "url", "\"json\"", BURNER);
+    let o = run(
+        dir.path(),
+        "burner",
+        &agents,
+        &[
+            "--cases",
+            "{retry.status.500,retry.status.429}.behaviour.interval",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let r = results(&dir.path().join("out"));
+    for id in [
+        "retry.status.500.behaviour.interval",
+        "retry.status.429.behaviour.interval",
+    ] {
+        let c = case(&r, "burner", id);
+        assert_eq!(c["verdict"], "fail", "{c}");
+    }
 }

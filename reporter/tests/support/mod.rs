@@ -307,6 +307,27 @@ async fn handle(
     }
 }
 
+/// Reads one request (head, then a `Content-Length` body) off a raw connection; false when the
+/// client went away first.
+fn read_request(reader: &mut impl std::io::BufRead) -> bool {
+    let mut request_body = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return false;
+        }
+        let lower = line.to_ascii_lowercase();
+        if let Some(len) = lower.strip_prefix("content-length:") {
+            request_body = len.trim().parse().unwrap();
+        }
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let mut body = vec![0u8; request_body];
+    std::io::Read::read_exact(reader, &mut body).is_ok()
+}
+
 /// A raw TCP server whose every answer is a status line and headers announcing a body of
 /// `content_length` bytes, then that body dribbled one byte per 200 ms.
 pub struct DribbleServer {
@@ -316,7 +337,7 @@ pub struct DribbleServer {
 
 impl DribbleServer {
     pub fn start(status_line: &'static str, content_length: usize) -> DribbleServer {
-        use std::io::{BufRead, BufReader, Read, Write};
+        use std::io::{BufReader, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -327,22 +348,7 @@ impl DribbleServer {
                 counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 std::thread::spawn(move || {
                     let mut reader = BufReader::new(stream.try_clone().unwrap());
-                    let mut request_body = 0usize;
-                    loop {
-                        let mut line = String::new();
-                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        let lower = line.to_ascii_lowercase();
-                        if let Some(len) = lower.strip_prefix("content-length:") {
-                            request_body = len.trim().parse().unwrap();
-                        }
-                        if line == "\r\n" {
-                            break;
-                        }
-                    }
-                    let mut body = vec![0u8; request_body];
-                    if reader.read_exact(&mut body).is_err() {
+                    if !read_request(&mut reader) {
                         return;
                     }
                     let mut stream = stream;
@@ -382,7 +388,7 @@ pub struct CutBodyServer {
 
 impl CutBodyServer {
     pub fn start(cut: usize) -> CutBodyServer {
-        use std::io::{BufRead, BufReader, Read, Write};
+        use std::io::{BufReader, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let requests = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -394,22 +400,7 @@ impl CutBodyServer {
                 std::thread::spawn(move || {
                     let mut reader = BufReader::new(stream.try_clone().unwrap());
                     loop {
-                        let mut request_body = 0usize;
-                        loop {
-                            let mut line = String::new();
-                            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                                return;
-                            }
-                            let lower = line.to_ascii_lowercase();
-                            if let Some(len) = lower.strip_prefix("content-length:") {
-                                request_body = len.trim().parse().unwrap();
-                            }
-                            if line == "\r\n" {
-                                break;
-                            }
-                        }
-                        let mut body = vec![0u8; request_body];
-                        if reader.read_exact(&mut body).is_err() {
+                        if !read_request(&mut reader) {
                             return;
                         }
                         let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
