@@ -52,7 +52,8 @@ pub async fn run(
 
     let config = FakeConfig::default().scenario(scenario.fake.clone());
     // The agent and the fake's listeners share a private network namespace (crate::netns):
-    // always for proxy agents (they are given the real addresses), for url agents when root.
+    // always for proxy agents (they are given the real addresses), for url agents wherever
+    // containment is available (root, or a user namespace of their own: `netns::unavailable`).
     let proxy = profile.attach == Attach::Proxy;
     let isolate = proxy || crate::netns::unavailable().is_none();
     let (netns, listeners) = if isolate {
