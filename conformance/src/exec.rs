@@ -79,9 +79,10 @@ pub struct Invocation {
     pub confine: Option<Confine>,
 }
 
-/// A private mount namespace for the agent: each folder in `hide` is covered by an empty tmpfs
-/// it cannot write to, and `keep` (its own case folder, inside one of them) is bound back in
-/// and made its working directory. With `pid_namespace`, `/proc` is mounted anew so it
+/// A private mount namespace for the agent: the whole file system is read-only, each folder
+/// in `hide` is covered by an empty tmpfs, and `keep` (its own case folder, inside one of
+/// them) is bound back in, writable, and made its working directory: the one place it can
+/// write. With `pid_namespace`, `/proc` is mounted anew so it
 /// lists only the agent's own processes. Its neighbours' case folders and pools, and the
 /// results folder, are then out of its sight.
 ///
@@ -166,6 +167,11 @@ impl Prepared {
                 libc::MS_REC | libc::MS_PRIVATE,
                 std::ptr::null(),
             ))?;
+            // Everything read-only, recursively: the agent may write its own case folder (made
+            // writable again below) and nothing else, not the programs of its neighbours nor
+            // wirecheck's own. Device nodes (`/dev/null`) stay writable: a read-only mount
+            // does not stop writes to devices.
+            check(set_mount_attr(c"/", libc::AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0))?;
             // A handle on the case folder in this namespace (one opened before the unshare
             // belongs to the old one and cannot be bound here), in the descriptor slot
             // reserved for it, so `keep_source` names it.
@@ -203,6 +209,9 @@ impl Prepared {
                 libc::MS_BIND | libc::MS_REC,
                 std::ptr::null(),
             ))?;
+            // The case folder is the agent's to write (only its top mount: nothing is mounted
+            // under it).
+            check(set_mount_attr(self.keep.as_c_str(), 0, 0, MOUNT_ATTR_RDONLY))?;
             // Nothing can be planted in what hides the neighbours (the agent's own view only,
             // but a writable one would look like a way through).
             for dir in &self.hide {
@@ -219,6 +228,44 @@ impl Prepared {
             check(libc::chdir(self.keep.as_ptr()))?;
         }
         Ok(())
+    }
+}
+
+/// `MOUNT_ATTR_RDONLY` of `<linux/mount.h>`.
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+
+/// `struct mount_attr` of `<linux/mount.h>` (not in the libc crate).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// `mount_setattr(2)` on `path` (Linux 5.12): changes only the attributes named, unlike a
+/// remount, which would also try to clear the mount's locked `nosuid`/`nodev` and fail in a
+/// user namespace.
+///
+/// # Safety
+/// A system call; safe between fork and exec.
+unsafe fn set_mount_attr(path: &std::ffi::CStr, flags: libc::c_int, set: u64, clear: u64) -> libc::c_int {
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: clear,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: the path and the attribute block live through the call; the size is theirs.
+    unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags as libc::c_uint,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        ) as libc::c_int
     }
 }
 
@@ -490,7 +537,8 @@ pub fn probe_containment() -> Result<(), String> {
         NetNs::with_loopback_listeners(0).map_err(|e| format!("no network namespace: {e}"))?;
     let invocation = Invocation {
         program: PathBuf::from("/bin/sh"),
-        args: vec!["-c".into(), "exit 0".into()],
+        // The one place it can write is its case folder.
+        args: vec!["-c".into(), ": > written".into()],
         env: Vec::new(),
         env_remove: Vec::new(),
         cwd: keep.clone(),
@@ -501,11 +549,12 @@ pub fn probe_containment() -> Result<(), String> {
         stop: None,
         confine: Some(Confine {
             hide: vec![hidden],
-            keep,
+            keep: keep.clone(),
         }),
     };
     match runtime.block_on(run(&invocation)).exit {
-        Exit::Code(0) => Ok(()),
+        Exit::Code(0) if keep.join("written").is_file() => Ok(()),
+        Exit::Code(0) => Err("its case folder is not the one it wrote to".into()),
         other => Err(other.describe()),
     }
 }

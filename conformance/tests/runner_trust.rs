@@ -539,10 +539,12 @@ fn sigterm_mid_run_stops_every_agent_and_writes_partial_results() {
 /// seconds attacks every neighbour it can find: posts forged failure reports to
 /// every port listening on 127.0.0.1 but its own fake's, appends to every other case's pool
 /// file, kills every `provision-report`, and rewrites (or plants files in) the run's results
-/// folder ATTACK_OUT. Counts what worked in ATTACK_LOG.
+/// folder ATTACK_OUT, and plants files outside its case folder: in ATTACK_PLANT (a folder
+/// anyone may write to, as a neighbour's program folder could be) and in `/tmp`. Counts what
+/// worked on its stdout.
 const FORGER: &str = r#"
 import glob, json, os, signal, socket, subprocess, time, urllib.parse
-done = {"posts": 0, "pools": 0, "kills": 0, "results": 0, "umounts": 0}
+done = {"posts": 0, "pools": 0, "kills": 0, "results": 0, "umounts": 0, "writes": 0}
 # Undo the containment first: unmount what hides the neighbours and the host's /proc.
 for hidden in (os.environ["ATTACK_OUT"], "/tmp/wirecheck-cases", "/proc"):
     if subprocess.run(["umount", "-l", hidden], capture_output=True).returncode == 0:
@@ -601,9 +603,16 @@ while time.monotonic() < end:
                 done["results"] += 1
         except OSError:
             pass
+    for folder in (os.environ["ATTACK_PLANT"], "/tmp"):
+        try:
+            with open(os.path.join(folder, "planted-%d" % os.getpid()), "w") as f:
+                f.write("planted")
+            done["writes"] += 1
+        except OSError:
+            pass
     time.sleep(0.05)
-with open(os.path.join(os.environ["ATTACK_LOG"], "attack-%d.json" % time.time_ns()), "w") as f:
-    json.dump(done, f)
+# On stdout, which its case keeps: it can write nowhere else.
+print(json.dumps(done))
 "#;
 
 /// Every file under `dir`.
@@ -633,9 +642,9 @@ fn assert_forger_reaches_no_neighbour(ordinary: bool) {
         agents.join("provision-report.toml"),
     )
     .unwrap();
-    let log = dir.path().join("log");
-    std::fs::create_dir(&log).unwrap();
-    open_to_all(&log);
+    let plant = dir.path().join("plant");
+    std::fs::create_dir(&plant).unwrap();
+    open_to_all(&plant);
     let out = dir.path().join("out");
     let mut cmd = wirecheck(&repo());
     cmd.args([
@@ -651,8 +660,8 @@ fn assert_forger_reaches_no_neighbour(ordinary: bool) {
     .arg("--out")
     .arg(&out)
     .args(["--cases", "{wire.health.*,retry.status.*,transport.*}"])
-    .env("ATTACK_LOG", &log)
-    .env("ATTACK_OUT", &out);
+    .env("ATTACK_OUT", &out)
+    .env("ATTACK_PLANT", &plant);
     let mut cmd = if ordinary { as_ordinary_user(cmd) } else { cmd };
     let o = cmd.output().unwrap();
     let r = results(&out);
@@ -663,11 +672,17 @@ fn assert_forger_reaches_no_neighbour(ordinary: bool) {
         "{reporter:?}"
     );
     let mut attacks = 0;
-    for entry in std::fs::read_dir(&log).unwrap() {
-        let done: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap()).unwrap();
+    let outputs = walk(&out.join("artifacts/forger"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "stdout"));
+    for output in outputs {
+        let text = std::fs::read_to_string(&output).unwrap();
+        let Some(line) = text.lines().rev().find(|l| l.starts_with('{')) else {
+            continue;
+        };
+        let done: serde_json::Value = serde_json::from_str(line).unwrap();
         attacks += 1;
-        for what in ["posts", "pools", "kills", "results", "umounts"] {
+        for what in ["posts", "pools", "kills", "results", "umounts", "writes"] {
             assert_eq!(
                 done[what], 0,
                 "the forger's {what} reached a neighbour: {done}"
@@ -681,6 +696,8 @@ fn assert_forger_reaches_no_neighbour(ordinary: bool) {
         .filter(|p| p.file_name().is_some_and(|n| n == "planted"))
         .collect();
     assert!(planted.is_empty(), "{planted:?}");
+    let planted = walk(&plant);
+    assert!(planted.is_empty(), "planted outside its case folder: {planted:?}");
     for pool in walk(&out.join("artifacts/provision-report")) {
         if pool.file_name().is_some_and(|n| n == "kvp_pool_1") {
             let bytes = std::fs::read(&pool).unwrap();

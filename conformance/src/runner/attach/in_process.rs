@@ -158,6 +158,14 @@ pub async fn run(
                 hide,
                 keep: case_dir.to_path_buf(),
             });
+            // Everything else is read-only to it: its temporary files go to its case folder.
+            let tmp = case_dir.join("tmp");
+            std::fs::create_dir_all(&tmp).map_err(|e| {
+                SessionError::Harness(format!("cannot create {}: {e}", tmp.display()))
+            })?;
+            invocation
+                .env
+                .push(("TMPDIR".into(), tmp.to_string_lossy().into_owned()));
         }
         invocation.netns = netns.clone();
         invocation.activity = Some(activity.clone());
