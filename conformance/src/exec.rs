@@ -335,6 +335,9 @@ pub enum Exit {
     Interrupted(i32),
     /// It could not be started.
     SpawnFailed(String),
+    /// Its containment (namespaces, mounts, capabilities) could not be set up: the harness's
+    /// failure, not the agent's; it never ran.
+    ContainmentFailed(String),
     /// Ended by the harness once the profile's `done` condition held (its terminal report was
     /// accepted): the normal end of an agent that never exits on its own, not a failure.
     StoppedWhenDone,
@@ -355,6 +358,7 @@ impl Exit {
             Exit::KilledAtDeadline => "still running at the deadline (process group killed)".into(),
             Exit::Interrupted(s) => format!("ended because wirecheck was interrupted (signal {s})"),
             Exit::SpawnFailed(e) => format!("could not be started: {e}"),
+            Exit::ContainmentFailed(e) => format!("could not be contained: {e}"),
             Exit::StoppedWhenDone => {
                 "stopped by the harness after its terminal report (done = \"terminal-report\")"
                     .into()
@@ -419,7 +423,7 @@ pub async fn run(inv: &Invocation) -> Finished {
         Err(e) => {
             let now = Instant::now();
             return Finished {
-                exit: Exit::SpawnFailed(format!("cannot confine it: {e}")),
+                exit: Exit::ContainmentFailed(format!("cannot prepare its mounts: {e}")),
                 started: now,
                 clock_started: now,
                 ended: now,
@@ -428,31 +432,68 @@ pub async fn run(inv: &Invocation) -> Finished {
             };
         }
     };
+    // A byte on this pipe says the spawn failed in setting up the containment, not in
+    // exec: the spawn error alone (an errno) cannot tell the two apart.
+    let mut setup_failed = None;
     if netns.is_some() || pid_namespace || confine.is_some() {
+        let (read, write) = match cloexec_pipe() {
+            Ok(ends) => ends,
+            Err(e) => {
+                let now = Instant::now();
+                return Finished {
+                    exit: Exit::ContainmentFailed(format!("no pipe: {e}")),
+                    started: now,
+                    clock_started: now,
+                    ended: now,
+                    stdout: Captured::default(),
+                    stderr: Captured::default(),
+                };
+            }
+        };
         let confine = confine.clone();
         // SAFETY: between fork and exec the hook only makes system calls (setns, unshare,
-        // mount, fork, waitpid, _exit: no allocation, no lock).
+        // mount, fork, waitpid, write, _exit: no allocation, no lock).
         unsafe {
             cmd.pre_exec(move || {
-                if let Some(ns) = &netns {
-                    ns.enter()?;
-                }
-                if let Some(c) = &confine {
-                    c.enter()?;
-                }
-                if pid_namespace {
-                    enter_pid_namespace(confine.is_some())?;
-                }
-                Ok(())
+                let contain = || -> std::io::Result<()> {
+                    if let Some(ns) = &netns {
+                        ns.enter()?;
+                    }
+                    if let Some(c) = &confine {
+                        c.enter()?;
+                    }
+                    if pid_namespace {
+                        enter_pid_namespace(confine.is_some())?;
+                    }
+                    Ok(())
+                };
+                contain().inspect_err(|_| {
+                    use std::os::fd::AsRawFd as _;
+                    libc::write(write.as_raw_fd(), b"!".as_ptr().cast(), 1);
+                })
             });
         }
+        setup_failed = Some(read);
     }
     let started = Instant::now();
-    let mut child = match cmd.spawn() {
+    let spawned = cmd.spawn();
+    // The hook (and its write end) is dropped with the command: a read then sees the byte or
+    // the end of the pipe, never blocks.
+    drop(cmd);
+    let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
+            let in_setup = setup_failed.is_some_and(|read| {
+                let mut byte = [0u8; 1];
+                matches!(std::io::Read::read(&mut std::fs::File::from(read), &mut byte), Ok(1))
+            });
+            let exit = if in_setup {
+                Exit::ContainmentFailed(e.to_string())
+            } else {
+                Exit::SpawnFailed(format!("{}: {e}", inv.program.display()))
+            };
             return Finished {
-                exit: Exit::SpawnFailed(format!("{}: {e}", inv.program.display())),
+                exit,
                 started,
                 clock_started: started,
                 ended: Instant::now(),
@@ -519,6 +560,23 @@ pub async fn run(inv: &Invocation) -> Finished {
         stdout,
         stderr,
     }
+}
+
+/// A pipe whose ends are closed on exec: (read, write).
+fn cloexec_pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd as _;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 fills the two slots it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors are new and ours alone.
+    Ok(unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    })
 }
 
 /// Runs `/bin/sh -c 'exit 0'` contained as an agent would be (network, PID and mount
@@ -982,6 +1040,27 @@ mod tests {
             run(&inv).await.exit
         };
         assert!(matches!(missing, Exit::SpawnFailed(_)), "{missing:?}");
+    }
+
+    #[tokio::test]
+    async fn a_containment_that_cannot_be_set_up_is_the_harnesss_failure_not_the_agents() {
+        if !rustix::process::geteuid().is_root() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        // A file cannot be hidden under a tmpfs: the mount fails in the child, before exec.
+        let not_a_folder = dir.path().join("file");
+        std::fs::write(&not_a_folder, "").unwrap();
+        let keep = dir.path().join("case");
+        std::fs::create_dir(&keep).unwrap();
+        let mut inv = sh("exit 0", Duration::from_secs(20));
+        inv.pid_namespace = true;
+        inv.confine = Some(Confine {
+            hide: vec![not_a_folder],
+            keep,
+        });
+        let exit = run(&inv).await.exit;
+        assert!(matches!(exit, Exit::ContainmentFailed(_)), "{exit:?}");
     }
 
     #[tokio::test]

@@ -170,6 +170,11 @@ pub async fn run(
         invocation.netns = netns.clone();
         invocation.activity = Some(activity.clone());
         let finished = exec::run(&invocation).await;
+        if let Exit::ContainmentFailed(why) = &finished.exit {
+            return Err(SessionError::Harness(format!(
+                "the agent could not be contained: {why}"
+            )));
+        }
         if let Exit::SpawnFailed(why) = &finished.exit {
             return Err(SessionError::Agent(format!(
                 "the agent could not be started: {why}"
