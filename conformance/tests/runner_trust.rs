@@ -770,6 +770,14 @@ fn a_machine_that_refuses_part_of_the_containment_runs_agents_uncontained_saying
     let r = results(&out);
     let counts = runner_support::counts(&r, "provision-report");
     assert_eq!(counts.get("fail"), None, "{counts:?}");
+    // ... and the results say so, for whoever reads them later.
+    assert!(
+        r["uncontained"]
+            .as_str()
+            .is_some_and(|why| why.contains("refuses part of that")),
+        "{}",
+        r["uncontained"]
+    );
 }
 
 /// Retries every 10 ms (the scenarios ask for 200 ms) and starts four CPU spinners per core
