@@ -171,7 +171,12 @@ impl Prepared {
             // writable again below) and nothing else, not the programs of its neighbours nor
             // wirecheck's own. Device nodes (`/dev/null`) stay writable: a read-only mount
             // does not stop writes to devices.
-            check(set_mount_attr(c"/", libc::AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0))?;
+            check(set_mount_attr(
+                c"/",
+                libc::AT_RECURSIVE,
+                MOUNT_ATTR_RDONLY,
+                0,
+            ))?;
             // A handle on the case folder in this namespace (one opened before the unshare
             // belongs to the old one and cannot be bound here), in the descriptor slot
             // reserved for it, so `keep_source` names it.
@@ -211,7 +216,12 @@ impl Prepared {
             ))?;
             // The case folder is the agent's to write (only its top mount: nothing is mounted
             // under it).
-            check(set_mount_attr(self.keep.as_c_str(), 0, 0, MOUNT_ATTR_RDONLY))?;
+            check(set_mount_attr(
+                self.keep.as_c_str(),
+                0,
+                0,
+                MOUNT_ATTR_RDONLY,
+            ))?;
             // Nothing can be planted in what hides the neighbours (the agent's own view only,
             // but a writable one would look like a way through).
             for dir in &self.hide {
@@ -249,7 +259,12 @@ struct MountAttr {
 ///
 /// # Safety
 /// A system call; safe between fork and exec.
-unsafe fn set_mount_attr(path: &std::ffi::CStr, flags: libc::c_int, set: u64, clear: u64) -> libc::c_int {
+unsafe fn set_mount_attr(
+    path: &std::ffi::CStr,
+    flags: libc::c_int,
+    set: u64,
+    clear: u64,
+) -> libc::c_int {
     let attr = MountAttr {
         attr_set: set,
         attr_clr: clear,
@@ -485,7 +500,10 @@ pub async fn run(inv: &Invocation) -> Finished {
         Err(e) => {
             let in_setup = setup_failed.is_some_and(|read| {
                 let mut byte = [0u8; 1];
-                matches!(std::io::Read::read(&mut std::fs::File::from(read), &mut byte), Ok(1))
+                matches!(
+                    std::io::Read::read(&mut std::fs::File::from(read), &mut byte),
+                    Ok(1)
+                )
             });
             let exit = if in_setup {
                 Exit::ContainmentFailed(e.to_string())

@@ -697,7 +697,10 @@ fn assert_forger_reaches_no_neighbour(ordinary: bool) {
         .collect();
     assert!(planted.is_empty(), "{planted:?}");
     let planted = walk(&plant);
-    assert!(planted.is_empty(), "planted outside its case folder: {planted:?}");
+    assert!(
+        planted.is_empty(),
+        "planted outside its case folder: {planted:?}"
+    );
     for pool in walk(&out.join("artifacts/provision-report")) {
         if pool.file_name().is_some_and(|n| n == "kvp_pool_1") {
             let bytes = std::fs::read(&pool).unwrap();
