@@ -491,10 +491,21 @@ pub async fn run(inv: &Invocation) -> Finished {
         setup_failed = Some(read);
     }
     let started = Instant::now();
-    let spawned = cmd.spawn();
-    // The hook (and its write end) is dropped with the command: a read then sees the byte or
-    // the end of the pipe, never blocks.
-    drop(cmd);
+    // Off the runtime's workers: spawning waits for the child's exec, containment set-up
+    // included, and a worker that waits serves no fake meanwhile. The hook (and its write
+    // end) is dropped with the command: a read then sees the byte or the end of the pipe,
+    // never blocks.
+    let spawned = tokio::task::spawn_blocking(move || {
+        let spawned = cmd.spawn();
+        drop(cmd);
+        spawned
+    })
+    .await
+    .unwrap_or_else(|e| {
+        Err(std::io::Error::other(format!(
+            "the spawning task failed: {e}"
+        )))
+    });
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {

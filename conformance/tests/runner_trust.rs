@@ -362,10 +362,11 @@ fn an_agent_that_pads_the_journal_past_its_bound_is_not_judged_as_a_pass() {
 }
 
 /// Reports Ready, but first leaves a `setsid()` daemon behind that keeps a heartbeat file
-/// fresh and tries to rewrite the results after wirecheck is done.
+/// fresh (in its case folder, the one place it can write) and tries to rewrite the results
+/// after wirecheck is done.
 const DAEMON_AGENT: &str = r#"
 import os, time, urllib.request
-watch = os.environ["DAEMON_DIR"]
+watch = os.getcwd()
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
@@ -383,6 +384,7 @@ if os.fork() == 0:
 # The daemon is going before the agent reports (its end would end the daemon too early).
 for _ in range(100):
     if os.path.exists(os.path.join(watch, "heartbeat")):
+        print("the daemon is running", flush=True)
         break
     time.sleep(0.05)
 url = os.environ["WIRECHECK_CASE_WIRESERVER_URL"] + "/provisioning/health"
@@ -396,9 +398,7 @@ urllib.request.urlopen(request, timeout=5).read()
 fn assert_no_daemon_survives(ordinary: bool) {
     let dir = shared_tempdir();
     let agents = script_agent(dir.path(), "daemon", "url", "\"json\"", DAEMON_AGENT);
-    let watch = dir.path().join("watch");
-    std::fs::create_dir(&watch).unwrap();
-    open_to_all(&watch);
+    let script = dir.path().join("daemon.py");
     let out = dir.path().join("out");
     let mut cmd = wirecheck(&repo());
     cmd.args(["run", "--quiet", "--agent", "daemon", "--agents-dir"])
@@ -406,19 +406,24 @@ fn assert_no_daemon_survives(ordinary: bool) {
         .arg("--out")
         .arg(&out)
         .args(["--cases", "wire.health.json.ready.*"])
-        .env("DAEMON_DIR", &watch)
         .env("DAEMON_RESULTS", out.join("results.json"));
     let mut cmd = if ordinary { as_ordinary_user(cmd) } else { cmd };
     let o = cmd.output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    let heartbeat = watch.join("heartbeat");
-    assert!(heartbeat.exists(), "the daemon never ran");
+    let said = walk(&out.join("artifacts/daemon"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "stdout"))
+        .filter(|p| {
+            std::fs::read_to_string(p).is_ok_and(|t| t.contains("the daemon is running"))
+        })
+        .count();
+    assert!(said > 0, "the daemon never ran");
     let results_before = std::fs::read_to_string(out.join("results.json")).unwrap();
-    std::fs::remove_file(&heartbeat).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(3000));
+    let left = processes_running(&script);
     assert!(
-        !heartbeat.exists(),
-        "a setsid() daemon of the agent outlived its case and wirecheck"
+        left.is_empty(),
+        "a setsid() daemon of the agent outlived its case and wirecheck: {left:?}"
     );
     assert_eq!(
         std::fs::read_to_string(out.join("results.json")).unwrap(),
@@ -444,18 +449,28 @@ fn a_setsid_daemon_does_not_outlive_its_case_without_root_either() {
     assert_no_daemon_survives(true);
 }
 
-/// Keeps a heartbeat file fresh from a child process and never reports: wirecheck has to be
-/// interrupted to end it.
+/// Keeps a child process going and never reports: wirecheck has to be interrupted to end it.
 const STUCK_AGENT: &str = r#"
 import os, time
-watch = os.environ["DAEMON_DIR"]
 if os.fork() == 0:
     while True:
-        with open(os.path.join(watch, "heartbeat"), "w") as f:
-            f.write("x")
         time.sleep(0.05)
 time.sleep(600)
 "#;
+
+/// The processes whose command line names `script` (an agent's, or its children's).
+fn processes_running(script: &Path) -> Vec<u32> {
+    let needle = script.to_str().unwrap().as_bytes();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.windows(needle.len()).any(|w| w == needle))
+        })
+        .collect()
+}
 
 /// Interrupts a run of stuck agents with `signal` once they are all going, and checks what a
 /// user gets: the shell's status for the signal, partial results marked as interrupted, and no
@@ -463,8 +478,7 @@ time.sleep(600)
 fn assert_interrupted_cleanly(signal: rustix::process::Signal, status: i32, name: &str) {
     let dir = shared_tempdir();
     let agents = script_agent(dir.path(), "stuck", "url", "\"json\"", STUCK_AGENT);
-    let watch = dir.path().join("watch");
-    std::fs::create_dir(&watch).unwrap();
+    let script = dir.path().join("stuck.py");
     let out = dir.path().join("out");
     let child = wirecheck(&repo())
         .args(["run", "--quiet", "--agent", "stuck", "--agents-dir"])
@@ -472,14 +486,12 @@ fn assert_interrupted_cleanly(signal: rustix::process::Signal, status: i32, name
         .arg("--out")
         .arg(&out)
         .args(["--jobs", "4", "--cases", "{wire.health.json.*,retry.*}"])
-        .env("DAEMON_DIR", &watch)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let heartbeat = watch.join("heartbeat");
     let t0 = std::time::Instant::now();
-    while !heartbeat.exists() {
+    while processes_running(&script).len() < 2 {
         assert!(t0.elapsed().as_secs() < 30, "no agent started");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -515,11 +527,10 @@ fn assert_interrupted_cleanly(signal: rustix::process::Signal, status: i32, name
             .any(|r| r.contains("interrupted") && r.contains("while the case ran")),
         "{reasons:?}"
     );
-    std::fs::remove_file(&heartbeat).unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let left = processes_running(&script);
     assert!(
-        !heartbeat.exists(),
-        "an agent process outlived the interrupted run"
+        left.is_empty(),
+        "agent processes outlived the interrupted run: {left:?}"
     );
 }
 

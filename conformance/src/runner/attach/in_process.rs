@@ -57,12 +57,18 @@ pub async fn run(
     let proxy = profile.attach == Attach::Proxy;
     let isolate = proxy || crate::netns::unavailable().is_none();
     let (netns, listeners) = if isolate {
+        // Off the runtime's workers: making a namespace forks and waits.
+        let count = if proxy { 3 } else { 2 };
         let (ns, mut bound) =
-            NetNs::with_loopback_listeners(if proxy { 3 } else { 2 }).map_err(|e| {
-                SessionError::Harness(format!(
-                    "cannot isolate the agent in a network namespace: {e}"
-                ))
-            })?;
+            tokio::task::spawn_blocking(move || NetNs::with_loopback_listeners(count))
+                .await
+                .map_err(std::io::Error::other)
+                .and_then(|made| made)
+                .map_err(|e| {
+                    SessionError::Harness(format!(
+                        "cannot isolate the agent in a network namespace: {e}"
+                    ))
+                })?;
         let mut next = || bound.pop();
         let (proxy_listener, imds, wireserver) =
             (if proxy { next() } else { None }, next(), next());
