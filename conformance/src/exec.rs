@@ -97,32 +97,113 @@ pub struct Confine {
 /// A hidden folder: empty, and nothing can be written to it.
 const HIDDEN_OPTIONS: &std::ffi::CStr = c"mode=555,size=64k,nr_inodes=64";
 
-/// [`Confine`] prepared for the child: C strings and an open handle on `keep`, made before
-/// the fork.
+/// The agent's `/dev`: a tmpfs with only these device nodes of the host's bound in (and the
+/// usual links), not the disks: a read-only mount does not stop writes to a device, and an
+/// agent run as root owns `/dev/vda`.
+const DEVICES: [&std::ffi::CStr; 6] = [
+    c"/dev/null",
+    c"/dev/zero",
+    c"/dev/full",
+    c"/dev/random",
+    c"/dev/urandom",
+    c"/dev/tty",
+];
+const DEV_LINKS: [(&std::ffi::CStr, &std::ffi::CStr); 4] = [
+    (c"/proc/self/fd", c"/dev/fd"),
+    (c"/proc/self/fd/0", c"/dev/stdin"),
+    (c"/proc/self/fd/1", c"/dev/stdout"),
+    (c"/proc/self/fd/2", c"/dev/stderr"),
+];
+const DEV_OPTIONS: &std::ffi::CStr = c"mode=755,size=64k,nr_inodes=64";
+
+/// Something of the host's to bind into the agent's view after its own mounts cover the
+/// original: a descriptor slot reserved before the fork, which the child fills with a handle
+/// of its own namespace (one opened before the unshare belongs to the old namespace and
+/// cannot be bound there) so that `source` (`/proc/self/fd/N`) names it.
+struct Rebind {
+    path: std::ffi::CString,
+    source: std::ffi::CString,
+    slot: std::os::fd::OwnedFd,
+    directory: bool,
+}
+
+impl Rebind {
+    fn new(path: &std::ffi::CStr, directory: bool) -> std::io::Result<Rebind> {
+        use std::os::fd::AsRawFd as _;
+        let mut flags = rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC;
+        if directory {
+            flags |= rustix::fs::OFlags::DIRECTORY;
+        }
+        let slot = rustix::fs::open(path, flags, rustix::fs::Mode::empty())?;
+        Ok(Rebind {
+            path: path.to_owned(),
+            source: std::ffi::CString::new(format!("/proc/self/fd/{}", slot.as_raw_fd()))
+                .map_err(std::io::Error::other)?,
+            slot,
+            directory,
+        })
+    }
+
+    /// In the child, in its new mount namespace, before anything covers `path`.
+    ///
+    /// # Safety
+    /// Only between fork and exec: system calls only.
+    unsafe fn refresh(&self) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd as _;
+        let mut flags = libc::O_PATH | libc::O_CLOEXEC;
+        if self.directory {
+            flags |= libc::O_DIRECTORY;
+        }
+        // SAFETY: system calls on a C string that lives through them.
+        unsafe {
+            let fresh = libc::open(self.path.as_ptr(), flags);
+            if fresh < 0 || libc::dup3(fresh, self.slot.as_raw_fd(), libc::O_CLOEXEC) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::close(fresh);
+        }
+        Ok(())
+    }
+
+    /// Binds the handle over `path` (which must exist by now).
+    ///
+    /// # Safety
+    /// Only between fork and exec: system calls only.
+    unsafe fn bind(&self) -> std::io::Result<()> {
+        // SAFETY: a system call on C strings that live through it.
+        let r = unsafe {
+            libc::mount(
+                self.source.as_ptr(),
+                self.path.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+}
+
+/// [`Confine`] prepared for the child: C strings and reserved handles, made before the fork.
 struct Prepared {
     hide: Vec<std::ffi::CString>,
     /// `keep` and its ancestors, outermost first: made again inside whatever hides them.
     keep_path: Vec<std::ffi::CString>,
-    keep: std::ffi::CString,
-    /// `/proc/self/fd/N` of `keep_fd`.
-    keep_source: std::ffi::CString,
-    /// Reserves descriptor N; the child replaces it with a handle in its own namespace.
-    keep_fd: std::os::fd::OwnedFd,
+    keep: Rebind,
+    devices: Vec<Rebind>,
 }
 
 impl Confine {
     fn prepare(&self) -> std::io::Result<Prepared> {
-        use std::os::fd::AsRawFd as _;
         use std::os::unix::ffi::OsStrExt as _;
         let c = |p: &Path| {
             std::ffi::CString::new(p.as_os_str().as_bytes())
                 .map_err(|_| std::io::Error::other(format!("{} has a NUL byte", p.display())))
         };
-        let keep_fd = rustix::fs::open(
-            &self.keep,
-            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )?;
         let mut keep_path: Vec<&Path> = self.keep.ancestors().collect();
         keep_path.reverse();
         Ok(Prepared {
@@ -135,10 +216,14 @@ impl Confine {
                 .into_iter()
                 .map(c)
                 .collect::<std::io::Result<_>>()?,
-            keep: c(&self.keep)?,
-            keep_source: std::ffi::CString::new(format!("/proc/self/fd/{}", keep_fd.as_raw_fd()))
-                .map_err(std::io::Error::other)?,
-            keep_fd,
+            keep: Rebind::new(&c(&self.keep)?, true)?,
+            devices: DEVICES
+                .iter()
+                .map(|d| {
+                    Rebind::new(d, false)
+                        .map_err(|e| std::io::Error::other(format!("{}: {e}", d.to_string_lossy())))
+                })
+                .collect::<std::io::Result<_>>()?,
         })
     }
 }
@@ -149,7 +234,6 @@ impl Prepared {
     /// # Safety
     /// Only between fork and exec: system calls only.
     unsafe fn enter(&self) -> std::io::Result<()> {
-        use std::os::fd::AsRawFd as _;
         let check = |r: libc::c_int| {
             if r == 0 {
                 Ok(())
@@ -169,25 +253,40 @@ impl Prepared {
             ))?;
             // Everything read-only, recursively: the agent may write its own case folder (made
             // writable again below) and nothing else, not the programs of its neighbours nor
-            // wirecheck's own. Device nodes (`/dev/null`) stay writable: a read-only mount
-            // does not stop writes to devices.
+            // wirecheck's own.
             check(set_mount_attr(
                 c"/",
                 libc::AT_RECURSIVE,
                 MOUNT_ATTR_RDONLY,
                 0,
             ))?;
-            // A handle on the case folder in this namespace (one opened before the unshare
-            // belongs to the old one and cannot be bound here), in the descriptor slot
-            // reserved for it, so `keep_source` names it.
-            let fresh = libc::open(
-                self.keep.as_ptr(),
-                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            );
-            if fresh < 0 || libc::dup3(fresh, self.keep_fd.as_raw_fd(), libc::O_CLOEXEC) < 0 {
-                return Err(std::io::Error::last_os_error());
+            // Handles on what gets covered next, in this namespace.
+            self.keep.refresh()?;
+            for device in &self.devices {
+                device.refresh()?;
             }
-            libc::close(fresh);
+            check(libc::mount(
+                c"none".as_ptr(),
+                c"/dev".as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NOEXEC,
+                DEV_OPTIONS.as_ptr().cast(),
+            ))?;
+            for device in &self.devices {
+                let made = libc::open(
+                    device.path.as_ptr(),
+                    libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
+                    0o666,
+                );
+                if made < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::close(made);
+                device.bind()?;
+            }
+            for (target, link) in DEV_LINKS {
+                check(libc::symlink(target.as_ptr(), link.as_ptr()))?;
+            }
             for dir in &self.hide {
                 let r = libc::mount(
                     c"none".as_ptr(),
@@ -207,23 +306,12 @@ impl Prepared {
                     return Err(std::io::Error::last_os_error());
                 }
             }
-            check(libc::mount(
-                self.keep_source.as_ptr(),
-                self.keep.as_ptr(),
-                std::ptr::null(),
-                libc::MS_BIND | libc::MS_REC,
-                std::ptr::null(),
-            ))?;
+            self.keep.bind()?;
             // The case folder is the agent's to write (only its top mount: nothing is mounted
             // under it).
-            check(set_mount_attr(
-                self.keep.as_c_str(),
-                0,
-                0,
-                MOUNT_ATTR_RDONLY,
-            ))?;
-            // Nothing can be planted in what hides the neighbours (the agent's own view only,
-            // but a writable one would look like a way through).
+            check(set_mount_attr(&self.keep.path, 0, 0, MOUNT_ATTR_RDONLY))?;
+            // Nothing can be planted in what hides the neighbours, nor in `/dev` (the agent's
+            // own view only, but a writable one would look like a way through).
             for dir in &self.hide {
                 libc::mount(
                     std::ptr::null(),
@@ -233,9 +321,16 @@ impl Prepared {
                     HIDDEN_OPTIONS.as_ptr().cast(),
                 );
             }
+            check(libc::mount(
+                std::ptr::null(),
+                c"/dev".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NOEXEC,
+                DEV_OPTIONS.as_ptr().cast(),
+            ))?;
             // The old working directory is the hidden one: `..` from it would lead to the
             // neighbours.
-            check(libc::chdir(self.keep.as_ptr()))?;
+            check(libc::chdir(self.keep.path.as_ptr()))?;
         }
         Ok(())
     }

@@ -413,9 +413,7 @@ fn assert_no_daemon_survives(ordinary: bool) {
     let said = walk(&out.join("artifacts/daemon"))
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "stdout"))
-        .filter(|p| {
-            std::fs::read_to_string(p).is_ok_and(|t| t.contains("the daemon is running"))
-        })
+        .filter(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("the daemon is running")))
         .count();
     assert!(said > 0, "the daemon never ran");
     let results_before = std::fs::read_to_string(out.join("results.json")).unwrap();
@@ -550,12 +548,12 @@ fn sigterm_mid_run_stops_every_agent_and_writes_partial_results() {
 /// seconds attacks every neighbour it can find: posts forged failure reports to
 /// every port listening on 127.0.0.1 but its own fake's, appends to every other case's pool
 /// file, kills every `provision-report`, and rewrites (or plants files in) the run's results
-/// folder ATTACK_OUT, and plants files outside its case folder: in ATTACK_PLANT (a folder
-/// anyone may write to, as a neighbour's program folder could be) and in `/tmp`. Counts what
-/// worked on its stdout.
+/// folder ATTACK_OUT, plants files outside its case folder: in ATTACK_PLANT (a folder
+/// anyone may write to, as a neighbour's program folder could be) and in `/tmp`, and opens the
+/// machine's disks for writing. Counts what worked on its stdout.
 const FORGER: &str = r#"
 import glob, json, os, signal, socket, subprocess, time, urllib.parse
-done = {"posts": 0, "pools": 0, "kills": 0, "results": 0, "umounts": 0, "writes": 0}
+done = {"posts": 0, "pools": 0, "kills": 0, "results": 0, "umounts": 0, "writes": 0, "disks": 0}
 # Undo the containment first: unmount what hides the neighbours and the host's /proc.
 for hidden in (os.environ["ATTACK_OUT"], "/tmp/wirecheck-cases", "/proc"):
     if subprocess.run(["umount", "-l", hidden], capture_output=True).returncode == 0:
@@ -612,6 +610,14 @@ while time.monotonic() < end:
             elif os.path.isdir(results):
                 open(os.path.join(results, "planted"), "w").close()
                 done["results"] += 1
+        except OSError:
+            pass
+    # The machine's disks, opened for writing (never written): as root, a read-only mount
+    # would not stop raw writes through one.
+    for disk in os.listdir("/sys/block"):
+        try:
+            os.close(os.open("/dev/" + disk, os.O_WRONLY))
+            done["disks"] += 1
         except OSError:
             pass
     for folder in (os.environ["ATTACK_PLANT"], "/tmp"):
@@ -693,7 +699,9 @@ fn assert_forger_reaches_no_neighbour(ordinary: bool) {
         };
         let done: serde_json::Value = serde_json::from_str(line).unwrap();
         attacks += 1;
-        for what in ["posts", "pools", "kills", "results", "umounts", "writes"] {
+        for what in [
+            "posts", "pools", "kills", "results", "umounts", "writes", "disks",
+        ] {
             assert_eq!(
                 done[what], 0,
                 "the forger's {what} reached a neighbour: {done}"
