@@ -34,8 +34,10 @@ fn request(method: &str, target: &str, headers: &[(&str, &str)], body: &str) -> 
     s.into_bytes()
 }
 
+type Headers = Vec<(String, String)>;
+
 /// What an admin client sends: the listener's Host, the token, TOML.
-fn client_headers(admin: SocketAddr, token: &str) -> Vec<(String, String)> {
+fn client_headers(admin: SocketAddr, token: &str) -> Headers {
     vec![
         ("Host".into(), admin.to_string()),
         ("Authorization".into(), format!("Bearer {token}")),
@@ -505,7 +507,7 @@ async fn browser_style_admin_request_is_refused_with_403_and_nothing_is_loaded()
     let token = fake.admin_token().unwrap().to_owned();
     // A scenario that would break the goal state if it were ever loaded.
     let scenario = "[[endpoint]]\nid = \"wireserver.goalstate\"\nend = \"repeat-last\"\n[[endpoint.step]]\nkind = \"respond\"\npreset = \"gone\"\n";
-    let with = |changes: &[(&str, Option<&str>)]| -> Vec<(String, String)> {
+    let with = |changes: &[(&str, Option<&str>)]| -> Headers {
         let mut h = client_headers(admin, &token);
         for (name, value) in changes {
             h.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
@@ -516,7 +518,7 @@ async fn browser_style_admin_request_is_refused_with_403_and_nothing_is_loaded()
         h
     };
     let other_port = format!("127.0.0.1:{}", admin.port().wrapping_add(1));
-    let cases: Vec<(&str, Vec<(String, String)>, &str)> = vec![
+    let cases: Vec<(&str, Headers, &str)> = vec![
         (
             "Origin",
             with(&[("Origin", Some("http://attacker.example"))]),
