@@ -203,15 +203,9 @@ impl<'a> FileReader<'a> {
         if meta.len() > MAX_FILE_BYTES {
             return Err(Refusal::TooLarge);
         }
-        let mut contents = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        // One byte past the cap tells "too large" from "exactly at the cap".
-        file.take(MAX_FILE_BYTES + 1)
-            .read_to_end(&mut contents)
-            .map_err(Refusal::Open)?;
+        // The size fstat gave is not trusted (a file may grow; /proc files say 0).
+        let contents = read_capped(file, MAX_FILE_BYTES)?;
         let len = contents.len() as u64;
-        if len > MAX_FILE_BYTES {
-            return Err(Refusal::TooLarge);
-        }
         let total = self.used.get() + len;
         if total > MAX_SCENARIO_FILE_BYTES {
             return Err(Refusal::ScenarioTotal);
@@ -219,6 +213,18 @@ impl<'a> FileReader<'a> {
         self.used.set(total);
         Ok(contents)
     }
+}
+
+/// At most `cap` bytes of `r`; one byte more is [`Refusal::TooLarge`], and is the most ever read.
+fn read_capped(r: impl std::io::Read, cap: u64) -> Result<Vec<u8>, Refusal> {
+    let mut contents = Vec::new();
+    r.take(cap + 1)
+        .read_to_end(&mut contents)
+        .map_err(Refusal::Open)?;
+    if contents.len() as u64 > cap {
+        return Err(Refusal::TooLarge);
+    }
+    Ok(contents)
 }
 
 #[cfg(test)]
@@ -235,6 +241,17 @@ mod tests {
             FileAccess::beside("a/b/s.toml").folder,
             Some(PathBuf::from("a/b"))
         );
+    }
+
+    #[test]
+    fn an_endless_source_is_read_only_to_the_cap() {
+        // std::io::repeat never ends: an unbounded read would never return.
+        assert!(matches!(
+            read_capped(std::io::repeat(b'x'), MAX_FILE_BYTES),
+            Err(Refusal::TooLarge)
+        ));
+        let at_cap = read_capped(std::io::repeat(b'x').take(MAX_FILE_BYTES), MAX_FILE_BYTES);
+        assert_eq!(at_cap.unwrap().len(), MAX_FILE_BYTES as usize);
     }
 
     #[test]

@@ -286,6 +286,46 @@ async fn oversized_body_file_is_refused_and_one_at_the_cap_loads() {
     assert_eq!(served_goalstate(&fake).await.body.len(), cap);
 }
 
+#[tokio::test]
+async fn a_file_that_says_it_is_empty_but_is_larger_than_the_cap_is_refused() {
+    // /proc files are regular with st_size 0 whatever they hold: the size must be counted while
+    // reading, not taken from fstat. A child with 1.2 MiB of environment has such a file.
+    let mut child = Command::new("sleep");
+    child.arg("60").env_clear();
+    for i in 0..12 {
+        child.env(format!("FILL{i}"), "x".repeat(100 * 1024));
+    }
+    let child = child.spawn().unwrap();
+    struct Kill(Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let child = Kill(child);
+    let environ = format!("/proc/{}/environ", child.0.id());
+    let until = Instant::now() + T;
+    // The environment is readable once the child has exec'd.
+    while std::fs::read(&environ).map_or(0, |b| b.len()) as u64 <= MAX_FILE_BYTES {
+        assert!(Instant::now() < until, "{environ} never grew past 1 MiB");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(std::fs::metadata(&environ).unwrap().len(), 0);
+
+    let fake = admin_fake(FakeConfig::default().allow_files("/proc")).await;
+    let r = post_scenario(&fake, "/__admin/scenario", &goalstate_from_file(&environ)).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(
+        r.text().contains(&format!(
+            "cannot read {environ:?}: it is larger than 1048576 bytes"
+        )),
+        "{}",
+        r.text()
+    );
+    assert_nothing_loaded(&fake).await;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The binary: FIFO and /dev/zero bodies
 
