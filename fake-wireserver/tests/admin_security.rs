@@ -745,3 +745,69 @@ async fn missing_or_wrong_admin_token_is_401_and_nothing_is_done() {
     .await;
     assert_eq!(r.status, 200, "{}", r.text());
 }
+
+// ---------------------------------------------------------------------------------------------
+// --allow-files
+
+fn fake_bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_fake-wireserver"));
+    c.env_remove("FAKE_WIRESERVER_SCENARIO")
+        .env_remove("FAKE_WIRESERVER_ALLOW_FILES");
+    c
+}
+
+#[tokio::test]
+async fn allow_files_flag_and_variable_add_folders_for_the_scenario_file() {
+    let (dir, folder) = escape_layout();
+    let file = folder.join("s.toml");
+    let secret = dir.path().join("secret.txt").display().to_string();
+    std::fs::write(&file, goalstate_from_file(&secret)).unwrap();
+
+    // Without --allow-files the file outside the scenario's folder stops the start.
+    let out = fake_bin().arg("--scenario").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("endpoint[1].step[1].body_file: cannot read")
+            && stderr.contains("outside the allowed folders"),
+        "{stderr}"
+    );
+    // A folder that does not exist is a usage error.
+    let out = fake_bin()
+        .args(["--allow-files", "/no/such/folder"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--allow-files /no/such/folder: not a directory")
+    );
+    // The variable takes a colon-separated list.
+    let out = fake_bin()
+        .env(
+            "FAKE_WIRESERVER_ALLOW_FILES",
+            format!("{}:/tmp", dir.path().display()),
+        )
+        .arg("--print-config")
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains(&format!(
+            "allow_files = [\"{}\", \"/tmp\"]",
+            dir.path().display()
+        )),
+        "{printed}"
+    );
+
+    // With the flag the scenario loads and its file is served.
+    let mut fake = Running::start(&[
+        "--scenario",
+        &file.display().to_string(),
+        "--allow-files",
+        &dir.path().display().to_string(),
+    ]);
+    let gs = response(exchange(fake.addr("wireserver"), &goalstate_get(), T).await);
+    assert_eq!(gs.text(), "SECRET-OUTSIDE");
+    assert!(fake.terminate(Duration::from_secs(10)).success());
+}
