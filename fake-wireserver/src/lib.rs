@@ -100,6 +100,7 @@ pub mod endpoint;
 mod engine;
 pub mod expect;
 mod fake;
+pub mod files;
 pub mod hostplugin;
 mod http1;
 pub mod imds;
@@ -116,6 +117,7 @@ pub use expect::{Expectation, Times};
 pub use fake::{
     DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT, Fake, FakeConfig, FakeError, Listeners, serve_on,
 };
+pub use files::FileAccess;
 pub use journal::{Answer, Entry, JournalStats, StepRef};
 pub use oracle::{Finding, HealthReport, ServedIds, Severity};
 pub use scenario::{

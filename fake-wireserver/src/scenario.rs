@@ -22,6 +22,9 @@
 //! Parsing happens in two passes: serde (with spans) into the raw shapes below, then a
 //! validation pass that checks what serde cannot (per-kind fields, ranges, globs) and reads
 //! `body_file`s. Only a fully valid scenario is returned; nothing is half-loaded.
+//!
+//! `body_file` and `imds.instance_file` load only regular files of at most 1 MiB from the
+//! scenario's own folder or an `--allow-files` folder ([`FileAccess`], [`crate::files`]).
 
 use std::fmt;
 use std::ops::Range;
@@ -32,6 +35,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
 use crate::endpoint::ENDPOINT_IDS;
+pub use crate::files::FileAccess;
+use crate::files::FileReader;
 
 /// A scenario file could not be used. The message names the file, line, column and field.
 #[derive(Debug, thiserror::Error)]
@@ -398,35 +403,56 @@ impl Step {
 
 impl Scenario {
     /// Parses a scenario document. `origin` names it in error messages (usually the file name);
-    /// `body_file` / `instance_file` paths are relative to `origin`'s directory.
+    /// `body_file` / `instance_file` paths are relative to `origin`'s folder and must stay inside
+    /// it ([`FileAccess::beside`]; see [`crate::files`]).
     pub fn from_toml_str(s: &str, origin: &str) -> Result<Scenario, ScenarioError> {
-        let ctx = Ctx::new(s, origin);
+        Scenario::from_toml_str_with(s, origin, &FileAccess::beside(origin))
+    }
+
+    /// [`Scenario::from_toml_str`] with the folders files may come from given explicitly.
+    pub fn from_toml_str_with(
+        s: &str,
+        origin: &str,
+        files: &FileAccess,
+    ) -> Result<Scenario, ScenarioError> {
+        let ctx = Ctx::new(s, origin, files);
         let de = toml::Deserializer::parse(s).map_err(|e| ctx.toml_error(&[], e))?;
         let raw: RawScenario = serde_path_to_error::deserialize(de)
             .map_err(|e| ctx.path_error(e.path(), e.inner().clone()))?;
         raw.validate(&ctx)
     }
 
-    /// Reads and parses a scenario file.
+    /// Reads and parses a scenario file; its files come from its own folder.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
+        Scenario::from_file_allowing(path, &[])
+    }
+
+    /// [`Scenario::from_file`], also allowing files from the folders `allow` (`--allow-files`).
+    pub fn from_file_allowing(
+        path: impl AsRef<Path>,
+        allow: &[PathBuf],
+    ) -> Result<Scenario, ScenarioError> {
         let path = path.as_ref();
         let origin = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
             origin: origin.clone(),
             source,
         })?;
-        Scenario::from_toml_str(&text, &origin)
+        let files = FileAccess::beside(path).allow(allow.iter().cloned());
+        Scenario::from_toml_str_with(&text, &origin, &files)
     }
 
     /// Parses the table `section` of a larger TOML document (e.g. the `[fake]` table of a
     /// conformance scenario) with line numbers of the whole document. Keys outside `section` are
-    /// not looked at. `Ok(None)` when the document has no such table.
+    /// not looked at. `Ok(None)` when the document has no such table. Files come from `origin`'s
+    /// folder.
     pub fn from_toml_section(
         s: &str,
         origin: &str,
         section: &str,
     ) -> Result<Option<Scenario>, ScenarioError> {
-        let ctx = Ctx::new(s, origin);
+        let files = FileAccess::beside(origin);
+        let ctx = Ctx::new(s, origin, &files);
         let de = toml::Deserializer::parse(s).map_err(|e| ctx.toml_error(&[], e))?;
         let seed = SectionSeed { section };
         let mut track = serde_path_to_error::Track::new();
@@ -478,16 +504,16 @@ impl<'de> Visitor<'de> for SectionSeed<'_> {
 struct Ctx<'a> {
     text: &'a str,
     origin: &'a str,
-    dir: PathBuf,
+    files: FileReader<'a>,
 }
 
 impl<'a> Ctx<'a> {
-    fn new(text: &'a str, origin: &'a str) -> Self {
-        let dir = Path::new(origin)
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
-        Ctx { text, origin, dir }
+    fn new(text: &'a str, origin: &'a str, files: &'a FileAccess) -> Self {
+        Ctx {
+            text,
+            origin,
+            files: FileReader::new(files),
+        }
     }
 
     fn position(&self, span: Option<Range<usize>>) -> (usize, usize) {
@@ -559,14 +585,11 @@ impl<'a> Ctx<'a> {
         self.toml_error(&segments, e)
     }
 
-    fn read_relative(&self, path: &str) -> std::io::Result<Vec<u8>> {
-        let p = Path::new(path);
-        let full = if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            self.dir.join(p)
-        };
-        std::fs::read(full)
+    /// A file named by the scenario, under its [`FileAccess`]; the error names the path.
+    fn read_file(&self, path: &str) -> Result<Vec<u8>, String> {
+        self.files
+            .read(path)
+            .map_err(|why| format!("cannot read {path:?}: {why}"))
     }
 }
 
@@ -644,12 +667,8 @@ impl RawScenario {
                 let span = spanned.span();
                 let mut imds = spanned.into_inner();
                 if let Some(file) = &imds.instance_file {
-                    let bytes = ctx.read_relative(file).map_err(|e| {
-                        ctx.invalid(
-                            Some(span.clone()),
-                            "imds.instance_file".into(),
-                            format!("cannot read {file:?}: {e}"),
-                        )
+                    let bytes = ctx.read_file(file).map_err(|message| {
+                        ctx.invalid(Some(span.clone()), "imds.instance_file".into(), message)
                     })?;
                     let doc: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
                         ctx.invalid(
@@ -941,9 +960,9 @@ impl RawStep {
                 (None, Some(file)) => {
                     let span = file.span();
                     let path = file.into_inner();
-                    let contents = ctx.read_relative(&path).map_err(|e| {
-                        err(span, "body_file", format!("cannot read {path:?}: {e}"))
-                    })?;
+                    let contents = ctx
+                        .read_file(&path)
+                        .map_err(|message| err(span, "body_file", message))?;
                     reply.body = Some(Body::File { path, contents });
                 }
                 (None, None) => {}
