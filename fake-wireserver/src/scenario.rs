@@ -469,6 +469,48 @@ impl Scenario {
     pub fn to_toml_string(&self) -> String {
         toml::to_string(&ScenarioToml::from(self)).unwrap_or_default()
     }
+
+    /// The scenario as a TOML file that needs nothing of where it came from, for a scenario
+    /// file written to `dir`: every file it loaded (`body_file`, `imds.instance_file`) is
+    /// written again, as loaded, to `dir/files/`, and named relative to `dir`, inside the
+    /// folder the file may load from.
+    pub fn to_self_contained_toml(&self, dir: &Path) -> std::io::Result<String> {
+        let files = dir.join(SELF_CONTAINED_FILES);
+        let mut copy = self.clone();
+        let mut n = 0usize;
+        let mut write = |contents: &[u8]| -> std::io::Result<String> {
+            std::fs::create_dir_all(&files)?;
+            n += 1;
+            let name = format!("{SELF_CONTAINED_FILES}/file-{n}");
+            std::fs::write(dir.join(&name), contents)?;
+            Ok(name)
+        };
+        for plan in &mut copy.endpoints {
+            for step in &mut plan.steps {
+                let reply = match &mut step.action {
+                    Action::Respond(r) => Some(r),
+                    Action::Delay { reply, .. }
+                    | Action::Partial { reply, .. }
+                    | Action::Slow { reply, .. } => reply.as_mut(),
+                    Action::Hang | Action::Reset | Action::Close | Action::Malformed { .. } => None,
+                };
+                if let Some(Reply {
+                    body: Some(Body::File { path, contents }),
+                    ..
+                }) = reply
+                {
+                    *path = write(contents)?;
+                }
+            }
+        }
+        if let (Some(file), Some(document)) = (
+            copy.imds.instance_file.as_mut(),
+            copy.imds.instance_document.as_ref(),
+        ) {
+            *file = write(document.to_string().as_bytes())?;
+        }
+        Ok(copy.to_toml_string())
+    }
 }
 
 struct SectionSeed<'a> {
@@ -1077,6 +1119,9 @@ impl RawStep {
 }
 
 // ---------------------------------------------------------------------------------------------
+/// The folder, beside a self-contained scenario file, of the files it loads.
+const SELF_CONTAINED_FILES: &str = "files";
+
 // Serialization back to the file format (print-config)
 
 /// Serializes a scenario in the file format (for embedding in other documents).

@@ -129,10 +129,19 @@ pub async fn run(
     let fake_binary = exec::resolve_program(FAKE_BINARY, &settings.bin_dir)
         .ok_or_else(|| SessionError::Harness(format!("{FAKE_BINARY} not found")))?;
 
-    // The [fake] table as a scenario file of its own (bodies inline), checked by reading it
-    // back so a problem is the runner's error, not the sandbox's.
+    // The [fake] table as a scenario file of its own (the files it loaded copied beside it,
+    // where the sandbox may read them), checked by reading it back so a problem is the
+    // runner's error, not the sandbox's.
     let scenario_file = case_dir.join("fake-scenario.toml");
-    let text = scenario.fake.to_toml_string();
+    let text = scenario
+        .fake
+        .to_self_contained_toml(case_dir)
+        .map_err(|e| {
+            SessionError::Harness(format!(
+                "cannot write the [fake] table's files to {}: {e}",
+                case_dir.display()
+            ))
+        })?;
     fake_wireserver::Scenario::from_toml_str(&text, &scenario_file.display().to_string()).map_err(
         |e| {
             SessionError::Harness(format!(
