@@ -217,11 +217,14 @@ impl Confine {
                 .map(c)
                 .collect::<std::io::Result<_>>()?,
             keep: Rebind::new(&c(&self.keep)?, true)?,
+            // What the host lacks (a container without `/dev/tty`), the agent lacks too.
             devices: DEVICES
                 .iter()
-                .map(|d| {
-                    Rebind::new(d, false)
-                        .map_err(|e| std::io::Error::other(format!("{}: {e}", d.to_string_lossy())))
+                .filter_map(|d| match Rebind::new(d, false) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                    made => Some(made.map_err(|e| {
+                        std::io::Error::other(format!("{}: {e}", d.to_string_lossy()))
+                    })),
                 })
                 .collect::<std::io::Result<_>>()?,
         })
