@@ -100,13 +100,14 @@ const HIDDEN_OPTIONS: &std::ffi::CStr = c"mode=555,size=64k,nr_inodes=64";
 /// The agent's `/dev`: a tmpfs with only these device nodes of the host's bound in (and the
 /// usual links), not the disks: a read-only mount does not stop writes to a device, and an
 /// agent run as root owns `/dev/vda`.
-const DEVICES: [&std::ffi::CStr; 6] = [
+/// No `/dev/tty`: the agent has no controlling terminal (it runs in a session of its own), so
+/// it cannot type into the user's (TIOCSTI).
+const DEVICES: [&std::ffi::CStr; 5] = [
     c"/dev/null",
     c"/dev/zero",
     c"/dev/full",
     c"/dev/random",
     c"/dev/urandom",
-    c"/dev/tty",
 ];
 const DEV_LINKS: [(&std::ffi::CStr, &std::ffi::CStr); 4] = [
     (c"/proc/self/fd", c"/dev/fd"),
@@ -207,9 +208,12 @@ impl Confine {
         let mut keep_path: Vec<&Path> = self.keep.ancestors().collect();
         keep_path.reverse();
         Ok(Prepared {
+            // Never a link: a mount follows it, and whoever made the link would choose what
+            // gets covered (`/usr`, and no agent could start).
             hide: self
                 .hide
                 .iter()
+                .filter(|p| !std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()))
                 .map(|p| c(p))
                 .collect::<std::io::Result<_>>()?,
             keep_path: keep_path
@@ -246,7 +250,11 @@ impl Prepared {
         };
         // SAFETY: system calls on C strings that live through them.
         unsafe {
-            check(libc::unshare(libc::CLONE_NEWNS))?;
+            // Its own mounts, and its own host name and System V IPC (a neighbour's shared
+            // memory and semaphores are out of its reach, and a host name it sets is its own).
+            check(libc::unshare(
+                libc::CLONE_NEWNS | libc::CLONE_NEWUTS | libc::CLONE_NEWIPC,
+            ))?;
             check(libc::mount(
                 std::ptr::null(),
                 c"/".as_ptr(),
@@ -394,7 +402,10 @@ unsafe fn mount_own_proc() -> std::io::Result<()> {
             c"proc".as_ptr(),
             c"/proc".as_ptr(),
             c"proc".as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            // Read-only: an agent run as root keeps uid 0 without capabilities, and
+            // `/proc/sys` checks only the uid (`kernel.core_pattern` would run its program as
+            // the host's root).
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC | libc::MS_RDONLY,
             std::ptr::null(),
         )
     };
@@ -568,6 +579,7 @@ pub async fn run(inv: &Invocation) -> Finished {
         // mount, fork, waitpid, write, _exit: no allocation, no lock).
         unsafe {
             cmd.pre_exec(move || {
+                use std::os::fd::AsRawFd as _;
                 let contain = || -> std::io::Result<()> {
                     if let Some(ns) = &netns {
                         ns.enter()?;
@@ -576,18 +588,35 @@ pub async fn run(inv: &Invocation) -> Finished {
                         c.enter()?;
                     }
                     if pid_namespace {
-                        enter_pid_namespace(confine.is_some())?;
+                        enter_pid_namespace(confine.is_some(), write.as_raw_fd())?;
                     }
                     Ok(())
                 };
                 contain().inspect_err(|_| {
-                    use std::os::fd::AsRawFd as _;
                     libc::write(write.as_raw_fd(), b"!".as_ptr().cast(), 1);
                 })
             });
         }
-        setup_failed = Some(read);
+        // Read only once every writer is gone or has written, but never to block.
+        if let Err(e) = rustix::fs::fcntl_setfl(&read, rustix::fs::OFlags::NONBLOCK) {
+            let now = Instant::now();
+            return Finished {
+                exit: Exit::ContainmentFailed(format!("no marker pipe: {e}")),
+                started: now,
+                clock_started: now,
+                ended: now,
+                stdout: Captured::default(),
+                stderr: Captured::default(),
+            };
+        }
+        setup_failed = Some(std::fs::File::from(read));
     }
+    let containment_failed = |marker: &Option<std::fs::File>| {
+        let mut byte = [0u8; 1];
+        marker
+            .as_ref()
+            .is_some_and(|mut read| matches!(std::io::Read::read(&mut read, &mut byte), Ok(1)))
+    };
     let started = Instant::now();
     // Off the runtime's workers: spawning waits for the child's exec, containment set-up
     // included, and a worker that waits serves no fake meanwhile. The hook (and its write
@@ -607,14 +636,7 @@ pub async fn run(inv: &Invocation) -> Finished {
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
-            let in_setup = setup_failed.is_some_and(|read| {
-                let mut byte = [0u8; 1];
-                matches!(
-                    std::io::Read::read(&mut std::fs::File::from(read), &mut byte),
-                    Ok(1)
-                )
-            });
-            let exit = if in_setup {
+            let exit = if containment_failed(&setup_failed) {
                 Exit::ContainmentFailed(e.to_string())
             } else {
                 Exit::SpawnFailed(format!("{}: {e}", inv.program.display()))
@@ -676,8 +698,20 @@ pub async fn run(inv: &Invocation) -> Finished {
     let stdout = collect(stdout, grace_end, pgid).await;
     let stderr = collect(stderr, grace_end, pgid).await;
     // Nothing of this invocation may outlive it (a leftover child would keep retrying
-    // against the next scenario's fake).
-    kill_group(pgid);
+    // against the next scenario's fake). In a PID namespace the kernel saw to that, and the
+    // group, its leader reaped, may be someone else's by now.
+    if !pid_namespace {
+        kill_group(pgid);
+    }
+    // The agent never ran when its namespace's init could not start it.
+    let exit = if containment_failed(&setup_failed) {
+        Exit::ContainmentFailed(format!(
+            "its PID namespace's init could not start it ({})",
+            exit.describe()
+        ))
+    } else {
+        exit
+    };
 
     Finished {
         exit,
@@ -754,7 +788,7 @@ pub fn probe_containment() -> Result<(), String> {
 ///
 /// # Safety
 /// Only between fork and exec: system calls only.
-unsafe fn enter_pid_namespace(own_proc: bool) -> std::io::Result<()> {
+unsafe fn enter_pid_namespace(own_proc: bool, marker: libc::c_int) -> std::io::Result<()> {
     // SAFETY: system calls on our own processes and on local buffers.
     unsafe {
         if libc::unshare(libc::CLONE_NEWPID) != 0 {
@@ -783,16 +817,31 @@ unsafe fn enter_pid_namespace(own_proc: bool) -> std::io::Result<()> {
         // The init, PID 1: dies with the waiter (a deadline kill of the group).
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         libc::close(read_end);
+        // Its failures are the containment's, not the agent's: said on the marker pipe, so
+        // that its exit status is not taken for the agent's.
+        let failed = || {
+            libc::write(marker, b"!".as_ptr().cast(), 1);
+            libc::_exit(125)
+        };
         if own_proc && mount_own_proc().is_err() {
-            libc::_exit(125);
+            failed();
         }
         let agent = libc::fork();
         if agent < 0 {
-            libc::_exit(125);
+            failed();
         }
         if agent == 0 {
             libc::close(write_end);
             drop_capabilities()?;
+            deny_unix_sockets()?;
+            // A session of its own: no controlling terminal, so nothing it does reaches the
+            // user's (TIOCSTI, `/dev/tty`). The PID namespace ends it, not a group kill.
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Nothing wirecheck inherited from its own caller (a directory handle would lead
+            // out of the mount namespace, a pipe to another process) reaches the agent.
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC);
             return Ok(());
         }
         keep_only(write_end);
@@ -809,6 +858,78 @@ unsafe fn enter_pid_namespace(own_proc: bool) -> std::io::Result<()> {
         }
     }
 }
+
+/// The agent's architecture as seccomp names it (`AUDIT_ARCH_*` of `<linux/audit.h>`).
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 0xC000_003E;
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 0xC000_00B7;
+
+/// In the agent, after `no_new_privs`: a seccomp filter that refuses `socket(AF_UNIX, ...)`
+/// with EACCES. A read-only mount does not stop `connect()` to a named socket, and the ones on
+/// a machine lead out of any namespace: the Docker and systemd sockets (as root), the user's
+/// D-Bus session and `systemd --user` (as the user). Abstract sockets are the network
+/// namespace's own; `socketpair` (no name) stays allowed. Anything else than the native
+/// architecture's system calls (a 32-bit `socketcall`) is refused too.
+///
+/// # Safety
+/// Only between fork and exec: system calls only.
+unsafe fn deny_unix_sockets() -> std::io::Result<()> {
+    #[repr(C)]
+    struct SockFilter {
+        code: u16,
+        jt: u8,
+        jf: u8,
+        k: u32,
+    }
+    #[repr(C)]
+    struct SockFprog {
+        len: u16,
+        filter: *const SockFilter,
+    }
+    const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+    const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+    const ALLOW: u32 = 0x7fff_0000; // SECCOMP_RET_ALLOW
+    const REFUSE: u32 = 0x0005_0000 | libc::EACCES as u32; // SECCOMP_RET_ERRNO
+    // struct seccomp_data: nr at 0, arch at 4, args[0] (low half, little-endian) at 16.
+    let op = |code, k, jt, jf| SockFilter { code, jt, jf, k };
+    let program = [
+        op(LD_W_ABS, 4, 0, 0),
+        op(JEQ_K, AUDIT_ARCH, 1, 0),
+        op(RET_K, REFUSE, 0, 0),
+        op(LD_W_ABS, 0, 0, 0),
+        // x32 system calls (x86_64 only) carry this bit: refused.
+        op(JGE_K, 0x4000_0000, 4, 0),
+        op(JEQ_K, libc::SYS_socket as u32, 0, 2),
+        op(LD_W_ABS, 16, 0, 0),
+        op(JEQ_K, libc::AF_UNIX as u32, 1, 0),
+        op(RET_K, ALLOW, 0, 0),
+        op(RET_K, REFUSE, 0, 0),
+    ];
+    let prog = SockFprog {
+        len: program.len() as u16,
+        filter: program.as_ptr(),
+    };
+    // SAFETY: the program outlives the call, which copies it.
+    let r = unsafe {
+        libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER,
+            &prog as *const SockFprog,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// `CLOSE_RANGE_CLOEXEC` of `<linux/close_range.h>`: mark, do not close (std's exec-error pipe
+/// must stay open until the exec).
+const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
 
 /// In the agent, just before exec: no capabilities now or after exec, whatever its uid (root
 /// included: uid 0 then gets none from the emptied bounding set), and no way to gain any

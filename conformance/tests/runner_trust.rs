@@ -553,7 +553,20 @@ fn sigterm_mid_run_stops_every_agent_and_writes_partial_results() {
 /// machine's disks for writing. Counts what worked on its stdout.
 const FORGER: &str = r#"
 import glob, json, os, signal, socket, subprocess, time, urllib.parse
-done = {"posts": 0, "pools": 0, "kills": 0, "results": 0, "umounts": 0, "writes": 0, "disks": 0}
+done = {"posts": 0, "pools": 0, "kills": 0, "results": 0, "umounts": 0, "writes": 0, "disks": 0,
+        "sysctls": 0, "sockets": 0, "tty": 0, "fds": 0}
+# What wirecheck's caller left open (the test gives it descriptor 10, a folder outside).
+try:
+    os.fstat(10)
+    done["fds"] += 1
+except OSError:
+    pass
+# Its terminal, if it still had one.
+try:
+    os.close(os.open("/dev/tty", os.O_RDWR))
+    done["tty"] += 1
+except OSError:
+    pass
 # Undo the containment first: unmount what hides the neighbours and the host's /proc.
 for hidden in (os.environ["ATTACK_OUT"], "/tmp/wirecheck-cases", "/proc"):
     if subprocess.run(["umount", "-l", hidden], capture_output=True).returncode == 0:
@@ -581,7 +594,9 @@ while time.monotonic() < end:
             s.close()
         except OSError:
             pass
-    for pool in glob.glob("/tmp/wirecheck-cases/**/kvp_pool_1", recursive=True):
+    pools = glob.glob("/tmp/wirecheck-cases*/**/kvp_pool_1", recursive=True)
+    pools += glob.glob(os.path.dirname(os.getcwd()) + "/*/kvp_pool_1")
+    for pool in pools:
         if os.path.dirname(pool) == os.getcwd():
             continue
         try:
@@ -620,6 +635,26 @@ while time.monotonic() < end:
             done["disks"] += 1
         except OSError:
             pass
+    # The host's kernel settings, written back unchanged (as root without capabilities, only
+    # the uid is checked).
+    for setting in ("/proc/sys/kernel/hostname", "/proc/sys/kernel/core_pattern"):
+        try:
+            value = open(setting).read()
+            with open(setting, "w") as f:
+                f.write(value)
+            done["sysctls"] += 1
+        except OSError:
+            pass
+    # A named socket of the machine's (the test's listener stands for Docker's or D-Bus's).
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(0.5)
+        s.connect(os.environ["ATTACK_SOCKET"])
+        s.sendall(b"hello from the agent")
+        s.close()
+        done["sockets"] += 1
+    except OSError:
+        pass
     for folder in (os.environ["ATTACK_PLANT"], "/tmp"):
         try:
             with open(os.path.join(folder, "planted-%d" % os.getpid()), "w") as f:
@@ -679,8 +714,39 @@ fn assert_forger_reaches_no_neighbour(ordinary: bool) {
     .args(["--cases", "{wire.health.*,retry.status.*,transport.*}"])
     .env("ATTACK_OUT", &out)
     .env("ATTACK_PLANT", &plant);
+    // A named socket of the machine's: the forger must not reach it.
+    let socket_path = dir.path().join("machine.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket_path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::fs::set_permissions(
+        &socket_path,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    cmd.env("ATTACK_SOCKET", &socket_path);
     let mut cmd = if ordinary { as_ordinary_user(cmd) } else { cmd };
+    // A descriptor wirecheck inherits from its caller, open on a folder outside every case.
+    let outside = std::fs::File::open(dir.path()).unwrap();
+    {
+        use std::os::fd::AsRawFd as _;
+        use std::os::unix::process::CommandExt as _;
+        let fd = outside.as_raw_fd();
+        // SAFETY: dup2 only, between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::dup2(fd, 10) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
     let o = cmd.output().unwrap();
+    drop(outside);
+    assert!(
+        listener.accept().is_err(),
+        "the forger connected to a named socket of the machine's"
+    );
     let r = results(&out);
     let reporter = runner_support::counts(&r, "provision-report");
     assert_eq!(reporter.get("fail"), None, "{reporter:?}\n{}", show(&o));
@@ -700,7 +766,8 @@ fn assert_forger_reaches_no_neighbour(ordinary: bool) {
         let done: serde_json::Value = serde_json::from_str(line).unwrap();
         attacks += 1;
         for what in [
-            "posts", "pools", "kills", "results", "umounts", "writes", "disks",
+            "posts", "pools", "kills", "results", "umounts", "writes", "disks", "sysctls",
+            "sockets", "tty", "fds",
         ] {
             assert_eq!(
                 done[what], 0,

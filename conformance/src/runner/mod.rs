@@ -215,7 +215,12 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
     // The results folder exists from the start, so it can be hidden from every agent (one
     // could otherwise make it, and plant links for the writers to follow).
     std::fs::create_dir_all(&settings.out)?;
-    let (cases_parent, case_root) = match shared_cases_folder() {
+    // The shared folder, else (someone else made it) one of this user's own, which hides this
+    // user's other runs just as well; the shared one is hidden from our agents either way.
+    let parent = shared_cases_folder().or_else(|shared| {
+        own_cases_folder().map_err(|own| std::io::Error::other(format!("{shared}; {own}")))
+    });
+    let (cases_parent, case_root) = match parent {
         Ok(parent) => {
             let root = tempfile::Builder::new()
                 .prefix(CASE_ROOT_PREFIX)
@@ -223,8 +228,6 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
             (parent, root)
         }
         Err(e) => {
-            // Our cases go to a private folder, and the shared one is still hidden from our
-            // agents (hiding needs no trust).
             eprintln!(
                 "wirecheck: warning: {e}; this run's case folders go to a private temporary folder instead"
             );
@@ -234,6 +237,12 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
             (std::env::temp_dir().join(CASES_FOLDER), root)
         }
     };
+    // Only this user (and the agents it runs) may enter: nothing an agent leaves in its case
+    // folder (a set-uid copy of a shell, as root) is within another local user's reach.
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(case_root.path(), std::fs::Permissions::from_mode(0o700))?;
+    }
     let in_process = planned
         .iter()
         .any(|p| p.profile.attach != crate::agent::Attach::Sandbox);
@@ -353,6 +362,27 @@ fn shared_cases_folder() -> std::io::Result<PathBuf> {
     if !meta.is_dir() || !owner_trusted || meta.mode() & 0o1000 == 0 {
         return Err(std::io::Error::other(format!(
             "{} is not a sticky folder owned by root or by this user",
+            dir.display()
+        )));
+    }
+    Ok(dir)
+}
+
+/// `<temp>/wirecheck-cases-<uid>`: this user's own folder of case folders (mode 0700), when
+/// the shared one cannot be trusted.
+fn own_cases_folder() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+    let uid = rustix::process::geteuid().as_raw();
+    let dir = std::env::temp_dir().join(format!("{CASES_FOLDER}-{uid}"));
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let meta = std::fs::symlink_metadata(&dir)?;
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+        return Err(std::io::Error::other(format!(
+            "{} is not a folder of this user's that only it can enter",
             dir.display()
         )));
     }

@@ -156,7 +156,11 @@ pub async fn run(
             && let (Some(cases), Some(root)) = (&settings.cases_parent, &settings.case_root)
         {
             // The shared folder first: this run's folder may lie inside it.
-            let mut hide = vec![settings.out.clone(), cases.clone()];
+            let shared = std::env::temp_dir().join(crate::runner::CASES_FOLDER);
+            let mut hide = vec![settings.out.clone(), shared.clone()];
+            if cases != &shared {
+                hide.push(cases.clone());
+            }
             if !root.starts_with(cases) {
                 hide.push(root.clone());
             }
@@ -196,7 +200,7 @@ pub async fn run(
     // The window is this case's own; when the agent sent more than it keeps, what a check
     // needs (an early wrong report) may be gone, so nothing is judged from what is left.
     let stats = fake.journal_stats();
-    let unjudgeable = (stats.evicted > 0).then(|| {
+    let mut unjudgeable = (stats.evicted > 0).then(|| {
         format!(
             "the agent sent {} requests, more than the {} (or {} bytes) a case's journal keeps; the oldest {} were dropped, so the case is not judged",
             stats.evicted + stats.entries as u64,
@@ -210,14 +214,66 @@ pub async fn run(
         Ok(fake) => fake.shutdown().await,
         Err(_) => return Err(SessionError::Harness("the fake is still in use".into())),
     }
+    // The pool file is the agent's: it may have made it anything (a FIFO would block this read
+    // for ever, a link to /dev/zero would never end).
+    let pool = tokio::task::spawn_blocking(move || read_agent_file(&pool_path, POOL_READ_MAX))
+        .await
+        .map_err(|e| SessionError::Harness(format!("reading the pool failed: {e}")))?;
+    let pool = match pool {
+        Ok(pool) => pool,
+        Err(why) => {
+            let why = format!("its pool file {POOL_FILE} {why}, so the case is not judged");
+            unjudgeable = Some(match unjudgeable {
+                Some(before) => format!("{before}; {why}"),
+                None => format!("after the agent ran, {why}"),
+            });
+            None
+        }
+    };
     Ok(Session {
         journal,
         served,
-        pool: std::fs::read(&pool_path).ok(),
+        pool,
         runs,
         clock_origin: t0,
         unjudgeable,
     })
+}
+
+/// The most of an agent's pool file that is read back: 26,000 records, far beyond any agent's.
+pub const POOL_READ_MAX: u64 = 64 << 20;
+
+/// A file the agent could have replaced: read only if it is a regular file (not a link, FIFO,
+/// device or socket), at most `cap` bytes. `Ok(None)`: it is gone.
+fn read_agent_file(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err("is a symbolic link".into());
+        }
+        Err(e) => return Err(format!("cannot be opened: {e}")),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot be examined: {e}"))?;
+    if !meta.is_file() {
+        return Err("is not a regular file (a FIFO, socket or device)".into());
+    }
+    let mut bytes = Vec::new();
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    if bytes.len() as u64 > cap {
+        return Err(format!("is larger than {cap} bytes"));
+    }
+    Ok(Some(bytes))
 }
 
 /// The journal once every answer is final. The fake records an answer after writing it, so an

@@ -98,6 +98,30 @@ pub async fn run(
 }
 
 /// Environment variables removed so a user's proxy settings never reroute the agent.
+/// What of wirecheck's environment leads to the user's session or holds the CI's secrets: no
+/// agent gets it (it inherits the rest, its profile's `env` and the case variables).
+pub const PRIVATE_VARS: [&str; 19] = [
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "XDG_RUNTIME_DIR",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XAUTHORITY",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "ACTIONS_RUNTIME_TOKEN",
+    "ACTIONS_RUNTIME_URL",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_URL",
+    "ACTIONS_CACHE_URL",
+    "ACTIONS_RESULTS_URL",
+    "CI_JOB_TOKEN",
+    "SYSTEM_ACCESSTOKEN",
+    "CARGO_REGISTRY_TOKEN",
+    "NPM_TOKEN",
+];
+
 const PROXY_VARS: [&str; 8] = [
     "http_proxy",
     "HTTP_PROXY",
@@ -177,7 +201,11 @@ fn agent_invocation(
 
     let mut env = profile.render_env(&values);
     env.extend(case_env(&values, run.action));
-    let mut env_remove: Vec<String> = PROXY_VARS.iter().map(|s| (*s).to_owned()).collect();
+    let mut env_remove: Vec<String> = PROXY_VARS
+        .iter()
+        .chain(&PRIVATE_VARS)
+        .map(|s| (*s).to_owned())
+        .collect();
     // Only the proxy attach mode gives a proxy; every other agent gets none.
     if let Some(proxy) = &endpoints.proxy_url {
         env.push(("http_proxy".into(), proxy.clone()));
