@@ -19,6 +19,12 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_REPORTED_KVP_FAILED: u8 = 3;
 
 fn main() -> ExitCode {
+    // A file size limit (RLIMIT_FSIZE) reached while writing the pool must be an error (EFBIG)
+    // that costs the KVP record, not SIGXFSZ killing the process before the report is sent.
+    // SAFETY: setting a signal to SIG_IGN at the start of main, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     // clap prints its own usage errors and exits 2.
     let cli = Cli::parse();
     let settings = match cli.settings() {
