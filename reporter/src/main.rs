@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
+use reporter::kvp::pool::PoolError;
 use reporter::{Flow, KvpOutcome, Outcome, Reporter, SetupError};
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::prelude::*;
@@ -70,6 +71,9 @@ fn finish(report_name: &str, outcome: &Outcome) -> ExitCode {
         }
         KvpOutcome::Disabled => "KVP off".to_owned(),
         KvpOutcome::NotApplicable => "no KVP record for in-progress reports".to_owned(),
+        KvpOutcome::Failed(error @ PoolError::Compact { .. }) => {
+            format!("KVP record written but the pool NOT compacted: {error}")
+        }
         KvpOutcome::Failed(error) => format!("KVP NOT written: {error}"),
     };
     match &outcome.delivery {

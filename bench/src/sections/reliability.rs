@@ -162,7 +162,14 @@ fn pool_faults(h: &mut Harness<'_>) -> anyhow::Result<Vec<Case>> {
         let unchanged = std::fs::read(&pool)? == before;
         cases.push(Case {
             kind: "pool fault",
-            name: format!("{lock} lock held by another process past --kvp-lock-timeout 1"),
+            name: format!(
+                "{} held by another process past --kvp-lock-timeout 1",
+                if lock == "flock" {
+                    "flock"
+                } else {
+                    "a whole-file fcntl write lock"
+                }
+            ),
             expected: expected_3.into(),
             outcome: format!(
                 "{}, {got} report(s) received, pool {}",
@@ -409,9 +416,24 @@ fn bad_inputs(h: &mut Harness<'_>) -> anyhow::Result<Vec<Case>> {
         let sent = fake.journal().len();
         let created = pool.exists();
         let named = stderr.contains(flag);
+        let tmp = h.ctx.tmp.display().to_string();
+        let shown: Vec<String> = args
+            .iter()
+            .map(|a| {
+                if a.len() > 200 {
+                    format!(
+                        "{}<{} × k>",
+                        &a[..a.find('=').map_or(0, |i| i + 1)],
+                        long_key.len()
+                    )
+                } else {
+                    a.replace(&tmp, "$TMP")
+                }
+            })
+            .collect();
         cases.push(Case {
             kind: "bad input",
-            name: format!("`{}`", args.join(" ")),
+            name: format!("`{}`", shown.join(" ")),
             expected: format!("exit 2 naming {flag}, nothing sent, no pool"),
             outcome: format!(
                 "{}{}{}{}",
