@@ -147,19 +147,35 @@ pub fn merge(existing: &str, update: &Report) -> Result<String, String> {
     let (middle, commands) = rest.split_at(commands_at - summary_at);
 
     let titles: Vec<&str> = update.sections.iter().map(|s| s.title.as_str()).collect();
+    let fact = |key: &str| {
+        update
+            .machine
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or("?", |(_, v)| v.as_str())
+    };
+    let remeasured = format!(
+        "- re-measured (UTC): {}, {}: {} (commit {}; 1-minute load average {}; the other parts \
+         are from the date above)",
+        update.date,
+        update.invocation,
+        titles.join(", "),
+        fact("commit"),
+        fact("1-minute load average")
+    );
+    let same_parts = format!(": {} (", titles.join(", "));
     let mut out = String::new();
-    for line in head.lines() {
+    for line in head.trim_end().lines() {
+        // An earlier re-run of the same parts is replaced by this one.
+        if line.starts_with("- re-measured (UTC):") && line.contains(&same_parts) {
+            continue;
+        }
         let _ = writeln!(out, "{line}");
         if line.starts_with("- date (UTC):") {
-            let _ = writeln!(
-                out,
-                "- re-measured (UTC): {}, {}: {} (the other parts are from the date above)",
-                update.date,
-                update.invocation,
-                titles.join(", ")
-            );
+            let _ = writeln!(out, "{remeasured}");
         }
     }
+    out.push('\n');
 
     // The middle: the summary (up to the first section), then one block per `## ` section.
     let mut blocks: Vec<String> = Vec::new();
@@ -350,8 +366,13 @@ mod tests {
             merged.contains("# re-measured 2026-12-01 13:00: B, C"),
             "{merged}"
         );
+        assert!(
+            merged.contains("from the date above)\n\n## Summary\n"),
+            "{merged}"
+        );
         // Merging twice replaces again rather than adding.
         let twice = merge(&merged, &update).unwrap();
+        assert_eq!(twice.matches("- re-measured").count(), 1, "{twice}");
         assert_eq!(twice.matches("| fig b |").count(), 1, "{twice}");
         assert_eq!(twice.matches("## C\n").count(), 1, "{twice}");
     }

@@ -296,8 +296,12 @@ impl KvpPool {
         // 2. The new record, complete, in a fresh zero slot: value first, key (the commit) last.
         let new = end;
         self.truncate((new + 1) * SLOT)?;
-        self.write_record(&record, new)
-            .map_err(|e| self.io_err("write", e))?;
+        if let Err(e) = self.write_record(&record, new) {
+            // A full disk can fail the write after the slot was added: it is free (its key
+            // was never written), so dropping it again loses nothing. Best effort.
+            let _ = self.file.set_len(new * SLOT);
+            return Err(self.io_err("write", e));
+        }
 
         // 3. and 4. Compaction: only when something before the new record is free or ours.
         let index = match first_dead {
