@@ -122,7 +122,7 @@ pub fn check(
     others: usize,
     round: usize,
 ) -> Result<Left, Vec<Damage>> {
-    if pool.len() % RECORD_SIZE != 0 {
+    if !pool.len().is_multiple_of(RECORD_SIZE) {
         return Err(vec![Damage::Ragged { size: pool.len() }]);
     }
     let view = decode_pool(pool);
