@@ -21,8 +21,8 @@ use thiserror::Error;
 const AFTER_HELP: &str = "\
 Exit status: 0 the wireserver accepted the report; 1 it did not (the KVP record, when written, \
 stays); 2 usage or bad input (nothing was written or sent); 3 the wireserver accepted the \
-report but the KVP pool could not be opened or written (the report is sent whatever happens to \
-the pool).
+report but the KVP pool could not be opened, locked within --kvp-lock-timeout or written (the \
+report is sent whatever happens to the pool).
 
 Order of a run: check every input, open the KVP pool, ask IMDS for the vm id, write the encoded \
 report to KVP, then report to the wireserver within --timeout.";
@@ -142,6 +142,10 @@ pub struct Options {
     /// Empty the KVP pool first when it was last written before the current boot
     #[arg(long, global = true, env = "PROVISION_REPORT_TRUNCATE_STALE", value_parser = FalseyValueParser::new())]
     pub truncate_stale: bool,
+    /// Longest wait for each KVP pool lock, in seconds; then the KVP record is given up and the
+    /// report still sent [default: 10]
+    #[arg(long, global = true, value_name = "SECONDS", env = "PROVISION_REPORT_KVP_LOCK_TIMEOUT", value_parser = PositiveSeconds)]
+    pub kvp_lock_timeout: Option<Duration>,
     /// Read DMI and EFI facts below this directory instead of / [default: /]
     #[arg(
         long,
@@ -183,6 +187,7 @@ pub struct FileConfig {
     kvp_key: Option<String>,
     no_kvp: Option<bool>,
     truncate_stale: Option<bool>,
+    kvp_lock_timeout: Option<f64>,
     sysroot: Option<PathBuf>,
     use_env_proxy: Option<bool>,
     log_level: Option<LogLevel>,
@@ -303,6 +308,13 @@ impl Cli {
             interval: retry.interval,
             request_timeout: retry.request_timeout,
         };
+        let kvp_lock_timeout = seconds(
+            o.kvp_lock_timeout,
+            file.kvp_lock_timeout,
+            KvpTarget::default().lock_timeout,
+            false,
+            "kvp_lock_timeout",
+        )?;
         let no_kvp = o.no_kvp || file.no_kvp.unwrap_or(false);
         let kvp = if no_kvp {
             None
@@ -329,6 +341,7 @@ impl Cli {
                 path,
                 key,
                 truncate_stale: o.truncate_stale || file.truncate_stale.unwrap_or(false),
+                lock_timeout: kvp_lock_timeout,
             })
         };
         let dmi = Dmi::new(

@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
+use reporter::kvp::pool::PoolError;
 use reporter::{Flow, KvpOutcome, Outcome, Reporter, SetupError};
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::prelude::*;
@@ -19,6 +20,12 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_REPORTED_KVP_FAILED: u8 = 3;
 
 fn main() -> ExitCode {
+    // A file size limit (RLIMIT_FSIZE) reached while writing the pool must be an error (EFBIG)
+    // that costs the KVP record, not SIGXFSZ killing the process before the report is sent.
+    // SAFETY: setting a signal to SIG_IGN at the start of main, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     // clap prints its own usage errors and exits 2.
     let cli = Cli::parse();
     let settings = match cli.settings() {
@@ -64,6 +71,9 @@ fn finish(report_name: &str, outcome: &Outcome) -> ExitCode {
         }
         KvpOutcome::Disabled => "KVP off".to_owned(),
         KvpOutcome::NotApplicable => "no KVP record for in-progress reports".to_owned(),
+        KvpOutcome::Failed(error @ PoolError::Compact { .. }) => {
+            format!("KVP record written but the pool NOT compacted: {error}")
+        }
         KvpOutcome::Failed(error) => format!("KVP NOT written: {error}"),
     };
     match &outcome.delivery {

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use reqwest::Url;
@@ -13,7 +14,7 @@ use crate::format::HealthState;
 use crate::format::encoded::{ReportContext, encode_error, encode_success};
 use crate::http::Http;
 use crate::imds::{InstanceMetadata, fetch_instance};
-use crate::kvp::pool::{KvpPool, PoolError, boot_time};
+use crate::kvp::pool::{DEFAULT_LOCK_TIMEOUT, KvpPool, PoolError, boot_time};
 use crate::kvp::record::{RecordError, validate_key};
 use crate::kvp::{DEFAULT_POOL_PATH, PROVISIONING_REPORT_KEY};
 use crate::retry::RetryPolicy;
@@ -104,6 +105,8 @@ pub struct KvpTarget {
     pub key: String,
     /// Empty the pool first when it predates the current boot.
     pub truncate_stale: bool,
+    /// How long each pool lock is waited for before the KVP record is given up.
+    pub lock_timeout: Duration,
 }
 
 impl Default for KvpTarget {
@@ -112,6 +115,7 @@ impl Default for KvpTarget {
             path: PathBuf::from(DEFAULT_POOL_PATH),
             key: PROVISIONING_REPORT_KEY.to_owned(),
             truncate_stale: false,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
         }
     }
 }
@@ -269,7 +273,7 @@ impl Reporter {
         let mut open_failed = None;
         let pool = match &self.config.kvp {
             Some(target) => match KvpPool::open(&target.path) {
-                Ok(pool) => Some((pool, target)),
+                Ok(pool) => Some((pool.with_lock_timeout(target.lock_timeout), target)),
                 Err(error) if error.is_bad_path() => return Err(SetupError::Pool(error)),
                 Err(error) => {
                     tracing::error!("{error}; reporting to the wireserver anyway");

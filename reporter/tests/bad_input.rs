@@ -138,6 +138,11 @@ fn bad_durations() {
         &[],
         &["--retry-interval"],
     );
+    assert_rejected(
+        &["--kvp-lock-timeout", "0", "ready"],
+        &[],
+        &["--kvp-lock-timeout"],
+    );
 }
 
 #[test]
@@ -308,6 +313,7 @@ fn help_lists_every_environment_variable() {
         "PROVISION_REPORT_KVP_KEY",
         "PROVISION_REPORT_NO_KVP",
         "PROVISION_REPORT_TRUNCATE_STALE",
+        "PROVISION_REPORT_KVP_LOCK_TIMEOUT",
         "PROVISION_REPORT_CONFIG",
         "PROVISION_REPORT_LOG_LEVEL",
     ] {

@@ -6,6 +6,7 @@
 //! sandbox's own); nothing is ever sent to 168.63.129.16 or 169.254.169.254 outside one.
 //! A missing agent or privilege is a test failure with instructions, never a skip.
 
+pub mod kill_loop;
 pub mod normalize;
 
 use std::path::{Path, PathBuf};

@@ -18,6 +18,8 @@ enum Part {
     Kvp,
     Suite,
     Reporter,
+    /// provision-report under kills, pool faults, hostile pools and bad input.
+    Reliability,
     /// The real-agent matrix (root, agents installed; not part of the default run).
     Matrix,
 }
@@ -65,10 +67,17 @@ struct Cli {
     suite_runs: usize,
     #[arg(long, default_value_t = 50)]
     reporter_runs: usize,
+    /// Rounds of the reliability part's kill loop (each writer).
+    #[arg(long, default_value_t = 200)]
+    reliability_rounds: usize,
     /// Also fuzz each of the oracle's cargo-fuzz targets for this many seconds (needs nightly
     /// and cargo-fuzz; 0 = no fuzzing).
     #[arg(long, default_value_t = 0)]
     fuzz_seconds: u64,
+    /// Fold the parts measured into the existing --out file instead of replacing it (their
+    /// summary rows, sections and commands; the other parts are kept as their run wrote them).
+    #[arg(long)]
+    merge: bool,
     /// Shown in RESULTS.md as how the run was invoked.
     #[arg(long, default_value = "bench/run.sh")]
     invocation: String,
@@ -126,6 +135,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             kvp_runs: cli.kvp_runs,
             suite_runs: cli.suite_runs,
             reporter_runs: cli.reporter_runs,
+            reliability_rounds: cli.reliability_rounds,
         },
         wrk: cli.wrk.clone(),
         python: cli.python.clone(),
@@ -200,6 +210,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     if wanted(Part::Kvp) {
         add("kvp dump", &|| sections::kvp::run(&ctx));
     }
+    if wanted(Part::Reliability) {
+        add("provision-report reliability", &|| {
+            sections::reliability::run(&ctx)
+        });
+    }
     // Opt-in: it needs root and the real agents, and takes as long as its slowest case.
     if cli.only.contains(&Part::Matrix) {
         add("real-agent matrix", &|| sections::matrix::run(&ctx));
@@ -236,7 +251,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(dir) = out.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    std::fs::write(&out, report.render()).with_context(|| format!("writing {}", out.display()))?;
+    let text = if cli.merge && out.exists() {
+        let existing = std::fs::read_to_string(&out)
+            .with_context(|| format!("reading {} to merge into", out.display()))?;
+        wirecheck_bench::results::merge(&existing, &report)
+            .map_err(|e| anyhow::anyhow!("--merge into {}: {e}", out.display()))?
+    } else {
+        report.render()
+    };
+    std::fs::write(&out, text).with_context(|| format!("writing {}", out.display()))?;
     eprintln!("bench-run: wrote {}", out.display());
     if !report.failed.is_empty() {
         anyhow::bail!("{} part(s) could not be measured", report.failed.len());

@@ -6,6 +6,7 @@ pub mod fuzz;
 pub mod imds;
 pub mod kvp;
 pub mod matrix;
+pub mod reliability;
 pub mod reporter;
 pub mod suite;
 
@@ -39,6 +40,8 @@ pub struct Settings {
     pub suite_runs: usize,
     /// `RUNS` for bench/reporter/run.sh.
     pub reporter_runs: usize,
+    /// Rounds of the reliability part's kill loop.
+    pub reliability_rounds: usize,
 }
 
 /// What every section needs.

@@ -486,15 +486,32 @@ pub fn run(server: &Server, scratch: &Scratch, args: &[&str]) -> Run {
 
 /// Runs the binary with exactly these arguments and environment variables.
 pub fn run_raw<S: AsRef<std::ffi::OsStr>>(args: &[S], env: &[(&str, &std::ffi::OsStr)]) -> Run {
+    run_raw_with(args, env, |_| {})
+}
+
+/// [`run_raw`], with `configure` applied to the command last (resource limits, say).
+pub fn run_raw_with<S: AsRef<std::ffi::OsStr>>(
+    args: &[S],
+    env: &[(&str, &std::ffi::OsStr)],
+    configure: impl FnOnce(&mut Command),
+) -> Run {
     let started = Instant::now();
     let mut command = Command::new(env!("CARGO_BIN_EXE_provision-report"));
     command.env_clear().args(args);
     for (name, value) in env {
         command.env(name, value);
     }
+    configure(&mut command);
     let output = command.output().unwrap();
     Run {
-        code: output.status.code().expect("exited normally"),
+        code: output.status.code().unwrap_or_else(|| {
+            use std::os::unix::process::ExitStatusExt;
+            panic!(
+                "provision-report did not exit: killed by signal {:?}\nstderr:\n{}",
+                output.status.signal(),
+                String::from_utf8_lossy(&output.stderr)
+            )
+        }),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         elapsed: started.elapsed(),
     }
@@ -584,6 +601,14 @@ pub fn pool_records(path: &Path) -> Vec<(String, String)> {
             (field(&record[..512]), field(&record[512..]))
         })
         .collect()
+}
+
+/// One NUL-padded 2560-byte record, encoded here.
+pub fn raw_record(key: &str, value: &str) -> Vec<u8> {
+    let mut record = vec![0u8; 2560];
+    record[..key.len()].copy_from_slice(key.as_bytes());
+    record[512..512 + value.len()].copy_from_slice(value.as_bytes());
+    record
 }
 
 pub fn keys(fields: &[(String, String)]) -> Vec<&str> {

@@ -1,0 +1,202 @@
+//! The KVP pool under faults: whatever happens to the pool, the wireserver report goes out and
+//! the exit status says what became of the KVP record (0 written, 3 not). A huge sparse pool
+//! under a memory limit, a lock nobody lets go of, a file size limit.
+
+mod support;
+
+use std::os::unix::fs::FileExt;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use support::*;
+
+const GIB: u64 = 1 << 30;
+
+/// Applies a resource limit to the child before it runs.
+fn limit(cmd: &mut Command, resource: rustix::process::Resource, bytes: u64) {
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let limit = rustix::process::Rlimit {
+                current: Some(bytes),
+                maximum: Some(bytes),
+            };
+            rustix::process::setrlimit(resource, limit).map_err(std::io::Error::from)
+        });
+    }
+}
+
+fn args_for(server: &Server, scratch: &Scratch, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--wireserver",
+        &server.url(),
+        "--imds",
+        &server.url(),
+        "--kvp-pool",
+        &scratch.pool().display().to_string(),
+        "--sysroot",
+        &scratch.sysroot().display().to_string(),
+        "--timeout",
+        "10",
+        "--retry-interval",
+        "0.2",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+fn server_accepting() -> Server {
+    let server = Server::start();
+    server
+        .with_imds()
+        .on("POST /provisioning/health", vec![Reply::Status(201)]);
+    server
+}
+
+#[test]
+fn an_8_gib_sparse_pool_under_a_memory_limit_is_reported_and_compacted() {
+    // A 2 GB VM: the reporter may use a quarter of it. The pool is 8 GiB of holes with a few
+    // records at each end and an earlier report near the end.
+    let server = server_accepting();
+    let scratch = Scratch::new();
+    std::fs::create_dir_all(scratch.pool().parent().unwrap()).unwrap();
+    let file = std::fs::File::create(scratch.pool()).unwrap();
+    let slots = 8 * GIB / 2560;
+    for i in 0..3u64 {
+        file.write_all_at(&raw_record(&format!("first_{i}"), "at the start"), i * 2560)
+            .unwrap();
+    }
+    let tail: Vec<(String, &str)> = vec![
+        ("last_0".into(), "near the end"),
+        (
+            "PROVISIONING_REPORT".into(),
+            "result=error|reason=an earlier run",
+        ),
+        ("last_1".into(), "at the end"),
+    ];
+    for (n, (key, value)) in tail.iter().enumerate() {
+        let slot = slots - tail.len() as u64 + n as u64;
+        file.write_all_at(&raw_record(key, value), slot * 2560)
+            .unwrap();
+    }
+    assert_eq!(file.metadata().unwrap().len(), slots * 2560);
+    drop(file);
+
+    let started = Instant::now();
+    let run = run_raw_with(&args_for(&server, &scratch, &["ready"]), &[], |cmd| {
+        limit(cmd, rustix::process::Resource::As, GIB / 2)
+    });
+    let elapsed = started.elapsed();
+    eprintln!("8 GiB sparse pool: exit {} in {elapsed:.2?}", run.code);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(elapsed < Duration::from_secs(20), "took {elapsed:?}");
+    let posts = server.requests_to("POST", "/provisioning/health");
+    assert_eq!(posts.len(), 1, "{:?}", server.targets());
+    let records = pool_records(&scratch.pool());
+    let keys: Vec<&str> = records.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "first_0",
+            "first_1",
+            "first_2",
+            "last_0",
+            "last_1",
+            "PROVISIONING_REPORT"
+        ],
+        "the holes are dropped, the others kept in order, the earlier report replaced"
+    );
+    assert_eq!(records[3].1, "near the end");
+    let report = parse_encoded(&records[5].1);
+    assert_eq!(value(&report, "result"), Some("success"));
+}
+
+#[test]
+fn a_pool_lock_held_past_the_timeout_still_leaves_the_wireserver_report() {
+    use rustix::fs::FlockOperation;
+    for lock in ["flock", "fcntl"] {
+        let server = server_accepting();
+        let scratch = Scratch::new();
+        std::fs::create_dir_all(scratch.pool().parent().unwrap()).unwrap();
+        let other = raw_record("OTHER", "value");
+        std::fs::write(scratch.pool(), &other).unwrap();
+        let holder = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .open(scratch.pool())
+            .unwrap();
+        match lock {
+            "fcntl" => rustix::fs::fcntl_lock(&holder, FlockOperation::LockExclusive).unwrap(),
+            _ => rustix::fs::flock(&holder, FlockOperation::LockExclusive).unwrap(),
+        }
+        // Let go after 4 s, so that a reporter that waits for ever still ends (and fails).
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(4));
+            drop(holder);
+        });
+        let started = Instant::now();
+        let run = run_raw(
+            &args_for(
+                &server,
+                &scratch,
+                &[
+                    "--kvp-lock-timeout",
+                    "1",
+                    "failure",
+                    "--reason",
+                    "locked out",
+                ],
+            ),
+            &[],
+        );
+        let elapsed = started.elapsed();
+        release.join().unwrap();
+        assert_eq!(run.code, 3, "{lock}: {}", run.stderr);
+        assert!(elapsed < Duration::from_secs(3), "{lock}: took {elapsed:?}");
+        assert!(
+            run.stderr.contains(&format!("held the {lock}")),
+            "{lock}: the log names the lock:\n{}",
+            run.stderr
+        );
+        assert!(run.stderr.contains("KVP NOT written"), "{}", run.stderr);
+        let posts = server.requests_to("POST", "/provisioning/health");
+        assert_eq!(posts.len(), 1, "{lock}: {:?}", server.targets());
+        assert!(
+            posts[0].body.contains("reason=locked out"),
+            "{:?}",
+            posts[0]
+        );
+        assert_eq!(std::fs::read(scratch.pool()).unwrap(), other, "{lock}");
+    }
+}
+
+#[test]
+fn a_pool_that_cannot_be_written_still_leaves_the_wireserver_report() {
+    // A file size limit at the pool's current size: growing it fails (EFBIG, as a full disk
+    // fails with ENOSPC) instead of SIGXFSZ killing the reporter.
+    let server = server_accepting();
+    let scratch = Scratch::new();
+    std::fs::create_dir_all(scratch.pool().parent().unwrap()).unwrap();
+    let mut before = raw_record("OTHER", "value");
+    before.extend(raw_record("ANOTHER", "value"));
+    std::fs::write(scratch.pool(), &before).unwrap();
+    let run = run_raw_with(
+        &args_for(&server, &scratch, &["failure", "--reason", "disk full"]),
+        &[],
+        |cmd| limit(cmd, rustix::process::Resource::Fsize, before.len() as u64),
+    );
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(run.stderr.contains("KVP NOT written"), "{}", run.stderr);
+    let posts = server.requests_to("POST", "/provisioning/health");
+    assert_eq!(posts.len(), 1, "{:?}", server.targets());
+    assert!(posts[0].body.contains("reason=disk full"), "{:?}", posts[0]);
+    assert_eq!(
+        std::fs::read(scratch.pool()).unwrap(),
+        before,
+        "the pool is left as it was"
+    );
+}
