@@ -22,6 +22,12 @@ use crate::server::{EngineSlot, ListenerKind, Shared, accept_loop, lock};
 pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;
 /// Default deadline for reading one request, and for an idle keep-alive connection.
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default deadline for the rest of a request head once its first byte arrived (slowloris).
+pub const DEFAULT_HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default cap on open connections per agent listener. At the cap, the connection idle the
+/// longest (waiting for, or inside, a request head) is closed to make room; connections whose
+/// request is being answered are never closed for room.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// How to run a fake. `FakeConfig::default()`: wireserver and IMDS on ephemeral `127.0.0.1`
 /// ports, no proxy, no admin listener, default documents.
@@ -47,6 +53,10 @@ pub struct FakeConfig {
     pub journal_max_bytes: usize,
     pub max_body_bytes: usize,
     pub read_timeout: Duration,
+    /// See [`DEFAULT_HEAD_TIMEOUT`].
+    pub head_timeout: Duration,
+    /// Per agent listener; see [`DEFAULT_MAX_CONNECTIONS`].
+    pub max_connections: usize,
 }
 
 fn loopback() -> SocketAddr {
@@ -67,6 +77,8 @@ impl Default for FakeConfig {
             journal_max_bytes: DEFAULT_MAX_BYTES,
             max_body_bytes: DEFAULT_MAX_BODY,
             read_timeout: DEFAULT_READ_TIMEOUT,
+            head_timeout: DEFAULT_HEAD_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -120,6 +132,15 @@ impl FakeConfig {
     }
     pub fn read_timeout(mut self, t: Duration) -> Self {
         self.read_timeout = t;
+        self
+    }
+    pub fn head_timeout(mut self, t: Duration) -> Self {
+        self.head_timeout = t;
+        self
+    }
+    /// At least 1.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
         self
     }
 }
@@ -204,7 +225,9 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
             max_head: 64 * 1024,
             max_body: config.max_body_bytes,
             read_timeout: config.read_timeout,
+            head_timeout: config.head_timeout,
         },
+        max_connections: config.max_connections.max(1),
     });
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let mut tasks = Vec::new();
