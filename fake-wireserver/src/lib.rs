@@ -110,6 +110,7 @@ pub mod oracle;
 pub mod sandbox;
 pub mod scenario;
 mod server;
+pub mod text;
 pub mod wireserver;
 
 pub use documents::Addresses;
