@@ -8,10 +8,18 @@
 //! busy the listener waits for one to end, as before.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
+use tokio::sync::futures::OwnedNotified;
+use tokio::time::Sleep;
 
 use crate::server::lock;
 
@@ -146,6 +154,130 @@ impl ConnHandle {
     /// notice sent between two waits is not lost).
     pub(crate) fn evicted(&self) -> &Notify {
         &self.evict
+    }
+}
+
+/// Open admin connections at most (the library and wirecheck use one or two at a time).
+pub(crate) const MAX_ADMIN_CONNECTIONS: usize = 64;
+
+/// The admin listener for `axum::serve`, bounded like an agent listener.
+pub(crate) struct AdminListener {
+    inner: TcpListener,
+    table: Arc<ConnTable>,
+    idle_timeout: Duration,
+}
+
+impl AdminListener {
+    pub(crate) fn new(inner: TcpListener, idle_timeout: Duration) -> Self {
+        AdminListener {
+            inner,
+            table: ConnTable::new(MAX_ADMIN_CONNECTIONS),
+            idle_timeout,
+        }
+    }
+}
+
+impl axum::serve::Listener for AdminListener {
+    type Io = AdminIo;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (AdminIo, SocketAddr) {
+        loop {
+            match self.inner.accept().await {
+                Ok((stream, addr)) => {
+                    if let Room::Evicted { total, warn: true } = self.table.make_room() {
+                        tracing::warn!(
+                            "admin: at its {MAX_ADMIN_CONNECTIONS}-connection limit; closed the connection silent the longest ({total} closed so far)"
+                        );
+                    }
+                    let handle = self.table.register();
+                    let evicted = Box::pin(handle.evict.clone().notified_owned());
+                    let io = AdminIo {
+                        stream,
+                        handle,
+                        evicted,
+                        idle: Box::pin(tokio::time::sleep(self.idle_timeout)),
+                        idle_timeout: self.idle_timeout,
+                    };
+                    return (io, addr);
+                }
+                // EMFILE and friends: back off instead of spinning.
+                Err(e) => {
+                    tracing::warn!("admin accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.inner.local_addr()
+    }
+}
+
+/// An admin connection: reads end with an error once it is evicted or silent too long.
+pub(crate) struct AdminIo {
+    stream: TcpStream,
+    handle: ConnHandle,
+    evicted: Pin<Box<OwnedNotified>>,
+    idle: Pin<Box<Sleep>>,
+    idle_timeout: Duration,
+}
+
+impl AsyncRead for AdminIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = &mut *self;
+        if this.evicted.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                "closed to make room: the admin listener is at its connection limit",
+            )));
+        }
+        let before = buf.filled().len();
+        match Pin::new(&mut this.stream).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                if buf.filled().len() > before {
+                    this.handle.idle();
+                    let next = tokio::time::Instant::now() + this.idle_timeout;
+                    this.idle.as_mut().reset(next);
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Pending if this.idle.as_mut().poll(cx).is_ready() => Poll::Ready(Err(
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "admin connection idle"),
+            )),
+            other => other,
+        }
+    }
+}
+
+impl AsyncWrite for AdminIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
     }
 }
 

@@ -286,6 +286,8 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
         );
         let mut rx = shutdown_rx.clone();
         let app = crate::admin::router(shared.clone());
+        // Capped, and silent connections closed, like the agent listeners (crate::conns).
+        let listener = crate::conns::AdminListener::new(listener, config.read_timeout);
         tasks.push(tokio::spawn(async move {
             let _ = axum::serve(listener, app)
                 .with_graceful_shutdown(async move {

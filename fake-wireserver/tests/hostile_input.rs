@@ -275,3 +275,38 @@ async fn busy_connections_are_never_closed_for_room() {
     let r = response(exchange(addr, &goalstate_get(), T).await);
     assert_eq!(r.status, 200);
 }
+
+/// The admin listener (served by axum) is capped too: idle connections are closed for new
+/// ones, and a silent one is closed after the read timeout. (Any answer counts below: the
+/// admin API may refuse a request without its token; being answered at all is the point.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_admin_connections_are_capped_and_closed() {
+    raise_fd_limit(8192);
+    let fake = Fake::start(
+        FakeConfig::default()
+            .admin("127.0.0.1:0".parse().unwrap())
+            .read_timeout(Duration::from_secs(2)),
+    )
+    .await
+    .unwrap();
+    let admin = fake.admin_addr().unwrap();
+    let mut idle = Vec::new();
+    for _ in 0..200 {
+        idle.push(TcpStream::connect(admin).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let req = format!("GET /__admin/served HTTP/1.1\r\nHost: {admin}\r\nConnection: close\r\n\r\n");
+    let answered = exchange(admin, req.as_bytes(), Duration::from_secs(2)).await;
+    assert!(matches!(answered, Outcome::Response(_)), "{answered:?}");
+    // 200 + 1 connections on a cap of 64: the oldest were closed.
+    match read_outcome(&mut idle[0], Duration::from_millis(500)).await {
+        Outcome::Eof(bytes) => assert!(bytes.is_empty()),
+        other => panic!("the oldest idle admin connection is still open: {other:?}"),
+    }
+    // A silent connection under the cap is closed after the read timeout.
+    let last = idle.last_mut().unwrap();
+    match read_outcome(last, Duration::from_secs(5)).await {
+        Outcome::Eof(_) | Outcome::Reset => {}
+        other => panic!("a silent admin connection outlived the read timeout: {other:?}"),
+    }
+}
