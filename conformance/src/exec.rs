@@ -79,9 +79,10 @@ pub struct Invocation {
     pub confine: Option<Confine>,
 }
 
-/// A private mount namespace for the agent: each folder in `hide` is covered by an empty tmpfs
-/// it cannot write to, and `keep` (its own case folder, inside one of them) is bound back in
-/// and made its working directory. With `pid_namespace`, `/proc` is mounted anew so it
+/// A private mount namespace for the agent: the whole file system is read-only, each folder
+/// in `hide` is covered by an empty tmpfs, and `keep` (its own case folder, inside one of
+/// them) is bound back in, writable, and made its working directory: the one place it can
+/// write. With `pid_namespace`, `/proc` is mounted anew so it
 /// lists only the agent's own processes. Its neighbours' case folders and pools, and the
 /// results folder, are then out of its sight.
 ///
@@ -96,32 +97,113 @@ pub struct Confine {
 /// A hidden folder: empty, and nothing can be written to it.
 const HIDDEN_OPTIONS: &std::ffi::CStr = c"mode=555,size=64k,nr_inodes=64";
 
-/// [`Confine`] prepared for the child: C strings and an open handle on `keep`, made before
-/// the fork.
+/// The agent's `/dev`: a tmpfs with only these device nodes of the host's bound in (and the
+/// usual links), not the disks: a read-only mount does not stop writes to a device, and an
+/// agent run as root owns `/dev/vda`.
+const DEVICES: [&std::ffi::CStr; 6] = [
+    c"/dev/null",
+    c"/dev/zero",
+    c"/dev/full",
+    c"/dev/random",
+    c"/dev/urandom",
+    c"/dev/tty",
+];
+const DEV_LINKS: [(&std::ffi::CStr, &std::ffi::CStr); 4] = [
+    (c"/proc/self/fd", c"/dev/fd"),
+    (c"/proc/self/fd/0", c"/dev/stdin"),
+    (c"/proc/self/fd/1", c"/dev/stdout"),
+    (c"/proc/self/fd/2", c"/dev/stderr"),
+];
+const DEV_OPTIONS: &std::ffi::CStr = c"mode=755,size=64k,nr_inodes=64";
+
+/// Something of the host's to bind into the agent's view after its own mounts cover the
+/// original: a descriptor slot reserved before the fork, which the child fills with a handle
+/// of its own namespace (one opened before the unshare belongs to the old namespace and
+/// cannot be bound there) so that `source` (`/proc/self/fd/N`) names it.
+struct Rebind {
+    path: std::ffi::CString,
+    source: std::ffi::CString,
+    slot: std::os::fd::OwnedFd,
+    directory: bool,
+}
+
+impl Rebind {
+    fn new(path: &std::ffi::CStr, directory: bool) -> std::io::Result<Rebind> {
+        use std::os::fd::AsRawFd as _;
+        let mut flags = rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC;
+        if directory {
+            flags |= rustix::fs::OFlags::DIRECTORY;
+        }
+        let slot = rustix::fs::open(path, flags, rustix::fs::Mode::empty())?;
+        Ok(Rebind {
+            path: path.to_owned(),
+            source: std::ffi::CString::new(format!("/proc/self/fd/{}", slot.as_raw_fd()))
+                .map_err(std::io::Error::other)?,
+            slot,
+            directory,
+        })
+    }
+
+    /// In the child, in its new mount namespace, before anything covers `path`.
+    ///
+    /// # Safety
+    /// Only between fork and exec: system calls only.
+    unsafe fn refresh(&self) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd as _;
+        let mut flags = libc::O_PATH | libc::O_CLOEXEC;
+        if self.directory {
+            flags |= libc::O_DIRECTORY;
+        }
+        // SAFETY: system calls on a C string that lives through them.
+        unsafe {
+            let fresh = libc::open(self.path.as_ptr(), flags);
+            if fresh < 0 || libc::dup3(fresh, self.slot.as_raw_fd(), libc::O_CLOEXEC) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::close(fresh);
+        }
+        Ok(())
+    }
+
+    /// Binds the handle over `path` (which must exist by now).
+    ///
+    /// # Safety
+    /// Only between fork and exec: system calls only.
+    unsafe fn bind(&self) -> std::io::Result<()> {
+        // SAFETY: a system call on C strings that live through it.
+        let r = unsafe {
+            libc::mount(
+                self.source.as_ptr(),
+                self.path.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+}
+
+/// [`Confine`] prepared for the child: C strings and reserved handles, made before the fork.
 struct Prepared {
     hide: Vec<std::ffi::CString>,
     /// `keep` and its ancestors, outermost first: made again inside whatever hides them.
     keep_path: Vec<std::ffi::CString>,
-    keep: std::ffi::CString,
-    /// `/proc/self/fd/N` of `keep_fd`.
-    keep_source: std::ffi::CString,
-    /// Reserves descriptor N; the child replaces it with a handle in its own namespace.
-    keep_fd: std::os::fd::OwnedFd,
+    keep: Rebind,
+    devices: Vec<Rebind>,
 }
 
 impl Confine {
     fn prepare(&self) -> std::io::Result<Prepared> {
-        use std::os::fd::AsRawFd as _;
         use std::os::unix::ffi::OsStrExt as _;
         let c = |p: &Path| {
             std::ffi::CString::new(p.as_os_str().as_bytes())
                 .map_err(|_| std::io::Error::other(format!("{} has a NUL byte", p.display())))
         };
-        let keep_fd = rustix::fs::open(
-            &self.keep,
-            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )?;
         let mut keep_path: Vec<&Path> = self.keep.ancestors().collect();
         keep_path.reverse();
         Ok(Prepared {
@@ -134,10 +216,17 @@ impl Confine {
                 .into_iter()
                 .map(c)
                 .collect::<std::io::Result<_>>()?,
-            keep: c(&self.keep)?,
-            keep_source: std::ffi::CString::new(format!("/proc/self/fd/{}", keep_fd.as_raw_fd()))
-                .map_err(std::io::Error::other)?,
-            keep_fd,
+            keep: Rebind::new(&c(&self.keep)?, true)?,
+            // What the host lacks (a container without `/dev/tty`), the agent lacks too.
+            devices: DEVICES
+                .iter()
+                .filter_map(|d| match Rebind::new(d, false) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                    made => Some(made.map_err(|e| {
+                        std::io::Error::other(format!("{}: {e}", d.to_string_lossy()))
+                    })),
+                })
+                .collect::<std::io::Result<_>>()?,
         })
     }
 }
@@ -148,7 +237,6 @@ impl Prepared {
     /// # Safety
     /// Only between fork and exec: system calls only.
     unsafe fn enter(&self) -> std::io::Result<()> {
-        use std::os::fd::AsRawFd as _;
         let check = |r: libc::c_int| {
             if r == 0 {
                 Ok(())
@@ -166,17 +254,42 @@ impl Prepared {
                 libc::MS_REC | libc::MS_PRIVATE,
                 std::ptr::null(),
             ))?;
-            // A handle on the case folder in this namespace (one opened before the unshare
-            // belongs to the old one and cannot be bound here), in the descriptor slot
-            // reserved for it, so `keep_source` names it.
-            let fresh = libc::open(
-                self.keep.as_ptr(),
-                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            );
-            if fresh < 0 || libc::dup3(fresh, self.keep_fd.as_raw_fd(), libc::O_CLOEXEC) < 0 {
-                return Err(std::io::Error::last_os_error());
+            // Everything read-only, recursively: the agent may write its own case folder (made
+            // writable again below) and nothing else, not the programs of its neighbours nor
+            // wirecheck's own.
+            check(set_mount_attr(
+                c"/",
+                libc::AT_RECURSIVE,
+                MOUNT_ATTR_RDONLY,
+                0,
+            ))?;
+            // Handles on what gets covered next, in this namespace.
+            self.keep.refresh()?;
+            for device in &self.devices {
+                device.refresh()?;
             }
-            libc::close(fresh);
+            check(libc::mount(
+                c"none".as_ptr(),
+                c"/dev".as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NOEXEC,
+                DEV_OPTIONS.as_ptr().cast(),
+            ))?;
+            for device in &self.devices {
+                let made = libc::open(
+                    device.path.as_ptr(),
+                    libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
+                    0o666,
+                );
+                if made < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::close(made);
+                device.bind()?;
+            }
+            for (target, link) in DEV_LINKS {
+                check(libc::symlink(target.as_ptr(), link.as_ptr()))?;
+            }
             for dir in &self.hide {
                 let r = libc::mount(
                     c"none".as_ptr(),
@@ -196,15 +309,12 @@ impl Prepared {
                     return Err(std::io::Error::last_os_error());
                 }
             }
-            check(libc::mount(
-                self.keep_source.as_ptr(),
-                self.keep.as_ptr(),
-                std::ptr::null(),
-                libc::MS_BIND | libc::MS_REC,
-                std::ptr::null(),
-            ))?;
-            // Nothing can be planted in what hides the neighbours (the agent's own view only,
-            // but a writable one would look like a way through).
+            self.keep.bind()?;
+            // The case folder is the agent's to write (only its top mount: nothing is mounted
+            // under it).
+            check(set_mount_attr(&self.keep.path, 0, 0, MOUNT_ATTR_RDONLY))?;
+            // Nothing can be planted in what hides the neighbours, nor in `/dev` (the agent's
+            // own view only, but a writable one would look like a way through).
             for dir in &self.hide {
                 libc::mount(
                     std::ptr::null(),
@@ -214,11 +324,61 @@ impl Prepared {
                     HIDDEN_OPTIONS.as_ptr().cast(),
                 );
             }
+            check(libc::mount(
+                std::ptr::null(),
+                c"/dev".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NOEXEC,
+                DEV_OPTIONS.as_ptr().cast(),
+            ))?;
             // The old working directory is the hidden one: `..` from it would lead to the
             // neighbours.
-            check(libc::chdir(self.keep.as_ptr()))?;
+            check(libc::chdir(self.keep.path.as_ptr()))?;
         }
         Ok(())
+    }
+}
+
+/// `MOUNT_ATTR_RDONLY` of `<linux/mount.h>`.
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+
+/// `struct mount_attr` of `<linux/mount.h>` (not in the libc crate).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// `mount_setattr(2)` on `path` (Linux 5.12): changes only the attributes named, unlike a
+/// remount, which would also try to clear the mount's locked `nosuid`/`nodev` and fail in a
+/// user namespace.
+///
+/// # Safety
+/// A system call; safe between fork and exec.
+unsafe fn set_mount_attr(
+    path: &std::ffi::CStr,
+    flags: libc::c_int,
+    set: u64,
+    clear: u64,
+) -> libc::c_int {
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: clear,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: the path and the attribute block live through the call; the size is theirs.
+    unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags as libc::c_uint,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        ) as libc::c_int
     }
 }
 
@@ -288,6 +448,9 @@ pub enum Exit {
     Interrupted(i32),
     /// It could not be started.
     SpawnFailed(String),
+    /// Its containment (namespaces, mounts, capabilities) could not be set up: the harness's
+    /// failure, not the agent's; it never ran.
+    ContainmentFailed(String),
     /// Ended by the harness once the profile's `done` condition held (its terminal report was
     /// accepted): the normal end of an agent that never exits on its own, not a failure.
     StoppedWhenDone,
@@ -308,6 +471,7 @@ impl Exit {
             Exit::KilledAtDeadline => "still running at the deadline (process group killed)".into(),
             Exit::Interrupted(s) => format!("ended because wirecheck was interrupted (signal {s})"),
             Exit::SpawnFailed(e) => format!("could not be started: {e}"),
+            Exit::ContainmentFailed(e) => format!("could not be contained: {e}"),
             Exit::StoppedWhenDone => {
                 "stopped by the harness after its terminal report (done = \"terminal-report\")"
                     .into()
@@ -372,7 +536,7 @@ pub async fn run(inv: &Invocation) -> Finished {
         Err(e) => {
             let now = Instant::now();
             return Finished {
-                exit: Exit::SpawnFailed(format!("cannot confine it: {e}")),
+                exit: Exit::ContainmentFailed(format!("cannot prepare its mounts: {e}")),
                 started: now,
                 clock_started: now,
                 ended: now,
@@ -381,31 +545,82 @@ pub async fn run(inv: &Invocation) -> Finished {
             };
         }
     };
+    // A byte on this pipe says the spawn failed in setting up the containment, not in
+    // exec: the spawn error alone (an errno) cannot tell the two apart.
+    let mut setup_failed = None;
     if netns.is_some() || pid_namespace || confine.is_some() {
+        let (read, write) = match cloexec_pipe() {
+            Ok(ends) => ends,
+            Err(e) => {
+                let now = Instant::now();
+                return Finished {
+                    exit: Exit::ContainmentFailed(format!("no pipe: {e}")),
+                    started: now,
+                    clock_started: now,
+                    ended: now,
+                    stdout: Captured::default(),
+                    stderr: Captured::default(),
+                };
+            }
+        };
         let confine = confine.clone();
         // SAFETY: between fork and exec the hook only makes system calls (setns, unshare,
-        // mount, fork, waitpid, _exit: no allocation, no lock).
+        // mount, fork, waitpid, write, _exit: no allocation, no lock).
         unsafe {
             cmd.pre_exec(move || {
-                if let Some(ns) = &netns {
-                    ns.enter()?;
-                }
-                if let Some(c) = &confine {
-                    c.enter()?;
-                }
-                if pid_namespace {
-                    enter_pid_namespace(confine.is_some())?;
-                }
-                Ok(())
+                let contain = || -> std::io::Result<()> {
+                    if let Some(ns) = &netns {
+                        ns.enter()?;
+                    }
+                    if let Some(c) = &confine {
+                        c.enter()?;
+                    }
+                    if pid_namespace {
+                        enter_pid_namespace(confine.is_some())?;
+                    }
+                    Ok(())
+                };
+                contain().inspect_err(|_| {
+                    use std::os::fd::AsRawFd as _;
+                    libc::write(write.as_raw_fd(), b"!".as_ptr().cast(), 1);
+                })
             });
         }
+        setup_failed = Some(read);
     }
     let started = Instant::now();
-    let mut child = match cmd.spawn() {
+    // Off the runtime's workers: spawning waits for the child's exec, containment set-up
+    // included, and a worker that waits serves no fake meanwhile. The hook (and its write
+    // end) is dropped with the command: a read then sees the byte or the end of the pipe,
+    // never blocks.
+    let spawned = tokio::task::spawn_blocking(move || {
+        let spawned = cmd.spawn();
+        drop(cmd);
+        spawned
+    })
+    .await
+    .unwrap_or_else(|e| {
+        Err(std::io::Error::other(format!(
+            "the spawning task failed: {e}"
+        )))
+    });
+    let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
+            let in_setup = setup_failed.is_some_and(|read| {
+                let mut byte = [0u8; 1];
+                matches!(
+                    std::io::Read::read(&mut std::fs::File::from(read), &mut byte),
+                    Ok(1)
+                )
+            });
+            let exit = if in_setup {
+                Exit::ContainmentFailed(e.to_string())
+            } else {
+                Exit::SpawnFailed(format!("{}: {e}", inv.program.display()))
+            };
             return Finished {
-                exit: Exit::SpawnFailed(format!("{}: {e}", inv.program.display())),
+                exit,
                 started,
                 clock_started: started,
                 ended: Instant::now(),
@@ -474,6 +689,23 @@ pub async fn run(inv: &Invocation) -> Finished {
     }
 }
 
+/// A pipe whose ends are closed on exec: (read, write).
+fn cloexec_pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd as _;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 fills the two slots it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors are new and ours alone.
+    Ok(unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    })
+}
+
 /// Runs `/bin/sh -c 'exit 0'` contained as an agent would be (network, PID and mount
 /// namespaces, hidden folders, a fresh `/proc`, no capabilities): `Err` says how it ended when
 /// that is not possible here. Runs its own runtime; call it off any runtime thread.
@@ -490,7 +722,8 @@ pub fn probe_containment() -> Result<(), String> {
         NetNs::with_loopback_listeners(0).map_err(|e| format!("no network namespace: {e}"))?;
     let invocation = Invocation {
         program: PathBuf::from("/bin/sh"),
-        args: vec!["-c".into(), "exit 0".into()],
+        // The one place it can write is its case folder.
+        args: vec!["-c".into(), ": > written".into()],
         env: Vec::new(),
         env_remove: Vec::new(),
         cwd: keep.clone(),
@@ -501,11 +734,12 @@ pub fn probe_containment() -> Result<(), String> {
         stop: None,
         confine: Some(Confine {
             hide: vec![hidden],
-            keep,
+            keep: keep.clone(),
         }),
     };
     match runtime.block_on(run(&invocation)).exit {
-        Exit::Code(0) => Ok(()),
+        Exit::Code(0) if keep.join("written").is_file() => Ok(()),
+        Exit::Code(0) => Err("its case folder is not the one it wrote to".into()),
         other => Err(other.describe()),
     }
 }
@@ -933,6 +1167,27 @@ mod tests {
             run(&inv).await.exit
         };
         assert!(matches!(missing, Exit::SpawnFailed(_)), "{missing:?}");
+    }
+
+    #[tokio::test]
+    async fn a_containment_that_cannot_be_set_up_is_the_harnesss_failure_not_the_agents() {
+        if !rustix::process::geteuid().is_root() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        // A file cannot be hidden under a tmpfs: the mount fails in the child, before exec.
+        let not_a_folder = dir.path().join("file");
+        std::fs::write(&not_a_folder, "").unwrap();
+        let keep = dir.path().join("case");
+        std::fs::create_dir(&keep).unwrap();
+        let mut inv = sh("exit 0", Duration::from_secs(20));
+        inv.pid_namespace = true;
+        inv.confine = Some(Confine {
+            hide: vec![not_a_folder],
+            keep,
+        });
+        let exit = run(&inv).await.exit;
+        assert!(matches!(exit, Exit::ContainmentFailed(_)), "{exit:?}");
     }
 
     #[tokio::test]

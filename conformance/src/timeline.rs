@@ -29,7 +29,7 @@ pub fn build(obs: &Observation) -> Timeline {
             r.clock_ms + (obs.scenario.agent.deadline * 1000.0).round() as u64
         }),
         agent_exit_ms: last.and_then(|r| match r.exit {
-            Exit::KilledAtDeadline | Exit::SpawnFailed(_) => None,
+            Exit::KilledAtDeadline | Exit::SpawnFailed(_) | Exit::ContainmentFailed(_) => None,
             // The harness ended it after its report: that moment is where the run ended.
             _ => Some(r.end_ms),
         }),

@@ -77,9 +77,11 @@ fn broken_files_are_reported_with_their_path() {
 #[test]
 fn written_file_validates_against_the_schema() {
     let schema = schema();
-    // The fixture fills every field; `interrupted` is written only for an interrupted run.
+    // The fixture fills every field; `interrupted` and `uncontained` are written only for an
+    // interrupted run and one the machine would not contain.
     let mut results = fixture();
     results.interrupted = Some("SIGINT".into());
+    results.uncontained = Some("this machine refuses part of that".into());
     let value = serde_json::to_value(results).unwrap();
     let mut used = BTreeSet::new();
     let errors = validate(&schema, &schema, &value, "$", &mut used);

@@ -362,10 +362,11 @@ fn an_agent_that_pads_the_journal_past_its_bound_is_not_judged_as_a_pass() {
 }
 
 /// Reports Ready, but first leaves a `setsid()` daemon behind that keeps a heartbeat file
-/// fresh and tries to rewrite the results after wirecheck is done.
+/// fresh (in its case folder, the one place it can write) and tries to rewrite the results
+/// after wirecheck is done.
 const DAEMON_AGENT: &str = r#"
 import os, time, urllib.request
-watch = os.environ["DAEMON_DIR"]
+watch = os.getcwd()
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
@@ -383,6 +384,7 @@ if os.fork() == 0:
 # The daemon is going before the agent reports (its end would end the daemon too early).
 for _ in range(100):
     if os.path.exists(os.path.join(watch, "heartbeat")):
+        print("the daemon is running", flush=True)
         break
     time.sleep(0.05)
 url = os.environ["WIRECHECK_CASE_WIRESERVER_URL"] + "/provisioning/health"
@@ -396,9 +398,7 @@ urllib.request.urlopen(request, timeout=5).read()
 fn assert_no_daemon_survives(ordinary: bool) {
     let dir = shared_tempdir();
     let agents = script_agent(dir.path(), "daemon", "url", "\"json\"", DAEMON_AGENT);
-    let watch = dir.path().join("watch");
-    std::fs::create_dir(&watch).unwrap();
-    open_to_all(&watch);
+    let script = dir.path().join("daemon.py");
     let out = dir.path().join("out");
     let mut cmd = wirecheck(&repo());
     cmd.args(["run", "--quiet", "--agent", "daemon", "--agents-dir"])
@@ -406,19 +406,22 @@ fn assert_no_daemon_survives(ordinary: bool) {
         .arg("--out")
         .arg(&out)
         .args(["--cases", "wire.health.json.ready.*"])
-        .env("DAEMON_DIR", &watch)
         .env("DAEMON_RESULTS", out.join("results.json"));
     let mut cmd = if ordinary { as_ordinary_user(cmd) } else { cmd };
     let o = cmd.output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    let heartbeat = watch.join("heartbeat");
-    assert!(heartbeat.exists(), "the daemon never ran");
+    let said = walk(&out.join("artifacts/daemon"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "stdout"))
+        .filter(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("the daemon is running")))
+        .count();
+    assert!(said > 0, "the daemon never ran");
     let results_before = std::fs::read_to_string(out.join("results.json")).unwrap();
-    std::fs::remove_file(&heartbeat).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(3000));
+    let left = processes_running(&script);
     assert!(
-        !heartbeat.exists(),
-        "a setsid() daemon of the agent outlived its case and wirecheck"
+        left.is_empty(),
+        "a setsid() daemon of the agent outlived its case and wirecheck: {left:?}"
     );
     assert_eq!(
         std::fs::read_to_string(out.join("results.json")).unwrap(),
@@ -444,18 +447,28 @@ fn a_setsid_daemon_does_not_outlive_its_case_without_root_either() {
     assert_no_daemon_survives(true);
 }
 
-/// Keeps a heartbeat file fresh from a child process and never reports: wirecheck has to be
-/// interrupted to end it.
+/// Keeps a child process going and never reports: wirecheck has to be interrupted to end it.
 const STUCK_AGENT: &str = r#"
 import os, time
-watch = os.environ["DAEMON_DIR"]
 if os.fork() == 0:
     while True:
-        with open(os.path.join(watch, "heartbeat"), "w") as f:
-            f.write("x")
         time.sleep(0.05)
 time.sleep(600)
 "#;
+
+/// The processes whose command line names `script` (an agent's, or its children's).
+fn processes_running(script: &Path) -> Vec<u32> {
+    let needle = script.to_str().unwrap().as_bytes();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.windows(needle.len()).any(|w| w == needle))
+        })
+        .collect()
+}
 
 /// Interrupts a run of stuck agents with `signal` once they are all going, and checks what a
 /// user gets: the shell's status for the signal, partial results marked as interrupted, and no
@@ -463,8 +476,7 @@ time.sleep(600)
 fn assert_interrupted_cleanly(signal: rustix::process::Signal, status: i32, name: &str) {
     let dir = shared_tempdir();
     let agents = script_agent(dir.path(), "stuck", "url", "\"json\"", STUCK_AGENT);
-    let watch = dir.path().join("watch");
-    std::fs::create_dir(&watch).unwrap();
+    let script = dir.path().join("stuck.py");
     let out = dir.path().join("out");
     let child = wirecheck(&repo())
         .args(["run", "--quiet", "--agent", "stuck", "--agents-dir"])
@@ -472,14 +484,12 @@ fn assert_interrupted_cleanly(signal: rustix::process::Signal, status: i32, name
         .arg("--out")
         .arg(&out)
         .args(["--jobs", "4", "--cases", "{wire.health.json.*,retry.*}"])
-        .env("DAEMON_DIR", &watch)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let heartbeat = watch.join("heartbeat");
     let t0 = std::time::Instant::now();
-    while !heartbeat.exists() {
+    while processes_running(&script).len() < 2 {
         assert!(t0.elapsed().as_secs() < 30, "no agent started");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -515,11 +525,10 @@ fn assert_interrupted_cleanly(signal: rustix::process::Signal, status: i32, name
             .any(|r| r.contains("interrupted") && r.contains("while the case ran")),
         "{reasons:?}"
     );
-    std::fs::remove_file(&heartbeat).unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let left = processes_running(&script);
     assert!(
-        !heartbeat.exists(),
-        "an agent process outlived the interrupted run"
+        left.is_empty(),
+        "agent processes outlived the interrupted run: {left:?}"
     );
 }
 
@@ -539,10 +548,12 @@ fn sigterm_mid_run_stops_every_agent_and_writes_partial_results() {
 /// seconds attacks every neighbour it can find: posts forged failure reports to
 /// every port listening on 127.0.0.1 but its own fake's, appends to every other case's pool
 /// file, kills every `provision-report`, and rewrites (or plants files in) the run's results
-/// folder ATTACK_OUT. Counts what worked in ATTACK_LOG.
+/// folder ATTACK_OUT, plants files outside its case folder: in ATTACK_PLANT (a folder
+/// anyone may write to, as a neighbour's program folder could be) and in `/tmp`, and opens the
+/// machine's disks for writing. Counts what worked on its stdout.
 const FORGER: &str = r#"
 import glob, json, os, signal, socket, subprocess, time, urllib.parse
-done = {"posts": 0, "pools": 0, "kills": 0, "results": 0, "umounts": 0}
+done = {"posts": 0, "pools": 0, "kills": 0, "results": 0, "umounts": 0, "writes": 0, "disks": 0}
 # Undo the containment first: unmount what hides the neighbours and the host's /proc.
 for hidden in (os.environ["ATTACK_OUT"], "/tmp/wirecheck-cases", "/proc"):
     if subprocess.run(["umount", "-l", hidden], capture_output=True).returncode == 0:
@@ -601,9 +612,24 @@ while time.monotonic() < end:
                 done["results"] += 1
         except OSError:
             pass
+    # The machine's disks, opened for writing (never written): as root, a read-only mount
+    # would not stop raw writes through one.
+    for disk in os.listdir("/sys/block"):
+        try:
+            os.close(os.open("/dev/" + disk, os.O_WRONLY))
+            done["disks"] += 1
+        except OSError:
+            pass
+    for folder in (os.environ["ATTACK_PLANT"], "/tmp"):
+        try:
+            with open(os.path.join(folder, "planted-%d" % os.getpid()), "w") as f:
+                f.write("planted")
+            done["writes"] += 1
+        except OSError:
+            pass
     time.sleep(0.05)
-with open(os.path.join(os.environ["ATTACK_LOG"], "attack-%d.json" % time.time_ns()), "w") as f:
-    json.dump(done, f)
+# On stdout, which its case keeps: it can write nowhere else.
+print(json.dumps(done))
 "#;
 
 /// Every file under `dir`.
@@ -633,9 +659,9 @@ fn assert_forger_reaches_no_neighbour(ordinary: bool) {
         agents.join("provision-report.toml"),
     )
     .unwrap();
-    let log = dir.path().join("log");
-    std::fs::create_dir(&log).unwrap();
-    open_to_all(&log);
+    let plant = dir.path().join("plant");
+    std::fs::create_dir(&plant).unwrap();
+    open_to_all(&plant);
     let out = dir.path().join("out");
     let mut cmd = wirecheck(&repo());
     cmd.args([
@@ -651,8 +677,8 @@ fn assert_forger_reaches_no_neighbour(ordinary: bool) {
     .arg("--out")
     .arg(&out)
     .args(["--cases", "{wire.health.*,retry.status.*,transport.*}"])
-    .env("ATTACK_LOG", &log)
-    .env("ATTACK_OUT", &out);
+    .env("ATTACK_OUT", &out)
+    .env("ATTACK_PLANT", &plant);
     let mut cmd = if ordinary { as_ordinary_user(cmd) } else { cmd };
     let o = cmd.output().unwrap();
     let r = results(&out);
@@ -663,11 +689,19 @@ fn assert_forger_reaches_no_neighbour(ordinary: bool) {
         "{reporter:?}"
     );
     let mut attacks = 0;
-    for entry in std::fs::read_dir(&log).unwrap() {
-        let done: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap()).unwrap();
+    let outputs = walk(&out.join("artifacts/forger"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "stdout"));
+    for output in outputs {
+        let text = std::fs::read_to_string(&output).unwrap();
+        let Some(line) = text.lines().rev().find(|l| l.starts_with('{')) else {
+            continue;
+        };
+        let done: serde_json::Value = serde_json::from_str(line).unwrap();
         attacks += 1;
-        for what in ["posts", "pools", "kills", "results", "umounts"] {
+        for what in [
+            "posts", "pools", "kills", "results", "umounts", "writes", "disks",
+        ] {
             assert_eq!(
                 done[what], 0,
                 "the forger's {what} reached a neighbour: {done}"
@@ -681,6 +715,11 @@ fn assert_forger_reaches_no_neighbour(ordinary: bool) {
         .filter(|p| p.file_name().is_some_and(|n| n == "planted"))
         .collect();
     assert!(planted.is_empty(), "{planted:?}");
+    let planted = walk(&plant);
+    assert!(
+        planted.is_empty(),
+        "planted outside its case folder: {planted:?}"
+    );
     for pool in walk(&out.join("artifacts/provision-report")) {
         if pool.file_name().is_some_and(|n| n == "kvp_pool_1") {
             let bytes = std::fs::read(&pool).unwrap();
@@ -753,6 +792,14 @@ fn a_machine_that_refuses_part_of_the_containment_runs_agents_uncontained_saying
     let r = results(&out);
     let counts = runner_support::counts(&r, "provision-report");
     assert_eq!(counts.get("fail"), None, "{counts:?}");
+    // ... and the results say so, for whoever reads them later.
+    assert!(
+        r["uncontained"]
+            .as_str()
+            .is_some_and(|why| why.contains("refuses part of that")),
+        "{}",
+        r["uncontained"]
+    );
 }
 
 /// Retries every 10 ms (the scenarios ask for 200 ms) and starts four CPU spinners per core

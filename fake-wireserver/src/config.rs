@@ -47,6 +47,9 @@ struct JournalConfig {
 struct Limits {
     max_body_bytes: usize,
     read_timeout: f64,
+    /// `--allow-files` folders (the scenario's own folder is always allowed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    allow_files: Vec<String>,
 }
 
 impl EffectiveConfig {
@@ -75,6 +78,11 @@ impl EffectiveConfig {
             limits: Limits {
                 max_body_bytes: config.max_body_bytes,
                 read_timeout: config.read_timeout.as_secs_f64(),
+                allow_files: config
+                    .allow_files
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect(),
             },
             fake: scenario,
         }

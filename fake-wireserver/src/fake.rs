@@ -57,6 +57,10 @@ pub struct FakeConfig {
     pub head_timeout: Duration,
     /// Per agent listener; see [`DEFAULT_MAX_CONNECTIONS`].
     pub max_connections: usize,
+    /// Folders a scenario posted to the admin API may load `body_file`s from, besides its own
+    /// folder (`?origin=PATH`). Empty: only the scenario's own folder, and no files at all for a
+    /// scenario posted without an origin.
+    pub allow_files: Vec<PathBuf>,
 }
 
 fn loopback() -> SocketAddr {
@@ -79,6 +83,7 @@ impl Default for FakeConfig {
             read_timeout: DEFAULT_READ_TIMEOUT,
             head_timeout: DEFAULT_HEAD_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            allow_files: Vec::new(),
         }
     }
 }
@@ -143,6 +148,12 @@ impl FakeConfig {
         self.max_connections = n.max(1);
         self
     }
+    /// Also allows scenarios posted to the admin API to load files from `dir` (repeatable;
+    /// `--allow-files`).
+    pub fn allow_files(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.allow_files.push(dir.into());
+        self
+    }
 }
 
 /// Why a fake could not start.
@@ -167,6 +178,8 @@ pub enum FakeError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot generate the admin token from /dev/urandom: {0}")]
+    Token(#[source] std::io::Error),
 }
 
 /// Already-bound listeners, for callers that must bind in a special place (e.g. inside a network
@@ -274,18 +287,25 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
             shutdown_rx.clone(),
         )));
     }
+    let mut admin_token = None;
     if let Some(listener) = listeners.admin {
         let listener = to_tokio("admin", listener)?;
-        addrs.admin = Some(
-            listener
-                .local_addr()
-                .map_err(|source| FakeError::Listener {
-                    listener: "admin",
-                    source,
-                })?,
-        );
+        let local = listener
+            .local_addr()
+            .map_err(|source| FakeError::Listener {
+                listener: "admin",
+                source,
+            })?;
+        addrs.admin = Some(local);
+        let token = crate::admin::new_token().map_err(FakeError::Token)?;
+        admin_token = Some(token.clone());
         let mut rx = shutdown_rx.clone();
-        let app = crate::admin::router(shared.clone());
+        let app = crate::admin::router(crate::admin::AdminState {
+            shared: shared.clone(),
+            token,
+            local,
+            allow_files: config.allow_files.clone(),
+        });
         // Capped, and silent connections closed, like the agent listeners (crate::conns).
         let listener = crate::conns::AdminListener::new(listener, config.read_timeout);
         tasks.push(tokio::spawn(async move {
@@ -299,6 +319,7 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
     Ok(Fake {
         shared,
         addrs,
+        admin_token,
         shutdown: shutdown_tx,
         tasks,
         expectations: Mutex::new(Vec::new()),
@@ -310,6 +331,7 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
 pub struct Fake {
     shared: Arc<Shared>,
     addrs: Addresses,
+    admin_token: Option<String>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     expectations: Mutex<Vec<Expectation>>,
@@ -358,6 +380,11 @@ impl Fake {
     }
     pub fn admin_addr(&self) -> Option<SocketAddr> {
         self.addrs.admin
+    }
+    /// The admin API's token (`Authorization: Bearer TOKEN` on every admin request), generated
+    /// at start; `None` without an admin listener.
+    pub fn admin_token(&self) -> Option<&str> {
+        self.admin_token.as_deref()
     }
     /// All listener addresses (the binary's ready line).
     pub fn addresses(&self) -> &Addresses {

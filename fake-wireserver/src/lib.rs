@@ -101,6 +101,7 @@ pub mod endpoint;
 mod engine;
 pub mod expect;
 mod fake;
+pub mod files;
 pub mod hostplugin;
 mod http1;
 pub mod imds;
@@ -119,6 +120,7 @@ pub use fake::{
     DEFAULT_HEAD_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT, Fake,
     FakeConfig, FakeError, Listeners, serve_on,
 };
+pub use files::FileAccess;
 pub use journal::{Answer, Entry, JournalStats, StepRef};
 pub use oracle::{Finding, HealthReport, ServedIds, Severity};
 pub use scenario::{

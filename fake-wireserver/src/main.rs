@@ -25,7 +25,7 @@ const EXIT_USAGE: u8 = 2;
     version,
     args_conflicts_with_subcommands = true,
     about = "A fake Azure wireserver + IMDS with scripted faults and a journal",
-    after_help = "When every listener is ready, one JSON line with the resolved addresses is printed on stdout:\n  {\"wireserver\":\"127.0.0.1:41234\",\"imds\":\"127.0.0.1:41235\",\"proxy\":null,\"admin\":\"127.0.0.1:41236\"}\nAdmin API (admin listener only): GET /__admin/journal, POST /__admin/scenario, POST /__admin/reset."
+    after_help = "When every listener is ready, one JSON line with the resolved addresses and the admin token is printed on stdout:\n  {\"wireserver\":\"127.0.0.1:41234\",\"imds\":\"127.0.0.1:41235\",\"proxy\":null,\"admin\":\"127.0.0.1:41236\",\"admin_token\":\"<64-hex-digits>\"}\n\nAdmin API (admin listener only): GET /__admin/journal, POST /__admin/scenario[?origin=PATH], POST /__admin/reset, GET /__admin/served.\nEvery admin request needs `Authorization: Bearer <admin_token>` (else 401) and `Host: <admin address>` or `localhost:PORT`; requests with Origin or Sec-Fetch-* headers, and POSTs whose Content-Type is not application/toml or application/json, are refused with 403. A scenario is posted as application/toml.\n\nScenario files (body_file, imds.instance_file) load only regular files of at most 1 MiB from the scenario's own folder or an --allow-files folder; a scenario posted without ?origin=PATH has no folder of its own."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -89,10 +89,28 @@ struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = fake_wireserver::DEFAULT_READ_TIMEOUT.as_secs_f64())]
     read_timeout: f64,
 
+    /// Scenarios may also load body files from DIR (repeatable; the variable takes a
+    /// colon-separated list). Without it, only the scenario's own folder.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "FAKE_WIRESERVER_ALLOW_FILES",
+        value_delimiter = ':'
+    )]
+    allow_files: Vec<PathBuf>,
+
     /// Print the effective configuration (defaults, scenario file and flags merged) as TOML and
     /// exit.
     #[arg(long)]
     print_config: bool,
+}
+
+/// The ready line: the addresses (their fields and order unchanged), then the admin token.
+#[derive(serde::Serialize)]
+struct Ready<'a> {
+    #[serde(flatten)]
+    addresses: &'a fake_wireserver::Addresses,
+    admin_token: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -146,8 +164,17 @@ fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("fake-wireserver: --read-timeout must be a positive number of seconds");
         return Ok(ExitCode::from(EXIT_USAGE));
     }
+    for dir in &args.allow_files {
+        if !dir.is_dir() {
+            eprintln!(
+                "fake-wireserver: --allow-files {}: not a directory",
+                dir.display()
+            );
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    }
     let scenario = match &args.scenario {
-        Some(path) => match Scenario::from_file(path) {
+        Some(path) => match Scenario::from_file_allowing(path, &args.allow_files) {
             Ok(s) => s,
             Err(e) => {
                 // The file is someone else's: its excerpt in the error may hold escapes.
@@ -173,6 +200,9 @@ fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(proxy) = args.proxy {
         config = config.proxy(proxy);
     }
+    for dir in &args.allow_files {
+        config = config.allow_files(dir);
+    }
     if let Some(journal) = &args.journal {
         config = config.journal_file(journal);
     }
@@ -195,7 +225,10 @@ fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let mut interrupt =
             signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
         let fake = Fake::start(config).await?;
-        let ready = serde_json::to_string(fake.addresses())?;
+        let ready = serde_json::to_string(&Ready {
+            addresses: fake.addresses(),
+            admin_token: fake.admin_token(),
+        })?;
         {
             let mut out = std::io::stdout().lock();
             writeln!(out, "{ready}")?;

@@ -61,6 +61,12 @@ pub struct SandboxArgs {
     #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
     pub timeout: Option<f64>,
 
+    /// With --timeout: its clock starts at COMMAND's first request to the fake (any listener),
+    /// or SECONDS after COMMAND started when none came by then. A slow start (a loaded
+    /// machine, an interpreter's imports) then does not eat into the time the scenario gives.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_grace, requires = "timeout")]
+    pub startup: Option<f64>,
+
     /// Bind-mount the host folder SRC over the folder DST inside the sandbox's mount namespace
     /// (e.g. a scratch folder over `/var/log` for agents with a fixed log path). Repeatable.
     #[arg(long = "bind", value_name = "SRC:DST", value_parser = parse_bind)]

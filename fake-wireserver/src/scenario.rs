@@ -22,6 +22,9 @@
 //! Parsing happens in two passes: serde (with spans) into the raw shapes below, then a
 //! validation pass that checks what serde cannot (per-kind fields, ranges, globs) and reads
 //! `body_file`s. Only a fully valid scenario is returned; nothing is half-loaded.
+//!
+//! `body_file` and `imds.instance_file` load only regular files of at most 1 MiB from the
+//! scenario's own folder or an `--allow-files` folder ([`FileAccess`], [`crate::files`]).
 
 use std::fmt;
 use std::ops::Range;
@@ -32,6 +35,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
 use crate::endpoint::ENDPOINT_IDS;
+pub use crate::files::FileAccess;
+use crate::files::FileReader;
 
 /// A scenario file could not be used. The message names the file, line, column and field.
 #[derive(Debug, thiserror::Error)]
@@ -409,35 +414,56 @@ impl Step {
 
 impl Scenario {
     /// Parses a scenario document. `origin` names it in error messages (usually the file name);
-    /// `body_file` / `instance_file` paths are relative to `origin`'s directory.
+    /// `body_file` / `instance_file` paths are relative to `origin`'s folder and must stay inside
+    /// it ([`FileAccess::beside`]; see [`crate::files`]).
     pub fn from_toml_str(s: &str, origin: &str) -> Result<Scenario, ScenarioError> {
-        let ctx = Ctx::new(s, origin);
+        Scenario::from_toml_str_with(s, origin, &FileAccess::beside(origin))
+    }
+
+    /// [`Scenario::from_toml_str`] with the folders files may come from given explicitly.
+    pub fn from_toml_str_with(
+        s: &str,
+        origin: &str,
+        files: &FileAccess,
+    ) -> Result<Scenario, ScenarioError> {
+        let ctx = Ctx::new(s, origin, files);
         let de = toml::Deserializer::parse(s).map_err(|e| ctx.toml_error(&[], e))?;
         let raw: RawScenario = serde_path_to_error::deserialize(de)
             .map_err(|e| ctx.path_error(e.path(), e.inner().clone()))?;
         raw.validate(&ctx)
     }
 
-    /// Reads and parses a scenario file.
+    /// Reads and parses a scenario file; its files come from its own folder.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
+        Scenario::from_file_allowing(path, &[])
+    }
+
+    /// [`Scenario::from_file`], also allowing files from the folders `allow` (`--allow-files`).
+    pub fn from_file_allowing(
+        path: impl AsRef<Path>,
+        allow: &[PathBuf],
+    ) -> Result<Scenario, ScenarioError> {
         let path = path.as_ref();
         let origin = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
             origin: origin.clone(),
             source,
         })?;
-        Scenario::from_toml_str(&text, &origin)
+        let files = FileAccess::beside(path).allow(allow.iter().cloned());
+        Scenario::from_toml_str_with(&text, &origin, &files)
     }
 
     /// Parses the table `section` of a larger TOML document (e.g. the `[fake]` table of a
     /// conformance scenario) with line numbers of the whole document. Keys outside `section` are
-    /// not looked at. `Ok(None)` when the document has no such table.
+    /// not looked at. `Ok(None)` when the document has no such table. Files come from `origin`'s
+    /// folder.
     pub fn from_toml_section(
         s: &str,
         origin: &str,
         section: &str,
     ) -> Result<Option<Scenario>, ScenarioError> {
-        let ctx = Ctx::new(s, origin);
+        let files = FileAccess::beside(origin);
+        let ctx = Ctx::new(s, origin, &files);
         let de = toml::Deserializer::parse(s).map_err(|e| ctx.toml_error(&[], e))?;
         let seed = SectionSeed { section };
         let mut track = serde_path_to_error::Track::new();
@@ -453,6 +479,48 @@ impl Scenario {
     /// The scenario as TOML, in the file format (effective configuration dumps).
     pub fn to_toml_string(&self) -> String {
         toml::to_string(&ScenarioToml::from(self)).unwrap_or_default()
+    }
+
+    /// The scenario as a TOML file that needs nothing of where it came from, for a scenario
+    /// file written to `dir`: every file it loaded (`body_file`, `imds.instance_file`) is
+    /// written again, as loaded, to `dir/files/`, and named relative to `dir`, inside the
+    /// folder the file may load from.
+    pub fn to_self_contained_toml(&self, dir: &Path) -> std::io::Result<String> {
+        let files = dir.join(SELF_CONTAINED_FILES);
+        let mut copy = self.clone();
+        let mut n = 0usize;
+        let mut write = |contents: &[u8]| -> std::io::Result<String> {
+            std::fs::create_dir_all(&files)?;
+            n += 1;
+            let name = format!("{SELF_CONTAINED_FILES}/file-{n}");
+            std::fs::write(dir.join(&name), contents)?;
+            Ok(name)
+        };
+        for plan in &mut copy.endpoints {
+            for step in &mut plan.steps {
+                let reply = match &mut step.action {
+                    Action::Respond(r) => Some(r),
+                    Action::Delay { reply, .. }
+                    | Action::Partial { reply, .. }
+                    | Action::Slow { reply, .. } => reply.as_mut(),
+                    Action::Hang | Action::Reset | Action::Close | Action::Malformed { .. } => None,
+                };
+                if let Some(Reply {
+                    body: Some(Body::File { path, contents }),
+                    ..
+                }) = reply
+                {
+                    *path = write(contents)?;
+                }
+            }
+        }
+        if let (Some(file), Some(document)) = (
+            copy.imds.instance_file.as_mut(),
+            copy.imds.instance_document.as_ref(),
+        ) {
+            *file = write(document.to_string().as_bytes())?;
+        }
+        Ok(copy.to_toml_string())
     }
 }
 
@@ -489,16 +557,16 @@ impl<'de> Visitor<'de> for SectionSeed<'_> {
 struct Ctx<'a> {
     text: &'a str,
     origin: &'a str,
-    dir: PathBuf,
+    files: FileReader<'a>,
 }
 
 impl<'a> Ctx<'a> {
-    fn new(text: &'a str, origin: &'a str) -> Self {
-        let dir = Path::new(origin)
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
-        Ctx { text, origin, dir }
+    fn new(text: &'a str, origin: &'a str, files: &'a FileAccess) -> Self {
+        Ctx {
+            text,
+            origin,
+            files: FileReader::new(files),
+        }
     }
 
     fn position(&self, span: Option<Range<usize>>) -> (usize, usize) {
@@ -570,14 +638,11 @@ impl<'a> Ctx<'a> {
         self.toml_error(&segments, e)
     }
 
-    fn read_relative(&self, path: &str) -> std::io::Result<Vec<u8>> {
-        let p = Path::new(path);
-        let full = if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            self.dir.join(p)
-        };
-        std::fs::read(full)
+    /// A file named by the scenario, under its [`FileAccess`]; the error names the path.
+    fn read_file(&self, path: &str) -> Result<Vec<u8>, String> {
+        self.files
+            .read(path)
+            .map_err(|why| format!("cannot read {path:?}: {why}"))
     }
 }
 
@@ -655,12 +720,8 @@ impl RawScenario {
                 let span = spanned.span();
                 let mut imds = spanned.into_inner();
                 if let Some(file) = &imds.instance_file {
-                    let bytes = ctx.read_relative(file).map_err(|e| {
-                        ctx.invalid(
-                            Some(span.clone()),
-                            "imds.instance_file".into(),
-                            format!("cannot read {file:?}: {e}"),
-                        )
+                    let bytes = ctx.read_file(file).map_err(|message| {
+                        ctx.invalid(Some(span.clone()), "imds.instance_file".into(), message)
                     })?;
                     let doc: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
                         ctx.invalid(
@@ -978,9 +1039,9 @@ impl RawStep {
                 (None, Some(file)) => {
                     let span = file.span();
                     let path = file.into_inner();
-                    let contents = ctx.read_relative(&path).map_err(|e| {
-                        err(span, "body_file", format!("cannot read {path:?}: {e}"))
-                    })?;
+                    let contents = ctx
+                        .read_file(&path)
+                        .map_err(|message| err(span, "body_file", message))?;
                     reply.body = Some(Body::File { path, contents });
                 }
                 (None, None) => {}
@@ -1095,6 +1156,9 @@ impl RawStep {
 }
 
 // ---------------------------------------------------------------------------------------------
+/// The folder, beside a self-contained scenario file, of the files it loads.
+const SELF_CONTAINED_FILES: &str = "files";
+
 // Serialization back to the file format (print-config)
 
 /// Serializes a scenario in the file format (for embedding in other documents).

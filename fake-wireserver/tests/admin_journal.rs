@@ -84,9 +84,18 @@ async fn admin_paths_are_plain_404_on_agent_listeners_and_the_proxy() {
     assert_eq!(fake.journal().len(), cases.len());
 }
 
-async fn admin_call(admin: SocketAddr, method: &str, path: &str, body: &str) -> common::Response {
+/// An admin request as a client of the API sends it: the listener's Host, the token, and a
+/// TOML content type when there is a body.
+async fn admin_call(fake: &Fake, method: &str, path: &str, body: &str) -> common::Response {
+    let admin = fake.admin_addr().unwrap();
+    let token = fake.admin_token().unwrap();
+    let content_type = if body.is_empty() {
+        String::new()
+    } else {
+        "Content-Type: application/toml\r\n".to_owned()
+    };
     let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {admin}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {admin}\r\nAuthorization: Bearer {token}\r\n{content_type}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     response(exchange(admin, req.as_bytes(), T).await)
@@ -95,14 +104,13 @@ async fn admin_call(admin: SocketAddr, method: &str, path: &str, body: &str) -> 
 #[tokio::test]
 async fn admin_api_journal_scenario_reset() {
     let fake = full_fake().await;
-    let admin = fake.admin_addr().unwrap();
     let ws = fake.wireserver_addr().unwrap();
     assert_eq!(
         response(exchange(ws, &goalstate_get(), T).await).status,
         200
     );
 
-    let r = admin_call(admin, "GET", "/__admin/journal", "").await;
+    let r = admin_call(&fake, "GET", "/__admin/journal", "").await;
     assert_eq!(r.status, 200);
     let entries: Vec<Entry> = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(entries.len(), 1);
@@ -110,7 +118,7 @@ async fn admin_api_journal_scenario_reset() {
 
     // A bad scenario: 400 naming the origin, line and field; the old scenario stays.
     let r = admin_call(
-        admin,
+        &fake,
         "POST",
         "/__admin/scenario?origin=plans/bad.toml",
         "[[endpoint]]\nid = \"wireserver.goalstate\"\n[[endpoint.step]]\nkind = \"respond\"\nstatus = \"x\"\n",
@@ -127,7 +135,7 @@ async fn admin_api_journal_scenario_reset() {
     );
 
     let r = admin_call(
-        admin,
+        &fake,
         "POST",
         "/__admin/scenario",
         "[goalstate]\nincarnation = \"9\"\n[[endpoint]]\nid = \"wireserver.goalstate\"\n[[endpoint.step]]\nkind = \"respond\"\npreset = \"gone\"\n",
@@ -141,13 +149,13 @@ async fn admin_api_journal_scenario_reset() {
     let gs = response(exchange(ws, &goalstate_get(), T).await);
     assert!(gs.text().contains("<Incarnation>9</Incarnation>"));
     let served: serde_json::Value =
-        serde_json::from_slice(&admin_call(admin, "GET", "/__admin/served", "").await.body)
+        serde_json::from_slice(&admin_call(&fake, "GET", "/__admin/served", "").await.body)
             .unwrap();
     assert_eq!(served["incarnation"], "9");
 
     // Reset: empty window, plan from its first step again.
     assert_eq!(
-        admin_call(admin, "POST", "/__admin/reset", "").await.status,
+        admin_call(&fake, "POST", "/__admin/reset", "").await.status,
         200
     );
     assert!(fake.journal().is_empty());

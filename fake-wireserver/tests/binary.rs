@@ -65,7 +65,15 @@ async fn serves_reports_ready_and_journals() {
     assert!(line.starts_with("{\"wireserver\":\"127.0.0.1:"), "{line}");
     let ready: Value = serde_json::from_str(&line).unwrap();
     let keys: Vec<&String> = ready.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["wireserver", "imds", "proxy", "admin"]);
+    assert_eq!(
+        keys,
+        ["wireserver", "imds", "proxy", "admin", "admin_token"]
+    );
+    let token = ready["admin_token"].as_str().unwrap().to_owned();
+    assert!(
+        token.len() == 64 && token.bytes().all(|b| b.is_ascii_hexdigit()),
+        "256 bits as hex: {token}"
+    );
     let (ws, imds, proxy, admin) = (
         addr(&ready, "wireserver"),
         addr(&ready, "imds"),
@@ -102,7 +110,20 @@ async fn serves_reports_ready_and_journals() {
         "scenario: throttled"
     );
 
-    let r = response(exchange(admin, &get("/__admin/journal", &admin.to_string(), &[]), T).await);
+    let bearer = format!("Bearer {token}");
+    let r = response(
+        exchange(
+            admin,
+            &get(
+                "/__admin/journal",
+                &admin.to_string(),
+                &[("Authorization", &bearer)],
+            ),
+            T,
+        )
+        .await,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
     let entries: Vec<Entry> = serde_json::from_slice(&r.body).unwrap();
     let endpoints: Vec<&str> = entries.iter().map(|e| e.endpoint.as_str()).collect();
     assert_eq!(

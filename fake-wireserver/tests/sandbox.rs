@@ -331,6 +331,70 @@ fn sandbox_timeout_kills_the_command_and_still_writes_artifacts() {
     assert_eq!(journal(out.path()).len(), 1);
 }
 
+/// A command that takes 1.5 s to start (a loaded machine, an interpreter's imports), then
+/// works for 0.5 s: with `--timeout 1` from spawn it would be killed; `--startup` starts the
+/// clock at its first request.
+#[test]
+fn sandbox_startup_starts_the_timeout_clock_at_the_first_request() {
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    let slow_start = format!(
+        "sleep 1.5; {}; sleep 0.5",
+        http_get("168.63.129.16", "/?comp=versions", "")
+    );
+    let output = sandbox(
+        out.path(),
+        &["--timeout", "1", "--startup", "5"],
+        &["bash", "-c", &slow_start],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert_eq!(summary(out.path())["timed_out"], false);
+    // Without it the same command is killed at 1 s.
+    let out = tempfile::tempdir().unwrap();
+    let output = sandbox(
+        out.path(),
+        &["--timeout", "1"],
+        &["bash", "-c", &slow_start],
+    );
+    assert_eq!(output.status.code(), Some(124), "{}", describe(&output));
+}
+
+/// A command that never sends a request gets the start-up allowance, then the timeout: no
+/// more.
+#[test]
+fn sandbox_startup_is_an_allowance_not_a_second_timeout() {
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let output = sandbox(
+        out.path(),
+        &["--timeout", "1", "--startup", "1"],
+        &["sleep", "30"],
+    );
+    assert_eq!(output.status.code(), Some(124), "{}", describe(&output));
+    let took = started.elapsed().as_secs_f64();
+    assert!((1.9..10.0).contains(&took), "killed after {took} s");
+    // A first request after the allowance does not restart the clock.
+    let out = tempfile::tempdir().unwrap();
+    // Killed at 1 + 2 = 3 s; a clock restarted by the request would kill at 2.9 + 2 = 4.9 s.
+    let late = format!(
+        "sleep 2.9; {}; sleep 30",
+        http_get("168.63.129.16", "/?comp=versions", "")
+    );
+    let started = std::time::Instant::now();
+    let output = sandbox(
+        out.path(),
+        &["--timeout", "2", "--startup", "1"],
+        &["bash", "-c", &late],
+    );
+    assert_eq!(output.status.code(), Some(124), "{}", describe(&output));
+    let took = started.elapsed().as_secs_f64();
+    assert!(
+        took < 4.4,
+        "killed after {took} s: the late request restarted the clock"
+    );
+}
+
 #[test]
 fn sandbox_refuses_an_out_folder_the_private_mounts_would_hide() {
     require_root();

@@ -112,6 +112,41 @@ fn body_file_is_relative_to_the_scenario_file() {
     }
 }
 
+/// wirecheck's sandbox attach writes a case's [fake] table to the case folder: the files the
+/// scenario loaded go with it, bytes unchanged, and nothing is read from where it came from.
+#[test]
+fn a_self_contained_copy_carries_the_files_it_loaded() {
+    let source = tempfile::tempdir().unwrap();
+    let binary = [0xff_u8, 0x00, 0xfe, b'<', 0x80];
+    std::fs::write(source.path().join("gs.bin"), binary).unwrap();
+    std::fs::write(
+        source.path().join("instance.json"),
+        r#"{"vmId": "from-file"}"#,
+    )
+    .unwrap();
+    let file = source.path().join("s.toml");
+    std::fs::write(
+        &file,
+        "[imds]\ninstance_file = \"instance.json\"\n[[endpoint]]\nid = \"wireserver.goalstate\"\n[[endpoint.step]]\nkind = \"delay\"\nseconds = 0.1\nstatus = 200\nbody_file = \"gs.bin\"\n",
+    )
+    .unwrap();
+    let s = Scenario::from_file(&file).unwrap();
+    let case = tempfile::tempdir().unwrap();
+    let text = s.to_self_contained_toml(case.path()).unwrap();
+    // The originals are gone: the copy must not need them.
+    drop(source);
+    let copy = case.path().join("fake-scenario.toml");
+    std::fs::write(&copy, &text).unwrap();
+    let again = Scenario::from_file(&copy).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    match &again.endpoints[0].steps[0].action {
+        Action::Delay { reply: Some(r), .. } => {
+            assert_eq!(r.body.as_ref().map(Body::bytes), Some(&binary[..]))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(again.imds.instance_document, s.imds.instance_document);
+}
+
 #[test]
 fn a_section_of_a_larger_document_keeps_its_line_numbers() {
     let doc = "title = \"conformance case\"\n[checks]\nx = 1\n\n[fake]\nseed = 3\n[[fake.endpoint]]\nid = \"imds.*\"\n[[fake.endpoint.step]]\nkind = \"sleep\"\n";

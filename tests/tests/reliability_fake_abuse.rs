@@ -251,9 +251,6 @@ fn random_and_malformed_requests_do_not_break_the_fake() {
         "VmRSS peaked at {peak} KiB, over the {RSS_BOUND_KIB} KiB bound (idle {idle} KiB)"
     );
     // The journal is still served on the admin listener, and is a bounded window.
-    let journal = reliability_support::raw_exchange(
-        fake.addrs.admin,
-        b"GET /__admin/journal HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-    );
+    let journal = fake.addrs.admin_get("/__admin/journal");
     assert_eq!(reliability_support::status_of(&journal), 200);
 }

@@ -192,10 +192,7 @@ fn the_admin_api_is_not_reachable_through_agent_facing_listeners_or_the_proxy() 
 
     // Nothing was reset or loaded: the journal (on the admin listener) holds every attempt, and
     // the goal state is still served.
-    let journal = raw_exchange(
-        a.admin,
-        b"GET /__admin/journal HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-    );
+    let journal = a.admin_get("/__admin/journal");
     assert_eq!(status_of(&journal), 200);
     let text = String::from_utf8_lossy(&journal);
     let body = &text[text.find("\r\n\r\n").expect("head end") + 4..];

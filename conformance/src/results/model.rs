@@ -68,6 +68,10 @@ pub struct RunResults {
     /// partial; cases not run, or cut off, are `skipped` saying so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<String>,
+    /// Set when the machine refused the agents' containment (namespaces, mounts): why. Url
+    /// agents then ran in wirecheck's own namespaces, where one could reach a neighbour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncontained: Option<String>,
     pub agents: Vec<AgentResults>,
 }
 
@@ -223,6 +227,7 @@ impl RunResults {
             duration_ms: 0,
             wirecheck_version: wirecheck_version.into(),
             interrupted: None,
+            uncontained: None,
             agents: Vec::new(),
         }
     }

@@ -237,7 +237,12 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
     let in_process = planned
         .iter()
         .any(|p| p.profile.attach != crate::agent::Attach::Sandbox);
-    if in_process && let Some(why) = crate::netns::unavailable() {
+    let uncontained = if in_process {
+        crate::netns::unavailable()
+    } else {
+        None
+    };
+    if let Some(why) = &uncontained {
         eprintln!(
             "wirecheck: warning: {why}; url agents run uncontained (wirecheck's own namespaces, only their process group is killed) and proxy cases are skipped"
         );
@@ -319,6 +324,7 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
     );
     results.duration_ms = started.elapsed().as_millis() as u64;
     results.interrupted = stop.signal().map(|s| signal_name(s).to_owned());
+    results.uncontained = uncontained;
     results.agents = agents;
     Ok(results)
 }

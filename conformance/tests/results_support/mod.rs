@@ -189,6 +189,7 @@ pub fn fixture() -> RunResults {
         duration_ms: 21_345,
         wirecheck_version: "0.1.0".into(),
         interrupted: None,
+        uncontained: None,
         agents: vec![
             AgentResults {
                 agent: "provision-report".into(),

@@ -152,6 +152,9 @@ impl Outcome {
 
 /// How often the journal is looked at for a terminal report (`--stop-after-report`).
 const DONE_POLL: Duration = Duration::from_millis(200);
+
+/// How often the journal is looked at for COMMAND's first request (`--startup`).
+const FIRST_REQUEST_POLL: Duration = Duration::from_millis(10);
 /// How long the processes get after SIGTERM once the agent is done, before SIGKILL.
 const DONE_KILL_GRACE: Duration = Duration::from_secs(5);
 
@@ -256,8 +259,15 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
     };
 
     let timeout = args.timeout.map(Duration::from_secs_f64);
-    let deadline = tokio::time::sleep(timeout.unwrap_or(Duration::MAX / 4));
+    let startup = args.startup.map(Duration::from_secs_f64);
+    let spawned = tokio::time::Instant::now();
+    let deadline =
+        tokio::time::sleep(timeout.map_or(Duration::MAX / 4, |t| t + startup.unwrap_or_default()));
     tokio::pin!(deadline);
+    // --startup: the clock restarts at the first request (seen within one `FIRST_REQUEST_POLL`,
+    // so never early).
+    let mut clock_started = startup.is_none();
+    let mut first_request = tokio::time::interval(FIRST_REQUEST_POLL);
     let mut timed_out = false;
     let mut stopping = false;
     let grace = tokio::time::sleep(Duration::MAX / 4);
@@ -279,6 +289,20 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
                 ));
                 timed_out = true;
                 let _ = child.start_kill();
+            }
+            _ = first_request.tick(), if !clock_started && !timed_out => {
+                // The clock starts at the first request or at the end of the start-up
+                // allowance, whichever comes first.
+                let now = tokio::time::Instant::now();
+                let stats = fake.journal_stats();
+                if now >= spawned + startup.unwrap_or_default() {
+                    clock_started = true;
+                } else if stats.entries > 0 || stats.evicted > 0 {
+                    clock_started = true;
+                    deadline
+                        .as_mut()
+                        .reset(now + timeout.unwrap_or(Duration::MAX / 4));
+                }
             }
             Some(()) = terminate.recv() => {
                 pass_on(rustix::process::Signal::TERM);

@@ -149,6 +149,9 @@ fn unshare_command(
     if let Some(s) = scenario {
         cmd.arg("--scenario").arg(s);
     }
+    if let Some(t) = args.startup {
+        cmd.arg("--startup").arg(t.to_string());
+    }
     if let Some(t) = args.timeout {
         cmd.arg("--timeout").arg(t.to_string());
     }

@@ -59,6 +59,7 @@ struct Ready {
     imds: String,
     proxy: Option<String>,
     admin: String,
+    admin_token: String,
 }
 
 const PROXY_VARIABLES: [&str; 8] = [
@@ -131,7 +132,7 @@ fn run(args: Args) -> anyhow::Result<u8> {
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let (mut fake, ready) = start_fake(&args)?;
     let result = run_agent(&args, &ready);
-    let journal = fetch_settled_journal(&ready.admin);
+    let journal = fetch_settled_journal(&ready.admin, &ready.admin_token);
     let _ = rustix::process::kill_process(
         rustix::process::Pid::from_child(&fake),
         rustix::process::Signal::TERM,
@@ -225,7 +226,7 @@ fn run_agent(args: &Args, ready: &Ready) -> anyhow::Result<u8> {
 }
 
 /// The journal once every entry is answered (`done_ms` set), or as it is after 5 s.
-fn fetch_settled_journal(admin: &str) -> anyhow::Result<String> {
+fn fetch_settled_journal(admin: &str, token: &str) -> anyhow::Result<String> {
     let client = reqwest::blocking::Client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(5))
@@ -236,6 +237,7 @@ fn fetch_settled_journal(admin: &str) -> anyhow::Result<String> {
     loop {
         let body = client
             .get(&url)
+            .bearer_auth(token)
             .send()
             .and_then(|r| r.error_for_status())
             .and_then(|r| r.text())

@@ -121,6 +121,22 @@ pub struct FakeAddrs {
     pub imds: SocketAddr,
     pub proxy: Option<SocketAddr>,
     pub admin: SocketAddr,
+    /// The ready line's `admin_token` (every admin request needs it).
+    pub admin_token: String,
+}
+
+impl FakeAddrs {
+    /// `GET path` on the admin listener as its clients send it: its own Host and the token.
+    pub fn admin_get(&self, path: &str) -> Vec<u8> {
+        raw_exchange(
+            self.admin,
+            format!(
+                "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+                self.admin, self.admin_token
+            )
+            .as_bytes(),
+        )
+    }
 }
 
 /// The fake-wireserver binary as a child: killed on drop; its stderr goes to a file so a panic
@@ -160,6 +176,10 @@ impl FakeProcess {
             imds: addr("imds").expect("imds address"),
             proxy: addr("proxy"),
             admin: addr("admin").expect("admin address"),
+            admin_token: ready["admin_token"]
+                .as_str()
+                .expect("admin_token in the ready line")
+                .to_owned(),
         };
         FakeProcess {
             child,

@@ -57,12 +57,18 @@ pub async fn run(
     let proxy = profile.attach == Attach::Proxy;
     let isolate = proxy || crate::netns::unavailable().is_none();
     let (netns, listeners) = if isolate {
+        // Off the runtime's workers: making a namespace forks and waits.
+        let count = if proxy { 3 } else { 2 };
         let (ns, mut bound) =
-            NetNs::with_loopback_listeners(if proxy { 3 } else { 2 }).map_err(|e| {
-                SessionError::Harness(format!(
-                    "cannot isolate the agent in a network namespace: {e}"
-                ))
-            })?;
+            tokio::task::spawn_blocking(move || NetNs::with_loopback_listeners(count))
+                .await
+                .map_err(std::io::Error::other)
+                .and_then(|made| made)
+                .map_err(|e| {
+                    SessionError::Harness(format!(
+                        "cannot isolate the agent in a network namespace: {e}"
+                    ))
+                })?;
         let mut next = || bound.pop();
         let (proxy_listener, imds, wireserver) =
             (if proxy { next() } else { None }, next(), next());
@@ -158,10 +164,23 @@ pub async fn run(
                 hide,
                 keep: case_dir.to_path_buf(),
             });
+            // Everything else is read-only to it: its temporary files go to its case folder.
+            let tmp = case_dir.join("tmp");
+            std::fs::create_dir_all(&tmp).map_err(|e| {
+                SessionError::Harness(format!("cannot create {}: {e}", tmp.display()))
+            })?;
+            invocation
+                .env
+                .push(("TMPDIR".into(), tmp.to_string_lossy().into_owned()));
         }
         invocation.netns = netns.clone();
         invocation.activity = Some(activity.clone());
         let finished = exec::run(&invocation).await;
+        if let Exit::ContainmentFailed(why) = &finished.exit {
+            return Err(SessionError::Harness(format!(
+                "the agent could not be contained: {why}"
+            )));
+        }
         if let Exit::SpawnFailed(why) = &finished.exit {
             return Err(SessionError::Agent(format!(
                 "the agent could not be started: {why}"

@@ -107,15 +107,17 @@ pub async fn run(
     deadline: f64,
 ) -> Result<Session, SessionError> {
     let scenario = &*p.scenario;
-    // The agent's start-up is not the scenario's to wait for; a daemon's end comes
-    // `done_grace` after its report (plus the sandbox's poll).
-    let deadline = deadline
-        + p.profile.sandbox_startup
+    // A daemon's end comes `done_grace` after its report (plus the sandbox's poll). The
+    // agent's start-up is not the scenario's to wait for: the sandbox starts this clock at the
+    // agent's first request (`--startup`), or after `startup` without one.
+    let timeout = deadline
         + if p.profile.done == Done::TerminalReport {
             p.profile.done_grace + DONE_POLL_SLACK
         } else {
             0.0
         };
+    // The runner's own clock, from spawn: the longest the sandbox may take.
+    let deadline = timeout + p.profile.sandbox_startup;
     let two_in_one = one_invocation_for_two(p);
     let run = match scenario.agent.runs.as_slice() {
         [run] => run,
@@ -127,10 +129,19 @@ pub async fn run(
     let fake_binary = exec::resolve_program(FAKE_BINARY, &settings.bin_dir)
         .ok_or_else(|| SessionError::Harness(format!("{FAKE_BINARY} not found")))?;
 
-    // The [fake] table as a scenario file of its own (bodies inline), checked by reading it
-    // back so a problem is the runner's error, not the sandbox's.
+    // The [fake] table as a scenario file of its own (the files it loaded copied beside it,
+    // where the sandbox may read them), checked by reading it back so a problem is the
+    // runner's error, not the sandbox's.
     let scenario_file = case_dir.join("fake-scenario.toml");
-    let text = scenario.fake.to_toml_string();
+    let text = scenario
+        .fake
+        .to_self_contained_toml(case_dir)
+        .map_err(|e| {
+            SessionError::Harness(format!(
+                "cannot write the [fake] table's files to {}: {e}",
+                case_dir.display()
+            ))
+        })?;
     fake_wireserver::Scenario::from_toml_str(&text, &scenario_file.display().to_string()).map_err(
         |e| {
             SessionError::Harness(format!(
@@ -157,7 +168,9 @@ pub async fn run(
         "--out".into(),
         out.display().to_string(),
         "--timeout".into(),
-        format!("{deadline}"),
+        format!("{timeout}"),
+        "--startup".into(),
+        format!("{}", p.profile.sandbox_startup),
     ];
     if p.profile.done == Done::TerminalReport {
         args.push("--stop-after-report".into());
