@@ -220,7 +220,10 @@ fn tool(code: i32) -> u8 {
 }
 
 fn usage(message: impl std::fmt::Display) -> u8 {
-    eprintln!("wirecheck: error: {message}");
+    eprintln!(
+        "wirecheck: error: {}",
+        crate::tools::text::visible_lines(&message.to_string())
+    );
     EXIT_USAGE
 }
 
@@ -403,12 +406,18 @@ pub fn list_text(scenarios: &[Arc<Scenario>], profile: Option<&Arc<AgentProfile>
             })
         })
         .collect();
-    let width = rows.iter().map(|(id, _, _)| id.len()).max().unwrap_or(0);
+    // Ids, titles and profile reasons are someone else's text: escaped for the terminal.
+    let visible = crate::tools::text::visible;
+    let width = rows
+        .iter()
+        .map(|(id, _, _)| visible(id).chars().count())
+        .max()
+        .unwrap_or(0);
     let mut out = String::new();
     for (id, title, status) in &rows {
-        out.push_str(&format!("{id:<width$}  {title}"));
+        out.push_str(&format!("{:<width$}  {}", visible(id), visible(title)));
         if let Some(status) = status {
-            out.push_str(&format!("  [{status}]"));
+            out.push_str(&format!("  [{}]", visible(status)));
         }
         out.push('\n');
     }

@@ -7,6 +7,7 @@ use std::path::Path;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::results::{CaseResult, RunResults, Verdict};
+use crate::tools::text::visible;
 
 /// Colours only on a terminal, and never with `NO_COLOR` set (https://no-color.org).
 pub fn colors_enabled(stream_is_terminal: bool) -> bool {
@@ -44,9 +45,13 @@ impl Progress {
         let Some(bar) = &self.bar else { return };
         let failed = cases.iter().filter(|c| c.verdict == Verdict::Fail).count();
         if failed > 0 {
-            bar.println(format!("FAIL {agent} {scenario}: {failed} failed case(s)"));
+            bar.println(format!(
+                "FAIL {} {}: {failed} failed case(s)",
+                visible(agent),
+                visible(scenario)
+            ));
         }
-        bar.set_message(scenario.to_owned());
+        bar.set_message(visible(scenario));
         bar.inc(1);
     }
 
@@ -76,13 +81,14 @@ fn paint(text: &str, verdict: Verdict, color: bool) -> String {
 const LISTED: usize = 40;
 
 /// The end-of-run summary: a table of verdict counts per agent, the failing cases with their
-/// reasons, and where the results are.
+/// reasons, and where the results are. Names and reasons come from profiles, scenarios and the
+/// agents themselves: their control characters are escaped ([`visible`]).
 pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> String {
     let mut s = String::new();
     let name_width = results
         .agents
         .iter()
-        .map(|a| a.agent.len())
+        .map(|a| visible(&a.agent).chars().count())
         .chain(std::iter::once("agent".len()))
         .max()
         .unwrap_or(5);
@@ -97,7 +103,7 @@ pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> S
     s.push('\n');
     for agent in &results.agents {
         let counts = agent.counts();
-        s.push_str(&format!("{:<name_width$}", agent.agent));
+        s.push_str(&format!("{:<name_width$}", visible(&agent.agent)));
         for v in Verdict::ALL {
             let n = counts.get(v);
             let cell = format!("{:>w$}", n, w = v.as_str().len().max(4));
@@ -131,9 +137,10 @@ pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> S
                 color,
             );
             s.push_str(&format!(
-                "{tag} {agent} {}: {}\n",
-                case.id,
-                case.reason.as_deref().unwrap_or("")
+                "{tag} {} {}: {}\n",
+                visible(agent),
+                visible(&case.id),
+                visible(case.reason.as_deref().unwrap_or(""))
             ));
         }
         if failing.len() > LISTED {

@@ -2,6 +2,7 @@
 //! they did.
 //!
 //! Code map: [`agent`] (profiles and command templates), [`scenario`] (scenario files),
+//! [`bounds`] (the largest numbers those files may give),
 //! [`checks`] (the judges), [`observe`] (what a run produced, and the profile's reading of
 //! each answer), [`runner`] (planning, parallel execution, artifacts), [`exec`] (agent
 //! processes), [`netns`] (the private network namespace of proxy agents), [`timeline`], [`select`] (case globs, partitions), [`console`] (progress and
@@ -12,6 +13,7 @@
 //! an external process, like any agent (DESIGN.md, "the oracle is independent").
 
 pub mod agent;
+pub mod bounds;
 pub mod checks;
 pub mod cli;
 pub mod console;

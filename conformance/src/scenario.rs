@@ -242,7 +242,27 @@ impl<'de> Deserialize<'de> for Text {
         Ok(match Either::deserialize(d)? {
             Either::Plain(s) => Text(s),
             Either::Generated(g) => {
-                Text(format!("{}{}", g.text, g.repeat.repeat(g.times as usize)))
+                // Checked before allocating: `times = 4000000000` aborted the process.
+                let max = crate::bounds::MAX_GENERATED_TEXT;
+                let len = g
+                    .repeat
+                    .len()
+                    .checked_mul(g.times as usize)
+                    .and_then(|n| n.checked_add(g.text.len()))
+                    .filter(|n| *n <= max);
+                let Some(len) = len else {
+                    return Err(serde::de::Error::custom(format!(
+                        "the generated text ({} bytes of `repeat` {} times) is over the {max}-byte limit",
+                        g.repeat.len(),
+                        g.times
+                    )));
+                };
+                let mut out = String::with_capacity(len);
+                out.push_str(&g.text);
+                for _ in 0..g.times {
+                    out.push_str(&g.repeat);
+                }
+                Text(out)
             }
         })
     }
@@ -445,16 +465,7 @@ impl Scenario {
         }
 
         let positive = |v: &Spanned<f64>, field: &str| -> Result<f64, FileError> {
-            let x = *v.get_ref();
-            if x.is_finite() && x > 0.0 {
-                Ok(x)
-            } else {
-                Err(at(
-                    v.span(),
-                    field,
-                    format!("expected a positive number of seconds, got {x}"),
-                ))
-            }
+            crate::bounds::positive_seconds(*v.get_ref()).map_err(|msg| at(v.span(), field, msg))
         };
         let budget = positive(&a.budget, "agent.budget")?;
         let retry_interval = positive(&a.retry_interval, "agent.retry_interval")?;

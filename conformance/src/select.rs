@@ -1,10 +1,51 @@
 //! Which cases run: `--cases` / `--exclude` globs over case ids, and `--partition K/N`, a
-//! deterministic split of the scenarios for parallel CI jobs.
+//! deterministic split of the scenarios for parallel CI jobs. Every glob wirecheck takes (these,
+//! a scenario's `checks`, a profile's `deviation.cases`) is built by [`glob`], within
+//! [`MAX_GLOB_LEN`] and [`MAX_GLOB_WILDCARDS`].
 
 use std::fmt;
 use std::str::FromStr;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+
+/// Longest glob accepted, in bytes (case ids are under 100).
+pub const MAX_GLOB_LEN: usize = 1024;
+/// Most wildcards and brackets (`*`, `?`, `[`, `{`) in one glob. A glob compiles to a regex
+/// whose size grows with them: 200,000 `*` made globset panic. Matching a compiled glob is
+/// linear in the id, so no glob within these bounds takes exponential time.
+pub const MAX_GLOB_WILDCARDS: usize = 64;
+
+/// A glob within the bounds; the error says which bound, without echoing a huge pattern.
+pub fn glob(pattern: &str) -> Result<Glob, String> {
+    let shown = || crate::tools::text::clip(pattern, 80);
+    if pattern.len() > MAX_GLOB_LEN {
+        return Err(format!(
+            "{:?} is not a valid glob: longer than {MAX_GLOB_LEN} bytes",
+            shown()
+        ));
+    }
+    let wildcards = pattern
+        .chars()
+        .filter(|c| matches!(c, '*' | '?' | '[' | '{'))
+        .count();
+    if wildcards > MAX_GLOB_WILDCARDS {
+        return Err(format!(
+            "{:?} is not a valid glob: {wildcards} wildcards, at most {MAX_GLOB_WILDCARDS}",
+            shown()
+        ));
+    }
+    Glob::new(pattern).map_err(|e| format!("{:?} is not a valid glob: {e}", shown()))
+}
+
+/// One glob as a matcher. A set of one, because `GlobSetBuilder::build` reports a regex it
+/// cannot build where `Glob::compile_matcher` panics.
+pub fn matcher(pattern: &str) -> Result<GlobSet, String> {
+    let glob = glob(pattern)?;
+    GlobSetBuilder::new()
+        .add(glob)
+        .build()
+        .map_err(|e| format!("{:?}: {e}", crate::tools::text::clip(pattern, 80)))
+}
 
 /// Case id globs to include (none given: all) and exclude.
 #[derive(Debug, Clone, Default)]
@@ -21,7 +62,7 @@ impl CaseFilter {
             }
             let mut set = GlobSetBuilder::new();
             for g in globs {
-                set.add(Glob::new(g).map_err(|e| format!("{flag} {g:?}: not a valid glob: {e}"))?);
+                set.add(glob(g).map_err(|e| format!("{flag} {e}"))?);
             }
             set.build().map(Some).map_err(|e| format!("{flag}: {e}"))
         };
@@ -86,6 +127,22 @@ mod tests {
                 .unwrap_err()
                 .contains("--cases")
         );
+    }
+
+    #[test]
+    fn globs_are_bounded() {
+        let stars = "*".repeat(200_000);
+        let e = CaseFilter::new(&[stars], &[]).unwrap_err();
+        assert!(
+            e.starts_with("--cases ") && e.contains("longer than 1024"),
+            "{e}"
+        );
+        assert!(e.len() < 300, "{e}");
+        let e = matcher(&"a*".repeat(65)).unwrap_err();
+        assert!(e.contains("65 wildcards, at most 64"), "{e}");
+        let ok = matcher(&"a*".repeat(64)).unwrap();
+        assert!(ok.is_match("a".repeat(64)));
+        assert!(matcher("{a,b}.*").unwrap().is_match("b.c"));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 /// Every endpoint id the fake classifies requests into.
 pub const ENDPOINT_IDS: &[&str] = &[
@@ -147,15 +147,33 @@ pub fn decode_query(query: Option<&str>) -> Vec<QueryPair<'_>> {
     }
 }
 
-fn glob(pattern: &str) -> Option<GlobMatcher> {
-    GlobBuilder::new(pattern)
+/// Longest endpoint id or glob a scenario may give (the longest id is under 40 characters).
+pub const MAX_PATTERN_LEN: usize = 256;
+/// Most wildcards (`*`, `?`) in one endpoint glob. Globs compile to regexes whose size grows
+/// with the pattern: 200,000 `*` made globset panic. Matching is linear time either way.
+pub const MAX_PATTERN_WILDCARDS: usize = 32;
+
+/// Compiles a pattern already checked by [`is_valid_pattern`]; `None` otherwise. A set of one,
+/// because `GlobSetBuilder::build` reports a regex it cannot build where `compile_matcher`
+/// panics.
+fn glob(pattern: &str) -> Option<GlobSet> {
+    if !within_bounds(pattern) {
+        return None;
+    }
+    let glob = GlobBuilder::new(pattern)
         .literal_separator(false)
         .build()
-        .ok()
-        .map(|g| g.compile_matcher())
+        .ok()?;
+    GlobSetBuilder::new().add(glob).build().ok()
 }
 
-/// True when `pattern` only uses the characters allowed in ids and globs.
+fn within_bounds(pattern: &str) -> bool {
+    pattern.len() <= MAX_PATTERN_LEN
+        && pattern.chars().filter(|c| matches!(c, '*' | '?')).count() <= MAX_PATTERN_WILDCARDS
+}
+
+/// True when `pattern` only uses the characters allowed in ids and globs, and stays within
+/// [`MAX_PATTERN_LEN`] and [`MAX_PATTERN_WILDCARDS`].
 pub fn is_valid_pattern(pattern: &str) -> bool {
     !pattern.is_empty()
         && pattern
@@ -179,7 +197,7 @@ pub fn pattern_matches_any(pattern: &str) -> bool {
 
 /// A compiled set of patterns, for matching at request time.
 #[derive(Debug, Clone)]
-pub(crate) struct Patterns(Vec<GlobMatcher>);
+pub(crate) struct Patterns(Vec<GlobSet>);
 
 impl Patterns {
     pub(crate) fn new<'a>(patterns: impl IntoIterator<Item = &'a str>) -> Self {

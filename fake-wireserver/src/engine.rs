@@ -327,7 +327,7 @@ mod tests {
             ["delay#0.1", "throttled"]
         );
         assert_eq!(crate::scenario::seconds(-1.0), Duration::ZERO);
-        assert_eq!(crate::scenario::seconds(1e300).as_secs(), 365 * 24 * 3600);
+        assert_eq!(crate::scenario::seconds(1e300).as_secs(), 86_400);
     }
 
     #[test]

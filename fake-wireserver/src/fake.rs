@@ -22,6 +22,12 @@ use crate::server::{EngineSlot, ListenerKind, Shared, accept_loop, lock};
 pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;
 /// Default deadline for reading one request, and for an idle keep-alive connection.
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default deadline for the rest of a request head once its first byte arrived (slowloris).
+pub const DEFAULT_HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default cap on open connections per agent listener. At the cap, the connection idle the
+/// longest (waiting for, or inside, a request head) is closed to make room; connections whose
+/// request is being answered are never closed for room.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// How to run a fake. `FakeConfig::default()`: wireserver and IMDS on ephemeral `127.0.0.1`
 /// ports, no proxy, no admin listener, default documents.
@@ -47,6 +53,10 @@ pub struct FakeConfig {
     pub journal_max_bytes: usize,
     pub max_body_bytes: usize,
     pub read_timeout: Duration,
+    /// See [`DEFAULT_HEAD_TIMEOUT`].
+    pub head_timeout: Duration,
+    /// Per agent listener; see [`DEFAULT_MAX_CONNECTIONS`].
+    pub max_connections: usize,
     /// Folders a scenario posted to the admin API may load `body_file`s from, besides its own
     /// folder (`?origin=PATH`). Empty: only the scenario's own folder, and no files at all for a
     /// scenario posted without an origin.
@@ -71,6 +81,8 @@ impl Default for FakeConfig {
             journal_max_bytes: DEFAULT_MAX_BYTES,
             max_body_bytes: DEFAULT_MAX_BODY,
             read_timeout: DEFAULT_READ_TIMEOUT,
+            head_timeout: DEFAULT_HEAD_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             allow_files: Vec::new(),
         }
     }
@@ -125,6 +137,15 @@ impl FakeConfig {
     }
     pub fn read_timeout(mut self, t: Duration) -> Self {
         self.read_timeout = t;
+        self
+    }
+    pub fn head_timeout(mut self, t: Duration) -> Self {
+        self.head_timeout = t;
+        self
+    }
+    /// At least 1.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
         self
     }
     /// Also allows scenarios posted to the admin API to load files from `dir` (repeatable;
@@ -217,7 +238,9 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
             max_head: 64 * 1024,
             max_body: config.max_body_bytes,
             read_timeout: config.read_timeout,
+            head_timeout: config.head_timeout,
         },
+        max_connections: config.max_connections.max(1),
     });
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let mut tasks = Vec::new();
@@ -283,6 +306,8 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
             local,
             allow_files: config.allow_files.clone(),
         });
+        // Capped, and silent connections closed, like the agent listeners (crate::conns).
+        let listener = crate::conns::AdminListener::new(listener, config.read_timeout);
         tasks.push(tokio::spawn(async move {
             let _ = axum::serve(listener, app)
                 .with_graceful_shutdown(async move {

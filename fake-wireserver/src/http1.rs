@@ -2,14 +2,19 @@
 //!
 //! The fake reads and writes the wire itself (rather than letting hyper own the connection) so
 //! that scripted faults are real socket behaviour and so that malformed input is journaled,
-//! not silently answered by a library. Every buffer is bounded: the head by
-//! [`Limits::max_head`], the body by [`Limits::max_body`]; every read by a deadline.
+//! not silently answered by a library. Every buffer is bounded: the head (request line and
+//! header fields together) by [`Limits::max_head`] and [`MAX_HEADERS`], the body by
+//! [`Limits::max_body`], chunk extensions by [`MAX_CHUNK_EXT`], the trailer section like a head;
+//! a request head by [`Limits::head_timeout`] once it has begun; every read by a deadline.
+//! Message framing is read strictly (RFC 9112 §6.3): one `Transfer-Encoding: chunked` or one
+//! all-digit `Content-Length`, never both; anything else is a malformed request (400, closed).
 
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::Notify;
 
 /// Bounds for one connection.
 #[derive(Debug, Clone, Copy)]
@@ -18,6 +23,9 @@ pub(crate) struct Limits {
     pub max_body: usize,
     /// Deadline for reading one request (and for an idle keep-alive connection).
     pub read_timeout: Duration,
+    /// Deadline for the rest of a request head once its first byte arrived (slowloris: a
+    /// client dribbling a head must not hold a connection for the whole `read_timeout`).
+    pub head_timeout: Duration,
 }
 
 /// A received request.
@@ -79,23 +87,92 @@ pub(crate) enum ReadError {
     Incomplete { reason: String, partial: Partial },
 }
 
-const MAX_HEADERS: usize = 128;
+/// Header fields in one request head (more → 431), and fields in one trailer section.
+pub(crate) const MAX_HEADERS: usize = 128;
+/// Bytes of chunk extensions (and padding around chunk sizes) in one chunked body (more → 400);
+/// hyper's limit. The chunk data itself is bounded by [`Limits::max_body`].
+pub(crate) const MAX_CHUNK_EXT: usize = 16 * 1024;
 
-/// Reads one request. `buf` carries bytes already received (pipelining) across calls.
+/// How the body of a request is delimited (RFC 9112 §6.3).
+enum Framing {
+    None,
+    Length(u64),
+    Chunked,
+}
+
+/// The framing the headers declare, read strictly: a recipient that accepts ambiguous framing
+/// is the half of a request-smuggling pair, and an agent that sends it is wrong.
+fn framing(headers: &[(String, String)]) -> Result<Framing, String> {
+    let values = |name: &str| -> Vec<&str> {
+        headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim_matches([' ', '\t']))
+            .collect()
+    };
+    let te = values("transfer-encoding");
+    let cl = values("content-length");
+    if !te.is_empty() && !cl.is_empty() {
+        return Err("both Transfer-Encoding and Content-Length".into());
+    }
+    match te.as_slice() {
+        [] => {}
+        [one] if one.eq_ignore_ascii_case("chunked") => return Ok(Framing::Chunked),
+        [one] => {
+            return Err(format!(
+                "Transfer-Encoding {one:?}: only a single `chunked` coding is accepted"
+            ));
+        }
+        many => {
+            return Err(format!(
+                "{} Transfer-Encoding headers ({many:?}); one `chunked` is expected",
+                many.len()
+            ));
+        }
+    }
+    match cl.as_slice() {
+        [] => Ok(Framing::None),
+        [one] if !one.is_empty() && one.bytes().all(|b| b.is_ascii_digit()) => one
+            .parse::<u64>()
+            .map(Framing::Length)
+            .map_err(|_| format!("Content-Length {one:?} does not fit 64 bits")),
+        [one] => Err(format!(
+            "invalid Content-Length {one:?}: expected decimal digits only"
+        )),
+        many => Err(format!(
+            "{} Content-Length headers ({many:?}); exactly one is expected",
+            many.len()
+        )),
+    }
+}
+
+/// Reads one request. `buf` carries bytes already received (pipelining) across calls. A
+/// notice on `evict` (the listener needs room) ends the read like a timeout.
 pub(crate) async fn read_request(
     stream: &mut TcpStream,
     buf: &mut Vec<u8>,
     limits: Limits,
+    evict: &Notify,
 ) -> Result<Request, ReadError> {
-    let deadline = tokio::time::Instant::now() + limits.read_timeout;
+    let mut deadline = tokio::time::Instant::now() + limits.read_timeout;
+    let mut head_started = false;
 
     // 1. The head.
     let (head_len, mut req) = loop {
+        if !head_started && !buf.iter().all(u8::is_ascii_whitespace) {
+            head_started = true;
+            deadline = deadline.min(tokio::time::Instant::now() + limits.head_timeout);
+        }
         if !buf.is_empty() {
             // Uninitialised slots: no 4 KiB of zeroing per request.
             let mut headers = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
             let mut parsed = httparse::Request::new(&mut []);
             match parsed.parse_with_uninit_headers(buf, &mut headers) {
+                Ok(httparse::Status::Complete(n)) if n > limits.max_head => {
+                    return Err(ReadError::HeadTooLarge {
+                        partial: partial_of(&buf[..limits.max_head]),
+                    });
+                }
                 Ok(httparse::Status::Complete(n)) => {
                     let req = Request {
                         method: parsed.method.unwrap_or_default().to_owned(),
@@ -136,7 +213,7 @@ pub(crate) async fn read_request(
                 }
             }
         }
-        match read_more(stream, buf, deadline, limits.max_head + 1).await {
+        match read_more(stream, buf, deadline, limits.max_head + 1, evict).await {
             Ok(true) => {}
             Ok(false) if buf.iter().all(u8::is_ascii_whitespace) => return Err(ReadError::Idle),
             Ok(false) => {
@@ -167,40 +244,25 @@ pub(crate) async fn read_request(
     };
 
     // 2. The body: chunked, Content-Length, or none (requests have no read-to-EOF bodies).
-    let chunked = req.header("transfer-encoding").map(|te| {
-        te.rsplit(',')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .eq_ignore_ascii_case("chunked")
-    });
-    let lengths: Vec<&str> = req
-        .headers
-        .iter()
-        .filter(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-        .map(|(_, v)| v.trim())
-        .collect();
-    if chunked.is_some() && !lengths.is_empty() {
-        return Err(ReadError::Malformed {
-            reason: "both Transfer-Encoding and Content-Length".into(),
-            partial: partial(&req, Vec::new()),
-        });
-    }
-    if chunked == Some(false) {
-        return Err(ReadError::Malformed {
-            reason: "Transfer-Encoding without a final chunked coding".into(),
-            partial: partial(&req, Vec::new()),
-        });
-    }
+    let framing = match framing(&req.headers) {
+        Ok(f) => f,
+        Err(reason) => {
+            return Err(ReadError::Malformed {
+                reason,
+                partial: partial(&req, Vec::new()),
+            });
+        }
+    };
     let expect_continue = req
         .header("expect")
         .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
 
-    if chunked == Some(true) {
+    if let Framing::Chunked = framing {
         if expect_continue && buf.is_empty() {
             let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await;
         }
         let mut body = Vec::new();
+        let mut ext_bytes = 0usize;
         loop {
             // Chunk size line.
             let (size, used) = loop {
@@ -222,7 +284,7 @@ pub(crate) async fn read_request(
                     }
                 }
                 if !matches!(
-                    read_more(stream, buf, deadline, limits.max_head + 1).await,
+                    read_more(stream, buf, deadline, limits.max_head + 1, evict).await,
                     Ok(true)
                 ) {
                     return Err(ReadError::Incomplete {
@@ -231,11 +293,22 @@ pub(crate) async fn read_request(
                     });
                 }
             };
+            // Everything on the size line but the hex digits and the line end: extensions.
+            let digits = buf.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+            ext_bytes += used.saturating_sub(digits + 2);
             buf.drain(..used);
+            if ext_bytes > MAX_CHUNK_EXT {
+                return Err(ReadError::Malformed {
+                    reason: format!("chunk extensions over {MAX_CHUNK_EXT} bytes"),
+                    partial: partial(&req, body),
+                });
+            }
             if size == 0 {
                 break;
             }
-            if body.len() as u64 + size > limits.max_body as u64 {
+            // `body.len() <= max_body` holds here, so the subtraction cannot wrap; a chunk size
+            // up to 2^64-1 is compared, never added.
+            if size > (limits.max_body - body.len()) as u64 {
                 return Err(ReadError::BodyTooLarge {
                     partial: partial(&req, body),
                     declared: None,
@@ -244,7 +317,10 @@ pub(crate) async fn read_request(
             let need = size as usize + 2; // data + CRLF
             while buf.len() < need {
                 let want = need - buf.len();
-                if !matches!(read_more(stream, buf, deadline, want).await, Ok(true)) {
+                if !matches!(
+                    read_more(stream, buf, deadline, want, evict).await,
+                    Ok(true)
+                ) {
                     body.extend_from_slice(&buf[..buf.len().min(size as usize)]);
                     return Err(ReadError::Incomplete {
                         reason: "connection closed or timed out inside a chunk".into(),
@@ -261,7 +337,9 @@ pub(crate) async fn read_request(
             body.extend_from_slice(&buf[..size as usize]);
             buf.drain(..need);
         }
-        // Trailer section: lines until an empty line.
+        // Trailer section: lines until an empty line, bounded like a head (bytes and fields).
+        let mut trailer_bytes = 0usize;
+        let mut trailer_fields = 0usize;
         loop {
             if let Some(pos) = buf.windows(2).position(|w| w == b"\r\n") {
                 let empty = pos == 0;
@@ -269,14 +347,24 @@ pub(crate) async fn read_request(
                 if empty {
                     break;
                 }
+                trailer_bytes += pos + 2;
+                trailer_fields += 1;
+                if trailer_bytes > limits.max_head || trailer_fields > MAX_HEADERS {
+                    return Err(ReadError::HeadTooLarge {
+                        partial: partial(&req, body),
+                    });
+                }
                 continue;
             }
-            if buf.len() > limits.max_head
-                || !matches!(
-                    read_more(stream, buf, deadline, limits.max_head + 1).await,
-                    Ok(true)
-                )
-            {
+            if trailer_bytes + buf.len() > limits.max_head {
+                return Err(ReadError::HeadTooLarge {
+                    partial: partial(&req, body),
+                });
+            }
+            if !matches!(
+                read_more(stream, buf, deadline, limits.max_head + 1, evict).await,
+                Ok(true)
+            ) {
                 return Err(ReadError::Incomplete {
                     reason: "chunked body trailer not complete".into(),
                     partial: partial(&req, body),
@@ -287,19 +375,7 @@ pub(crate) async fn read_request(
         return Ok(req);
     }
 
-    if let Some(first) = lengths.first() {
-        if lengths.iter().any(|l| l != first) {
-            return Err(ReadError::Malformed {
-                reason: "conflicting Content-Length headers".into(),
-                partial: partial(&req, Vec::new()),
-            });
-        }
-        let Ok(len) = first.parse::<u64>() else {
-            return Err(ReadError::Malformed {
-                reason: format!("invalid Content-Length {first:?}"),
-                partial: partial(&req, Vec::new()),
-            });
-        };
+    if let Framing::Length(len) = framing {
         if len > limits.max_body as u64 {
             return Err(ReadError::BodyTooLarge {
                 partial: partial(&req, Vec::new()),
@@ -312,7 +388,10 @@ pub(crate) async fn read_request(
         }
         while buf.len() < len {
             let want = len - buf.len();
-            if !matches!(read_more(stream, buf, deadline, want).await, Ok(true)) {
+            if !matches!(
+                read_more(stream, buf, deadline, want, evict).await,
+                Ok(true)
+            ) {
                 let got = buf.split_off(0);
                 return Err(ReadError::Incomplete {
                     reason: format!(
@@ -328,18 +407,26 @@ pub(crate) async fn read_request(
     Ok(req)
 }
 
-/// Reads up to `max` more bytes into `buf`. `Ok(false)` on EOF; `Err` on timeout or I/O error.
+/// Reads up to `max` more bytes into `buf`. `Ok(false)` on EOF; `Err` on timeout, eviction or
+/// I/O error.
 async fn read_more(
     stream: &mut TcpStream,
     buf: &mut Vec<u8>,
     deadline: tokio::time::Instant,
     max: usize,
+    evict: &Notify,
 ) -> Result<bool, String> {
     // At most 8 KiB per read, straight into `buf`'s spare capacity (no zeroed scratch buffer).
     let want = max.clamp(1, 8192);
     buf.reserve(want);
     let mut limited = (&mut *stream).take(want as u64);
-    match tokio::time::timeout_at(deadline, limited.read_buf(buf)).await {
+    let read = tokio::select! {
+        read = tokio::time::timeout_at(deadline, limited.read_buf(buf)) => read,
+        () = evict.notified() => {
+            return Err("closed to make room: the listener is at its connection limit".into());
+        }
+    };
+    match read {
         Err(_) => Err("read timed out".into()),
         Ok(Err(e)) => Err(e.to_string()),
         Ok(Ok(0)) => Ok(false),

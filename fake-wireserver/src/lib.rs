@@ -95,6 +95,7 @@
 
 mod admin;
 pub mod config;
+mod conns;
 pub mod documents;
 pub mod endpoint;
 mod engine;
@@ -110,12 +111,14 @@ pub mod oracle;
 pub mod sandbox;
 pub mod scenario;
 mod server;
+pub mod text;
 pub mod wireserver;
 
 pub use documents::Addresses;
 pub use expect::{Expectation, Times};
 pub use fake::{
-    DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT, Fake, FakeConfig, FakeError, Listeners, serve_on,
+    DEFAULT_HEAD_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT, Fake,
+    FakeConfig, FakeError, Listeners, serve_on,
 };
 pub use files::FileAccess;
 pub use journal::{Answer, Entry, JournalStats, StepRef};

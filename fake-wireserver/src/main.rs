@@ -177,7 +177,11 @@ fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(path) => match Scenario::from_file_allowing(path, &args.allow_files) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("fake-wireserver: {e}");
+                // The file is someone else's: its excerpt in the error may hold escapes.
+                eprintln!(
+                    "fake-wireserver: {}",
+                    fake_wireserver::text::visible_lines(&e.to_string())
+                );
                 return Ok(ExitCode::from(EXIT_USAGE));
             }
         },

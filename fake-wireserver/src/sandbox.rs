@@ -29,6 +29,8 @@ use std::net::Ipv4Addr;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::PathBuf;
 
+use crate::scenario::MAX_SECONDS;
+
 /// The wireserver address the sandbox puts on its loopback.
 pub const WIRESERVER_ADDR: Ipv4Addr = Ipv4Addr::new(168, 63, 129, 16);
 /// The IMDS address the sandbox puts on its loopback.
@@ -112,15 +114,20 @@ fn parse_bind(s: &str) -> Result<Bind, String> {
 
 fn parse_grace(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("expected a number of seconds >= 0, got {s:?}")),
+        // Bounded: `Duration::from_secs_f64` panics past u64::MAX seconds.
+        Ok(v) if v.is_finite() && (0.0..=MAX_SECONDS).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "expected a number of seconds from 0 to {MAX_SECONDS}, got {s:?}"
+        )),
     }
 }
 
 fn parse_timeout(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("expected a positive number of seconds, got {s:?}")),
+        Ok(v) if v.is_finite() && v > 0.0 && v <= MAX_SECONDS => Ok(v),
+        _ => Err(format!(
+            "expected a positive number of seconds up to {MAX_SECONDS}, got {s:?}"
+        )),
     }
 }
 
@@ -199,6 +206,18 @@ mod tests {
         assert_eq!(cli.sandbox.timeout, Some(2.5));
         assert_eq!(cli.sandbox.command, ["sh", "-c", "exit 3"]);
         assert!(cli.sandbox.inside_namespaces.is_none());
+    }
+
+    #[test]
+    fn huge_timeouts_are_refused_not_a_panic_later() {
+        for flag in ["--timeout", "--stop-after-report"] {
+            for bad in ["1e300", "inf", "86401"] {
+                let e = Cli::try_parse_from(["x", "--out", "o", flag, bad, "--", "true"])
+                    .unwrap_err()
+                    .to_string();
+                assert!(e.contains("86400"), "{flag} {bad}: {e}");
+            }
+        }
     }
 
     #[test]

@@ -307,14 +307,25 @@ pub enum TriggerAction {
     ReprovisionAvailable,
 }
 
+/// Longest duration a scenario file may give (`seconds`, `interval`, `rate_limit.window`,
+/// `trigger.after`): one day.
+pub const MAX_SECONDS: f64 = 86_400.0;
+/// Most requests one step may consume (`times`). Plans are counted, never expanded, so this
+/// bounds nothing in memory; it keeps a typo from scripting a fault forever.
+pub const MAX_TIMES: u32 = 1_000_000;
+/// Most `[[endpoint.step]]` tables in one scenario, over all plans.
+pub const MAX_STEPS: usize = 10_000;
+/// Most requests per window of `[rate_limit]` (the limiter keeps one timestamp per request
+/// per client).
+pub const MAX_RATE_REQUESTS: u32 = 1_000;
+
 /// Seconds from a scenario as a `Duration`, never panicking: NaN and negatives are zero, huge
-/// values are capped at a year (scenarios built in code skip the file validation).
+/// values are capped at [`MAX_SECONDS`] (scenarios built in code skip the file validation).
 pub fn seconds(x: f64) -> std::time::Duration {
-    const YEAR: f64 = 365.0 * 24.0 * 3600.0;
     if x.is_nan() || x <= 0.0 {
         std::time::Duration::ZERO
     } else {
-        std::time::Duration::from_secs_f64(x.min(YEAR))
+        std::time::Duration::from_secs_f64(x.min(MAX_SECONDS))
     }
 }
 
@@ -733,6 +744,7 @@ impl RawScenario {
         };
 
         let mut endpoints = Vec::with_capacity(self.endpoint.len());
+        let mut total_steps = 0usize;
         for (i, ep) in self.endpoint.into_iter().enumerate() {
             let field = format!("endpoint[{}]", i + 1);
             let ep_span = ep.span();
@@ -742,8 +754,10 @@ impl RawScenario {
                     Some(ep.id.span()),
                     format!("{field}.id"),
                     format!(
-                        "{:?} is not a valid endpoint id or glob (letters, digits, '.', '-', '_', '*', '?')",
-                        ep.id.get_ref()
+                        "{:?} is not a valid endpoint id or glob (letters, digits, '.', '-', '_', '*', '?'; at most {} characters and {} wildcards)",
+                        crate::text::clip(ep.id.get_ref(), 64),
+                        crate::endpoint::MAX_PATTERN_LEN,
+                        crate::endpoint::MAX_PATTERN_WILDCARDS
                     ),
                 ));
             }
@@ -753,7 +767,7 @@ impl RawScenario {
                     format!("{field}.id"),
                     format!(
                         "{:?} matches no endpoint id; expected one of {}",
-                        ep.id.get_ref(),
+                        crate::text::clip(ep.id.get_ref(), 64),
                         ENDPOINT_IDS.join(", ")
                     ),
                 ));
@@ -763,6 +777,16 @@ impl RawScenario {
                     Some(ep_span),
                     format!("{field}.step"),
                     "a plan needs at least one [[endpoint.step]]".into(),
+                ));
+            }
+            total_steps += ep.step.len();
+            if total_steps > MAX_STEPS {
+                return Err(ctx.invalid(
+                    Some(ep_span),
+                    format!("{field}.step"),
+                    format!(
+                        "a scenario has at most {MAX_STEPS} steps over all plans (use `times`)"
+                    ),
                 ));
             }
             let mut steps = Vec::with_capacity(ep.step.len());
@@ -782,18 +806,21 @@ impl RawScenario {
             Some(rl) => {
                 let span = rl.span();
                 let rl = rl.into_inner();
-                if rl.requests == 0 {
+                if !(1..=MAX_RATE_REQUESTS).contains(&rl.requests) {
                     return Err(ctx.invalid(
                         Some(span),
                         "rate_limit.requests".into(),
-                        "must be at least 1".into(),
+                        format!("must be 1-{MAX_RATE_REQUESTS}, got {}", rl.requests),
                     ));
                 }
-                if !(rl.window.is_finite() && rl.window > 0.0) {
+                if !(rl.window.is_finite() && rl.window > 0.0 && rl.window <= MAX_SECONDS) {
                     return Err(ctx.invalid(
                         Some(span),
                         "rate_limit.window".into(),
-                        format!("must be a positive number of seconds, got {}", rl.window),
+                        format!(
+                            "must be a positive number of seconds up to {MAX_SECONDS}, got {}",
+                            rl.window
+                        ),
                     ));
                 }
                 for (i, pattern) in rl.endpoints.iter().enumerate() {
@@ -801,7 +828,10 @@ impl RawScenario {
                         return Err(ctx.invalid(
                             Some(span),
                             format!("rate_limit.endpoints[{}]", i + 1),
-                            format!("{pattern:?} matches no endpoint id"),
+                            format!(
+                                "{:?} matches no endpoint id",
+                                crate::text::clip(pattern, 64)
+                            ),
                         ));
                     }
                 }
@@ -813,11 +843,14 @@ impl RawScenario {
         for (i, t) in self.trigger.into_iter().enumerate() {
             let span = t.span();
             let t = t.into_inner();
-            if !(t.after.is_finite() && t.after >= 0.0) {
+            if !(t.after.is_finite() && t.after >= 0.0 && t.after <= MAX_SECONDS) {
                 return Err(ctx.invalid(
                     Some(span),
                     format!("trigger[{}].after", i + 1),
-                    format!("must be a number of seconds >= 0, got {}", t.after),
+                    format!(
+                        "must be a number of seconds from 0 to {MAX_SECONDS}, got {}",
+                        t.after
+                    ),
                 ));
             }
             if t.action == TriggerAction::BumpIncarnation
@@ -924,8 +957,12 @@ impl RawStep {
         )?;
 
         let times = match &self.times {
-            Some(t) if *t.get_ref() == 0 => {
-                return Err(err(t.span(), "times", "must be at least 1".into()));
+            Some(t) if !(1..=MAX_TIMES).contains(t.get_ref()) => {
+                return Err(err(
+                    t.span(),
+                    "times",
+                    format!("must be 1-{MAX_TIMES}, got {}", t.get_ref()),
+                ));
             }
             Some(t) => *t.get_ref(),
             None => 1,
@@ -1040,14 +1077,14 @@ impl RawStep {
             )),
             Some(s) => {
                 let x = *s.get_ref();
-                if x.is_finite() && (x > 0.0 || (allow_zero && x == 0.0)) {
+                if x.is_finite() && (x > 0.0 || (allow_zero && x == 0.0)) && x <= MAX_SECONDS {
                     Ok(x)
                 } else {
                     Err(err(
                         s.span(),
                         name,
                         format!(
-                            "must be a number of seconds {} 0, got {x}",
+                            "must be a number of seconds {} 0 and at most {MAX_SECONDS}, got {x}",
                             if allow_zero { ">=" } else { ">" }
                         ),
                     ))

@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tower::ServiceExt;
 
+use crate::conns::{ConnHandle, ConnTable, Room};
 use crate::documents::{
     Documents, JSON_CONTENT_TYPE, SERVER_HEADER, THROTTLED_BODY, XML_CONTENT_TYPE,
 };
@@ -23,9 +24,6 @@ use crate::inspect::{self, RequestView};
 use crate::journal::{Answer, Entry, Journal, body_fields};
 use crate::oracle::{self, Finding, ServedIds};
 use crate::scenario::{Action, Preset, Reply, Scenario};
-
-/// Upper bound on simultaneously open agent connections per listener.
-const MAX_CONNECTIONS: usize = 1024;
 
 /// Which listener accepted a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +61,8 @@ pub(crate) struct Shared {
     pub journal: Mutex<Journal>,
     pub engine: Mutex<EngineSlot>,
     pub limits: Limits,
+    /// Open connections per agent listener (see [`crate::conns`]).
+    pub max_connections: usize,
 }
 
 /// The engine plus the documents it serves (shared cheaply with the routers).
@@ -104,39 +104,61 @@ impl Shared {
     }
 }
 
-/// Accepts connections until `shutdown` flips; dropping the set aborts open connections.
+/// Accepts connections until `shutdown` flips; dropping the set aborts open connections. At the
+/// connection cap a new connection closes the longest-idle one ([`crate::conns`]), or waits
+/// for any to end when all are busy.
 pub(crate) async fn accept_loop(
     shared: Arc<Shared>,
     kind: ListenerKind,
     listener: TcpListener,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let table = ConnTable::new(shared.max_connections);
     let mut connections = JoinSet::new();
     loop {
         while connections.try_join_next().is_some() {}
-        if connections.len() >= MAX_CONNECTIONS {
-            tokio::select! {
-                _ = connections.join_next() => continue,
-                _ = shutdown.changed() => return,
-            }
-        }
-        tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    let shared = shared.clone();
-                    let _ = stream.set_nodelay(true);
-                    connections.spawn(async move {
-                        serve_connection(shared, kind, stream, peer).await;
-                    });
-                }
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // EMFILE and friends: back off instead of spinning.
                     tracing::warn!("{} accept: {e}", kind.name());
                     tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
                 }
             },
             _ = shutdown.changed() => return,
+        };
+        loop {
+            match table.make_room() {
+                Room::Free => break,
+                Room::Evicted { total, warn } => {
+                    // Logged, not journaled: an idle connection sent no request (the journal
+                    // is of requests, and a flood would push real entries out of its window);
+                    // one that had sent part of a request journals it as `http.incomplete`.
+                    if warn {
+                        tracing::warn!(
+                            "{}: at its {}-connection limit; closed the connection idle the longest to make room ({total} closed so far)",
+                            kind.name(),
+                            table.cap()
+                        );
+                    }
+                    break;
+                }
+                Room::Full => {
+                    tokio::select! {
+                        _ = connections.join_next() => {}
+                        _ = shutdown.changed() => return,
+                    }
+                }
+            }
         }
+        let shared = shared.clone();
+        let handle = table.register();
+        let _ = stream.set_nodelay(true);
+        connections.spawn(async move {
+            serve_connection(shared, kind, stream, peer, handle).await;
+        });
     }
 }
 
@@ -162,6 +184,7 @@ async fn serve_connection(
     kind: ListenerKind,
     mut stream: TcpStream,
     peer: SocketAddr,
+    handle: ConnHandle,
 ) {
     let conn = Conn {
         kind,
@@ -171,8 +194,10 @@ async fn serve_connection(
     };
     let mut buf = Vec::new();
     loop {
-        match http1::read_request(&mut stream, &mut buf, shared.limits).await {
+        handle.idle();
+        match http1::read_request(&mut stream, &mut buf, shared.limits, handle.evicted()).await {
             Ok(req) => {
+                handle.busy();
                 let keep_alive = req.keep_alive();
                 match exchange(&shared, &conn, &mut stream, req, keep_alive).await {
                     Flow::KeepAlive if keep_alive => continue,
@@ -209,8 +234,9 @@ async fn bad_request(shared: &Shared, conn: &Conn, stream: &mut TcpStream, err: 
             Finding::error(
                 "http.head-too-large",
                 format!(
-                    "request head over {} bytes or over {} headers (answered 431, closed)",
-                    shared.limits.max_head, 128
+                    "request head or trailer section over {} bytes or over {} fields (answered 431, closed)",
+                    shared.limits.max_head,
+                    http1::MAX_HEADERS
                 ),
             ),
             partial,

@@ -221,3 +221,50 @@ fn admin_must_stay_on_loopback() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("loopback"));
     assert!(Path::new(env!("CARGO_BIN_EXE_fake-wireserver")).exists());
 }
+
+/// Issue 13: a 200,000-`*` endpoint glob (globset panicked compiling it) is a scenario error
+/// naming the file, line and field: exit 2, no panic, and the glob is not echoed whole.
+#[test]
+fn glob_of_200000_stars_is_a_clear_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("stars.toml");
+    let stars = "*".repeat(200_000);
+    std::fs::write(
+        &file,
+        format!("[[endpoint]]\nid = \"{stars}\"\n[[endpoint.step]]\nkind = \"hang\"\n"),
+    )
+    .unwrap();
+    let out = bin()
+        .args(["--scenario", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", common::clip(&stderr));
+    assert!(!stderr.contains("panicked"), "{}", common::clip(&stderr));
+    assert!(
+        stderr.contains("stars.toml:2:6: endpoint[1].id:")
+            && stderr.contains("at most 256 characters and 32 wildcards"),
+        "{}",
+        common::clip(&stderr)
+    );
+    assert!(stderr.len() < 2000, "{}", common::clip(&stderr));
+}
+
+/// Issue 13: terminal escapes from a scenario someone else wrote (here in its folder's name
+/// and its contents) reach the terminal escaped, in the error that refuses it.
+#[test]
+fn terminal_escapes_in_a_bad_scenario_are_not_printed_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("shared\u{1b}]0;owned\u{7}\u{1b}[2J");
+    std::fs::create_dir(&folder).unwrap();
+    let file = folder.join("esc.toml");
+    std::fs::write(&file, "name = \"x\u{1b}[2J\"\n").unwrap();
+    let out = bin().arg("--scenario").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains('\u{1b}') && !stderr.contains('\u{7}'),
+        "{stderr:?}"
+    );
+    assert!(stderr.contains("shared\\u{1b}]0;owned"), "{stderr}");
+}

@@ -227,3 +227,70 @@ fn semantic_errors() {
     let out: Vec<String> = cases.iter().map(|c| message(c)).collect();
     insta::assert_snapshot!("semantic_errors", out.join("\n"));
 }
+
+/// Issue 13: counts and durations a scenario gives are bounded, with an error naming the file,
+/// the line and the field (the plan is counted, never expanded).
+#[test]
+fn huge_repeat_counts_and_durations_are_clear_errors() {
+    let step = |body: &str| {
+        format!("[[endpoint]]\nid = \"wireserver.goalstate\"\n[[endpoint.step]]\n{body}\n")
+    };
+    let cases = [
+        (
+            step("kind = \"reset\"\ntimes = 4000000000"),
+            "step[1].times",
+            "1-1000000",
+        ),
+        (
+            step("kind = \"delay\"\nseconds = 1e300"),
+            "step[1].seconds",
+            "at most 86400",
+        ),
+        (
+            step("kind = \"delay\"\nseconds = inf"),
+            "step[1].seconds",
+            "at most 86400",
+        ),
+        (
+            step("kind = \"slow\"\nchunk = 1\ninterval = 1e300"),
+            "step[1].interval",
+            "at most 86400",
+        ),
+        (
+            "[rate_limit]\nrequests = 4000000000\nwindow = 1\n".to_owned(),
+            "rate_limit.requests",
+            "1-1000",
+        ),
+        (
+            "[rate_limit]\nrequests = 1\nwindow = 1e300\n".to_owned(),
+            "rate_limit.window",
+            "up to 86400",
+        ),
+        (
+            "[[trigger]]\nafter = 1e300\naction = \"reprovision-available\"\n".to_owned(),
+            "trigger[1].after",
+            "0 to 86400",
+        ),
+    ];
+    for (text, field, expected) in cases {
+        let e = message(&text);
+        assert!(
+            e.starts_with("inline.toml:") && e.contains(field) && e.contains(expected),
+            "{text}\n→ {e}"
+        );
+    }
+    // Too many steps over all plans.
+    let many: String = (0..10_001)
+        .map(|_| "[[endpoint.step]]\nkind = \"reset\"\n")
+        .collect();
+    let e = message(&format!(
+        "[[endpoint]]\nid = \"wireserver.goalstate\"\n{many}"
+    ));
+    assert!(e.contains("at most 10000 steps"), "{e}");
+    // The maxima themselves are accepted.
+    Scenario::from_toml_str(
+        &step("kind = \"delay\"\nseconds = 86400.0\ntimes = 1000000"),
+        "ok.toml",
+    )
+    .unwrap();
+}

@@ -11,7 +11,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use fake_wireserver::oracle::encoded::Dialect;
-use globset::{Glob, GlobMatcher};
+use globset::GlobSet;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -256,7 +256,7 @@ pub enum DeviationVerdict {
 #[derive(Debug, Clone)]
 pub struct Deviation {
     pub cases: String,
-    pub matcher: GlobMatcher,
+    pub matcher: GlobSet,
     pub verdict: DeviationVerdict,
     pub reason: String,
 }
@@ -534,16 +534,20 @@ impl AgentProfile {
             Some(list) => Some(statuses(list, "reactions.imds_retryable")?),
             None => None,
         };
-        let seconds = |v: &Option<Spanned<f64>>, field: &str| -> Result<Option<f64>, FileError> {
-            match v {
-                Some(s) if !(s.get_ref().is_finite() && *s.get_ref() > 0.0) => Err(at(
-                    s.span(),
-                    field,
-                    format!("expected a positive number, got {}", s.get_ref()),
-                )),
-                Some(s) => Ok(Some(*s.get_ref())),
-                None => Ok(None),
-            }
+        let bounded = |v: &Option<Spanned<f64>>,
+                       field: &str,
+                       max: f64,
+                       unit: &str|
+         -> Result<Option<f64>, FileError> {
+            v.as_ref()
+                .map(|s| {
+                    crate::bounds::positive_at_most(*s.get_ref(), max, unit)
+                        .map_err(|msg| at(s.span(), field, msg))
+                })
+                .transpose()
+        };
+        let seconds = |v: &Option<Spanned<f64>>, field: &str| {
+            bounded(v, field, crate::bounds::MAX_SECONDS, "seconds")
         };
         let reactions = Reactions {
             retryable,
@@ -554,7 +558,12 @@ impl AgentProfile {
             retry_interval_max: seconds(&r.retry_interval_max, "reactions.retry_interval_max")?,
             budget: seconds(&r.budget, "reactions.budget")?,
             request_timeout: seconds(&r.request_timeout, "reactions.request_timeout")?,
-            max_rate: seconds(&r.max_rate, "reactions.max_rate")?,
+            max_rate: bounded(
+                &r.max_rate,
+                "reactions.max_rate",
+                crate::bounds::MAX_RATE,
+                "requests per second",
+            )?,
             imds_retryable,
             imds_status_403: r.imds_status_403,
             imds_retry_interval_min: seconds(
@@ -584,9 +593,8 @@ impl AgentProfile {
         let mut deviations = Vec::new();
         for (i, d) in file.deviations.iter().enumerate() {
             let field = format!("deviation[{i}].cases");
-            let matcher = Glob::new(d.cases.get_ref())
-                .map_err(|e| at(d.cases.span(), &field, format!("not a valid glob: {e}")))?
-                .compile_matcher();
+            let matcher = crate::select::matcher(d.cases.get_ref())
+                .map_err(|e| at(d.cases.span(), &field, e))?;
             if d.reason.get_ref().trim().is_empty() {
                 return Err(at(
                     d.reason.span(),

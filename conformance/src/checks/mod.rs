@@ -16,7 +16,6 @@ pub use report::DESCRIPTION_LIMIT;
 
 use fake_wireserver::journal::Entry;
 use fake_wireserver::oracle::{Finding, Severity};
-use globset::Glob;
 
 use crate::agent::Capability;
 use crate::observe::{self, Observation};
@@ -135,9 +134,7 @@ pub static CATALOG: [CheckDef; 16] = [
 
 /// Indexes of the catalog entries a pattern (an id or a glob) matches.
 pub fn matching(pattern: &str) -> Result<Vec<usize>, String> {
-    let glob = Glob::new(pattern)
-        .map_err(|e| format!("{pattern:?} is not a valid glob: {e}"))?
-        .compile_matcher();
+    let glob = crate::select::matcher(pattern)?;
     Ok(CATALOG
         .iter()
         .enumerate()

@@ -15,6 +15,7 @@ use super::{
 use crate::checks::Judgement;
 use crate::observe::Observation;
 use crate::results::{CaseResult, Verdict};
+use crate::tools::text::visible;
 
 /// Runs the pair and returns one result per selected case.
 pub async fn run(p: &Planned, settings: &RunSettings, lag: &LagWatch) -> Vec<CaseResult> {
@@ -26,8 +27,10 @@ pub async fn run(p: &Planned, settings: &RunSettings, lag: &LagWatch) -> Vec<Cas
         Err(SessionError::Agent(reason)) => uniform_cases(p, Verdict::Fail, &reason),
         Err(SessionError::Harness(reason)) => {
             eprintln!(
-                "wirecheck: error: {} {}: {reason}",
-                p.profile.name, p.scenario.id
+                "wirecheck: error: {} {}: {}",
+                visible(&p.profile.name),
+                visible(&p.scenario.id),
+                visible(&reason)
             );
             uniform_cases(p, Verdict::Skipped, &format!("{HARNESS_ERROR}{reason}"))
         }
@@ -84,8 +87,9 @@ async fn execute(
         Ok(()) => Some(artifacts_rel),
         Err(e) => {
             eprintln!(
-                "wirecheck: warning: cannot write the artifacts of {}: {e}",
-                scenario.id
+                "wirecheck: warning: cannot write the artifacts of {}: {}",
+                visible(&scenario.id),
+                visible(&e.to_string())
             );
             None
         }

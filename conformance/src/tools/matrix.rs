@@ -33,7 +33,12 @@ fn group(case_id: &str) -> &str {
 
 /// The markdown table (pure: same results, same bytes).
 pub fn render(results: &RunResults) -> String {
-    let agents: Vec<&str> = results.agents.iter().map(|a| a.agent.as_str()).collect();
+    // Names come from someone's results.json: escaped for the terminal.
+    let agents: Vec<String> = results
+        .agents
+        .iter()
+        .map(|a| super::text::visible(&a.agent))
+        .collect();
     // group -> per-agent counts, groups sorted by name.
     let mut rows: BTreeMap<&str, Vec<VerdictCounts>> = BTreeMap::new();
     let mut totals = vec![VerdictCounts::default(); agents.len()];
@@ -49,7 +54,11 @@ pub fn render(results: &RunResults) -> String {
     out.push_str(&format!("| scenario group | {} |\n", agents.join(" | ")));
     out.push_str(&format!("|---|{}\n", "---|".repeat(agents.len())));
     for (name, counts) in &rows {
-        out.push_str(&format!("| `{name}` | {} |\n", cells(counts)));
+        out.push_str(&format!(
+            "| `{}` | {} |\n",
+            super::text::visible(name),
+            cells(counts)
+        ));
     }
     out.push_str(&format!("| **all** | {} |\n", cells(&totals)));
     out.push_str(&format!(

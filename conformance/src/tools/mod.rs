@@ -67,7 +67,7 @@ pub fn emit(result: Result<ToolOutput, ToolError>) -> i32 {
             output.exit_code
         }
         Err(error) => {
-            eprintln!("wirecheck: {error}");
+            eprintln!("wirecheck: {}", text::visible_lines(&error.to_string()));
             error.exit_code()
         }
     }

@@ -154,3 +154,8 @@ pub fn goalstate_get() -> Vec<u8> {
         ],
     )
 }
+
+/// The start of a long text, for assertion messages.
+pub fn clip(text: &str) -> String {
+    text.chars().take(2000).collect()
+}

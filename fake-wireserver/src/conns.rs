@@ -1,0 +1,340 @@
+//! The open connections of one agent listener, so that a flood of idle connections cannot
+//! starve agents: the listener holds at most `cap`, and at the cap the connection idle the
+//! longest is closed to make room for the new one.
+//!
+//! "Idle" means the fake is waiting for (or still reading) a request on it: the client has not
+//! sent a complete request. A connection whose request is being answered — including a
+//! scripted `hang` or `delay` — is busy and is never closed for room; when every connection is
+//! busy the listener waits for one to end, as before.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+use tokio::sync::futures::OwnedNotified;
+use tokio::time::Sleep;
+
+use crate::server::lock;
+
+/// How often the "at its connection limit" warning may repeat per listener.
+const WARN_EVERY: Duration = Duration::from_secs(10);
+
+pub(crate) struct ConnTable {
+    cap: usize,
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    next_id: u64,
+    open: HashMap<u64, Slot>,
+    evicted: u64,
+    warned_at: Option<Instant>,
+}
+
+struct Slot {
+    /// `Some(since)` while waiting for or reading a request.
+    idle_since: Option<Instant>,
+    evict: Arc<Notify>,
+}
+
+/// What [`ConnTable::make_room`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Room {
+    /// Under the cap: nothing closed.
+    Free,
+    /// The longest-idle connection was told to close. `warn` is set at most every
+    /// [`WARN_EVERY`], with the total closed so far.
+    Evicted { total: u64, warn: bool },
+    /// At the cap and every connection is busy.
+    Full,
+}
+
+impl ConnTable {
+    pub(crate) fn new(cap: usize) -> Arc<ConnTable> {
+        Arc::new(ConnTable {
+            cap: cap.max(1),
+            inner: Mutex::new(Inner {
+                next_id: 0,
+                open: HashMap::new(),
+                evicted: 0,
+                warned_at: None,
+            }),
+        })
+    }
+
+    pub(crate) fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// A new connection, idle until it has a complete request.
+    pub(crate) fn register(self: &Arc<Self>) -> ConnHandle {
+        let evict = Arc::new(Notify::new());
+        let mut inner = lock(&self.inner);
+        let id = inner.next_id;
+        inner.next_id += 1;
+        inner.open.insert(
+            id,
+            Slot {
+                idle_since: Some(Instant::now()),
+                evict: evict.clone(),
+            },
+        );
+        ConnHandle {
+            table: self.clone(),
+            id,
+            evict,
+        }
+    }
+
+    /// Before a new connection is registered: at the cap, tells the longest-idle connection to
+    /// close (it leaves the table at once, so the count stays at the cap).
+    pub(crate) fn make_room(&self) -> Room {
+        let mut inner = lock(&self.inner);
+        if inner.open.len() < self.cap {
+            return Room::Free;
+        }
+        let oldest = inner
+            .open
+            .iter()
+            .filter_map(|(id, s)| s.idle_since.map(|t| (t, *id)))
+            .min();
+        let Some((_, id)) = oldest else {
+            return Room::Full;
+        };
+        if let Some(slot) = inner.open.remove(&id) {
+            slot.evict.notify_one();
+        }
+        inner.evicted += 1;
+        let now = Instant::now();
+        let warn = inner
+            .warned_at
+            .is_none_or(|t| now.saturating_duration_since(t) >= WARN_EVERY);
+        if warn {
+            inner.warned_at = Some(now);
+        }
+        Room::Evicted {
+            total: inner.evicted,
+            warn,
+        }
+    }
+
+    fn set_idle(&self, id: u64, idle: bool) {
+        if let Some(slot) = lock(&self.inner).open.get_mut(&id) {
+            slot.idle_since = idle.then(Instant::now);
+        }
+    }
+}
+
+/// One registered connection; dropping it leaves the table.
+pub(crate) struct ConnHandle {
+    table: Arc<ConnTable>,
+    id: u64,
+    evict: Arc<Notify>,
+}
+
+impl ConnHandle {
+    /// Waiting for the next request (keep-alive): closable for room again.
+    pub(crate) fn idle(&self) {
+        self.table.set_idle(self.id, true);
+    }
+
+    /// A complete request is being answered: never closed for room.
+    pub(crate) fn busy(&self) {
+        self.table.set_idle(self.id, false);
+    }
+
+    /// Completes when the listener closes this connection for room (a permit is kept, so a
+    /// notice sent between two waits is not lost).
+    pub(crate) fn evicted(&self) -> &Notify {
+        &self.evict
+    }
+}
+
+/// Open admin connections at most (the library and wirecheck use one or two at a time).
+pub(crate) const MAX_ADMIN_CONNECTIONS: usize = 64;
+
+/// The admin listener for `axum::serve`, bounded like an agent listener.
+pub(crate) struct AdminListener {
+    inner: TcpListener,
+    table: Arc<ConnTable>,
+    idle_timeout: Duration,
+}
+
+impl AdminListener {
+    pub(crate) fn new(inner: TcpListener, idle_timeout: Duration) -> Self {
+        AdminListener {
+            inner,
+            table: ConnTable::new(MAX_ADMIN_CONNECTIONS),
+            idle_timeout,
+        }
+    }
+}
+
+impl axum::serve::Listener for AdminListener {
+    type Io = AdminIo;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (AdminIo, SocketAddr) {
+        loop {
+            match self.inner.accept().await {
+                Ok((stream, addr)) => {
+                    if let Room::Evicted { total, warn: true } = self.table.make_room() {
+                        tracing::warn!(
+                            "admin: at its {MAX_ADMIN_CONNECTIONS}-connection limit; closed the connection silent the longest ({total} closed so far)"
+                        );
+                    }
+                    let handle = self.table.register();
+                    let evicted = Box::pin(handle.evict.clone().notified_owned());
+                    let io = AdminIo {
+                        stream,
+                        handle,
+                        evicted,
+                        idle: Box::pin(tokio::time::sleep(self.idle_timeout)),
+                        idle_timeout: self.idle_timeout,
+                    };
+                    return (io, addr);
+                }
+                // EMFILE and friends: back off instead of spinning.
+                Err(e) => {
+                    tracing::warn!("admin accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.inner.local_addr()
+    }
+}
+
+/// An admin connection: reads end with an error once it is evicted or silent too long.
+pub(crate) struct AdminIo {
+    stream: TcpStream,
+    handle: ConnHandle,
+    evicted: Pin<Box<OwnedNotified>>,
+    idle: Pin<Box<Sleep>>,
+    idle_timeout: Duration,
+}
+
+impl AsyncRead for AdminIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = &mut *self;
+        if this.evicted.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                "closed to make room: the admin listener is at its connection limit",
+            )));
+        }
+        let before = buf.filled().len();
+        match Pin::new(&mut this.stream).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                if buf.filled().len() > before {
+                    this.handle.idle();
+                    let next = tokio::time::Instant::now() + this.idle_timeout;
+                    this.idle.as_mut().reset(next);
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Pending if this.idle.as_mut().poll(cx).is_ready() => Poll::Ready(Err(
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "admin connection idle"),
+            )),
+            other => other,
+        }
+    }
+}
+
+impl AsyncWrite for AdminIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+}
+
+impl Drop for ConnHandle {
+    fn drop(&mut self) {
+        lock(&self.table.inner).open.remove(&self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_idle_connection_makes_room_and_busy_ones_never_do() {
+        let table = ConnTable::new(2);
+        let a = table.register();
+        std::thread::sleep(Duration::from_millis(2));
+        let b = table.register();
+        assert_eq!(
+            table.make_room(),
+            Room::Evicted {
+                total: 1,
+                warn: true
+            }
+        );
+        // `a` was told (the permit waits for its next read) and left the table.
+        assert!(futures_now(a.evicted()));
+        assert!(!futures_now(b.evicted()));
+        assert_eq!(table.make_room(), Room::Free);
+        let c = table.register();
+        b.busy();
+        c.busy();
+        assert_eq!(table.make_room(), Room::Full);
+        c.idle();
+        assert_eq!(
+            table.make_room(),
+            Room::Evicted {
+                total: 2,
+                warn: false
+            }
+        );
+        assert!(futures_now(c.evicted()));
+        drop(b);
+        assert_eq!(table.make_room(), Room::Free);
+    }
+
+    /// Whether a notification is ready without waiting.
+    fn futures_now(n: &Notify) -> bool {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            tokio::time::timeout(Duration::from_millis(1), n.notified())
+                .await
+                .is_ok()
+        })
+    }
+}

@@ -1,0 +1,354 @@
+//! Issue 13, "every parser of untrusted input bounded": hostile agent traffic gets a clean
+//! answer and a journal entry (or is closed), never a panic, and cannot starve the listener.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use fake_wireserver::{Fake, FakeConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use common::{Outcome, exchange, goalstate_get, read_outcome, response};
+
+const T: Duration = Duration::from_secs(10);
+
+fn health_post(headers: &str, body: &str) -> Vec<u8> {
+    format!(
+        "POST /provisioning/health HTTP/1.1\r\nHost: 168.63.129.16\r\nContent-Type: application/json\r\n{headers}Connection: close\r\n\r\n{body}"
+    )
+    .into_bytes()
+}
+
+/// Sends `req`, expects `status` with `Connection: close`, one journal entry with `finding`,
+/// and a normal request answered afterwards (the fake kept serving).
+async fn refused(req: &[u8], status: u16, finding: &str) {
+    let fake = Fake::start(FakeConfig::default()).await.unwrap();
+    let addr = fake.wireserver_addr().unwrap();
+    let r = response(exchange(addr, req, T).await);
+    assert_eq!(r.status, status, "{}", String::from_utf8_lossy(req));
+    assert_eq!(r.header("connection"), Some("close"));
+    let journal = fake.journal();
+    assert_eq!(journal.len(), 1, "{journal:?}");
+    assert_eq!(journal[0].answer.status, Some(status));
+    assert!(
+        journal[0].findings.iter().any(|f| f.id == finding),
+        "{:?}",
+        journal[0].findings
+    );
+    let r = response(exchange(addr, &goalstate_get(), T).await);
+    assert_eq!(r.status, 200);
+}
+
+#[tokio::test]
+async fn chunk_overflow_gets_413_and_a_journal_entry() {
+    // One byte, then a chunk size of 2^64-1: the running total must not wrap.
+    let req = health_post(
+        "Transfer-Encoding: chunked\r\n",
+        "1\r\n{\r\nffffffffffffffff\r\n",
+    );
+    refused(&req, 413, "http.body-too-large").await;
+}
+
+#[tokio::test]
+async fn chunk_size_over_the_body_cap_gets_413() {
+    let req = health_post("Transfer-Encoding: chunked\r\n", "200000\r\nxx");
+    refused(&req, 413, "http.body-too-large").await;
+}
+
+#[tokio::test]
+async fn header_block_over_64_kib_gets_431() {
+    // A head of ~66 KB arriving at once (complete in one read past the limit).
+    let big = "a".repeat(66_000);
+    let req = format!(
+        "GET /machine/?comp=goalstate HTTP/1.1\r\nHost: 168.63.129.16\r\nx-big: {big}\r\n\r\n"
+    );
+    refused(req.as_bytes(), 431, "http.head-too-large").await;
+    // Just under the limit is still a request.
+    let fake = Fake::start(FakeConfig::default()).await.unwrap();
+    let ok = "a".repeat(60_000);
+    let req = format!(
+        "GET /machine/?comp=goalstate HTTP/1.1\r\nHost: 168.63.129.16\r\nx-ms-version: 2012-11-30\r\nx-big: {ok}\r\nConnection: close\r\n\r\n"
+    );
+    let r = response(exchange(fake.wireserver_addr().unwrap(), req.as_bytes(), T).await);
+    assert_eq!(r.status, 200);
+}
+
+#[tokio::test]
+async fn more_than_128_header_fields_get_431() {
+    let fields: String = (0..129).map(|i| format!("x-{i}: 1\r\n")).collect();
+    let req = format!("GET / HTTP/1.1\r\nHost: 168.63.129.16\r\n{fields}\r\n");
+    refused(req.as_bytes(), 431, "http.head-too-large").await;
+}
+
+#[tokio::test]
+async fn duplicate_transfer_encoding_is_malformed() {
+    for te in [
+        "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n",
+        "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+        "Transfer-Encoding: chunked, chunked\r\n",
+        "Transfer-Encoding: gzip, chunked\r\n",
+    ] {
+        let req = health_post(te, "2\r\n{}\r\n0\r\n\r\n");
+        refused(&req, 400, "http.malformed").await;
+    }
+}
+
+#[tokio::test]
+async fn transfer_encoding_with_content_length_is_malformed() {
+    let req = health_post(
+        "Transfer-Encoding: chunked\r\nContent-Length: 2\r\n",
+        "2\r\n{}\r\n0\r\n\r\n",
+    );
+    refused(&req, 400, "http.malformed").await;
+}
+
+#[tokio::test]
+async fn content_length_plus_2_is_malformed() {
+    for cl in [
+        "Content-Length: +2\r\n",
+        "Content-Length: 1,1\r\n",
+        "Content-Length: 2\r\nContent-Length: 2\r\n",
+        "Content-Length: 2\r\nContent-Length: 3\r\n",
+        "Content-Length: 0x2\r\n",
+        "Content-Length: -2\r\n",
+        "Content-Length: 2 2\r\n",
+        "Content-Length: \r\n",
+        "Content-Length: 99999999999999999999999\r\n",
+    ] {
+        let req = health_post(cl, "{}");
+        refused(&req, 400, "http.malformed").await;
+    }
+}
+
+#[tokio::test]
+async fn chunk_extensions_and_trailers_are_bounded() {
+    let ext = "a".repeat(1000);
+    // 17 chunks with 1000-byte extensions: over the 16 KiB of extensions per body.
+    let chunks: String = (0..17).map(|_| format!("1;{ext}\r\nx\r\n")).collect();
+    let req = health_post(
+        "Transfer-Encoding: chunked\r\n",
+        &format!("{chunks}0\r\n\r\n"),
+    );
+    refused(&req, 400, "http.malformed").await;
+
+    // A trailer section over 64 KiB, in small fields.
+    let trailers: String = (0..100).map(|i| format!("t-{i}: {ext}\r\n")).collect();
+    let req = health_post(
+        "Transfer-Encoding: chunked\r\n",
+        &format!("2\r\n{{}}\r\n0\r\n{trailers}\r\n"),
+    );
+    refused(&req, 431, "http.head-too-large").await;
+
+    // Modest extensions and trailers are still read.
+    let fake = Fake::start(FakeConfig::default()).await.unwrap();
+    let req = health_post(
+        "Transfer-Encoding: chunked\r\n",
+        "2;name=value\r\n{}\r\n0\r\nx-trailer: 1\r\n\r\n",
+    );
+    let r = response(exchange(fake.wireserver_addr().unwrap(), &req, T).await);
+    let e = &fake.journal()[0];
+    assert_eq!(e.body, "{}");
+    assert!(
+        !e.findings.iter().any(|f| f.id.starts_with("http.")),
+        "{:?}",
+        e.findings
+    );
+    assert_eq!(e.answer.status, Some(r.status));
+}
+
+#[tokio::test]
+async fn slowloris_header_is_closed_after_the_head_timeout() {
+    let fake = Fake::start(FakeConfig::default()).await.unwrap();
+    let mut stream = TcpStream::connect(fake.wireserver_addr().unwrap())
+        .await
+        .unwrap();
+    let started = Instant::now();
+    stream
+        .write_all(b"GET /machine/?comp=goalstate HTTP/1.1\r\n")
+        .await
+        .unwrap();
+    // One header byte every 500 ms: each read arrives well within any per-read timeout.
+    let mut closed_after = None;
+    let mut sink = [0u8; 1024];
+    while started.elapsed() < Duration::from_secs(30) {
+        if stream.write_all(b"x").await.is_err() {
+            closed_after = Some(started.elapsed());
+            break;
+        }
+        match tokio::time::timeout(Duration::from_millis(500), stream.read(&mut sink)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => {
+                closed_after = Some(started.elapsed());
+                break;
+            }
+            _ => {}
+        }
+    }
+    let closed_after = closed_after.expect("the fake never closed a dribbling head");
+    let limit = fake_wireserver::DEFAULT_HEAD_TIMEOUT + Duration::from_secs(3);
+    assert!(closed_after < limit, "closed after {closed_after:?}");
+    let journal = fake.journal();
+    assert_eq!(journal.len(), 1, "{journal:?}");
+    assert!(
+        journal[0]
+            .findings
+            .iter()
+            .any(|f| f.id == "http.incomplete"),
+        "{:?}",
+        journal[0].findings
+    );
+}
+
+/// Lets this process hold a few thousand sockets (both ends of each connection are ours).
+fn raise_fd_limit(want: u64) {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current.is_some_and(|c| c < want) {
+        limit.current = Some(limit.maximum.map_or(want, |m| m.min(want)));
+        let _ = setrlimit(Resource::Nofile, limit);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_1024_do_not_starve_the_wireserver() {
+    raise_fd_limit(8192);
+    let fake = Fake::start(FakeConfig::default()).await.unwrap();
+    let addr = fake.wireserver_addr().unwrap();
+    assert_eq!(fake_wireserver::DEFAULT_MAX_CONNECTIONS, 1024);
+    let mut idle = Vec::with_capacity(1024);
+    for _ in 0..1024 {
+        idle.push(TcpStream::connect(addr).await.unwrap());
+    }
+    // Let the fake accept all of them.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    let outcome = exchange(addr, &goalstate_get(), Duration::from_secs(2)).await;
+    let r = match outcome {
+        Outcome::Response(r) => r,
+        other => panic!(
+            "no answer within 2 s behind 1,024 idle connections: {other:?} after {:?}",
+            started.elapsed()
+        ),
+    };
+    assert_eq!(r.status, 200);
+    // The idle connections are not requests.
+    let journal = fake.journal();
+    assert_eq!(journal.len(), 1, "{journal:?}");
+    assert_eq!(journal[0].endpoint, "wireserver.goalstate");
+    drop(idle);
+}
+
+#[tokio::test]
+async fn the_connection_idle_the_longest_makes_room() {
+    let fake = Fake::start(FakeConfig::default().max_connections(8))
+        .await
+        .unwrap();
+    let addr = fake.wireserver_addr().unwrap();
+    let mut idle = Vec::new();
+    for _ in 0..8 {
+        idle.push(TcpStream::connect(addr).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // One with half a request head: idle too, and journaled when closed.
+    idle[1]
+        .write_all(b"GET /machine/?comp=goalstate HTTP/1.1\r\n")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Each request makes room by closing the oldest idle connection (it ends itself, freeing
+    // its slot, so one more idle connection brings the listener back to its cap).
+    let r = response(exchange(addr, &goalstate_get(), T).await);
+    assert_eq!(r.status, 200);
+    idle.push(TcpStream::connect(addr).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let r = response(exchange(addr, &goalstate_get(), T).await);
+    assert_eq!(r.status, 200);
+    for (i, conn) in idle.iter_mut().enumerate() {
+        let outcome = read_outcome(conn, Duration::from_millis(300)).await;
+        match (i, outcome) {
+            (0 | 1, Outcome::Eof(bytes)) => assert!(bytes.is_empty()),
+            (2.., Outcome::TimedOut(bytes)) => assert!(bytes.is_empty()),
+            (i, other) => panic!("connection {i}: {other:?}"),
+        }
+    }
+    let journal = fake.journal();
+    assert_eq!(journal.len(), 3, "{journal:?}");
+    let half = journal
+        .iter()
+        .find(|e| e.findings.iter().any(|f| f.id == "http.incomplete"))
+        .expect("the half-sent request is journaled");
+    assert!(
+        half.findings[0].message.contains("closed to make room"),
+        "{:?}",
+        half.findings
+    );
+}
+
+#[tokio::test]
+async fn busy_connections_are_never_closed_for_room() {
+    // A scripted hang keeps its connection busy: at a cap of 2, two hung requests stay open
+    // and a third connection waits instead of closing them.
+    let scenario = fake_wireserver::Scenario::from_toml_str(
+        "[[endpoint]]\nid = \"wireserver.goalstate\"\n[[endpoint.step]]\nkind = \"hang\"\ntimes = 2\n",
+        "t.toml",
+    )
+    .unwrap();
+    let fake = Fake::start(FakeConfig::default().scenario(scenario).max_connections(2))
+        .await
+        .unwrap();
+    let addr = fake.wireserver_addr().unwrap();
+    let mut hung = Vec::new();
+    for _ in 0..2 {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(&goalstate_get()).await.unwrap();
+        hung.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let third = exchange(addr, &goalstate_get(), Duration::from_millis(800)).await;
+    assert!(matches!(third, Outcome::TimedOut(_)), "{third:?}");
+    for s in &mut hung {
+        match read_outcome(s, Duration::from_millis(200)).await {
+            Outcome::TimedOut(bytes) => assert!(bytes.is_empty()),
+            other => panic!("a hung request's connection was closed: {other:?}"),
+        }
+    }
+    // When one ends, the waiting connection is served.
+    drop(hung.pop());
+    let r = response(exchange(addr, &goalstate_get(), T).await);
+    assert_eq!(r.status, 200);
+}
+
+/// The admin listener (served by axum) is capped too: idle connections are closed for new
+/// ones, and a silent one is closed after the read timeout. (Any answer counts below: the
+/// admin API may refuse a request without its token; being answered at all is the point.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_admin_connections_are_capped_and_closed() {
+    raise_fd_limit(8192);
+    let fake = Fake::start(
+        FakeConfig::default()
+            .admin("127.0.0.1:0".parse().unwrap())
+            .read_timeout(Duration::from_secs(2)),
+    )
+    .await
+    .unwrap();
+    let admin = fake.admin_addr().unwrap();
+    let mut idle = Vec::new();
+    for _ in 0..200 {
+        idle.push(TcpStream::connect(admin).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let req = format!("GET /__admin/served HTTP/1.1\r\nHost: {admin}\r\nConnection: close\r\n\r\n");
+    let answered = exchange(admin, req.as_bytes(), Duration::from_secs(2)).await;
+    assert!(matches!(answered, Outcome::Response(_)), "{answered:?}");
+    // 200 + 1 connections on a cap of 64: the oldest were closed.
+    match read_outcome(&mut idle[0], Duration::from_millis(500)).await {
+        Outcome::Eof(bytes) => assert!(bytes.is_empty()),
+        other => panic!("the oldest idle admin connection is still open: {other:?}"),
+    }
+    // A silent connection under the cap is closed after the read timeout.
+    let last = idle.last_mut().unwrap();
+    match read_outcome(last, Duration::from_secs(5)).await {
+        Outcome::Eof(_) | Outcome::Reset => {}
+        other => panic!("a silent admin connection outlived the read timeout: {other:?}"),
+    }
+}
