@@ -1247,6 +1247,17 @@ mod tests {
         let mut inv = sh(&script, Duration::from_millis(800));
         inv.activity = None;
         assert_eq!(run(&inv).await.exit, Exit::KilledAtDeadline);
+        // An agent that sends at once gets the deadline from then, not the allowance too.
+        let early = dir.path().join("early");
+        let mut inv = sh(
+            &format!("touch {}; sleep 5", early.display()),
+            Duration::from_millis(500),
+        );
+        inv.activity = Some(Activity::new(move || u64::from(early.exists())));
+        let f = run(&inv).await;
+        assert_eq!(f.exit, Exit::KilledAtDeadline);
+        let took = f.ended.duration_since(f.started);
+        assert!(took < Duration::from_secs(3), "killed after {took:?}");
     }
 
     #[tokio::test]

@@ -361,6 +361,55 @@ fn an_agent_that_pads_the_journal_past_its_bound_is_not_judged_as_a_pass() {
     }
 }
 
+/// Reports Ready, then leaves in place of its pool file what POOL_TRAP says: a FIFO (a read
+/// would block for ever) or a link to /dev/zero (a read would never end).
+const POOL_TRAP_AGENT: &str = r#"
+import os, urllib.request
+url = os.environ["WIRECHECK_CASE_WIRESERVER_URL"] + "/provisioning/health"
+request = urllib.request.Request(url, data=b'{"state":"Ready"}', method="POST",
+                                 headers={"Content-Type": "application/json"})
+urllib.request.urlopen(request, timeout=5).read()
+pool = os.environ["WIRECHECK_CASE_KVP_POOL"]
+os.remove(pool)
+if os.environ["POOL_TRAP"] == "fifo":
+    os.mkfifo(pool)
+else:
+    os.symlink("/dev/zero", pool)
+"#;
+
+#[test]
+fn an_agent_that_leaves_a_fifo_or_a_device_for_its_pool_is_not_judged_and_does_not_hang_the_run() {
+    let _machine = quiet_machine();
+    for (trap, what) in [("fifo", "not a regular file"), ("zero", "symbolic link")] {
+        let dir = tempfile::tempdir().unwrap();
+        let agents = script_agent(dir.path(), "trap", "url", "\"json\"", POOL_TRAP_AGENT);
+        let started = std::time::Instant::now();
+        let o = wirecheck(&repo())
+            .args(["run", "--quiet", "--agent", "trap", "--agents-dir"])
+            .arg(&agents)
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .args(["--cases", "wire.health.json.ready.*"])
+            .env("POOL_TRAP", trap)
+            .output()
+            .unwrap();
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "{trap}: took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(o.status.code(), Some(1), "{trap}: {}", show(&o));
+        let r = results(&dir.path().join("out"));
+        let c = case(&r, "trap", "wire.health.json.ready.report.state");
+        assert_eq!(c["verdict"], "fail", "{c}");
+        let reason = c["reason"].as_str().unwrap();
+        assert!(
+            reason.contains(what) && reason.contains("not judged"),
+            "{reason}"
+        );
+    }
+}
+
 /// Reports Ready, but first leaves a `setsid()` daemon behind that keeps a heartbeat file
 /// fresh (in its case folder, the one place it can write) and tries to rewrite the results
 /// after wirecheck is done.

@@ -349,6 +349,24 @@ fn sandbox_startup_starts_the_timeout_clock_at_the_first_request() {
     );
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     assert_eq!(summary(out.path())["timed_out"], false);
+    // A command that sends at once gets the timeout from then, not the allowance too.
+    let out = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let early = format!(
+        "{}; sleep 30",
+        http_get("168.63.129.16", "/?comp=versions", "")
+    );
+    let output = sandbox(
+        out.path(),
+        &["--timeout", "1", "--startup", "5"],
+        &["bash", "-c", &early],
+    );
+    assert_eq!(output.status.code(), Some(124), "{}", describe(&output));
+    let took = started.elapsed().as_secs_f64();
+    assert!(
+        took < 4.0,
+        "killed after {took} s: the clock did not start at the request"
+    );
     // Without it the same command is killed at 1 s.
     let out = tempfile::tempdir().unwrap();
     let output = sandbox(
