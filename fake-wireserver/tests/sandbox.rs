@@ -290,6 +290,38 @@ status = 503
     );
 }
 
+/// An answer still being written when COMMAND exits is recorded as it ends, not as pending:
+/// an agent that reads its reply and exits at once must not leave a journal that says the
+/// fake never answered.
+#[test]
+fn sandbox_journal_holds_answers_finished_after_the_command_exited() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = write_scenario(
+        dir.path(),
+        r#"
+[[endpoint]]
+id = "wireserver.versions"
+
+[[endpoint.step]]
+kind = "delay"
+seconds = 0.5
+"#,
+    );
+    let out = dir.path().join("out");
+    // Sends the request and leaves without waiting for the (delayed) answer.
+    let send = "exec 3<>/dev/tcp/168.63.129.16/80 && printf 'GET /?comp=versions HTTP/1.1\\r\\nHost: 168.63.129.16\\r\\n\\r\\n' >&3 && sleep 0.1";
+    let output = sandbox(
+        &out,
+        &["--scenario", scenario.to_str().unwrap()],
+        &["bash", "-c", send],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let journal = journal(&out);
+    assert_eq!(journal.len(), 1, "{journal:?}");
+    assert!(journal[0].done_ms.is_some(), "{:?}", journal[0]);
+}
+
 #[test]
 fn sandbox_rejects_a_bad_scenario_before_making_namespaces() {
     require_root();

@@ -218,10 +218,30 @@ async fn serve_and_run(
 
     let outcome = run_command(args, &fake).await?;
 
-    let journal = fake.journal();
+    let journal = settled_journal(&fake).await;
     fake.shutdown().await;
     Ok((outcome, journal))
 }
+
+/// The journal once every answer is final: the fake records an answer after writing it, so
+/// COMMAND can read its reply and exit before the entry says what it was. Waits at most
+/// [`SETTLE_MAX`] (an answer delayed past COMMAND's end stays pending).
+async fn settled_journal(fake: &Fake) -> Vec<crate::journal::Entry> {
+    let until = tokio::time::Instant::now() + SETTLE_MAX;
+    loop {
+        let journal = fake.journal();
+        let pending = journal
+            .iter()
+            .any(|e| e.done_ms.is_none() && e.answer.kind != "hang");
+        if !pending || tokio::time::Instant::now() >= until {
+            return journal;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Longest wait for the journal to settle after COMMAND is done.
+const SETTLE_MAX: Duration = Duration::from_secs(3);
 
 async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome> {
     let (program, rest) = args.command.split_first().context("no COMMAND given")?;
