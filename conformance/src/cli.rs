@@ -74,6 +74,9 @@ pub enum Command {
     /// Check captured vectors against the fake and the oracle
     #[command(subcommand)]
     Vectors(VectorsCommand),
+    /// Review regression snapshots written by `wirecheck run --snapshots DIR`
+    #[command(subcommand)]
+    Snapshots(SnapshotsCommand),
     /// Print the compatibility matrix of a run (agent × scenario group, verdict counts) as a
     /// markdown table
     #[command(after_help = MATRIX_AFTER_HELP)]
@@ -139,6 +142,55 @@ pub struct RunArgs {
     /// No progress bar
     #[arg(long, env = "WIRECHECK_QUIET")]
     pub quiet: bool,
+    /// Compare each (agent, scenario)'s transcript with DIR/<agent>/<scenario id>.snap; a
+    /// mismatch fails case `<scenario id>.snapshot.transcript` and writes a `.snap.new`
+    #[arg(long, value_name = "DIR", env = "WIRECHECK_SNAPSHOTS")]
+    pub snapshots: Option<PathBuf>,
+    /// With --snapshots: a missing snapshot fails too (for CI)
+    #[arg(long, env = "WIRECHECK_SNAPSHOTS_STRICT", requires = "snapshots")]
+    pub snapshots_strict: bool,
+    /// With --snapshots: what to do with snapshots of the agents run whose scenario no longer
+    /// exists: name them (warn), fail the run (reject), or say nothing (ignore)
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHAT",
+        env = "WIRECHECK_UNREFERENCED",
+        default_value = "warn",
+        requires = "snapshots"
+    )]
+    pub unreferenced: Unreferenced,
+}
+
+/// `--unreferenced`: snapshots whose scenario is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Unreferenced {
+    Ignore,
+    Warn,
+    Reject,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SnapshotsCommand {
+    /// Show each pending snapshot's diff and ask: accept, reject or skip (a terminal only)
+    Review {
+        /// The snapshots folder given to `wirecheck run --snapshots`
+        dir: PathBuf,
+    },
+    /// Accept pending snapshots (all, or those whose `<agent>/<scenario id>` matches a glob)
+    Accept {
+        dir: PathBuf,
+        #[arg(long = "cases", value_name = "GLOB")]
+        cases: Vec<String>,
+    },
+    /// Drop pending snapshots (all, or those whose `<agent>/<scenario id>` matches a glob)
+    Reject {
+        dir: PathBuf,
+        #[arg(long = "cases", value_name = "GLOB")]
+        cases: Vec<String>,
+    },
+    /// List pending snapshots with their diffs; exit status 1 when there are any (for CI)
+    Pending { dir: PathBuf },
 }
 
 #[derive(Debug, Args)]
@@ -200,6 +252,7 @@ pub enum VectorsCommand {
 pub fn dispatch(cli: Cli) -> ExitCode {
     let code = match cli.command {
         Command::Run(args) => run(args),
+        Command::Snapshots(command) => snapshots(command),
         Command::List(args) => list(args),
         Command::Kvp(KvpCommand::Dump { file, json }) => {
             tool(crate::tools::emit(crate::tools::kvp_dump(&file, json)))
@@ -317,6 +370,18 @@ fn run(args: RunArgs) -> u8 {
     if let Err(e) = runner::preflight(&planned, &bin_dir) {
         return usage(e);
     }
+    // Before any case runs: a snapshots folder that is a file, or cannot be written, is the
+    // user's to fix, not a verdict.
+    let snapshots = match &args.snapshots {
+        Some(dir) => match crate::snapshot::store::prepare(dir) {
+            Ok(()) => Some(runner::SnapshotSettings {
+                dir: dir.clone(),
+                strict: args.snapshots_strict,
+            }),
+            Err(e) => return usage(e),
+        },
+        None => None,
+    };
     let settings = RunSettings {
         out: args.out.clone(),
         jobs: args.jobs.map_or_else(runner::default_jobs, usize::from),
@@ -325,6 +390,7 @@ fn run(args: RunArgs) -> u8 {
         stop: None,
         case_root: None,
         cases_parent: None,
+        snapshots: snapshots.clone(),
     };
     let results = match runner::run(planned, &settings) {
         Ok(r) => r,
@@ -338,6 +404,28 @@ fn run(args: RunArgs) -> u8 {
         "{}",
         crate::console::summary(&results, &args.out, args.strict, color)
     );
+    let mut unreferenced_failed = false;
+    if let Some(snapshots) = &snapshots {
+        print_snapshot_diffs(&results);
+        let orphans = match orphaned_snapshots(&snapshots.dir, &profiles, &scenarios) {
+            Ok(o) => o,
+            Err(e) => return usage(e),
+        };
+        if args.unreferenced != Unreferenced::Ignore {
+            for orphan in &orphans {
+                eprintln!(
+                    "wirecheck: {}: snapshot of a scenario that no longer exists: {}",
+                    if args.unreferenced == Unreferenced::Reject {
+                        "error"
+                    } else {
+                        "warning"
+                    },
+                    orphan.snap.display()
+                );
+            }
+        }
+        unreferenced_failed = args.unreferenced == Unreferenced::Reject && !orphans.is_empty();
+    }
     if let Some(signal) = &results.interrupted {
         eprintln!(
             "wirecheck: interrupted ({signal}): every agent was stopped; the results in {} are partial",
@@ -368,10 +456,150 @@ fn run(args: RunArgs) -> u8 {
         }
         return EXIT_USAGE;
     }
-    if results.exit_code(args.strict) == 0 {
+    if results.exit_code(args.strict) == 0 && !unreferenced_failed {
         EXIT_OK
     } else {
         EXIT_FAILED
+    }
+}
+
+/// The diff of every snapshot case that failed, after the summary (escaped: agent text).
+fn print_snapshot_diffs(results: &crate::results::RunResults) {
+    let suffix = format!(".{}", crate::snapshot::CHECK_ID);
+    for agent in &results.agents {
+        for case in &agent.cases {
+            if case.id.ends_with(&suffix) && case.verdict == crate::results::Verdict::Fail {
+                println!(
+                    "\n{} / {}: {}",
+                    agent.agent,
+                    case.id,
+                    crate::tools::text::visible(case.reason.as_deref().unwrap_or_default())
+                );
+                for e in &case.evidence {
+                    if let Some(excerpt) = &e.excerpt {
+                        println!("{}", crate::tools::text::visible_lines(excerpt));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Accepted snapshots of the agents run whose scenario is not among the loaded ones.
+fn orphaned_snapshots(
+    dir: &Path,
+    profiles: &[Arc<AgentProfile>],
+    scenarios: &[Arc<Scenario>],
+) -> Result<Vec<crate::snapshot::store::Found>, String> {
+    Ok(crate::snapshot::store::list(dir)?
+        .into_iter()
+        .filter(|f| !f.pending)
+        .filter(|f| profiles.iter().any(|p| p.name == f.agent))
+        .filter(|f| !scenarios.iter().any(|s| s.id == f.scenario))
+        .collect())
+}
+
+fn snapshots(command: SnapshotsCommand) -> u8 {
+    use crate::snapshot::store;
+    let pending_in = |dir: &Path, cases: &[String]| -> Result<Vec<store::Found>, String> {
+        let globs = cases
+            .iter()
+            .map(|c| crate::select::matcher(c))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(store::list(dir)?
+            .into_iter()
+            .filter(|f| f.pending)
+            .filter(|f| globs.is_empty() || globs.iter().any(|g| g.is_match(&f.name)))
+            .collect())
+    };
+    let result = (|| -> Result<u8, String> {
+        match command {
+            SnapshotsCommand::Pending { dir } => {
+                let pending = pending_in(&dir, &[])?;
+                for f in &pending {
+                    println!(
+                        "{}\n{}",
+                        f.name,
+                        crate::tools::text::visible_lines(&store::pending_diff(f)?)
+                    );
+                }
+                println!("{} pending snapshot(s) in {}", pending.len(), dir.display());
+                Ok(if pending.is_empty() {
+                    EXIT_OK
+                } else {
+                    EXIT_FAILED
+                })
+            }
+            SnapshotsCommand::Accept { dir, cases } => {
+                let pending = pending_in(&dir, &cases)?;
+                for f in &pending {
+                    store::accept(f)?;
+                    println!("accepted {}", f.name);
+                }
+                println!("{} snapshot(s) accepted", pending.len());
+                Ok(EXIT_OK)
+            }
+            SnapshotsCommand::Reject { dir, cases } => {
+                let pending = pending_in(&dir, &cases)?;
+                for f in &pending {
+                    store::reject(f)?;
+                    println!("rejected {}", f.name);
+                }
+                println!("{} snapshot(s) rejected", pending.len());
+                Ok(EXIT_OK)
+            }
+            SnapshotsCommand::Review { dir } => {
+                if !std::io::stdin().is_terminal() {
+                    return Err("`wirecheck snapshots review` asks on a terminal; without one, use `wirecheck snapshots pending`, `accept` or `reject`".into());
+                }
+                let pending = pending_in(&dir, &[])?;
+                let (mut accepted, mut rejected, mut skipped) = (0, 0, 0);
+                for f in &pending {
+                    println!(
+                        "{}\n{}",
+                        f.name,
+                        crate::tools::text::visible_lines(&store::pending_diff(f)?)
+                    );
+                    loop {
+                        print!("[a]ccept, [r]eject, [s]kip? ");
+                        std::io::Write::flush(&mut std::io::stdout()).map_err(|e| e.to_string())?;
+                        let mut answer = String::new();
+                        if std::io::stdin()
+                            .read_line(&mut answer)
+                            .map_err(|e| e.to_string())?
+                            == 0
+                        {
+                            return Err(
+                                "the terminal closed before every snapshot was reviewed".into()
+                            );
+                        }
+                        match answer.trim() {
+                            "a" | "accept" => {
+                                store::accept(f)?;
+                                accepted += 1;
+                                break;
+                            }
+                            "r" | "reject" => {
+                                store::reject(f)?;
+                                rejected += 1;
+                                break;
+                            }
+                            "s" | "skip" => {
+                                skipped += 1;
+                                break;
+                            }
+                            _ => continue,
+                        }
+                    }
+                }
+                println!("{accepted} accepted, {rejected} rejected, {skipped} skipped");
+                Ok(EXIT_OK)
+            }
+        }
+    })();
+    match result {
+        Ok(code) => code,
+        Err(e) => usage(e),
     }
 }
 

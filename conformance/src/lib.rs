@@ -25,5 +25,6 @@ pub mod results;
 pub mod runner;
 pub mod scenario;
 pub mod select;
+pub mod snapshot;
 pub mod timeline;
 pub mod tools;

@@ -322,6 +322,8 @@ pub struct AgentProfile {
     pub encoded: Option<EncodedDialect>,
     /// Plain words with unset placeholders expand to "" instead of failing (ad-hoc agents).
     pub lenient_placeholders: bool,
+    /// `[snapshot]`: the headers its transcripts keep and its own redactions.
+    pub snapshot: crate::snapshot::SnapshotOptions,
 }
 
 #[derive(Debug, Deserialize)]
@@ -348,6 +350,23 @@ struct ProfileFile {
     #[serde(default, rename = "deviation")]
     deviations: Vec<DeviationFile>,
     encoded: Option<Spanned<EncodedFile>>,
+    #[serde(default)]
+    snapshot: SnapshotFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SnapshotFile {
+    headers: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    redact: Vec<Spanned<RedactFile>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RedactFile {
+    field: Option<String>,
+    pattern: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -614,6 +633,50 @@ impl AgentProfile {
             Some(e) => Some(encoded_dialect(e.get_ref(), &at)?),
             None => None,
         };
+        let mut snapshot = crate::snapshot::SnapshotOptions::default();
+        if let Some(headers) = &file.snapshot.headers {
+            if headers.get_ref().len() > 64 {
+                return Err(at(
+                    headers.span(),
+                    "snapshot.headers",
+                    "at most 64 headers".into(),
+                ));
+            }
+            snapshot.headers = Some(
+                headers
+                    .get_ref()
+                    .iter()
+                    .map(|h| h.to_ascii_lowercase())
+                    .collect(),
+            );
+        }
+        if file.snapshot.redact.len() > 64 {
+            return Err(at(
+                file.snapshot.redact[64].span(),
+                "snapshot.redact",
+                "at most 64 redactions".into(),
+            ));
+        }
+        for (i, r) in file.snapshot.redact.iter().enumerate() {
+            let field = format!("snapshot.redact[{i}]");
+            snapshot
+                .redact
+                .push(match (&r.get_ref().field, &r.get_ref().pattern) {
+                    (Some(name), None) => crate::snapshot::Redaction::Field(name.clone()),
+                    (None, Some(pattern)) => crate::snapshot::Redaction::Pattern(
+                        crate::select::glob(pattern)
+                            .map_err(|msg| at(r.span(), &field, msg))?
+                            .compile_matcher(),
+                    ),
+                    _ => {
+                        return Err(at(
+                            r.span(),
+                            &field,
+                            "expected { field = \"NAME\" } or { pattern = \"GLOB\" }".into(),
+                        ));
+                    }
+                });
+        }
         let done = file.done.as_ref().map_or(Done::Exit, |d| *d.get_ref());
         if let Some(d) = &file.done
             && done == Done::TerminalReport
@@ -729,6 +792,7 @@ impl AgentProfile {
             done_grace,
             sandbox_private_dirs,
             sandbox_startup,
+            snapshot,
             in_progress_continues_to_ready,
             failure_description: file.failure_description,
             deviations,
@@ -781,6 +845,7 @@ impl AgentProfile {
             done_grace: DEFAULT_DONE_GRACE,
             sandbox_private_dirs: Vec::new(),
             sandbox_startup: 0.0,
+            snapshot: crate::snapshot::SnapshotOptions::default(),
             in_progress_continues_to_ready: false,
             failure_description: FailureDescription::Encoded,
             deviations: Vec::new(),
@@ -1031,6 +1096,30 @@ reason = "known"
             "capabilities = [\"json\", \"kvp\"]",
             &format!("capabilities = [\"json\", \"kvp\"]\n{extra}"),
         )
+    }
+
+    #[test]
+    fn snapshot_options_load_and_bad_ones_name_their_field() {
+        let text = format!(
+            "{}\n[snapshot]\nheaders = [\"Content-Type\"]\nredact = [{{ field = \"host\" }}, {{ pattern = \"build-*\" }}]\n",
+            valid()
+        );
+        let p = load(&text).unwrap();
+        assert_eq!(p.snapshot.headers, Some(vec!["content-type".to_owned()]));
+        assert_eq!(p.snapshot.redact.len(), 2);
+        let bad = format!(
+            "{}\n[snapshot]\nredact = [{{ field = \"a\", pattern = \"b\" }}]\n",
+            valid()
+        );
+        let err = load(&bad).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("snapshot.redact[0]"), "{err}");
+        let bad = format!(
+            "{}\n[snapshot]\nredact = [{{ pattern = \"{}\" }}]\n",
+            valid(),
+            "*".repeat(200)
+        );
+        let err = load(&bad).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("snapshot.redact[0]"), "{err}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! Checks never use the reporter crate (the oracle is independent, DESIGN.md).
 
 mod behaviour;
-mod dialect;
+pub(crate) mod dialect;
 mod kvp;
 mod protocol;
 mod report;

@@ -193,6 +193,16 @@ pub struct RunSettings {
     /// case folders and the results folder, from each agent but for its own case folder:
     /// `exec::Confine`).
     pub cases_parent: Option<PathBuf>,
+    /// `--snapshots`: where each pair's transcript is compared with its accepted snapshot.
+    pub snapshots: Option<SnapshotSettings>,
+}
+
+/// `--snapshots DIR` and `--snapshots-strict`.
+#[derive(Debug, Clone)]
+pub struct SnapshotSettings {
+    pub dir: PathBuf,
+    /// A missing snapshot fails (CI), instead of being `informational` and written as new.
+    pub strict: bool,
 }
 
 /// Scenarios run at the same time by default: [`JOBS_PER_CORE`] per core of the machine, at

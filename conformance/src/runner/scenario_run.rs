@@ -95,8 +95,26 @@ async fn execute(
         }
     };
     let duration_ms = started.elapsed().as_millis() as u64;
+    let snapshot = settings.snapshots.as_ref().map(|snapshots| {
+        let j = match &unjudgeable {
+            Some(why) => Judgement::fail(why.clone(), Vec::new()),
+            None => snapshot_judgement(snapshots, &obs),
+        };
+        CaseResult {
+            id: format!("{}.{}", scenario.id, crate::snapshot::CHECK_ID),
+            title: format!("{}: snapshot of what the agent emitted", scenario.name),
+            scenario: scenario.name.clone(),
+            verdict: j.verdict,
+            reason: j.reason,
+            evidence: j.evidence,
+            duration_ms,
+            timeline: timeline.clone(),
+            artifacts: artifacts.clone(),
+        }
+    });
 
-    Ok(p.checks
+    let mut cases: Vec<CaseResult> = p
+        .checks
         .iter()
         .map(|check| {
             let id = scenario.case_id(check);
@@ -128,5 +146,74 @@ async fn execute(
                 artifacts: artifacts.clone(),
             }
         })
-        .collect())
+        .collect();
+    cases.extend(snapshot);
+    Ok(cases)
+}
+
+/// The snapshot case: the pair's transcript against its accepted snapshot.
+fn snapshot_judgement(snapshots: &super::SnapshotSettings, obs: &Observation) -> Judgement {
+    use crate::snapshot::{Outcome, Snapshot, store};
+    let transcript = crate::snapshot::transcript(obs);
+    let snapshot = Snapshot::new(&obs.profile.name, &obs.scenario.id, transcript);
+    let accept = format!("wirecheck snapshots accept {}", snapshots.dir.display());
+    match store::compare(&snapshots.dir, &snapshot) {
+        Ok(Outcome::Matches) => Judgement {
+            verdict: Verdict::Pass,
+            reason: None,
+            evidence: Vec::new(),
+        },
+        Ok(Outcome::New { pending }) => {
+            let reason = format!(
+                "new snapshot, written to {} (review it, then `{accept}`)",
+                pending.display()
+            );
+            let evidence = vec![crate::checks::note(
+                "the new snapshot",
+                Some(snapshot.transcript.clone()),
+            )];
+            if snapshots.strict {
+                Judgement::fail(
+                    format!("{reason}; --snapshots-strict wants every snapshot accepted"),
+                    evidence,
+                )
+            } else {
+                Judgement {
+                    verdict: Verdict::Informational,
+                    reason: Some(reason),
+                    evidence,
+                }
+            }
+        }
+        // A scenario whose answers move with the clock, on a machine that stalled the runner:
+        // the difference may be the machine's, as with any timing comparison (`runner::lag`).
+        Ok(Outcome::Differs { diff, pending })
+            if !crate::snapshot::transcript::timing_free(obs) && !obs.stalls.is_empty() =>
+        {
+            Judgement {
+                verdict: Verdict::Informational,
+                reason: Some(format!(
+                    "differs from its accepted snapshot, but this scenario's answers depend on time and the runner stalled during the case, so the difference may be the machine's; the new one is {}",
+                    pending.display()
+                )),
+                evidence: vec![crate::checks::note("diff, accepted → this run", Some(diff))],
+            }
+        }
+        Ok(Outcome::Differs { diff, pending }) => Judgement::fail(
+            format!(
+                "what the agent emitted differs from its accepted snapshot; the new one is {} (`{accept}` if the change is intended)",
+                pending.display()
+            ),
+            vec![crate::checks::note("diff, accepted → this run", Some(diff))],
+        ),
+        Ok(Outcome::OtherFormat { format, pending }) => Judgement::fail(
+            format!(
+                "the accepted snapshot is of format {format}, this wirecheck writes format {}: the normalizer changed, so it was not compared; review {} and `{accept}`",
+                crate::snapshot::store::FORMAT,
+                pending.display()
+            ),
+            Vec::new(),
+        ),
+        Err(e) => Judgement::fail(format!("the snapshot cannot be compared: {e}"), Vec::new()),
+    }
 }

@@ -158,6 +158,15 @@ pub async fn run(
             // The shared folder first: this run's folder may lie inside it.
             let shared = std::env::temp_dir().join(crate::runner::CASES_FOLDER);
             let mut hide = vec![settings.out.clone(), shared.clone()];
+            // ... and the accepted snapshots: an agent that could write its own would match it.
+            if let Some(snapshots) = &settings.snapshots {
+                hide.push(
+                    snapshots
+                        .dir
+                        .canonicalize()
+                        .unwrap_or_else(|_| snapshots.dir.clone()),
+                );
+            }
             if cases != &shared {
                 hide.push(cases.clone());
             }

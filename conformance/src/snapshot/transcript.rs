@@ -1,0 +1,399 @@
+//! The normalized transcript of what an agent emitted in one scenario: the body of a `.snap`
+//! file. It holds what a reviewer of an agent's change wants to see (every distinct request,
+//! its protocol-relevant headers, each report's parsed fields, the KVP records, the exit) and
+//! nothing that differs from run to run of the same agent: values are redacted at the source
+//! (`redact`), and attempts are counted only where the scenario decides their number.
+
+use std::fmt::Write as _;
+
+use fake_wireserver::journal::Entry;
+use fake_wireserver::oracle::encoded::{EncodedReport, Mode};
+use fake_wireserver::oracle::health::ReportKind;
+
+use super::redact::{Redaction, Redactor};
+use crate::checks::dialect;
+use crate::exec::Exit;
+use crate::observe::Observation;
+
+/// The headers a transcript keeps by default (lower case): the ones the protocol defines.
+pub const DEFAULT_HEADERS: [&str; 6] = [
+    "content-type",
+    "x-ms-version",
+    "x-ms-agent-name",
+    "x-ms-guest-agent-name",
+    "metadata",
+    "user-agent",
+];
+
+/// What a profile adds to a transcript (`[snapshot]`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SnapshotOptions {
+    /// Lower case; `None`: [`DEFAULT_HEADERS`].
+    pub headers: Option<Vec<String>>,
+    pub redact: Vec<Redaction>,
+}
+
+impl SnapshotOptions {
+    fn keeps(&self, header: &str) -> bool {
+        let header = header.to_ascii_lowercase();
+        match &self.headers {
+            Some(list) => list.contains(&header),
+            None => DEFAULT_HEADERS.contains(&header.as_str()),
+        }
+    }
+}
+
+/// One distinct request and how often it came.
+struct Distinct {
+    text: String,
+    attempts: usize,
+    /// The last attempt's answer was a success (2xx).
+    last_succeeded: bool,
+}
+
+/// The transcript of `obs`: text, one item per line, stable for the same agent behaviour.
+pub fn transcript(obs: &Observation) -> String {
+    let mut redactor = Redactor::new(&obs.profile.snapshot.redact)
+        .known(&obs.served.container_id, "<container-id>")
+        .known(&obs.served.instance_id, "<instance-id>");
+    // The VM id the agent was given, and the one IMDS serves (the same unless the scenario
+    // tells them apart).
+    if let Some(vm_id) = &obs.scenario.agent.vm_id {
+        redactor = redactor.known(vm_id, "<vm-id>");
+    }
+    if let Some(vm_id) = &obs.imds_vm_id
+        && obs.scenario.agent.vm_id.as_ref() != Some(vm_id)
+    {
+        redactor = redactor.known(vm_id, "<imds-vm-id>");
+    }
+    let options = &obs.profile.snapshot;
+    let mut out = String::new();
+    for (ri, run) in obs.runs.iter().enumerate() {
+        let _ = writeln!(out, "run {} ({}):", ri + 1, run.run.action.as_str());
+        let entries = obs.entries_of_run(ri);
+        // A daemon's requests after its terminal report depend on when it was stopped.
+        let until = match obs.profile.done {
+            crate::agent::Done::TerminalReport => entries
+                .iter()
+                .position(|e| obs.is_flow_health(e) && is_terminal(e))
+                .map_or(entries.len(), |i| i + 1),
+            _ => entries.len(),
+        };
+        let mut distinct: Vec<Distinct> = Vec::new();
+        for entry in &entries[..until] {
+            let text = request(obs, entry, options, &redactor);
+            let succeeded = entry.answer.status.is_some_and(|s| (200..300).contains(&s));
+            match distinct.iter_mut().find(|d| d.text == text) {
+                Some(d) => {
+                    d.attempts += 1;
+                    d.last_succeeded = succeeded;
+                }
+                None => distinct.push(Distinct {
+                    text,
+                    attempts: 1,
+                    last_succeeded: succeeded,
+                }),
+            }
+        }
+        // The count is the scenario's (its scripted faults) when the agent got through and
+        // ended by itself, and no timer of the scenario's moves the goalposts; otherwise the
+        // agent's timers, the deadline or the scenario's triggers decide it.
+        let counted = matches!(run.exit, Exit::Code(_)) && timing_free(obs);
+        for d in &distinct {
+            let attempts = if counted && d.last_succeeded {
+                d.attempts.to_string()
+            } else {
+                "1 or more (timing decides how many)".to_owned()
+            };
+            // The request's first line, then its attempts, then the rest.
+            let (first, rest) = d.text.split_once('\n').unwrap_or((&d.text, ""));
+            let _ = writeln!(out, "  - {first}  (attempts: {attempts})");
+            out.push_str(rest);
+        }
+        if until < entries.len() {
+            let _ = writeln!(
+                out,
+                "  (after its terminal report: requests not recorded, their number is the stop's)"
+            );
+        }
+        let terminal = entries[..until]
+            .iter()
+            .rev()
+            .find(|e| obs.is_flow_health(e) && e.report.is_some());
+        match terminal.and_then(|e| e.report.as_ref()) {
+            Some(r) => {
+                let _ = writeln!(
+                    out,
+                    "  last report: {}/{}",
+                    r.state.as_deref().unwrap_or("-"),
+                    r.substatus.as_deref().unwrap_or("-")
+                );
+            }
+            None => out.push_str("  last report: none\n"),
+        }
+        let _ = writeln!(out, "  exit: {}", exit(&run.exit));
+    }
+    out.push_str("kvp:\n");
+    if obs.pool_view.records.is_empty() {
+        out.push_str("  (no records)\n");
+    }
+    // Sorted: agents write events from threads (cloud-init's reporting queue), so the order
+    // of the records is the scheduler's, not the agent's format.
+    let mut records: Vec<String> = obs
+        .pool_view
+        .records
+        .iter()
+        .map(|record| {
+            let mut item = format!("  - key: {}\n", redactor.text(&record.key));
+            value(obs, &mut item, "    ", &record.value, &redactor);
+            item
+        })
+        .collect();
+    records.sort();
+    for item in records {
+        out.push_str(&item);
+    }
+    out
+}
+
+/// Whether the scenario's own answers do not depend on time: no trigger (which changes what
+/// is served after a delay) and no rate limit (which throttles by the clock).
+pub fn timing_free(obs: &Observation) -> bool {
+    obs.scenario.fake.triggers.is_empty() && obs.scenario.fake.rate_limit.is_none()
+}
+
+fn is_terminal(entry: &Entry) -> bool {
+    entry.answer.status.is_some_and(|s| (200..300).contains(&s))
+        && entry.report.as_ref().is_some_and(|r| {
+            r.state.as_deref() == Some("Ready")
+                || (r.state.as_deref() == Some("NotReady")
+                    && r.substatus.as_deref() != Some("Provisioning"))
+        })
+}
+
+fn exit(exit: &Exit) -> String {
+    match exit {
+        Exit::Code(c) => format!("status {c}"),
+        Exit::Signal(s) => format!("signal {s}"),
+        Exit::KilledAtDeadline => "killed at the deadline".into(),
+        Exit::StoppedWhenDone => "stopped after its terminal report".into(),
+        Exit::Interrupted(_) => "interrupted".into(),
+        Exit::SpawnFailed(_) => "could not be started".into(),
+        Exit::ContainmentFailed(_) => "could not be contained".into(),
+    }
+}
+
+/// One request as a transcript item: `METHOD endpoint`, its kept headers, its body.
+fn request(
+    obs: &Observation,
+    entry: &Entry,
+    options: &SnapshotOptions,
+    redactor: &Redactor,
+) -> String {
+    let mut out = format!("{} {}\n", entry.method, entry.endpoint);
+    for (name, value) in &entry.headers {
+        if options.keeps(name) {
+            let _ = writeln!(
+                out,
+                "      {}: {}",
+                name.to_ascii_lowercase(),
+                redactor.field(Some(name), value)
+            );
+        }
+    }
+    if entry.body_len == 0 {
+        return out;
+    }
+    match &entry.report {
+        Some(report) => {
+            let layout = match report.kind {
+                ReportKind::Xml => format!("xml, {}", xml_layout(&entry.body)),
+                ReportKind::Json => "json".to_owned(),
+            };
+            let _ = writeln!(out, "      body: health report ({layout})");
+            if report.kind == ReportKind::Json {
+                match serde_json::from_str::<serde_json::Value>(&entry.body) {
+                    Ok(mut v) => {
+                        // The description is shown parsed below.
+                        if let Some(d) = v.pointer_mut("/details/description")
+                            && d.is_string()
+                        {
+                            *d = serde_json::Value::String("<description: below>".into());
+                        }
+                        redact_json(&mut v, None, redactor);
+                        let _ = writeln!(out, "        canonical: {}", canonical(&v));
+                    }
+                    Err(_) => out.push_str("        canonical: (not JSON)\n"),
+                }
+            }
+            let fields = [
+                ("state", &report.state),
+                ("substatus", &report.substatus),
+                ("incarnation", &report.goal_state_incarnation),
+                ("container_id", &report.container_id),
+                ("instance_id", &report.instance_id),
+            ];
+            for (name, v) in fields {
+                if let Some(v) = v {
+                    let _ = writeln!(out, "        {name}: {}", redactor.field(Some(name), v));
+                }
+            }
+            if let Some(description) = &report.description {
+                out.push_str("        description:\n");
+                value(obs, &mut out, "          ", description, redactor);
+            }
+        }
+        // Not a report (telemetry, status blobs): its content is not this snapshot's.
+        None => out.push_str("      body: (not a report; content not recorded)\n"),
+    }
+    out
+}
+
+/// A description or KVP value: an encoded report as its fields, in order, with its dialect;
+/// else the text.
+fn value(obs: &Observation, out: &mut String, indent: &str, text: &str, redactor: &Redactor) {
+    let looks_encoded = text.trim_start().starts_with("result=");
+    let parsed: Option<EncodedReport> = looks_encoded
+        .then(|| dialect::parse(obs, text, Mode::Lenient).ok())
+        .flatten();
+    match parsed {
+        Some(report) => {
+            let dialect = report.dialect.map_or("unknown", |d| match d {
+                fake_wireserver::oracle::encoded::Dialect::CloudInit => "cloud-init",
+                fake_wireserver::oracle::encoded::Dialect::AzureInit => "azure-init",
+            });
+            let _ = writeln!(
+                out,
+                "{indent}encoded ({dialect} dialect{}):",
+                if report.truncated { ", cut" } else { "" }
+            );
+            for (k, v) in &report.fields {
+                let _ = writeln!(
+                    out,
+                    "{indent}  {}: {}",
+                    redactor.text(k),
+                    redactor.field(Some(k), v)
+                );
+            }
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "{indent}text: {}",
+                crate::tools::text::visible(&redactor.text(text))
+            );
+        }
+    }
+}
+
+/// How an XML report is laid out: declaration, line endings, indentation.
+fn xml_layout(body: &str) -> String {
+    let declaration = if body.trim_start().starts_with("<?xml") {
+        "declaration"
+    } else {
+        "no declaration"
+    };
+    let endings = if body.contains("\r\n") {
+        "CRLF"
+    } else if body.trim_end().contains('\n') {
+        "LF"
+    } else {
+        "one line"
+    };
+    let indent = body
+        .lines()
+        .skip(1)
+        .map(|l| {
+            l.chars()
+                .take_while(|c| *c == ' ' || *c == '\t')
+                .collect::<String>()
+        })
+        .find(|w| !w.is_empty())
+        .map_or("no indentation".to_owned(), |w| {
+            if w.starts_with('\t') {
+                "tab indentation".to_owned()
+            } else {
+                format!("{}-space indentation", w.len())
+            }
+        });
+    format!("{declaration}, {endings}, {indent}")
+}
+
+fn redact_json(v: &mut serde_json::Value, key: Option<&str>, redactor: &Redactor) {
+    match v {
+        serde_json::Value::String(s) => *s = redactor.field(key, s),
+        serde_json::Value::Array(items) => {
+            for item in items {
+                redact_json(item, key, redactor);
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for (k, item) in map.iter_mut() {
+                redact_json(item, Some(k), redactor);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Compact JSON with every object's keys sorted.
+fn canonical(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let items: Vec<String> = keys
+                .into_iter()
+                .map(|k| {
+                    format!(
+                        "{}:{}",
+                        serde_json::Value::String(k.clone()),
+                        canonical(&map[k])
+                    )
+                })
+                .collect();
+            format!("{{{}}}", items.join(","))
+        }
+        serde_json::Value::Array(items) => {
+            format!(
+                "[{}]",
+                items.iter().map(canonical).collect::<Vec<_>>().join(",")
+            )
+        }
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_is_canonical_whatever_the_key_order() {
+        let a: serde_json::Value =
+            serde_json::from_str(r#"{"b":1,"a":{"d":2,"c":[1,{"y":0,"x":1}]}}"#).unwrap();
+        let b: serde_json::Value =
+            serde_json::from_str(r#"{"a":{"c":[1,{"x":1,"y":0}],"d":2},"b":1}"#).unwrap();
+        assert_eq!(canonical(&a), canonical(&b));
+        assert_eq!(
+            canonical(&a),
+            r#"{"a":{"c":[1,{"x":1,"y":0}],"d":2},"b":1}"#
+        );
+    }
+
+    #[test]
+    fn xml_layouts_are_told_apart() {
+        assert_eq!(
+            xml_layout("<?xml version=\"1.0\"?>\n<Health>\n  <A/>\n</Health>\n"),
+            "declaration, LF, 2-space indentation"
+        );
+        assert_eq!(
+            xml_layout("<Health>\r\n\t<A/>\r\n</Health>"),
+            "no declaration, CRLF, tab indentation"
+        );
+        assert_eq!(
+            xml_layout("<Health><A/></Health>"),
+            "no declaration, one line, no indentation"
+        );
+    }
+}

@@ -1,0 +1,400 @@
+//! Regression snapshots as a user meets them: `wirecheck run --snapshots DIR`, then
+//! `wirecheck snapshots pending|accept|reject|review DIR`.
+
+mod runner_support;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use runner_support::{case, repo, results, stderr, stdout, wirecheck, write_files};
+
+fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        stdout(o),
+        stderr(o)
+    )
+}
+
+/// A small XML agent: reports Ready (or the failure it is asked for) with its report laid out
+/// as LAYOUT says ("spaces" or "tabs"): both are valid, so every check passes either way.
+const LAYOUT_AGENT: &str = r#"
+import http.client, os, sys, urllib.parse
+url = urllib.parse.urlparse(os.environ["WIRECHECK_CASE_WIRESERVER_URL"])
+def call(method, path, body=None, headers=None):
+    c = http.client.HTTPConnection(url.hostname, url.port, timeout=5)
+    h = {"x-ms-agent-name": "layout-agent", "x-ms-version": "2012-11-30"}
+    h.update(headers or {})
+    c.request(method, path, body=body, headers=h)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return data.decode()
+gs = call("GET", "/machine/?comp=goalstate")
+def tag(name):
+    return gs.split("<%s>" % name)[1].split("</%s>" % name)[0]
+incarnation, container, instance = tag("Incarnation"), tag("ContainerId"), tag("InstanceId")
+pad = "\t" if os.environ.get("LAYOUT") == "tabs" else "  "
+body = ("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<Health xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xmlns:xsd=\"http://www.w3.org/2001/XMLSchema\">\n"
+        + pad + "<GoalStateIncarnation>%s</GoalStateIncarnation>\n" % incarnation
+        + pad + "<Container>\n" + pad * 2 + "<ContainerId>%s</ContainerId>\n" % container
+        + pad * 2 + "<RoleInstanceList>\n" + pad * 3 + "<Role>\n"
+        + pad * 4 + "<InstanceId>%s</InstanceId>\n" % instance
+        + pad * 4 + "<Health>\n" + pad * 5 + "<State>Ready</State>\n" + pad * 4 + "</Health>\n"
+        + pad * 3 + "</Role>\n" + pad * 2 + "</RoleInstanceList>\n" + pad + "</Container>\n</Health>\n")
+call("POST", "/machine?comp=health", body.encode(), {"Content-Type": "text/xml; charset=utf-8"})
+# Tries to accept its own transcript: the snapshots folder must be out of its reach.
+try:
+    with open(os.path.join(os.environ["SNAPSHOTS"], "planted"), "w") as f:
+        f.write("x")
+    print("PLANTED")
+except OSError:
+    pass
+"#;
+
+/// An agent folder with the layout agent's profile (XML, ready only).
+fn layout_agent(dir: &Path) -> PathBuf {
+    let script = dir.join("layout.py");
+    let profile = format!(
+        r#"name = "layout"
+description = "a test agent whose XML layout is chosen by LAYOUT"
+attach = "url"
+capabilities = ["xml"]
+
+[commands]
+ready = ["python3", "{}", "ready"]
+
+[reactions]
+retryable = [429, 500, 503]
+transport_errors = "retry"
+status_403 = "fatal"
+
+[exit]
+reported = [0]
+"#,
+        script.display()
+    );
+    write_files(
+        dir,
+        &[
+            ("layout.py", LAYOUT_AGENT),
+            ("agents/layout.toml", &profile),
+        ],
+    );
+    dir.join("agents")
+}
+
+fn run_layout(dir: &Path, agents: &Path, snaps: &Path, layout: &str, run: &str) -> Output {
+    wirecheck(&repo())
+        .args(["run", "--quiet", "--agent", "layout", "--agents-dir"])
+        .arg(agents)
+        .arg("--snapshots")
+        .arg(snaps)
+        .arg("--out")
+        .arg(dir.join(run))
+        .args(["--cases", "wire.health.xml.ready.*"])
+        .env("LAYOUT", layout)
+        .env("SNAPSHOTS", snaps)
+        .output()
+        .unwrap()
+}
+
+fn snapshots(args: &[&str], dir: &Path) -> Output {
+    wirecheck(&repo())
+        .arg("snapshots")
+        .args(args)
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
+const CASE: &str = "wire.health.xml.ready.snapshot.transcript";
+
+#[test]
+fn new_then_accept_then_match_then_a_change_shows_as_a_diff_until_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = layout_agent(dir.path());
+    let snaps = dir.path().join("snaps");
+
+    // 1. No snapshot yet: informational, written as pending; the run passes.
+    let o = run_layout(dir.path(), &agents, &snaps, "spaces", "run1");
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = results(&dir.path().join("run1"));
+    assert_eq!(case(&r, "layout", CASE)["verdict"], "informational");
+    let pending = snaps.join("layout/wire.health.xml.ready.snap.new");
+    let text = std::fs::read_to_string(&pending).unwrap();
+    assert!(
+        text.starts_with("---\nformat: 1\nagent: layout\nscenario: wire.health.xml.ready\n"),
+        "{text}"
+    );
+    assert!(text.contains("2-space indentation"), "{text}");
+    let o = snapshots(&["pending"], &snaps);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(
+        stdout(&o).contains("layout/wire.health.xml.ready"),
+        "{}",
+        show(&o)
+    );
+
+    // 2. Accepted: nothing pending, the next run matches.
+    let o = snapshots(&["accept"], &snaps);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(!pending.exists());
+    assert_eq!(snapshots(&["pending"], &snaps).status.code(), Some(0));
+    let o = run_layout(dir.path(), &agents, &snaps, "spaces", "run2");
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(
+        case(&results(&dir.path().join("run2")), "layout", CASE)["verdict"],
+        "pass"
+    );
+
+    // 3. The agent's encoder changes (tabs): every check still passes, the snapshot does not,
+    // and the diff is on the terminal and in results.json.
+    let o = run_layout(dir.path(), &agents, &snaps, "tabs", "run3");
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let r = results(&dir.path().join("run3"));
+    for c in r["agents"][0]["cases"].as_array().unwrap() {
+        if c["id"] == CASE {
+            assert_eq!(c["verdict"], "fail", "{c}");
+        } else {
+            assert_ne!(c["verdict"], "fail", "{c}");
+        }
+    }
+    let out = stdout(&o);
+    assert!(
+        out.contains("-      body: health report (xml, declaration, LF, 2-space indentation)")
+            && out.contains("+      body: health report (xml, declaration, LF, tab indentation)"),
+        "{out}"
+    );
+    let evidence = case(&r, "layout", CASE)["evidence"][0]["excerpt"]
+        .as_str()
+        .unwrap();
+    assert!(
+        evidence.contains("+      body: health report (xml, declaration, LF, tab indentation)"),
+        "{evidence}"
+    );
+    for report in ["junit.xml", "report.html"] {
+        let written = std::fs::read_to_string(dir.path().join("run3").join(report)).unwrap();
+        assert!(
+            written.contains("tab indentation"),
+            "{report} lacks the diff"
+        );
+    }
+
+    // 4. Rejected: the accepted one stays, and the change still fails.
+    assert_eq!(snapshots(&["reject"], &snaps).status.code(), Some(0));
+    assert!(!pending.exists());
+    let o = run_layout(dir.path(), &agents, &snaps, "tabs", "run4");
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+
+    // 5. Reviewed without a terminal: refused, nothing changed.
+    let o = snapshots(&["review"], &snaps);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("terminal"), "{}", show(&o));
+    assert!(pending.exists());
+
+    // 6. Accepted by glob: the change is the new normal.
+    let o = snapshots(&["accept", "--cases", "layout/wire.health.xml.*"], &snaps);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let o = run_layout(dir.path(), &agents, &snaps, "tabs", "run5");
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(
+        case(&results(&dir.path().join("run5")), "layout", CASE)["verdict"],
+        "pass"
+    );
+
+    // The agent could not reach the snapshots folder at any point.
+    for run in ["run1", "run2", "run3", "run4", "run5"] {
+        let said = std::fs::read_to_string(
+            dir.path()
+                .join(run)
+                .join("artifacts/layout/wire.health.xml.ready/run-1.stdout"),
+        )
+        .unwrap_or_default();
+        assert!(
+            !said.contains("PLANTED"),
+            "{run}: the agent wrote into the snapshots folder"
+        );
+    }
+    assert!(!snaps.join("planted").exists());
+}
+
+#[test]
+fn strict_snapshots_fail_a_missing_one_and_unreferenced_ones_can_fail_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = layout_agent(dir.path());
+    let snaps = dir.path().join("snaps");
+    let o = wirecheck(&repo())
+        .args(["run", "--quiet", "--agent", "layout", "--agents-dir"])
+        .arg(&agents)
+        .arg("--snapshots")
+        .arg(&snaps)
+        .arg("--snapshots-strict")
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .args(["--cases", "wire.health.xml.ready.*"])
+        .env("SNAPSHOTS", &snaps)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let r = results(&dir.path().join("out"));
+    let c = case(&r, "layout", CASE);
+    assert_eq!(c["verdict"], "fail");
+    assert!(
+        c["reason"].as_str().unwrap().contains("--snapshots-strict"),
+        "{c}"
+    );
+
+    // A snapshot of a scenario that no longer exists.
+    assert_eq!(snapshots(&["accept"], &snaps).status.code(), Some(0));
+    let orphan = snaps.join("layout/wire.health.gone.snap");
+    std::fs::copy(snaps.join("layout/wire.health.xml.ready.snap"), &orphan).unwrap();
+    let run = |unreferenced: &str| {
+        wirecheck(&repo())
+            .args(["run", "--quiet", "--agent", "layout", "--agents-dir"])
+            .arg(&agents)
+            .arg("--snapshots")
+            .arg(&snaps)
+            .args(["--unreferenced", unreferenced])
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .args(["--cases", "wire.health.xml.ready.*"])
+            .env("SNAPSHOTS", &snaps)
+            .output()
+            .unwrap()
+    };
+    let o = run("warn");
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        stderr(&o).contains("warning: snapshot of a scenario that no longer exists"),
+        "{}",
+        show(&o)
+    );
+    let o = run("reject");
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(
+        stderr(&o).contains(&orphan.display().to_string()),
+        "{}",
+        show(&o)
+    );
+}
+
+#[test]
+fn a_snapshots_folder_that_is_a_file_or_read_only_is_an_error_before_any_case_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = layout_agent(dir.path());
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let run = |snaps: &Path| {
+        wirecheck(&repo())
+            .args(["run", "--quiet", "--agent", "layout", "--agents-dir"])
+            .arg(&agents)
+            .arg("--snapshots")
+            .arg(snaps)
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .args(["--cases", "wire.health.xml.ready.*"])
+            .env("SNAPSHOTS", snaps)
+            .output()
+            .unwrap()
+    };
+    let o = run(&file);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("not a folder"), "{}", show(&o));
+    assert!(!dir.path().join("out/results.json").exists(), "a case ran");
+    // Read-only (a read-only mount stops root too).
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let mounted = rustix::process::geteuid().is_root()
+        && std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "ro,size=64k", "none"])
+            .arg(&ro)
+            .status()
+            .unwrap()
+            .success();
+    if !mounted {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+    }
+    let o = run(&ro);
+    if mounted {
+        let _ = std::process::Command::new("umount").arg(&ro).status();
+    }
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("cannot write in it"), "{}", show(&o));
+    assert!(!dir.path().join("out/results.json").exists(), "a case ran");
+}
+
+#[test]
+fn a_corrupt_snapshot_fails_its_case_naming_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = layout_agent(dir.path());
+    let snaps = dir.path().join("snaps");
+    std::fs::create_dir_all(snaps.join("layout")).unwrap();
+    let snap = snaps.join("layout/wire.health.xml.ready.snap");
+    std::fs::write(&snap, "---\nformat: 1\nagent: layout\nflavour: odd\n---\n").unwrap();
+    let o = run_layout(dir.path(), &agents, &snaps, "spaces", "out");
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let r = results(&dir.path().join("out"));
+    let c = case(&r, "layout", CASE);
+    assert_eq!(c["verdict"], "fail");
+    let reason = c["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!(
+            "{}:4: unknown header field \"flavour\"",
+            snap.display()
+        )),
+        "{reason}"
+    );
+}
+
+/// The same agent on a loaded machine: its transcripts are what they were on a quiet one.
+#[test]
+fn the_bundled_reporters_transcripts_do_not_change_under_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let snaps = dir.path().join("snaps");
+    let run = |out: &str, strict: bool| {
+        let mut cmd = wirecheck(&repo());
+        cmd.args(["run", "--quiet", "--snapshots"])
+            .arg(&snaps)
+            .arg("--out")
+            .arg(dir.path().join(out));
+        if strict {
+            cmd.arg("--snapshots-strict");
+        }
+        cmd.output().unwrap()
+    };
+    let o = run("quiet", false);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(snapshots(&["accept"], &snaps).status.code(), Some(0));
+    // Four spinners per core.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let spinners: Vec<_> = (0..4 * cores)
+        .map(|_| {
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+            })
+        })
+        .collect();
+    let o = run("loaded", true);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for s in spinners {
+        s.join().unwrap();
+    }
+    let r = results(&dir.path().join("loaded"));
+    let suffix = ".snapshot.transcript";
+    let mut compared = 0;
+    for c in r["agents"][0]["cases"].as_array().unwrap() {
+        if c["id"].as_str().unwrap().ends_with(suffix) {
+            compared += 1;
+            assert_ne!(c["verdict"], "fail", "{c}\n{}", show(&o));
+        }
+    }
+    assert!(compared >= 40, "{compared} snapshot cases");
+}
