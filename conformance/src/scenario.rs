@@ -344,8 +344,11 @@ fn default_request_timeout() -> Spanned<f64> {
 impl Scenario {
     /// Reads and validates a scenario file (including its `[fake]` table).
     pub fn load(path: &Path) -> Result<Scenario, FileError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| FileError::whole(path, format!("cannot read scenario: {e}")))?;
+        let text = fake_wireserver::files::read_regular_text(
+            path,
+            fake_wireserver::files::MAX_INPUT_FILE_BYTES,
+        )
+        .map_err(|e| FileError::whole(path, format!("cannot read scenario: {e}")))?;
         Scenario::from_toml_str(&text, path)
     }
 

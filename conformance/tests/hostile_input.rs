@@ -288,3 +288,78 @@ urllib.request.urlopen(req, timeout=5).read()
     let junit = std::fs::read_to_string(dir.path().join("out/junit.xml")).unwrap();
     quick_junit::Report::deserialize_from_str(&junit).expect("junit.xml parses");
 }
+
+/// Scenario and profile files come from others, and a pool to inspect off a VM: a sparse file
+/// of gigabytes or a FIFO under a `.toml` name is refused with the file named, never read
+/// whole (or waited on).
+#[test]
+fn huge_or_special_input_files_are_refused_not_read_whole() {
+    // A scenario of 10 GiB (sparse: it costs no disk).
+    let dir = tempfile::tempdir().unwrap();
+    write_files(
+        dir.path(),
+        &[
+            ("agents/demo.toml", PROFILE),
+            ("scenarios/ok.toml", SCENARIO),
+        ],
+    );
+    let huge = std::fs::File::create(dir.path().join("scenarios/huge.toml")).unwrap();
+    huge.set_len(10 << 30).unwrap();
+    let started = std::time::Instant::now();
+    let out = run(dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("huge.toml") && stderr(&out).contains("larger than"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "took {:?}",
+        started.elapsed()
+    );
+
+    // A profile that is a FIFO: refused at once, not waited on.
+    let dir = tempfile::tempdir().unwrap();
+    write_files(dir.path(), &[("scenarios/ok.toml", SCENARIO)]);
+    std::fs::create_dir(dir.path().join("agents")).unwrap();
+    let fifo = dir.path().join("agents/demo.toml");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = run(dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("FIFO"), "{}", stderr(&out));
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "took {:?}",
+        started.elapsed()
+    );
+
+    // `wirecheck kvp dump` of a FIFO, and of a pool over its cap.
+    let out = wirecheck(dir.path())
+        .args(["kvp", "dump"])
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("FIFO"), "{}", stderr(&out));
+    let big = dir.path().join("big_pool");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(8 << 30)
+        .unwrap();
+    let out = wirecheck(dir.path())
+        .args(["kvp", "dump"])
+        .arg(&big)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("larger than"), "{}", stderr(&out));
+}

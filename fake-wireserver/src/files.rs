@@ -184,21 +184,8 @@ impl<'a> FileReader<'a> {
         .map_err(|e| Refusal::Open(e.into()))?;
         let file = File::from(fd);
         let meta = file.metadata().map_err(Refusal::Open)?;
-        let ft = meta.file_type();
-        if !ft.is_file() {
-            return Err(Refusal::NotRegular(if ft.is_dir() {
-                "a directory"
-            } else if ft.is_fifo() {
-                "a FIFO"
-            } else if ft.is_socket() {
-                "a socket"
-            } else if ft.is_char_device() {
-                "a character device"
-            } else if ft.is_block_device() {
-                "a block device"
-            } else {
-                "another kind of file"
-            }));
+        if !meta.file_type().is_file() {
+            return Err(Refusal::NotRegular(kind_of(meta.file_type())));
         }
         if meta.len() > MAX_FILE_BYTES {
             return Err(Refusal::TooLarge);
@@ -213,6 +200,60 @@ impl<'a> FileReader<'a> {
         self.used.set(total);
         Ok(contents)
     }
+}
+
+fn kind_of(ft: std::fs::FileType) -> &'static str {
+    if ft.is_dir() {
+        "a directory"
+    } else if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else {
+        "another kind of file"
+    }
+}
+
+/// Largest scenario or agent profile file read (`--scenario`, scenario folders, profiles).
+pub const MAX_INPUT_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// A file the user named (a scenario, a profile, a pool to inspect), read only if it is a
+/// regular file (opened without blocking, so a FIFO cannot hang the reader), at most `cap`
+/// bytes: the error says which of these it is not.
+pub fn read_regular_file(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let file = File::from(fd);
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(std::io::Error::other(format!(
+            "it is {}; expected a regular file",
+            kind_of(meta.file_type())
+        )));
+    }
+    let too_large = || std::io::Error::other(format!("it is larger than {cap} bytes"));
+    if meta.len() > cap {
+        return Err(too_large());
+    }
+    match read_capped(file, cap) {
+        Ok(contents) => Ok(contents),
+        Err(Refusal::TooLarge) => Err(too_large()),
+        Err(Refusal::Open(e)) => Err(e),
+        Err(other) => Err(std::io::Error::other(other.to_string())),
+    }
+}
+
+/// [`read_regular_file`] as UTF-8 text.
+pub fn read_regular_text(path: &Path, cap: u64) -> std::io::Result<String> {
+    String::from_utf8(read_regular_file(path, cap)?)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "it is not UTF-8 text"))
 }
 
 /// At most `cap` bytes of `r`; one byte more is [`Refusal::TooLarge`], and is the most ever read.

@@ -445,10 +445,11 @@ impl Scenario {
     ) -> Result<Scenario, ScenarioError> {
         let path = path.as_ref();
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
-            origin: origin.clone(),
-            source,
-        })?;
+        let text = crate::files::read_regular_text(path, crate::files::MAX_INPUT_FILE_BYTES)
+            .map_err(|source| ScenarioError::Read {
+                origin: origin.clone(),
+                source,
+            })?;
         let files = FileAccess::beside(path).allow(allow.iter().cloned());
         Scenario::from_toml_str_with(&text, &origin, &files)
     }

@@ -294,3 +294,28 @@ fn huge_repeat_counts_and_durations_are_clear_errors() {
     )
     .unwrap();
 }
+
+/// `--scenario` names a file the user was given: a FIFO is refused at once (not waited on),
+/// a sparse file of gigabytes is refused, not read whole.
+#[test]
+fn a_scenario_file_that_is_a_fifo_or_huge_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("s.toml");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let e = Scenario::from_file(&fifo).unwrap_err().to_string();
+    assert!(e.contains("FIFO"), "{e}");
+    let huge = dir.path().join("huge.toml");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(10 << 30)
+        .unwrap();
+    let e = Scenario::from_file(&huge).unwrap_err().to_string();
+    assert!(e.contains("larger than"), "{e}");
+}

@@ -430,8 +430,11 @@ struct DeviationFile {
 impl AgentProfile {
     /// Reads and validates a profile file.
     pub fn load(path: &Path) -> Result<AgentProfile, FileError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| FileError::whole(path, format!("cannot read agent profile: {e}")))?;
+        let text = fake_wireserver::files::read_regular_text(
+            path,
+            fake_wireserver::files::MAX_INPUT_FILE_BYTES,
+        )
+        .map_err(|e| FileError::whole(path, format!("cannot read agent profile: {e}")))?;
         AgentProfile::from_toml_str(&text, path)
     }
 
@@ -976,7 +979,8 @@ pub fn find_profile(agents_dir: &Path, name: &str) -> Result<AgentProfile, FileE
     } else {
         agents_dir.join(format!("{name}.toml"))
     };
-    if !path.is_file() {
+    // Anything there is read (and refused unless it is a regular file, saying what it is).
+    if !path.exists() {
         let known = list_profiles(agents_dir)
             .map(|names| names.join(", "))
             .unwrap_or_default();

@@ -74,6 +74,9 @@ pub fn emit(result: Result<ToolOutput, ToolError>) -> i32 {
 }
 
 /// Reads a file argument, with errors that name it.
+/// Largest file `kvp dump` and `report parse` read: 512 MiB (a pool of 200,000 records).
+pub const MAX_TOOL_INPUT: u64 = 512 << 20;
+
 fn read_input_file(path: &std::path::Path, expected: &'static str) -> Result<Vec<u8>, ToolError> {
     if path.is_dir() {
         return Err(ToolError::IsDirectory {
@@ -81,8 +84,10 @@ fn read_input_file(path: &std::path::Path, expected: &'static str) -> Result<Vec
             expected,
         });
     }
-    std::fs::read(path).map_err(|source| ToolError::Read {
-        path: path.to_path_buf(),
-        source,
+    fake_wireserver::files::read_regular_file(path, MAX_TOOL_INPUT).map_err(|source| {
+        ToolError::Read {
+            path: path.to_path_buf(),
+            source,
+        }
     })
 }
