@@ -398,3 +398,77 @@ fn the_bundled_reporters_transcripts_do_not_change_under_load() {
     }
     assert!(compared >= 40, "{compared} snapshot cases");
 }
+
+/// A snapshot written by another version of the normalizer: not compared line by line (a wall
+/// of diffs), but said to be of another format.
+#[test]
+fn a_snapshot_of_another_format_is_reported_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = layout_agent(dir.path());
+    let snaps = dir.path().join("snaps");
+    let o = run_layout(dir.path(), &agents, &snaps, "spaces", "run1");
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(snapshots(&["accept"], &snaps).status.code(), Some(0));
+    let snap = snaps.join("layout/wire.health.xml.ready.snap");
+    let old = std::fs::read_to_string(&snap)
+        .unwrap()
+        .replacen("format: 1", "format: 0", 1);
+    std::fs::write(&snap, old).unwrap();
+    let o = run_layout(dir.path(), &agents, &snaps, "spaces", "run2");
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let r = results(&dir.path().join("run2"));
+    let c = case(&r, "layout", CASE);
+    let reason = c["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("format 0") && reason.contains("normalizer changed"),
+        "{reason}"
+    );
+    assert!(c["evidence"].as_array().unwrap().is_empty(), "{c}");
+}
+
+/// `review` on a terminal: each pending snapshot's diff, then a question per snapshot.
+#[test]
+fn review_on_a_terminal_accepts_rejects_and_skips() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = layout_agent(dir.path());
+    let snaps = dir.path().join("snaps");
+    let o = run_layout(dir.path(), &agents, &snaps, "spaces", "run1");
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let pending = snaps.join("layout/wire.health.xml.ready.snap.new");
+    assert!(pending.exists());
+    // `script` gives the command a terminal; its input is the answers.
+    let review = |answers: &str| {
+        let command = format!(
+            "{} snapshots review {}",
+            runner_support::wirecheck_path().display(),
+            snaps.display()
+        );
+        let mut child = std::process::Command::new("script")
+            .args(["-q", "-e", "-c", &command, "/dev/null"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(child.stdin.as_mut().unwrap(), answers.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let o = review("s\n");
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        stdout(&o).contains("0 accepted, 0 rejected, 1 skipped"),
+        "{}",
+        show(&o)
+    );
+    assert!(stdout(&o).contains("new snapshot:"), "{}", show(&o));
+    assert!(pending.exists());
+    let o = review("x\na\n");
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        stdout(&o).contains("1 accepted, 0 rejected, 0 skipped"),
+        "{}",
+        show(&o)
+    );
+    assert!(!pending.exists());
+    assert!(snaps.join("layout/wire.health.xml.ready.snap").exists());
+}
