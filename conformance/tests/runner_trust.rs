@@ -798,7 +798,16 @@ fn assert_forger_reaches_no_neighbour(ordinary: bool) {
     );
     let r = results(&out);
     let reporter = runner_support::counts(&r, "provision-report");
-    assert_eq!(reporter.get("fail"), None, "{reporter:?}\n{}", show(&o));
+    let failed: Vec<String> = r["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["agent"] == "provision-report")
+        .flat_map(|a| a["cases"].as_array().unwrap().iter())
+        .filter(|c| c["verdict"] == "fail")
+        .map(|c| format!("{}: {} {}", c["id"], c["reason"], c["evidence"]))
+        .collect();
+    assert_eq!(reporter.get("fail"), None, "{reporter:?}\n{failed:#?}");
     assert!(
         reporter.get("pass").is_some_and(|n| *n > 100),
         "{reporter:?}"

@@ -497,7 +497,37 @@ pub fn terminal(obs: &Observation) -> Judgement {
                 .copied()
                 .filter(|e| e.seq > first.seq)
                 .collect();
-            if let Some(again) = after.first() {
+            // The acceptance may have reached the agent only after it stopped waiting for it
+            // (its per-request timeout), on a machine that held the fake back: a resend then
+            // says nothing about the agent.
+            let timeout = ms(obs.request_timeout());
+            // As recorded: the latest the answer can have left (`finished_ms` takes the
+            // earliest, for intervals).
+            let answered_at = first.done_ms.unwrap_or(first.at_ms);
+            let answered_in = answered_at.saturating_sub(first.at_ms);
+            let late = obs
+                .uncertainty_ms(first.at_ms)
+                .max(obs.uncertainty_ms(answered_at));
+            let gave_up = |again: &Entry| {
+                again.at_ms >= first.at_ms + timeout.saturating_sub(UNANSWERED_SLACK_MS)
+            };
+            if let Some(again) = after.first()
+                && gave_up(again)
+                && late > 0
+                && answered_in + late + UNANSWERED_SLACK_MS >= timeout
+            {
+                t.uncertain(
+                    format!(
+                        "sent another health report (#{}) after #{} was accepted, but the fake took {answered_in} ms to answer #{} and the runner's wake-ups around then came up to {late} ms late, against the agent's {timeout} ms request timeout: the acceptance may have come too late for it",
+                        again.seq, first.seq, first.seq
+                    ),
+                    about(
+                        format!("{} then {}", line(first), line(again)),
+                        &[first, again],
+                        None,
+                    ),
+                );
+            } else if let Some(again) = after.first() {
                 t.fail(
                     format!(
                         "sent another health report (#{}) after #{} was accepted",

@@ -410,6 +410,56 @@ fn a_second_report_after_an_accepted_one_fails() {
     assert_eq!(silent.verdict, Verdict::Fail);
 }
 
+/// A resend after the agent's request timeout, when the fake answered late on a machine that
+/// stalled: the acceptance may have come too late for the agent, so it is not called. Quick
+/// resends, and late ones on a machine that kept time, still fail.
+#[test]
+fn a_resend_after_a_late_acceptance_on_a_stalled_machine_is_not_called() {
+    use crate::observe::Stall;
+    let s = scenario("");
+    let slow_accept = |seq, at, done| {
+        entry(
+            seq,
+            "wireserver.health.json",
+            at,
+            Some(done),
+            "default",
+            Some(201),
+        )
+    };
+    let journal = || vec![slow_accept(1, 10, 900), health(2, 1020, 201)];
+    let stalled = judge_stalled(
+        "behaviour.terminal",
+        &s,
+        journal(),
+        vec![run(0, 1100, Exit::Code(0))],
+        vec![Stall {
+            end_ms: 900,
+            len_ms: 200,
+        }],
+    );
+    assert_eq!(stalled.verdict, Verdict::Informational, "{stalled:?}");
+    assert!(stalled.reason.unwrap().contains("may have come too late"));
+    let quiet = judge(
+        "behaviour.terminal",
+        &s,
+        journal(),
+        vec![run(0, 1100, Exit::Code(0))],
+    );
+    assert_eq!(quiet.verdict, Verdict::Fail, "{quiet:?}");
+    let quick = judge_stalled(
+        "behaviour.terminal",
+        &s,
+        vec![health(1, 10, 201), health(2, 40, 201)],
+        vec![run(0, 50, Exit::Code(0))],
+        vec![Stall {
+            end_ms: 12,
+            len_ms: 200,
+        }],
+    );
+    assert_eq!(quick.verdict, Verdict::Fail, "{quick:?}");
+}
+
 #[test]
 fn exit_status_must_match_delivery() {
     let s = scenario("");

@@ -5,6 +5,11 @@
 //! clock (`Observation::stalls`) and do not call a timing that is within the stall of its
 //! limit (`Observation::uncertainty_ms`): on a machine too loaded to keep time, the verdict
 //! says so (informational, with the lag) instead of a pass or a fail that depends on the load.
+//!
+//! A late wake-up of the watcher shows a stall of the thread it runs on; a worker thread the
+//! machine left waiting while the watcher ran on another does not show there. So each tick also
+//! reads how long each of wirecheck's threads waited for a CPU (`/proc/self/task/*/schedstat`,
+//! the run-queue delay): the longest wait of any thread in the tick is a stall too.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -22,6 +27,58 @@ const KEEP_FROM: Duration = Duration::from_millis(5);
 /// continuous lag.
 const MAX_SAMPLES: usize = 100_000;
 
+/// How long each thread of this process has been waiting for a CPU, look after look.
+#[derive(Debug, Default)]
+struct RunQueueWaits {
+    /// Thread id → (total run-queue wait at the last look, ns; the wait of the looks in a row
+    /// in which it waited, ns).
+    last: std::collections::HashMap<u32, (u64, u64)>,
+}
+
+impl RunQueueWaits {
+    /// The longest stretch any thread has been kept waiting for a CPU, ending now (zero where
+    /// the kernel keeps no scheduler statistics): a thread that waited in each of the last
+    /// ticks was held back for their sum.
+    fn longest_since_last(&mut self) -> Duration {
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+            return Duration::ZERO;
+        };
+        let mut longest = 0u64;
+        let mut seen = std::collections::HashMap::with_capacity(self.last.len());
+        for task in tasks.flatten() {
+            let Some(tid) = task
+                .file_name()
+                .to_str()
+                .and_then(|t| t.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            // "<on-cpu ns> <run-queue wait ns> <time slices>"
+            let Some(waited) = std::fs::read_to_string(task.path().join("schedstat"))
+                .ok()
+                .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+            else {
+                continue;
+            };
+            let streak = match self.last.get(&tid) {
+                Some((before, streak)) => {
+                    let delta = waited.saturating_sub(*before);
+                    if delta >= KEEP_FROM.as_nanos() as u64 {
+                        streak + delta
+                    } else {
+                        0
+                    }
+                }
+                None => 0,
+            };
+            longest = longest.max(streak);
+            seen.insert(tid, (waited, streak));
+        }
+        self.last = seen;
+        Duration::from_nanos(longest)
+    }
+}
+
 /// The recorded lag samples of one run.
 #[derive(Debug, Clone)]
 pub struct LagWatch {
@@ -36,11 +93,16 @@ impl LagWatch {
         };
         let samples = Arc::clone(&watch.samples);
         let task = tokio::spawn(async move {
+            let mut waits = RunQueueWaits::default();
+            waits.longest_since_last();
             loop {
                 let before = Instant::now();
                 tokio::time::sleep(TICK).await;
                 let woke = Instant::now();
-                let lag = woke.duration_since(before).saturating_sub(TICK);
+                let lag = woke
+                    .duration_since(before)
+                    .saturating_sub(TICK)
+                    .max(waits.longest_since_last());
                 if lag >= KEEP_FROM {
                     let mut s = samples.lock().unwrap_or_else(|e| e.into_inner());
                     if s.len() == MAX_SAMPLES {
@@ -84,6 +146,39 @@ impl LagWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A thread the machine keeps off the CPU (four spinners per core) is seen waiting, though
+    /// it never sleeps late itself.
+    #[test]
+    fn a_thread_kept_waiting_for_a_cpu_is_seen() {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let spinners: Vec<_> = (0..4 * cores)
+            .map(|_| {
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        let mut waits = RunQueueWaits::default();
+        waits.longest_since_last();
+        let mut longest = Duration::ZERO;
+        let until = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until {
+            std::thread::sleep(TICK);
+            longest = longest.max(waits.longest_since_last());
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for s in spinners {
+            s.join().unwrap();
+        }
+        if std::path::Path::new("/proc/self/schedstat").exists() {
+            assert!(longest >= KEEP_FROM, "longest wait {longest:?}");
+        }
+    }
 
     #[test]
     fn stalls_are_given_on_the_fakes_clock() {
