@@ -1,11 +1,17 @@
 //! The open connections of one agent listener, so that a flood of idle connections cannot
-//! starve agents: the listener holds at most `cap`, and at the cap the connection idle the
-//! longest is closed to make room for the new one.
+//! starve agents: the listener holds at most `cap`, and at the cap (or when the process is out
+//! of descriptors) an idle connection is closed to make room for the new one.
 //!
 //! "Idle" means the fake is waiting for (or still reading) a request on it: the client has not
 //! sent a complete request. A connection whose request is being answered — including a
 //! scripted `hang` or `delay` — is busy and is never closed for room; when every connection is
 //! busy the listener waits for one to end, as before.
+//!
+//! Which idle connection goes first: one that never sent a byte, then one inside its first
+//! request, then one that has completed a request (an agent between two keep-alive requests);
+//! within each, the one silent the longest (idle time counts from the last byte read). So a
+//! flood of new connections closes its own connections first, not an agent's slow head or
+//! keep-alive connection.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -39,9 +45,21 @@ struct Inner {
 }
 
 struct Slot {
-    /// `Some(since)` while waiting for or reading a request.
+    /// `Some(last byte read, or start of waiting)` while waiting for or reading a request.
     idle_since: Option<Instant>,
+    stage: Stage,
     evict: Arc<Notify>,
+}
+
+/// How far a connection has got; the lower stages are closed for room first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    /// Not a byte yet.
+    Silent,
+    /// Inside its first request.
+    Started,
+    /// Has completed a request.
+    Served,
 }
 
 /// What [`ConnTable::make_room`] did.
@@ -83,6 +101,7 @@ impl ConnTable {
             id,
             Slot {
                 idle_since: Some(Instant::now()),
+                stage: Stage::Silent,
                 evict: evict.clone(),
             },
         );
@@ -93,19 +112,29 @@ impl ConnTable {
         }
     }
 
-    /// Before a new connection is registered: at the cap, tells the longest-idle connection to
-    /// close (it leaves the table at once, so the count stays at the cap).
+    /// Before a new connection is registered: at the cap, tells an idle connection to close
+    /// (it leaves the table at once, so the count stays at the cap).
     pub(crate) fn make_room(&self) -> Room {
         let mut inner = lock(&self.inner);
         if inner.open.len() < self.cap {
             return Room::Free;
         }
-        let oldest = inner
+        Self::evict_one(&mut inner)
+    }
+
+    /// Out of descriptors below the cap: tells an idle connection to close, whatever the count.
+    pub(crate) fn shed(&self) -> Room {
+        Self::evict_one(&mut lock(&self.inner))
+    }
+
+    /// Closes the idle connection that matters least (see the module comment).
+    fn evict_one(inner: &mut Inner) -> Room {
+        let victim = inner
             .open
             .iter()
-            .filter_map(|(id, s)| s.idle_since.map(|t| (t, *id)))
+            .filter_map(|(id, s)| s.idle_since.map(|t| ((s.stage, t), *id)))
             .min();
-        let Some((_, id)) = oldest else {
+        let Some((_, id)) = victim else {
             return Room::Full;
         };
         if let Some(slot) = inner.open.remove(&id) {
@@ -128,6 +157,19 @@ impl ConnTable {
     fn set_idle(&self, id: u64, idle: bool) {
         if let Some(slot) = lock(&self.inner).open.get_mut(&id) {
             slot.idle_since = idle.then(Instant::now);
+            if !idle {
+                slot.stage = Stage::Served;
+            }
+        }
+    }
+
+    /// Bytes arrived: the idle time starts again, and the connection is no longer silent.
+    fn touch(&self, id: u64) {
+        if let Some(slot) = lock(&self.inner).open.get_mut(&id) {
+            if slot.idle_since.is_some() {
+                slot.idle_since = Some(Instant::now());
+            }
+            slot.stage = slot.stage.max(Stage::Started);
         }
     }
 }
@@ -148,6 +190,11 @@ impl ConnHandle {
     /// A complete request is being answered: never closed for room.
     pub(crate) fn busy(&self) {
         self.table.set_idle(self.id, false);
+    }
+
+    /// Bytes of a request arrived (every read: a slow head is not idle).
+    pub(crate) fn touch(&self) {
+        self.table.touch(self.id);
     }
 
     /// Completes when the listener closes this connection for room (a permit is kept, so a
@@ -198,13 +245,22 @@ impl axum::serve::Listener for AdminListener {
                         evicted,
                         idle: Box::pin(tokio::time::sleep(self.idle_timeout)),
                         idle_timeout: self.idle_timeout,
+                        answering: false,
+                        wrote: false,
                     };
                     return (io, addr);
                 }
-                // EMFILE and friends: back off instead of spinning.
+                // Out of descriptors: close an idle connection (its socket goes when its task
+                // next polls it), else back off instead of spinning.
                 Err(e) => {
-                    tracing::warn!("admin accept: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    let shed = crate::fdlimit::out_of_descriptors(&e)
+                        && matches!(self.table.shed(), Room::Evicted { .. });
+                    if shed {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    } else {
+                        tracing::warn!("admin accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
                 }
             }
         }
@@ -215,13 +271,28 @@ impl axum::serve::Listener for AdminListener {
     }
 }
 
-/// An admin connection: reads end with an error once it is evicted or silent too long.
+/// An admin connection: reads end with an error once it is evicted or silent too long (no
+/// byte read or written for the idle timeout). From the first byte of a request until its
+/// answer is written it is busy, never closed for room: someone without the token cannot push
+/// out the library's request in progress.
 pub(crate) struct AdminIo {
     stream: TcpStream,
     handle: ConnHandle,
     evicted: Pin<Box<OwnedNotified>>,
     idle: Pin<Box<Sleep>>,
     idle_timeout: Duration,
+    /// A request has begun and its answer is not written yet.
+    answering: bool,
+    /// Bytes were written since the last read (the answer): the next read waits for a new
+    /// request.
+    wrote: bool,
+}
+
+impl AdminIo {
+    fn active(&mut self) {
+        let next = tokio::time::Instant::now() + self.idle_timeout;
+        self.idle.as_mut().reset(next);
+    }
 }
 
 impl AsyncRead for AdminIo {
@@ -237,13 +308,21 @@ impl AsyncRead for AdminIo {
                 "closed to make room: the admin listener is at its connection limit",
             )));
         }
+        if this.wrote {
+            // The answer is out: waiting for the next request, closable for room again.
+            this.wrote = false;
+            this.answering = false;
+            this.handle.idle();
+        }
         let before = buf.filled().len();
         match Pin::new(&mut this.stream).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
                 if buf.filled().len() > before {
-                    this.handle.idle();
-                    let next = tokio::time::Instant::now() + this.idle_timeout;
-                    this.idle.as_mut().reset(next);
+                    if !this.answering {
+                        this.answering = true;
+                        this.handle.busy();
+                    }
+                    this.active();
                 }
                 Poll::Ready(Ok(()))
             }
@@ -261,7 +340,15 @@ impl AsyncWrite for AdminIo {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.stream).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = polled
+            && n > 0
+        {
+            this.wrote = true;
+            this.active();
+        }
+        polled
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.stream).poll_flush(cx)
@@ -274,7 +361,15 @@ impl AsyncWrite for AdminIo {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        if let Poll::Ready(Ok(n)) = polled
+            && n > 0
+        {
+            this.wrote = true;
+            this.active();
+        }
+        polled
     }
     fn is_write_vectored(&self) -> bool {
         self.stream.is_write_vectored()

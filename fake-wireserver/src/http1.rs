@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use axum::body::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::Notify;
+
+use crate::conns::ConnHandle;
 
 /// Bounds for one connection.
 #[derive(Debug, Clone, Copy)]
@@ -146,13 +147,14 @@ fn framing(headers: &[(String, String)]) -> Result<Framing, String> {
     }
 }
 
-/// Reads one request. `buf` carries bytes already received (pipelining) across calls. A
-/// notice on `evict` (the listener needs room) ends the read like a timeout.
+/// Reads one request. `buf` carries bytes already received (pipelining) across calls. Every
+/// read marks `conn` active; a notice that the listener needs room ends the read like a
+/// timeout.
 pub(crate) async fn read_request(
     stream: &mut TcpStream,
     buf: &mut Vec<u8>,
     limits: Limits,
-    evict: &Notify,
+    conn: &ConnHandle,
 ) -> Result<Request, ReadError> {
     let mut deadline = tokio::time::Instant::now() + limits.read_timeout;
     let mut head_started = false;
@@ -213,7 +215,7 @@ pub(crate) async fn read_request(
                 }
             }
         }
-        match read_more(stream, buf, deadline, limits.max_head + 1, evict).await {
+        match read_more(stream, buf, deadline, limits.max_head + 1, conn).await {
             Ok(true) => {}
             Ok(false) if buf.iter().all(u8::is_ascii_whitespace) => return Err(ReadError::Idle),
             Ok(false) => {
@@ -284,7 +286,7 @@ pub(crate) async fn read_request(
                     }
                 }
                 if !matches!(
-                    read_more(stream, buf, deadline, limits.max_head + 1, evict).await,
+                    read_more(stream, buf, deadline, limits.max_head + 1, conn).await,
                     Ok(true)
                 ) {
                     return Err(ReadError::Incomplete {
@@ -317,10 +319,7 @@ pub(crate) async fn read_request(
             let need = size as usize + 2; // data + CRLF
             while buf.len() < need {
                 let want = need - buf.len();
-                if !matches!(
-                    read_more(stream, buf, deadline, want, evict).await,
-                    Ok(true)
-                ) {
+                if !matches!(read_more(stream, buf, deadline, want, conn).await, Ok(true)) {
                     body.extend_from_slice(&buf[..buf.len().min(size as usize)]);
                     return Err(ReadError::Incomplete {
                         reason: "connection closed or timed out inside a chunk".into(),
@@ -362,7 +361,7 @@ pub(crate) async fn read_request(
                 });
             }
             if !matches!(
-                read_more(stream, buf, deadline, limits.max_head + 1, evict).await,
+                read_more(stream, buf, deadline, limits.max_head + 1, conn).await,
                 Ok(true)
             ) {
                 return Err(ReadError::Incomplete {
@@ -388,10 +387,7 @@ pub(crate) async fn read_request(
         }
         while buf.len() < len {
             let want = len - buf.len();
-            if !matches!(
-                read_more(stream, buf, deadline, want, evict).await,
-                Ok(true)
-            ) {
+            if !matches!(read_more(stream, buf, deadline, want, conn).await, Ok(true)) {
                 let got = buf.split_off(0);
                 return Err(ReadError::Incomplete {
                     reason: format!(
@@ -414,7 +410,7 @@ async fn read_more(
     buf: &mut Vec<u8>,
     deadline: tokio::time::Instant,
     max: usize,
-    evict: &Notify,
+    conn: &ConnHandle,
 ) -> Result<bool, String> {
     // At most 8 KiB per read, straight into `buf`'s spare capacity (no zeroed scratch buffer).
     let want = max.clamp(1, 8192);
@@ -422,7 +418,7 @@ async fn read_more(
     let mut limited = (&mut *stream).take(want as u64);
     let read = tokio::select! {
         read = tokio::time::timeout_at(deadline, limited.read_buf(buf)) => read,
-        () = evict.notified() => {
+        () = conn.evicted().notified() => {
             return Err("closed to make room: the listener is at its connection limit".into());
         }
     };
@@ -430,7 +426,10 @@ async fn read_more(
         Err(_) => Err("read timed out".into()),
         Ok(Err(e)) => Err(e.to_string()),
         Ok(Ok(0)) => Ok(false),
-        Ok(Ok(_)) => Ok(true),
+        Ok(Ok(_)) => {
+            conn.touch();
+            Ok(true)
+        }
     }
 }
 

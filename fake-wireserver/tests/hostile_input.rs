@@ -238,41 +238,66 @@ async fn idle_connections_1024_do_not_starve_the_wireserver() {
     drop(idle);
 }
 
+/// At the cap, connections that never sent a byte make room first, then those inside their
+/// first request, each the longest silent first (issue 13 review: a flood must push out its
+/// own connections before an agent's slow head).
 #[tokio::test]
 async fn the_connection_idle_the_longest_makes_room() {
-    let fake = Fake::start(FakeConfig::default().max_connections(8))
+    let fake = Fake::start(FakeConfig::default().max_connections(3))
         .await
         .unwrap();
     let addr = fake.wireserver_addr().unwrap();
-    let mut idle = Vec::new();
-    for _ in 0..8 {
-        idle.push(TcpStream::connect(addr).await.unwrap());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    // One with half a request head: idle too, and journaled when closed.
-    idle[1]
-        .write_all(b"GET /machine/?comp=goalstate HTTP/1.1\r\n")
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    // Each request makes room by closing the oldest idle connection (it ends itself, freeing
-    // its slot, so one more idle connection brings the listener back to its cap).
-    let r = response(exchange(addr, &goalstate_get(), T).await);
-    assert_eq!(r.status, 200);
-    idle.push(TcpStream::connect(addr).await.unwrap());
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let r = response(exchange(addr, &goalstate_get(), T).await);
-    assert_eq!(r.status, 200);
-    for (i, conn) in idle.iter_mut().enumerate() {
+    let pause = || tokio::time::sleep(Duration::from_millis(200));
+    let half = b"GET /machine/?comp=goalstate HTTP/1.1\r\n";
+    let connect = || TcpStream::connect(addr);
+    // a: silent, b: half a head, c: silent.
+    let mut a = connect().await.unwrap();
+    pause().await;
+    let mut b = connect().await.unwrap();
+    b.write_all(half).await.unwrap();
+    pause().await;
+    let mut c = connect().await.unwrap();
+    pause().await;
+    // The oldest silent one goes.
+    assert_eq!(
+        response(exchange(addr, &goalstate_get(), T).await).status,
+        200
+    );
+    pause().await;
+    // d: half a head, newer than b. A silent one still goes before either.
+    let mut d = connect().await.unwrap();
+    d.write_all(half).await.unwrap();
+    pause().await;
+    assert_eq!(
+        response(exchange(addr, &goalstate_get(), T).await).status,
+        200
+    );
+    pause().await;
+    // e: half a head. Only started heads are left: the one silent the longest goes.
+    let mut e = connect().await.unwrap();
+    e.write_all(half).await.unwrap();
+    pause().await;
+    assert_eq!(
+        response(exchange(addr, &goalstate_get(), T).await).status,
+        200
+    );
+    for (name, conn, closed) in [
+        ("a", &mut a, true),
+        ("c", &mut c, true),
+        ("b", &mut b, true),
+        ("d", &mut d, false),
+        ("e", &mut e, false),
+    ] {
         let outcome = read_outcome(conn, Duration::from_millis(300)).await;
-        match (i, outcome) {
-            (0 | 1, Outcome::Eof(bytes)) => assert!(bytes.is_empty()),
-            (2.., Outcome::TimedOut(bytes)) => assert!(bytes.is_empty()),
-            (i, other) => panic!("connection {i}: {other:?}"),
+        match (closed, outcome) {
+            (true, Outcome::Eof(bytes)) | (false, Outcome::TimedOut(bytes)) => {
+                assert!(bytes.is_empty(), "{name}")
+            }
+            (_, other) => panic!("connection {name}: {other:?}"),
         }
     }
     let journal = fake.journal();
-    assert_eq!(journal.len(), 3, "{journal:?}");
+    assert_eq!(journal.len(), 4, "{journal:?}");
     let half = journal
         .iter()
         .find(|e| e.findings.iter().any(|f| f.id == "http.incomplete"))
