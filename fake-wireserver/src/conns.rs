@@ -420,6 +420,32 @@ mod tests {
         assert_eq!(table.make_room(), Room::Free);
     }
 
+    #[test]
+    fn silent_connections_go_first_then_started_then_served() {
+        let table = ConnTable::new(3);
+        let served = table.register();
+        served.busy();
+        served.idle();
+        std::thread::sleep(Duration::from_millis(2));
+        let started = table.register();
+        started.touch();
+        std::thread::sleep(Duration::from_millis(2));
+        let silent = table.register();
+        let evicted = |h: &ConnHandle| futures_now(h.evicted());
+        assert!(matches!(table.make_room(), Room::Evicted { .. }));
+        assert!(evicted(&silent) && !evicted(&started) && !evicted(&served));
+        // A byte refreshes the idle time: the one silent longer goes first among equals.
+        let later = table.register();
+        later.touch();
+        std::thread::sleep(Duration::from_millis(2));
+        started.touch();
+        assert!(matches!(table.make_room(), Room::Evicted { .. }));
+        assert!(evicted(&later) && !evicted(&started));
+        // Out of descriptors, below the cap: the same order.
+        assert!(matches!(table.shed(), Room::Evicted { .. }));
+        assert!(evicted(&started) && !evicted(&served));
+    }
+
     /// Whether a notification is ready without waiting.
     fn futures_now(n: &Notify) -> bool {
         let rt = tokio::runtime::Builder::new_current_thread()

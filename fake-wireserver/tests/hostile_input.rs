@@ -309,6 +309,77 @@ async fn the_connection_idle_the_longest_makes_room() {
     );
 }
 
+/// Issue 13 review: an attacker opening connections as fast as it can (each closes an idle
+/// one at the cap) must not push out an agent dribbling its head within the head timeout, nor
+/// one idling on keep-alive between two requests: a silent connection goes first, and idle
+/// time counts from the last byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_flood_does_not_close_a_slow_head_or_a_keep_alive_agent() {
+    let fake = Fake::start(FakeConfig::default().max_connections(8))
+        .await
+        .unwrap();
+    let addr = fake.wireserver_addr().unwrap();
+    let keep_alive_get = b"GET /machine/?comp=goalstate HTTP/1.1\r\nHost: 168.63.129.16\r\nx-ms-version: 2012-11-30\r\n\r\n";
+    // The keep-alive agent's first request, before the flood.
+    let mut polling = TcpStream::connect(addr).await.unwrap();
+    polling.write_all(keep_alive_get).await.unwrap();
+    assert_eq!(response(read_outcome(&mut polling, T).await).status, 200);
+    let mut dribbling = TcpStream::connect(addr).await.unwrap();
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let attacker = std::thread::spawn({
+        let stop = stop.clone();
+        move || {
+            let mut held = std::collections::VecDeque::new();
+            let mut opened = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(s) = std::net::TcpStream::connect(addr) {
+                    held.push_back(s);
+                    opened += 1;
+                }
+                if held.len() > 64 {
+                    held.pop_front();
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            opened
+        }
+    });
+    // The slow agent: its head one byte every 40 ms (about 3 s, within the 10 s head timeout).
+    let head = goalstate_get();
+    let started = Instant::now();
+    for byte in &head {
+        dribbling
+            .write_all(&[*byte])
+            .await
+            .unwrap_or_else(|e| panic!("the dribbling agent's connection was closed: {e}"));
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    let slow = read_outcome(&mut dribbling, T).await;
+    // The keep-alive agent's second request, after 3 s idle under the flood.
+    let second = match polling.write_all(keep_alive_get).await {
+        Ok(()) => read_outcome(&mut polling, T).await,
+        Err(e) => panic!("keep-alive connection gone: {e}"),
+    };
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let opened = attacker.join().unwrap();
+    assert!(
+        opened > 200,
+        "the flood must churn well past the cap: {opened} connections"
+    );
+    match slow {
+        Outcome::Response(r) => assert_eq!(r.status, 200),
+        other => panic!(
+            "the dribbled head was not answered: {other:?} after {:?}",
+            started.elapsed()
+        ),
+    }
+    match second {
+        Outcome::Response(r) => assert_eq!(r.status, 200),
+        other => panic!("the keep-alive agent's second request: {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn busy_connections_are_never_closed_for_room() {
     // A scripted hang keeps its connection busy: at a cap of 2, two hung requests stay open
@@ -375,5 +446,44 @@ async fn idle_admin_connections_are_capped_and_closed() {
     match read_outcome(last, Duration::from_secs(5)).await {
         Outcome::Eof(_) | Outcome::Reset => {}
         other => panic!("a silent admin connection outlived the read timeout: {other:?}"),
+    }
+}
+
+/// Issue 13 review: an admin request in progress (from its first byte until its answer is
+/// written) is not closed to make room for connections from someone without the token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_request_in_progress_is_not_closed_for_room() {
+    raise_fd_limit(8192);
+    let fake = Fake::start(FakeConfig::default().admin("127.0.0.1:0".parse().unwrap()))
+        .await
+        .unwrap();
+    let admin = fake.admin_addr().unwrap();
+    let token = fake.admin_token().unwrap().to_owned();
+    let mut library = TcpStream::connect(admin).await.unwrap();
+    library
+        .write_all(format!("GET /__admin/served HTTP/1.1\r\nHost: {admin}\r\n").as_bytes())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // 100 connections with nothing to say, on a cap of 64.
+    let mut others = Vec::new();
+    for _ in 0..100 {
+        others.push(TcpStream::connect(admin).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let rest = format!("Authorization: Bearer {token}\r\nConnection: close\r\n\r\n");
+    let sent = library.write_all(rest.as_bytes()).await;
+    let outcome = match sent {
+        Ok(()) => read_outcome(&mut library, Duration::from_secs(2)).await,
+        Err(e) => panic!("the admin request in progress was closed: {e}"),
+    };
+    match outcome {
+        Outcome::Response(r) => assert_eq!(r.status, 200, "{}", r.text()),
+        other => panic!("the admin request in progress was closed for room: {other:?}"),
+    }
+    // The silent ones were closed for room instead: the oldest is gone.
+    match read_outcome(&mut others[0], Duration::from_millis(500)).await {
+        Outcome::Eof(bytes) => assert!(bytes.is_empty()),
+        other => panic!("the oldest silent admin connection is still open: {other:?}"),
     }
 }
