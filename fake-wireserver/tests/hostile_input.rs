@@ -487,3 +487,66 @@ async fn an_admin_request_in_progress_is_not_closed_for_room() {
         other => panic!("the oldest silent admin connection is still open: {other:?}"),
     }
 }
+
+/// Issue 13 review: a body has time of its own after the head; a slow but progressing body of
+/// an allowed size is not cut off by the head's deadline.
+#[tokio::test]
+async fn a_slow_body_is_not_cut_off_by_the_head_deadline() {
+    let fake = Fake::start(FakeConfig::default().head_timeout(Duration::from_secs(1)))
+        .await
+        .unwrap();
+    let mut stream = TcpStream::connect(fake.wireserver_addr().unwrap())
+        .await
+        .unwrap();
+    let body = br#"{"state":"Ready"}"#;
+    stream
+        .write_all(&health_post(
+            &format!("Content-Length: {}\r\n", body.len()),
+            "",
+        ))
+        .await
+        .unwrap();
+    // One byte every 120 ms: about 2 s, twice the head timeout.
+    for byte in body {
+        stream.write_all(&[*byte]).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(120)).await;
+    }
+    let outcome = read_outcome(&mut stream, T).await;
+    assert!(matches!(outcome, Outcome::Response(_)), "{outcome:?}");
+    let journal = fake.journal();
+    assert_eq!(journal.len(), 1, "{journal:?}");
+    assert_eq!(journal[0].body, r#"{"state":"Ready"}"#);
+    assert!(
+        !journal[0]
+            .findings
+            .iter()
+            .any(|f| f.id.starts_with("http.")),
+        "{:?}",
+        journal[0].findings
+    );
+}
+
+/// Issue 13 review: HTTP/1.0 with Transfer-Encoding is faulty framing (RFC 9112 §6.1): the
+/// connection is closed after the answer even when the client asked to keep it open.
+#[tokio::test]
+async fn http_1_0_with_transfer_encoding_is_closed_after_the_answer() {
+    let fake = Fake::start(FakeConfig::default()).await.unwrap();
+    let mut stream = TcpStream::connect(fake.wireserver_addr().unwrap())
+        .await
+        .unwrap();
+    stream
+        .write_all(
+            b"POST /provisioning/health HTTP/1.0\r\nHost: 168.63.129.16\r\nContent-Type: application/json\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+        )
+        .await
+        .unwrap();
+    let r = response(read_outcome(&mut stream, T).await);
+    assert_eq!(r.header("connection"), Some("close"));
+    // And it is closed: nothing more is read from it.
+    let _ = stream.write_all(&goalstate_get()).await;
+    match read_outcome(&mut stream, Duration::from_secs(2)).await {
+        Outcome::Eof(bytes) => assert!(bytes.is_empty()),
+        Outcome::Reset => {}
+        other => panic!("the connection stayed open: {other:?}"),
+    }
+}
