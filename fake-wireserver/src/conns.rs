@@ -47,6 +47,8 @@ struct Inner {
 struct Slot {
     /// `Some(last byte read, or start of waiting)` while waiting for or reading a request.
     idle_since: Option<Instant>,
+    /// The last byte read (or registration), idle or busy.
+    last: Instant,
     stage: Stage,
     evict: Arc<Notify>,
 }
@@ -101,6 +103,7 @@ impl ConnTable {
             id,
             Slot {
                 idle_since: Some(Instant::now()),
+                last: Instant::now(),
                 stage: Stage::Silent,
                 evict: evict.clone(),
             },
@@ -119,22 +122,41 @@ impl ConnTable {
         if inner.open.len() < self.cap {
             return Room::Free;
         }
-        Self::evict_one(&mut inner)
+        Self::evict_one(&mut inner, false)
+    }
+
+    /// Like [`ConnTable::make_room`], but when every connection is busy the one silent the
+    /// longest goes: for the admin listener, whose connections are busy from a request's first
+    /// byte (a client can start a request and never finish it) and which cannot wait.
+    pub(crate) fn make_room_even_busy(&self) -> Room {
+        let mut inner = lock(&self.inner);
+        if inner.open.len() < self.cap {
+            return Room::Free;
+        }
+        Self::evict_one(&mut inner, true)
     }
 
     /// Out of descriptors below the cap: tells an idle connection to close, whatever the count.
     pub(crate) fn shed(&self) -> Room {
-        Self::evict_one(&mut lock(&self.inner))
+        Self::evict_one(&mut lock(&self.inner), false)
     }
 
-    /// Closes the idle connection that matters least (see the module comment).
-    fn evict_one(inner: &mut Inner) -> Room {
-        let victim = inner
+    /// Closes the idle connection that matters least (see the module comment); with
+    /// `even_busy`, the busy one silent the longest when none is idle.
+    fn evict_one(inner: &mut Inner, even_busy: bool) -> Room {
+        let idle = inner
             .open
             .iter()
             .filter_map(|(id, s)| s.idle_since.map(|t| ((s.stage, t), *id)))
-            .min();
-        let Some((_, id)) = victim else {
+            .min()
+            .map(|(_, id)| id);
+        let victim = idle.or_else(|| {
+            even_busy
+                .then(|| inner.open.iter().map(|(id, s)| (s.last, *id)).min())
+                .flatten()
+                .map(|(_, id)| id)
+        });
+        let Some(id) = victim else {
             return Room::Full;
         };
         if let Some(slot) = inner.open.remove(&id) {
@@ -157,6 +179,7 @@ impl ConnTable {
     fn set_idle(&self, id: u64, idle: bool) {
         if let Some(slot) = lock(&self.inner).open.get_mut(&id) {
             slot.idle_since = idle.then(Instant::now);
+            slot.last = Instant::now();
             if !idle {
                 slot.stage = Stage::Served;
             }
@@ -166,8 +189,10 @@ impl ConnTable {
     /// Bytes arrived: the idle time starts again, and the connection is no longer silent.
     fn touch(&self, id: u64) {
         if let Some(slot) = lock(&self.inner).open.get_mut(&id) {
+            let now = Instant::now();
+            slot.last = now;
             if slot.idle_since.is_some() {
-                slot.idle_since = Some(Instant::now());
+                slot.idle_since = Some(now);
             }
             slot.stage = slot.stage.max(Stage::Started);
         }
@@ -232,7 +257,7 @@ impl axum::serve::Listener for AdminListener {
         loop {
             match self.inner.accept().await {
                 Ok((stream, addr)) => {
-                    if let Room::Evicted { total, warn: true } = self.table.make_room() {
+                    if let Room::Evicted { total, warn: true } = self.table.make_room_even_busy() {
                         tracing::warn!(
                             "admin: at its {MAX_ADMIN_CONNECTIONS}-connection limit; closed the connection silent the longest ({total} closed so far)"
                         );
@@ -273,8 +298,10 @@ impl axum::serve::Listener for AdminListener {
 
 /// An admin connection: reads end with an error once it is evicted or silent too long (no
 /// byte read or written for the idle timeout). From the first byte of a request until its
-/// answer is written it is busy, never closed for room: someone without the token cannot push
-/// out the library's request in progress.
+/// answer is written it is busy, not closed for room while any connection is idle: someone
+/// without the token cannot push out the library's request in progress with connections that
+/// say nothing. When all 64 are busy the one silent the longest goes (a request in progress
+/// sends its bytes at once; a client that started one and went quiet does not hold the cap).
 pub(crate) struct AdminIo {
     stream: TcpStream,
     handle: ConnHandle,
@@ -322,6 +349,7 @@ impl AsyncRead for AdminIo {
                         this.answering = true;
                         this.handle.busy();
                     }
+                    this.handle.touch();
                     this.active();
                 }
                 Poll::Ready(Ok(()))

@@ -550,3 +550,33 @@ async fn http_1_0_with_transfer_encoding_is_closed_after_the_answer() {
         other => panic!("the connection stayed open: {other:?}"),
     }
 }
+
+/// Admin connections inside a request are not closed for room while others are idle, but they
+/// do not lift the cap: 100 connections that each sent one byte (all "in a request") still
+/// leave room for the library, the one silent the longest going first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_connections_that_each_sent_a_byte_do_not_lift_the_cap() {
+    raise_fd_limit(8192);
+    let fake = Fake::start(FakeConfig::default().admin("127.0.0.1:0".parse().unwrap()))
+        .await
+        .unwrap();
+    let admin = fake.admin_addr().unwrap();
+    let token = fake.admin_token().unwrap().to_owned();
+    let mut started = Vec::new();
+    for _ in 0..100 {
+        let mut s = TcpStream::connect(admin).await.unwrap();
+        s.write_all(b"G").await.unwrap();
+        started.push(s);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let req = format!(
+        "GET /__admin/served HTTP/1.1\r\nHost: {admin}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    );
+    let r = response(exchange(admin, req.as_bytes(), Duration::from_secs(2)).await);
+    assert_eq!(r.status, 200, "{}", r.text());
+    match read_outcome(&mut started[0], Duration::from_millis(500)).await {
+        Outcome::Eof(_) | Outcome::Reset => {}
+        other => panic!("101 admin connections open on a cap of 64: {other:?}"),
+    }
+}
