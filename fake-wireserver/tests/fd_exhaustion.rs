@@ -16,7 +16,7 @@ use common::{Outcome, exchange, goalstate_get};
 async fn out_of_descriptors_the_longest_idle_connection_makes_room() {
     use rustix::process::{Resource, getrlimit, setrlimit};
     let mut limit = getrlimit(Resource::Nofile);
-    limit.current = Some(1024);
+    limit.current = Some(limit.maximum.map_or(1024, |m| m.min(1024)));
     setrlimit(Resource::Nofile, limit).unwrap();
 
     let fake = Fake::start(FakeConfig::default()).await.unwrap();
