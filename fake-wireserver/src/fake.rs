@@ -272,12 +272,16 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
     // instead of closing an idle connection (crate::fdlimit).
     let soft = crate::fdlimit::soft_limit();
     let cap = crate::fdlimit::listener_cap(config.max_connections.max(1), count, soft);
+    // Once per process: wirecheck starts a fake per case.
+    static LOWERED: std::sync::Once = std::sync::Once::new();
     if cap < config.max_connections {
-        tracing::warn!(
-            "open-file limit {}: each agent listener holds at most {cap} connections (not {})",
-            soft.unwrap_or(0),
-            config.max_connections
-        );
+        LOWERED.call_once(|| {
+            tracing::warn!(
+                "open-file limit {}: each agent listener holds at most {cap} connections (not {})",
+                soft.unwrap_or(0),
+                config.max_connections
+            );
+        });
     }
     for (kind, listener) in agent_listeners {
         let Some(listener) = listener else { continue };
