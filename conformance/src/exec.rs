@@ -575,11 +575,13 @@ pub async fn run(inv: &Invocation) -> Finished {
             }
         };
         let confine = confine.clone();
-        // SAFETY: between fork and exec the hook only makes system calls (setns, unshare,
-        // mount, fork, waitpid, write, _exit: no allocation, no lock).
+        // SAFETY: between fork and exec the hook only makes system calls (setrlimit, setns,
+        // unshare, mount, fork, waitpid, write, _exit: no allocation, no lock).
         unsafe {
             cmd.pre_exec(move || {
                 use std::os::fd::AsRawFd as _;
+                // The limit the agent would have had without wirecheck's raise (setrlimit only).
+                fake_wireserver::fdlimit::restore_for_child();
                 let contain = || -> std::io::Result<()> {
                     if let Some(ns) = &netns {
                         ns.enter()?;

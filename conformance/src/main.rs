@@ -6,5 +6,8 @@ use clap::Parser as _;
 use conformance::cli::{Cli, dispatch};
 
 fn main() -> ExitCode {
+    // Every run's fakes are in this process, each agent listener up to 1,024 connections; agents
+    // get the original soft limit back (`fdlimit::restore_for_child` in exec).
+    fake_wireserver::fdlimit::raise_to_hard_limit();
     dispatch(Cli::parse())
 }

@@ -637,3 +637,85 @@ reason = "sends its own content type and state; no KVP"
         stdout(&strict)
     );
 }
+
+/// Every file's text under `dir`, concatenated (the run's artifacts hold the agent's output).
+fn all_text(dir: &Path) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            text.push_str(&all_text(&path));
+        } else if let Ok(t) = std::fs::read_to_string(&path) {
+            text.push_str(&t);
+        }
+    }
+    text
+}
+
+/// Issue 13 review: wirecheck runs every fake in its own process, each agent listener up to
+/// 1,024 connections, so it raises its soft open-file limit to the hard one; the agents it runs
+/// get the soft limit they would have had without it.
+#[test]
+fn wirecheck_raises_its_open_file_limit_and_agents_get_the_original() {
+    let dir = tempfile::tempdir().unwrap();
+    write_files(
+        dir.path(),
+        &[(
+            "scenarios/q.toml",
+            "id = \"q.in-progress\"\ntitle = \"t\"\nchecks = [\"behaviour.exit\"]\n[agent]\naction = \"in-progress\"\n",
+        )],
+    );
+    let agent = r#"sh -c 'echo "soft limit $(ulimit -Sn)"; sleep 1'"#;
+    let mut child = std::process::Command::new("prlimit")
+        .arg("--nofile=1024:4096")
+        .arg(runner_support::wirecheck_path())
+        .args([
+            "run",
+            "--quiet",
+            "--scenarios",
+            "scenarios",
+            "--agent-cmd",
+            agent,
+        ])
+        .args(["--out", "out"])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // prlimit execs wirecheck in place: the child's pid is wirecheck's.
+    let limits = format!("/proc/{}/limits", child.id());
+    let mut raised = None;
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_secs(30) {
+        // Once prlimit has set the limit and exec'd wirecheck.
+        let comm = std::fs::read_to_string(format!("/proc/{}/comm", child.id()));
+        if comm.is_ok_and(|c| c.trim() == "wirecheck")
+            && let Ok(text) = std::fs::read_to_string(&limits)
+            && let Some(line) = text.lines().find(|l| l.starts_with("Max open files"))
+        {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields[3] != "1024" {
+                raised = Some(line.to_owned());
+            }
+        }
+        if raised.is_some() || child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "the case fails: the agent reports nothing"
+    );
+    let raised = raised.expect("wirecheck kept the soft limit of 1024");
+    assert!(raised.contains("4096"), "{raised}");
+    let text = all_text(&dir.path().join("out"));
+    assert!(
+        text.contains("soft limit 1024"),
+        "the agent's soft limit: {text:.2000}"
+    );
+}

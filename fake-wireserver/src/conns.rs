@@ -1,11 +1,17 @@
 //! The open connections of one agent listener, so that a flood of idle connections cannot
-//! starve agents: the listener holds at most `cap`, and at the cap the connection idle the
-//! longest is closed to make room for the new one.
+//! starve agents: the listener holds at most `cap`, and at the cap (or when the process is out
+//! of descriptors) an idle connection is closed to make room for the new one.
 //!
 //! "Idle" means the fake is waiting for (or still reading) a request on it: the client has not
 //! sent a complete request. A connection whose request is being answered — including a
 //! scripted `hang` or `delay` — is busy and is never closed for room; when every connection is
 //! busy the listener waits for one to end, as before.
+//!
+//! Which idle connection goes first: one that never sent a byte, then one inside its first
+//! request, then one that has completed a request (an agent between two keep-alive requests);
+//! within each, the one silent the longest (idle time counts from the last byte read). So a
+//! flood of new connections closes its own connections first, not an agent's slow head or
+//! keep-alive connection.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -39,9 +45,23 @@ struct Inner {
 }
 
 struct Slot {
-    /// `Some(since)` while waiting for or reading a request.
+    /// `Some(last byte read, or start of waiting)` while waiting for or reading a request.
     idle_since: Option<Instant>,
+    /// The last byte read (or registration), idle or busy.
+    last: Instant,
+    stage: Stage,
     evict: Arc<Notify>,
+}
+
+/// How far a connection has got; the lower stages are closed for room first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    /// Not a byte yet.
+    Silent,
+    /// Inside its first request.
+    Started,
+    /// Has completed a request.
+    Served,
 }
 
 /// What [`ConnTable::make_room`] did.
@@ -83,6 +103,8 @@ impl ConnTable {
             id,
             Slot {
                 idle_since: Some(Instant::now()),
+                last: Instant::now(),
+                stage: Stage::Silent,
                 evict: evict.clone(),
             },
         );
@@ -93,19 +115,48 @@ impl ConnTable {
         }
     }
 
-    /// Before a new connection is registered: at the cap, tells the longest-idle connection to
-    /// close (it leaves the table at once, so the count stays at the cap).
+    /// Before a new connection is registered: at the cap, tells an idle connection to close
+    /// (it leaves the table at once, so the count stays at the cap).
     pub(crate) fn make_room(&self) -> Room {
         let mut inner = lock(&self.inner);
         if inner.open.len() < self.cap {
             return Room::Free;
         }
-        let oldest = inner
+        Self::evict_one(&mut inner, false)
+    }
+
+    /// Like [`ConnTable::make_room`], but when every connection is busy the one silent the
+    /// longest goes: for the admin listener, whose connections are busy from a request's first
+    /// byte (a client can start a request and never finish it) and which cannot wait.
+    pub(crate) fn make_room_even_busy(&self) -> Room {
+        let mut inner = lock(&self.inner);
+        if inner.open.len() < self.cap {
+            return Room::Free;
+        }
+        Self::evict_one(&mut inner, true)
+    }
+
+    /// Out of descriptors below the cap: tells an idle connection to close, whatever the count.
+    pub(crate) fn shed(&self) -> Room {
+        Self::evict_one(&mut lock(&self.inner), false)
+    }
+
+    /// Closes the idle connection that matters least (see the module comment); with
+    /// `even_busy`, the busy one silent the longest when none is idle.
+    fn evict_one(inner: &mut Inner, even_busy: bool) -> Room {
+        let idle = inner
             .open
             .iter()
-            .filter_map(|(id, s)| s.idle_since.map(|t| (t, *id)))
-            .min();
-        let Some((_, id)) = oldest else {
+            .filter_map(|(id, s)| s.idle_since.map(|t| ((s.stage, t), *id)))
+            .min()
+            .map(|(_, id)| id);
+        let victim = idle.or_else(|| {
+            even_busy
+                .then(|| inner.open.iter().map(|(id, s)| (s.last, *id)).min())
+                .flatten()
+                .map(|(_, id)| id)
+        });
+        let Some(id) = victim else {
             return Room::Full;
         };
         if let Some(slot) = inner.open.remove(&id) {
@@ -128,6 +179,22 @@ impl ConnTable {
     fn set_idle(&self, id: u64, idle: bool) {
         if let Some(slot) = lock(&self.inner).open.get_mut(&id) {
             slot.idle_since = idle.then(Instant::now);
+            slot.last = Instant::now();
+            if !idle {
+                slot.stage = Stage::Served;
+            }
+        }
+    }
+
+    /// Bytes arrived: the idle time starts again, and the connection is no longer silent.
+    fn touch(&self, id: u64) {
+        if let Some(slot) = lock(&self.inner).open.get_mut(&id) {
+            let now = Instant::now();
+            slot.last = now;
+            if slot.idle_since.is_some() {
+                slot.idle_since = Some(now);
+            }
+            slot.stage = slot.stage.max(Stage::Started);
         }
     }
 }
@@ -148,6 +215,11 @@ impl ConnHandle {
     /// A complete request is being answered: never closed for room.
     pub(crate) fn busy(&self) {
         self.table.set_idle(self.id, false);
+    }
+
+    /// Bytes of a request arrived (every read: a slow head is not idle).
+    pub(crate) fn touch(&self) {
+        self.table.touch(self.id);
     }
 
     /// Completes when the listener closes this connection for room (a permit is kept, so a
@@ -185,7 +257,7 @@ impl axum::serve::Listener for AdminListener {
         loop {
             match self.inner.accept().await {
                 Ok((stream, addr)) => {
-                    if let Room::Evicted { total, warn: true } = self.table.make_room() {
+                    if let Room::Evicted { total, warn: true } = self.table.make_room_even_busy() {
                         tracing::warn!(
                             "admin: at its {MAX_ADMIN_CONNECTIONS}-connection limit; closed the connection silent the longest ({total} closed so far)"
                         );
@@ -198,13 +270,22 @@ impl axum::serve::Listener for AdminListener {
                         evicted,
                         idle: Box::pin(tokio::time::sleep(self.idle_timeout)),
                         idle_timeout: self.idle_timeout,
+                        answering: false,
+                        wrote: false,
                     };
                     return (io, addr);
                 }
-                // EMFILE and friends: back off instead of spinning.
+                // Out of descriptors: close an idle connection (its socket goes when its task
+                // next polls it), else back off instead of spinning.
                 Err(e) => {
-                    tracing::warn!("admin accept: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    let shed = crate::fdlimit::out_of_descriptors(&e)
+                        && matches!(self.table.shed(), Room::Evicted { .. });
+                    if shed {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    } else {
+                        tracing::warn!("admin accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
                 }
             }
         }
@@ -215,13 +296,30 @@ impl axum::serve::Listener for AdminListener {
     }
 }
 
-/// An admin connection: reads end with an error once it is evicted or silent too long.
+/// An admin connection: reads end with an error once it is evicted or silent too long (no
+/// byte read or written for the idle timeout). From the first byte of a request until its
+/// answer is written it is busy, not closed for room while any connection is idle: someone
+/// without the token cannot push out the library's request in progress with connections that
+/// say nothing. When all 64 are busy the one silent the longest goes (a request in progress
+/// sends its bytes at once; a client that started one and went quiet does not hold the cap).
 pub(crate) struct AdminIo {
     stream: TcpStream,
     handle: ConnHandle,
     evicted: Pin<Box<OwnedNotified>>,
     idle: Pin<Box<Sleep>>,
     idle_timeout: Duration,
+    /// A request has begun and its answer is not written yet.
+    answering: bool,
+    /// Bytes were written since the last read (the answer): the next read waits for a new
+    /// request.
+    wrote: bool,
+}
+
+impl AdminIo {
+    fn active(&mut self) {
+        let next = tokio::time::Instant::now() + self.idle_timeout;
+        self.idle.as_mut().reset(next);
+    }
 }
 
 impl AsyncRead for AdminIo {
@@ -237,13 +335,22 @@ impl AsyncRead for AdminIo {
                 "closed to make room: the admin listener is at its connection limit",
             )));
         }
+        if this.wrote {
+            // The answer is out: waiting for the next request, closable for room again.
+            this.wrote = false;
+            this.answering = false;
+            this.handle.idle();
+        }
         let before = buf.filled().len();
         match Pin::new(&mut this.stream).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
                 if buf.filled().len() > before {
-                    this.handle.idle();
-                    let next = tokio::time::Instant::now() + this.idle_timeout;
-                    this.idle.as_mut().reset(next);
+                    if !this.answering {
+                        this.answering = true;
+                        this.handle.busy();
+                    }
+                    this.handle.touch();
+                    this.active();
                 }
                 Poll::Ready(Ok(()))
             }
@@ -261,7 +368,15 @@ impl AsyncWrite for AdminIo {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.stream).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = polled
+            && n > 0
+        {
+            this.wrote = true;
+            this.active();
+        }
+        polled
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.stream).poll_flush(cx)
@@ -274,7 +389,15 @@ impl AsyncWrite for AdminIo {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        if let Poll::Ready(Ok(n)) = polled
+            && n > 0
+        {
+            this.wrote = true;
+            this.active();
+        }
+        polled
     }
     fn is_write_vectored(&self) -> bool {
         self.stream.is_write_vectored()
@@ -323,6 +446,32 @@ mod tests {
         assert!(futures_now(c.evicted()));
         drop(b);
         assert_eq!(table.make_room(), Room::Free);
+    }
+
+    #[test]
+    fn silent_connections_go_first_then_started_then_served() {
+        let table = ConnTable::new(3);
+        let served = table.register();
+        served.busy();
+        served.idle();
+        std::thread::sleep(Duration::from_millis(2));
+        let started = table.register();
+        started.touch();
+        std::thread::sleep(Duration::from_millis(2));
+        let silent = table.register();
+        let evicted = |h: &ConnHandle| futures_now(h.evicted());
+        assert!(matches!(table.make_room(), Room::Evicted { .. }));
+        assert!(evicted(&silent) && !evicted(&started) && !evicted(&served));
+        // A byte refreshes the idle time: the one silent longer goes first among equals.
+        let later = table.register();
+        later.touch();
+        std::thread::sleep(Duration::from_millis(2));
+        started.touch();
+        assert!(matches!(table.make_room(), Room::Evicted { .. }));
+        assert!(evicted(&later) && !evicted(&started));
+        // Out of descriptors, below the cap: the same order.
+        assert!(matches!(table.shed(), Room::Evicted { .. }));
+        assert!(evicted(&started) && !evicted(&served));
     }
 
     /// Whether a notification is ready without waiting.

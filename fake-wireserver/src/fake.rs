@@ -24,9 +24,11 @@ pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default deadline for the rest of a request head once its first byte arrived (slowloris).
 pub const DEFAULT_HEAD_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default cap on open connections per agent listener. At the cap, the connection idle the
-/// longest (waiting for, or inside, a request head) is closed to make room; connections whose
-/// request is being answered are never closed for room.
+/// Default cap on open connections per agent listener. At the cap, an idle connection (waiting
+/// for, or inside, a request) is closed to make room — first one that never sent a byte, then
+/// one inside its first request, then a keep-alive one, each the longest silent first;
+/// connections whose request is being answered are never closed for room. Lowered to fit the
+/// open-file limit ([`crate::fdlimit::listener_cap`]); the binaries raise that limit first.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// How to run a fake. `FakeConfig::default()`: wireserver and IMDS on ephemeral `127.0.0.1`
@@ -240,7 +242,6 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
             read_timeout: config.read_timeout,
             head_timeout: config.head_timeout,
         },
-        max_connections: config.max_connections.max(1),
     });
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let mut tasks = Vec::new();
@@ -260,12 +261,29 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
                     source,
                 })
         };
-    for (kind, listener) in [
+    let agent_listeners = [
         (ListenerKind::Wireserver, listeners.wireserver),
         (ListenerKind::Imds, listeners.imds),
         (ListenerKind::HostPlugin, listeners.hostplugin),
         (ListenerKind::Proxy, listeners.proxy),
-    ] {
+    ];
+    let count = agent_listeners.iter().filter(|(_, l)| l.is_some()).count();
+    // Descriptors run out before the cap under a low open-file limit: `accept` would fail
+    // instead of closing an idle connection (crate::fdlimit).
+    let soft = crate::fdlimit::soft_limit();
+    let cap = crate::fdlimit::listener_cap(config.max_connections.max(1), count, soft);
+    // Once per process: wirecheck starts a fake per case.
+    static LOWERED: std::sync::Once = std::sync::Once::new();
+    if cap < config.max_connections {
+        LOWERED.call_once(|| {
+            tracing::warn!(
+                "open-file limit {}: each agent listener holds at most {cap} connections (not {})",
+                soft.unwrap_or(0),
+                config.max_connections
+            );
+        });
+    }
+    for (kind, listener) in agent_listeners {
         let Some(listener) = listener else { continue };
         let listener = to_tokio(kind.name(), listener)?;
         let addr = listener
@@ -284,6 +302,7 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
             shared.clone(),
             kind,
             listener,
+            cap,
             shutdown_rx.clone(),
         )));
     }

@@ -5,7 +5,9 @@
 //! not silently answered by a library. Every buffer is bounded: the head (request line and
 //! header fields together) by [`Limits::max_head`] and [`MAX_HEADERS`], the body by
 //! [`Limits::max_body`], chunk extensions by [`MAX_CHUNK_EXT`], the trailer section like a head;
-//! a request head by [`Limits::head_timeout`] once it has begun; every read by a deadline.
+//! a request head by [`Limits::head_timeout`] once it has begun, its body by
+//! [`Limits::read_timeout`] from the end of the head; every read by a deadline. A head, chunk
+//! size line or trailer dribbled a byte at a time is not rescanned from its start per byte.
 //! Message framing is read strictly (RFC 9112 §6.3): one `Transfer-Encoding: chunked` or one
 //! all-digit `Content-Length`, never both; anything else is a malformed request (400, closed).
 
@@ -14,14 +16,16 @@ use std::time::{Duration, Instant};
 use axum::body::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::Notify;
+
+use crate::conns::ConnHandle;
 
 /// Bounds for one connection.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
     pub max_head: usize,
     pub max_body: usize,
-    /// Deadline for reading one request (and for an idle keep-alive connection).
+    /// Deadline for the first byte of a request (an idle keep-alive connection), and for a
+    /// request's body once its head is complete.
     pub read_timeout: Duration,
     /// Deadline for the rest of a request head once its first byte arrived (slowloris: a
     /// client dribbling a head must not hold a connection for the whole `read_timeout`).
@@ -49,10 +53,13 @@ impl Request {
             .map(|(_, v)| v.as_str())
     }
 
-    /// Whether the client allows the connection to stay open after this exchange.
+    /// Whether the client allows the connection to stay open after this exchange. An HTTP/1.0
+    /// request with Transfer-Encoding has faulty framing (RFC 9112 §6.1): closed after the
+    /// answer, whatever its Connection header says.
     pub(crate) fn keep_alive(&self) -> bool {
         let conn = self.header("connection").map(str::to_ascii_lowercase);
         match self.http_version {
+            "HTTP/1.0" if self.header("transfer-encoding").is_some() => false,
             "HTTP/1.0" => conn.is_some_and(|c| c.contains("keep-alive")),
             _ => !conn.is_some_and(|c| c.contains("close")),
         }
@@ -92,6 +99,25 @@ pub(crate) const MAX_HEADERS: usize = 128;
 /// Bytes of chunk extensions (and padding around chunk sizes) in one chunked body (more → 400);
 /// hyper's limit. The chunk data itself is bounded by [`Limits::max_body`].
 pub(crate) const MAX_CHUNK_EXT: usize = 16 * 1024;
+
+/// Parses of a request head tried on every read before waiting for line ends.
+const EAGER_PARSES: u32 = 8;
+
+/// Bytes handed to the head parser and the line searches on this thread (tests: the work
+/// stays linear in the bytes received).
+#[cfg(test)]
+pub(crate) mod scanned {
+    use std::cell::Cell;
+    thread_local! {
+        static SCANNED: Cell<usize> = const { Cell::new(0) };
+    }
+    pub(crate) fn add(n: usize) {
+        SCANNED.with(|c| c.set(c.get() + n));
+    }
+    pub(crate) fn take() -> usize {
+        SCANNED.with(|c| c.replace(0))
+    }
+}
 
 /// How the body of a request is delimited (RFC 9112 §6.3).
 enum Framing {
@@ -146,24 +172,36 @@ fn framing(headers: &[(String, String)]) -> Result<Framing, String> {
     }
 }
 
-/// Reads one request. `buf` carries bytes already received (pipelining) across calls. A
-/// notice on `evict` (the listener needs room) ends the read like a timeout.
+/// Reads one request. `buf` carries bytes already received (pipelining) across calls. Every
+/// read marks `conn` active; a notice that the listener needs room ends the read like a
+/// timeout.
 pub(crate) async fn read_request(
     stream: &mut TcpStream,
     buf: &mut Vec<u8>,
     limits: Limits,
-    evict: &Notify,
+    conn: &ConnHandle,
 ) -> Result<Request, ReadError> {
     let mut deadline = tokio::time::Instant::now() + limits.read_timeout;
     let mut head_started = false;
+    // Bytes of `buf` already looked at for a line end, and parses so far: a head dribbled a
+    // byte at a time is parsed again only when a line ends (after the first few reads, which
+    // catch garbage early), not once per byte over up to 64 KiB.
+    let mut seen = 0usize;
+    let mut parses = 0u32;
 
     // 1. The head.
     let (head_len, mut req) = loop {
-        if !head_started && !buf.iter().all(u8::is_ascii_whitespace) {
+        let fresh = &buf[seen.min(buf.len())..];
+        if !head_started && !fresh.iter().all(u8::is_ascii_whitespace) {
             head_started = true;
             deadline = deadline.min(tokio::time::Instant::now() + limits.head_timeout);
         }
-        if !buf.is_empty() {
+        let line_ended = fresh.contains(&b'\n');
+        seen = buf.len();
+        if !buf.is_empty() && (line_ended || parses < EAGER_PARSES || buf.len() > limits.max_head) {
+            parses += 1;
+            #[cfg(test)]
+            scanned::add(buf.len());
             // Uninitialised slots: no 4 KiB of zeroing per request.
             let mut headers = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
             let mut parsed = httparse::Request::new(&mut []);
@@ -213,7 +251,7 @@ pub(crate) async fn read_request(
                 }
             }
         }
-        match read_more(stream, buf, deadline, limits.max_head + 1, evict).await {
+        match read_more(stream, buf, deadline, limits.max_head + 1, conn).await {
             Ok(true) => {}
             Ok(false) if buf.iter().all(u8::is_ascii_whitespace) => return Err(ReadError::Idle),
             Ok(false) => {
@@ -234,6 +272,9 @@ pub(crate) async fn read_request(
         }
     };
     buf.drain(..head_len);
+    // The body has time of its own (a slow but progressing body of an allowed size is not cut
+    // off by what is left of the head's deadline), bounded like one request.
+    let deadline = tokio::time::Instant::now() + limits.read_timeout;
 
     let partial = |req: &Request, body: Vec<u8>| Partial {
         method: req.method.clone(),
@@ -264,9 +305,22 @@ pub(crate) async fn read_request(
         let mut body = Vec::new();
         let mut ext_bytes = 0usize;
         loop {
-            // Chunk size line.
+            // Chunk size line, parsed again only once a line end arrived (a dribbled line of
+            // padding or extensions is not rescanned per byte).
+            let mut seen = 0usize;
             let (size, used) = loop {
-                match httparse::parse_chunk_size(buf) {
+                let line_ended = buf[seen.min(buf.len())..].contains(&b'\n');
+                seen = buf.len();
+                #[cfg(test)]
+                if line_ended {
+                    scanned::add(buf.len());
+                }
+                let parsed = if line_ended {
+                    httparse::parse_chunk_size(buf)
+                } else {
+                    Ok(httparse::Status::Partial)
+                };
+                match parsed {
                     Ok(httparse::Status::Complete((used, size))) => break (size, used),
                     Ok(httparse::Status::Partial) => {
                         if buf.len() > limits.max_head {
@@ -284,7 +338,7 @@ pub(crate) async fn read_request(
                     }
                 }
                 if !matches!(
-                    read_more(stream, buf, deadline, limits.max_head + 1, evict).await,
+                    read_more(stream, buf, deadline, limits.max_head + 1, conn).await,
                     Ok(true)
                 ) {
                     return Err(ReadError::Incomplete {
@@ -317,10 +371,7 @@ pub(crate) async fn read_request(
             let need = size as usize + 2; // data + CRLF
             while buf.len() < need {
                 let want = need - buf.len();
-                if !matches!(
-                    read_more(stream, buf, deadline, want, evict).await,
-                    Ok(true)
-                ) {
+                if !matches!(read_more(stream, buf, deadline, want, conn).await, Ok(true)) {
                     body.extend_from_slice(&buf[..buf.len().min(size as usize)]);
                     return Err(ReadError::Incomplete {
                         reason: "connection closed or timed out inside a chunk".into(),
@@ -340,8 +391,19 @@ pub(crate) async fn read_request(
         // Trailer section: lines until an empty line, bounded like a head (bytes and fields).
         let mut trailer_bytes = 0usize;
         let mut trailer_fields = 0usize;
+        // Bytes of `buf` already searched for CRLF (one byte back: a CR may end a read).
+        let mut searched = 0usize;
         loop {
-            if let Some(pos) = buf.windows(2).position(|w| w == b"\r\n") {
+            let from = searched.saturating_sub(1);
+            #[cfg(test)]
+            scanned::add(buf.len() - from.min(buf.len()));
+            let found = buf[from.min(buf.len())..]
+                .windows(2)
+                .position(|w| w == b"\r\n")
+                .map(|p| p + from);
+            searched = buf.len();
+            if let Some(pos) = found {
+                searched = 0;
                 let empty = pos == 0;
                 buf.drain(..pos + 2);
                 if empty {
@@ -362,7 +424,7 @@ pub(crate) async fn read_request(
                 });
             }
             if !matches!(
-                read_more(stream, buf, deadline, limits.max_head + 1, evict).await,
+                read_more(stream, buf, deadline, limits.max_head + 1, conn).await,
                 Ok(true)
             ) {
                 return Err(ReadError::Incomplete {
@@ -388,10 +450,7 @@ pub(crate) async fn read_request(
         }
         while buf.len() < len {
             let want = len - buf.len();
-            if !matches!(
-                read_more(stream, buf, deadline, want, evict).await,
-                Ok(true)
-            ) {
+            if !matches!(read_more(stream, buf, deadline, want, conn).await, Ok(true)) {
                 let got = buf.split_off(0);
                 return Err(ReadError::Incomplete {
                     reason: format!(
@@ -414,7 +473,7 @@ async fn read_more(
     buf: &mut Vec<u8>,
     deadline: tokio::time::Instant,
     max: usize,
-    evict: &Notify,
+    conn: &ConnHandle,
 ) -> Result<bool, String> {
     // At most 8 KiB per read, straight into `buf`'s spare capacity (no zeroed scratch buffer).
     let want = max.clamp(1, 8192);
@@ -422,7 +481,7 @@ async fn read_more(
     let mut limited = (&mut *stream).take(want as u64);
     let read = tokio::select! {
         read = tokio::time::timeout_at(deadline, limited.read_buf(buf)) => read,
-        () = evict.notified() => {
+        () = conn.evicted().notified() => {
             return Err("closed to make room: the listener is at its connection limit".into());
         }
     };
@@ -430,7 +489,10 @@ async fn read_more(
         Err(_) => Err("read timed out".into()),
         Ok(Err(e)) => Err(e.to_string()),
         Ok(Ok(0)) => Ok(false),
-        Ok(Ok(_)) => Ok(true),
+        Ok(Ok(_)) => {
+            conn.touch();
+            Ok(true)
+        }
     }
 }
 
@@ -596,6 +658,68 @@ mod tests {
         out.write_to(&mut server, close, head_only).await.unwrap();
         drop(server);
         String::from_utf8(reader.await.unwrap()).unwrap()
+    }
+
+    /// Bytes scanned to read `head` then `tail`, the tail sent a byte at a time (each its own
+    /// read: the client yields after every byte on this one-thread runtime).
+    async fn scanned_reading_dribbled(head: &[u8], tail: Vec<u8>) -> (usize, usize) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        client.set_nodelay(true).unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        client.write_all(head).await.unwrap();
+        let sent = head.len() + tail.len();
+        let writer = tokio::spawn(async move {
+            for byte in tail {
+                client.write_all(&[byte]).await.unwrap();
+                tokio::task::yield_now().await;
+            }
+            client
+        });
+        let table = crate::conns::ConnTable::new(4);
+        let conn = table.register();
+        let limits = Limits {
+            max_head: 64 * 1024,
+            max_body: 1024 * 1024,
+            read_timeout: Duration::from_secs(20),
+            head_timeout: Duration::from_secs(20),
+        };
+        scanned::take();
+        let mut buf = Vec::new();
+        let req = read_request(&mut server, &mut buf, limits, &conn).await;
+        assert!(req.is_ok(), "{req:?}");
+        let _client = writer.await.unwrap();
+        (scanned::take(), sent)
+    }
+
+    /// Issue 13 review: a head or trailer dribbled a byte at a time is not rescanned from its
+    /// start on every read (quadratic CPU, up to 64 KiB per request).
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_dribbled_head_or_trailer_costs_linear_work() {
+        let pad = "a".repeat(4000);
+        let head = format!("GET / HTTP/1.1\r\nHost: x\r\nX-Pad: {pad}\r\n\r\n");
+        let (scanned, sent) = scanned_reading_dribbled(b"", head.into_bytes()).await;
+        assert!(
+            scanned < 8 * sent,
+            "head: {scanned} bytes scanned for {sent}"
+        );
+
+        let head = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let tail = format!("1\r\nz\r\n0\r\nX-Pad: {pad}\r\n\r\n");
+        let (scanned, sent) = scanned_reading_dribbled(head, tail.into_bytes()).await;
+        assert!(
+            scanned < 8 * sent,
+            "trailer: {scanned} bytes scanned for {sent}"
+        );
+
+        let tail = format!("1;{pad}\r\nz\r\n0\r\n\r\n");
+        let (scanned, sent) = scanned_reading_dribbled(head, tail.into_bytes()).await;
+        assert!(
+            scanned < 8 * sent,
+            "chunk size line: {scanned} bytes scanned for {sent}"
+        );
     }
 
     #[tokio::test]

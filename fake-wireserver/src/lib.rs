@@ -101,6 +101,7 @@ pub mod endpoint;
 mod engine;
 pub mod expect;
 mod fake;
+pub mod fdlimit;
 pub mod files;
 pub mod hostplugin;
 mod http1;

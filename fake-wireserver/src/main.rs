@@ -213,6 +213,8 @@ fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
+    // Each agent listener holds up to 1,024 connections; the usual soft limit is 1,024 in all.
+    fake_wireserver::fdlimit::raise_to_hard_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -61,8 +61,6 @@ pub(crate) struct Shared {
     pub journal: Mutex<Journal>,
     pub engine: Mutex<EngineSlot>,
     pub limits: Limits,
-    /// Open connections per agent listener (see [`crate::conns`]).
-    pub max_connections: usize,
 }
 
 /// The engine plus the documents it serves (shared cheaply with the routers).
@@ -111,17 +109,43 @@ pub(crate) async fn accept_loop(
     shared: Arc<Shared>,
     kind: ListenerKind,
     listener: TcpListener,
+    cap: usize,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let table = ConnTable::new(shared.max_connections);
+    let table = ConnTable::new(cap);
     let mut connections = JoinSet::new();
     loop {
         while connections.try_join_next().is_some() {}
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
+                Err(e) if crate::fdlimit::out_of_descriptors(&e) => {
+                    // Out of descriptors below the cap (several fakes in one process, or a
+                    // low limit): close an idle connection and wait for its socket to go,
+                    // rather than retrying until someone else lets go.
+                    match table.shed() {
+                        Room::Evicted { total, warn } => {
+                            if warn {
+                                tracing::warn!(
+                                    "{}: out of file descriptors ({e}); closed an idle connection to make room ({total} closed so far)",
+                                    kind.name()
+                                );
+                            }
+                            let _ = tokio::time::timeout(
+                                Duration::from_millis(100),
+                                connections.join_next(),
+                            )
+                            .await;
+                        }
+                        Room::Free | Room::Full => {
+                            tracing::warn!("{} accept: {e}", kind.name());
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                    }
+                    continue;
+                }
                 Err(e) => {
-                    // EMFILE and friends: back off instead of spinning.
+                    // Other failures: back off instead of spinning.
                     tracing::warn!("{} accept: {e}", kind.name());
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
@@ -195,7 +219,7 @@ async fn serve_connection(
     let mut buf = Vec::new();
     loop {
         handle.idle();
-        match http1::read_request(&mut stream, &mut buf, shared.limits, handle.evicted()).await {
+        match http1::read_request(&mut stream, &mut buf, shared.limits, &handle).await {
             Ok(req) => {
                 handle.busy();
                 let keep_alive = req.keep_alive();

@@ -268,3 +268,66 @@ fn terminal_escapes_in_a_bad_scenario_are_not_printed_raw() {
     );
     assert!(stderr.contains("shared\\u{1b}]0;owned"), "{stderr}");
 }
+
+/// Lets this process hold a few thousand sockets (the client ends of the connections below).
+fn raise_fd_limit(want: u64) {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current.is_some_and(|c| c < want) {
+        limit.current = Some(limit.maximum.map_or(want, |m| m.min(want)));
+        let _ = setrlimit(Resource::Nofile, limit);
+    }
+}
+
+/// Issue 13 review: the shipped binary under the usual 1,024-descriptor limit (soft = hard, so
+/// raising it does not help) with 1,100 idle connections still answers a real request; it
+/// must not run out of descriptors before its connection cap and stall in `accept`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_1024_under_a_1024_descriptor_limit_do_not_starve_the_binary() {
+    raise_fd_limit(8192);
+    let mut child = Running(
+        Command::new("prlimit")
+            .arg("--nofile=1024:1024")
+            .arg(env!("CARGO_BIN_EXE_fake-wireserver"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env_remove("FAKE_WIRESERVER_SCENARIO")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdout = BufReader::new(child.0.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let ready: Value = serde_json::from_str(&line).unwrap();
+    let ws = addr(&ready, "wireserver");
+    let mut idle = Vec::with_capacity(1100);
+    for _ in 0..1100 {
+        idle.push(tokio::net::TcpStream::connect(ws).await.unwrap());
+    }
+    // Let the fake accept what it can.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = std::time::Instant::now();
+    let outcome = exchange(ws, &goalstate_get(), Duration::from_secs(2)).await;
+    let elapsed = started.elapsed();
+    let stderr_of = |mut child: Running| {
+        let _ = child.0.kill();
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut err);
+        err
+    };
+    match outcome {
+        common::Outcome::Response(r) => assert_eq!(r.status, 200),
+        other => panic!(
+            "no answer within 2 s behind 1,100 idle connections under a 1,024-descriptor limit: {other:?} after {elapsed:?}; stderr:\n{}",
+            common::clip(&stderr_of(child))
+        ),
+    }
+    drop(idle);
+    let stderr = stderr_of(child);
+    assert!(
+        !stderr.contains("Too many open files"),
+        "descriptors ran out: {}",
+        common::clip(&stderr)
+    );
+}

@@ -238,41 +238,66 @@ async fn idle_connections_1024_do_not_starve_the_wireserver() {
     drop(idle);
 }
 
+/// At the cap, connections that never sent a byte make room first, then those inside their
+/// first request, each the longest silent first (issue 13 review: a flood must push out its
+/// own connections before an agent's slow head).
 #[tokio::test]
 async fn the_connection_idle_the_longest_makes_room() {
-    let fake = Fake::start(FakeConfig::default().max_connections(8))
+    let fake = Fake::start(FakeConfig::default().max_connections(3))
         .await
         .unwrap();
     let addr = fake.wireserver_addr().unwrap();
-    let mut idle = Vec::new();
-    for _ in 0..8 {
-        idle.push(TcpStream::connect(addr).await.unwrap());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    // One with half a request head: idle too, and journaled when closed.
-    idle[1]
-        .write_all(b"GET /machine/?comp=goalstate HTTP/1.1\r\n")
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    // Each request makes room by closing the oldest idle connection (it ends itself, freeing
-    // its slot, so one more idle connection brings the listener back to its cap).
-    let r = response(exchange(addr, &goalstate_get(), T).await);
-    assert_eq!(r.status, 200);
-    idle.push(TcpStream::connect(addr).await.unwrap());
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let r = response(exchange(addr, &goalstate_get(), T).await);
-    assert_eq!(r.status, 200);
-    for (i, conn) in idle.iter_mut().enumerate() {
+    let pause = || tokio::time::sleep(Duration::from_millis(200));
+    let half = b"GET /machine/?comp=goalstate HTTP/1.1\r\n";
+    let connect = || TcpStream::connect(addr);
+    // a: silent, b: half a head, c: silent.
+    let mut a = connect().await.unwrap();
+    pause().await;
+    let mut b = connect().await.unwrap();
+    b.write_all(half).await.unwrap();
+    pause().await;
+    let mut c = connect().await.unwrap();
+    pause().await;
+    // The oldest silent one goes.
+    assert_eq!(
+        response(exchange(addr, &goalstate_get(), T).await).status,
+        200
+    );
+    pause().await;
+    // d: half a head, newer than b. A silent one still goes before either.
+    let mut d = connect().await.unwrap();
+    d.write_all(half).await.unwrap();
+    pause().await;
+    assert_eq!(
+        response(exchange(addr, &goalstate_get(), T).await).status,
+        200
+    );
+    pause().await;
+    // e: half a head. Only started heads are left: the one silent the longest goes.
+    let mut e = connect().await.unwrap();
+    e.write_all(half).await.unwrap();
+    pause().await;
+    assert_eq!(
+        response(exchange(addr, &goalstate_get(), T).await).status,
+        200
+    );
+    for (name, conn, closed) in [
+        ("a", &mut a, true),
+        ("c", &mut c, true),
+        ("b", &mut b, true),
+        ("d", &mut d, false),
+        ("e", &mut e, false),
+    ] {
         let outcome = read_outcome(conn, Duration::from_millis(300)).await;
-        match (i, outcome) {
-            (0 | 1, Outcome::Eof(bytes)) => assert!(bytes.is_empty()),
-            (2.., Outcome::TimedOut(bytes)) => assert!(bytes.is_empty()),
-            (i, other) => panic!("connection {i}: {other:?}"),
+        match (closed, outcome) {
+            (true, Outcome::Eof(bytes)) | (false, Outcome::TimedOut(bytes)) => {
+                assert!(bytes.is_empty(), "{name}")
+            }
+            (_, other) => panic!("connection {name}: {other:?}"),
         }
     }
     let journal = fake.journal();
-    assert_eq!(journal.len(), 3, "{journal:?}");
+    assert_eq!(journal.len(), 4, "{journal:?}");
     let half = journal
         .iter()
         .find(|e| e.findings.iter().any(|f| f.id == "http.incomplete"))
@@ -282,6 +307,77 @@ async fn the_connection_idle_the_longest_makes_room() {
         "{:?}",
         half.findings
     );
+}
+
+/// Issue 13 review: an attacker opening connections as fast as it can (each closes an idle
+/// one at the cap) must not push out an agent dribbling its head within the head timeout, nor
+/// one idling on keep-alive between two requests: a silent connection goes first, and idle
+/// time counts from the last byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_flood_does_not_close_a_slow_head_or_a_keep_alive_agent() {
+    let fake = Fake::start(FakeConfig::default().max_connections(8))
+        .await
+        .unwrap();
+    let addr = fake.wireserver_addr().unwrap();
+    let keep_alive_get = b"GET /machine/?comp=goalstate HTTP/1.1\r\nHost: 168.63.129.16\r\nx-ms-version: 2012-11-30\r\n\r\n";
+    // The keep-alive agent's first request, before the flood.
+    let mut polling = TcpStream::connect(addr).await.unwrap();
+    polling.write_all(keep_alive_get).await.unwrap();
+    assert_eq!(response(read_outcome(&mut polling, T).await).status, 200);
+    let mut dribbling = TcpStream::connect(addr).await.unwrap();
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let attacker = std::thread::spawn({
+        let stop = stop.clone();
+        move || {
+            let mut held = std::collections::VecDeque::new();
+            let mut opened = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(s) = std::net::TcpStream::connect(addr) {
+                    held.push_back(s);
+                    opened += 1;
+                }
+                if held.len() > 64 {
+                    held.pop_front();
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            opened
+        }
+    });
+    // The slow agent: its head one byte every 40 ms (about 3 s, within the 10 s head timeout).
+    let head = goalstate_get();
+    let started = Instant::now();
+    for byte in &head {
+        dribbling
+            .write_all(&[*byte])
+            .await
+            .unwrap_or_else(|e| panic!("the dribbling agent's connection was closed: {e}"));
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    let slow = read_outcome(&mut dribbling, T).await;
+    // The keep-alive agent's second request, after 3 s idle under the flood.
+    let second = match polling.write_all(keep_alive_get).await {
+        Ok(()) => read_outcome(&mut polling, T).await,
+        Err(e) => panic!("keep-alive connection gone: {e}"),
+    };
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let opened = attacker.join().unwrap();
+    assert!(
+        opened > 200,
+        "the flood must churn well past the cap: {opened} connections"
+    );
+    match slow {
+        Outcome::Response(r) => assert_eq!(r.status, 200),
+        other => panic!(
+            "the dribbled head was not answered: {other:?} after {:?}",
+            started.elapsed()
+        ),
+    }
+    match second {
+        Outcome::Response(r) => assert_eq!(r.status, 200),
+        other => panic!("the keep-alive agent's second request: {other:?}"),
+    }
 }
 
 #[tokio::test]
@@ -350,5 +446,137 @@ async fn idle_admin_connections_are_capped_and_closed() {
     match read_outcome(last, Duration::from_secs(5)).await {
         Outcome::Eof(_) | Outcome::Reset => {}
         other => panic!("a silent admin connection outlived the read timeout: {other:?}"),
+    }
+}
+
+/// Issue 13 review: an admin request in progress (from its first byte until its answer is
+/// written) is not closed to make room for connections from someone without the token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_request_in_progress_is_not_closed_for_room() {
+    raise_fd_limit(8192);
+    let fake = Fake::start(FakeConfig::default().admin("127.0.0.1:0".parse().unwrap()))
+        .await
+        .unwrap();
+    let admin = fake.admin_addr().unwrap();
+    let token = fake.admin_token().unwrap().to_owned();
+    let mut library = TcpStream::connect(admin).await.unwrap();
+    library
+        .write_all(format!("GET /__admin/served HTTP/1.1\r\nHost: {admin}\r\n").as_bytes())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // 100 connections with nothing to say, on a cap of 64.
+    let mut others = Vec::new();
+    for _ in 0..100 {
+        others.push(TcpStream::connect(admin).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let rest = format!("Authorization: Bearer {token}\r\nConnection: close\r\n\r\n");
+    let sent = library.write_all(rest.as_bytes()).await;
+    let outcome = match sent {
+        Ok(()) => read_outcome(&mut library, Duration::from_secs(2)).await,
+        Err(e) => panic!("the admin request in progress was closed: {e}"),
+    };
+    match outcome {
+        Outcome::Response(r) => assert_eq!(r.status, 200, "{}", r.text()),
+        other => panic!("the admin request in progress was closed for room: {other:?}"),
+    }
+    // The silent ones were closed for room instead: the oldest is gone.
+    match read_outcome(&mut others[0], Duration::from_millis(500)).await {
+        Outcome::Eof(bytes) => assert!(bytes.is_empty()),
+        other => panic!("the oldest silent admin connection is still open: {other:?}"),
+    }
+}
+
+/// Issue 13 review: a body has time of its own after the head; a slow but progressing body of
+/// an allowed size is not cut off by the head's deadline.
+#[tokio::test]
+async fn a_slow_body_is_not_cut_off_by_the_head_deadline() {
+    let fake = Fake::start(FakeConfig::default().head_timeout(Duration::from_secs(1)))
+        .await
+        .unwrap();
+    let mut stream = TcpStream::connect(fake.wireserver_addr().unwrap())
+        .await
+        .unwrap();
+    let body = br#"{"state":"Ready"}"#;
+    stream
+        .write_all(&health_post(
+            &format!("Content-Length: {}\r\n", body.len()),
+            "",
+        ))
+        .await
+        .unwrap();
+    // One byte every 120 ms: about 2 s, twice the head timeout.
+    for byte in body {
+        stream.write_all(&[*byte]).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(120)).await;
+    }
+    let outcome = read_outcome(&mut stream, T).await;
+    assert!(matches!(outcome, Outcome::Response(_)), "{outcome:?}");
+    let journal = fake.journal();
+    assert_eq!(journal.len(), 1, "{journal:?}");
+    assert_eq!(journal[0].body, r#"{"state":"Ready"}"#);
+    assert!(
+        !journal[0]
+            .findings
+            .iter()
+            .any(|f| f.id.starts_with("http.")),
+        "{:?}",
+        journal[0].findings
+    );
+}
+
+/// Issue 13 review: HTTP/1.0 with Transfer-Encoding is faulty framing (RFC 9112 §6.1): the
+/// connection is closed after the answer even when the client asked to keep it open.
+#[tokio::test]
+async fn http_1_0_with_transfer_encoding_is_closed_after_the_answer() {
+    let fake = Fake::start(FakeConfig::default()).await.unwrap();
+    let mut stream = TcpStream::connect(fake.wireserver_addr().unwrap())
+        .await
+        .unwrap();
+    stream
+        .write_all(
+            b"POST /provisioning/health HTTP/1.0\r\nHost: 168.63.129.16\r\nContent-Type: application/json\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+        )
+        .await
+        .unwrap();
+    let r = response(read_outcome(&mut stream, T).await);
+    assert_eq!(r.header("connection"), Some("close"));
+    // And it is closed: nothing more is read from it.
+    let _ = stream.write_all(&goalstate_get()).await;
+    match read_outcome(&mut stream, Duration::from_secs(2)).await {
+        Outcome::Eof(bytes) => assert!(bytes.is_empty()),
+        Outcome::Reset => {}
+        other => panic!("the connection stayed open: {other:?}"),
+    }
+}
+
+/// Admin connections inside a request are not closed for room while others are idle, but they
+/// do not lift the cap: 100 connections that each sent one byte (all "in a request") still
+/// leave room for the library, the one silent the longest going first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_connections_that_each_sent_a_byte_do_not_lift_the_cap() {
+    raise_fd_limit(8192);
+    let fake = Fake::start(FakeConfig::default().admin("127.0.0.1:0".parse().unwrap()))
+        .await
+        .unwrap();
+    let admin = fake.admin_addr().unwrap();
+    let token = fake.admin_token().unwrap().to_owned();
+    let mut started = Vec::new();
+    for _ in 0..100 {
+        let mut s = TcpStream::connect(admin).await.unwrap();
+        s.write_all(b"G").await.unwrap();
+        started.push(s);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let req = format!(
+        "GET /__admin/served HTTP/1.1\r\nHost: {admin}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    );
+    let r = response(exchange(admin, req.as_bytes(), Duration::from_secs(2)).await);
+    assert_eq!(r.status, 200, "{}", r.text());
+    match read_outcome(&mut started[0], Duration::from_millis(500)).await {
+        Outcome::Eof(_) | Outcome::Reset => {}
+        other => panic!("101 admin connections open on a cap of 64: {other:?}"),
     }
 }
