@@ -40,8 +40,13 @@
 //! 4. `ftruncate` to the records kept.
 //!
 //! Killed at any instant, the pool holds no torn record, has lost no other writer's record,
-//! and holds the report key old or new (or both). What a kill can leave: free slots, and
-//! for the one record being moved, two identical copies. The next upsert drops both.
+//! and holds the report key old or new (or both). What a kill can leave: free slots, which
+//! the next upsert drops, and, for the one record being moved, two identical copies of it.
+//! If that record has our key, the next upsert drops both copies (every earlier record of
+//! our key goes). If it is another writer's, both copies stay, for good: the reporter cannot
+//! tell a copy left by a kill from the same record appended twice by its writer (cloud-init
+//! and azure-init append and never deduplicate), and dropping a record that is not ours is
+//! worse than a reader seeing one key and value twice.
 //! Rewriting into a new file and renaming it over the pool was rejected: hv_kvp_daemon
 //! keeps one descriptor open for its `fcntl` lock and opens the pool by path to read and
 //! write it, and appenders open it by path, so after a rename they would lock and write a
@@ -767,6 +772,33 @@ mod tests {
         assert_eq!(
             records(&path),
             vec![("x".into(), "y".into()), ("K".into(), "new".into())]
+        );
+    }
+
+    #[test]
+    fn identical_records_of_another_writer_are_both_kept_ours_dropped() {
+        // What a kill between moving a record and erasing its old slot leaves (module docs):
+        // two copies. Another writer's copies cannot be told from a record it appended twice,
+        // so both stay; copies of ours go with every other earlier record of our key.
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("pool");
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&[0u8; RECORD_SIZE]);
+        bytes.extend_from_slice(&encode_record("event", "same").unwrap());
+        bytes.extend_from_slice(&encode_record("event", "same").unwrap());
+        bytes.extend_from_slice(&encode_record("K", "old").unwrap());
+        bytes.extend_from_slice(&encode_record("K", "old").unwrap());
+        std::fs::write(&path, &bytes).unwrap();
+        let pool = KvpPool::open(&path).unwrap();
+        pool.upsert("K", "new").unwrap();
+        pool.upsert("K", "newer").unwrap();
+        assert_eq!(
+            records(&path),
+            vec![
+                ("event".into(), "same".into()),
+                ("event".into(), "same".into()),
+                ("K".into(), "newer".into())
+            ]
         );
     }
 
