@@ -1,6 +1,7 @@
 //! The KVP pool under faults: whatever happens to the pool, the wireserver report goes out and
 //! the exit status says what became of the KVP record (0 written, 3 not). A huge sparse pool
-//! under a memory limit, a lock nobody lets go of, a file size limit.
+//! under a memory limit, a lock nobody lets go of, a file size limit, a symlink, a directory
+//! or a FIFO at the pool path (the machine's state at boot, not the user's input).
 
 mod support;
 
@@ -199,4 +200,69 @@ fn a_pool_that_cannot_be_written_still_leaves_the_wireserver_report() {
         before,
         "the pool is left as it was"
     );
+}
+
+/// Runs a `failure` report against whatever sits at the pool path; the KVP part must fail
+/// (exit 3, the log says why), the report must still go out, promptly.
+fn report_despite(what: &str, server: &Server, scratch: &Scratch, why: &str) {
+    let started = Instant::now();
+    let run = run_raw(
+        &args_for(server, scratch, &["failure", "--reason", "odd pool"]),
+        &[],
+    );
+    let elapsed = started.elapsed();
+    assert_eq!(run.code, 3, "{what}: {}", run.stderr);
+    assert!(elapsed < Duration::from_secs(5), "{what}: took {elapsed:?}");
+    assert!(run.stderr.contains("KVP NOT written"), "{what}: {}", run.stderr);
+    assert!(run.stderr.contains(why), "{what}: the log says why:\n{}", run.stderr);
+    let posts = server.requests_to("POST", "/provisioning/health");
+    assert_eq!(posts.len(), 1, "{what}: {:?}", server.targets());
+    assert!(posts[0].body.contains("reason=odd pool"), "{what}: {:?}", posts[0]);
+}
+
+#[test]
+fn a_symlink_at_the_pool_path_still_leaves_the_wireserver_report_and_is_not_followed() {
+    let server = server_accepting();
+    let scratch = Scratch::new();
+    std::fs::create_dir_all(scratch.pool().parent().unwrap()).unwrap();
+    let target = scratch.dir.path().join("elsewhere");
+    std::fs::write(&target, b"untouched").unwrap();
+    std::os::unix::fs::symlink(&target, scratch.pool()).unwrap();
+    report_despite("symlink", &server, &scratch, "symbolic link");
+    assert_eq!(std::fs::read(&target).unwrap(), b"untouched");
+    assert!(std::fs::symlink_metadata(scratch.pool()).unwrap().is_symlink());
+
+    // A dangling link: nothing is created where it points.
+    let server = server_accepting();
+    let scratch = Scratch::new();
+    std::fs::create_dir_all(scratch.pool().parent().unwrap()).unwrap();
+    let missing = scratch.dir.path().join("missing");
+    std::os::unix::fs::symlink(&missing, scratch.pool()).unwrap();
+    report_despite("dangling symlink", &server, &scratch, "symbolic link");
+    assert!(!missing.exists());
+}
+
+#[test]
+fn a_directory_at_the_pool_path_still_leaves_the_wireserver_report() {
+    let server = server_accepting();
+    let scratch = Scratch::new();
+    std::fs::create_dir_all(scratch.pool()).unwrap();
+    report_despite("directory", &server, &scratch, "is a directory");
+    assert!(std::fs::metadata(scratch.pool()).unwrap().is_dir());
+}
+
+#[test]
+fn a_fifo_at_the_pool_path_still_leaves_the_wireserver_report() {
+    let server = server_accepting();
+    let scratch = Scratch::new();
+    std::fs::create_dir_all(scratch.pool().parent().unwrap()).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &scratch.pool(),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    report_despite("FIFO", &server, &scratch, "not a regular file");
 }

@@ -1,6 +1,10 @@
 //! The guest KVP pool file writer (PROTOCOL.md §7.4).
 //!
-//! * Opened with `O_NOFOLLOW`: a symlink at the pool path is refused, never followed.
+//! * Opened with `O_NOFOLLOW | O_NONBLOCK`: a symlink at the pool path is never followed (the
+//!   reporter runs as root; a link could aim the write anywhere), a FIFO cannot block the
+//!   open, and anything but a regular file is refused after `fstat`. What sits at the pool
+//!   path is the machine's state, not the user's input: such a refusal is a KVP failure like
+//!   a read-only pool, and the wireserver report still goes out.
 //! * Created `0644` (whatever the umask) in a `0755` directory, as hv_kvp_daemon expects.
 //! * Every change holds a whole-file `fcntl` write lock (what hv_kvp_daemon takes) **and**
 //!   `flock` (what cloud-init and azure-init take): on Linux the two do not exclude each other.
@@ -123,18 +127,6 @@ pub enum PoolError {
     },
 }
 
-impl PoolError {
-    /// Errors caused by what the user pointed the reporter at, rather than by the system.
-    pub fn is_bad_path(&self) -> bool {
-        matches!(
-            self,
-            PoolError::Symlink { .. }
-                | PoolError::Directory { .. }
-                | PoolError::NotRegularFile { .. }
-        )
-    }
-}
-
 /// An open KVP pool file.
 #[derive(Debug)]
 pub struct KvpPool {
@@ -191,7 +183,8 @@ impl KvpPool {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             create_dirs(parent).map_err(|e| io_err("create its directory", e))?;
         }
-        let base = OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        // O_NONBLOCK: opening a FIFO must not wait for a peer; cleared once it is a file.
+        let base = OFlags::RDWR | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let map_open = |e: rustix::io::Errno| match e {
             rustix::io::Errno::LOOP => PoolError::Symlink {
                 path: path.to_owned(),
@@ -227,6 +220,8 @@ impl KvpPool {
                 });
             }
         }
+        rustix::fs::fcntl_setfl(&fd, OFlags::RDWR)
+            .map_err(|e| io_err("clear O_NONBLOCK on", e.into()))?;
         if created {
             // The umask may have taken bits away; the host daemon expects 0644.
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(POOL_FILE_MODE))
@@ -509,7 +504,7 @@ impl KvpPool {
     fn reopen(&self) -> Result<File, PoolError> {
         let fd = rustix::fs::open(
             &self.path,
-            OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            OFlags::RDWR | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
             Mode::empty(),
         )
         .map_err(|e| self.io_err("open again", e.into()))?;
