@@ -266,3 +266,93 @@ fn a_fifo_at_the_pool_path_still_leaves_the_wireserver_report() {
     .unwrap();
     report_despite("FIFO", &server, &scratch, "not a regular file");
 }
+
+/// Kills and reaps a child when dropped, so a failed assertion leaves no process behind.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_reporter_that_gave_up_on_the_fcntl_lock_lets_go_of_flock_while_it_retries() {
+    use std::io::{BufRead, BufReader};
+    // The wireserver refuses for ever: the reporter keeps retrying its report for 10 s.
+    let server = Server::start();
+    server
+        .with_imds()
+        .on("POST /provisioning/health", vec![Reply::Status(500)]);
+    let scratch = Scratch::new();
+    std::fs::create_dir_all(scratch.pool().parent().unwrap()).unwrap();
+    let other = raw_record("OTHER", "value");
+    std::fs::write(scratch.pool(), &other).unwrap();
+    // Another process holds the whole-file fcntl write lock (hv_kvp_daemon's kind, a classic
+    // POSIX lock) for 30 s: longer than the reporter waits for it.
+    let mut holder = Command::new("/usr/bin/python3");
+    holder
+        .args([
+            "-c",
+            "import fcntl, sys, time\n\
+             f = open(sys.argv[1], 'r+b')\n\
+             fcntl.lockf(f, fcntl.LOCK_EX)\n\
+             print('locked', flush=True)\n\
+             time.sleep(30)\n",
+        ])
+        .arg(scratch.pool())
+        .stdout(std::process::Stdio::piped());
+    let mut holder = Reaped(holder.spawn().unwrap());
+    let mut line = String::new();
+    BufReader::new(holder.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "locked");
+
+    let started = Instant::now();
+    let mut reporter = Command::new(env!("CARGO_BIN_EXE_provision-report"));
+    reporter
+        .env_clear()
+        .args(args_for(
+            &server,
+            &scratch,
+            &["--kvp-lock-timeout", "1", "ready"],
+        ))
+        .stderr(std::process::Stdio::null());
+    let mut reporter = Reaped(reporter.spawn().unwrap());
+
+    // flock (what cloud-init and azure-init take) must be free again about a second after
+    // the reporter's lock timeout, not when the fcntl holder lets go 30 s later.
+    let probe = std::fs::File::open(scratch.pool()).unwrap();
+    let mut free_after = None;
+    while started.elapsed() < Duration::from_secs(6) {
+        std::thread::sleep(Duration::from_millis(100));
+        if started.elapsed() < Duration::from_millis(1200) {
+            continue;
+        }
+        if rustix::fs::flock(&probe, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok()
+        {
+            free_after = Some(started.elapsed());
+            break;
+        }
+    }
+    let still_retrying = reporter.0.try_wait().unwrap().is_none();
+    let free_after = free_after.expect("flock still held by the reporter 6 s after it gave up");
+    assert!(
+        free_after < Duration::from_millis(2500),
+        "flock free only after {free_after:?}"
+    );
+    assert!(
+        still_retrying,
+        "the reporter should still be retrying its report (the wireserver answers 500)"
+    );
+    assert!(
+        !server.requests_to("POST", "/provisioning/health").is_empty(),
+        "the report is being sent despite the lock"
+    );
+    drop(probe);
+    drop(reporter);
+    drop(holder);
+    assert_eq!(std::fs::read(scratch.pool()).unwrap(), other);
+}

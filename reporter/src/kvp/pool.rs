@@ -9,7 +9,8 @@
 //! * Every change holds a whole-file `fcntl` write lock (what hv_kvp_daemon takes) **and**
 //!   `flock` (what cloud-init and azure-init take): on Linux the two do not exclude each other.
 //!   Each is waited for at most the lock timeout: a writer that never lets go costs the KVP
-//!   record, never the wireserver report.
+//!   record, never the wireserver report, and once the reporter gives up it holds neither
+//!   lock (flock taken while waiting for fcntl is released at the timeout).
 //! * Streamed: the pool is read slot by slot through one fixed buffer ([`CHUNK_SLOTS`] slots),
 //!   and holes of a sparse file are stepped over with `SEEK_DATA`. Memory does not grow with
 //!   the pool.
@@ -489,6 +490,13 @@ impl KvpPool {
             WaitState::Failed(lock, e) => Err(self.lock_err(lock, *e)),
             WaitState::Waiting(lock) => {
                 let lock = *lock;
+                if lock == FCNTL {
+                    // The waiter holds flock and sits in F_OFD_SETLKW until the fcntl holder
+                    // lets go, maybe never. flock belongs to the open file description, so it
+                    // is released from here: cloud-init, azure-init or another reporter must
+                    // not wait on a writer that gave up (the report may retry for minutes).
+                    let _ = rustix::fs::flock(theirs.as_fd(), FlockOperation::Unlock);
+                }
                 *state = WaitState::Abandoned;
                 Err(PoolError::LockTimeout {
                     path: self.path.clone(),
@@ -563,7 +571,8 @@ enum WaitState {
     Waiting(&'static str),
     Locked,
     Failed(&'static str, rustix::io::Errno),
-    /// The caller gave up: locks taken later are released at once.
+    /// The caller gave up (and released flock if the waiter held it): locks taken later are
+    /// released at once.
     Abandoned,
 }
 
@@ -616,9 +625,15 @@ fn take_locks_blocking(
     retry_eintr(|| rustix::fs::flock(fd, FlockOperation::LockExclusive))
         .map_err(|e| ("flock", e))?;
     {
+        // Announced under the state lock, so the caller, giving up, knows whether flock is
+        // held (and releases it) or not yet (and then it is released here).
         let mut state = wait.state.lock().unwrap_or_else(|p| p.into_inner());
-        if let WaitState::Waiting(lock) = &mut *state {
-            *lock = FCNTL;
+        match &mut *state {
+            WaitState::Waiting(lock) => *lock = FCNTL,
+            _ => {
+                let _ = rustix::fs::flock(fd, FlockOperation::Unlock);
+                return Err(("flock", rustix::io::Errno::CANCELED));
+            }
         }
     }
     if let Err(e) = retry_eintr(|| ofd_lock(fd, libc::F_OFD_SETLKW, libc::F_WRLCK)) {
