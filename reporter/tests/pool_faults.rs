@@ -213,11 +213,23 @@ fn report_despite(what: &str, server: &Server, scratch: &Scratch, why: &str) {
     let elapsed = started.elapsed();
     assert_eq!(run.code, 3, "{what}: {}", run.stderr);
     assert!(elapsed < Duration::from_secs(5), "{what}: took {elapsed:?}");
-    assert!(run.stderr.contains("KVP NOT written"), "{what}: {}", run.stderr);
-    assert!(run.stderr.contains(why), "{what}: the log says why:\n{}", run.stderr);
+    assert!(
+        run.stderr.contains("KVP NOT written"),
+        "{what}: {}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(why),
+        "{what}: the log says why:\n{}",
+        run.stderr
+    );
     let posts = server.requests_to("POST", "/provisioning/health");
     assert_eq!(posts.len(), 1, "{what}: {:?}", server.targets());
-    assert!(posts[0].body.contains("reason=odd pool"), "{what}: {:?}", posts[0]);
+    assert!(
+        posts[0].body.contains("reason=odd pool"),
+        "{what}: {:?}",
+        posts[0]
+    );
 }
 
 #[test]
@@ -230,7 +242,11 @@ fn a_symlink_at_the_pool_path_still_leaves_the_wireserver_report_and_is_not_foll
     std::os::unix::fs::symlink(&target, scratch.pool()).unwrap();
     report_despite("symlink", &server, &scratch, "symbolic link");
     assert_eq!(std::fs::read(&target).unwrap(), b"untouched");
-    assert!(std::fs::symlink_metadata(scratch.pool()).unwrap().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(scratch.pool())
+            .unwrap()
+            .is_symlink()
+    );
 
     // A dangling link: nothing is created where it points.
     let server = server_accepting();
@@ -258,7 +274,7 @@ fn a_fifo_at_the_pool_path_still_leaves_the_wireserver_report() {
     std::fs::create_dir_all(scratch.pool().parent().unwrap()).unwrap();
     rustix::fs::mknodat(
         rustix::fs::CWD,
-        &scratch.pool(),
+        scratch.pool(),
         rustix::fs::FileType::Fifo,
         rustix::fs::Mode::from_raw_mode(0o644),
         0,
@@ -331,8 +347,7 @@ fn a_reporter_that_gave_up_on_the_fcntl_lock_lets_go_of_flock_while_it_retries()
         if started.elapsed() < Duration::from_millis(1200) {
             continue;
         }
-        if rustix::fs::flock(&probe, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok()
-        {
+        if rustix::fs::flock(&probe, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok() {
             free_after = Some(started.elapsed());
             break;
         }
@@ -348,7 +363,9 @@ fn a_reporter_that_gave_up_on_the_fcntl_lock_lets_go_of_flock_while_it_retries()
         "the reporter should still be retrying its report (the wireserver answers 500)"
     );
     assert!(
-        !server.requests_to("POST", "/provisioning/health").is_empty(),
+        !server
+            .requests_to("POST", "/provisioning/health")
+            .is_empty(),
         "the report is being sent despite the lock"
     );
     drop(probe);

@@ -177,7 +177,11 @@ fn pool_faults(h: &mut Harness<'_>) -> anyhow::Result<Vec<Case>> {
             outcome: format!(
                 "{}, {got} report(s) received{}",
                 exit_text(&out),
-                if untouched { "" } else { ", link target CHANGED" }
+                if untouched {
+                    ""
+                } else {
+                    ", link target CHANGED"
+                }
             ),
             ok: out.status.code() == Some(3) && got == 1 && untouched,
             elapsed,

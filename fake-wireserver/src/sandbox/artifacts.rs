@@ -187,7 +187,7 @@ mod tests {
         std::fs::create_dir(pools.path().join(".kvp_pool_5")).unwrap();
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &pools.path().join(".kvp_pool_6"),
+            pools.path().join(".kvp_pool_6"),
             rustix::fs::FileType::Fifo,
             Mode::from_raw_mode(0o644),
             0,
