@@ -342,7 +342,7 @@ fn a_reporter_that_gave_up_on_the_fcntl_lock_lets_go_of_flock_while_it_retries()
     // the reporter's lock timeout, not when the fcntl holder lets go 30 s later.
     let probe = std::fs::File::open(scratch.pool()).unwrap();
     let mut free_after = None;
-    while started.elapsed() < Duration::from_secs(6) {
+    while started.elapsed() < Duration::from_secs(8) {
         std::thread::sleep(Duration::from_millis(100));
         if started.elapsed() < Duration::from_millis(1200) {
             continue;
@@ -353,9 +353,10 @@ fn a_reporter_that_gave_up_on_the_fcntl_lock_lets_go_of_flock_while_it_retries()
         }
     }
     let still_retrying = reporter.0.try_wait().unwrap().is_none();
-    let free_after = free_after.expect("flock still held by the reporter 6 s after it gave up");
+    let free_after = free_after.expect("flock still held by the reporter 7 s after it gave up");
+    // The lock timeout plus process start-up and IMDS on a loaded machine.
     assert!(
-        free_after < Duration::from_millis(2500),
+        free_after < Duration::from_secs(4),
         "flock free only after {free_after:?}"
     );
     assert!(
