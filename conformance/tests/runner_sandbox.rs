@@ -170,3 +170,105 @@ fn a_failing_sandbox_is_a_harness_error_not_a_verdict() {
         "skipped"
     );
 }
+
+/// Reports Ready, then leaves an 8 GiB sparse file as its pool (it costs the agent nothing).
+/// No braces in the script: they would be placeholders.
+const SPARSE_POOL_PROFILE: &str = r#"name = "boxed"
+description = "an agent attached with the sandbox that leaves a huge sparse pool"
+attach = "sandbox"
+capabilities = ["json"]
+[commands]
+ready = ["/usr/bin/python3", "-c", '''
+import os, urllib.request
+request = urllib.request.Request("http://168.63.129.16/provisioning/health",
+                                 data=b'\x7b"state":"Ready"\x7d', method="POST",
+                                 headers=dict([("Content-Type", "application/json")]))
+urllib.request.urlopen(request, timeout=5).read()
+with open("/var/lib/hyperv/.kvp_pool_1", "wb") as f:
+    f.truncate(8 << 30)
+''']
+[reactions]
+retryable = [500]
+transport_errors = "retry"
+status_403 = "throttling"
+"#;
+
+#[test]
+fn a_pool_the_sandbox_would_not_copy_is_not_judged() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let exe = setup(tmp.path());
+    write_files(tmp.path(), &[("agents/boxed.toml", SPARSE_POOL_PROFILE)]);
+    let fake = wirecheck_path().with_file_name("fake-wireserver");
+    assert!(
+        fake.is_file(),
+        "{} not found: build the workspace binaries first (cargo build --workspace --bins)",
+        fake.display()
+    );
+    if std::fs::hard_link(&fake, exe.with_file_name("fake-wireserver")).is_err() {
+        std::fs::copy(&fake, exe.with_file_name("fake-wireserver")).unwrap();
+    }
+    let mut cmd = std::process::Command::new(&exe);
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy().into_owned();
+        if key.starts_with("WIRECHECK_") || key.to_ascii_lowercase().ends_with("_proxy") {
+            cmd.env_remove(&key);
+        }
+    }
+    let started = std::time::Instant::now();
+    let out = cmd
+        .env("PATH", "/usr/bin:/bin")
+        .env("NO_COLOR", "1")
+        .current_dir(tmp.path())
+        .arg("run")
+        .arg("--agent=boxed")
+        .arg(format!(
+            "--agents-dir={}",
+            tmp.path().join("agents").display()
+        ))
+        .arg(format!(
+            "--scenarios={}",
+            repo().join("scenarios").display()
+        ))
+        .arg("--cases=wire.health.json.ready.report.state")
+        .arg(format!("--out={}", tmp.path().join("out").display()))
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert!(
+        tmp.path().join("out/results.json").is_file(),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let all = reasons(tmp.path());
+    assert!(!all.is_empty());
+    if !is_root() {
+        assert!(
+            all.iter()
+                .all(|(v, r)| v == "skipped" && r.starts_with("sandbox attach needs root"))
+        );
+        return;
+    }
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let results = runner_support::results(&tmp.path().join("out"));
+    let c = case(&results, "boxed", "wire.health.json.ready.report.state");
+    assert_eq!(c["verdict"], "fail", "{c}");
+    let reason = c["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("is larger than 67108864 bytes")
+            && reason.contains("did not copy it")
+            && reason.contains("not judged"),
+        "{reason}"
+    );
+}

@@ -9,9 +9,12 @@
 //! * mounts a tmpfs over `/run` holding a systemd-networkd lease file
 //!   `/run/systemd/netif/leases/<ifindex of lo>` with `OPTION_245=A83F8110`, so agents that look
 //!   up the wireserver address in DHCP option 245 (afterburn) find it at once (PROTOCOL.md §9);
-//! * mounts a private, empty tmpfs on `/var/lib/hyperv` for the KVP pool files;
+//! * mounts a private, empty tmpfs on `/var/lib/hyperv` for the KVP pool files, bounded to
+//!   [`HYPERV_TMPFS_SIZE`] of memory;
 //! * runs COMMAND, then writes the journal (`journal.jsonl`, JSON Lines) and copies of
-//!   `/var/lib/hyperv/.kvp_pool_*` into `--out DIR`.
+//!   `/var/lib/hyperv/.kvp_pool_*` into `--out DIR`: regular files of at most
+//!   [`POOL_COPY_MAX`] bytes only, never followed through a link; the others are listed in
+//!   `sandbox.json` (`pools_not_copied`, with the reason).
 //!
 //! The exit status is COMMAND's (128 + N when a signal N ended it, 124 after `--timeout`,
 //! 126/127 when it cannot be started, 125 when the sandbox itself failed, 2 for bad usage and
@@ -37,6 +40,10 @@ pub const WIRESERVER_ADDR: Ipv4Addr = Ipv4Addr::new(168, 63, 129, 16);
 pub const IMDS_ADDR: Ipv4Addr = Ipv4Addr::new(169, 254, 169, 254);
 /// Name of the journal file written to `--out`.
 pub const JOURNAL_FILE: &str = "journal.jsonl";
+pub use artifacts::POOL_COPY_MAX;
+/// Memory the private `/var/lib/hyperv` tmpfs may use (`size=`): twice [`POOL_COPY_MAX`], so
+/// a pool over the cap can exist (and be reported as such), not fill the host's memory.
+pub const HYPERV_TMPFS_SIZE: u64 = 2 * POOL_COPY_MAX;
 
 /// Exit status for bad usage and for a missing privilege.
 pub const EXIT_USAGE: i32 = 2;

@@ -579,3 +579,69 @@ fn sandbox_bind_gives_the_command_a_private_folder() {
     assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
     assert!(String::from_utf8_lossy(&output.stderr).contains("is not an existing folder"));
 }
+
+#[test]
+fn sandbox_does_not_copy_an_8_gib_sparse_pool_or_a_symlinked_pool_and_says_why() {
+    use std::os::unix::process::CommandExt as _;
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    // A sparse 8 GiB pool costs the agent nothing; a link points the copy at a host file; and
+    // the private tmpfs is bounded, so writing 200 MiB into it fails.
+    let script = r#"
+        truncate -s 8G /var/lib/hyperv/.kvp_pool_1
+        ln -s /etc/passwd /var/lib/hyperv/.kvp_pool_2
+        printf 'KEY' > /var/lib/hyperv/.kvp_pool_3
+        if head -c 200M /dev/zero > /var/lib/hyperv/filler 2>/dev/null; then echo "tmpfs unbounded"; else echo "tmpfs full"; fi
+        rm -f /var/lib/hyperv/filler
+    "#;
+    let started = std::time::Instant::now();
+    // 1 GiB of address space for the whole sandbox: reading the pool whole cannot fit.
+    let mut cmd = Command::new(FAKE);
+    cmd.arg("sandbox")
+        .arg("--out")
+        .arg(out.path())
+        .args(["--", "bash", "-c", script]);
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = rustix::process::Rlimit {
+                current: Some(1 << 30),
+                maximum: Some(1 << 30),
+            };
+            rustix::process::setrlimit(rustix::process::Resource::As, limit)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let output = cmd.output().expect("run fake-wireserver sandbox");
+    let elapsed = started.elapsed();
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(
+        elapsed < std::time::Duration::from_secs(20),
+        "took {elapsed:?}"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.lines().any(|l| l == "tmpfs full"), "{stdout}");
+
+    let summary = summary(out.path());
+    assert_eq!(summary["pools"], serde_json::json!([".kvp_pool_3"]));
+    assert_eq!(
+        summary["pools_not_copied"],
+        serde_json::json!([
+            {"name": ".kvp_pool_1", "why": "is larger than 67108864 bytes"},
+            {"name": ".kvp_pool_2", "why": "is a symbolic link (not followed)"},
+        ]),
+        "{}",
+        describe(&output)
+    );
+    assert!(!out.path().join(".kvp_pool_1").exists());
+    assert!(!out.path().join(".kvp_pool_2").exists());
+    assert_eq!(
+        std::fs::read(out.path().join(".kvp_pool_3")).unwrap(),
+        b"KEY"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(".kvp_pool_1 is larger than"),
+        "the sandbox says why: {stderr}"
+    );
+}

@@ -328,15 +328,7 @@ impl Cli {
                     origin("--kvp-key", "kvp_key", key_from_cli)
                 ))
             })?;
-            let path_from_cli = o.kvp_pool.is_some();
             let path = o.kvp_pool.or(file.kvp_pool).unwrap_or(defaults.path);
-            check_pool_path(&path).map_err(|why| {
-                usage(format!(
-                    "{} {}: {why}",
-                    origin("--kvp-pool", "kvp_pool", path_from_cli),
-                    path.display()
-                ))
-            })?;
             Some(KvpTarget {
                 path,
                 key,
@@ -461,19 +453,6 @@ fn check_vm_id(id: &str) -> Result<String, String> {
         ));
     }
     Ok(id.to_owned())
-}
-
-/// Refuses, before anything is written, a pool path that is a symlink or a directory (the
-/// writer opens with O_NOFOLLOW and would refuse it too, but only after IMDS was asked).
-fn check_pool_path(path: &Path) -> Result<(), String> {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            Err("is a symbolic link; the KVP pool is opened without following links".into())
-        }
-        Ok(meta) if meta.is_dir() => Err("is a directory; expected a KVP pool file".into()),
-        Ok(meta) if !meta.is_file() => Err("is not a regular file".into()),
-        _ => Ok(()),
-    }
 }
 
 fn parse_seconds_value(value: f64, allow_zero: bool) -> Result<Duration, String> {

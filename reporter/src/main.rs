@@ -49,10 +49,6 @@ fn main() -> ExitCode {
 
 fn setup_failed(error: &SetupError) -> ExitCode {
     match error {
-        SetupError::Pool(pool) => {
-            tracing::error!("--kvp-pool: {pool}; nothing was written or sent");
-            ExitCode::from(EXIT_USAGE)
-        }
         SetupError::KvpKey(key) => {
             tracing::error!("--kvp-key: {key}; nothing was written or sent");
             ExitCode::from(EXIT_USAGE)

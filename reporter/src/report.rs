@@ -188,8 +188,6 @@ impl Outcome {
 /// Failures that stop a report before anything is sent or written.
 #[derive(Debug, Error)]
 pub enum SetupError {
-    #[error("KVP pool: {0}")]
-    Pool(#[from] PoolError),
     #[error("KVP key: {0}")]
     KvpKey(#[from] RecordError),
     #[error("cannot build the HTTP client: {0}")]
@@ -263,18 +261,17 @@ impl Reporter {
         }
     }
 
-    /// Opens the KVP pool (refusing paths that name no pool file before anything else
-    /// happens), finds the vm id, writes the encoded report to KVP, then reports to the
-    /// wireserver, whatever happened to the pool.
+    /// Opens the KVP pool, finds the vm id, writes the encoded report to KVP, then reports to
+    /// the wireserver, whatever happened to the pool.
     pub async fn report(&self, report: &Report) -> Result<Outcome, SetupError> {
-        // A pool path that names the wrong kind of thing is the user's mistake: refused before
-        // anything happens. A pool the system will not let us open (read-only, permissions, a
-        // full disk) must not cost the VM its report: the KVP part fails, the report goes out.
+        // Whatever sits at the pool path is the machine's state, not the user's input: a pool
+        // that cannot be opened (read-only, permissions, a full disk, a symlink, a directory or
+        // a FIFO left there) must not cost the VM its report: the KVP part fails, the report
+        // goes out.
         let mut open_failed = None;
         let pool = match &self.config.kvp {
             Some(target) => match KvpPool::open(&target.path) {
                 Ok(pool) => Some((pool.with_lock_timeout(target.lock_timeout), target)),
-                Err(error) if error.is_bad_path() => return Err(SetupError::Pool(error)),
                 Err(error) => {
                     tracing::error!("{error}; reporting to the wireserver anyway");
                     open_failed = Some(error);

@@ -166,63 +166,6 @@ fn bad_urls() {
 }
 
 #[test]
-fn pool_path_that_is_a_symlink() {
-    let server = Server::start();
-    server
-        .with_imds()
-        .on("POST /provisioning/health", vec![Reply::Status(201)]);
-    let scratch = Scratch::new();
-    let target = scratch.dir.path().join("target");
-    std::fs::write(&target, b"untouched").unwrap();
-    let link = scratch.dir.path().join("link");
-    std::os::unix::fs::symlink(&target, &link).unwrap();
-    let url = server.url();
-    let run = run_raw(
-        &[
-            "--wireserver",
-            &url,
-            "--imds",
-            &url,
-            "--kvp-pool",
-            link.to_str().unwrap(),
-            "ready",
-        ],
-        &[],
-    );
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("--kvp-pool"), "{}", run.stderr);
-    assert!(run.stderr.contains("symbolic link"), "{}", run.stderr);
-    assert!(server.requests().is_empty());
-    assert_eq!(std::fs::read(&target).unwrap(), b"untouched");
-}
-
-#[test]
-fn pool_path_that_is_a_directory() {
-    let server = Server::start();
-    server
-        .with_imds()
-        .on("POST /provisioning/health", vec![Reply::Status(201)]);
-    let scratch = Scratch::new();
-    let url = server.url();
-    let run = run_raw(
-        &[
-            "--wireserver",
-            &url,
-            "--imds",
-            &url,
-            "--kvp-pool",
-            scratch.dir.path().to_str().unwrap(),
-            "ready",
-        ],
-        &[],
-    );
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("--kvp-pool"), "{}", run.stderr);
-    assert!(run.stderr.contains("directory"), "{}", run.stderr);
-    assert!(server.requests().is_empty());
-}
-
-#[test]
 fn unreadable_or_invalid_config() {
     let scratch = Scratch::new();
     let missing = scratch.dir.path().join("missing.toml");

@@ -1,6 +1,7 @@
 //! The KVP pool under faults: whatever happens to the pool, the wireserver report goes out and
 //! the exit status says what became of the KVP record (0 written, 3 not). A huge sparse pool
-//! under a memory limit, a lock nobody lets go of, a file size limit.
+//! under a memory limit, a lock nobody lets go of, a file size limit, a symlink, a directory
+//! or a FIFO at the pool path (the machine's state at boot, not the user's input).
 
 mod support;
 
@@ -199,4 +200,177 @@ fn a_pool_that_cannot_be_written_still_leaves_the_wireserver_report() {
         before,
         "the pool is left as it was"
     );
+}
+
+/// Runs a `failure` report against whatever sits at the pool path; the KVP part must fail
+/// (exit 3, the log says why), the report must still go out, promptly.
+fn report_despite(what: &str, server: &Server, scratch: &Scratch, why: &str) {
+    let started = Instant::now();
+    let run = run_raw(
+        &args_for(server, scratch, &["failure", "--reason", "odd pool"]),
+        &[],
+    );
+    let elapsed = started.elapsed();
+    assert_eq!(run.code, 3, "{what}: {}", run.stderr);
+    assert!(elapsed < Duration::from_secs(5), "{what}: took {elapsed:?}");
+    assert!(
+        run.stderr.contains("KVP NOT written"),
+        "{what}: {}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(why),
+        "{what}: the log says why:\n{}",
+        run.stderr
+    );
+    let posts = server.requests_to("POST", "/provisioning/health");
+    assert_eq!(posts.len(), 1, "{what}: {:?}", server.targets());
+    assert!(
+        posts[0].body.contains("reason=odd pool"),
+        "{what}: {:?}",
+        posts[0]
+    );
+}
+
+#[test]
+fn a_symlink_at_the_pool_path_still_leaves_the_wireserver_report_and_is_not_followed() {
+    let server = server_accepting();
+    let scratch = Scratch::new();
+    std::fs::create_dir_all(scratch.pool().parent().unwrap()).unwrap();
+    let target = scratch.dir.path().join("elsewhere");
+    std::fs::write(&target, b"untouched").unwrap();
+    std::os::unix::fs::symlink(&target, scratch.pool()).unwrap();
+    report_despite("symlink", &server, &scratch, "symbolic link");
+    assert_eq!(std::fs::read(&target).unwrap(), b"untouched");
+    assert!(
+        std::fs::symlink_metadata(scratch.pool())
+            .unwrap()
+            .is_symlink()
+    );
+
+    // A dangling link: nothing is created where it points.
+    let server = server_accepting();
+    let scratch = Scratch::new();
+    std::fs::create_dir_all(scratch.pool().parent().unwrap()).unwrap();
+    let missing = scratch.dir.path().join("missing");
+    std::os::unix::fs::symlink(&missing, scratch.pool()).unwrap();
+    report_despite("dangling symlink", &server, &scratch, "symbolic link");
+    assert!(!missing.exists());
+}
+
+#[test]
+fn a_directory_at_the_pool_path_still_leaves_the_wireserver_report() {
+    let server = server_accepting();
+    let scratch = Scratch::new();
+    std::fs::create_dir_all(scratch.pool()).unwrap();
+    report_despite("directory", &server, &scratch, "is a directory");
+    assert!(std::fs::metadata(scratch.pool()).unwrap().is_dir());
+}
+
+#[test]
+fn a_fifo_at_the_pool_path_still_leaves_the_wireserver_report() {
+    let server = server_accepting();
+    let scratch = Scratch::new();
+    std::fs::create_dir_all(scratch.pool().parent().unwrap()).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        scratch.pool(),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    report_despite("FIFO", &server, &scratch, "not a regular file");
+}
+
+/// Kills and reaps a child when dropped, so a failed assertion leaves no process behind.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_reporter_that_gave_up_on_the_fcntl_lock_lets_go_of_flock_while_it_retries() {
+    use std::io::{BufRead, BufReader};
+    // The wireserver refuses for ever: the reporter keeps retrying its report for 10 s.
+    let server = Server::start();
+    server
+        .with_imds()
+        .on("POST /provisioning/health", vec![Reply::Status(500)]);
+    let scratch = Scratch::new();
+    std::fs::create_dir_all(scratch.pool().parent().unwrap()).unwrap();
+    let other = raw_record("OTHER", "value");
+    std::fs::write(scratch.pool(), &other).unwrap();
+    // Another process holds the whole-file fcntl write lock (hv_kvp_daemon's kind, a classic
+    // POSIX lock) for 30 s: longer than the reporter waits for it.
+    let mut holder = Command::new("/usr/bin/python3");
+    holder
+        .args([
+            "-c",
+            "import fcntl, sys, time\n\
+             f = open(sys.argv[1], 'r+b')\n\
+             fcntl.lockf(f, fcntl.LOCK_EX)\n\
+             print('locked', flush=True)\n\
+             time.sleep(30)\n",
+        ])
+        .arg(scratch.pool())
+        .stdout(std::process::Stdio::piped());
+    let mut holder = Reaped(holder.spawn().unwrap());
+    let mut line = String::new();
+    BufReader::new(holder.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "locked");
+
+    let started = Instant::now();
+    let mut reporter = Command::new(env!("CARGO_BIN_EXE_provision-report"));
+    reporter
+        .env_clear()
+        .args(args_for(
+            &server,
+            &scratch,
+            &["--kvp-lock-timeout", "1", "ready"],
+        ))
+        .stderr(std::process::Stdio::null());
+    let mut reporter = Reaped(reporter.spawn().unwrap());
+
+    // flock (what cloud-init and azure-init take) must be free again about a second after
+    // the reporter's lock timeout, not when the fcntl holder lets go 30 s later.
+    let probe = std::fs::File::open(scratch.pool()).unwrap();
+    let mut free_after = None;
+    while started.elapsed() < Duration::from_secs(8) {
+        std::thread::sleep(Duration::from_millis(100));
+        if started.elapsed() < Duration::from_millis(1200) {
+            continue;
+        }
+        if rustix::fs::flock(&probe, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok() {
+            free_after = Some(started.elapsed());
+            break;
+        }
+    }
+    let still_retrying = reporter.0.try_wait().unwrap().is_none();
+    let free_after = free_after.expect("flock still held by the reporter 7 s after it gave up");
+    // The lock timeout plus process start-up and IMDS on a loaded machine.
+    assert!(
+        free_after < Duration::from_secs(4),
+        "flock free only after {free_after:?}"
+    );
+    assert!(
+        still_retrying,
+        "the reporter should still be retrying its report (the wireserver answers 500)"
+    );
+    assert!(
+        !server
+            .requests_to("POST", "/provisioning/health")
+            .is_empty(),
+        "the report is being sent despite the lock"
+    );
+    drop(probe);
+    drop(reporter);
+    drop(holder);
+    assert_eq!(std::fs::read(scratch.pool()).unwrap(), other);
 }

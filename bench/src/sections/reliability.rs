@@ -141,6 +141,53 @@ fn pool_faults(h: &mut Harness<'_>) -> anyhow::Result<Vec<Case>> {
         elapsed,
     });
 
+    // What sits at the pool path at boot is the machine's state: a symlink (never followed),
+    // a directory or a FIFO (opened O_NONBLOCK) costs the KVP record, not the report.
+    for what in ["symlink", "directory", "FIFO"] {
+        let dir = h.fresh_dir()?;
+        let pool = dir.join(".kvp_pool_1");
+        let target = dir.join("elsewhere");
+        match what {
+            "symlink" => {
+                std::fs::write(&target, b"untouched")?;
+                std::os::unix::fs::symlink(&target, &pool)?;
+            }
+            "directory" => std::fs::create_dir(&pool)?,
+            _ => rustix::fs::mknodat(
+                rustix::fs::CWD,
+                &pool,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o644),
+                0,
+            )?,
+        }
+        let fake = h.fake()?;
+        let cmd = h.command(&fake, &pool, &["ready"]);
+        let (out, elapsed) = h.run(cmd)?;
+        let got = reports_received(&fake);
+        let untouched = what != "symlink" || std::fs::read(&target)? == b"untouched";
+        cases.push(Case {
+            kind: "pool fault",
+            name: format!("a {what} at the pool path"),
+            expected: if what == "symlink" {
+                "exit 3, report delivered, link target untouched".into()
+            } else {
+                "exit 3, report delivered".into()
+            },
+            outcome: format!(
+                "{}, {got} report(s) received{}",
+                exit_text(&out),
+                if untouched {
+                    ""
+                } else {
+                    ", link target CHANGED"
+                }
+            ),
+            ok: out.status.code() == Some(3) && got == 1 && untouched,
+            elapsed,
+        });
+    }
+
     for lock in ["flock", "fcntl"] {
         let dir = h.fresh_dir()?;
         let pool = dir.join(".kvp_pool_1");
@@ -364,13 +411,9 @@ fn hostile_pools(h: &mut Harness<'_>) -> anyhow::Result<Vec<Case>> {
 /// Bad input: exit 2, the flag named, nothing sent, no pool created.
 fn bad_inputs(h: &mut Harness<'_>) -> anyhow::Result<Vec<Case>> {
     let dir = h.fresh_dir()?;
-    let link = dir.join("link");
-    std::os::unix::fs::symlink(dir.join("target"), &link)?;
     let unknown_key = dir.join("unknown.toml");
     std::fs::write(&unknown_key, "timeout = 5\ncolour = \"blue\"\n")?;
     let long_key = "k".repeat(255);
-    let link_arg = format!("--kvp-pool={}", link.display());
-    let dir_arg = format!("--kvp-pool={}", dir.display());
     let config_arg = format!("--config={}", unknown_key.display());
     let missing_arg = format!("--config={}", dir.join("missing.toml").display());
     let long_arg = format!("--kvp-key={long_key}");
@@ -388,8 +431,6 @@ fn bad_inputs(h: &mut Harness<'_>) -> anyhow::Result<Vec<Case>> {
         (vec!["--wireserver=ftp://example", "ready"], "--wireserver"),
         (vec!["--wireserver=not a url", "ready"], "--wireserver"),
         (vec!["--protocol=carrier-pigeon", "ready"], "--protocol"),
-        (vec![link_arg.as_str(), "ready"], "--kvp-pool"),
-        (vec![dir_arg.as_str(), "ready"], "--kvp-pool"),
         (vec![config_arg.as_str(), "ready"], "colour"),
         (vec![missing_arg.as_str(), "ready"], "--config"),
         (vec!["failure", "--reason="], "--reason"),
@@ -603,7 +644,9 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
     let _ = writeln!(
         body,
         "\nFree slots (an empty key) and a second copy of the record being moved are what a kill \
-         can leave by design (reporter/src/kvp/pool.rs); the next run drops both.\n"
+         can leave by design (reporter/src/kvp/pool.rs); the next run drops free slots and copies of \
+         its own record, and keeps both copies of another writer's (indistinguishable from a \
+         record appended twice).\n"
     );
     let _ = writeln!(
         body,

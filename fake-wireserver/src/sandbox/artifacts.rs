@@ -14,6 +14,9 @@ use crate::journal::Entry;
 
 /// Prefix of the KVP pool files copied from `/var/lib/hyperv`.
 pub(crate) const POOL_PREFIX: &str = ".kvp_pool_";
+/// The most of one pool file that is copied: 26,000 records, far beyond any agent's (the cap
+/// conformance reads an in-process agent's pool with). A larger pool is not copied.
+pub const POOL_COPY_MAX: u64 = 64 << 20;
 /// Name of the run summary written next to the journal.
 pub(crate) const SUMMARY_FILE: &str = "sandbox.json";
 
@@ -37,7 +40,56 @@ pub(crate) struct Summary {
     pub(crate) imds: String,
     /// Copied pool files, by name.
     pub(crate) pools: Vec<String>,
+    /// Pool files left behind, and why (a link, not a regular file, over [`POOL_COPY_MAX`]).
+    pub(crate) pools_not_copied: Vec<NotCopied>,
     pub(crate) journal_entries: usize,
+}
+
+/// A `.kvp_pool_*` entry the agent left that was not copied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct NotCopied {
+    pub(crate) name: String,
+    pub(crate) why: String,
+}
+
+/// What [`OutDir::copy_pools`] did, by name (sorted).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct CopiedPools {
+    pub(crate) copied: Vec<String>,
+    pub(crate) not_copied: Vec<NotCopied>,
+}
+
+/// A pool file the agent may have made anything: read only if it is a regular file (not
+/// followed if a link, a FIFO cannot block the open), at most `cap` bytes, checked before
+/// reading (a sparse pool's size costs nothing to fake) and while reading (it may grow).
+fn read_pool(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let fd = match rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::LOOP) => return Err("is a symbolic link (not followed)".into()),
+        Err(e) => return Err(format!("cannot be opened: {e}")),
+    };
+    let stat = rustix::fs::fstat(&fd).map_err(|e| format!("cannot be examined: {e}"))?;
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return Err("is not a regular file (a folder, FIFO, socket or device)".into());
+    }
+    let too_big = || format!("is larger than {cap} bytes");
+    if stat.st_size as u64 > cap {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::new();
+    File::from(fd)
+        .take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    if bytes.len() as u64 > cap {
+        return Err(too_big());
+    }
+    Ok(bytes)
 }
 
 impl OutDir {
@@ -83,9 +135,10 @@ impl OutDir {
         self.write(name, &bytes)
     }
 
-    /// Copies every `.kvp_pool_*` file of `dir`; returns the copied names, sorted.
-    pub(crate) fn copy_pools(&self, dir: &Path) -> anyhow::Result<Vec<String>> {
-        let mut names = Vec::new();
+    /// Copies every `.kvp_pool_*` regular file of `dir` of at most `cap` bytes; the others
+    /// (links, folders, FIFOs, devices, larger files) are listed with the reason.
+    pub(crate) fn copy_pools(&self, dir: &Path, cap: u64) -> anyhow::Result<CopiedPools> {
+        let mut result = CopiedPools::default();
         let entries =
             std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;
         for entry in entries {
@@ -93,16 +146,20 @@ impl OutDir {
             let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
                 continue;
             };
-            if !name.starts_with(POOL_PREFIX) || !entry.path().is_file() {
+            if !name.starts_with(POOL_PREFIX) {
                 continue;
             }
-            let bytes = std::fs::read(entry.path())
-                .with_context(|| format!("cannot read {}", entry.path().display()))?;
-            self.write(&name, &bytes)?;
-            names.push(name);
+            match read_pool(&entry.path(), cap) {
+                Ok(bytes) => {
+                    self.write(&name, &bytes)?;
+                    result.copied.push(name);
+                }
+                Err(why) => result.not_copied.push(NotCopied { name, why }),
+            }
         }
-        names.sort();
-        Ok(names)
+        result.copied.sort();
+        result.not_copied.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(result)
     }
 
     pub(crate) fn write_summary(&self, summary: &Summary) -> anyhow::Result<()> {
@@ -125,9 +182,45 @@ mod tests {
         std::fs::write(pools.path().join(".kvp_pool_3"), b"").unwrap();
         std::fs::write(pools.path().join("other"), b"x").unwrap();
 
+        // Not copied: a link (not followed), a folder, a FIFO, one byte over the cap.
+        std::os::unix::fs::symlink("/etc/passwd", pools.path().join(".kvp_pool_4")).unwrap();
+        std::fs::create_dir(pools.path().join(".kvp_pool_5")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            pools.path().join(".kvp_pool_6"),
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        std::fs::write(pools.path().join(".kvp_pool_7"), [0u8; 2561]).unwrap();
+
         let dir = OutDir::open(out.path()).unwrap();
-        let copied = dir.copy_pools(pools.path()).unwrap();
-        assert_eq!(copied, [".kvp_pool_1", ".kvp_pool_3"]);
+        let result = dir.copy_pools(pools.path(), 2560).unwrap();
+        assert_eq!(result.copied, [".kvp_pool_1", ".kvp_pool_3"]);
+        let not: Vec<(&str, &str)> = result
+            .not_copied
+            .iter()
+            .map(|n| (n.name.as_str(), n.why.as_str()))
+            .collect();
+        assert_eq!(
+            not,
+            [
+                (".kvp_pool_4", "is a symbolic link (not followed)"),
+                (
+                    ".kvp_pool_5",
+                    "is not a regular file (a folder, FIFO, socket or device)"
+                ),
+                (
+                    ".kvp_pool_6",
+                    "is not a regular file (a folder, FIFO, socket or device)"
+                ),
+                (".kvp_pool_7", "is larger than 2560 bytes"),
+            ]
+        );
+        for name in [".kvp_pool_4", ".kvp_pool_5", ".kvp_pool_6", ".kvp_pool_7"] {
+            assert!(!out.path().join(name).exists(), "{name} copied");
+        }
         assert_eq!(
             std::fs::read(out.path().join(".kvp_pool_1")).unwrap(),
             [1u8; 2560]

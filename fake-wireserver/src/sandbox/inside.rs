@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use tokio::signal::unix::{SignalKind, signal};
 
-use super::artifacts::{OutDir, Summary};
+use super::artifacts::{OutDir, POOL_COPY_MAX, Summary};
 use super::setup;
 use super::{
     EXIT_SANDBOX_FAILED, EXIT_TIMEOUT, IMDS_ADDR, JOURNAL_FILE, NamespaceIds, SandboxArgs,
@@ -104,7 +104,15 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
     let (outcome, journal) = runtime.block_on(serve_and_run(scenario, &args))?;
     drop(runtime);
 
-    let pools = out.copy_pools(Path::new(setup::HYPERV_DIR))?;
+    let pools = out.copy_pools(Path::new(setup::HYPERV_DIR), POOL_COPY_MAX)?;
+    for left in &pools.not_copied {
+        eprintln!(
+            "fake-wireserver sandbox: {}/{} {}; not copied to --out",
+            setup::HYPERV_DIR,
+            left.name,
+            left.why
+        );
+    }
     out.write_journal(JOURNAL_FILE, &journal)?;
     out.write_summary(&Summary {
         command: args
@@ -118,7 +126,8 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         stopped_when_done: outcome.stopped_when_done,
         wireserver: format!("{WIRESERVER_ADDR}:80"),
         imds: format!("{IMDS_ADDR}:80"),
-        pools,
+        pools: pools.copied,
+        pools_not_copied: pools.not_copied,
         journal_entries: journal.len(),
     })?;
     Ok(outcome.exit_status)

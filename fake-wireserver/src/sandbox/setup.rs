@@ -93,8 +93,17 @@ pub(crate) fn lease_file_content() -> String {
 
 /// `mount`/`umount` always with `-n`: without it libmount records the mount in
 /// `/run/mount/utab`, and before the private `/run` exists that would be the host's `/run`.
-fn mount_tmpfs(target: &str, mode: u32, uid: u32, gid: u32) -> anyhow::Result<()> {
-    let options = format!("mode={mode:04o},uid={uid},gid={gid},nosuid,nodev");
+fn mount_tmpfs(
+    target: &str,
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    size: Option<u64>,
+) -> anyhow::Result<()> {
+    let mut options = format!("mode={mode:04o},uid={uid},gid={gid},nosuid,nodev");
+    if let Some(size) = size {
+        options.push_str(&format!(",size={size}"));
+    }
     tool(
         "mount",
         &["-n", "-t", "tmpfs", "-o", &options, "tmpfs", target],
@@ -118,6 +127,7 @@ pub(crate) fn mount_private_run(lo_ifindex: u32) -> anyhow::Result<()> {
         meta.permissions().mode() & 0o7777,
         meta.uid(),
         meta.gid(),
+        None,
     )?;
     let leases = Path::new(LEASE_DIR);
     make_dirs(leases)?;
@@ -146,7 +156,8 @@ pub(crate) fn mount_private_hyperv() -> anyhow::Result<()> {
     if !hyperv.is_dir() {
         rebuild_var_lib_with_hyperv()?;
     }
-    mount_tmpfs(HYPERV_DIR, 0o755, 0, 0)
+    // Bounded: the agent may fill it (sparse files cost nothing, written ones do).
+    mount_tmpfs(HYPERV_DIR, 0o755, 0, 0, Some(super::HYPERV_TMPFS_SIZE))
 }
 
 fn rebuild_var_lib_with_hyperv() -> anyhow::Result<()> {
@@ -166,6 +177,7 @@ fn rebuild_var_lib_with_hyperv() -> anyhow::Result<()> {
         meta.permissions().mode() & 0o7777,
         meta.uid(),
         meta.gid(),
+        None,
     )?;
     let entries = fs::read_dir(staging).context("cannot list the host's /var/lib")?;
     for entry in entries {

@@ -1,11 +1,16 @@
 //! The guest KVP pool file writer (PROTOCOL.md §7.4).
 //!
-//! * Opened with `O_NOFOLLOW`: a symlink at the pool path is refused, never followed.
+//! * Opened with `O_NOFOLLOW | O_NONBLOCK`: a symlink at the pool path is never followed (the
+//!   reporter runs as root; a link could aim the write anywhere), a FIFO cannot block the
+//!   open, and anything but a regular file is refused after `fstat`. What sits at the pool
+//!   path is the machine's state, not the user's input: such a refusal is a KVP failure like
+//!   a read-only pool, and the wireserver report still goes out.
 //! * Created `0644` (whatever the umask) in a `0755` directory, as hv_kvp_daemon expects.
 //! * Every change holds a whole-file `fcntl` write lock (what hv_kvp_daemon takes) **and**
 //!   `flock` (what cloud-init and azure-init take): on Linux the two do not exclude each other.
 //!   Each is waited for at most the lock timeout: a writer that never lets go costs the KVP
-//!   record, never the wireserver report.
+//!   record, never the wireserver report, and once the reporter gives up it holds neither
+//!   lock (flock taken while waiting for fcntl is released at the timeout).
 //! * Streamed: the pool is read slot by slot through one fixed buffer ([`CHUNK_SLOTS`] slots),
 //!   and holes of a sparse file are stepped over with `SEEK_DATA`. Memory does not grow with
 //!   the pool.
@@ -40,8 +45,13 @@
 //! 4. `ftruncate` to the records kept.
 //!
 //! Killed at any instant, the pool holds no torn record, has lost no other writer's record,
-//! and holds the report key old or new (or both). What a kill can leave: free slots, and
-//! for the one record being moved, two identical copies. The next upsert drops both.
+//! and holds the report key old or new (or both). What a kill can leave: free slots, which
+//! the next upsert drops, and, for the one record being moved, two identical copies of it.
+//! If that record has our key, the next upsert drops both copies (every earlier record of
+//! our key goes). If it is another writer's, both copies stay, for good: the reporter cannot
+//! tell a copy left by a kill from the same record appended twice by its writer (cloud-init
+//! and azure-init append and never deduplicate), and dropping a record that is not ours is
+//! worse than a reader seeing one key and value twice.
 //! Rewriting into a new file and renaming it over the pool was rejected: hv_kvp_daemon
 //! keeps one descriptor open for its `fcntl` lock and opens the pool by path to read and
 //! write it, and appenders open it by path, so after a rename they would lock and write a
@@ -118,18 +128,6 @@ pub enum PoolError {
     },
 }
 
-impl PoolError {
-    /// Errors caused by what the user pointed the reporter at, rather than by the system.
-    pub fn is_bad_path(&self) -> bool {
-        matches!(
-            self,
-            PoolError::Symlink { .. }
-                | PoolError::Directory { .. }
-                | PoolError::NotRegularFile { .. }
-        )
-    }
-}
-
 /// An open KVP pool file.
 #[derive(Debug)]
 pub struct KvpPool {
@@ -186,7 +184,8 @@ impl KvpPool {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             create_dirs(parent).map_err(|e| io_err("create its directory", e))?;
         }
-        let base = OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        // O_NONBLOCK: opening a FIFO must not wait for a peer; cleared once it is a file.
+        let base = OFlags::RDWR | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let map_open = |e: rustix::io::Errno| match e {
             rustix::io::Errno::LOOP => PoolError::Symlink {
                 path: path.to_owned(),
@@ -222,6 +221,8 @@ impl KvpPool {
                 });
             }
         }
+        rustix::fs::fcntl_setfl(&fd, OFlags::RDWR)
+            .map_err(|e| io_err("clear O_NONBLOCK on", e.into()))?;
         if created {
             // The umask may have taken bits away; the host daemon expects 0644.
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(POOL_FILE_MODE))
@@ -489,6 +490,13 @@ impl KvpPool {
             WaitState::Failed(lock, e) => Err(self.lock_err(lock, *e)),
             WaitState::Waiting(lock) => {
                 let lock = *lock;
+                if lock == FCNTL {
+                    // The waiter holds flock and sits in F_OFD_SETLKW until the fcntl holder
+                    // lets go, maybe never. flock belongs to the open file description, so it
+                    // is released from here: cloud-init, azure-init or another reporter must
+                    // not wait on a writer that gave up (the report may retry for minutes).
+                    let _ = rustix::fs::flock(theirs.as_fd(), FlockOperation::Unlock);
+                }
                 *state = WaitState::Abandoned;
                 Err(PoolError::LockTimeout {
                     path: self.path.clone(),
@@ -504,7 +512,7 @@ impl KvpPool {
     fn reopen(&self) -> Result<File, PoolError> {
         let fd = rustix::fs::open(
             &self.path,
-            OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            OFlags::RDWR | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
             Mode::empty(),
         )
         .map_err(|e| self.io_err("open again", e.into()))?;
@@ -563,7 +571,8 @@ enum WaitState {
     Waiting(&'static str),
     Locked,
     Failed(&'static str, rustix::io::Errno),
-    /// The caller gave up: locks taken later are released at once.
+    /// The caller gave up (and released flock if the waiter held it): locks taken later are
+    /// released at once.
     Abandoned,
 }
 
@@ -616,9 +625,15 @@ fn take_locks_blocking(
     retry_eintr(|| rustix::fs::flock(fd, FlockOperation::LockExclusive))
         .map_err(|e| ("flock", e))?;
     {
+        // Announced under the state lock, so the caller, giving up, knows whether flock is
+        // held (and releases it) or not yet (and then it is released here).
         let mut state = wait.state.lock().unwrap_or_else(|p| p.into_inner());
-        if let WaitState::Waiting(lock) = &mut *state {
-            *lock = FCNTL;
+        match &mut *state {
+            WaitState::Waiting(lock) => *lock = FCNTL,
+            _ => {
+                let _ = rustix::fs::flock(fd, FlockOperation::Unlock);
+                return Err(("flock", rustix::io::Errno::CANCELED));
+            }
         }
     }
     if let Err(e) = retry_eintr(|| ofd_lock(fd, libc::F_OFD_SETLKW, libc::F_WRLCK)) {
@@ -767,6 +782,33 @@ mod tests {
         assert_eq!(
             records(&path),
             vec![("x".into(), "y".into()), ("K".into(), "new".into())]
+        );
+    }
+
+    #[test]
+    fn identical_records_of_another_writer_are_both_kept_ours_dropped() {
+        // What a kill between moving a record and erasing its old slot leaves (module docs):
+        // two copies. Another writer's copies cannot be told from a record it appended twice,
+        // so both stay; copies of ours go with every other earlier record of our key.
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("pool");
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&[0u8; RECORD_SIZE]);
+        bytes.extend_from_slice(&encode_record("event", "same").unwrap());
+        bytes.extend_from_slice(&encode_record("event", "same").unwrap());
+        bytes.extend_from_slice(&encode_record("K", "old").unwrap());
+        bytes.extend_from_slice(&encode_record("K", "old").unwrap());
+        std::fs::write(&path, &bytes).unwrap();
+        let pool = KvpPool::open(&path).unwrap();
+        pool.upsert("K", "new").unwrap();
+        pool.upsert("K", "newer").unwrap();
+        assert_eq!(
+            records(&path),
+            vec![
+                ("event".into(), "same".into()),
+                ("event".into(), "same".into()),
+                ("K".into(), "newer".into())
+            ]
         );
     }
 

@@ -11,6 +11,7 @@
 //! Everything after the session (artifacts, timeline, checks, deviations) is the same for all
 //! modes.
 
+mod agent_file;
 pub mod in_process;
 pub mod sandbox;
 

@@ -13,6 +13,7 @@ use fake_wireserver::documents::Documents;
 use fake_wireserver::journal::Entry;
 use serde::Deserialize;
 
+use super::agent_file::{POOL_READ_MAX, read_agent_file};
 use super::{Endpoints, Session, SessionError, agent_invocation, record};
 use crate::agent::{Action, Done};
 use crate::exec::{self, Exit, Invocation};
@@ -41,6 +42,16 @@ struct Summary {
     /// `--stop-after-report` ended the agent (older sandboxes do not write it).
     #[serde(default)]
     stopped_when_done: bool,
+    /// Pool files the sandbox refused to copy (a link, not a regular file, over its cap).
+    #[serde(default)]
+    pools_not_copied: Vec<NotCopied>,
+}
+
+/// One entry of `sandbox.json`'s `pools_not_copied`.
+#[derive(Debug, Deserialize)]
+struct NotCopied {
+    name: String,
+    why: String,
 }
 
 /// The case folder's scratch copy of a private folder (`/var/log` → `<case>/private/var/log`).
@@ -211,6 +222,18 @@ pub async fn run(
             .map_err(|e| failed(format!("{}/sandbox.json: {e}", out.display())))?,
         Err(_) => return Err(failed(finished.exit.describe())),
     };
+    // The agent's pool as the sandbox left it: not copied (and so not judged) when it was
+    // not a bounded regular file; the copy itself read back bounded too.
+    let mut unjudgeable = summary
+        .pools_not_copied
+        .iter()
+        .find(|n| n.name == POOL_COPY)
+        .map(|n| {
+            format!(
+                "after the agent ran, its pool file {POOL_PATH} {}, so the sandbox did not copy it and the case is not judged",
+                n.why
+            )
+        });
     let exit = match summary {
         Summary {
             timed_out: true, ..
@@ -235,7 +258,15 @@ pub async fn run(
     };
 
     let journal = read_journal(&out.join(fake_wireserver::sandbox::JOURNAL_FILE))?;
-    let pool = std::fs::read(out.join(POOL_COPY)).ok();
+    let pool = match read_agent_file(&out.join(POOL_COPY), POOL_READ_MAX) {
+        Ok(pool) => pool,
+        Err(why) => {
+            unjudgeable.get_or_insert_with(|| {
+                format!("the sandbox's copy of the pool file {POOL_COPY} {why}, so the case is not judged")
+            });
+            None
+        }
+    };
     let served = Documents::new(&scenario.fake).served_ids(0);
     let record = record(run, argv, exit, finished, t0);
     let runs = if two_in_one {
@@ -249,7 +280,7 @@ pub async fn run(
         pool,
         runs,
         clock_origin: t0,
-        unjudgeable: None,
+        unjudgeable,
     })
 }
 
