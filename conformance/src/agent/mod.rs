@@ -447,7 +447,10 @@ impl AgentProfile {
         };
 
         let name = file.name.get_ref().clone();
+        // Not starting with '.': the name is a folder's name in the results and snapshots
+        // (`..` would lead out of them).
         if name.is_empty()
+            || name.starts_with('.')
             || !name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
@@ -455,7 +458,9 @@ impl AgentProfile {
             return Err(at(
                 file.name.span(),
                 "name",
-                format!("{name:?} is not a valid agent name: use letters, digits, '-', '_', '.'"),
+                format!(
+                    "{name:?} is not a valid agent name: use letters, digits, '-', '_', '.' (not first)"
+                ),
             ));
         }
 
@@ -1100,6 +1105,12 @@ reason = "known"
             "capabilities = [\"json\", \"kvp\"]",
             &format!("capabilities = [\"json\", \"kvp\"]\n{extra}"),
         )
+    }
+
+    #[test]
+    fn a_name_that_would_lead_out_of_a_folder_is_refused() {
+        let err = load(&valid().replace("name = \"demo\"", "name = \"..\"")).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("name"), "{err}");
     }
 
     #[test]

@@ -156,9 +156,15 @@ pub enum Outcome {
 /// Compares `snapshot` with what `dir` holds for it, writing a pending file unless it
 /// matches (and removing a stale pending one when it does).
 pub fn compare(dir: &Path, snapshot: &Snapshot) -> Result<Outcome, String> {
+    // Names become path components: never one that leaves the folder.
+    for name in [&snapshot.agent, &snapshot.scenario] {
+        if name.is_empty() || name.starts_with('.') || name.contains('/') {
+            return Err(format!("{name:?} cannot name a snapshot file"));
+        }
+    }
     let snap = path(dir, &snapshot.agent, &snapshot.scenario);
     let pending = pending_path(&snap);
-    let old = match std::fs::read_to_string(&snap) {
+    let old = match read(&snap) {
         Ok(text) => Some(Snapshot::parse(&snap, &text)?),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("{}: {e}", snap.display())),
@@ -186,6 +192,14 @@ pub fn compare(dir: &Path, snapshot: &Snapshot) -> Result<Outcome, String> {
     };
     write_atomically(&pending, &snapshot.render())?;
     Ok(outcome)
+}
+
+/// Largest snapshot file read: 4 MiB (a transcript is a few KiB).
+pub const MAX_SNAPSHOT_BYTES: u64 = 4 << 20;
+
+/// A snapshot file: a regular file of at most [`MAX_SNAPSHOT_BYTES`].
+fn read(path: &Path) -> std::io::Result<String> {
+    fake_wireserver::files::read_regular_text(path, MAX_SNAPSHOT_BYTES)
 }
 
 /// A unified diff of two transcripts.
@@ -273,8 +287,7 @@ pub fn list(dir: &Path) -> Result<Vec<Found>, String> {
 /// Makes a pending snapshot the accepted one.
 pub fn accept(found: &Found) -> Result<(), String> {
     let pending = pending_path(&found.snap);
-    let text =
-        std::fs::read_to_string(&pending).map_err(|e| format!("{}: {e}", pending.display()))?;
+    let text = read(&pending).map_err(|e| format!("{}: {e}", pending.display()))?;
     Snapshot::parse(&pending, &text)?;
     std::fs::rename(&pending, &found.snap).map_err(|e| format!("{}: {e}", found.snap.display()))
 }
@@ -288,10 +301,9 @@ pub fn reject(found: &Found) -> Result<(), String> {
 /// The diff a pending snapshot would make (or its whole text, when there is no accepted one).
 pub fn pending_diff(found: &Found) -> Result<String, String> {
     let pending = pending_path(&found.snap);
-    let new =
-        std::fs::read_to_string(&pending).map_err(|e| format!("{}: {e}", pending.display()))?;
+    let new = read(&pending).map_err(|e| format!("{}: {e}", pending.display()))?;
     let new = Snapshot::parse(&pending, &new)?;
-    match std::fs::read_to_string(&found.snap) {
+    match read(&found.snap) {
         Ok(old) => {
             let old = Snapshot::parse(&found.snap, &old)?;
             if old.format != new.format {
@@ -324,6 +336,17 @@ mod tests {
             Snapshot::parse(Path::new("f.snap"), &s.render()).unwrap(),
             s
         );
+    }
+
+    #[test]
+    fn no_name_leads_out_of_the_snapshots_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let inside = dir.path().join("snaps");
+        for (agent, scenario) in [("..", "x"), ("a", ".."), ("a/b", "x"), ("", "x")] {
+            let s = Snapshot::new(agent, scenario, "t\n".into());
+            assert!(compare(&inside, &s).is_err(), "{agent:?}/{scenario:?}");
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]
