@@ -532,6 +532,10 @@ fn snapshots(command: SnapshotsCommand) -> u8 {
             }
             SnapshotsCommand::Accept { dir, cases } => {
                 let pending = pending_in(&dir, &cases)?;
+                // All or none: a corrupt or misplaced one stops the accept before any rename.
+                for f in &pending {
+                    store::check_pending(f)?;
+                }
                 for f in &pending {
                     store::accept(f)?;
                     println!("accepted {}", f.name);

@@ -393,7 +393,13 @@ fn the_bundled_reporters_transcripts_do_not_change_under_load() {
     for c in r["agents"][0]["cases"].as_array().unwrap() {
         if c["id"].as_str().unwrap().ends_with(suffix) {
             compared += 1;
-            assert_ne!(c["verdict"], "fail", "{c}\n{}", show(&o));
+            // A pass; or, in a scenario whose answers move with the clock on a machine that
+            // stalled, the documented informational (nothing else).
+            let excused = c["verdict"] == "informational"
+                && c["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("depend on time"));
+            assert!(c["verdict"] == "pass" || excused, "{c}\n{}", show(&o));
         }
     }
     assert!(compared >= 40, "{compared} snapshot cases");

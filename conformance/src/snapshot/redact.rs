@@ -84,12 +84,17 @@ impl Redactor {
         text = ports(&text);
         text = uuids(&text);
         text = timestamps(&text);
-        text = durations(&text);
-        text = epochs(&text);
+        // Durations and epoch seconds only in free text (log-like KVP events, messages): in a
+        // report's fields a `5s` or a 10-digit number is the agent's meaning.
+        if field.is_none() {
+            text = durations(&text);
+            text = epochs(&text);
+        }
         if field.is_some_and(|f| VERSIONED_FIELDS.iter().any(|v| f.eq_ignore_ascii_case(v))) {
             text = versions(&text);
         }
-        text
+        // One value, one line: control characters (a CR or LF the agent sent) escaped.
+        crate::tools::text::visible(&text)
     }
 
     /// Free text, redacted.
@@ -389,6 +394,11 @@ mod tests {
         assert_eq!(
             r.field(Some("x-ms-agent-name"), "WALinuxAgent"),
             "WALinuxAgent"
+        );
+        // In a field they are the agent's meaning, and stay.
+        assert_eq!(
+            r.field(Some("reason"), "retry after 5s at 1733054400"),
+            "retry after 5s at 1733054400"
         );
         // Not inside words, not a date alone, not other numbers.
         assert_eq!(

@@ -46,6 +46,22 @@ impl Snapshot {
         }
     }
 
+    /// This snapshot, when its header names the agent and scenario its place in the folder
+    /// says (a file copied from elsewhere does not stand in for another).
+    fn expect_to_be(self, path: &Path, place: &Snapshot) -> Result<Snapshot, String> {
+        if self.agent != place.agent || self.scenario != place.scenario {
+            return Err(format!(
+                "{}: its header names agent {:?} and scenario {:?}, but the file is {:?}'s snapshot of {:?}",
+                path.display(),
+                self.agent,
+                self.scenario,
+                place.agent,
+                place.scenario
+            ));
+        }
+        Ok(self)
+    }
+
     pub fn render(&self) -> String {
         format!(
             "---\nformat: {}\nagent: {}\nscenario: {}\nwirecheck: {}\n---\n{}",
@@ -56,6 +72,13 @@ impl Snapshot {
     /// Parses a snapshot file; errors name the file and line.
     pub fn parse(path: &Path, text: &str) -> Result<Snapshot, String> {
         let at = |line: usize, what: String| format!("{}:{line}: {what}", path.display());
+        if let Some(cr) = text.find('\r') {
+            let line = text[..cr].matches('\n').count() + 1;
+            return Err(at(
+                line,
+                "a carriage return: snapshots are LF text (a checkout with CRLF line endings? see .gitattributes)".into(),
+            ));
+        }
         let mut lines = text.split_inclusive('\n');
         if lines.next().map(str::trim_end) != Some("---") {
             return Err(at(
@@ -165,7 +188,7 @@ pub fn compare(dir: &Path, snapshot: &Snapshot) -> Result<Outcome, String> {
     let snap = path(dir, &snapshot.agent, &snapshot.scenario);
     let pending = pending_path(&snap);
     let old = match read(&snap) {
-        Ok(text) => Some(Snapshot::parse(&snap, &text)?),
+        Ok(text) => Some(Snapshot::parse(&snap, &text)?.expect_to_be(&snap, snapshot)?),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("{}: {e}", snap.display())),
     };
@@ -286,10 +309,18 @@ pub fn list(dir: &Path) -> Result<Vec<Found>, String> {
 
 /// Makes a pending snapshot the accepted one.
 pub fn accept(found: &Found) -> Result<(), String> {
+    check_pending(found)?;
+    let pending = pending_path(&found.snap);
+    std::fs::rename(&pending, &found.snap).map_err(|e| format!("{}: {e}", found.snap.display()))
+}
+
+/// Checks that a pending snapshot can be accepted: it parses and is of its place.
+pub fn check_pending(found: &Found) -> Result<(), String> {
     let pending = pending_path(&found.snap);
     let text = read(&pending).map_err(|e| format!("{}: {e}", pending.display()))?;
-    Snapshot::parse(&pending, &text)?;
-    std::fs::rename(&pending, &found.snap).map_err(|e| format!("{}: {e}", found.snap.display()))
+    let place = Snapshot::new(&found.agent, &found.scenario, String::new());
+    Snapshot::parse(&pending, &text)?.expect_to_be(&pending, &place)?;
+    Ok(())
 }
 
 /// Drops a pending snapshot.
@@ -336,6 +367,20 @@ mod tests {
             Snapshot::parse(Path::new("f.snap"), &s.render()).unwrap(),
             s
         );
+    }
+
+    #[test]
+    fn crlf_and_a_snapshot_of_another_place_are_refused() {
+        let s = Snapshot::new("a", "x", "run 1:\n  exit: status 0\n".into());
+        let crlf = s.render().replace('\n', "\r\n");
+        let e = Snapshot::parse(Path::new("a/x.snap"), &crlf).unwrap_err();
+        assert!(e.starts_with("a/x.snap:1: a carriage return"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        let other = Snapshot::new("b", "y", s.transcript.clone());
+        std::fs::write(path(dir.path(), "a", "x"), other.render()).unwrap();
+        let e = compare(dir.path(), &s).unwrap_err();
+        assert!(e.contains("its header names agent \"b\""), "{e}");
     }
 
     #[test]

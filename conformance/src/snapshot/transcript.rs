@@ -16,14 +16,22 @@ use crate::exec::Exit;
 use crate::observe::Observation;
 
 /// The headers a transcript keeps by default (lower case): the ones the protocol defines.
-pub const DEFAULT_HEADERS: [&str; 6] = [
+pub const DEFAULT_HEADERS: [&str; 10] = [
     "content-type",
     "x-ms-version",
     "x-ms-agent-name",
     "x-ms-guest-agent-name",
     "metadata",
     "user-agent",
+    "x-ms-cipher-name",
+    "x-ms-guest-agent-public-x509-cert",
+    "x-ms-containerid",
+    "x-ms-host-config-name",
 ];
+
+/// Headers whose value is made anew every run (a fresh transport certificate): whether they
+/// are there is recorded, not what they hold.
+const FRESH_HEADERS: [&str; 1] = ["x-ms-guest-agent-public-x509-cert"];
 
 /// What a profile adds to a transcript (`[snapshot]`).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -47,8 +55,9 @@ impl SnapshotOptions {
 struct Distinct {
     text: String,
     attempts: usize,
-    /// The last attempt's answer was a success (2xx).
-    last_succeeded: bool,
+    /// The last attempt ended the agent's retrying by itself: a success, or an answer the
+    /// agent treats as fatal (not its budget or its timers).
+    last_settled: bool,
 }
 
 /// The transcript of `obs`: text, one item per line, stable for the same agent behaviour.
@@ -82,25 +91,31 @@ pub fn transcript(obs: &Observation) -> String {
         let mut distinct: Vec<Distinct> = Vec::new();
         for entry in &entries[..until] {
             let text = request(obs, entry, options, &redactor);
-            let succeeded = entry.answer.status.is_some_and(|s| (200..300).contains(&s));
+            let settled = !matches!(obs.classify(entry), crate::observe::Class::Retryable(_));
             match distinct.iter_mut().find(|d| d.text == text) {
                 Some(d) => {
                     d.attempts += 1;
-                    d.last_succeeded = succeeded;
+                    d.last_settled = settled;
                 }
                 None => distinct.push(Distinct {
                     text,
                     attempts: 1,
-                    last_succeeded: succeeded,
+                    last_settled: settled,
                 }),
             }
         }
-        // The count is the scenario's (its scripted faults) when the agent got through and
-        // ended by itself, and no timer of the scenario's moves the goalposts; otherwise the
-        // agent's timers, the deadline or the scenario's triggers decide it.
-        let counted = matches!(run.exit, Exit::Code(_)) && timing_free(obs);
+        // The count is the scenario's (its scripted faults) when the agent stopped retrying
+        // on an answer (a success, or one it treats as fatal) and ended by itself (or reached
+        // its terminal report, for a daemon), and no timer of the scenario's moves the
+        // goalposts; otherwise its budget, its timers, the deadline or the scenario's triggers
+        // decide it.
+        let ended = matches!(run.exit, Exit::Code(_))
+            || (obs.profile.done == crate::agent::Done::TerminalReport && until < entries.len())
+            || (obs.profile.done == crate::agent::Done::TerminalReport
+                && matches!(run.exit, Exit::StoppedWhenDone));
+        let counted = ended && timing_free(obs);
         for d in &distinct {
-            let attempts = if counted && d.last_succeeded {
+            let attempts = if counted && d.last_settled {
                 d.attempts.to_string()
             } else {
                 "1 or more (timing decides how many)".to_owned()
@@ -190,15 +205,21 @@ fn request(
     options: &SnapshotOptions,
     redactor: &Redactor,
 ) -> String {
-    let mut out = format!("{} {}\n", entry.method, entry.endpoint);
+    let mut out = format!(
+        "{} {} {}\n",
+        entry.method,
+        entry.endpoint,
+        redactor.field(Some("target"), &entry.target)
+    );
     for (name, value) in &entry.headers {
         if options.keeps(name) {
-            let _ = writeln!(
-                out,
-                "      {}: {}",
-                name.to_ascii_lowercase(),
+            let lower = name.to_ascii_lowercase();
+            let value = if FRESH_HEADERS.contains(&lower.as_str()) {
+                "<present>".to_owned()
+            } else {
                 redactor.field(Some(name), value)
-            );
+            };
+            let _ = writeln!(out, "      {lower}: {value}");
         }
     }
     if entry.body_len == 0 {
@@ -277,11 +298,7 @@ fn value(obs: &Observation, out: &mut String, indent: &str, text: &str, redactor
             }
         }
         None => {
-            let _ = writeln!(
-                out,
-                "{indent}text: {}",
-                crate::tools::text::visible(&redactor.text(text))
-            );
+            let _ = writeln!(out, "{indent}text: {}", redactor.text(text));
         }
     }
 }
