@@ -377,6 +377,7 @@ fn run(args: RunArgs) -> u8 {
             Ok(()) => Some(runner::SnapshotSettings {
                 dir: dir.clone(),
                 strict: args.snapshots_strict,
+                filter: filter.clone(),
             }),
             Err(e) => return usage(e),
         },

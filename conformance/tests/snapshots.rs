@@ -478,3 +478,37 @@ fn review_on_a_terminal_accepts_rejects_and_skips() {
     assert!(!pending.exists());
     assert!(snaps.join("layout/wire.health.xml.ready.snap").exists());
 }
+
+/// `--exclude` leaves the snapshot case out like any other case.
+#[test]
+fn the_snapshot_case_follows_cases_and_exclude() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = layout_agent(dir.path());
+    let snaps = dir.path().join("snaps");
+    let o = wirecheck(&repo())
+        .args(["run", "--quiet", "--agent", "layout", "--agents-dir"])
+        .arg(&agents)
+        .arg("--snapshots")
+        .arg(&snaps)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .args([
+            "--cases",
+            "wire.health.xml.ready.*",
+            "--exclude",
+            "*.snapshot.*",
+        ])
+        .env("SNAPSHOTS", &snaps)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = results(&dir.path().join("out"));
+    let ids: Vec<&str> = r["agents"][0]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert!(!ids.is_empty() && !ids.contains(&CASE), "{ids:?}");
+    assert!(!snaps.join("layout").exists());
+}

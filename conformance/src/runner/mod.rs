@@ -203,6 +203,8 @@ pub struct SnapshotSettings {
     pub dir: PathBuf,
     /// A missing snapshot fails (CI), instead of being `informational` and written as new.
     pub strict: bool,
+    /// `--cases` / `--exclude`: a pair's snapshot case is made only when its id matches.
+    pub filter: crate::select::CaseFilter,
 }
 
 /// Scenarios run at the same time by default: [`JOBS_PER_CORE`] per core of the machine, at

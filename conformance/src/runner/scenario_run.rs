@@ -95,23 +95,28 @@ async fn execute(
         }
     };
     let duration_ms = started.elapsed().as_millis() as u64;
-    let snapshot = settings.snapshots.as_ref().map(|snapshots| {
-        let j = match &unjudgeable {
-            Some(why) => Judgement::fail(why.clone(), Vec::new()),
-            None => snapshot_judgement(snapshots, &obs),
-        };
-        CaseResult {
-            id: format!("{}.{}", scenario.id, crate::snapshot::CHECK_ID),
-            title: format!("{}: snapshot of what the agent emitted", scenario.name),
-            scenario: scenario.name.clone(),
-            verdict: j.verdict,
-            reason: j.reason,
-            evidence: j.evidence,
-            duration_ms,
-            timeline: timeline.clone(),
-            artifacts: artifacts.clone(),
-        }
-    });
+    let snapshot_id = format!("{}.{}", scenario.id, crate::snapshot::CHECK_ID);
+    let snapshot = settings
+        .snapshots
+        .as_ref()
+        .filter(|s| s.filter.matches(&snapshot_id))
+        .map(|snapshots| {
+            let j = match &unjudgeable {
+                Some(why) => Judgement::fail(why.clone(), Vec::new()),
+                None => snapshot_judgement(snapshots, &obs),
+            };
+            CaseResult {
+                id: snapshot_id.clone(),
+                title: format!("{}: snapshot of what the agent emitted", scenario.name),
+                scenario: scenario.name.clone(),
+                verdict: j.verdict,
+                reason: j.reason,
+                evidence: j.evidence,
+                duration_ms,
+                timeline: timeline.clone(),
+                artifacts: artifacts.clone(),
+            }
+        });
 
     let mut cases: Vec<CaseResult> = p
         .checks
