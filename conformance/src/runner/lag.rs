@@ -33,6 +33,8 @@ struct RunQueueWaits {
     /// Thread id → (total run-queue wait at the last look, ns; the wait of the looks in a row
     /// in which it waited, ns).
     last: std::collections::HashMap<u32, (u64, u64)>,
+    /// When the last look was.
+    looked: Option<Instant>,
 }
 
 impl RunQueueWaits {
@@ -40,6 +42,11 @@ impl RunQueueWaits {
     /// the kernel keeps no scheduler statistics): a thread that waited in each of the last
     /// ticks was held back for their sum.
     fn longest_since_last(&mut self) -> Duration {
+        let now = Instant::now();
+        let elapsed = self
+            .looked
+            .replace(now)
+            .map_or(0, |then| now.duration_since(then).as_nanos() as u64);
         let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
             return Duration::ZERO;
         };
@@ -60,13 +67,18 @@ impl RunQueueWaits {
             else {
                 continue;
             };
+            // A thread that waited through (nearly) the whole time since the last look was held
+            // back all along: its wait goes on. Many short waits in a row are not one long one
+            // (each delayed what it delayed by at most its own length).
             let streak = match self.last.get(&tid) {
                 Some((before, streak)) => {
                     let delta = waited.saturating_sub(*before);
-                    if delta >= KEEP_FROM.as_nanos() as u64 {
+                    if delta < KEEP_FROM.as_nanos() as u64 {
+                        0
+                    } else if delta * 10 >= elapsed * 9 {
                         streak + delta
                     } else {
-                        0
+                        delta
                     }
                 }
                 None => 0,
