@@ -6,7 +6,7 @@ mod runner_support;
 use std::path::Path;
 use std::process::Output;
 
-use runner_support::{case, repo, results, stderr, stdout, wirecheck, write_files};
+use runner_support::{case, repo, results, script_agent, stderr, stdout, wirecheck};
 
 /// The load test keeps every core busy; the other tests here have deadlines of their own, so
 /// they do not run while it does (it takes the lock for writing, they for reading).
@@ -14,46 +14,6 @@ static LOAD: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
 fn quiet_machine() -> std::sync::RwLockReadGuard<'static, ()> {
     LOAD.read().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Writes a Python agent `name` with a profile (`capabilities`, every action running the
-/// script with the action as its argument) into `dir`, and returns the agents folder.
-fn script_agent(
-    dir: &Path,
-    name: &str,
-    attach: &str,
-    capabilities: &str,
-    script: &str,
-) -> std::path::PathBuf {
-    let path = dir.join(format!("{name}.py"));
-    let profile = format!(
-        r#"name = "{name}"
-description = "a test agent: {name}.py"
-attach = "{attach}"
-capabilities = [{capabilities}]
-
-[commands]
-ready = ["python3", "{p}", "ready"]
-failure = ["python3", "{p}", "failure"]
-
-[reactions]
-retryable = [429, 500, 503]
-transport_errors = "retry"
-status_403 = "fatal"
-
-[exit]
-reported = [0]
-"#,
-        p = path.display()
-    );
-    write_files(
-        dir,
-        &[
-            (&format!("{name}.py"), script),
-            (&format!("agents/{name}.toml"), &profile),
-        ],
-    );
-    dir.join("agents")
 }
 
 /// `wirecheck run --agent NAME --agents-dir AGENTS --out DIR/out ARGS...`.

@@ -6,7 +6,7 @@ mod runner_support;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use runner_support::{case, repo, results, stderr, stdout, wirecheck, write_files};
+use runner_support::{case, repo, results, script_agent, stderr, stdout, wirecheck};
 
 fn show(o: &Output) -> String {
     format!(
@@ -53,36 +53,10 @@ except OSError:
     pass
 "#;
 
-/// An agent folder with the layout agent's profile (XML, ready only).
+/// An agent folder with the layout agent's profile (XML; the script reports Ready whatever
+/// the action).
 fn layout_agent(dir: &Path) -> PathBuf {
-    let script = dir.join("layout.py");
-    let profile = format!(
-        r#"name = "layout"
-description = "a test agent whose XML layout is chosen by LAYOUT"
-attach = "url"
-capabilities = ["xml"]
-
-[commands]
-ready = ["python3", "{}", "ready"]
-
-[reactions]
-retryable = [429, 500, 503]
-transport_errors = "retry"
-status_403 = "fatal"
-
-[exit]
-reported = [0]
-"#,
-        script.display()
-    );
-    write_files(
-        dir,
-        &[
-            ("layout.py", LAYOUT_AGENT),
-            ("agents/layout.toml", &profile),
-        ],
-    );
-    dir.join("agents")
+    script_agent(dir, "layout", "url", "\"xml\"", LAYOUT_AGENT)
 }
 
 fn run_layout(dir: &Path, agents: &Path, snaps: &Path, layout: &str, run: &str) -> Output {

@@ -100,3 +100,43 @@ pub fn write_files(dir: &Path, files: &[(&str, &str)]) {
         std::fs::write(&path, text).unwrap();
     }
 }
+
+/// Writes a Python agent `name` with a profile (`capabilities`, every action running the
+/// script with the action as its argument) into `dir`, and returns the agents folder.
+pub fn script_agent(
+    dir: &Path,
+    name: &str,
+    attach: &str,
+    capabilities: &str,
+    script: &str,
+) -> std::path::PathBuf {
+    let path = dir.join(format!("{name}.py"));
+    let profile = format!(
+        r#"name = "{name}"
+description = "a test agent: {name}.py"
+attach = "{attach}"
+capabilities = [{capabilities}]
+
+[commands]
+ready = ["python3", "{p}", "ready"]
+failure = ["python3", "{p}", "failure"]
+
+[reactions]
+retryable = [429, 500, 503]
+transport_errors = "retry"
+status_403 = "fatal"
+
+[exit]
+reported = [0]
+"#,
+        p = path.display()
+    );
+    write_files(
+        dir,
+        &[
+            (&format!("{name}.py"), script),
+            (&format!("agents/{name}.toml"), &profile),
+        ],
+    );
+    dir.join("agents")
+}
