@@ -7,7 +7,6 @@
 //! A missing agent or privilege is a test failure with instructions, never a skip.
 
 pub mod kill_loop;
-pub mod normalize;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -11,8 +11,9 @@
 
 use std::path::Path;
 
+use conformance::snapshot::raw as normalize;
 use wirecheck_e2e::{
-    AgentRun, Attach, NetnsRun, afterburn_binary, header_names, normalize, run_sandbox, vector,
+    AgentRun, Attach, NetnsRun, afterburn_binary, header_names, run_sandbox, vector,
     vector_header_names,
 };
 

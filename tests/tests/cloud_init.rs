@@ -7,10 +7,11 @@
 
 use std::path::Path;
 
+use conformance::snapshot::raw as normalize;
 use fake_wireserver::oracle::{Severity, kvp};
 use wirecheck_e2e::{
-    AgentRun, Attach, NetnsRun, cloud_init_driver, cloud_init_python, header_names, normalize,
-    vector, vector_header_names,
+    AgentRun, Attach, NetnsRun, cloud_init_driver, cloud_init_python, header_names, vector,
+    vector_header_names,
 };
 
 const HARNESS: &str = env!("CARGO_BIN_EXE_e2e-netns-run");

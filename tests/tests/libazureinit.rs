@@ -18,11 +18,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
+use conformance::snapshot::raw as normalize;
 use fake_wireserver::journal::Entry;
 use serde_json::Value;
-use wirecheck_e2e::{
-    AgentRun, Attach, NetnsRun, normalize, require_root, run_sandbox, workspace_binary,
-};
+use wirecheck_e2e::{AgentRun, Attach, NetnsRun, require_root, run_sandbox, workspace_binary};
 
 const HARNESS: &str = env!("CARGO_BIN_EXE_e2e-netns-run");
 

@@ -3,8 +3,10 @@
 //! `cargo insta` reviews code snapshots (`wirecheck snapshots ...`).
 //!
 //! [`transcript`] is the normalizer, public so an agent's own tests can snapshot with it;
-//! [`store`] the files; [`redact`] what differs from run to run.
+//! [`raw`] the exact-bytes views (a journal entry, the exchange, cloud-init's KVP events) the
+//! project's end-to-end snapshots use; [`store`] the files; [`redact`] what differs from run to run.
 
+pub mod raw;
 pub mod redact;
 pub mod store;
 pub mod transcript;

@@ -161,8 +161,8 @@ fn case_paths(text: &str) -> String {
     out
 }
 
-/// `127.0.0.1:PORT` → `127.0.0.1:<port>`.
-fn ports(text: &str) -> String {
+/// `127.0.0.1:PORT` → `127.0.0.1:<port>`: the loopback port, which is new every run.
+pub fn ports(text: &str) -> String {
     const HOST: &str = "127.0.0.1:";
     let mut out = String::with_capacity(text.len());
     let mut rest = text;

@@ -1,5 +1,7 @@
-//! Making what real agents sent snapshot-stable. Only values that differ from run to run are
-//! replaced, each by a named placeholder:
+//! Raw views for snapshots of exact bytes: what an agent sent, kept as received except for the
+//! values that differ from run to run. The project's own end-to-end snapshots use these, and an
+//! agent's Rust tests can too (with [`fake_wireserver`]'s journal and the pool file it wrote);
+//! the [`transcript`](super::transcript) is the semantic view `wirecheck run --snapshots` keeps.
 //!
 //! | value | placeholder |
 //! |---|---|
@@ -11,29 +13,48 @@
 //! | gz+b64 `data` of compressed events (dmesg: machine-specific) | `<gz+b64>` |
 //!
 //! Everything else (headers in order, bodies, parsed reports, findings, event names, results,
-//! messages) is snapshotted as received.
+//! messages) is kept as received.
+//!
+//! In an agent's own test, against the in-process fake:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use conformance::snapshot::raw;
+//! use fake_wireserver::{Fake, FakeConfig};
+//! use std::io::{Read, Write};
+//!
+//! let fake = Fake::start(FakeConfig::default()).await?;
+//! let addr = fake.wireserver_addr().expect("a wireserver listener");
+//! // The agent under test would run here; a plain request stands in for it.
+//! tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+//!     let mut agent = std::net::TcpStream::connect(addr)?;
+//!     write!(agent, "GET /?comp=versions HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")?;
+//!     agent.read_to_end(&mut Vec::new())?;
+//!     Ok(())
+//! })
+//! .await??;
+//! let mut journal = fake.journal();
+//! for _ in 0..100 {
+//!     if !journal.is_empty() { break }
+//!     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+//!     journal = fake.journal();
+//! }
+//! assert_eq!(
+//!     raw::exchange(&journal),
+//!     ["GET /?comp=versions [wireserver.versions via wireserver] -> 200"]
+//! );
+//! // Host header and all: the port is the only value replaced.
+//! assert_eq!(raw::entry(&journal[0])["headers"][0][1], "127.0.0.1:<port>");
+//! # Ok(())
+//! # }
+//! ```
 
 use serde_json::{Value, json};
 
 use fake_wireserver::journal::Entry;
 
-/// Replaces the port of every `127.0.0.1:PORT` by `<port>`.
-pub fn ports(text: &str) -> String {
-    const HOST: &str = "127.0.0.1:";
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(HOST) {
-        let (before, after) = rest.split_at(at + HOST.len());
-        out.push_str(before);
-        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-        if digits > 0 {
-            out.push_str("<port>");
-        }
-        rest = &after[digits..];
-    }
-    out.push_str(rest);
-    out
-}
+use super::redact::ports;
 
 fn ports_in_value(value: &mut Value) {
     match value {
@@ -209,15 +230,11 @@ mod tests {
 
     #[test]
     fn split_cloud_init_events_are_rebuilt_from_the_vector() {
-        let pool = std::fs::read(
-            crate::repo_root().join("testdata/vectors/kvp/cloud-init-22.4.2-split.bin"),
-        )
-        .unwrap();
+        let vectors =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/vectors/kvp");
+        let pool = std::fs::read(vectors.join("cloud-init-22.4.2-split.bin")).unwrap();
         let sidecar: Value = serde_json::from_str(
-            &std::fs::read_to_string(
-                crate::repo_root().join("testdata/vectors/kvp/cloud-init-22.4.2-split.json"),
-            )
-            .unwrap(),
+            &std::fs::read_to_string(vectors.join("cloud-init-22.4.2-split.json")).unwrap(),
         )
         .unwrap();
         let events = cloud_init_events(&pool);
