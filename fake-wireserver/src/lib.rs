@@ -108,7 +108,8 @@ mod http1;
 pub mod imds;
 mod inspect;
 pub mod journal;
-pub mod oracle;
+/// The independent parsers (crate `wirecheck-oracle`), re-exported for the journal's users.
+pub use wirecheck_oracle as oracle;
 pub mod sandbox;
 pub mod scenario;
 mod server;

@@ -275,7 +275,7 @@ fn fuzzing_note(root: &Path) -> String {
     let has_fuzz = fuzz.starts_with("cargo-fuzz");
     format!(
         "**Fuzzing: not run** in this run (the oracle's cargo-fuzz targets in \
-         `fake-wireserver/fuzz/`; `bench/run.sh --fuzz-seconds N` fuzzes each for N s, \
+         `oracle/fuzz/`; `bench/run.sh --fuzz-seconds N` fuzzes each for N s, \
          README.md (section Deep runs) has the deep-run commands, and `bench/FUZZING.md` records \
          the last deep run). On this machine: nightly toolchain \
          {}; cargo-fuzz {}.",

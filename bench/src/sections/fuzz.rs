@@ -1,6 +1,6 @@
-//! A short fuzzing session of the oracle's cargo-fuzz targets (`fake-wireserver/fuzz/`), run
+//! A short fuzzing session of the oracle's cargo-fuzz targets (`oracle/fuzz/`), run
 //! only when asked (`--fuzz-seconds N`): not a benchmark, but the one place a deep run's
-//! outcome is written down. Corpora stay in `fake-wireserver/fuzz/corpus/` (ignored by git);
+//! outcome is written down. Corpora stay in `oracle/fuzz/corpus/` (ignored by git);
 //! crash inputs go to `target/fuzz-artifacts/<target>/`.
 
 use std::fmt::Write as _;
@@ -25,7 +25,7 @@ pub fn executed_units(stderr: &str) -> Option<u64> {
 }
 
 pub fn run(ctx: &Ctx, seconds: u64) -> anyhow::Result<Section> {
-    let dir = ctx.root.join("fake-wireserver/fuzz");
+    let dir = ctx.root.join("oracle/fuzz");
     let version = Command::new("cargo")
         .args(["+nightly", "fuzz", "--version"])
         .output()
@@ -41,7 +41,7 @@ pub fn run(ctx: &Ctx, seconds: u64) -> anyhow::Result<Section> {
         .map(|s| (*s).to_owned())
         .collect();
     ctx.log.record(&format!(
-        "(cd fake-wireserver/fuzz && {})",
+        "(cd oracle/fuzz && {})",
         render("cargo".as_ref(), &build_args)
     ));
     let build = Command::new("cargo")
@@ -60,7 +60,7 @@ pub fn run(ctx: &Ctx, seconds: u64) -> anyhow::Result<Section> {
     let _ = writeln!(
         body,
         "{} (`cargo +nightly fuzz run`), each target for {seconds} s with its corpus in \
-         `fake-wireserver/fuzz/corpus/<target>/`; a crash input would be kept in \
+         `oracle/fuzz/corpus/<target>/`; a crash input would be kept in \
          `target/fuzz-artifacts/<target>/`.\n",
         String::from_utf8_lossy(&version.stdout).trim(),
     );
@@ -81,7 +81,7 @@ pub fn run(ctx: &Ctx, seconds: u64) -> anyhow::Result<Section> {
             format!("-artifact_prefix={}/", artifacts.display()),
         ];
         ctx.log.record(&format!(
-            "(cd fake-wireserver/fuzz && {})",
+            "(cd oracle/fuzz && {})",
             render("cargo".as_ref(), &args)
         ));
         let started = Instant::now();

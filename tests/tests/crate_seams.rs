@@ -1,0 +1,116 @@
+//! The workspace's crate seams, read from `cargo metadata`: the oracle rule (ARCHITECTURE.md,
+//! "The rule") holds in the dependency graph, not only in comments. A `use reporter::...` slipped
+//! into the oracle, the fake or the runner, or the reverse, fails here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+use serde_json::Value;
+use wirecheck_e2e::repo_root;
+
+/// Package name → the names of its normal (non-dev, non-build) dependencies in the workspace
+/// resolve, transitively.
+struct Graph {
+    direct: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Graph {
+    fn load() -> Graph {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let out = Command::new(cargo)
+            .args(["metadata", "--format-version", "1", "--offline"])
+            .current_dir(repo_root())
+            .output()
+            .expect("cargo metadata runs");
+        assert!(
+            out.status.success(),
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let meta: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata is JSON");
+        let name_of: BTreeMap<&str, &str> = meta["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+            .collect();
+        let mut direct = BTreeMap::new();
+        for node in meta["resolve"]["nodes"].as_array().unwrap() {
+            let name = name_of[node["id"].as_str().unwrap()].to_owned();
+            let deps: BTreeSet<String> = node["deps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| {
+                    d["dep_kinds"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|k| k["kind"].is_null())
+                })
+                .map(|d| name_of[d["pkg"].as_str().unwrap()].to_owned())
+                .collect();
+            direct
+                .entry(name)
+                .or_insert_with(BTreeSet::new)
+                .extend(deps);
+        }
+        Graph { direct }
+    }
+
+    /// Everything `package` depends on, transitively (normal dependencies only).
+    fn closure(&self, package: &str) -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![package.to_owned()];
+        while let Some(p) = todo.pop() {
+            for d in self.direct.get(&p).into_iter().flatten() {
+                if seen.insert(d.clone()) {
+                    todo.push(d.clone());
+                }
+            }
+        }
+        seen
+    }
+}
+
+#[test]
+fn the_judge_and_the_reporter_never_depend_on_each_other() {
+    let graph = Graph::load();
+    let judges = ["wirecheck-oracle", "fake-wireserver", "conformance"];
+    for judge in judges {
+        assert!(
+            graph.direct.contains_key(judge),
+            "{judge} is not a workspace package any more: update this test"
+        );
+        let deps = graph.closure(judge);
+        assert!(
+            !deps.contains("reporter"),
+            "{judge} depends on reporter (through {:?})",
+            deps
+        );
+    }
+    let reporter = graph.closure("reporter");
+    for judge in judges {
+        assert!(!reporter.contains(judge), "reporter depends on {judge}");
+    }
+}
+
+#[test]
+fn the_oracle_stands_alone() {
+    let graph = Graph::load();
+    let oracle = graph.closure("wirecheck-oracle");
+    for workspace in ["fake-wireserver", "conformance", "reporter"] {
+        assert!(
+            !oracle.contains(workspace),
+            "the oracle depends on {workspace}"
+        );
+    }
+    // Pure parsers: no runtime, no HTTP stack.
+    for heavy in ["tokio", "axum", "hyper", "reqwest"] {
+        assert!(!oracle.contains(heavy), "the oracle depends on {heavy}");
+    }
+    assert!(
+        graph.direct["fake-wireserver"].contains("wirecheck-oracle"),
+        "the fake's journal carries the oracle's verdicts: it depends on wirecheck-oracle"
+    );
+}
