@@ -114,3 +114,40 @@ fn the_oracle_stands_alone() {
         "the fake's journal carries the oracle's verdicts: it depends on wirecheck-oracle"
     );
 }
+
+/// A test that uses the fake as a library (`default-features = false`) builds none of the
+/// binary's dependencies: they are behind the `cli` feature.
+#[test]
+fn the_fakes_library_leaves_the_binarys_dependencies_out() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let tree = |features: &[&str]| {
+        let out = Command::new(&cargo)
+            .args(["tree", "--offline", "-p", "fake-wireserver", "-e", "normal"])
+            .args(["--prefix", "none", "--format", "{p}"])
+            .args(features)
+            .current_dir(repo_root())
+            .output()
+            .expect("cargo tree runs");
+        assert!(
+            out.status.success(),
+            "cargo tree failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+            .collect::<BTreeSet<String>>()
+    };
+    let binary_only = ["anyhow", "clap", "mimalloc", "tracing-subscriber"];
+    let library = tree(&["--no-default-features"]);
+    for dep in binary_only {
+        assert!(!library.contains(dep), "the fake's library pulls in {dep}");
+    }
+    assert!(library.contains("wirecheck-oracle") && library.contains("tokio"));
+    // The binary still has them (the test would pass vacuously if the names were wrong).
+    let binary = tree(&[]);
+    for dep in binary_only {
+        assert!(binary.contains(dep), "the fake's binary lost {dep}");
+    }
+}

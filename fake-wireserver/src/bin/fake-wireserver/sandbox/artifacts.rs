@@ -10,13 +10,10 @@ use anyhow::Context as _;
 use rustix::fs::{Mode, OFlags};
 use serde::Serialize;
 
-use crate::journal::Entry;
+use fake_wireserver::journal::Entry;
 
 /// Prefix of the KVP pool files copied from `/var/lib/hyperv`.
 pub(crate) const POOL_PREFIX: &str = ".kvp_pool_";
-/// The most of one pool file that is copied: 26,000 records, far beyond any agent's (the cap
-/// conformance reads an in-process agent's pool with). A larger pool is not copied.
-pub const POOL_COPY_MAX: u64 = 64 << 20;
 /// Name of the run summary written next to the journal.
 pub(crate) const SUMMARY_FILE: &str = "sandbox.json";
 
@@ -40,7 +37,7 @@ pub(crate) struct Summary {
     pub(crate) imds: String,
     /// Copied pool files, by name.
     pub(crate) pools: Vec<String>,
-    /// Pool files left behind, and why (a link, not a regular file, over [`POOL_COPY_MAX`]).
+    /// Pool files left behind, and why (a link, not a regular file, over [`POOL_COPY_MAX`](fake_wireserver::sandbox::POOL_COPY_MAX)).
     pub(crate) pools_not_copied: Vec<NotCopied>,
     pub(crate) journal_entries: usize,
 }

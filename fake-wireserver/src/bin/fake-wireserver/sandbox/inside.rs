@@ -10,14 +10,15 @@ use std::time::Duration;
 use anyhow::Context as _;
 use tokio::signal::unix::{SignalKind, signal};
 
-use super::artifacts::{OutDir, POOL_COPY_MAX, Summary};
+use super::artifacts::{OutDir, Summary};
 use super::setup;
 use super::{
     EXIT_SANDBOX_FAILED, EXIT_TIMEOUT, IMDS_ADDR, JOURNAL_FILE, NamespaceIds, SandboxArgs,
     WIRESERVER_ADDR, error,
 };
-use crate::endpoint::HOSTPLUGIN_PORT;
-use crate::{Fake, FakeConfig, Scenario};
+use fake_wireserver::endpoint::HOSTPLUGIN_PORT;
+use fake_wireserver::sandbox::POOL_COPY_MAX;
+use fake_wireserver::{Fake, FakeConfig, Scenario};
 
 /// Entries kept in memory for the journal written at the end (a run is finite; the fake's
 /// default window is smaller).
@@ -169,7 +170,7 @@ const DONE_KILL_GRACE: Duration = Duration::from_secs(5);
 
 /// True when the journal holds a terminal health report the fake accepted (2xx): Ready, or
 /// NotReady with a substatus other than `Provisioning` (the in-progress report).
-pub(crate) fn has_terminal_report(journal: &[crate::journal::Entry]) -> bool {
+pub(crate) fn has_terminal_report(journal: &[fake_wireserver::journal::Entry]) -> bool {
     journal.iter().any(|e| {
         let accepted = e.answer.status.is_some_and(|s| (200..300).contains(&s));
         let terminal = e.report.as_ref().is_some_and(|r| match r.state.as_deref() {
@@ -211,7 +212,7 @@ fn signal_all(sig: rustix::process::Signal) {
 async fn serve_and_run(
     scenario: Option<Scenario>,
     args: &SandboxArgs,
-) -> anyhow::Result<(Outcome, Vec<crate::journal::Entry>)> {
+) -> anyhow::Result<(Outcome, Vec<fake_wireserver::journal::Entry>)> {
     let mut config = FakeConfig::default()
         .wireserver(Some(SocketAddr::from((WIRESERVER_ADDR, 80))))
         .imds(Some(SocketAddr::from((IMDS_ADDR, 80))))
@@ -235,7 +236,7 @@ async fn serve_and_run(
 /// The journal once every answer is final: the fake records an answer after writing it, so
 /// COMMAND can read its reply and exit before the entry says what it was. Waits at most
 /// [`SETTLE_MAX`] (an answer delayed past COMMAND's end stays pending).
-async fn settled_journal(fake: &Fake) -> Vec<crate::journal::Entry> {
+async fn settled_journal(fake: &Fake) -> Vec<fake_wireserver::journal::Entry> {
     let until = tokio::time::Instant::now() + SETTLE_MAX;
     loop {
         let journal = fake.journal();

@@ -17,7 +17,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use super::setup::find_in_path;
 use super::{EXIT_SANDBOX_FAILED, EXIT_USAGE, NamespaceIds, SandboxArgs, error};
-use crate::Scenario;
+use fake_wireserver::Scenario;
 
 pub(super) fn run(args: SandboxArgs) -> i32 {
     if !rustix::process::geteuid().is_root() {

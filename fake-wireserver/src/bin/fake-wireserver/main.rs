@@ -6,6 +6,8 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod sandbox;
+
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -39,7 +41,7 @@ struct Cli {
 enum Command {
     /// Run COMMAND where the fake answers on the platform's real addresses (network, mount and
     /// PID namespaces; root).
-    Sandbox(fake_wireserver::sandbox::SandboxArgs),
+    Sandbox(sandbox::SandboxArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -135,11 +137,11 @@ fn main() -> ExitCode {
         )
         .init();
     if let Some(Command::Sandbox(args)) = cli.command {
-        return match fake_wireserver::sandbox::run(args) {
+        return match sandbox::run(args) {
             Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
             Err(e) => {
                 eprintln!("fake-wireserver sandbox: {e:#}");
-                ExitCode::from(fake_wireserver::sandbox::EXIT_SANDBOX_FAILED as u8)
+                ExitCode::from(sandbox::EXIT_SANDBOX_FAILED as u8)
             }
         };
     }
