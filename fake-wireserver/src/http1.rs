@@ -46,6 +46,17 @@ pub(crate) struct Request {
 }
 
 impl Request {
+    /// This request as far as it came, with `body`: the journal's view of one that broke off.
+    fn partial(&self, body: Vec<u8>) -> Partial {
+        Partial {
+            method: self.method.clone(),
+            target: self.target.clone(),
+            http_version: self.http_version,
+            headers: self.headers.clone(),
+            body,
+        }
+    }
+
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
@@ -172,10 +183,56 @@ fn framing(headers: &[(String, String)]) -> Result<Framing, String> {
     }
 }
 
-/// Reads one request. `buf` carries bytes already received (pipelining) across calls. Every
-/// read marks `conn` active; a notice that the listener needs room ends the read like a
-/// timeout.
+/// Reads one request: its head ([`read_head`]), then its body as the head frames it
+/// ([`read_chunked_body`], [`read_sized_body`]; requests have no read-to-EOF bodies). `buf`
+/// carries bytes already received (pipelining) across calls. Every read marks `conn` active; a
+/// notice that the listener needs room ends the read like a timeout.
 pub(crate) async fn read_request(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    limits: Limits,
+    conn: &ConnHandle,
+) -> Result<Request, ReadError> {
+    let mut req = read_head(stream, buf, limits, conn).await?;
+    let framing = match framing(&req.headers) {
+        Ok(f) => f,
+        Err(reason) => {
+            return Err(ReadError::Malformed {
+                reason,
+                partial: req.partial(Vec::new()),
+            });
+        }
+    };
+    let expect_continue = req
+        .header("expect")
+        .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
+    // The body has time of its own (a slow but progressing body of an allowed size is not cut
+    // off by what is left of the head's deadline), bounded like one request.
+    let mut body = BodyReader {
+        stream,
+        buf,
+        limits,
+        conn,
+        deadline: tokio::time::Instant::now() + limits.read_timeout,
+        req: &req,
+    };
+    let bytes = match framing {
+        Framing::None => Vec::new(),
+        Framing::Chunked => {
+            if expect_continue && body.buf.is_empty() {
+                body.send_continue().await;
+            }
+            read_chunked_body(&mut body).await?
+        }
+        Framing::Length(len) => read_sized_body(&mut body, len, expect_continue).await?,
+    };
+    req.body = bytes;
+    Ok(req)
+}
+
+/// Reads a request head: bounded in bytes ([`Limits::max_head`]) and fields ([`MAX_HEADERS`]),
+/// by [`Limits::head_timeout`] once its first non-blank byte came, parsed in linear time.
+async fn read_head(
     stream: &mut TcpStream,
     buf: &mut Vec<u8>,
     limits: Limits,
@@ -189,8 +246,7 @@ pub(crate) async fn read_request(
     let mut seen = 0usize;
     let mut parses = 0u32;
 
-    // 1. The head.
-    let (head_len, mut req) = loop {
+    let (head_len, req) = loop {
         let fresh = &buf[seen.min(buf.len())..];
         if !head_started && !fresh.iter().all(u8::is_ascii_whitespace) {
             head_started = true;
@@ -272,198 +328,206 @@ pub(crate) async fn read_request(
         }
     };
     buf.drain(..head_len);
-    // The body has time of its own (a slow but progressing body of an allowed size is not cut
-    // off by what is left of the head's deadline), bounded like one request.
-    let deadline = tokio::time::Instant::now() + limits.read_timeout;
+    Ok(req)
+}
 
-    let partial = |req: &Request, body: Vec<u8>| Partial {
-        method: req.method.clone(),
-        target: req.target.clone(),
-        http_version: req.http_version,
-        headers: req.headers.clone(),
-        body,
-    };
+/// What a body reader works with: the connection, its buffered bytes, the body's own deadline
+/// and the head (for the journal's partial view of a request that broke off).
+struct BodyReader<'a> {
+    stream: &'a mut TcpStream,
+    buf: &'a mut Vec<u8>,
+    limits: Limits,
+    conn: &'a ConnHandle,
+    deadline: tokio::time::Instant,
+    req: &'a Request,
+}
 
-    // 2. The body: chunked, Content-Length, or none (requests have no read-to-EOF bodies).
-    let framing = match framing(&req.headers) {
-        Ok(f) => f,
-        Err(reason) => {
-            return Err(ReadError::Malformed {
-                reason,
-                partial: partial(&req, Vec::new()),
-            });
-        }
-    };
-    let expect_continue = req
-        .header("expect")
-        .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
+impl BodyReader<'_> {
+    async fn more(&mut self, max: usize) -> bool {
+        matches!(
+            read_more(self.stream, self.buf, self.deadline, max, self.conn).await,
+            Ok(true)
+        )
+    }
 
-    if let Framing::Chunked = framing {
-        if expect_continue && buf.is_empty() {
-            let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await;
-        }
-        let mut body = Vec::new();
-        let mut ext_bytes = 0usize;
-        loop {
-            // Chunk size line, parsed again only once a line end arrived (a dribbled line of
-            // padding or extensions is not rescanned per byte).
-            let mut seen = 0usize;
-            let (size, used) = loop {
-                let line_ended = buf[seen.min(buf.len())..].contains(&b'\n');
-                seen = buf.len();
-                #[cfg(test)]
-                if line_ended {
-                    scanned::add(buf.len());
-                }
-                let parsed = if line_ended {
-                    httparse::parse_chunk_size(buf)
-                } else {
-                    Ok(httparse::Status::Partial)
-                };
-                match parsed {
-                    Ok(httparse::Status::Complete((used, size))) => break (size, used),
-                    Ok(httparse::Status::Partial) => {
-                        if buf.len() > limits.max_head {
-                            return Err(ReadError::Malformed {
-                                reason: "chunk size line too long".into(),
-                                partial: partial(&req, body),
-                            });
-                        }
-                    }
-                    Err(_) => {
+    async fn send_continue(&mut self) {
+        let _ = self
+            .stream
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await;
+    }
+
+    fn partial(&self, body: Vec<u8>) -> Partial {
+        self.req.partial(body)
+    }
+}
+
+/// A chunked body: size lines (extensions bounded by [`MAX_CHUNK_EXT`]), data bounded by
+/// [`Limits::max_body`], then the trailer section.
+async fn read_chunked_body(r: &mut BodyReader<'_>) -> Result<Vec<u8>, ReadError> {
+    let mut body = Vec::new();
+    let mut ext_bytes = 0usize;
+    loop {
+        // Chunk size line, parsed again only once a line end arrived (a dribbled line of
+        // padding or extensions is not rescanned per byte).
+        let mut seen = 0usize;
+        let (size, used) = loop {
+            let line_ended = r.buf[seen.min(r.buf.len())..].contains(&b'\n');
+            seen = r.buf.len();
+            #[cfg(test)]
+            if line_ended {
+                scanned::add(r.buf.len());
+            }
+            let parsed = if line_ended {
+                httparse::parse_chunk_size(r.buf)
+            } else {
+                Ok(httparse::Status::Partial)
+            };
+            match parsed {
+                Ok(httparse::Status::Complete((used, size))) => break (size, used),
+                Ok(httparse::Status::Partial) => {
+                    if r.buf.len() > r.limits.max_head {
                         return Err(ReadError::Malformed {
-                            reason: "invalid chunk size line".into(),
-                            partial: partial(&req, body),
+                            reason: "chunk size line too long".into(),
+                            partial: r.partial(body),
                         });
                     }
                 }
-                if !matches!(
-                    read_more(stream, buf, deadline, limits.max_head + 1, conn).await,
-                    Ok(true)
-                ) {
-                    return Err(ReadError::Incomplete {
-                        reason: "connection closed or timed out inside a chunked body".into(),
-                        partial: partial(&req, body),
-                    });
-                }
-            };
-            // Everything on the size line but the hex digits and the line end: extensions.
-            let digits = buf.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-            ext_bytes += used.saturating_sub(digits + 2);
-            buf.drain(..used);
-            if ext_bytes > MAX_CHUNK_EXT {
-                return Err(ReadError::Malformed {
-                    reason: format!("chunk extensions over {MAX_CHUNK_EXT} bytes"),
-                    partial: partial(&req, body),
-                });
-            }
-            if size == 0 {
-                break;
-            }
-            // `body.len() <= max_body` holds here, so the subtraction cannot wrap; a chunk size
-            // up to 2^64-1 is compared, never added.
-            if size > (limits.max_body - body.len()) as u64 {
-                return Err(ReadError::BodyTooLarge {
-                    partial: partial(&req, body),
-                    declared: None,
-                });
-            }
-            let need = size as usize + 2; // data + CRLF
-            while buf.len() < need {
-                let want = need - buf.len();
-                if !matches!(read_more(stream, buf, deadline, want, conn).await, Ok(true)) {
-                    body.extend_from_slice(&buf[..buf.len().min(size as usize)]);
-                    return Err(ReadError::Incomplete {
-                        reason: "connection closed or timed out inside a chunk".into(),
-                        partial: partial(&req, body),
+                Err(_) => {
+                    return Err(ReadError::Malformed {
+                        reason: "invalid chunk size line".into(),
+                        partial: r.partial(body),
                     });
                 }
             }
-            if &buf[size as usize..need] != b"\r\n" {
-                return Err(ReadError::Malformed {
-                    reason: "chunk data not followed by CRLF".into(),
-                    partial: partial(&req, body),
-                });
-            }
-            body.extend_from_slice(&buf[..size as usize]);
-            buf.drain(..need);
-        }
-        // Trailer section: lines until an empty line, bounded like a head (bytes and fields).
-        let mut trailer_bytes = 0usize;
-        let mut trailer_fields = 0usize;
-        // Bytes of `buf` already searched for CRLF (one byte back: a CR may end a read).
-        let mut searched = 0usize;
-        loop {
-            let from = searched.saturating_sub(1);
-            #[cfg(test)]
-            scanned::add(buf.len() - from.min(buf.len()));
-            let found = buf[from.min(buf.len())..]
-                .windows(2)
-                .position(|w| w == b"\r\n")
-                .map(|p| p + from);
-            searched = buf.len();
-            if let Some(pos) = found {
-                searched = 0;
-                let empty = pos == 0;
-                buf.drain(..pos + 2);
-                if empty {
-                    break;
-                }
-                trailer_bytes += pos + 2;
-                trailer_fields += 1;
-                if trailer_bytes > limits.max_head || trailer_fields > MAX_HEADERS {
-                    return Err(ReadError::HeadTooLarge {
-                        partial: partial(&req, body),
-                    });
-                }
-                continue;
-            }
-            if trailer_bytes + buf.len() > limits.max_head {
-                return Err(ReadError::HeadTooLarge {
-                    partial: partial(&req, body),
-                });
-            }
-            if !matches!(
-                read_more(stream, buf, deadline, limits.max_head + 1, conn).await,
-                Ok(true)
-            ) {
+            if !r.more(r.limits.max_head + 1).await {
                 return Err(ReadError::Incomplete {
-                    reason: "chunked body trailer not complete".into(),
-                    partial: partial(&req, body),
+                    reason: "connection closed or timed out inside a chunked body".into(),
+                    partial: r.partial(body),
                 });
             }
-        }
-        req.body = body;
-        return Ok(req);
-    }
-
-    if let Framing::Length(len) = framing {
-        if len > limits.max_body as u64 {
-            return Err(ReadError::BodyTooLarge {
-                partial: partial(&req, Vec::new()),
-                declared: Some(len),
+        };
+        // Everything on the size line but the hex digits and the line end: extensions.
+        let digits = r.buf.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+        ext_bytes += used.saturating_sub(digits + 2);
+        r.buf.drain(..used);
+        if ext_bytes > MAX_CHUNK_EXT {
+            return Err(ReadError::Malformed {
+                reason: format!("chunk extensions over {MAX_CHUNK_EXT} bytes"),
+                partial: r.partial(body),
             });
         }
-        let len = len as usize;
-        if expect_continue && buf.len() < len {
-            let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await;
+        if size == 0 {
+            break;
         }
-        while buf.len() < len {
-            let want = len - buf.len();
-            if !matches!(read_more(stream, buf, deadline, want, conn).await, Ok(true)) {
-                let got = buf.split_off(0);
+        // `body.len() <= max_body` holds here, so the subtraction cannot wrap; a chunk size
+        // up to 2^64-1 is compared, never added.
+        if size > (r.limits.max_body - body.len()) as u64 {
+            return Err(ReadError::BodyTooLarge {
+                partial: r.partial(body),
+                declared: None,
+            });
+        }
+        let need = size as usize + 2; // data + CRLF
+        while r.buf.len() < need {
+            let want = need - r.buf.len();
+            if !r.more(want).await {
+                body.extend_from_slice(&r.buf[..r.buf.len().min(size as usize)]);
                 return Err(ReadError::Incomplete {
-                    reason: format!(
-                        "connection closed or timed out after {} of {len} body bytes",
-                        got.len()
-                    ),
-                    partial: partial(&req, got),
+                    reason: "connection closed or timed out inside a chunk".into(),
+                    partial: r.partial(body),
                 });
             }
         }
-        req.body = buf.drain(..len).collect();
+        if &r.buf[size as usize..need] != b"\r\n" {
+            return Err(ReadError::Malformed {
+                reason: "chunk data not followed by CRLF".into(),
+                partial: r.partial(body),
+            });
+        }
+        body.extend_from_slice(&r.buf[..size as usize]);
+        r.buf.drain(..need);
     }
-    Ok(req)
+    read_trailer(r, body).await
+}
+
+/// The trailer section after the last chunk: lines until an empty line, bounded like a head
+/// (bytes and fields). Returns the body read so far, now complete.
+async fn read_trailer(r: &mut BodyReader<'_>, body: Vec<u8>) -> Result<Vec<u8>, ReadError> {
+    let mut trailer_bytes = 0usize;
+    let mut trailer_fields = 0usize;
+    // Bytes of `r.buf` already searched for CRLF (one byte back: a CR may end a read).
+    let mut searched = 0usize;
+    loop {
+        let from = searched.saturating_sub(1);
+        #[cfg(test)]
+        scanned::add(r.buf.len() - from.min(r.buf.len()));
+        let found = r.buf[from.min(r.buf.len())..]
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .map(|p| p + from);
+        searched = r.buf.len();
+        if let Some(pos) = found {
+            searched = 0;
+            let empty = pos == 0;
+            r.buf.drain(..pos + 2);
+            if empty {
+                break;
+            }
+            trailer_bytes += pos + 2;
+            trailer_fields += 1;
+            if trailer_bytes > r.limits.max_head || trailer_fields > MAX_HEADERS {
+                return Err(ReadError::HeadTooLarge {
+                    partial: r.partial(body),
+                });
+            }
+            continue;
+        }
+        if trailer_bytes + r.buf.len() > r.limits.max_head {
+            return Err(ReadError::HeadTooLarge {
+                partial: r.partial(body),
+            });
+        }
+        if !r.more(r.limits.max_head + 1).await {
+            return Err(ReadError::Incomplete {
+                reason: "chunked body trailer not complete".into(),
+                partial: r.partial(body),
+            });
+        }
+    }
+    Ok(body)
+}
+
+/// A body of `Content-Length: len` bytes, bounded by [`Limits::max_body`].
+async fn read_sized_body(
+    r: &mut BodyReader<'_>,
+    len: u64,
+    expect_continue: bool,
+) -> Result<Vec<u8>, ReadError> {
+    if len > r.limits.max_body as u64 {
+        return Err(ReadError::BodyTooLarge {
+            partial: r.partial(Vec::new()),
+            declared: Some(len),
+        });
+    }
+    let len = len as usize;
+    if expect_continue && r.buf.len() < len {
+        r.send_continue().await;
+    }
+    while r.buf.len() < len {
+        let want = len - r.buf.len();
+        if !r.more(want).await {
+            let got = r.buf.split_off(0);
+            return Err(ReadError::Incomplete {
+                reason: format!(
+                    "connection closed or timed out after {} of {len} body bytes",
+                    got.len()
+                ),
+                partial: r.partial(got),
+            });
+        }
+    }
+    Ok(r.buf.drain(..len).collect())
 }
 
 /// Reads up to `max` more bytes into `buf`. `Ok(false)` on EOF; `Err` on timeout, eviction or
