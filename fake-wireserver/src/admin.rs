@@ -33,7 +33,8 @@ use serde::Deserialize;
 
 use crate::files::FileAccess;
 use crate::scenario::Scenario;
-use crate::server::{Shared, lock};
+use crate::server::Shared;
+use crate::sync::lock;
 
 /// Content types an admin POST may carry. All of them make a browser send a CORS preflight
 /// first, which this API never answers with an allow.

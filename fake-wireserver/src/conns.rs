@@ -27,7 +27,7 @@ use tokio::sync::Notify;
 use tokio::sync::futures::OwnedNotified;
 use tokio::time::Sleep;
 
-use crate::server::lock;
+use crate::sync::lock;
 
 /// How often the "at its connection limit" warning may repeat per listener.
 const WARN_EVERY: Duration = Duration::from_secs(10);

@@ -16,7 +16,8 @@ use crate::http1::Limits;
 use crate::journal::{DEFAULT_CAPACITY, DEFAULT_MAX_BYTES, Entry, Journal, JournalStats};
 use crate::oracle::ServedIds;
 use crate::scenario::Scenario;
-use crate::server::{EngineSlot, ListenerKind, Shared, accept_loop, lock};
+use crate::server::{EngineSlot, ListenerKind, Shared, accept_loop};
+use crate::sync::lock;
 
 /// Bodies over this many bytes are refused with 413 (default).
 pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;

@@ -13,10 +13,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use serde_json::{Value, json};
 
+use crate::context::RequestCtx;
 use crate::documents::{JSON_CONTENT_TYPE, TEXT_CONTENT_TYPE, XML_CONTENT_TYPE};
 use crate::endpoint::{self, QueryPair, Service};
 use crate::inspect::{ImdsRefusal, RequestView, imds_api_versions, imds_refusal};
-use crate::server::RequestCtx;
 
 pub fn router() -> Router {
     Router::new()

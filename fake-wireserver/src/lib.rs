@@ -96,6 +96,7 @@
 mod admin;
 pub mod config;
 mod conns;
+mod context;
 pub mod documents;
 pub mod endpoint;
 mod engine;
@@ -113,6 +114,7 @@ pub use wirecheck_oracle as oracle;
 pub mod sandbox;
 pub mod scenario;
 mod server;
+mod sync;
 pub mod text;
 pub mod wireserver;
 

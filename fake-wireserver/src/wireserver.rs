@@ -9,9 +9,9 @@ use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 
+use crate::context::RequestCtx;
 use crate::documents::{SERVER_HEADER, XML_CONTENT_TYPE};
 use crate::endpoint::{self, Service};
-use crate::server::RequestCtx;
 
 pub fn router() -> Router {
     Router::new()

@@ -1,0 +1,479 @@
+//! Listeners and connections: accept, read a request (bounded, [`http1`]), then the exchange,
+//! a pipeline: route it (by listener, or by target authority / Host in proxy mode) and classify
+//! it ([`route`]), inspect it, ask the scenario engine ([`decide`]), journal it, and answer
+//! ([`respond`]) — with the default documents or with a scripted fault acted out on the raw
+//! socket.
+
+mod respond;
+mod route;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::conns::{ConnHandle, ConnTable, Room};
+use crate::context::RequestCtx;
+use crate::documents::Documents;
+use crate::endpoint::{self, Service};
+use crate::engine::{Decision, Engine};
+use crate::http1::{self, Limits, Outgoing, Partial, ReadError, Request};
+use crate::journal::{Answer, Entry, Journal, body_fields};
+use crate::oracle::{self, Finding, HealthReport, ServedIds};
+use crate::scenario::Scenario;
+use crate::sync::lock;
+
+/// Which listener accepted a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListenerKind {
+    Wireserver,
+    Imds,
+    HostPlugin,
+    Proxy,
+}
+
+impl ListenerKind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ListenerKind::Wireserver => "wireserver",
+            ListenerKind::Imds => "imds",
+            ListenerKind::HostPlugin => "hostplugin",
+            ListenerKind::Proxy => "proxy",
+        }
+    }
+}
+
+/// State shared by every listener of one fake.
+pub(crate) struct Shared {
+    pub started: Instant,
+    pub journal: Mutex<Journal>,
+    pub engine: Mutex<EngineSlot>,
+    pub limits: Limits,
+}
+
+/// The engine plus the documents it serves (shared cheaply with the routers).
+pub(crate) struct EngineSlot {
+    pub engine: Engine,
+    pub documents: Arc<Documents>,
+}
+
+impl EngineSlot {
+    pub(crate) fn new(scenario: Scenario, now: Instant) -> Self {
+        let engine = Engine::new(scenario, now);
+        let documents = Arc::new(engine.documents().clone());
+        EngineSlot { engine, documents }
+    }
+}
+
+impl Shared {
+    pub(crate) fn ms(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.started).as_millis()).unwrap_or(u64::MAX)
+    }
+    fn now_ms(&self) -> u64 {
+        self.ms(Instant::now())
+    }
+    pub(crate) fn load_scenario(&self, scenario: Scenario) {
+        *lock(&self.engine) = EngineSlot::new(scenario, Instant::now());
+    }
+    pub(crate) fn reset(&self) {
+        lock(&self.journal).clear();
+        let mut slot = lock(&self.engine);
+        slot.engine.rewind(Instant::now());
+    }
+    pub(crate) fn served_ids(&self) -> ServedIds {
+        lock(&self.engine).engine.served_ids(Instant::now())
+    }
+}
+
+/// Accepts connections until `shutdown` flips; dropping the set aborts open connections. At the
+/// connection cap a new connection closes the longest-idle one ([`crate::conns`]), or waits
+/// for any to end when all are busy.
+pub(crate) async fn accept_loop(
+    shared: Arc<Shared>,
+    kind: ListenerKind,
+    listener: TcpListener,
+    cap: usize,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let table = ConnTable::new(cap);
+    let mut connections = JoinSet::new();
+    loop {
+        while connections.try_join_next().is_some() {}
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) if crate::fdlimit::out_of_descriptors(&e) => {
+                    // Out of descriptors below the cap (several fakes in one process, or a
+                    // low limit): close an idle connection and wait for its socket to go,
+                    // rather than retrying until someone else lets go.
+                    match table.shed() {
+                        Room::Evicted { total, warn } => {
+                            if warn {
+                                tracing::warn!(
+                                    "{}: out of file descriptors ({e}); closed an idle connection to make room ({total} closed so far)",
+                                    kind.name()
+                                );
+                            }
+                            let _ = tokio::time::timeout(
+                                Duration::from_millis(100),
+                                connections.join_next(),
+                            )
+                            .await;
+                        }
+                        Room::Free | Room::Full => {
+                            tracing::warn!("{} accept: {e}", kind.name());
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    // Other failures: back off instead of spinning.
+                    tracing::warn!("{} accept: {e}", kind.name());
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.changed() => return,
+        };
+        loop {
+            match table.make_room() {
+                Room::Free => break,
+                Room::Evicted { total, warn } => {
+                    // Logged, not journaled: an idle connection sent no request (the journal
+                    // is of requests, and a flood would push real entries out of its window);
+                    // one that had sent part of a request journals it as `http.incomplete`.
+                    if warn {
+                        tracing::warn!(
+                            "{}: at its {}-connection limit; closed the connection idle the longest to make room ({total} closed so far)",
+                            kind.name(),
+                            table.cap()
+                        );
+                    }
+                    break;
+                }
+                Room::Full => {
+                    tokio::select! {
+                        _ = connections.join_next() => {}
+                        _ = shutdown.changed() => return,
+                    }
+                }
+            }
+        }
+        let shared = shared.clone();
+        let handle = table.register();
+        let _ = stream.set_nodelay(true);
+        connections.spawn(async move {
+            serve_connection(shared, kind, stream, peer, handle).await;
+        });
+    }
+}
+
+/// How a connection goes on after an exchange.
+enum Flow {
+    KeepAlive,
+    Close,
+    /// The stream was consumed (reset, hang ended).
+    Gone,
+}
+
+/// Who is at both ends of a connection (the client string formatted once, not per request).
+struct Conn {
+    kind: ListenerKind,
+    peer: SocketAddr,
+    /// `peer` as the journal writes it.
+    client: String,
+    local: Option<SocketAddr>,
+}
+
+async fn serve_connection(
+    shared: Arc<Shared>,
+    kind: ListenerKind,
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    handle: ConnHandle,
+) {
+    let conn = Conn {
+        kind,
+        peer,
+        client: peer.to_string(),
+        local: stream.local_addr().ok(),
+    };
+    let mut buf = Vec::new();
+    loop {
+        handle.idle();
+        match http1::read_request(&mut stream, &mut buf, shared.limits, &handle).await {
+            Ok(req) => {
+                handle.busy();
+                let keep_alive = req.keep_alive();
+                match exchange(&shared, &conn, &mut stream, req, keep_alive).await {
+                    Flow::KeepAlive if keep_alive => continue,
+                    Flow::Gone => return,
+                    Flow::KeepAlive | Flow::Close => {
+                        let _ = stream.shutdown().await;
+                        return;
+                    }
+                }
+            }
+            Err(ReadError::Idle) => return,
+            Err(err) => {
+                bad_request(&shared, &conn, &mut stream, err).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Journals and answers a request that could not be read completely.
+async fn bad_request(shared: &Shared, conn: &Conn, stream: &mut TcpStream, err: ReadError) {
+    let (status, finding, partial) = match err {
+        ReadError::Idle => return,
+        ReadError::Malformed { reason, partial } => (
+            Some(400),
+            Finding::error(
+                "http.malformed",
+                format!("malformed HTTP request: {reason} (answered 400, closed)"),
+            ),
+            partial,
+        ),
+        ReadError::HeadTooLarge { partial } => (
+            Some(431),
+            Finding::error(
+                "http.head-too-large",
+                format!(
+                    "request head or trailer section over {} bytes or over {} fields (answered 431, closed)",
+                    shared.limits.max_head,
+                    http1::MAX_HEADERS
+                ),
+            ),
+            partial,
+        ),
+        ReadError::BodyTooLarge { partial, declared } => (
+            Some(413),
+            Finding::error(
+                "http.body-too-large",
+                match declared {
+                    Some(n) => format!(
+                        "Content-Length {n} over the {} byte limit (answered 413, closed)",
+                        shared.limits.max_body
+                    ),
+                    None => format!(
+                        "chunked body over the {} byte limit (answered 413, closed)",
+                        shared.limits.max_body
+                    ),
+                },
+            ),
+            partial,
+        ),
+        ReadError::Incomplete { reason, partial } => (
+            None,
+            Finding::warning(
+                "http.incomplete",
+                format!("{reason}; connection closed without an answer"),
+            ),
+            partial,
+        ),
+    };
+    let endpoint = match conn.kind {
+        ListenerKind::Wireserver => endpoint::WIRESERVER_UNKNOWN,
+        ListenerKind::Imds => endpoint::IMDS_UNKNOWN,
+        ListenerKind::HostPlugin => endpoint::HOSTPLUGIN_UNKNOWN,
+        ListenerKind::Proxy => endpoint::PROXY_UNKNOWN_HOST,
+    };
+    let at = Instant::now();
+    let mut entry = new_entry(shared, conn, &partial_request(partial, at), endpoint);
+    entry.findings.push(finding);
+    entry.answer = Answer {
+        kind: if status.is_some() { "default" } else { "close" }.into(),
+        status,
+        step: None,
+    };
+    let seq = lock(&shared.journal).begin(entry);
+    if let Some(status) = status {
+        let out = Outgoing::new(status, vec![], Vec::new());
+        let _ = stream.write_all(&out.head(true)).await;
+        let _ = stream.shutdown().await;
+        // Drain briefly so the client reads our answer instead of an RST.
+        let mut sink = [0u8; 4096];
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
+        while let Ok(Ok(n)) = tokio::time::timeout_at(deadline, stream.read(&mut sink)).await {
+            if n == 0 {
+                break;
+            }
+        }
+    }
+    let done = shared.now_ms();
+    lock(&shared.journal).finish(seq, |e| e.done_ms = Some(done));
+}
+
+fn partial_request(p: Partial, at: Instant) -> Request {
+    Request {
+        method: p.method,
+        target: p.target,
+        http_version: p.http_version,
+        headers: p.headers,
+        body: p.body,
+        head_at: at,
+    }
+}
+
+fn new_entry(shared: &Shared, conn: &Conn, req: &Request, endpoint: &str) -> Entry {
+    let (body, body_b64, body_len, body_truncated) = body_fields(&req.body);
+    Entry {
+        seq: 0,
+        at_ms: shared.ms(req.head_at),
+        done_ms: None,
+        listener: conn.kind.name().into(),
+        client: conn.client.clone(),
+        method: req.method.clone(),
+        target: req.target.clone(),
+        http_version: req.http_version.to_owned(),
+        headers: req.headers.clone(),
+        body,
+        body_b64,
+        body_len,
+        body_truncated,
+        endpoint: endpoint.into(),
+        answer: Answer {
+            kind: "default".into(),
+            status: None,
+            step: None,
+        },
+        report: None,
+        findings: Vec::new(),
+        client_closed_ms: None,
+    }
+}
+
+/// Handles one complete request: route → classify → inspect → decide → journal → answer.
+async fn exchange(
+    shared: &Shared,
+    conn: &Conn,
+    stream: &mut TcpStream,
+    req: Request,
+    keep_alive: bool,
+) -> Flow {
+    // The target is split and its query decoded once, here, for every step below.
+    let target = endpoint::split_target(&req.target);
+    let query = endpoint::decode_query(target.query);
+    let mut routed = route::route(conn.kind, &req, &target);
+    let endpoint_id = routed.endpoint(target.path, &query);
+    let mut findings = std::mem::take(&mut routed.findings);
+    findings.extend(route::inspect(
+        &routed,
+        conn.kind,
+        endpoint_id,
+        &req,
+        &target,
+        &query,
+    ));
+    let decided = decide(shared, &routed, endpoint_id, conn.peer.ip());
+
+    let mut entry = new_entry(shared, conn, &req, endpoint_id);
+    entry.findings = findings;
+    entry.report = health_report(&req, endpoint_id, &decided.ids);
+    entry.answer = answer_of(&decided.decision);
+    let seq = lock(&shared.journal).begin(entry);
+
+    let base_url = if decided.wireserver {
+        respond::base_url(req.header("host").or(target.authority), conn.local)
+    } else {
+        String::new()
+    };
+    let responder = respond::Responder {
+        shared,
+        stream,
+        seq,
+        req: &req,
+        target: &target,
+        query: &query,
+        ctx: RequestCtx {
+            documents: decided.documents,
+            ids: decided.ids,
+            base_url,
+            reprovision_available: decided.reprovision_available,
+        },
+        service: routed.service(),
+        admin_path: routed.admin_path,
+        close: !keep_alive,
+        head_only: req.method.eq_ignore_ascii_case("HEAD"),
+    };
+    responder.act(decided.decision).await
+}
+
+/// The engine's decision for one request, and what the answer needs from the same moment.
+struct Decided {
+    decision: Decision,
+    /// The served ids (wireserver requests only: its documents and reports carry them).
+    ids: ServedIds,
+    documents: Arc<Documents>,
+    reprovision_available: bool,
+    wireserver: bool,
+}
+
+/// Decides under the engine lock; nothing awaits while holding it.
+fn decide(
+    shared: &Shared,
+    routed: &route::Routed,
+    endpoint_id: &'static str,
+    client_ip: IpAddr,
+) -> Decided {
+    let now = Instant::now();
+    let wireserver = routed.service() == Some(Service::Wireserver);
+    let mut slot = lock(&shared.engine);
+    let ids = if wireserver {
+        slot.engine.served_ids(now)
+    } else {
+        ServedIds::default()
+    };
+    let reprovision_available = slot.engine.reprovision_available(now);
+    let decision = if routed.scripted() {
+        slot.engine.decide(endpoint_id, client_ip, now)
+    } else {
+        Decision::Default
+    };
+    Decided {
+        decision,
+        ids,
+        documents: slot.documents.clone(),
+        reprovision_available,
+        wireserver,
+    }
+}
+
+/// The oracle's reading of a health report (a POST to either health endpoint).
+fn health_report(req: &Request, endpoint_id: &str, ids: &ServedIds) -> Option<HealthReport> {
+    if req.method != "POST" {
+        return None;
+    }
+    match endpoint_id {
+        endpoint::WIRESERVER_HEALTH_XML => Some(oracle::health::parse_xml(&req.body, Some(ids))),
+        endpoint::WIRESERVER_HEALTH_JSON => Some(oracle::health::parse_json(&req.body)),
+        _ => None,
+    }
+}
+
+/// How the journal names a decision (its status comes when the answer is written).
+fn answer_of(decision: &Decision) -> Answer {
+    match decision {
+        Decision::Default => Answer {
+            kind: "default".into(),
+            status: None,
+            step: None,
+        },
+        Decision::Throttled => Answer {
+            kind: "throttled".into(),
+            status: Some(403),
+            step: None,
+        },
+        Decision::Step { step, action } => Answer {
+            kind: action.kind().into(),
+            status: None,
+            step: Some(step.clone()),
+        },
+    }
+}

@@ -1,0 +1,154 @@
+//! The first steps of an exchange: which service a request is for (by listener, or by target
+//! authority / Host in proxy mode), its endpoint id, and what the request itself gets wrong.
+
+use std::borrow::Cow;
+
+use crate::endpoint::{self, QueryPair, Service, TargetParts};
+use crate::http1::Request;
+use crate::inspect::{self, RequestView};
+use crate::oracle::Finding;
+
+use super::ListenerKind;
+
+/// Where a request goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Route {
+    Service(Service),
+    /// Proxy mode, a host that is neither service.
+    UnknownHost,
+}
+
+/// A routed request: where it goes and what routing found.
+pub(super) struct Routed {
+    pub route: Route,
+    /// Sent to `/__admin...` on an agent's listener (the admin API has its own listener).
+    pub admin_path: bool,
+    pub findings: Vec<Finding>,
+}
+
+impl Routed {
+    /// The service that answers (`None`: the proxy's 502 for an unknown host).
+    pub fn service(&self) -> Option<Service> {
+        match self.route {
+            Route::Service(s) => Some(s),
+            Route::UnknownHost => None,
+        }
+    }
+
+    /// Whether the scenario decides the answer (not for admin paths or unknown proxy hosts).
+    pub fn scripted(&self) -> bool {
+        !self.admin_path && self.route != Route::UnknownHost
+    }
+
+    /// The endpoint id the journal, the scenario plans and the checks key on.
+    pub fn endpoint(&self, path: &str, query: &[QueryPair<'_>]) -> &'static str {
+        match self.route {
+            Route::Service(Service::Imds) if self.admin_path => endpoint::IMDS_UNKNOWN,
+            Route::Service(Service::Wireserver) if self.admin_path => endpoint::WIRESERVER_UNKNOWN,
+            Route::Service(Service::HostPlugin) if self.admin_path => endpoint::HOSTPLUGIN_UNKNOWN,
+            Route::Service(service) => endpoint::classify(service, path, query),
+            Route::UnknownHost => endpoint::PROXY_UNKNOWN_HOST,
+        }
+    }
+}
+
+/// Routes `req`, received on a `kind` listener.
+pub(super) fn route(kind: ListenerKind, req: &Request, target: &TargetParts<'_>) -> Routed {
+    let mut findings = Vec::new();
+    let host_header = req.header("host");
+    let route = match kind {
+        ListenerKind::Wireserver => Route::Service(Service::Wireserver),
+        ListenerKind::Imds => Route::Service(Service::Imds),
+        ListenerKind::HostPlugin => Route::Service(Service::HostPlugin),
+        ListenerKind::Proxy if req.method.eq_ignore_ascii_case("CONNECT") => {
+            findings.push(Finding::error(
+                "proxy.connect",
+                format!(
+                    "CONNECT {} through the proxy: tunnels are not served (answered 502)",
+                    req.target
+                ),
+            ));
+            Route::UnknownHost
+        }
+        ListenerKind::Proxy => {
+            let authority = target.authority.or(host_header);
+            match authority.map(endpoint::host_of) {
+                // The HostGAPlugin is the wireserver address on port 32526.
+                Some(endpoint::WIRESERVER_HOST)
+                    if authority.and_then(endpoint::port_of) == Some(endpoint::HOSTPLUGIN_PORT) =>
+                {
+                    Route::Service(Service::HostPlugin)
+                }
+                Some(endpoint::WIRESERVER_HOST) => Route::Service(Service::Wireserver),
+                Some(endpoint::IMDS_HOST) => Route::Service(Service::Imds),
+                other => {
+                    let host = other.unwrap_or("").to_owned();
+                    findings.push(Finding::error(
+                        "proxy.unknown-host",
+                        format!(
+                            "proxy request for host {host:?}: neither the wireserver ({}) nor IMDS ({}) (answered 502)",
+                            endpoint::WIRESERVER_HOST,
+                            endpoint::IMDS_HOST
+                        ),
+                    ));
+                    Route::UnknownHost
+                }
+            }
+        }
+    };
+    Routed {
+        route,
+        admin_path: target.path.starts_with("/__admin"),
+        findings,
+    }
+}
+
+/// What the request gets wrong for its endpoint (headers, query, method, path spelling).
+pub(super) fn inspect(
+    routed: &Routed,
+    kind: ListenerKind,
+    endpoint_id: &'static str,
+    req: &Request,
+    target: &TargetParts<'_>,
+    query: &[QueryPair<'_>],
+) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    if routed.admin_path {
+        findings.push(Finding::warning(
+            "path.admin-on-agent-listener",
+            format!(
+                "{} reached the {} listener; the admin API lives on its own loopback listener (answered 404)",
+                target.path,
+                kind.name()
+            ),
+        ));
+        return findings;
+    }
+    let Route::Service(service) = routed.route else {
+        return findings;
+    };
+    findings.extend(inspect::findings(&RequestView {
+        service,
+        endpoint: endpoint_id,
+        method: &req.method,
+        path: target.path,
+        query,
+        headers: &req.headers,
+        http_version: req.http_version,
+    }));
+    if endpoint_id == endpoint::WIRESERVER_CONFIG {
+        let config_type = query
+            .iter()
+            .find(|(k, _)| k == "type")
+            .map(|(_, v): &(Cow<'_, str>, Cow<'_, str>)| v.as_ref());
+        if !config_type.is_some_and(|t| t.eq_ignore_ascii_case("sharedConfig")) {
+            findings.push(Finding::warning(
+                "config.unknown-type",
+                format!(
+                    "config type {config_type:?} is not named in the goal state (answered 404)"
+                ),
+            ));
+        }
+    }
+    findings
+}
