@@ -8,6 +8,8 @@
 #   bench/run.sh --only imds     # one part: imds | footprint | kvp | suite | reporter | matrix (repeatable;
 #                                # matrix only when asked: root and the real agents; its record is
 #                                # bench/MATRIX.md: bench/run.sh --only matrix --out bench/MATRIX.md)
+#   bench/run.sh --only imds --baseline-fake /tmp/fake-before   # also measure an older build of the
+#                                # fake in the same rounds (before/after a change of its connection path)
 #   bench/run.sh --fuzz-seconds 60   # also fuzz the oracle's cargo-fuzz targets, 60 s each
 #                                    # (nightly + cargo-fuzz; runs last, after the figures)
 #

@@ -106,6 +106,11 @@ impl CommandLog {
         loopback_ports_as_addr(&line.replace(&root, ""))
     }
 
+    /// `path` as recorded commands show it (relative to the root, temporary folders aliased).
+    pub fn display_path(&self, path: &Path) -> String {
+        self.shorten(&path.display().to_string())
+    }
+
     pub fn record(&self, line: &str) {
         self.record_against(line, None);
     }

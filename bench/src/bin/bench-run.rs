@@ -81,6 +81,11 @@ struct Cli {
     /// Shown in RESULTS.md as how the run was invoked.
     #[arg(long, default_value = "bench/run.sh")]
     invocation: String,
+    /// Also measure this fake-wireserver binary (e.g. a release build of the commit before a
+    /// change) in the IMDS part, interleaved with the current one: a before/after figure from
+    /// one run.
+    #[arg(long, value_name = "BINARY")]
+    baseline_fake: Option<PathBuf>,
     #[arg(long, default_value = "/usr/bin/wrk")]
     wrk: PathBuf,
     /// Debian's python3 (the one the cloud-init package installs into).
@@ -136,6 +141,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             suite_runs: cli.suite_runs,
             reporter_runs: cli.reporter_runs,
             reliability_rounds: cli.reliability_rounds,
+            baseline_fake: cli.baseline_fake.clone(),
         },
         wrk: cli.wrk.clone(),
         python: cli.python.clone(),

@@ -12,7 +12,7 @@ use anyhow::{Context as _, bail};
 use super::{Ctx, Document, thousands};
 use crate::http::{IMDS_PATH, fetch, imds_request};
 use crate::results::{Figure, Section};
-use crate::servers::Running;
+use crate::servers::{Running, ServerSpec};
 use crate::stats::median;
 use crate::wrk::{Load, WrkSummary};
 
@@ -20,6 +20,9 @@ use crate::wrk::{Load, WrkSummary};
 pub const TARGET_VS_BARE: f64 = 0.85;
 /// Target: fake throughput ≥ this multiple of the Python fake's.
 pub const TARGET_VS_PYTHON: f64 = 30.0;
+/// Target: no regression against a baseline build (`--baseline-fake`): within measurement noise.
+const TARGET_VS_BASELINE: f64 = 0.95;
+const TARGET_P99_VS_BASELINE: f64 = 1.1;
 /// Target: fake p99 ≤ this multiple of bare axum's.
 pub const TARGET_P99_VS_BARE: f64 = 1.2;
 
@@ -73,12 +76,18 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
         connections: s.connections,
         duration: Duration::from_secs(s.wrk_seconds),
     };
-    let specs = [
+    let mut specs = vec![
         ctx.fake()?,
         ctx.bare_axum(doc)?,
         ctx.python_fake(doc, false),
         ctx.python_fake(doc, true),
     ];
+    if let Some(baseline) = &s.baseline_fake {
+        let baseline = baseline
+            .canonicalize()
+            .with_context(|| format!("--baseline-fake {}", baseline.display()))?;
+        specs.push(ServerSpec::new("fake-wireserver (baseline)", baseline, &[]));
+    }
     let servers: Vec<Running> = specs
         .iter()
         .map(|spec| spec.start(&ctx.log))
@@ -123,6 +132,7 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
 
     let (fake, bare, python, python_threads) =
         (&measured[0], &measured[1], &measured[2], &measured[3]);
+    let baseline = measured.get(4);
     let mut body = String::new();
     let _ = writeln!(
         body,
@@ -180,7 +190,7 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
     let vs_bare = fake.rps() / bare.rps();
     let vs_python = fake.rps() / python.rps();
     let p99_vs_bare = fake.p99_ms() / bare.p99_ms();
-    let figures = vec![
+    let mut figures = vec![
         Figure {
             name: "IMDS throughput vs bare axum".into(),
             measured: format!("{} req/s", thousands(fake.rps())),
@@ -214,6 +224,32 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
             met: Some(p99_vs_bare <= TARGET_P99_VS_BARE),
         },
     ];
+    if let (Some(base), Some(path)) = (baseline, &s.baseline_fake) {
+        let _ = writeln!(
+            body,
+            "- fake-wireserver (baseline): `{}`, measured in the same rounds (before/after a \
+             change of the connection path).",
+            ctx.log.display_path(path)
+        );
+        let vs_base = fake.rps() / base.rps();
+        let p99_vs_base = fake.p99_ms() / base.p99_ms();
+        figures.push(Figure {
+            name: "IMDS throughput vs the baseline fake".into(),
+            measured: format!("{} req/s", thousands(fake.rps())),
+            reference: format!("{} req/s", thousands(base.rps())),
+            ratio: Some(vs_base),
+            target: format!("≥ {TARGET_VS_BASELINE}x"),
+            met: Some(vs_base >= TARGET_VS_BASELINE),
+        });
+        figures.push(Figure {
+            name: "IMDS p99 latency vs the baseline fake".into(),
+            measured: format!("{:.3} ms", fake.p99_ms()),
+            reference: format!("{:.3} ms", base.p99_ms()),
+            ratio: Some(p99_vs_base),
+            target: format!("≤ {TARGET_P99_VS_BASELINE}x"),
+            met: Some(p99_vs_base <= TARGET_P99_VS_BASELINE),
+        });
+    }
     if fake.errors() > 0 || bare.errors() > 0 {
         let _ = writeln!(
             body,

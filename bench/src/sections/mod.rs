@@ -42,6 +42,8 @@ pub struct Settings {
     pub reporter_runs: usize,
     /// Rounds of the reliability part's kill loop.
     pub reliability_rounds: usize,
+    /// A second fake-wireserver binary the IMDS part measures beside the current one.
+    pub baseline_fake: Option<PathBuf>,
 }
 
 /// What every section needs.
