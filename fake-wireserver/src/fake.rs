@@ -2,6 +2,7 @@
 //! journal, declare expectations (verified on drop).
 
 use std::net::SocketAddr;
+use std::panic::Location;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -182,6 +183,9 @@ pub enum FakeError {
     },
     #[error("cannot generate the admin token from /dev/urandom: {0}")]
     Token(#[source] std::io::Error),
+    /// [`Fake::start_blocking`] could not build its runtime.
+    #[error("cannot start the fake's runtime: {0}")]
+    Runtime(#[source] std::io::Error),
 }
 
 /// Already-bound listeners, for callers that must bind in a special place (e.g. inside a network
@@ -342,6 +346,7 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
         shutdown: shutdown_tx,
         tasks,
         expectations: Mutex::new(Vec::new()),
+        runtime: None,
     })
 }
 
@@ -353,7 +358,10 @@ pub struct Fake {
     admin_token: Option<String>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
-    expectations: Mutex<Vec<Expectation>>,
+    /// Each with the line of the `expect` call that set it, named when it fails.
+    expectations: Mutex<Vec<(Expectation, &'static Location<'static>)>>,
+    /// The fake's own runtime when started by [`Fake::start_blocking`].
+    runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Fake {
@@ -361,6 +369,33 @@ impl Fake {
     pub async fn start(config: FakeConfig) -> Result<Fake, FakeError> {
         let listeners = Listeners::bind(&config)?;
         serve_on(config, listeners).await
+    }
+
+    /// [`Fake::start`] for a test without a runtime (a plain `#[test]`): the fake runs on a
+    /// runtime of its own (two worker threads), stopped when the handle drops. Must not be called
+    /// from inside a tokio runtime (tokio refuses to block a runtime thread).
+    ///
+    /// ```
+    /// use fake_wireserver::{Fake, FakeConfig};
+    /// let fake = Fake::start_blocking(FakeConfig::default())?;
+    /// let mut conn = std::net::TcpStream::connect(fake.wireserver_addr().unwrap())?;
+    /// # use std::io::{Read, Write};
+    /// conn.write_all(b"GET /?comp=versions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+    /// let mut answer = String::new();
+    /// conn.read_to_string(&mut answer)?;
+    /// assert!(answer.starts_with("HTTP/1.1 200 OK"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn start_blocking(config: FakeConfig) -> Result<Fake, FakeError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("fake-wireserver")
+            .enable_all()
+            .build()
+            .map_err(FakeError::Runtime)?;
+        let mut fake = runtime.block_on(Fake::start(config))?;
+        fake.runtime = Some(runtime);
+        Ok(fake)
     }
 
     /// `http://127.0.0.1:PORT`. Panics if the wireserver listener is disabled.
@@ -440,17 +475,24 @@ impl Fake {
         self.shared.served_ids()
     }
 
-    /// Adds an expectation, verified when the fake is dropped (or by [`Fake::verify`]).
+    /// Adds an expectation, verified when the fake is dropped (or by [`Fake::verify`]). A
+    /// failure names the file and line of this call.
+    #[track_caller]
     pub fn expect(&self, expectation: Expectation) {
-        lock(&self.expectations).push(expectation);
+        lock(&self.expectations).push((expectation, Location::caller()));
     }
 
-    /// Checks every expectation now; the error lists each one not met.
+    /// Checks every expectation now; the error lists each one not met, prefixed with the
+    /// `file:line:column` of the [`Fake::expect`] call that set it.
     pub fn verify(&self) -> Result<(), String> {
         let journal = self.journal();
         let failures: Vec<String> = lock(&self.expectations)
             .iter()
-            .filter_map(|e| e.check(&journal).err())
+            .filter_map(|(e, at)| {
+                e.check(&journal)
+                    .err()
+                    .map(|message| format!("{at}: {message}"))
+            })
             .collect();
         if failures.is_empty() {
             Ok(())
@@ -479,6 +521,16 @@ impl Drop for Fake {
         let _ = self.shutdown.send(true);
         for task in &self.tasks {
             task.abort();
+        }
+        // The aborted tasks end with the runtime's threads (the socket loops are gone
+        // before the expectations are judged).
+        if let Some(runtime) = self.runtime.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                // Blocking inside a runtime would panic; its threads end on their own.
+                runtime.shutdown_background();
+            } else {
+                runtime.shutdown_timeout(Duration::from_secs(5));
+            }
         }
         lock(&self.shared.journal).flush_pending();
         if std::thread::panicking() {

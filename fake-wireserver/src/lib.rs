@@ -117,6 +117,7 @@ pub mod text;
 pub mod wireserver;
 
 pub use documents::Addresses;
+pub use endpoint::{EndpointId, IntoEndpointPattern, UnknownEndpoint};
 pub use expect::{Expectation, Times};
 pub use fake::{
     DEFAULT_HEAD_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT, Fake,
