@@ -36,29 +36,29 @@ pub const ENDPOINT_IDS: &[&str] = &[
     PROXY_UNKNOWN_HOST,
 ];
 
-pub const WIRESERVER_VERSIONS: &str = "wireserver.versions";
-pub const WIRESERVER_GOALSTATE: &str = "wireserver.goalstate";
-pub const WIRESERVER_CONFIG: &str = "wireserver.config";
-pub const WIRESERVER_CONFIG_HOSTING: &str = "wireserver.config.hosting";
-pub const WIRESERVER_CONFIG_EXTENSIONS: &str = "wireserver.config.extensions";
-pub const WIRESERVER_CERTIFICATES: &str = "wireserver.certificates";
-pub const WIRESERVER_HEALTH_XML: &str = "wireserver.health.xml";
-pub const WIRESERVER_HEALTH_JSON: &str = "wireserver.health.json";
-pub const WIRESERVER_TELEMETRY: &str = "wireserver.telemetry";
-pub const WIRESERVER_ROLE_PROPERTIES: &str = "wireserver.roleproperties";
-pub const WIRESERVER_HEALTH_SERVICE: &str = "wireserver.healthservice";
-pub const WIRESERVER_METADATA: &str = "wireserver.metadata";
-pub const WIRESERVER_UNKNOWN: &str = "wireserver.unknown";
-pub const HOSTPLUGIN_VMSETTINGS: &str = "hostplugin.vmsettings";
-pub const HOSTPLUGIN_VERSIONS: &str = "hostplugin.versions";
-pub const HOSTPLUGIN_HEALTH: &str = "hostplugin.health";
-pub const HOSTPLUGIN_STATUS: &str = "hostplugin.status";
-pub const HOSTPLUGIN_UNKNOWN: &str = "hostplugin.unknown";
-pub const IMDS_INSTANCE: &str = "imds.instance";
-pub const IMDS_VERSIONS: &str = "imds.versions";
-pub const IMDS_REPROVISIONDATA: &str = "imds.reprovisiondata";
-pub const IMDS_UNKNOWN: &str = "imds.unknown";
-pub const PROXY_UNKNOWN_HOST: &str = "proxy.unknown-host";
+pub(crate) const WIRESERVER_VERSIONS: &str = "wireserver.versions";
+pub(crate) const WIRESERVER_GOALSTATE: &str = "wireserver.goalstate";
+pub(crate) const WIRESERVER_CONFIG: &str = "wireserver.config";
+pub(crate) const WIRESERVER_CONFIG_HOSTING: &str = "wireserver.config.hosting";
+pub(crate) const WIRESERVER_CONFIG_EXTENSIONS: &str = "wireserver.config.extensions";
+pub(crate) const WIRESERVER_CERTIFICATES: &str = "wireserver.certificates";
+pub(crate) const WIRESERVER_HEALTH_XML: &str = "wireserver.health.xml";
+pub(crate) const WIRESERVER_HEALTH_JSON: &str = "wireserver.health.json";
+pub(crate) const WIRESERVER_TELEMETRY: &str = "wireserver.telemetry";
+pub(crate) const WIRESERVER_ROLE_PROPERTIES: &str = "wireserver.roleproperties";
+pub(crate) const WIRESERVER_HEALTH_SERVICE: &str = "wireserver.healthservice";
+pub(crate) const WIRESERVER_METADATA: &str = "wireserver.metadata";
+pub(crate) const WIRESERVER_UNKNOWN: &str = "wireserver.unknown";
+pub(crate) const HOSTPLUGIN_VMSETTINGS: &str = "hostplugin.vmsettings";
+pub(crate) const HOSTPLUGIN_VERSIONS: &str = "hostplugin.versions";
+pub(crate) const HOSTPLUGIN_HEALTH: &str = "hostplugin.health";
+pub(crate) const HOSTPLUGIN_STATUS: &str = "hostplugin.status";
+pub(crate) const HOSTPLUGIN_UNKNOWN: &str = "hostplugin.unknown";
+pub(crate) const IMDS_INSTANCE: &str = "imds.instance";
+pub(crate) const IMDS_VERSIONS: &str = "imds.versions";
+pub(crate) const IMDS_REPROVISIONDATA: &str = "imds.reprovisiondata";
+pub(crate) const IMDS_UNKNOWN: &str = "imds.unknown";
+pub(crate) const PROXY_UNKNOWN_HOST: &str = "proxy.unknown-host";
 
 /// An endpoint id, typed: what the Rust API takes where a scenario file writes a string. It
 /// serializes (serde, [`Display`](fmt::Display), [`EndpointId::as_str`]) as exactly the id
@@ -287,8 +287,10 @@ pub const IMDS_HOST: &str = "169.254.169.254";
 
 /// The two services the fake impersonates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Service {
+pub(crate) enum Service {
+    /// `168.63.129.16:80`.
     Wireserver,
+    /// `169.254.169.254:80`.
     Imds,
     /// The HostGAPlugin (port 32526 of the wireserver address; WALA only).
     HostPlugin,
@@ -296,15 +298,15 @@ pub enum Service {
 
 /// A request target split into its parts. `authority` is set for absolute-form targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TargetParts<'a> {
-    pub authority: Option<&'a str>,
-    pub path: &'a str,
-    pub query: Option<&'a str>,
+pub(crate) struct TargetParts<'a> {
+    pub(crate) authority: Option<&'a str>,
+    pub(crate) path: &'a str,
+    pub(crate) query: Option<&'a str>,
 }
 
 /// Splits origin-form (`/machine?comp=health`) and absolute-form
 /// (`http://168.63.129.16/machine?comp=health`) targets.
-pub fn split_target(target: &str) -> TargetParts<'_> {
+pub(crate) fn split_target(target: &str) -> TargetParts<'_> {
     let (authority, rest) = match target
         .strip_prefix("http://")
         .or_else(|| target.strip_prefix("HTTP://"))
@@ -349,7 +351,7 @@ pub fn port_of(authority: &str) -> Option<u16> {
 }
 
 /// One decoded query parameter, borrowed where nothing needed decoding.
-pub type QueryPair<'a> = (Cow<'a, str>, Cow<'a, str>);
+pub(crate) type QueryPair<'a> = (Cow<'a, str>, Cow<'a, str>);
 
 /// Decoded query pairs in order, duplicates kept.
 pub fn query_pairs(query: Option<&str>) -> Vec<(String, String)> {
@@ -361,7 +363,7 @@ pub fn query_pairs(query: Option<&str>) -> Vec<(String, String)> {
 
 /// Decoded query pairs borrowing from the query where nothing needed decoding (the connection
 /// loop's per-request parse: no allocation per pair in the common case).
-pub fn decode_query(query: Option<&str>) -> Vec<QueryPair<'_>> {
+pub(crate) fn decode_query(query: Option<&str>) -> Vec<QueryPair<'_>> {
     match query {
         Some(q) => form_urlencoded::parse(q.as_bytes()).collect(),
         None => Vec::new(),
@@ -444,7 +446,7 @@ fn wireserver_comp(comp: &str) -> Option<&'static str> {
 }
 
 /// The endpoint id of a request that reached `service`.
-pub fn classify(service: Service, path: &str, query: &[QueryPair]) -> &'static str {
+pub(crate) fn classify(service: Service, path: &str, query: &[QueryPair]) -> &'static str {
     let comp = query
         .iter()
         .find(|(k, _)| k == "comp")

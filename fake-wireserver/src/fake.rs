@@ -46,6 +46,7 @@ pub struct FakeConfig {
     pub proxy: Option<SocketAddr>,
     /// The admin API listener (loopback only; the binary always has one).
     pub admin: Option<SocketAddr>,
+    /// The scenario in effect from the start (default: none, the default documents).
     pub scenario: Scenario,
     /// Also write the journal as JSON Lines here (everything, flushed per entry).
     pub journal_file: Option<PathBuf>,
@@ -54,7 +55,9 @@ pub struct FakeConfig {
     /// Bytes the in-memory window retains at most (oldest dropped first; the newest entry is
     /// always kept). See [`Entry::retained_bytes`].
     pub journal_max_bytes: usize,
+    /// Request bodies over this many bytes get 413; see [`DEFAULT_MAX_BODY`].
     pub max_body_bytes: usize,
+    /// See [`DEFAULT_READ_TIMEOUT`].
     pub read_timeout: Duration,
     /// See [`DEFAULT_HEAD_TIMEOUT`].
     pub head_timeout: Duration,
@@ -92,14 +95,17 @@ impl Default for FakeConfig {
 }
 
 impl FakeConfig {
+    /// Starts with this scenario.
     pub fn scenario(mut self, scenario: Scenario) -> Self {
         self.scenario = scenario;
         self
     }
+    /// The wireserver listener (`None` = none; port 0 = ephemeral).
     pub fn wireserver(mut self, addr: Option<SocketAddr>) -> Self {
         self.wireserver = addr;
         self
     }
+    /// The IMDS listener (`None` = none; port 0 = ephemeral).
     pub fn imds(mut self, addr: Option<SocketAddr>) -> Self {
         self.imds = addr;
         self
@@ -118,30 +124,37 @@ impl FakeConfig {
     pub fn with_proxy(self) -> Self {
         self.proxy(loopback())
     }
+    /// Enables the admin API on `addr` (loopback; port 0 = ephemeral).
     pub fn admin(mut self, addr: SocketAddr) -> Self {
         self.admin = Some(addr);
         self
     }
+    /// Also writes the journal as JSON Lines to `path` (`--journal`).
     pub fn journal_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.journal_file = Some(path.into());
         self
     }
+    /// Entries the in-memory window keeps (oldest dropped first).
     pub fn journal_capacity(mut self, n: usize) -> Self {
         self.journal_capacity = n;
         self
     }
+    /// Bytes the in-memory window retains at most (oldest dropped first).
     pub fn journal_max_bytes(mut self, n: usize) -> Self {
         self.journal_max_bytes = n;
         self
     }
+    /// Request bodies over `n` bytes get 413.
     pub fn max_body_bytes(mut self, n: usize) -> Self {
         self.max_body_bytes = n;
         self
     }
+    /// Deadline for reading one request and for an idle keep-alive connection.
     pub fn read_timeout(mut self, t: Duration) -> Self {
         self.read_timeout = t;
         self
     }
+    /// Deadline for the rest of a request head once its first byte arrived.
     pub fn head_timeout(mut self, t: Duration) -> Self {
         self.head_timeout = t;
         self
@@ -162,25 +175,36 @@ impl FakeConfig {
 /// Why a fake could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum FakeError {
+    /// A listener address could not be bound.
     #[error("cannot listen for the {listener} on {addr}: {source}")]
     Bind {
+        /// Which listener (`"wireserver"`, `"imds"`, ...).
         listener: &'static str,
+        /// The address asked for.
         addr: SocketAddr,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// A pre-bound listener could not be used (non-blocking mode, local address).
     #[error("{listener} listener: {source}")]
     Listener {
+        /// Which listener.
         listener: &'static str,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// The `--journal` file could not be created.
     #[error("cannot create the journal file {path}: {source}")]
     Journal {
+        /// The file asked for.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// The admin token could not be generated.
     #[error("cannot generate the admin token from /dev/urandom: {0}")]
     Token(#[source] std::io::Error),
     /// [`Fake::start_blocking`] could not build its runtime.
@@ -192,10 +216,15 @@ pub enum FakeError {
 /// namespace, on `168.63.129.16:80` and `169.254.169.254:80`). See [`serve_on`].
 #[derive(Debug, Default)]
 pub struct Listeners {
+    /// For agents' wireserver requests.
     pub wireserver: Option<std::net::TcpListener>,
+    /// For IMDS requests.
     pub imds: Option<std::net::TcpListener>,
+    /// For the HostGAPlugin (port 32526).
     pub hostplugin: Option<std::net::TcpListener>,
+    /// For proxy mode.
     pub proxy: Option<std::net::TcpListener>,
+    /// For the admin API (loopback only).
     pub admin: Option<std::net::TcpListener>,
 }
 
@@ -418,9 +447,11 @@ impl Fake {
         )
     }
 
+    /// The wireserver listener's address, when it runs.
     pub fn wireserver_addr(&self) -> Option<SocketAddr> {
         self.addrs.wireserver
     }
+    /// The IMDS listener's address, when it runs.
     pub fn imds_addr(&self) -> Option<SocketAddr> {
         self.addrs.imds
     }
@@ -432,6 +463,7 @@ impl Fake {
     pub fn proxy_addr(&self) -> Option<SocketAddr> {
         self.addrs.proxy
     }
+    /// The admin API's address, when it runs ([`FakeConfig::admin`]).
     pub fn admin_addr(&self) -> Option<SocketAddr> {
         self.addrs.admin
     }

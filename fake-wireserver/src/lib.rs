@@ -93,6 +93,8 @@
 //! writes raw bytes, `partial` stops inside the declared body, `slow` dribbles the body. The
 //! default documents come from two axum routers ([`wireserver::router`], [`imds::router`]).
 
+#![warn(missing_docs)]
+
 mod admin;
 pub mod config;
 mod conns;

@@ -41,20 +41,27 @@ use crate::files::FileReader;
 /// A scenario file could not be used. The message names the file, line, column and field.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
+    /// The file could not be read.
     #[error("{origin}: cannot read the scenario file: {source}")]
     Read {
+        /// The file as named.
         origin: String,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// The document is not a valid scenario.
     #[error("{origin}:{line}:{column}: {field}: {message}")]
     Invalid {
+        /// The file as named (or the origin given).
         origin: String,
         /// 1-based; 0 when the problem has no position (e.g. an empty document).
         line: usize,
+        /// 1-based, like `line`; 0 without a position.
         column: usize,
         /// Dotted path, e.g. `endpoint[1].step[2].seconds` (array indexes are 1-based).
         field: String,
+        /// What is wrong and what is expected.
         message: String,
     },
 }
@@ -80,15 +87,20 @@ impl ScenarioError {
 /// [`Scenario::from_toml_section`] or in code ([`Scenario::default`] + the builder methods).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Scenario {
+    /// A name for reports (`name = ...`).
     pub name: Option<String>,
     /// Seeds every `probability` draw, so chaos runs replay exactly. Default 0.
     pub seed: Option<u64>,
+    /// `[goalstate]`: the served ids and the URLs listed.
     pub goalstate: GoalStateOverrides,
+    /// `[imds]`: the served instance document.
     pub imds: ImdsOverrides,
     /// Plans in file order; the first plan whose id (or glob) matches a request's endpoint id
     /// answers it.
     pub endpoints: Vec<EndpointPlan>,
+    /// `[rate_limit]`: per-client throttling.
     pub rate_limit: Option<RateLimit>,
+    /// `[[trigger]]`s: changes at a time after loading.
     pub triggers: Vec<Trigger>,
     /// Where it came from (file name for messages); `"<code>"` when built in code.
     pub origin: String,
@@ -98,10 +110,13 @@ pub struct Scenario {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GoalStateOverrides {
+    /// The goal state's `Incarnation`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub incarnation: Option<String>,
+    /// The goal state's `ContainerId`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub container_id: Option<String>,
+    /// The role instance's `InstanceId`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instance_id: Option<String>,
     /// List a `Certificates` URL in the goal state (default true).
@@ -162,14 +177,18 @@ pub enum EndPolicy {
 /// An ordered plan of steps for the endpoints matching `id` (an endpoint id or a glob).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EndpointPlan {
+    /// An endpoint id or glob (`"wireserver.health.*"`).
     pub id: String,
+    /// What happens after the last step.
     pub end: EndPolicy,
+    /// The steps, in order.
     pub steps: Vec<Step>,
 }
 
 /// One step of a plan: an action, applied `times` times, each time with `probability`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
+    /// What the step does.
     pub action: Action,
     /// How many requests this step consumes (default 1).
     pub times: u32,
@@ -184,7 +203,12 @@ pub enum Action {
     /// Answer with this status/headers/body.
     Respond(Reply),
     /// Wait, then answer normally (or with the reply when given).
-    Delay { seconds: f64, reply: Option<Reply> },
+    Delay {
+        /// How long to wait.
+        seconds: f64,
+        /// The answer after the wait; `None` = the default answer.
+        reply: Option<Reply>,
+    },
     /// Read the request, never answer (until the client gives up).
     Hang,
     /// TCP RST (SO_LINGER 0, then close).
@@ -192,16 +216,24 @@ pub enum Action {
     /// Close without any response bytes.
     Close,
     /// Write these bytes raw, then close.
-    Malformed { bytes: String },
+    Malformed {
+        /// The bytes, as written in the scenario (escapes already decoded by TOML).
+        bytes: String,
+    },
     /// Send the head with the full Content-Length, then `bytes_sent` bytes of body, then close.
     Partial {
+        /// Body bytes sent before the close.
         bytes_sent: usize,
+        /// The answer cut short; `None` = the default answer.
         reply: Option<Reply>,
     },
     /// Send the head, then dribble the body: `chunk` bytes every `interval` seconds.
     Slow {
+        /// Bytes per write.
         chunk: usize,
+        /// Seconds between writes.
         interval: f64,
+        /// The answer dribbled; `None` = the default answer.
         reply: Option<Reply>,
     },
 }
@@ -225,20 +257,32 @@ impl Action {
 /// A scripted answer. Explicit `status`/`headers`/`body` override the preset's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Reply {
+    /// The status line's code (200 without it and without a preset).
     pub status: Option<u16>,
+    /// A canned platform answer the other fields adjust.
     pub preset: Option<Preset>,
+    /// Headers in order; each replaces the preset's header of the same name.
     pub headers: Vec<(String, String)>,
+    /// The body (none = the preset's, or empty).
     pub body: Option<Body>,
 }
 
 /// A reply body: inline text, or a file (path as written, contents read at load time).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
+    /// `body = "..."`.
     Inline(String),
-    File { path: String, contents: Vec<u8> },
+    /// `body_file = "..."`.
+    File {
+        /// The path as written.
+        path: String,
+        /// The file's bytes, read when the scenario was loaded.
+        contents: Vec<u8>,
+    },
 }
 
 impl Body {
+    /// The bytes sent.
     pub fn bytes(&self) -> &[u8] {
         match self {
             Body::Inline(s) => s.as_bytes(),
@@ -264,6 +308,7 @@ pub enum Preset {
 }
 
 impl Preset {
+    /// The preset's status code.
     pub fn status(self) -> u16 {
         match self {
             Preset::Throttled => 403,
@@ -279,7 +324,9 @@ impl Preset {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimit {
+    /// Requests allowed per window and client.
     pub requests: u32,
+    /// The window, in seconds (sliding).
     pub window: f64,
     /// Endpoint ids or globs (default `["wireserver.*"]`).
     #[serde(default = "default_rate_limited")]
@@ -294,10 +341,13 @@ fn default_rate_limited() -> Vec<String> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Trigger {
+    /// Seconds after the scenario was loaded.
     pub after: f64,
+    /// What happens then.
     pub action: TriggerAction,
 }
 
+/// What a [`Trigger`] does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TriggerAction {
@@ -333,6 +383,7 @@ pub fn seconds(x: f64) -> std::time::Duration {
 // Builders (for Rust tests)
 
 impl Scenario {
+    /// An empty scenario (the default documents, no faults) whose origin is `"<code>"`.
     pub fn new() -> Self {
         Scenario {
             origin: "<code>".to_owned(),
@@ -363,21 +414,26 @@ impl Scenario {
         Ok(self)
     }
 
+    /// Seeds the `probability` draws.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
         self
     }
 
+    /// Serves this goal state incarnation (`[goalstate] incarnation`).
     pub fn incarnation(mut self, incarnation: &str) -> Self {
         self.goalstate.incarnation = Some(incarnation.to_owned());
         self
     }
 
+    /// Adds a trigger `after` seconds from loading.
     pub fn trigger(mut self, after: f64, action: TriggerAction) -> Self {
         self.triggers.push(Trigger { after, action });
         self
     }
 
+    /// Throttles each client to `requests` per `window` seconds on `endpoints` (ids or globs);
+    /// the rest get the platform's 403.
     pub fn rate_limit(mut self, requests: u32, window: f64, endpoints: &[&str]) -> Self {
         self.rate_limit = Some(RateLimit {
             requests,

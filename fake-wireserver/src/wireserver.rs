@@ -13,6 +13,7 @@ use crate::documents::{SERVER_HEADER, XML_CONTENT_TYPE};
 use crate::endpoint::{self, Service};
 use crate::server::RequestCtx;
 
+/// The wireserver's default answers as an axum router (no sockets needed).
 pub fn router() -> Router {
     Router::new()
         .route("/", any(by_comp))
