@@ -29,7 +29,7 @@ pub const DEFAULT_HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// for, or inside, a request) is closed to make room — first one that never sent a byte, then
 /// one inside its first request, then a keep-alive one, each the longest silent first;
 /// connections whose request is being answered are never closed for room. Lowered to fit the
-/// open-file limit ([`crate::fdlimit::listener_cap`]); the binaries raise that limit first.
+/// open-file limit (`fdlimit::listener_cap`); the binaries raise that limit first.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// How to run a fake. `FakeConfig::default()`: wireserver and IMDS on ephemeral `127.0.0.1`

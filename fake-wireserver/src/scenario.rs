@@ -391,7 +391,7 @@ impl Scenario {
         }
     }
 
-    /// Adds a plan for the endpoints matching `id`: an [`EndpointId`] or a string id or glob
+    /// Adds a plan for the endpoints matching `id`: an [`EndpointId`](crate::EndpointId) or a string id or glob
     /// (`"wireserver.health.*"`). Panics, at the caller's line, on a string that matches no
     /// endpoint id, listing the valid ids ([`Scenario::try_endpoint`] returns the error).
     #[track_caller]
