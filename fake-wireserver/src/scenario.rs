@@ -432,13 +432,27 @@ impl Scenario {
         self
     }
 
-    /// Throttles each client to `requests` per `window` seconds on `endpoints` (ids or globs);
-    /// the rest get the platform's 403.
-    pub fn rate_limit(mut self, requests: u32, window: f64, endpoints: &[&str]) -> Self {
+    /// Throttles each client to `requests` per `window` seconds on `endpoints` ([`EndpointId`]s
+    /// or string ids and globs); the rest get the platform's 403. Panics, at the caller's line,
+    /// on a string that matches no endpoint id, listing the valid ids.
+    ///
+    /// [`EndpointId`]: crate::EndpointId
+    #[track_caller]
+    pub fn rate_limit<P: IntoEndpointPattern>(
+        mut self,
+        requests: u32,
+        window: f64,
+        endpoints: impl IntoIterator<Item = P>,
+    ) -> Self {
+        let endpoints = endpoints
+            .into_iter()
+            .map(|p| p.into_endpoint_pattern())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap_or_else(|e| panic!("Scenario::rate_limit: {e}"));
         self.rate_limit = Some(RateLimit {
             requests,
             window,
-            endpoints: endpoints.iter().map(|s| (*s).to_owned()).collect(),
+            endpoints,
         });
         self
     }

@@ -186,6 +186,18 @@ fn a_typo_in_a_string_id_is_an_error_listing_the_valid_ids() {
     assert!(message.starts_with("Scenario::endpoint: \"imds.instanse\" matches no endpoint id; expected one of wireserver.versions"), "{message}");
     let panic = std::panic::catch_unwind(|| Expectation::requests("imds.instanse")).unwrap_err();
     assert!(panic_message(panic).contains(&all));
+    let panic = std::panic::catch_unwind(|| {
+        Scenario::new().rate_limit(1, 1.0, ["wireserver.*", "imds.instanse"])
+    })
+    .unwrap_err();
+    assert!(panic_message(panic).starts_with(
+        "Scenario::rate_limit: \"imds.instanse\" matches no endpoint id; expected one of"
+    ));
+    let limited = Scenario::new().rate_limit(1, 1.0, [EndpointId::WireserverGoalstate]);
+    assert_eq!(
+        limited.rate_limit.unwrap().endpoints,
+        ["wireserver.goalstate"]
+    );
 }
 
 #[test]
