@@ -207,7 +207,7 @@ pub enum FakeError {
     /// The admin token could not be generated.
     #[error("cannot generate the admin token from /dev/urandom: {0}")]
     Token(#[source] std::io::Error),
-    /// [`Fake::start_blocking`] could not build its runtime.
+    /// [`Fake::start_blocking`] could not build its runtime, or was called inside one.
     #[error("cannot start the fake's runtime: {0}")]
     Runtime(#[source] std::io::Error),
 }
@@ -401,8 +401,8 @@ impl Fake {
     }
 
     /// [`Fake::start`] for a test without a runtime (a plain `#[test]`): the fake runs on a
-    /// runtime of its own (two worker threads), stopped when the handle drops. Must not be called
-    /// from inside a tokio runtime (tokio refuses to block a runtime thread).
+    /// runtime of its own (two worker threads), stopped when the handle drops. Inside a tokio
+    /// runtime it refuses ([`FakeError::Runtime`]): use [`Fake::start`] there.
     ///
     /// ```
     /// use fake_wireserver::{Fake, FakeConfig};
@@ -416,6 +416,12 @@ impl Fake {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn start_blocking(config: FakeConfig) -> Result<Fake, FakeError> {
+        // Blocking on a runtime thread would panic inside tokio; say what to do instead.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(FakeError::Runtime(std::io::Error::other(
+                "Fake::start_blocking was called inside a tokio runtime; use Fake::start(config).await there",
+            )));
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("fake-wireserver")

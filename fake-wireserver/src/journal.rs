@@ -73,7 +73,8 @@ pub struct Entry {
     pub body_len: usize,
     /// True when `body` holds less than `body_len` bytes.
     pub body_truncated: bool,
-    /// Endpoint id (see ARCHITECTURE.md, "Endpoint ids").
+    /// Endpoint id (see ARCHITECTURE.md, "Endpoint ids"); compares equal to its
+    /// [`EndpointId`](crate::EndpointId) (`entry.endpoint == EndpointId::ImdsInstance`).
     pub endpoint: String,
     /// What the fake answered.
     pub answer: Answer,

@@ -279,3 +279,13 @@ fn start_blocking_serves_a_scenario_without_a_runtime() {
     // The runtime is gone with the handle: the port no longer answers.
     assert!(std::net::TcpStream::connect(ws).is_err());
 }
+
+#[tokio::test]
+async fn start_blocking_inside_a_runtime_is_an_error_not_a_panic() {
+    let err = Fake::start_blocking(FakeConfig::default()).err().unwrap();
+    assert_eq!(
+        err.to_string(),
+        "cannot start the fake's runtime: Fake::start_blocking was called inside a tokio runtime; \
+         use Fake::start(config).await there"
+    );
+}
