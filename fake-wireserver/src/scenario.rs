@@ -25,6 +25,23 @@
 //!
 //! `body_file` and `imds.instance_file` load only regular files of at most 1 MiB from the
 //! scenario's own folder or an `--allow-files` folder ([`FileAccess`], [`crate::files`]).
+//!
+//! In Rust, the same scenario is [`Scenario::new`] plus the builder: a plan per
+//! [`Scenario::endpoint`], a [`Step`] constructor per `kind` ([`Step::respond`], [`Step::delay`],
+//! [`Step::hang`], [`Step::reset`], [`Step::close`], [`Step::malformed`], [`Step::partial`],
+//! [`Step::slow`]) and per preset ([`Step::throttled`], ...), with `times` and `probability`.
+//!
+//! ```
+//! use fake_wireserver::{EndPolicy, EndpointId, Scenario, Step};
+//! let scenario = Scenario::new()
+//!     .seed(42)
+//!     .incarnation("7")
+//!     .endpoint("wireserver.health.*", EndPolicy::Default, vec![Step::throttled().times(3)])
+//!     .endpoint(EndpointId::ImdsInstance, EndPolicy::Default, vec![Step::reset().probability(0.5)]);
+//! // Written back as a scenario file, it parses to itself.
+//! let toml = scenario.to_toml_string();
+//! assert_eq!(Scenario::from_toml_str(&toml, "x.toml").unwrap().endpoints, scenario.endpoints);
+//! ```
 
 use std::fmt;
 use std::ops::Range;
@@ -84,7 +101,7 @@ impl ScenarioError {
 }
 
 /// A validated scenario. Build one with [`Scenario::from_toml_str`], [`Scenario::from_file`],
-/// [`Scenario::from_toml_section`] or in code ([`Scenario::default`] + the builder methods).
+/// [`Scenario::from_toml_section`] or in code ([`Scenario::new`] + the builder methods).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Scenario {
     /// A name for reports (`name = ...`).
