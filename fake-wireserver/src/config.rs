@@ -10,6 +10,7 @@ use crate::documents::{effective_goalstate, effective_imds};
 use crate::fake::FakeConfig;
 use crate::scenario::Scenario;
 
+/// The merged configuration, serialized by [`EffectiveConfig::to_toml`].
 #[derive(Debug, Serialize)]
 pub struct EffectiveConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -53,6 +54,7 @@ struct Limits {
 }
 
 impl EffectiveConfig {
+    /// The configuration of a fake about to start with `config` (its scenario from `scenario_file`).
     pub fn new(config: &FakeConfig, scenario_file: Option<&Path>) -> Self {
         let mut scenario = config.scenario.clone();
         scenario.seed = Some(scenario.seed.unwrap_or(0));
@@ -88,6 +90,7 @@ impl EffectiveConfig {
         }
     }
 
+    /// As TOML (what `--print-config` prints).
     pub fn to_toml(&self) -> String {
         toml::to_string(self).unwrap_or_default()
     }

@@ -11,24 +11,25 @@ use serde_json::{Value, json};
 use crate::oracle::ServedIds;
 use crate::scenario::{GoalStateOverrides, ImdsOverrides, Scenario};
 
-pub const VERSIONS_XML: &str = include_str!("../defaults/versions.xml");
-pub const GOALSTATE_XML: &str = include_str!("../defaults/goalstate.xml");
-pub const SHAREDCONFIG_XML: &str = include_str!("../defaults/sharedconfig.xml");
-pub const CERTIFICATES_XML: &str = include_str!("../defaults/certificates.xml");
-pub const HOSTINGENVIRONMENTCONFIG_XML: &str =
+pub(crate) const VERSIONS_XML: &str = include_str!("../defaults/versions.xml");
+pub(crate) const GOALSTATE_XML: &str = include_str!("../defaults/goalstate.xml");
+pub(crate) const SHAREDCONFIG_XML: &str = include_str!("../defaults/sharedconfig.xml");
+pub(crate) const CERTIFICATES_XML: &str = include_str!("../defaults/certificates.xml");
+pub(crate) const HOSTINGENVIRONMENTCONFIG_XML: &str =
     include_str!("../defaults/hostingenvironmentconfig.xml");
-pub const EXTENSIONSCONFIG_XML: &str = include_str!("../defaults/extensionsconfig.xml");
-pub const HOSTPLUGIN_VERSIONS_JSON: &str = include_str!("../defaults/hostplugin-versions.json");
-pub const OVF_ENV_XML: &str = include_str!("../defaults/ovf-env.xml");
-pub const INSTANCE_JSON: &str = include_str!("../defaults/instance.json");
-pub const IMDS_VERSIONS_JSON: &str = include_str!("../defaults/imds-versions.json");
-pub const DEFAULTS_TOML: &str = include_str!("../defaults/defaults.toml");
+pub(crate) const EXTENSIONSCONFIG_XML: &str = include_str!("../defaults/extensionsconfig.xml");
+pub(crate) const HOSTPLUGIN_VERSIONS_JSON: &str =
+    include_str!("../defaults/hostplugin-versions.json");
+pub(crate) const OVF_ENV_XML: &str = include_str!("../defaults/ovf-env.xml");
+pub(crate) const INSTANCE_JSON: &str = include_str!("../defaults/instance.json");
+pub(crate) const IMDS_VERSIONS_JSON: &str = include_str!("../defaults/imds-versions.json");
+pub(crate) const DEFAULTS_TOML: &str = include_str!("../defaults/defaults.toml");
 
 /// The platform's throttling body (PROTOCOL.md §8.1, `vectors/http/platform/throttled-403.json`).
 pub const THROTTLED_BODY: &str = "<?xml version=\"1.0\" encoding=\"utf-8\"?> <Error xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xmlns:xsd=\"http://www.w3.org/2001/XMLSchema\"> <Code>RequestRateLimitExceeded</Code> <Message>The request was denied because of too many requests by this client. Please retry the request after a few seconds.</Message> <Details></Details> </Error>";
-pub const XML_CONTENT_TYPE: &str = "text/xml; charset=utf-8";
-pub const JSON_CONTENT_TYPE: &str = "application/json; charset=utf-8";
-pub const TEXT_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
+pub(crate) const XML_CONTENT_TYPE: &str = "text/xml; charset=utf-8";
+pub(crate) const JSON_CONTENT_TYPE: &str = "application/json; charset=utf-8";
+pub(crate) const TEXT_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
 /// What the wireserver says it is.
 pub const SERVER_HEADER: &str = "Microsoft-IIS/10.0";
 
@@ -50,13 +51,13 @@ static DEFAULT_INSTANCE: LazyLock<Value> =
 /// The documents of one scenario: defaults with the scenario's overrides applied.
 #[derive(Debug, Clone)]
 pub struct Documents {
-    pub incarnation: String,
-    pub container_id: String,
-    pub instance_id: String,
-    pub certificates: bool,
-    pub hosting_environment_config: bool,
-    pub shared_config: bool,
-    pub extensions_config: bool,
+    pub(crate) incarnation: String,
+    pub(crate) container_id: String,
+    pub(crate) instance_id: String,
+    pub(crate) certificates: bool,
+    pub(crate) hosting_environment_config: bool,
+    pub(crate) shared_config: bool,
+    pub(crate) extensions_config: bool,
     instance: Value,
     pps_type: String,
     /// `instance_json(false)` and `instance_json(true)` serialized, computed once: the documents
@@ -66,6 +67,7 @@ pub struct Documents {
 }
 
 impl Documents {
+    /// The documents a scenario serves (its overrides on the defaults).
     pub fn new(scenario: &Scenario) -> Self {
         let gs = effective_goalstate(&scenario.goalstate);
         let imds = &scenario.imds;
@@ -139,12 +141,12 @@ impl Documents {
 
     /// `MachineRole_IN_0` of `<deployment>.MachineRole_IN_0`: the name used in config URLs and
     /// in the shared config's `Instance id`.
-    pub fn role_instance(instance_id: &str) -> &str {
+    pub(crate) fn role_instance(instance_id: &str) -> &str {
         instance_id.rsplit('.').next().unwrap_or(instance_id)
     }
 
     /// `MachineRole` of `MachineRole_IN_0`: the role name in the hosting environment config.
-    pub fn role_name(instance_id: &str) -> &str {
+    pub(crate) fn role_name(instance_id: &str) -> &str {
         let role = Self::role_instance(instance_id);
         match role.rsplit_once("_IN_") {
             Some((name, n)) if !name.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => name,
@@ -155,7 +157,7 @@ impl Documents {
     /// Config/certificates URLs as the goal state names them, on the host the agent used.
     /// `comp` is `certificates`, or the config `type` (`sharedConfig`,
     /// `hostingEnvironmentConfig`, `extensionsConfig`).
-    pub fn config_url(base_url: &str, ids: &ServedIds, comp: &str) -> String {
+    pub(crate) fn config_url(base_url: &str, ids: &ServedIds, comp: &str) -> String {
         let role = Self::role_instance(&ids.instance_id);
         let tail = match comp {
             "certificates" => format!("comp=certificates&incarnation={}", ids.incarnation),
@@ -168,7 +170,7 @@ impl Documents {
         format!("{base_url}/machine/{}/{role}?{tail}", ids.container_id)
     }
 
-    pub fn goalstate_xml(&self, ids: &ServedIds, base_url: &str) -> String {
+    pub(crate) fn goalstate_xml(&self, ids: &ServedIds, base_url: &str) -> String {
         // Element order as the platform writes it (WALA's fixture goal_state.xml).
         let element = |listed: bool, name: &str, comp: &str| {
             if listed {
@@ -216,7 +218,7 @@ impl Documents {
         )
     }
 
-    pub fn shared_config_xml(&self, ids: &ServedIds) -> String {
+    pub(crate) fn shared_config_xml(&self, ids: &ServedIds) -> String {
         render(
             SHAREDCONFIG_XML,
             &[
@@ -230,7 +232,7 @@ impl Documents {
         )
     }
 
-    pub fn hosting_environment_config_xml(&self, ids: &ServedIds) -> String {
+    pub(crate) fn hosting_environment_config_xml(&self, ids: &ServedIds) -> String {
         render(
             HOSTINGENVIRONMENTCONFIG_XML,
             &[
@@ -245,14 +247,14 @@ impl Documents {
         )
     }
 
-    pub fn extensions_config_xml(&self, ids: &ServedIds) -> String {
+    pub(crate) fn extensions_config_xml(&self, ids: &ServedIds) -> String {
         render(
             EXTENSIONSCONFIG_XML,
             &[("incarnation", &xml_escape(&ids.incarnation))],
         )
     }
 
-    pub fn certificates_xml(&self, ids: &ServedIds) -> String {
+    pub(crate) fn certificates_xml(&self, ids: &ServedIds) -> String {
         render(
             CERTIFICATES_XML,
             &[("incarnation", &xml_escape(&ids.incarnation))],
@@ -260,7 +262,7 @@ impl Documents {
     }
 
     /// The IMDS instance document; `extended=true` adds `extended.compute`.
-    pub fn instance_json(&self, extended: bool) -> Value {
+    pub(crate) fn instance_json(&self, extended: bool) -> Value {
         let mut doc = self.instance.clone();
         if extended && let Some(obj) = doc.as_object_mut() {
             obj.insert(
@@ -271,8 +273,9 @@ impl Documents {
         doc
     }
 
-    /// [`Self::instance_json`] as the JSON text served (cached).
-    pub fn instance_json_text(&self, extended: bool) -> &str {
+    /// [`Self::instance_json`] as the JSON text served (cached; the unit tests read it).
+    #[cfg(test)]
+    pub(crate) fn instance_json_text(&self, extended: bool) -> &str {
         // Built from a String, so always UTF-8.
         std::str::from_utf8(&self.instance_text[usize::from(extended)]).unwrap_or_default()
     }
@@ -291,7 +294,7 @@ impl Documents {
     }
 
     /// The reprovisioning `ovf-env.xml` (served once a `reprovision-available` trigger fired).
-    pub fn reprovision_xml(&self) -> String {
+    pub(crate) fn reprovision_xml(&self) -> String {
         let key = self.instance["compute"]["publicKeys"][0]["keyData"]
             .as_str()
             .unwrap_or_default()
@@ -352,7 +355,7 @@ fn render(template: &str, values: &[(&str, &str)]) -> String {
     out
 }
 
-pub fn xml_escape(s: &str) -> String {
+pub(crate) fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -370,12 +373,16 @@ pub fn xml_escape(s: &str) -> String {
 /// The addresses a running fake listens on (the binary's ready line).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Addresses {
+    /// The wireserver listener.
     pub wireserver: Option<std::net::SocketAddr>,
+    /// The IMDS listener.
     pub imds: Option<std::net::SocketAddr>,
     /// Only present when a HostGAPlugin listener runs (the ready line keeps its old shape).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hostplugin: Option<std::net::SocketAddr>,
+    /// The proxy listener.
     pub proxy: Option<std::net::SocketAddr>,
+    /// The admin API listener.
     pub admin: Option<std::net::SocketAddr>,
 }
 

@@ -3,6 +3,9 @@
 //! scenario plans, journal entries and conformance checks (ARCHITECTURE.md, "Endpoint ids").
 
 use std::borrow::Cow;
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -33,29 +36,247 @@ pub const ENDPOINT_IDS: &[&str] = &[
     PROXY_UNKNOWN_HOST,
 ];
 
-pub const WIRESERVER_VERSIONS: &str = "wireserver.versions";
-pub const WIRESERVER_GOALSTATE: &str = "wireserver.goalstate";
-pub const WIRESERVER_CONFIG: &str = "wireserver.config";
-pub const WIRESERVER_CONFIG_HOSTING: &str = "wireserver.config.hosting";
-pub const WIRESERVER_CONFIG_EXTENSIONS: &str = "wireserver.config.extensions";
-pub const WIRESERVER_CERTIFICATES: &str = "wireserver.certificates";
-pub const WIRESERVER_HEALTH_XML: &str = "wireserver.health.xml";
-pub const WIRESERVER_HEALTH_JSON: &str = "wireserver.health.json";
-pub const WIRESERVER_TELEMETRY: &str = "wireserver.telemetry";
-pub const WIRESERVER_ROLE_PROPERTIES: &str = "wireserver.roleproperties";
-pub const WIRESERVER_HEALTH_SERVICE: &str = "wireserver.healthservice";
-pub const WIRESERVER_METADATA: &str = "wireserver.metadata";
-pub const WIRESERVER_UNKNOWN: &str = "wireserver.unknown";
-pub const HOSTPLUGIN_VMSETTINGS: &str = "hostplugin.vmsettings";
-pub const HOSTPLUGIN_VERSIONS: &str = "hostplugin.versions";
-pub const HOSTPLUGIN_HEALTH: &str = "hostplugin.health";
-pub const HOSTPLUGIN_STATUS: &str = "hostplugin.status";
-pub const HOSTPLUGIN_UNKNOWN: &str = "hostplugin.unknown";
-pub const IMDS_INSTANCE: &str = "imds.instance";
-pub const IMDS_VERSIONS: &str = "imds.versions";
-pub const IMDS_REPROVISIONDATA: &str = "imds.reprovisiondata";
-pub const IMDS_UNKNOWN: &str = "imds.unknown";
-pub const PROXY_UNKNOWN_HOST: &str = "proxy.unknown-host";
+pub(crate) const WIRESERVER_VERSIONS: &str = "wireserver.versions";
+pub(crate) const WIRESERVER_GOALSTATE: &str = "wireserver.goalstate";
+pub(crate) const WIRESERVER_CONFIG: &str = "wireserver.config";
+pub(crate) const WIRESERVER_CONFIG_HOSTING: &str = "wireserver.config.hosting";
+pub(crate) const WIRESERVER_CONFIG_EXTENSIONS: &str = "wireserver.config.extensions";
+pub(crate) const WIRESERVER_CERTIFICATES: &str = "wireserver.certificates";
+pub(crate) const WIRESERVER_HEALTH_XML: &str = "wireserver.health.xml";
+pub(crate) const WIRESERVER_HEALTH_JSON: &str = "wireserver.health.json";
+pub(crate) const WIRESERVER_TELEMETRY: &str = "wireserver.telemetry";
+pub(crate) const WIRESERVER_ROLE_PROPERTIES: &str = "wireserver.roleproperties";
+pub(crate) const WIRESERVER_HEALTH_SERVICE: &str = "wireserver.healthservice";
+pub(crate) const WIRESERVER_METADATA: &str = "wireserver.metadata";
+pub(crate) const WIRESERVER_UNKNOWN: &str = "wireserver.unknown";
+pub(crate) const HOSTPLUGIN_VMSETTINGS: &str = "hostplugin.vmsettings";
+pub(crate) const HOSTPLUGIN_VERSIONS: &str = "hostplugin.versions";
+pub(crate) const HOSTPLUGIN_HEALTH: &str = "hostplugin.health";
+pub(crate) const HOSTPLUGIN_STATUS: &str = "hostplugin.status";
+pub(crate) const HOSTPLUGIN_UNKNOWN: &str = "hostplugin.unknown";
+pub(crate) const IMDS_INSTANCE: &str = "imds.instance";
+pub(crate) const IMDS_VERSIONS: &str = "imds.versions";
+pub(crate) const IMDS_REPROVISIONDATA: &str = "imds.reprovisiondata";
+pub(crate) const IMDS_UNKNOWN: &str = "imds.unknown";
+pub(crate) const PROXY_UNKNOWN_HOST: &str = "proxy.unknown-host";
+
+/// An endpoint id, typed: what the Rust API takes where a scenario file writes a string. It
+/// serializes (serde, [`Display`](fmt::Display), [`EndpointId::as_str`]) as exactly the id
+/// string, and [`FromStr`](std::str::FromStr) refuses an unknown id with the list of valid ones.
+///
+/// ```
+/// use fake_wireserver::EndpointId;
+/// assert_eq!(EndpointId::WireserverGoalstate.as_str(), "wireserver.goalstate");
+/// assert_eq!("imds.instance".parse::<EndpointId>(), Ok(EndpointId::ImdsInstance));
+/// let err = "wireserver.goalstat".parse::<EndpointId>().unwrap_err();
+/// assert!(err.to_string().contains("expected one of wireserver.versions, wireserver.goalstate"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EndpointId {
+    /// `GET /?comp=versions`.
+    WireserverVersions,
+    /// The goal state (`/machine/?comp=goalstate`).
+    WireserverGoalstate,
+    /// Config URLs named in the goal state (`sharedConfig`, unknown types).
+    WireserverConfig,
+    /// `comp=config&type=hostingEnvironmentConfig`.
+    WireserverConfigHosting,
+    /// `comp=config&type=extensionsConfig`.
+    WireserverConfigExtensions,
+    /// `comp=certificates`.
+    WireserverCertificates,
+    /// XML health reports (`POST /machine?comp=health`).
+    WireserverHealthXml,
+    /// JSON health reports (`POST /provisioning/health`).
+    WireserverHealthJson,
+    /// `POST /machine?comp=telemetrydata`.
+    WireserverTelemetry,
+    /// `POST /machine?comp=roleProperties`.
+    WireserverRoleProperties,
+    /// `POST /HealthService` (WALA's JSON health events).
+    WireserverHealthService,
+    /// `/metadata/...` sent to the wireserver (WALA's IMDS fallback).
+    WireserverMetadata,
+    /// Anything else sent to the wireserver.
+    WireserverUnknown,
+    /// HostGAPlugin `GET /vmSettings`.
+    HostpluginVmsettings,
+    /// HostGAPlugin `GET /versions`.
+    HostpluginVersions,
+    /// HostGAPlugin `GET /health`.
+    HostpluginHealth,
+    /// HostGAPlugin `PUT /status`.
+    HostpluginStatus,
+    /// Anything else sent to the HostGAPlugin.
+    HostpluginUnknown,
+    /// `/metadata/instance` and every leaf below it.
+    ImdsInstance,
+    /// `/metadata/versions`.
+    ImdsVersions,
+    /// `/metadata/reprovisiondata`.
+    ImdsReprovisiondata,
+    /// Anything else sent to IMDS.
+    ImdsUnknown,
+    /// Proxy mode: a target host that is neither service (502).
+    ProxyUnknownHost,
+}
+
+impl EndpointId {
+    /// Every endpoint id, in the order of ARCHITECTURE.md's table (= [`ENDPOINT_IDS`]).
+    pub const ALL: [EndpointId; 23] = [
+        EndpointId::WireserverVersions,
+        EndpointId::WireserverGoalstate,
+        EndpointId::WireserverConfig,
+        EndpointId::WireserverConfigHosting,
+        EndpointId::WireserverConfigExtensions,
+        EndpointId::WireserverCertificates,
+        EndpointId::WireserverHealthXml,
+        EndpointId::WireserverHealthJson,
+        EndpointId::WireserverTelemetry,
+        EndpointId::WireserverRoleProperties,
+        EndpointId::WireserverHealthService,
+        EndpointId::WireserverMetadata,
+        EndpointId::WireserverUnknown,
+        EndpointId::HostpluginVmsettings,
+        EndpointId::HostpluginVersions,
+        EndpointId::HostpluginHealth,
+        EndpointId::HostpluginStatus,
+        EndpointId::HostpluginUnknown,
+        EndpointId::ImdsInstance,
+        EndpointId::ImdsVersions,
+        EndpointId::ImdsReprovisiondata,
+        EndpointId::ImdsUnknown,
+        EndpointId::ProxyUnknownHost,
+    ];
+
+    /// The id as the journal, scenario files and checks spell it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EndpointId::WireserverVersions => WIRESERVER_VERSIONS,
+            EndpointId::WireserverGoalstate => WIRESERVER_GOALSTATE,
+            EndpointId::WireserverConfig => WIRESERVER_CONFIG,
+            EndpointId::WireserverConfigHosting => WIRESERVER_CONFIG_HOSTING,
+            EndpointId::WireserverConfigExtensions => WIRESERVER_CONFIG_EXTENSIONS,
+            EndpointId::WireserverCertificates => WIRESERVER_CERTIFICATES,
+            EndpointId::WireserverHealthXml => WIRESERVER_HEALTH_XML,
+            EndpointId::WireserverHealthJson => WIRESERVER_HEALTH_JSON,
+            EndpointId::WireserverTelemetry => WIRESERVER_TELEMETRY,
+            EndpointId::WireserverRoleProperties => WIRESERVER_ROLE_PROPERTIES,
+            EndpointId::WireserverHealthService => WIRESERVER_HEALTH_SERVICE,
+            EndpointId::WireserverMetadata => WIRESERVER_METADATA,
+            EndpointId::WireserverUnknown => WIRESERVER_UNKNOWN,
+            EndpointId::HostpluginVmsettings => HOSTPLUGIN_VMSETTINGS,
+            EndpointId::HostpluginVersions => HOSTPLUGIN_VERSIONS,
+            EndpointId::HostpluginHealth => HOSTPLUGIN_HEALTH,
+            EndpointId::HostpluginStatus => HOSTPLUGIN_STATUS,
+            EndpointId::HostpluginUnknown => HOSTPLUGIN_UNKNOWN,
+            EndpointId::ImdsInstance => IMDS_INSTANCE,
+            EndpointId::ImdsVersions => IMDS_VERSIONS,
+            EndpointId::ImdsReprovisiondata => IMDS_REPROVISIONDATA,
+            EndpointId::ImdsUnknown => IMDS_UNKNOWN,
+            EndpointId::ProxyUnknownHost => PROXY_UNKNOWN_HOST,
+        }
+    }
+}
+
+impl fmt::Display for EndpointId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for EndpointId {
+    type Err = UnknownEndpoint;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EndpointId::ALL
+            .into_iter()
+            .find(|id| id.as_str() == s)
+            .ok_or_else(|| UnknownEndpoint::new(s))
+    }
+}
+
+impl Serialize for EndpointId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for EndpointId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = <Cow<'de, str>>::deserialize(deserializer)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl PartialEq<str> for EndpointId {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for EndpointId {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<EndpointId> for String {
+    fn eq(&self, other: &EndpointId) -> bool {
+        self == other.as_str()
+    }
+}
+
+/// An endpoint id or glob that matches no endpoint id (a typo). The message lists the valid
+/// ids, like the scenario file's error for the same mistake.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{:?} matches no endpoint id; expected one of {}", crate::text::clip(.pattern, 64), ENDPOINT_IDS.join(", "))]
+pub struct UnknownEndpoint {
+    /// The id or glob as given.
+    pub pattern: String,
+}
+
+impl UnknownEndpoint {
+    fn new(pattern: &str) -> Self {
+        UnknownEndpoint {
+            pattern: pattern.to_owned(),
+        }
+    }
+}
+
+/// What the Rust API accepts where it needs an endpoint id or glob: an [`EndpointId`] (always
+/// valid), or a string (`"wireserver.*"`), checked to match at least one endpoint id.
+pub trait IntoEndpointPattern {
+    /// The pattern as a string, or the error naming the valid ids.
+    fn into_endpoint_pattern(self) -> Result<String, UnknownEndpoint>;
+}
+
+impl IntoEndpointPattern for EndpointId {
+    fn into_endpoint_pattern(self) -> Result<String, UnknownEndpoint> {
+        Ok(self.as_str().to_owned())
+    }
+}
+
+impl IntoEndpointPattern for &str {
+    fn into_endpoint_pattern(self) -> Result<String, UnknownEndpoint> {
+        if pattern_matches_any(self) {
+            Ok(self.to_owned())
+        } else {
+            Err(UnknownEndpoint::new(self))
+        }
+    }
+}
+
+impl IntoEndpointPattern for String {
+    fn into_endpoint_pattern(self) -> Result<String, UnknownEndpoint> {
+        self.as_str().into_endpoint_pattern()
+    }
+}
+
+impl IntoEndpointPattern for &String {
+    fn into_endpoint_pattern(self) -> Result<String, UnknownEndpoint> {
+        self.as_str().into_endpoint_pattern()
+    }
+}
 
 /// The address agents use for the wireserver (never contacted by the fake itself).
 pub const WIRESERVER_HOST: &str = "168.63.129.16";
@@ -66,8 +287,10 @@ pub const IMDS_HOST: &str = "169.254.169.254";
 
 /// The two services the fake impersonates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Service {
+pub(crate) enum Service {
+    /// `168.63.129.16:80`.
     Wireserver,
+    /// `169.254.169.254:80`.
     Imds,
     /// The HostGAPlugin (port 32526 of the wireserver address; WALA only).
     HostPlugin,
@@ -75,15 +298,15 @@ pub enum Service {
 
 /// A request target split into its parts. `authority` is set for absolute-form targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TargetParts<'a> {
-    pub authority: Option<&'a str>,
-    pub path: &'a str,
-    pub query: Option<&'a str>,
+pub(crate) struct TargetParts<'a> {
+    pub(crate) authority: Option<&'a str>,
+    pub(crate) path: &'a str,
+    pub(crate) query: Option<&'a str>,
 }
 
 /// Splits origin-form (`/machine?comp=health`) and absolute-form
 /// (`http://168.63.129.16/machine?comp=health`) targets.
-pub fn split_target(target: &str) -> TargetParts<'_> {
+pub(crate) fn split_target(target: &str) -> TargetParts<'_> {
     let (authority, rest) = match target
         .strip_prefix("http://")
         .or_else(|| target.strip_prefix("HTTP://"))
@@ -128,7 +351,7 @@ pub fn port_of(authority: &str) -> Option<u16> {
 }
 
 /// One decoded query parameter, borrowed where nothing needed decoding.
-pub type QueryPair<'a> = (Cow<'a, str>, Cow<'a, str>);
+pub(crate) type QueryPair<'a> = (Cow<'a, str>, Cow<'a, str>);
 
 /// Decoded query pairs in order, duplicates kept.
 pub fn query_pairs(query: Option<&str>) -> Vec<(String, String)> {
@@ -140,7 +363,7 @@ pub fn query_pairs(query: Option<&str>) -> Vec<(String, String)> {
 
 /// Decoded query pairs borrowing from the query where nothing needed decoding (the connection
 /// loop's per-request parse: no allocation per pair in the common case).
-pub fn decode_query(query: Option<&str>) -> Vec<QueryPair<'_>> {
+pub(crate) fn decode_query(query: Option<&str>) -> Vec<QueryPair<'_>> {
     match query {
         Some(q) => form_urlencoded::parse(q.as_bytes()).collect(),
         None => Vec::new(),
@@ -223,7 +446,7 @@ fn wireserver_comp(comp: &str) -> Option<&'static str> {
 }
 
 /// The endpoint id of a request that reached `service`.
-pub fn classify(service: Service, path: &str, query: &[QueryPair]) -> &'static str {
+pub(crate) fn classify(service: Service, path: &str, query: &[QueryPair]) -> &'static str {
     let comp = query
         .iter()
         .find(|(k, _)| k == "comp")

@@ -297,7 +297,7 @@ mod tests {
 
     #[test]
     fn rate_limit_per_window() {
-        let scenario = Scenario::new().rate_limit(2, 10.0, &["wireserver.*"]);
+        let scenario = Scenario::new().rate_limit(2, 10.0, ["wireserver.*"]);
         let mut e = Engine::new(scenario, Instant::now());
         assert_eq!(
             kinds(&mut e, "wireserver.goalstate", 3),
@@ -313,7 +313,7 @@ mod tests {
 
     #[test]
     fn extreme_numbers_from_code_do_not_panic() {
-        let scenario = Scenario::new().rate_limit(1, 1e300, &["*"]).endpoint(
+        let scenario = Scenario::new().rate_limit(1, 1e300, ["*"]).endpoint(
             "imds.*",
             EndPolicy::Default,
             vec![Step::new(Action::Delay {

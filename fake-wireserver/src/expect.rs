@@ -2,25 +2,70 @@
 //! (or explicitly with [`Fake::verify`](crate::Fake::verify)), in the manner of wiremock.
 //!
 //! ```
-//! use fake_wireserver::Expectation;
+//! use fake_wireserver::{EndpointId, Expectation};
 //! // Exactly one health report (XML or JSON), and it says NotReady.
 //! let e = Expectation::health_reports(1).state("NotReady");
 //! // The goal state fetched at least twice.
-//! let g = Expectation::requests("wireserver.goalstate").at_least(2);
-//! # let _ = (e, g);
+//! let g = Expectation::requests(EndpointId::WireserverGoalstate).at_least(2);
+//! // One to three requests to any IMDS endpoint.
+//! let i = Expectation::requests("imds.*").times(1..=3);
+//! # let _ = (e, g, i);
+//! ```
+//!
+//! Each expectation [`Fake::expect`](crate::Fake::expect) records names the line that set it
+//! when it fails.
+//!
+//! ```
+//! # use fake_wireserver::{EndpointId, Expectation};
+//! // A typo'd id is refused at once (a panic at this line listing the valid ids), so an
+//! // expectation cannot pass because it counts an endpoint that does not exist.
+//! assert!(Expectation::try_requests("wireserver.goalstat").is_err());
 //! ```
 
 use std::fmt;
+use std::ops::{RangeFrom, RangeInclusive, RangeToInclusive};
 
+#[cfg(doc)]
+use crate::EndpointId;
+use crate::endpoint::{IntoEndpointPattern, UnknownEndpoint};
 use crate::journal::Entry;
 
-/// How many matching requests are expected.
+/// How many matching requests are expected. From a count (`2`), or a range: `1..=3`, `2..`
+/// (at least), `..=4` (at most).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Times {
+    /// Exactly this many.
     Exactly(usize),
+    /// This many or more.
     AtLeast(usize),
+    /// This many or fewer.
     AtMost(usize),
+    /// Between the two, both included.
     Between(usize, usize),
+}
+
+impl From<usize> for Times {
+    fn from(n: usize) -> Self {
+        Times::Exactly(n)
+    }
+}
+
+impl From<RangeInclusive<usize>> for Times {
+    fn from(range: RangeInclusive<usize>) -> Self {
+        Times::Between(*range.start(), *range.end())
+    }
+}
+
+impl From<RangeFrom<usize>> for Times {
+    fn from(range: RangeFrom<usize>) -> Self {
+        Times::AtLeast(range.start)
+    }
+}
+
+impl From<RangeToInclusive<usize>> for Times {
+    fn from(range: RangeToInclusive<usize>) -> Self {
+        Times::AtMost(range.end)
+    }
 }
 
 impl Times {
@@ -64,26 +109,38 @@ pub struct Expectation {
 }
 
 impl Expectation {
-    /// Requests to `endpoint` (an endpoint id or glob such as `"wireserver.*"`); by default at
-    /// least one.
-    pub fn requests(endpoint: &str) -> Self {
-        Expectation {
-            subject: Subject::Requests(endpoint.to_owned()),
+    /// Requests to `endpoint`: an [`EndpointId`], or a string id or glob such as
+    /// `"wireserver.*"`; by default at least one. Panics, at the caller's line, on a string that
+    /// matches no endpoint id, listing the valid ids ([`Expectation::try_requests`] returns the
+    /// error).
+    #[track_caller]
+    pub fn requests(endpoint: impl IntoEndpointPattern) -> Self {
+        match Expectation::try_requests(endpoint) {
+            Ok(e) => e,
+            Err(e) => panic!("Expectation::requests: {e}"),
+        }
+    }
+
+    /// [`Expectation::requests`], returning a typo'd id as an error instead of panicking.
+    pub fn try_requests(endpoint: impl IntoEndpointPattern) -> Result<Self, UnknownEndpoint> {
+        Ok(Expectation {
+            subject: Subject::Requests(endpoint.into_endpoint_pattern()?),
             state: None,
             substatus: None,
             status: None,
             times: Times::AtLeast(1),
-        }
+        })
     }
 
-    /// Exactly `n` health reports (XML and JSON endpoints together).
-    pub fn health_reports(n: usize) -> Self {
+    /// Health reports (XML and JSON endpoints together), `times` of them: a count (`1`) or a
+    /// range (`1..=2`).
+    pub fn health_reports(times: impl Into<Times>) -> Self {
         Expectation {
             subject: Subject::HealthReports,
             state: None,
             substatus: None,
             status: None,
-            times: Times::Exactly(n),
+            times: times.into(),
         }
     }
 
@@ -105,22 +162,27 @@ impl Expectation {
         self
     }
 
-    pub fn times(mut self, n: usize) -> Self {
-        self.times = Times::Exactly(n);
+    /// How many: a count (`2`) or a range (`1..=3`, `2..`, `..=4`).
+    pub fn times(mut self, times: impl Into<Times>) -> Self {
+        self.times = times.into();
         self
     }
+    /// `n` or more.
     pub fn at_least(mut self, n: usize) -> Self {
         self.times = Times::AtLeast(n);
         self
     }
+    /// `n` or fewer.
     pub fn at_most(mut self, n: usize) -> Self {
         self.times = Times::AtMost(n);
         self
     }
+    /// Between `min` and `max`, both included (= `times(min..=max)`).
     pub fn between(mut self, min: usize, max: usize) -> Self {
         self.times = Times::Between(min, max);
         self
     }
+    /// None at all.
     pub fn never(self) -> Self {
         self.times(0)
     }

@@ -2,6 +2,7 @@
 //! journal, declare expectations (verified on drop).
 
 use std::net::SocketAddr;
+use std::panic::Location;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -29,7 +30,7 @@ pub const DEFAULT_HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// for, or inside, a request) is closed to make room — first one that never sent a byte, then
 /// one inside its first request, then a keep-alive one, each the longest silent first;
 /// connections whose request is being answered are never closed for room. Lowered to fit the
-/// open-file limit ([`crate::fdlimit::listener_cap`]); the binaries raise that limit first.
+/// open-file limit (`fdlimit::listener_cap`); the binaries raise that limit first.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// How to run a fake. `FakeConfig::default()`: wireserver and IMDS on ephemeral `127.0.0.1`
@@ -46,6 +47,7 @@ pub struct FakeConfig {
     pub proxy: Option<SocketAddr>,
     /// The admin API listener (loopback only; the binary always has one).
     pub admin: Option<SocketAddr>,
+    /// The scenario in effect from the start (default: none, the default documents).
     pub scenario: Scenario,
     /// Also write the journal as JSON Lines here (everything, flushed per entry).
     pub journal_file: Option<PathBuf>,
@@ -54,7 +56,9 @@ pub struct FakeConfig {
     /// Bytes the in-memory window retains at most (oldest dropped first; the newest entry is
     /// always kept). See [`Entry::retained_bytes`].
     pub journal_max_bytes: usize,
+    /// Request bodies over this many bytes get 413; see [`DEFAULT_MAX_BODY`].
     pub max_body_bytes: usize,
+    /// See [`DEFAULT_READ_TIMEOUT`].
     pub read_timeout: Duration,
     /// See [`DEFAULT_HEAD_TIMEOUT`].
     pub head_timeout: Duration,
@@ -92,14 +96,17 @@ impl Default for FakeConfig {
 }
 
 impl FakeConfig {
+    /// Starts with this scenario.
     pub fn scenario(mut self, scenario: Scenario) -> Self {
         self.scenario = scenario;
         self
     }
+    /// The wireserver listener (`None` = none; port 0 = ephemeral).
     pub fn wireserver(mut self, addr: Option<SocketAddr>) -> Self {
         self.wireserver = addr;
         self
     }
+    /// The IMDS listener (`None` = none; port 0 = ephemeral).
     pub fn imds(mut self, addr: Option<SocketAddr>) -> Self {
         self.imds = addr;
         self
@@ -118,30 +125,37 @@ impl FakeConfig {
     pub fn with_proxy(self) -> Self {
         self.proxy(loopback())
     }
+    /// Enables the admin API on `addr` (loopback; port 0 = ephemeral).
     pub fn admin(mut self, addr: SocketAddr) -> Self {
         self.admin = Some(addr);
         self
     }
+    /// Also writes the journal as JSON Lines to `path` (`--journal`).
     pub fn journal_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.journal_file = Some(path.into());
         self
     }
+    /// Entries the in-memory window keeps (oldest dropped first).
     pub fn journal_capacity(mut self, n: usize) -> Self {
         self.journal_capacity = n;
         self
     }
+    /// Bytes the in-memory window retains at most (oldest dropped first).
     pub fn journal_max_bytes(mut self, n: usize) -> Self {
         self.journal_max_bytes = n;
         self
     }
+    /// Request bodies over `n` bytes get 413.
     pub fn max_body_bytes(mut self, n: usize) -> Self {
         self.max_body_bytes = n;
         self
     }
+    /// Deadline for reading one request and for an idle keep-alive connection.
     pub fn read_timeout(mut self, t: Duration) -> Self {
         self.read_timeout = t;
         self
     }
+    /// Deadline for the rest of a request head once its first byte arrived.
     pub fn head_timeout(mut self, t: Duration) -> Self {
         self.head_timeout = t;
         self
@@ -162,37 +176,56 @@ impl FakeConfig {
 /// Why a fake could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum FakeError {
+    /// A listener address could not be bound.
     #[error("cannot listen for the {listener} on {addr}: {source}")]
     Bind {
+        /// Which listener (`"wireserver"`, `"imds"`, ...).
         listener: &'static str,
+        /// The address asked for.
         addr: SocketAddr,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// A pre-bound listener could not be used (non-blocking mode, local address).
     #[error("{listener} listener: {source}")]
     Listener {
+        /// Which listener.
         listener: &'static str,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// The `--journal` file could not be created.
     #[error("cannot create the journal file {path}: {source}")]
     Journal {
+        /// The file asked for.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// The admin token could not be generated.
     #[error("cannot generate the admin token from /dev/urandom: {0}")]
     Token(#[source] std::io::Error),
+    /// [`Fake::start_blocking`] could not build its runtime, or was called inside one.
+    #[error("cannot start the fake's runtime: {0}")]
+    Runtime(#[source] std::io::Error),
 }
 
 /// Already-bound listeners, for callers that must bind in a special place (e.g. inside a network
 /// namespace, on `168.63.129.16:80` and `169.254.169.254:80`). See [`serve_on`].
 #[derive(Debug, Default)]
 pub struct Listeners {
+    /// For agents' wireserver requests.
     pub wireserver: Option<std::net::TcpListener>,
+    /// For IMDS requests.
     pub imds: Option<std::net::TcpListener>,
+    /// For the HostGAPlugin (port 32526).
     pub hostplugin: Option<std::net::TcpListener>,
+    /// For proxy mode.
     pub proxy: Option<std::net::TcpListener>,
+    /// For the admin API (loopback only).
     pub admin: Option<std::net::TcpListener>,
 }
 
@@ -343,6 +376,7 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
         shutdown: shutdown_tx,
         tasks,
         expectations: Mutex::new(Vec::new()),
+        runtime: None,
     })
 }
 
@@ -354,7 +388,10 @@ pub struct Fake {
     admin_token: Option<String>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
-    expectations: Mutex<Vec<Expectation>>,
+    /// Each with the line of the `expect` call that set it, named when it fails.
+    expectations: Mutex<Vec<(Expectation, &'static Location<'static>)>>,
+    /// The fake's own runtime when started by [`Fake::start_blocking`].
+    runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Fake {
@@ -362,6 +399,39 @@ impl Fake {
     pub async fn start(config: FakeConfig) -> Result<Fake, FakeError> {
         let listeners = Listeners::bind(&config)?;
         serve_on(config, listeners).await
+    }
+
+    /// [`Fake::start`] for a test without a runtime (a plain `#[test]`): the fake runs on a
+    /// runtime of its own (two worker threads), stopped when the handle drops. Inside a tokio
+    /// runtime it refuses ([`FakeError::Runtime`]): use [`Fake::start`] there.
+    ///
+    /// ```
+    /// use fake_wireserver::{Fake, FakeConfig};
+    /// let fake = Fake::start_blocking(FakeConfig::default())?;
+    /// let mut conn = std::net::TcpStream::connect(fake.wireserver_addr().unwrap())?;
+    /// # use std::io::{Read, Write};
+    /// conn.write_all(b"GET /?comp=versions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+    /// let mut answer = String::new();
+    /// conn.read_to_string(&mut answer)?;
+    /// assert!(answer.starts_with("HTTP/1.1 200 OK"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn start_blocking(config: FakeConfig) -> Result<Fake, FakeError> {
+        // Blocking on a runtime thread would panic inside tokio; say what to do instead.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(FakeError::Runtime(std::io::Error::other(
+                "Fake::start_blocking was called inside a tokio runtime; use Fake::start(config).await there",
+            )));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("fake-wireserver")
+            .enable_all()
+            .build()
+            .map_err(FakeError::Runtime)?;
+        let mut fake = runtime.block_on(Fake::start(config))?;
+        fake.runtime = Some(runtime);
+        Ok(fake)
     }
 
     /// `http://127.0.0.1:PORT`. Panics if the wireserver listener is disabled.
@@ -384,9 +454,11 @@ impl Fake {
         )
     }
 
+    /// The wireserver listener's address, when it runs.
     pub fn wireserver_addr(&self) -> Option<SocketAddr> {
         self.addrs.wireserver
     }
+    /// The IMDS listener's address, when it runs.
     pub fn imds_addr(&self) -> Option<SocketAddr> {
         self.addrs.imds
     }
@@ -398,6 +470,7 @@ impl Fake {
     pub fn proxy_addr(&self) -> Option<SocketAddr> {
         self.addrs.proxy
     }
+    /// The admin API's address, when it runs ([`FakeConfig::admin`]).
     pub fn admin_addr(&self) -> Option<SocketAddr> {
         self.addrs.admin
     }
@@ -441,17 +514,24 @@ impl Fake {
         self.shared.served_ids()
     }
 
-    /// Adds an expectation, verified when the fake is dropped (or by [`Fake::verify`]).
+    /// Adds an expectation, verified when the fake is dropped (or by [`Fake::verify`]). A
+    /// failure names the file and line of this call.
+    #[track_caller]
     pub fn expect(&self, expectation: Expectation) {
-        lock(&self.expectations).push(expectation);
+        lock(&self.expectations).push((expectation, Location::caller()));
     }
 
-    /// Checks every expectation now; the error lists each one not met.
+    /// Checks every expectation now; the error lists each one not met, prefixed with the
+    /// `file:line:column` of the [`Fake::expect`] call that set it.
     pub fn verify(&self) -> Result<(), String> {
         let journal = self.journal();
         let failures: Vec<String> = lock(&self.expectations)
             .iter()
-            .filter_map(|e| e.check(&journal).err())
+            .filter_map(|(e, at)| {
+                e.check(&journal)
+                    .err()
+                    .map(|message| format!("{at}: {message}"))
+            })
             .collect();
         if failures.is_empty() {
             Ok(())
@@ -480,6 +560,16 @@ impl Drop for Fake {
         let _ = self.shutdown.send(true);
         for task in &self.tasks {
             task.abort();
+        }
+        // The aborted tasks end with the runtime's threads (the socket loops are gone
+        // before the expectations are judged).
+        if let Some(runtime) = self.runtime.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                // Blocking inside a runtime would panic; its threads end on their own.
+                runtime.shutdown_background();
+            } else {
+                runtime.shutdown_timeout(Duration::from_secs(5));
+            }
         }
         lock(&self.shared.journal).flush_pending();
         if std::thread::panicking() {

@@ -1,7 +1,7 @@
 //! The open-file limit (RLIMIT_NOFILE). Each agent listener holds up to its connection cap of
 //! sockets, and the usual soft limit (1,024) is below what the default caps need: the binaries
 //! raise the soft limit to the hard one at startup, and a fake derives its per-listener cap
-//! from the limit in effect when that is lower ([`listener_cap`]).
+//! from the limit in effect when that is lower (`listener_cap`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -11,7 +11,7 @@ use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
 /// the journal file, scenario files, the runtime, and (in wirecheck) agents' pipes.
 pub const RESERVED_DESCRIPTORS: u64 = 256;
 
-/// A listener never gets fewer connections than this from [`listener_cap`].
+/// A listener never gets fewer connections than this from `listener_cap`.
 pub const MIN_LISTENER_CAP: usize = 16;
 
 /// The Linux kernel's default `fs.nr_open`: a soft limit above it is refused.

@@ -11,6 +11,7 @@ use axum::routing::any;
 use crate::documents::{HOSTPLUGIN_VERSIONS_JSON, JSON_CONTENT_TYPE};
 use crate::endpoint::{self, Service};
 
+/// The HostGAPlugin's default answers as an axum router (no sockets needed).
 pub fn router() -> Router {
     Router::new().fallback(any(answer))
 }

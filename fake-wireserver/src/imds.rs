@@ -18,6 +18,7 @@ use crate::documents::{JSON_CONTENT_TYPE, TEXT_CONTENT_TYPE, XML_CONTENT_TYPE};
 use crate::endpoint::{self, QueryPair, Service};
 use crate::inspect::{ImdsRefusal, RequestView, imds_api_versions, imds_refusal};
 
+/// IMDS's default answers as an axum router (the connection loop skips it for the same answers).
 pub fn router() -> Router {
     Router::new()
         .route("/metadata/instance", any(handle))

@@ -57,9 +57,11 @@ pub struct Entry {
     pub listener: String,
     /// Peer address, e.g. `"127.0.0.1:50123"`.
     pub client: String,
+    /// Request method as received.
     pub method: String,
     /// Request target exactly as received (origin-form or absolute-form).
     pub target: String,
+    /// `"HTTP/1.1"` or `"HTTP/1.0"`.
     pub http_version: String,
     /// Received order and capitalisation.
     pub headers: Vec<(String, String)>,
@@ -67,10 +69,14 @@ pub struct Entry {
     pub body: String,
     /// Base64 of the kept bytes when the body is not valid UTF-8.
     pub body_b64: Option<String>,
+    /// The whole body's length in bytes (also what was not kept).
     pub body_len: usize,
+    /// True when `body` holds less than `body_len` bytes.
     pub body_truncated: bool,
-    /// Endpoint id (see ARCHITECTURE.md, "Endpoint ids").
+    /// Endpoint id (see ARCHITECTURE.md, "Endpoint ids"); compares equal to its
+    /// [`EndpointId`](crate::EndpointId) (`entry.endpoint == EndpointId::ImdsInstance`).
     pub endpoint: String,
+    /// What the fake answered.
     pub answer: Answer,
     /// Health POSTs only: the oracle's parse of the report.
     pub report: Option<HealthReport>,
@@ -98,8 +104,11 @@ pub struct Answer {
 /// 0-based index in that plan, and the 1-based repetition of that step.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepRef {
+    /// The plan's `id` as written (an id or glob).
     pub endpoint: String,
+    /// 0-based index of the step in its plan.
     pub index: usize,
+    /// 1-based repetition of the step (`times`).
     pub repeat: u32,
 }
 

@@ -1,18 +1,72 @@
 //! A faithful fake of the Azure wireserver (`168.63.129.16`) and Instance Metadata Service
 //! (`169.254.169.254`) for testing provisioning agents, with scripted faults and a journal.
 //!
-//! # In a Rust test
+//! # The guide
 //!
-//! Start a fake on ephemeral loopback ports, point the code under test at its URLs, then read
-//! the journal or let expectations be verified when the handle drops:
+//! Every section below is a test (`cargo test -p fake-wireserver --doc`). A test that only uses
+//! the library says so in its `Cargo.toml` and builds none of the binary's dependencies:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! fake-wireserver = { path = "../wirecheck/fake-wireserver", default-features = false }
+//! ```
+//!
+//! ## Start a fake
+//!
+//! [`Fake::start`] binds ephemeral loopback ports (wireserver and IMDS by default; the
+//! HostGAPlugin, proxy mode and the admin API on request, see [`FakeConfig`]). Point the code
+//! under test at [`Fake::wireserver_url`] and [`Fake::imds_url`]; the fake stops when the
+//! handle drops.
 //!
 //! ```
-//! use fake_wireserver::{Expectation, Fake, FakeConfig, Scenario};
+//! use fake_wireserver::{Fake, FakeConfig};
 //! use tokio::io::{AsyncReadExt, AsyncWriteExt};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! // The first health report is throttled with the platform's 403, later ones succeed.
+//! let fake = Fake::start(FakeConfig::default()).await?;
+//! assert!(fake.wireserver_url().starts_with("http://127.0.0.1:"));
+//!
+//! // Any HTTP client works; this one is a raw socket.
+//! let mut conn = tokio::net::TcpStream::connect(fake.imds_addr().unwrap()).await?;
+//! conn.write_all(
+//!     b"GET /metadata/instance?api-version=2021-08-01 HTTP/1.1\r\nHost: 169.254.169.254\r\n\
+//!       Metadata: true\r\nConnection: close\r\n\r\n",
+//! )
+//! .await?;
+//! let mut answer = String::new();
+//! conn.read_to_string(&mut answer).await?;
+//! assert!(answer.starts_with("HTTP/1.1 200 OK"));
+//! assert!(answer.contains("\"vmId\""));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A plain `#[test]` without a runtime uses [`Fake::start_blocking`]: the fake brings its own.
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use fake_wireserver::{Fake, FakeConfig};
+//!
+//! let fake = Fake::start_blocking(FakeConfig::default())?;
+//! let mut conn = std::net::TcpStream::connect(fake.wireserver_addr().unwrap())?;
+//! conn.write_all(b"GET /?comp=versions HTTP/1.1\r\nHost: 168.63.129.16\r\nConnection: close\r\n\r\n")?;
+//! let mut answer = String::new();
+//! conn.read_to_string(&mut answer)?;
+//! assert!(answer.starts_with("HTTP/1.1 200 OK"));
+//! assert!(answer.contains("<Preferred>"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## A scenario from TOML
+//!
+//! A scenario says what the fake does instead of (or before) its default answers, per
+//! endpoint: the same file format `wirecheck` and the binary read ([`scenario`] documents it).
+//! A mistake is an error naming the line and the field.
+//!
+//! ```
+//! use fake_wireserver::{Action, Scenario};
+//!
 //! let scenario = Scenario::from_toml_str(
 //!     r#"
 //!     [goalstate]
@@ -23,33 +77,203 @@
 //!     [[endpoint.step]]
 //!     kind = "respond"
 //!     preset = "throttled"
+//!     times = 2
 //!     "#,
 //!     "example.toml",
 //! )?;
-//! let fake = Fake::start(FakeConfig::default().scenario(scenario)).await?;
-//! fake.expect(Expectation::health_reports(1).state("Ready"));
+//! assert_eq!(scenario.endpoints[0].steps[0].times, 2);
 //!
-//! // Any HTTP client works; this one is a raw socket.
-//! let body = r#"{"state":"Ready"}"#;
-//! let mut conn = tokio::net::TcpStream::connect(fake.wireserver_addr().unwrap()).await?;
+//! let typo = Scenario::from_toml_str(
+//!     "[[endpoint]]\nid = \"wireserver.helth.*\"\n[[endpoint.step]]\nkind = \"hang\"\n",
+//!     "typo.toml",
+//! )
+//! .unwrap_err();
+//! assert!(typo.to_string().starts_with("typo.toml:2:6: endpoint[1].id: \"wireserver.helth.*\" matches no endpoint id; expected one of wireserver.versions,"));
+//! # Ok::<(), fake_wireserver::ScenarioError>(())
+//! ```
+//!
+//! ## A scenario from the builder
+//!
+//! The same scenario in code: [`Scenario::endpoint`] takes an [`EndpointId`] (or a string id
+//! or glob, checked: a typo panics at the calling line, listing the valid ids), and [`Step`]
+//! has a constructor per step kind and preset.
+//!
+//! ```
+//! use fake_wireserver::{EndPolicy, EndpointId, Scenario, Step};
+//!
+//! let built = Scenario::new()
+//!     .incarnation("7")
+//!     .endpoint("wireserver.health.*", EndPolicy::Default, vec![Step::throttled().times(2)]);
+//! # let toml = Scenario::from_toml_str("[goalstate]\nincarnation = \"7\"\n[[endpoint]]\nid = \"wireserver.health.*\"\n[[endpoint.step]]\nkind = \"respond\"\npreset = \"throttled\"\ntimes = 2\n", "x.toml").unwrap();
+//! # assert_eq!(built.endpoints, toml.endpoints);
+//! # assert_eq!(built.goalstate, toml.goalstate);
+//!
+//! // A typed id cannot be misspelt; a string one is checked.
+//! let plan = Scenario::new().try_endpoint("imds.instanse", EndPolicy::Default, vec![Step::hang()]);
+//! assert!(plan.unwrap_err().to_string().contains("expected one of"));
+//! let _ = Scenario::new().endpoint(EndpointId::ImdsInstance, EndPolicy::Cycle, vec![Step::hang()]);
+//! ```
+//!
+//! ## Faults
+//!
+//! Faults are acted out on the socket: [`Step::hang`] reads the request and never answers,
+//! [`Step::reset`] sends a TCP RST, [`Step::close`] closes without a byte,
+//! [`Step::malformed`] writes raw bytes, [`Step::partial`] stops inside the declared body,
+//! [`Step::slow`] dribbles it, [`Step::delay`] waits first; [`Step::respond`] and the presets
+//! ([`Step::throttled`], [`Step::gone`], [`Step::internal_error`], [`Step::unavailable`],
+//! [`Step::too_many_requests`]) answer with a status, adjusted by [`Step::header`] and
+//! [`Step::body`]. [`EndPolicy`] says what follows the last step.
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use std::time::Duration;
+//! use fake_wireserver::{EndPolicy, EndpointId, Fake, FakeConfig, Scenario, Step};
+//!
+//! let scenario = Scenario::new().endpoint(
+//!     EndpointId::WireserverGoalstate,
+//!     EndPolicy::Default, // then the default goal state
+//!     vec![
+//!         Step::close(),
+//!         Step::partial(10),
+//!         Step::respond(503).header("Retry-After", "1").body("busy"),
+//!         Step::delay(Duration::from_millis(50)),
+//!     ],
+//! );
+//! let fake = Fake::start_blocking(FakeConfig::default().scenario(scenario))?;
+//! let get = |conn: &mut std::net::TcpStream| -> std::io::Result<String> {
+//!     conn.write_all(b"GET /machine/?comp=goalstate HTTP/1.1\r\nHost: 168.63.129.16\r\n\
+//!                      x-ms-version: 2012-11-30\r\nConnection: close\r\n\r\n")?;
+//!     let mut answer = Vec::new();
+//!     conn.read_to_end(&mut answer)?;
+//!     Ok(String::from_utf8_lossy(&answer).into_owned())
+//! };
+//! let ws = fake.wireserver_addr().unwrap();
+//! assert_eq!(get(&mut std::net::TcpStream::connect(ws)?)?, ""); // closed, not a byte
+//! let partial = get(&mut std::net::TcpStream::connect(ws)?)?;
+//! let (head, body) = partial.split_once("\r\n\r\n").unwrap();
+//! assert!(head.starts_with("HTTP/1.1 200 OK"));
+//! assert_eq!(body.len(), 10); // of a longer Content-Length
+//! let busy = get(&mut std::net::TcpStream::connect(ws)?)?;
+//! assert!(busy.starts_with("HTTP/1.1 503 Service Unavailable") && busy.contains("Retry-After: 1"));
+//! assert!(get(&mut std::net::TcpStream::connect(ws)?)?.contains("<Incarnation>1</Incarnation>"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## Expectations
+//!
+//! [`Fake::expect`] declares what should arrive ([`Expectation`]), wiremock style: verified
+//! when the handle drops (a panic listing what arrived) or by [`Fake::verify`]. A failed
+//! expectation names the file and line of the `expect` call that set it. Counts are a number
+//! or a range ([`Times`]).
+//!
+//! ```
+//! use fake_wireserver::{EndpointId, Expectation, Fake, FakeConfig};
+//!
+//! let fake = Fake::start_blocking(FakeConfig::default())?;
+//! fake.expect(Expectation::requests(EndpointId::WireserverGoalstate).times(1..=3));
+//! fake.expect(Expectation::requests("imds.*").never());
+//! fake.expect(Expectation::health_reports(1).state("Ready"));
+//! // Nothing arrived: two of the three are not met.
+//! let err = fake.verify().unwrap_err();
+//! assert!(err.starts_with("fake-wireserver: 2 expectation(s) not met:"));
+//! assert!(err.contains(": expected between 1 and 3 request(s) to wireserver.goalstate, got 0"));
+//! // Dropping the handle now panics with the same message.
+//! let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(fake)));
+//! assert!(panic.is_err());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## The journal
+//!
+//! One [`journal::Entry`] per request: what arrived (headers in order and case, body), the
+//! endpoint id, what the fake answered (`answer.kind`/`status`/`step`), request-level
+//! [findings](oracle::Finding), and for health POSTs the oracle's parse of the report
+//! ([`oracle::HealthReport`]) including mismatches against the goal state that was served.
+//! [`FakeConfig::journal_file`] also writes it as JSON Lines.
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use fake_wireserver::oracle::ReportKind;
+//! use fake_wireserver::{EndpointId, Fake, FakeConfig};
+//!
+//! let fake = Fake::start_blocking(FakeConfig::default())?;
+//! let body = r#"{"state":"NotReady","details":{"subStatus":"ProvisioningFailed","description":"no disk"}}"#;
+//! let mut conn = std::net::TcpStream::connect(fake.wireserver_addr().unwrap())?;
 //! conn.write_all(format!(
 //!     "POST /provisioning/health HTTP/1.1\r\nHost: 168.63.129.16\r\n\
 //!      Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
 //!     body.len()
-//! ).as_bytes()).await?;
-//! let mut answer = String::new();
-//! conn.read_to_string(&mut answer).await?;
-//! assert!(answer.starts_with("HTTP/1.1 403 Forbidden"));
-//! assert!(answer.contains("<Code>RequestRateLimitExceeded</Code>"));
+//! ).as_bytes())?;
+//! conn.read_to_end(&mut Vec::new())?;
 //!
 //! let journal = fake.journal();
-//! assert_eq!(journal[0].endpoint, "wireserver.health.json");
-//! assert_eq!(journal[0].answer.kind, "respond");
-//! assert_eq!(journal[0].report.as_ref().unwrap().kind, fake_wireserver::oracle::ReportKind::Json);
-//! assert_eq!(fake.served_ids().incarnation, "7");
-//! # Ok(())
-//! # }
-//! // Dropping `fake` verifies the expectation: exactly one health report with state Ready.
+//! let entry = &journal[0];
+//! assert_eq!(entry.endpoint, EndpointId::WireserverHealthJson);
+//! assert_eq!((entry.answer.kind.as_str(), entry.answer.status), ("default", Some(201)));
+//! let report = entry.report.as_ref().unwrap();
+//! assert_eq!(report.kind, ReportKind::Json);
+//! assert_eq!(report.substatus.as_deref(), Some("ProvisioningFailed"));
+//! // An agent's header mistakes are findings (this client sent no User-Agent, for one).
+//! assert!(entry.findings.iter().any(|f| f.id.starts_with("header.")));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## The admin API
+//!
+//! A fake driven from outside (the binary, another process) is read and steered over its admin
+//! API: its own loopback listener ([`FakeConfig::admin`]), every request with
+//! `Authorization: Bearer` [`Fake::admin_token`]. `GET /__admin/journal`,
+//! `POST /__admin/scenario` (`Content-Type: application/toml`), `POST /__admin/reset`,
+//! `GET /__admin/served`.
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use fake_wireserver::{Fake, FakeConfig};
+//!
+//! let fake = Fake::start_blocking(FakeConfig::default().admin(([127, 0, 0, 1], 0).into()))?;
+//! let admin = fake.admin_addr().unwrap();
+//! let token = fake.admin_token().unwrap();
+//! let scenario = "[goalstate]\nincarnation = \"9\"\n";
+//! let mut conn = std::net::TcpStream::connect(admin)?;
+//! conn.write_all(format!(
+//!     "POST /__admin/scenario HTTP/1.1\r\nHost: {admin}\r\nAuthorization: Bearer {token}\r\n\
+//!      Content-Type: application/toml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{scenario}",
+//!     scenario.len()
+//! ).as_bytes())?;
+//! let mut answer = String::new();
+//! conn.read_to_string(&mut answer)?;
+//! assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+//! assert_eq!(fake.served_ids().incarnation, "9");
+//!
+//! // Without the token: 401, and nothing done.
+//! let mut conn = std::net::TcpStream::connect(admin)?;
+//! conn.write_all(format!("POST /__admin/reset HTTP/1.1\r\nHost: {admin}\r\nConnection: close\r\n\r\n").as_bytes())?;
+//! let mut answer = String::new();
+//! conn.read_to_string(&mut answer)?;
+//! assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## The oracle
+//!
+//! [`oracle`] (crate `wirecheck-oracle`) parses what agents send, independently of any
+//! agent's code: encoded provisioning reports, health bodies, KVP pool files. Pure functions;
+//! problems are [`Finding`]s with stable ids.
+//!
+//! ```
+//! use fake_wireserver::oracle::{Mode, encoded, health};
+//!
+//! let report = encoded::parse(
+//!     "result=success|agent=Azure-Init/0.1.1|pps_type=None|vm_id=v|timestamp=2026-06-17T00:00:00+00:00",
+//!     Mode::Strict,
+//! )?;
+//! assert_eq!(report.get("vm_id"), Some("v"));
+//!
+//! let json = health::parse_json(br#"{"state":"Ready"}"#);
+//! assert_eq!(json.state.as_deref(), Some("Ready"));
+//! let bad = health::parse_json(br#"{"state":"Done"}"#);
+//! assert!(bad.findings.iter().any(|f| f.is_error()));
+//! # Ok::<(), fake_wireserver::oracle::EncodedError>(())
 //! ```
 //!
 //! # What it serves
@@ -79,19 +303,14 @@
 //! * Pre-bound listeners ([`serve_on`], [`Listeners`]): e.g. the real addresses inside a network
 //!   namespace.
 //!
-//! # The journal
-//!
-//! One [`journal::Entry`] per request: what arrived (headers in order and case, body), the
-//! endpoint id, what the fake answered (`answer.kind`/`status`/`step`), request-level
-//! [findings](oracle::Finding), and for health POSTs the oracle's parse of the report
-//! ([`oracle::HealthReport`]) including mismatches against the goal state that was served.
-//!
 //! # Transport
 //!
 //! The fake reads and writes HTTP/1.1 on the raw socket itself, so scripted faults are real:
 //! `hang` never answers, `reset` sends a TCP RST, `close` closes without a byte, `malformed`
 //! writes raw bytes, `partial` stops inside the declared body, `slow` dribbles the body. The
 //! default documents come from two axum routers ([`wireserver::router`], [`imds::router`]).
+
+#![warn(missing_docs)]
 
 mod admin;
 pub mod config;
@@ -119,6 +338,7 @@ pub mod text;
 pub mod wireserver;
 
 pub use documents::Addresses;
+pub use endpoint::{EndpointId, IntoEndpointPattern, UnknownEndpoint};
 pub use expect::{Expectation, Times};
 pub use fake::{
     DEFAULT_HEAD_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT, Fake,

@@ -25,6 +25,23 @@
 //!
 //! `body_file` and `imds.instance_file` load only regular files of at most 1 MiB from the
 //! scenario's own folder or an `--allow-files` folder ([`FileAccess`], [`crate::files`]).
+//!
+//! In Rust, the same scenario is [`Scenario::new`] plus the builder: a plan per
+//! [`Scenario::endpoint`], a [`Step`] constructor per `kind` ([`Step::respond`], [`Step::delay`],
+//! [`Step::hang`], [`Step::reset`], [`Step::close`], [`Step::malformed`], [`Step::partial`],
+//! [`Step::slow`]) and per preset ([`Step::throttled`], ...), with `times` and `probability`.
+//!
+//! ```
+//! use fake_wireserver::{EndPolicy, EndpointId, Scenario, Step};
+//! let scenario = Scenario::new()
+//!     .seed(42)
+//!     .incarnation("7")
+//!     .endpoint("wireserver.health.*", EndPolicy::Default, vec![Step::throttled().times(3)])
+//!     .endpoint(EndpointId::ImdsInstance, EndPolicy::Default, vec![Step::reset().probability(0.5)]);
+//! // Written back as a scenario file, it parses to itself.
+//! let toml = scenario.to_toml_string();
+//! assert_eq!(Scenario::from_toml_str(&toml, "x.toml").unwrap().endpoints, scenario.endpoints);
+//! ```
 
 use std::fmt;
 use std::ops::Range;
@@ -34,27 +51,34 @@ use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
-use crate::endpoint::ENDPOINT_IDS;
+use crate::endpoint::{ENDPOINT_IDS, IntoEndpointPattern, UnknownEndpoint};
 pub use crate::files::FileAccess;
 use crate::files::FileReader;
 
 /// A scenario file could not be used. The message names the file, line, column and field.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
+    /// The file could not be read.
     #[error("{origin}: cannot read the scenario file: {source}")]
     Read {
+        /// The file as named.
         origin: String,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// The document is not a valid scenario.
     #[error("{origin}:{line}:{column}: {field}: {message}")]
     Invalid {
+        /// The file as named (or the origin given).
         origin: String,
         /// 1-based; 0 when the problem has no position (e.g. an empty document).
         line: usize,
+        /// 1-based, like `line`; 0 without a position.
         column: usize,
         /// Dotted path, e.g. `endpoint[1].step[2].seconds` (array indexes are 1-based).
         field: String,
+        /// What is wrong and what is expected.
         message: String,
     },
 }
@@ -77,18 +101,23 @@ impl ScenarioError {
 }
 
 /// A validated scenario. Build one with [`Scenario::from_toml_str`], [`Scenario::from_file`],
-/// [`Scenario::from_toml_section`] or in code ([`Scenario::default`] + the builder methods).
+/// [`Scenario::from_toml_section`] or in code ([`Scenario::new`] + the builder methods).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Scenario {
+    /// A name for reports (`name = ...`).
     pub name: Option<String>,
     /// Seeds every `probability` draw, so chaos runs replay exactly. Default 0.
     pub seed: Option<u64>,
+    /// `[goalstate]`: the served ids and the URLs listed.
     pub goalstate: GoalStateOverrides,
+    /// `[imds]`: the served instance document.
     pub imds: ImdsOverrides,
     /// Plans in file order; the first plan whose id (or glob) matches a request's endpoint id
     /// answers it.
     pub endpoints: Vec<EndpointPlan>,
+    /// `[rate_limit]`: per-client throttling.
     pub rate_limit: Option<RateLimit>,
+    /// `[[trigger]]`s: changes at a time after loading.
     pub triggers: Vec<Trigger>,
     /// Where it came from (file name for messages); `"<code>"` when built in code.
     pub origin: String,
@@ -98,10 +127,13 @@ pub struct Scenario {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GoalStateOverrides {
+    /// The goal state's `Incarnation`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub incarnation: Option<String>,
+    /// The goal state's `ContainerId`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub container_id: Option<String>,
+    /// The role instance's `InstanceId`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instance_id: Option<String>,
     /// List a `Certificates` URL in the goal state (default true).
@@ -162,14 +194,18 @@ pub enum EndPolicy {
 /// An ordered plan of steps for the endpoints matching `id` (an endpoint id or a glob).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EndpointPlan {
+    /// An endpoint id or glob (`"wireserver.health.*"`).
     pub id: String,
+    /// What happens after the last step.
     pub end: EndPolicy,
+    /// The steps, in order.
     pub steps: Vec<Step>,
 }
 
 /// One step of a plan: an action, applied `times` times, each time with `probability`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
+    /// What the step does.
     pub action: Action,
     /// How many requests this step consumes (default 1).
     pub times: u32,
@@ -184,7 +220,12 @@ pub enum Action {
     /// Answer with this status/headers/body.
     Respond(Reply),
     /// Wait, then answer normally (or with the reply when given).
-    Delay { seconds: f64, reply: Option<Reply> },
+    Delay {
+        /// How long to wait.
+        seconds: f64,
+        /// The answer after the wait; `None` = the default answer.
+        reply: Option<Reply>,
+    },
     /// Read the request, never answer (until the client gives up).
     Hang,
     /// TCP RST (SO_LINGER 0, then close).
@@ -192,16 +233,24 @@ pub enum Action {
     /// Close without any response bytes.
     Close,
     /// Write these bytes raw, then close.
-    Malformed { bytes: String },
+    Malformed {
+        /// The bytes, as written in the scenario (escapes already decoded by TOML).
+        bytes: String,
+    },
     /// Send the head with the full Content-Length, then `bytes_sent` bytes of body, then close.
     Partial {
+        /// Body bytes sent before the close.
         bytes_sent: usize,
+        /// The answer cut short; `None` = the default answer.
         reply: Option<Reply>,
     },
     /// Send the head, then dribble the body: `chunk` bytes every `interval` seconds.
     Slow {
+        /// Bytes per write.
         chunk: usize,
+        /// Seconds between writes.
         interval: f64,
+        /// The answer dribbled; `None` = the default answer.
         reply: Option<Reply>,
     },
 }
@@ -225,20 +274,32 @@ impl Action {
 /// A scripted answer. Explicit `status`/`headers`/`body` override the preset's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Reply {
+    /// The status line's code (200 without it and without a preset).
     pub status: Option<u16>,
+    /// A canned platform answer the other fields adjust.
     pub preset: Option<Preset>,
+    /// Headers in order; each replaces the preset's header of the same name.
     pub headers: Vec<(String, String)>,
+    /// The body (none = the preset's, or empty).
     pub body: Option<Body>,
 }
 
 /// A reply body: inline text, or a file (path as written, contents read at load time).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
+    /// `body = "..."`.
     Inline(String),
-    File { path: String, contents: Vec<u8> },
+    /// `body_file = "..."`.
+    File {
+        /// The path as written.
+        path: String,
+        /// The file's bytes, read when the scenario was loaded.
+        contents: Vec<u8>,
+    },
 }
 
 impl Body {
+    /// The bytes sent.
     pub fn bytes(&self) -> &[u8] {
         match self {
             Body::Inline(s) => s.as_bytes(),
@@ -264,6 +325,7 @@ pub enum Preset {
 }
 
 impl Preset {
+    /// The preset's status code.
     pub fn status(self) -> u16 {
         match self {
             Preset::Throttled => 403,
@@ -279,7 +341,9 @@ impl Preset {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimit {
+    /// Requests allowed per window and client.
     pub requests: u32,
+    /// The window, in seconds (sliding).
     pub window: f64,
     /// Endpoint ids or globs (default `["wireserver.*"]`).
     #[serde(default = "default_rate_limited")]
@@ -294,10 +358,13 @@ fn default_rate_limited() -> Vec<String> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Trigger {
+    /// Seconds after the scenario was loaded.
     pub after: f64,
+    /// What happens then.
     pub action: TriggerAction,
 }
 
+/// What a [`Trigger`] does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TriggerAction {
@@ -333,6 +400,7 @@ pub fn seconds(x: f64) -> std::time::Duration {
 // Builders (for Rust tests)
 
 impl Scenario {
+    /// An empty scenario (the default documents, no faults) whose origin is `"<code>"`.
     pub fn new() -> Self {
         Scenario {
             origin: "<code>".to_owned(),
@@ -340,46 +408,75 @@ impl Scenario {
         }
     }
 
-    /// Adds a plan. Panics on an `id` that matches no endpoint (a programming error in a test).
-    pub fn endpoint(mut self, id: &str, end: EndPolicy, steps: Vec<Step>) -> Self {
-        assert!(
-            crate::endpoint::pattern_matches_any(id),
-            "endpoint id or glob {id:?} matches no endpoint id"
-        );
-        self.endpoints.push(EndpointPlan {
-            id: id.to_owned(),
-            end,
-            steps,
-        });
-        self
+    /// Adds a plan for the endpoints matching `id`: an [`EndpointId`](crate::EndpointId) or a string id or glob
+    /// (`"wireserver.health.*"`). Panics, at the caller's line, on a string that matches no
+    /// endpoint id, listing the valid ids ([`Scenario::try_endpoint`] returns the error).
+    #[track_caller]
+    pub fn endpoint(self, id: impl IntoEndpointPattern, end: EndPolicy, steps: Vec<Step>) -> Self {
+        match self.try_endpoint(id, end, steps) {
+            Ok(scenario) => scenario,
+            Err(e) => panic!("Scenario::endpoint: {e}"),
+        }
     }
 
+    /// [`Scenario::endpoint`], returning a typo'd id as an error instead of panicking.
+    pub fn try_endpoint(
+        mut self,
+        id: impl IntoEndpointPattern,
+        end: EndPolicy,
+        steps: Vec<Step>,
+    ) -> Result<Self, UnknownEndpoint> {
+        let id = id.into_endpoint_pattern()?;
+        self.endpoints.push(EndpointPlan { id, end, steps });
+        Ok(self)
+    }
+
+    /// Seeds the `probability` draws.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
         self
     }
 
+    /// Serves this goal state incarnation (`[goalstate] incarnation`).
     pub fn incarnation(mut self, incarnation: &str) -> Self {
         self.goalstate.incarnation = Some(incarnation.to_owned());
         self
     }
 
+    /// Adds a trigger `after` seconds from loading.
     pub fn trigger(mut self, after: f64, action: TriggerAction) -> Self {
         self.triggers.push(Trigger { after, action });
         self
     }
 
-    pub fn rate_limit(mut self, requests: u32, window: f64, endpoints: &[&str]) -> Self {
+    /// Throttles each client to `requests` per `window` seconds on `endpoints` ([`EndpointId`]s
+    /// or string ids and globs); the rest get the platform's 403. Panics, at the caller's line,
+    /// on a string that matches no endpoint id, listing the valid ids.
+    ///
+    /// [`EndpointId`]: crate::EndpointId
+    #[track_caller]
+    pub fn rate_limit<P: IntoEndpointPattern>(
+        mut self,
+        requests: u32,
+        window: f64,
+        endpoints: impl IntoIterator<Item = P>,
+    ) -> Self {
+        let endpoints = endpoints
+            .into_iter()
+            .map(|p| p.into_endpoint_pattern())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap_or_else(|e| panic!("Scenario::rate_limit: {e}"));
         self.rate_limit = Some(RateLimit {
             requests,
             window,
-            endpoints: endpoints.iter().map(|s| (*s).to_owned()).collect(),
+            endpoints,
         });
         self
     }
 }
 
 impl Step {
+    /// A step doing `action` once, always (`times = 1`, `probability = 1.0`).
     pub fn new(action: Action) -> Self {
         Step {
             action,
@@ -387,25 +484,127 @@ impl Step {
             probability: 1.0,
         }
     }
+    /// `kind = "respond"` with `status` (headers and body from [`Step::header`], [`Step::body`]).
     pub fn respond(status: u16) -> Self {
         Step::new(Action::Respond(Reply {
             status: Some(status),
             ..Reply::default()
         }))
     }
+    /// `kind = "respond"` with a canned platform answer.
     pub fn preset(preset: Preset) -> Self {
         Step::new(Action::Respond(Reply {
             preset: Some(preset),
             ..Reply::default()
         }))
     }
+    /// The platform's throttling answer: 403 `RequestRateLimitExceeded` ([`Preset::Throttled`]).
+    pub fn throttled() -> Self {
+        Step::preset(Preset::Throttled)
+    }
+    /// 410 Gone ([`Preset::Gone`]).
+    pub fn gone() -> Self {
+        Step::preset(Preset::Gone)
+    }
+    /// 500 Internal Server Error ([`Preset::InternalError`]).
+    pub fn internal_error() -> Self {
+        Step::preset(Preset::InternalError)
+    }
+    /// 503 Service Unavailable ([`Preset::Unavailable`]).
+    pub fn unavailable() -> Self {
+        Step::preset(Preset::Unavailable)
+    }
+    /// 429 Too Many Requests ([`Preset::TooManyRequests`]).
+    pub fn too_many_requests() -> Self {
+        Step::preset(Preset::TooManyRequests)
+    }
+    /// `kind = "delay"`: wait, then give the default answer. [`Step::status`], [`Step::header`]
+    /// or [`Step::body`] script the answer instead (status 200 unless set), as for `partial` and
+    /// `slow`.
+    pub fn delay(wait: std::time::Duration) -> Self {
+        Step::new(Action::Delay {
+            seconds: wait.as_secs_f64(),
+            reply: None,
+        })
+    }
+    /// `kind = "hang"`: read the request, never answer.
+    pub fn hang() -> Self {
+        Step::new(Action::Hang)
+    }
+    /// `kind = "reset"`: a TCP RST.
+    pub fn reset() -> Self {
+        Step::new(Action::Reset)
+    }
+    /// `kind = "close"`: close without a byte.
+    pub fn close() -> Self {
+        Step::new(Action::Close)
+    }
+    /// `kind = "malformed"`: write these bytes raw, then close.
+    pub fn malformed(bytes: impl Into<String>) -> Self {
+        Step::new(Action::Malformed {
+            bytes: bytes.into(),
+        })
+    }
+    /// `kind = "partial"`: the head with the full `Content-Length`, then only `bytes_sent` bytes
+    /// of the (default, or set) body, then close.
+    pub fn partial(bytes_sent: usize) -> Self {
+        Step::new(Action::Partial {
+            bytes_sent,
+            reply: None,
+        })
+    }
+    /// `kind = "slow"`: the head, then the body `chunk` bytes every `interval`.
+    pub fn slow(chunk: usize, interval: std::time::Duration) -> Self {
+        Step::new(Action::Slow {
+            chunk,
+            interval: interval.as_secs_f64(),
+            reply: None,
+        })
+    }
+    /// How many requests this step consumes (`times`, default 1).
     pub fn times(mut self, times: u32) -> Self {
         self.times = times;
         self
     }
+    /// The chance the action applies to each request it consumes (seeded; default 1.0).
     pub fn probability(mut self, probability: f64) -> Self {
         self.probability = probability;
         self
+    }
+    /// Sets the reply's status. Panics, at the caller's line, on a step without a reply
+    /// (`hang`, `reset`, `close`, `malformed`).
+    #[track_caller]
+    pub fn status(mut self, status: u16) -> Self {
+        self.reply_mut("status").status = Some(status);
+        self
+    }
+    /// Adds a reply header (in order). Panics like [`Step::status`].
+    #[track_caller]
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.reply_mut("header")
+            .headers
+            .push((name.to_owned(), value.to_owned()));
+        self
+    }
+    /// Sets the reply body. Panics like [`Step::status`].
+    #[track_caller]
+    pub fn body(mut self, body: impl Into<String>) -> Self {
+        self.reply_mut("body").body = Some(Body::Inline(body.into()));
+        self
+    }
+
+    #[track_caller]
+    fn reply_mut(&mut self, what: &str) -> &mut Reply {
+        let kind = self.action.kind();
+        match &mut self.action {
+            Action::Respond(reply) => reply,
+            Action::Delay { reply, .. }
+            | Action::Partial { reply, .. }
+            | Action::Slow { reply, .. } => reply.get_or_insert_with(Reply::default),
+            Action::Hang | Action::Reset | Action::Close | Action::Malformed { .. } => {
+                panic!("Step::{what}: a {kind:?} step sends no reply")
+            }
+        }
     }
 }
 

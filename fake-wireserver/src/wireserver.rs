@@ -1,7 +1,7 @@
 //! The wireserver's default answers, as an axum router (PROTOCOL.md §1.1, §3, §4.3, §5).
 //!
 //! `/`, `/machine` and `/machine/` are treated alike and dispatched on `comp`. Documents come
-//! from the request's [`RequestCtx`] (ids in effect, base URL from the Host the agent used).
+//! from the request's context (ids in effect, base URL from the Host the agent used).
 
 use axum::Router;
 use axum::extract::{Extension, RawQuery};
@@ -13,6 +13,7 @@ use crate::context::RequestCtx;
 use crate::documents::{SERVER_HEADER, XML_CONTENT_TYPE};
 use crate::endpoint::{self, Service};
 
+/// The wireserver's default answers as an axum router (no sockets needed).
 pub fn router() -> Router {
     Router::new()
         .route("/", any(by_comp))

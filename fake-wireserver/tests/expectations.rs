@@ -51,6 +51,7 @@ fn met_expectations_pass_silently_on_drop() {
 fn unmet_expectation_panics_on_drop_with_a_clear_message() {
     let rt = runtime();
     let fake = rt.block_on(Fake::start(FakeConfig::default())).unwrap();
+    let line = line!() + 1;
     fake.expect(Expectation::health_reports(1).state("NotReady"));
     let ws = fake.wireserver_addr().unwrap();
     rt.block_on(async {
@@ -58,11 +59,15 @@ fn unmet_expectation_panics_on_drop_with_a_clear_message() {
     });
     let panic = std::panic::catch_unwind(AssertUnwindSafe(|| drop(fake))).unwrap_err();
     let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    // The line that set the expectation comes first, as a compiler would name it.
     assert_eq!(
         message,
-        "fake-wireserver: 1 expectation(s) not met:\n\
+        format!(
+            "fake-wireserver: 1 expectation(s) not met:\n{}:{line}:10: \
          expected exactly 1 health report(s) with state NotReady, got 0; the fake received:\n  \
-         #1 POST /provisioning/health -> wireserver.health.json 201 [Ready]"
+         #1 POST /provisioning/health -> wireserver.health.json 201 [Ready]",
+            file!()
+        )
     );
 }
 

@@ -86,6 +86,7 @@ pub enum Mode {
 /// A parsed report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EncodedReport {
+    /// The writer's dialect, from its `agent=` field or its quoting (`None` when neither tells).
     pub dialect: Option<Dialect>,
     /// In order, keys as written.
     pub fields: Vec<(String, String)>,
@@ -114,58 +115,89 @@ impl EncodedReport {
 /// 0-based.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EncodedError {
+    /// Nothing to parse.
     #[error("empty input; expected an encoded report starting with `result=`")]
     Empty,
     #[error(
         "byte {offset} (field index {field}): a field quoted with {quote} must end at `|` or the end of input after its closing quote, found {found:?}"
     )]
+    /// Text between a closing quote and the next `|`.
     TextAfterClosingQuote {
+        /// Byte offset into the input.
         offset: usize,
+        /// 0-based index of the field.
         field: usize,
+        /// The quote character.
         quote: char,
+        /// The character after the closing quote.
         found: char,
     },
     #[error(
         "byte {offset} (field index {field}): input ends inside the field quoted with {quote} that opens at byte {opened}; expected a closing {quote}"
     )]
+    /// A quoted field without its closing quote.
     Unterminated {
+        /// Byte offset into the input.
         offset: usize,
+        /// 0-based index of the field.
         field: usize,
+        /// The quote character.
         quote: char,
+        /// Byte offset of the opening quote.
         opened: usize,
     },
     #[error("byte {offset} (field index {field}): field {text:?} has no `=`; expected key=value")]
+    /// A field that is not `key=value`.
     MissingEquals {
+        /// Byte offset into the input.
         offset: usize,
+        /// 0-based index of the field.
         field: usize,
+        /// The field as written.
         text: String,
     },
     #[error(
         "byte {offset} (field index {field}): field quoted with {found}, but the {dialect} dialect quotes with {expected} (§6.1)"
     )]
+    /// A quote character the dialect does not use.
     WrongQuote {
+        /// Byte offset into the input.
         offset: usize,
+        /// 0-based index of the field.
         field: usize,
+        /// The quote found.
         found: char,
+        /// The dialect's quote.
         expected: char,
+        /// The dialect the report was judged by.
         dialect: Dialect,
     },
     #[error(
         "byte {offset} (field index {field}): field quoted with {quote} but contains none of `|`, {quote}, CR, LF; {dialect} quotes a field only when it has to (§6.1)"
     )]
+    /// A field quoted although nothing in it needs quoting (strict mode).
     NeedlessQuotes {
+        /// Byte offset into the input.
         offset: usize,
+        /// 0-based index of the field.
         field: usize,
+        /// The quote character.
         quote: char,
+        /// The dialect the report was judged by.
         dialect: Dialect,
     },
     #[error(
         "byte {offset} (field index {field}): unquoted field contains {what}; {dialect} quotes such a field (§6.1)"
     )]
+    /// A field that needs quoting but has none.
     MissingQuotes {
+        /// Byte offset into the input.
         offset: usize,
+        /// 0-based index of the field.
         field: usize,
+        /// What needed the quotes (e.g. `"a CR or LF"`).
         what: &'static str,
+        /// The dialect the report was judged by, by name.
         dialect: String,
     },
 }

@@ -19,12 +19,16 @@ pub enum Severity {
 /// was expected.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Finding {
+    /// The stable dotted id checks match on.
     pub id: String,
+    /// How bad it is.
     pub severity: Severity,
+    /// For people: the field, what was found and what was expected.
     pub message: String,
 }
 
 impl Finding {
+    /// A finding with this id, severity and message.
     pub fn new(id: impl Into<String>, severity: Severity, message: impl Into<String>) -> Self {
         Finding {
             id: id.into(),
@@ -33,18 +37,22 @@ impl Finding {
         }
     }
 
+    /// A [`Severity::Error`] finding.
     pub fn error(id: impl Into<String>, message: impl Into<String>) -> Self {
         Self::new(id, Severity::Error, message)
     }
 
+    /// A [`Severity::Warning`] finding.
     pub fn warning(id: impl Into<String>, message: impl Into<String>) -> Self {
         Self::new(id, Severity::Warning, message)
     }
 
+    /// A [`Severity::Info`] finding.
     pub fn info(id: impl Into<String>, message: impl Into<String>) -> Self {
         Self::new(id, Severity::Info, message)
     }
 
+    /// True for [`Severity::Error`].
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }

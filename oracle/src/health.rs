@@ -23,30 +23,41 @@ const KNOWN_SUBSTATUSES: [&str; 2] = ["ProvisioningFailed", "Provisioning"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+/// Which health endpoint a report came to.
 pub enum ReportKind {
+    /// The XML `Health` document (`POST /machine?comp=health`, §4).
     Xml,
+    /// The JSON body (`POST /provisioning/health`, §5).
     Json,
 }
 
 /// The ids the fake served in its goal state; XML reports echo them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ServedIds {
+    /// The goal state's `Incarnation`.
     pub incarnation: String,
+    /// The goal state's `ContainerId`.
     pub container_id: String,
+    /// The role instance's `InstanceId`.
     pub instance_id: String,
 }
 
+/// What a health POST said, as the oracle reads it, with findings for what is wrong in it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HealthReport {
+    /// XML or JSON.
     pub kind: ReportKind,
     /// `Ready` | `NotReady` | anything else (with a finding).
     pub state: Option<String>,
+    /// `ProvisioningFailed` | `Provisioning` | anything else (with a finding).
     pub substatus: Option<String>,
     /// Unescaped, verbatim (not trimmed).
     pub description: Option<String>,
     /// XML only.
     pub goal_state_incarnation: Option<String>,
+    /// XML only: the `ContainerId` echoed.
     pub container_id: Option<String>,
+    /// XML only: the role instance's `InstanceId` echoed.
     pub instance_id: Option<String>,
     /// When the description looks encoded (`result=…`): its lenient parse; its findings are
     /// also in `findings`, with ids prefixed `health.description.`.
@@ -55,6 +66,7 @@ pub struct HealthReport {
     /// §9.1): the exception's class name. A dialect of its own, not an encoded report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exception_class: Option<String>,
+    /// Everything wrong or notable (ids start with `health.`).
     pub findings: Vec<Finding>,
 }
 

@@ -11,7 +11,9 @@ use super::finding::Finding;
 
 /// One record: key field + value field.
 pub const RECORD_SIZE: usize = 2560;
+/// The key field's size on disk (NUL-padded).
 pub const KEY_SIZE: usize = 512;
+/// The value field's size on disk (NUL-padded).
 pub const VALUE_SIZE: usize = 2048;
 /// What the host surfaces of a key (bytes).
 pub const HOST_KEY_MAX: usize = 254;
@@ -21,8 +23,10 @@ pub const HOST_VALUE_MAX: usize = 1022;
 /// The key under which cloud-init and azure-init write their encoded report (§7.2, §7.3).
 pub const PROVISIONING_REPORT_KEY: &str = "PROVISIONING_REPORT";
 
+/// One record of a pool as the host reads it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostRecord {
+    /// 0-based position in the pool.
     pub index: usize,
     /// Byte offset of the record in the pool file.
     pub offset: usize,
@@ -34,12 +38,16 @@ pub struct HostRecord {
     pub key_bytes: usize,
     /// On-disk length before the first NUL.
     pub value_bytes: usize,
+    /// What is wrong with this record (ids start with `kvp.`).
     pub findings: Vec<Finding>,
 }
 
+/// A whole pool file as the host reads it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolView {
+    /// The file's size in bytes.
     pub size: usize,
+    /// Every record, in file order.
     pub records: Vec<HostRecord>,
     /// The last `PROVISIONING_REPORT` record (its index; for a report azure-init split into
     /// 1022-byte chunks, the index of the first chunk) and its lenient parse.
@@ -57,16 +65,36 @@ impl PoolView {
     }
 }
 
+/// Why a record cannot be encoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KvpError {
+    /// An empty key.
     #[error("key is empty; a KVP record needs a key")]
     KeyEmpty,
+    /// A key longer than its field allows.
     #[error("key is {len} bytes; a KVP key holds at most {max} bytes plus its NUL")]
-    KeyTooLong { len: usize, max: usize },
+    KeyTooLong {
+        /// The key's length in bytes.
+        len: usize,
+        /// The most it may have.
+        max: usize,
+    },
+    /// A value longer than its field allows.
     #[error("value is {len} bytes; a KVP value holds at most {max} bytes plus its NUL")]
-    ValueTooLong { len: usize, max: usize },
+    ValueTooLong {
+        /// The value's length in bytes.
+        len: usize,
+        /// The most it may have.
+        max: usize,
+    },
+    /// A NUL byte inside the key or value.
     #[error("{field} has a NUL byte at offset {at}; NUL ends a KVP field")]
-    Nul { field: &'static str, at: usize },
+    Nul {
+        /// `"key"` or `"value"`.
+        field: &'static str,
+        /// Its byte offset.
+        at: usize,
+    },
 }
 
 /// Encodes one NUL-padded record, enforcing the on-disk limits (key ≤ 511 bytes, value ≤ 2047
@@ -292,6 +320,7 @@ pub struct SplitEvent {
     /// The rebuilt message (raw chunks concatenated, then JSON-unescaped); `None` when it does
     /// not rebuild (the findings say why).
     pub message: Option<String>,
+    /// Why it does not rebuild, or what is odd about it.
     pub findings: Vec<Finding>,
 }
 

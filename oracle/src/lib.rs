@@ -5,6 +5,8 @@
 //! Nothing here does I/O; every output type is serde Serialize + Deserialize so the journal and
 //! the conformance results can carry it.
 
+#![warn(missing_docs)]
+
 pub mod encoded;
 pub mod finding;
 pub mod health;
