@@ -1,0 +1,709 @@
+//! Parsing a scenario file: serde (with spans) into the raw shapes, then a validation pass that
+//! checks what serde cannot (per-kind fields, ranges, globs) and reads `body_file`s.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use toml::Spanned;
+
+use super::*;
+use crate::files::FileReader;
+
+impl Scenario {
+    /// Parses a scenario document. `origin` names it in error messages (usually the file name);
+    /// `body_file` / `instance_file` paths are relative to `origin`'s folder and must stay inside
+    /// it ([`FileAccess::beside`]; see [`crate::files`]).
+    pub fn from_toml_str(s: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::from_toml_str_with(s, origin, &FileAccess::beside(origin))
+    }
+
+    /// [`Scenario::from_toml_str`] with the folders files may come from given explicitly.
+    pub fn from_toml_str_with(
+        s: &str,
+        origin: &str,
+        files: &FileAccess,
+    ) -> Result<Scenario, ScenarioError> {
+        let ctx = Ctx::new(s, origin, files);
+        let de = toml::Deserializer::parse(s).map_err(|e| ctx.toml_error(&[], e))?;
+        let raw: RawScenario = serde_path_to_error::deserialize(de)
+            .map_err(|e| ctx.path_error(e.path(), e.inner().clone()))?;
+        raw.validate(&ctx)
+    }
+
+    /// Reads and parses a scenario file; its files come from its own folder.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
+        Scenario::from_file_allowing(path, &[])
+    }
+
+    /// [`Scenario::from_file`], also allowing files from the folders `allow` (`--allow-files`).
+    pub fn from_file_allowing(
+        path: impl AsRef<Path>,
+        allow: &[PathBuf],
+    ) -> Result<Scenario, ScenarioError> {
+        let path = path.as_ref();
+        let origin = path.display().to_string();
+        let text = crate::files::read_regular_text(path, crate::files::MAX_INPUT_FILE_BYTES)
+            .map_err(|source| ScenarioError::Read {
+                origin: origin.clone(),
+                source,
+            })?;
+        let files = FileAccess::beside(path).allow(allow.iter().cloned());
+        Scenario::from_toml_str_with(&text, &origin, &files)
+    }
+
+    /// Parses the table `section` of a larger TOML document (e.g. the `[fake]` table of a
+    /// conformance scenario) with line numbers of the whole document. Keys outside `section` are
+    /// not looked at. `Ok(None)` when the document has no such table. Files come from `origin`'s
+    /// folder.
+    pub fn from_toml_section(
+        s: &str,
+        origin: &str,
+        section: &str,
+    ) -> Result<Option<Scenario>, ScenarioError> {
+        let files = FileAccess::beside(origin);
+        let ctx = Ctx::new(s, origin, &files);
+        let de = toml::Deserializer::parse(s).map_err(|e| ctx.toml_error(&[], e))?;
+        let seed = SectionSeed { section };
+        let mut track = serde_path_to_error::Track::new();
+        let raw = seed
+            .deserialize(serde_path_to_error::Deserializer::new(de, &mut track))
+            .map_err(|e| ctx.path_error(&track.path(), e))?;
+        match raw {
+            Some(raw) => raw.validate(&ctx).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+struct SectionSeed<'a> {
+    section: &'a str,
+}
+
+impl<'de> DeserializeSeed<'de> for SectionSeed<'_> {
+    type Value = Option<RawScenario>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SectionSeed<'_> {
+    type Value = Option<RawScenario>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a table")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == self.section {
+                found = Some(map.next_value::<RawScenario>()?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// Positions and names for error messages.
+struct Ctx<'a> {
+    text: &'a str,
+    origin: &'a str,
+    files: FileReader<'a>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(text: &'a str, origin: &'a str, files: &'a FileAccess) -> Self {
+        Ctx {
+            text,
+            origin,
+            files: FileReader::new(files),
+        }
+    }
+
+    fn position(&self, span: Option<Range<usize>>) -> (usize, usize) {
+        let Some(span) = span else { return (0, 0) };
+        let at = span.start.min(self.text.len());
+        let before = &self.text.as_bytes()[..at];
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |p| p + 1);
+        let column = String::from_utf8_lossy(&before[line_start..])
+            .chars()
+            .count()
+            + 1;
+        (line, column)
+    }
+
+    fn invalid(&self, span: Option<Range<usize>>, field: String, message: String) -> ScenarioError {
+        let (line, column) = self.position(span);
+        ScenarioError::Invalid {
+            origin: self.origin.to_owned(),
+            line,
+            column,
+            field: if field.is_empty() {
+                "(document)".to_owned()
+            } else {
+                field
+            },
+            message,
+        }
+    }
+
+    fn toml_error(&self, prefix: &[String], e: toml::de::Error) -> ScenarioError {
+        let mut field = prefix.join(".");
+        let message = e.message().trim().to_owned();
+        // "unknown field `x`" / "missing field `x`": name the key itself.
+        if let Some(name) = message
+            .strip_prefix("unknown field `")
+            .or_else(|| message.strip_prefix("missing field `"))
+            .and_then(|rest| rest.split('`').next())
+        {
+            field = join_field(&field, name);
+        }
+        self.invalid(e.span(), field, message)
+    }
+
+    fn path_error(&self, path: &serde_path_to_error::Path, e: toml::de::Error) -> ScenarioError {
+        let mut segments: Vec<String> = Vec::new();
+        for seg in path.iter() {
+            match seg {
+                serde_path_to_error::Segment::Seq { index } => {
+                    if let Some(last) = segments.last_mut() {
+                        last.push_str(&format!("[{}]", index + 1));
+                    } else {
+                        segments.push(format!("[{}]", index + 1));
+                    }
+                }
+                serde_path_to_error::Segment::Map { key } => {
+                    // Spanned<T> is deserialized through private keys; they are not fields.
+                    if !key.starts_with("$__") {
+                        segments.push(key.clone());
+                    }
+                }
+                serde_path_to_error::Segment::Enum { .. }
+                | serde_path_to_error::Segment::Unknown => {}
+            }
+        }
+        self.toml_error(&segments, e)
+    }
+
+    /// A file named by the scenario, under its [`FileAccess`]; the error names the path.
+    fn read_file(&self, path: &str) -> Result<Vec<u8>, String> {
+        self.files
+            .read(path)
+            .map_err(|why| format!("cannot read {path:?}: {why}"))
+    }
+}
+
+fn join_field(base: &str, name: &str) -> String {
+    if base.is_empty() {
+        name.to_owned()
+    } else if base.ends_with(name) {
+        base.to_owned()
+    } else {
+        format!("{base}.{name}")
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: Option<String>,
+    seed: Option<u64>,
+    goalstate: Option<GoalStateOverrides>,
+    imds: Option<Spanned<ImdsOverrides>>,
+    #[serde(default)]
+    endpoint: Vec<Spanned<RawEndpoint>>,
+    rate_limit: Option<Spanned<RateLimit>>,
+    #[serde(default)]
+    trigger: Vec<Spanned<Trigger>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEndpoint {
+    id: Spanned<String>,
+    #[serde(default)]
+    end: EndPolicy,
+    #[serde(default)]
+    step: Vec<Spanned<RawStep>>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum StepKind {
+    Respond,
+    Delay,
+    Hang,
+    Reset,
+    Close,
+    Malformed,
+    Partial,
+    Slow,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    kind: Spanned<StepKind>,
+    times: Option<Spanned<u32>>,
+    probability: Option<Spanned<f64>>,
+    status: Option<Spanned<u16>>,
+    preset: Option<Spanned<Preset>>,
+    headers: Option<Spanned<Vec<(String, String)>>>,
+    body: Option<Spanned<String>>,
+    body_file: Option<Spanned<String>>,
+    seconds: Option<Spanned<f64>>,
+    bytes: Option<Spanned<String>>,
+    bytes_sent: Option<Spanned<usize>>,
+    chunk: Option<Spanned<usize>>,
+    interval: Option<Spanned<f64>>,
+}
+
+impl RawScenario {
+    fn validate(self, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
+        let goalstate = self.goalstate.unwrap_or_default();
+        let imds = match self.imds {
+            None => ImdsOverrides::default(),
+            Some(spanned) => {
+                let span = spanned.span();
+                let mut imds = spanned.into_inner();
+                if let Some(file) = &imds.instance_file {
+                    let bytes = ctx.read_file(file).map_err(|message| {
+                        ctx.invalid(Some(span.clone()), "imds.instance_file".into(), message)
+                    })?;
+                    let doc: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+                        ctx.invalid(
+                            Some(span.clone()),
+                            "imds.instance_file".into(),
+                            format!("{file:?} is not a JSON document: {e}"),
+                        )
+                    })?;
+                    if !doc.is_object() {
+                        return Err(ctx.invalid(
+                            Some(span),
+                            "imds.instance_file".into(),
+                            format!("{file:?} must hold a JSON object (the instance document)"),
+                        ));
+                    }
+                    imds.instance_document = Some(doc);
+                }
+                imds
+            }
+        };
+
+        let mut endpoints = Vec::with_capacity(self.endpoint.len());
+        let mut total_steps = 0usize;
+        for (i, ep) in self.endpoint.into_iter().enumerate() {
+            let field = format!("endpoint[{}]", i + 1);
+            let ep_span = ep.span();
+            let ep = ep.into_inner();
+            if !crate::endpoint::is_valid_pattern(ep.id.get_ref()) {
+                return Err(ctx.invalid(
+                    Some(ep.id.span()),
+                    format!("{field}.id"),
+                    format!(
+                        "{:?} is not a valid endpoint id or glob (letters, digits, '.', '-', '_', '*', '?'; at most {} characters and {} wildcards)",
+                        crate::text::clip(ep.id.get_ref(), 64),
+                        crate::endpoint::MAX_PATTERN_LEN,
+                        crate::endpoint::MAX_PATTERN_WILDCARDS
+                    ),
+                ));
+            }
+            if !crate::endpoint::pattern_matches_any(ep.id.get_ref()) {
+                return Err(ctx.invalid(
+                    Some(ep.id.span()),
+                    format!("{field}.id"),
+                    format!(
+                        "{:?} matches no endpoint id; expected one of {}",
+                        crate::text::clip(ep.id.get_ref(), 64),
+                        ENDPOINT_IDS.join(", ")
+                    ),
+                ));
+            }
+            if ep.step.is_empty() {
+                return Err(ctx.invalid(
+                    Some(ep_span),
+                    format!("{field}.step"),
+                    "a plan needs at least one [[endpoint.step]]".into(),
+                ));
+            }
+            total_steps += ep.step.len();
+            if total_steps > MAX_STEPS {
+                return Err(ctx.invalid(
+                    Some(ep_span),
+                    format!("{field}.step"),
+                    format!(
+                        "a scenario has at most {MAX_STEPS} steps over all plans (use `times`)"
+                    ),
+                ));
+            }
+            let mut steps = Vec::with_capacity(ep.step.len());
+            for (j, step) in ep.step.into_iter().enumerate() {
+                let field = format!("{field}.step[{}]", j + 1);
+                steps.push(step.into_inner().validate(ctx, &field)?);
+            }
+            endpoints.push(EndpointPlan {
+                id: ep.id.into_inner(),
+                end: ep.end,
+                steps,
+            });
+        }
+
+        let rate_limit = match self.rate_limit {
+            None => None,
+            Some(rl) => {
+                let span = rl.span();
+                let rl = rl.into_inner();
+                if !(1..=MAX_RATE_REQUESTS).contains(&rl.requests) {
+                    return Err(ctx.invalid(
+                        Some(span),
+                        "rate_limit.requests".into(),
+                        format!("must be 1-{MAX_RATE_REQUESTS}, got {}", rl.requests),
+                    ));
+                }
+                if !(rl.window.is_finite() && rl.window > 0.0 && rl.window <= MAX_SECONDS) {
+                    return Err(ctx.invalid(
+                        Some(span),
+                        "rate_limit.window".into(),
+                        format!(
+                            "must be a positive number of seconds up to {MAX_SECONDS}, got {}",
+                            rl.window
+                        ),
+                    ));
+                }
+                for (i, pattern) in rl.endpoints.iter().enumerate() {
+                    if !crate::endpoint::pattern_matches_any(pattern) {
+                        return Err(ctx.invalid(
+                            Some(span),
+                            format!("rate_limit.endpoints[{}]", i + 1),
+                            format!(
+                                "{:?} matches no endpoint id",
+                                crate::text::clip(pattern, 64)
+                            ),
+                        ));
+                    }
+                }
+                Some(rl)
+            }
+        };
+
+        let mut triggers = Vec::with_capacity(self.trigger.len());
+        for (i, t) in self.trigger.into_iter().enumerate() {
+            let span = t.span();
+            let t = t.into_inner();
+            if !(t.after.is_finite() && t.after >= 0.0 && t.after <= MAX_SECONDS) {
+                return Err(ctx.invalid(
+                    Some(span),
+                    format!("trigger[{}].after", i + 1),
+                    format!(
+                        "must be a number of seconds from 0 to {MAX_SECONDS}, got {}",
+                        t.after
+                    ),
+                ));
+            }
+            if t.action == TriggerAction::BumpIncarnation
+                && let Some(inc) = &goalstate.incarnation
+                && inc.parse::<u64>().is_err()
+            {
+                return Err(ctx.invalid(
+                    Some(span),
+                    format!("trigger[{}].action", i + 1),
+                    format!("bump-incarnation needs a numeric goalstate.incarnation, got {inc:?}"),
+                ));
+            }
+            triggers.push(t);
+        }
+
+        Ok(Scenario {
+            name: self.name,
+            seed: self.seed,
+            goalstate,
+            imds,
+            endpoints,
+            rate_limit,
+            triggers,
+            origin: ctx.origin.to_owned(),
+        })
+    }
+}
+
+impl RawStep {
+    fn validate(self, ctx: &Ctx, field: &str) -> Result<Step, ScenarioError> {
+        let kind = *self.kind.get_ref();
+        let kind_name = match kind {
+            StepKind::Respond => "respond",
+            StepKind::Delay => "delay",
+            StepKind::Hang => "hang",
+            StepKind::Reset => "reset",
+            StepKind::Close => "close",
+            StepKind::Malformed => "malformed",
+            StepKind::Partial => "partial",
+            StepKind::Slow => "slow",
+        };
+        let err = |span: Range<usize>, name: &str, msg: String| {
+            ctx.invalid(Some(span), format!("{field}.{name}"), msg)
+        };
+
+        // Fields a kind does not use are errors, not silently ignored.
+        let takes_reply = matches!(
+            kind,
+            StepKind::Respond | StepKind::Delay | StepKind::Partial | StepKind::Slow
+        );
+        let unused = |name: &str, span: Option<Range<usize>>, used: bool| match span {
+            Some(span) if !used => Err(err(
+                span,
+                name,
+                format!("not used by kind = \"{kind_name}\""),
+            )),
+            _ => Ok(()),
+        };
+        unused(
+            "status",
+            self.status.as_ref().map(Spanned::span),
+            takes_reply,
+        )?;
+        unused(
+            "preset",
+            self.preset.as_ref().map(Spanned::span),
+            takes_reply,
+        )?;
+        unused(
+            "headers",
+            self.headers.as_ref().map(Spanned::span),
+            takes_reply,
+        )?;
+        unused("body", self.body.as_ref().map(Spanned::span), takes_reply)?;
+        unused(
+            "body_file",
+            self.body_file.as_ref().map(Spanned::span),
+            takes_reply,
+        )?;
+        unused(
+            "seconds",
+            self.seconds.as_ref().map(Spanned::span),
+            kind == StepKind::Delay,
+        )?;
+        unused(
+            "bytes",
+            self.bytes.as_ref().map(Spanned::span),
+            kind == StepKind::Malformed,
+        )?;
+        unused(
+            "bytes_sent",
+            self.bytes_sent.as_ref().map(Spanned::span),
+            kind == StepKind::Partial,
+        )?;
+        unused(
+            "chunk",
+            self.chunk.as_ref().map(Spanned::span),
+            kind == StepKind::Slow,
+        )?;
+        unused(
+            "interval",
+            self.interval.as_ref().map(Spanned::span),
+            kind == StepKind::Slow,
+        )?;
+
+        let times = match &self.times {
+            Some(t) if !(1..=MAX_TIMES).contains(t.get_ref()) => {
+                return Err(err(
+                    t.span(),
+                    "times",
+                    format!("must be 1-{MAX_TIMES}, got {}", t.get_ref()),
+                ));
+            }
+            Some(t) => *t.get_ref(),
+            None => 1,
+        };
+        let probability = match &self.probability {
+            Some(p) if !(0.0..=1.0).contains(p.get_ref()) => {
+                return Err(err(
+                    p.span(),
+                    "probability",
+                    format!("must be between 0.0 and 1.0, got {}", p.get_ref()),
+                ));
+            }
+            Some(p) => *p.get_ref(),
+            None => 1.0,
+        };
+
+        let reply = if takes_reply {
+            let mut reply = Reply {
+                status: None,
+                preset: self.preset.as_ref().map(|p| *p.get_ref()),
+                headers: Vec::new(),
+                body: None,
+            };
+            if let Some(status) = &self.status {
+                if !(100..=599).contains(status.get_ref()) {
+                    return Err(err(
+                        status.span(),
+                        "status",
+                        format!("must be an HTTP status 100..=599, got {}", status.get_ref()),
+                    ));
+                }
+                reply.status = Some(*status.get_ref());
+            }
+            if let Some(headers) = self.headers {
+                let span = headers.span();
+                for (name, value) in headers.into_inner() {
+                    if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                        return Err(err(
+                            span,
+                            "headers",
+                            format!("{name:?} is not a valid header name"),
+                        ));
+                    }
+                    if http::HeaderValue::from_str(&value).is_err() {
+                        return Err(err(
+                            span,
+                            "headers",
+                            format!("the value of {name:?} is not a valid header value"),
+                        ));
+                    }
+                    if name.eq_ignore_ascii_case("content-length")
+                        || name.eq_ignore_ascii_case("transfer-encoding")
+                    {
+                        return Err(err(
+                            span,
+                            "headers",
+                            format!(
+                                "{name:?} is computed by the fake; use kind = \"malformed\" for raw bytes"
+                            ),
+                        ));
+                    }
+                    reply.headers.push((name, value));
+                }
+            }
+            match (self.body, self.body_file) {
+                (Some(_), Some(file)) => {
+                    return Err(err(
+                        file.span(),
+                        "body_file",
+                        "give either body or body_file, not both".into(),
+                    ));
+                }
+                (Some(body), None) => reply.body = Some(Body::Inline(body.into_inner())),
+                (None, Some(file)) => {
+                    let span = file.span();
+                    let path = file.into_inner();
+                    let contents = ctx
+                        .read_file(&path)
+                        .map_err(|message| err(span, "body_file", message))?;
+                    reply.body = Some(Body::File { path, contents });
+                }
+                (None, None) => {}
+            }
+            let given = reply.status.is_some()
+                || reply.preset.is_some()
+                || !reply.headers.is_empty()
+                || reply.body.is_some();
+            if kind == StepKind::Respond && reply.status.is_none() && reply.preset.is_none() {
+                return Err(err(
+                    self.kind.span(),
+                    "status",
+                    "kind = \"respond\" needs a status or a preset".into(),
+                ));
+            }
+            if given && reply.status.is_none() && reply.preset.is_none() {
+                return Err(err(
+                    self.kind.span(),
+                    "status",
+                    "headers/body need a status or a preset".into(),
+                ));
+            }
+            given.then_some(reply)
+        } else {
+            None
+        };
+
+        let positive = |v: &Option<Spanned<f64>>, name: &str, allow_zero: bool| match v {
+            None => Err(err(
+                self.kind.span(),
+                name,
+                format!("required for kind = \"{kind_name}\""),
+            )),
+            Some(s) => {
+                let x = *s.get_ref();
+                if x.is_finite() && (x > 0.0 || (allow_zero && x == 0.0)) && x <= MAX_SECONDS {
+                    Ok(x)
+                } else {
+                    Err(err(
+                        s.span(),
+                        name,
+                        format!(
+                            "must be a number of seconds {} 0 and at most {MAX_SECONDS}, got {x}",
+                            if allow_zero { ">=" } else { ">" }
+                        ),
+                    ))
+                }
+            }
+        };
+
+        let action = match kind {
+            StepKind::Respond => Action::Respond(reply.unwrap_or_default()),
+            StepKind::Delay => Action::Delay {
+                seconds: positive(&self.seconds, "seconds", true)?,
+                reply,
+            },
+            StepKind::Hang => Action::Hang,
+            StepKind::Reset => Action::Reset,
+            StepKind::Close => Action::Close,
+            StepKind::Malformed => match self.bytes {
+                Some(b) => Action::Malformed {
+                    bytes: b.into_inner(),
+                },
+                None => {
+                    return Err(err(
+                        self.kind.span(),
+                        "bytes",
+                        "required for kind = \"malformed\" (the raw bytes to send)".into(),
+                    ));
+                }
+            },
+            StepKind::Partial => match self.bytes_sent {
+                Some(n) => Action::Partial {
+                    bytes_sent: n.into_inner(),
+                    reply,
+                },
+                None => {
+                    return Err(err(
+                        self.kind.span(),
+                        "bytes_sent",
+                        "required for kind = \"partial\" (body bytes sent before closing)".into(),
+                    ));
+                }
+            },
+            StepKind::Slow => {
+                let chunk = match &self.chunk {
+                    Some(c) if *c.get_ref() >= 1 => *c.get_ref(),
+                    Some(c) => {
+                        return Err(err(c.span(), "chunk", "must be at least 1 byte".into()));
+                    }
+                    None => {
+                        return Err(err(
+                            self.kind.span(),
+                            "chunk",
+                            "required for kind = \"slow\" (bytes per write)".into(),
+                        ));
+                    }
+                };
+                Action::Slow {
+                    chunk,
+                    interval: positive(&self.interval, "interval", false)?,
+                    reply,
+                }
+            }
+        };
+        Ok(Step {
+            action,
+            times,
+            probability,
+        })
+    }
+}
