@@ -10,7 +10,7 @@ mod kvp;
 mod protocol;
 mod report;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use report::DESCRIPTION_LIMIT;
 

@@ -1,5 +1,5 @@
 //! The checks on hand-made observations: each rule catches the behaviour it names, and lets
-//! the right behaviour pass.
+//! the right behaviour pass. Its observation builders serve the snapshot tests too.
 
 use std::path::Path;
 
@@ -31,19 +31,19 @@ reported = [0]
 failed = [1]
 "#;
 
-fn scenario(extra: &str) -> Scenario {
+pub(crate) fn scenario(extra: &str) -> Scenario {
     let text = format!(
         "id = \"t\"\ntitle = \"t\"\nchecks = [\"*\"]\n[agent]\naction = \"ready\"\nbudget = 3.0\nretry_interval = 0.2\nrequest_timeout = 1.0\n{extra}"
     );
     Scenario::from_toml_str(&text, Path::new("t.toml")).unwrap()
 }
 
-fn profile() -> AgentProfile {
+pub(crate) fn profile() -> AgentProfile {
     AgentProfile::from_toml_str(PROFILE, Path::new("t.toml")).unwrap()
 }
 
 /// A request at `at` ms answered `status` (None: `kind` without a status) at `done`.
-fn entry(
+pub(crate) fn entry(
     seq: u64,
     endpoint: &str,
     at: u64,
@@ -93,7 +93,7 @@ fn entry(
     }
 }
 
-fn health(seq: u64, at: u64, status: u16) -> Entry {
+pub(crate) fn health(seq: u64, at: u64, status: u16) -> Entry {
     let kind = if status == 201 { "default" } else { "respond" };
     entry(
         seq,
@@ -105,7 +105,7 @@ fn health(seq: u64, at: u64, status: u16) -> Entry {
     )
 }
 
-fn run(start: u64, end: u64, exit: Exit) -> RunRecord {
+pub(crate) fn run(start: u64, end: u64, exit: Exit) -> RunRecord {
     RunRecord {
         run: crate::scenario::Run {
             action: crate::agent::Action::Ready,

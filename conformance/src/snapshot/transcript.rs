@@ -58,6 +58,10 @@ struct Distinct {
     /// The last attempt ended the agent's retrying by itself: a success, or an answer the
     /// agent treats as fatal (not its budget or its timers).
     last_settled: bool,
+    /// An attempt came after one that had settled: not the scenario's doing (it scripts only
+    /// retryable answers) but the agent's timer, e.g. a success answered after the agent's
+    /// request timeout on a loaded machine. Its count is then timing's.
+    resent_after_settled: bool,
 }
 
 /// The transcript of `obs`: text, one item per line, stable for the same agent behaviour.
@@ -94,6 +98,7 @@ pub fn transcript(obs: &Observation) -> String {
             let settled = !matches!(obs.classify(entry), crate::observe::Class::Retryable(_));
             match distinct.iter_mut().find(|d| d.text == text) {
                 Some(d) => {
+                    d.resent_after_settled |= d.last_settled;
                     d.attempts += 1;
                     d.last_settled = settled;
                 }
@@ -101,6 +106,7 @@ pub fn transcript(obs: &Observation) -> String {
                     text,
                     attempts: 1,
                     last_settled: settled,
+                    resent_after_settled: false,
                 }),
             }
         }
@@ -115,7 +121,7 @@ pub fn transcript(obs: &Observation) -> String {
                 && matches!(run.exit, Exit::StoppedWhenDone));
         let counted = ended && timing_free(obs);
         for d in &distinct {
-            let attempts = if counted && d.last_settled {
+            let attempts = if counted && d.last_settled && !d.resent_after_settled {
                 d.attempts.to_string()
             } else {
                 "1 or more (timing decides how many)".to_owned()
@@ -384,6 +390,42 @@ fn canonical(v: &serde_json::Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checks::tests::{health, profile, run, scenario};
+
+    fn transcript_of(journal: Vec<Entry>) -> String {
+        let (scenario, profile) = (scenario(""), profile());
+        let obs = Observation {
+            scenario: &scenario,
+            profile: &profile,
+            journal,
+            served: Default::default(),
+            imds_vm_id: None,
+            pool: Some(Vec::new()),
+            pool_view: fake_wireserver::oracle::kvp::decode_pool(&[]),
+            runs: vec![run(0, 3000, Exit::Code(0))],
+            stalls: Vec::new(),
+        };
+        transcript(&obs)
+    }
+
+    /// Attempts are the scenario's when it answered each but the last retryably; a resend after
+    /// a success (the 200 came after the agent's request timeout on a loaded machine) is timing's.
+    #[test]
+    fn a_resend_after_a_settled_answer_is_not_counted() {
+        let scripted = transcript_of(vec![
+            health(1, 0, 503),
+            health(2, 300, 503),
+            health(3, 600, 201),
+        ]);
+        assert!(scripted.contains("(attempts: 3)"), "{scripted}");
+        let late = transcript_of(vec![health(1, 0, 201), health(2, 1100, 201)]);
+        assert!(
+            late.contains("(attempts: 1 or more (timing decides how many))"),
+            "{late}"
+        );
+        let once = transcript_of(vec![health(1, 0, 201)]);
+        assert!(once.contains("(attempts: 1)"), "{once}");
+    }
 
     #[test]
     fn json_is_canonical_whatever_the_key_order() {
