@@ -127,17 +127,17 @@ pub fn shape(reason: &str, agent: &str) -> String {
     while i < chars.len() {
         let c = chars[i];
         // Quoted values: up to the matching quote on the same line.
-        if matches!(c, '"' | '`' | '\'') && (c != '\'' || i == 0 || !chars[i - 1].is_alphanumeric())
-        {
-            if let Some(len) = chars[i + 1..]
+        let opens =
+            matches!(c, '"' | '`') || (c == '\'' && (i == 0 || !chars[i - 1].is_alphanumeric()));
+        if opens
+            && let Some(len) = chars[i + 1..]
                 .iter()
                 .take_while(|x| **x != '\n')
                 .position(|x| *x == c)
-            {
-                out.push_str("\"…\"");
-                i += len + 2;
-                continue;
-            }
+        {
+            out.push_str("\"…\"");
+            i += len + 2;
+            continue;
         }
         if c.is_whitespace() || is_punct(c) {
             out.push(c);
