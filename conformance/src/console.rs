@@ -6,7 +6,7 @@ use std::path::Path;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::results::{CaseResult, RunResults, Verdict};
+use crate::results::{CaseResult, RunResults, Verdict, problems};
 use crate::tools::text::visible;
 
 /// Colours only on a terminal, and never with `NO_COLOR` set (https://no-color.org).
@@ -77,12 +77,16 @@ fn paint(text: &str, verdict: Verdict, color: bool) -> String {
     format!("\x1b[{code}m{text}\x1b[0m")
 }
 
-/// At most this many failing cases are listed; the report has them all.
-const LISTED: usize = 40;
+/// At most this many causes are listed, each with at most [`LISTED_CASES`] of its cases; the
+/// report has them all.
+const LISTED_GROUPS: usize = 20;
+const LISTED_CASES: usize = 5;
 
-/// The end-of-run summary: a table of verdict counts per agent, the failing cases with their
-/// reasons, and where the results are. Names and reasons come from profiles, scenarios and the
-/// agents themselves: their control characters are escaped ([`visible`]).
+/// The end-of-run summary: a table of verdict counts per agent, the failing cases grouped by
+/// cause (the same check with the same reason but for numbers, paths and quoted values:
+/// [`crate::results::problems`], as in report.html), most frequent first, and where the
+/// results are. Names and reasons come from profiles, scenarios and the agents themselves:
+/// their control characters are escaped ([`visible`]).
 pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> String {
     let mut s = String::new();
     let name_width = results
@@ -116,37 +120,62 @@ pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> S
         s.push('\n');
     }
 
-    let bad =
-        |c: &&CaseResult| c.verdict == Verdict::Fail || (strict && c.verdict == Verdict::NonStrict);
-    let failing: Vec<(&str, &CaseResult)> = results
-        .agents
-        .iter()
-        .flat_map(|a| {
-            a.cases
-                .iter()
-                .filter(bad)
-                .map(move |c| (a.agent.as_str(), c))
-        })
-        .collect();
-    if !failing.is_empty() {
+    let verdicts: &[Verdict] = if strict {
+        &problems::PROBLEM_VERDICTS
+    } else {
+        &[Verdict::Fail]
+    };
+    let groups = problems::group(results, verdicts);
+    if !groups.is_empty() {
         s.push('\n');
-        for (agent, case) in failing.iter().take(LISTED) {
+        for group in groups.iter().take(LISTED_GROUPS) {
             let tag = paint(
-                &case.verdict.as_str().to_ascii_uppercase(),
-                case.verdict,
+                &group.verdict.as_str().to_ascii_uppercase(),
+                group.verdict,
                 color,
             );
+            if let [only] = group.cases.as_slice() {
+                s.push_str(&format!(
+                    "{tag} {} {}: {}\n",
+                    visible(only.agent),
+                    visible(&only.case.id),
+                    visible(only.case.reason.as_deref().unwrap_or(""))
+                ));
+                continue;
+            }
             s.push_str(&format!(
-                "{tag} {} {}: {}\n",
-                visible(agent),
-                visible(&case.id),
-                visible(case.reason.as_deref().unwrap_or(""))
+                "{tag} ×{} {} ({} agent{}): {}\n",
+                group.cases.len(),
+                visible(group.check),
+                group.agent_count(),
+                if group.agent_count() == 1 { "" } else { "s" },
+                visible(group.example())
             ));
+            for member in group.cases.iter().take(LISTED_CASES) {
+                s.push_str(&format!(
+                    "    {} {}\n",
+                    visible(member.agent),
+                    visible(&member.case.id)
+                ));
+            }
+            if group.cases.len() > LISTED_CASES {
+                s.push_str(&format!(
+                    "    ... and {} more\n",
+                    group.cases.len() - LISTED_CASES
+                ));
+            }
         }
-        if failing.len() > LISTED {
+        if groups.len() > LISTED_GROUPS {
+            let rest: usize = groups[LISTED_GROUPS..].iter().map(|g| g.cases.len()).sum();
             s.push_str(&format!(
-                "... and {} more (see report.html)\n",
-                failing.len() - LISTED
+                "... and {} more cause{} ({rest} case{}; see report.html)\n",
+                groups.len() - LISTED_GROUPS,
+                if groups.len() - LISTED_GROUPS == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                if rest == 1 { "" } else { "s" },
             ));
         }
     }

@@ -3,7 +3,7 @@
 
 use crate::exec::Exit;
 use crate::observe::{Observation, answer_label};
-use crate::results::{Timeline, TimelineEvent};
+use crate::results::{RunEnd, Timeline, TimelineEvent};
 
 /// Builds the timeline; every case of the scenario shares it.
 pub fn build(obs: &Observation) -> Timeline {
@@ -34,6 +34,18 @@ pub fn build(obs: &Observation) -> Timeline {
             _ => Some(r.end_ms),
         }),
         events,
+        runs: obs.runs.iter().map(run_end).collect(),
+    }
+}
+
+/// How one invocation ended and the bounded end of its stderr (the whole output is in the
+/// artifacts, `run-N.stderr`).
+fn run_end(run: &crate::observe::RunRecord) -> RunEnd {
+    RunEnd {
+        exit: run.exit.describe(),
+        exit_code: run.exit.code(),
+        stderr_tail: RunEnd::tail(&run.stderr.text()),
+        stderr_bytes: run.stderr.total as u64,
     }
 }
 

@@ -71,7 +71,15 @@ fn check_results(out: &Path, output: &Output, agent: &str) -> usize {
     let report = quick_junit::Report::deserialize_from_str(&junit).expect("junit.xml parses");
     assert_eq!(report.tests, cases);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert_eq!(html.matches("<svg class=\"timeline\"").count(), cases);
+    // A row per case, a timeline per scenario that ran.
+    assert_eq!(html.matches("<tr class=\"case v-").count(), cases);
+    let mut ran: Vec<&str> = (results.agents[0].cases.iter())
+        .filter(|c| c.timeline.deadline_ms > 0 || !c.timeline.runs.is_empty())
+        .map(|c| c.scenario.as_str())
+        .collect();
+    ran.sort_unstable();
+    ran.dedup();
+    assert_eq!(html.matches("<svg class=\"timeline\"").count(), ran.len());
     cases
 }
 

@@ -2,7 +2,7 @@
 
 mod results_support;
 
-use conformance::results::{RunResults, html};
+use conformance::results::{AgentResults, RunResults, Verdict, html};
 use results_support::{HOSTILE, case_count, fixture};
 
 #[test]
@@ -48,17 +48,21 @@ fn self_contained_no_fetches() {
 }
 
 #[test]
-fn matrix_filters_and_one_timeline_per_case() {
+fn summary_heatmap_and_filters_come_first() {
     let results = fixture();
     let page = html::render(&results);
-    assert_eq!(
-        page.matches("<svg class=\"timeline\"").count(),
-        case_count(&results)
-    );
-    assert_eq!(
-        page.matches("<article class=\"case").count(),
-        case_count(&results)
-    );
+    let at = |needle: &str| {
+        page.find(needle)
+            .unwrap_or_else(|| panic!("{needle} missing"))
+    };
+    // What a reviewer needs first: counts, then the heatmap, then the problems, then cases.
+    assert!(at("<section id=\"summary\"") < at("<section id=\"heatmap\""));
+    assert!(at("<section id=\"heatmap\"") < at("<section id=\"problems\""));
+    assert!(at("<section id=\"problems\"") < at("<main id=\"cases\""));
+    assert!(page.contains(
+        "<a class=\"tile v-fail\" href=\"#show=fail\"><span class=\"n\">1</span> fail</a>"
+    ));
+    assert!(page.contains("<span class=\"n\">2</span> informational</a>"));
     for verdict in [
         "pass",
         "non-strict",
@@ -71,9 +75,167 @@ fn matrix_filters_and_one_timeline_per_case() {
             "<input type=\"checkbox\" data-verdict=\"{verdict}\" checked>"
         )));
     }
-    // Matrix: 6 distinct case ids (one shared by both agents), 12 cells, 7 cases run.
-    assert_eq!(page.matches("<tr><th scope=\"row\">").count(), 6);
-    assert_eq!(page.matches("<td class=\"not-run\">").count(), 5);
+    // Heatmap: one row per scenario group (kvp, retry, sandbox, wire) plus the total; the
+    // hostile agent ran only `wire` cases, so three of its cells are empty. A cell links to
+    // that agent's part of the group and is coloured by its worst verdict.
+    let heatmap = &page[at("<section id=\"heatmap\"")..at("<section id=\"problems\"")];
+    assert_eq!(heatmap.matches("<tr><th scope=\"row\">").count(), 4);
+    assert_eq!(heatmap.matches("<td class=\"not-run\">").count(), 3);
+    assert!(heatmap.contains("<td class=\"h-fail\"><a href=\"#g-0-1\">1 pass, 1 fail</a></td>"));
+    assert!(heatmap.contains(
+        "<td class=\"h-non-strict\"><a href=\"#g-1-3\">1 non-strict, 1 informational</a></td>"
+    ));
+    assert!(page.contains("<section class=\"group\" id=\"g-0-1\""));
+    assert!(page.contains("<section class=\"group\" id=\"g-1-3\""));
+    // Every case is a row with an anchor.
+    assert_eq!(
+        page.matches("<tr class=\"case v-").count(),
+        case_count(&results)
+    );
+}
+
+#[test]
+fn problems_are_grouped_by_cause_most_frequent_first() {
+    let mut results = fixture();
+    // Three more agents fail the interval check the same way, with other numbers; one fails
+    // it differently.
+    let failing = results.agents[0].cases[1].clone();
+    for (n, reason) in [
+        (1, "attempts 1 and 2 were 3 ms apart (expected >= 500 ms)"),
+        (2, "attempts 5 and 6 were 40 ms apart (expected >= 500 ms)"),
+        (3, "attempts 2 and 3 were 7 ms apart (expected >= 500 ms)"),
+        (4, "no second attempt was made"),
+    ] {
+        let mut case = failing.clone();
+        case.reason = Some(reason.into());
+        results.agents.push(AgentResults {
+            agent: format!("naive-{n}"),
+            cases: vec![case],
+        });
+    }
+    let page = html::render(&results);
+    let problems = &page
+        [page.find("<section id=\"problems\"").unwrap()..page.find("<nav id=\"filters\"").unwrap()];
+    assert!(
+        problems.contains("<h2>problems: 6 cases in 3 groups</h2>"),
+        "{problems}"
+    );
+    let groups: Vec<&str> = problems.split("<details class=\"problem").skip(1).collect();
+    assert_eq!(groups.len(), 3);
+    // Most frequent first: the interval failure of four agents, then the two single ones.
+    assert!(
+        groups[0]
+            .contains("×4</span> <code>health.interval</code> attempts 3 and 4 were 12 ms apart")
+    );
+    assert!(groups[0].contains("(4 agents)"));
+    assert_eq!(groups[0].matches("<li>").count(), 4);
+    // The first case is the example; the others show their own reason.
+    assert!(groups[0].contains(
+        "<li><a href=\"#case-0-1\">provision-report · <code>retry.health.interval</code></a></li>"
+    ));
+    assert!(groups[0].contains("<a href=\"#case-2-0\">naive-1 · <code>retry.health.interval</code></a>: attempts 1 and 2 were 3 ms apart"));
+    assert!(groups[1].contains(" v-fail") || groups[2].contains(" v-fail"));
+    assert!(
+        groups
+            .iter()
+            .any(|g| g.contains("no second attempt was made"))
+    );
+    assert!(groups.iter().any(|g| g.contains(" v-non-strict")));
+    // Passing, informational, skipped cases are not problems.
+    assert!(!problems.contains("x-ms-agent-name is recorded"));
+
+    // A run without problems says so.
+    let mut clean = fixture();
+    for case in clean.agents.iter_mut().flat_map(|a| &mut a.cases) {
+        if matches!(case.verdict, Verdict::Fail | Verdict::NonStrict) {
+            case.verdict = Verdict::Pass;
+        }
+    }
+    assert!(html::render(&clean).contains("No failures and no non-strict verdicts."));
+}
+
+#[test]
+fn one_timeline_per_scenario_with_its_checks_as_rows() {
+    // Five checks of one scenario share the scenario's timeline (as the runner builds them).
+    let mut results = fixture();
+    results.agents.truncate(1);
+    let base = results.agents[0].cases[0].clone();
+    results.agents[0].cases = [
+        "protocol.request",
+        "protocol.headers",
+        "behaviour.retry",
+        "behaviour.interval",
+        "kvp.report",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, check)| {
+        let mut case = base.clone();
+        case.id = format!("retry.status.503.{check}");
+        case.scenario = "retry-status-503".into();
+        case.title = format!("retries 503: check number {i}");
+        if i == 3 {
+            case.verdict = Verdict::Fail;
+            case.reason = Some("waited 12 ms (expected >= 500 ms)".into());
+        }
+        case
+    })
+    .collect();
+    let page = html::render(&results);
+    assert_eq!(page.matches("<svg class=\"timeline\"").count(), 1);
+    assert_eq!(page.matches("<section class=\"scenario\"").count(), 1);
+    assert_eq!(page.matches("<tr class=\"case v-").count(), 5);
+    // The scenario heading carries its id and title once; rows the check and its title rest.
+    assert!(page.contains("<h4><code>retry.status.503</code> retries 503 <span class=\"agent-counts\">4 pass, 1 fail</span></h4>"));
+    assert!(page.contains("<tr class=\"case v-fail\" id=\"case-0-3\"><td class=\"b\">fail</td><td><code>behaviour.interval</code></td><td>check number 3<div class=\"reason\">waited 12 ms (expected &gt;= 500 ms)</div>"));
+    // How the agent ended and its stderr, once, with the artifacts link.
+    assert_eq!(page.matches("<ul class=\"runs\">").count(), 1);
+    assert!(page.contains("<li>run 1: <span class=\"exit ok\">exit status 0</span> · <details class=\"stderr\"><summary>stderr (45 bytes)</summary><pre>provision-report: reported Ready (4 attempts)</pre></details></li>"));
+    assert_eq!(
+        page.matches("href=\"artifacts/provision-report/retry.health.503-burst/\"")
+            .count(),
+        1
+    );
+    // Evidence stays with each check.
+    assert_eq!(page.matches("<details class=\"evidence\"").count(), 5);
+
+    // A case whose timeline differs from its scenario's keeps its own (nothing lost).
+    let mut odd = results.clone();
+    odd.agents[0].cases[4].timeline.events.pop();
+    let page = html::render(&odd);
+    assert_eq!(page.matches("<svg class=\"timeline\"").count(), 2);
+}
+
+#[test]
+fn a_failed_agent_shows_its_exit_and_the_end_of_its_stderr() {
+    let page = html::render(&fixture());
+    // The hostile agent: exit status 3, a stderr tail of 9000 bytes, escaped.
+    assert!(page.contains("<li>run 1: <span class=\"exit bad\">exit status 3 &lt;script&gt;"));
+    assert!(page.contains("<summary>stderr, last 2 lines of 9.0 KB</summary><pre>&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+    assert!(page.contains("\u{fffd}\nlast line</pre>"));
+}
+
+#[test]
+fn reasons_every_skipped_check_shares_are_said_once() {
+    let mut results = fixture();
+    results.agents.truncate(1);
+    let skipped = results.agents[0].cases[4].clone();
+    results.agents[0].cases = (0..4)
+        .map(|i| {
+            let mut case = skipped.clone();
+            case.id = format!("sandbox.netns.check.{i}");
+            case
+        })
+        .collect();
+    let page = html::render(&results);
+    assert_eq!(
+        page.matches("needs root for the network namespace").count(),
+        1
+    );
+    assert!(page.contains("<p class=\"reason\"><span class=\"badge v-skipped\">skipped</span> 4 of 4 checks: needs root for the network namespace</p>"));
+    // Not run: no timeline drawn for it.
+    assert!(!page.contains("<svg class=\"timeline\""));
+    assert!(page.contains("· not run"));
 }
 
 #[test]

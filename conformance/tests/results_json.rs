@@ -60,6 +60,31 @@ fn other_schema_versions_are_refused_by_name() {
 }
 
 #[test]
+fn runs_are_optional_so_files_without_them_keep_their_bytes() {
+    // A case whose scenario never ran (or a file from before `runs` existed) has no `runs`
+    // key at all: reading and writing it again gives the same bytes.
+    let mut results = fixture();
+    for case in results.agents.iter_mut().flat_map(|a| &mut a.cases) {
+        case.timeline.runs.clear();
+    }
+    let text = json::render(&results).unwrap();
+    assert!(!text.contains("\"runs\""), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.json");
+    std::fs::write(&path, &text).unwrap();
+    let back = json::read(&path).unwrap();
+    assert_eq!(back, results);
+    assert_eq!(json::render(&back).unwrap(), text);
+
+    // With runs, they round-trip.
+    let full = fixture();
+    let text = json::render(&full).unwrap();
+    assert!(text.contains("\"stderr_tail\""));
+    std::fs::write(&path, &text).unwrap();
+    assert_eq!(json::read(&path).unwrap(), full);
+}
+
+#[test]
 fn broken_files_are_reported_with_their_path() {
     let dir = tempfile::tempdir().unwrap();
     let missing = json::read(dir.path().join("nope.json")).unwrap_err();
@@ -251,7 +276,9 @@ fn documented_properties(schema: &Value) -> BTreeSet<String> {
     add("root", schema);
     for (def, node) in schema["$defs"].as_object().unwrap() {
         add(def, node);
-        // Every documented property is also required: the model always writes it.
+        // Every documented property is also required: the model always writes it; except
+        // those documented as optional (added within a version, written only when there is
+        // something to say, so older files keep their bytes).
         let required: BTreeSet<&str> = node["required"]
             .as_array()
             .into_iter()
@@ -262,6 +289,11 @@ fn documented_properties(schema: &Value) -> BTreeSet<String> {
             .as_object()
             .into_iter()
             .flatten()
+            .filter(|(_, v)| {
+                !v["description"]
+                    .as_str()
+                    .is_some_and(|d| d.starts_with("Optional"))
+            })
             .map(|(k, _)| k.as_str())
             .collect();
         assert_eq!(

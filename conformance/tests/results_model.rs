@@ -101,3 +101,22 @@ fn answers_are_classed_by_status_family() {
         assert_eq!(event.answer_class(), class, "{answer}");
     }
 }
+
+#[test]
+fn stderr_tail_keeps_the_last_lines_within_the_byte_bound() {
+    use conformance::results::RunEnd;
+    let text: String = (1..=40).map(|i| format!("line {i}\n")).collect();
+    let tail = RunEnd::tail(&text);
+    assert_eq!(tail.lines().count(), RunEnd::TAIL_LINES);
+    assert!(
+        tail.starts_with("line 29\n") && tail.ends_with("line 40"),
+        "{tail}"
+    );
+    assert_eq!(RunEnd::tail("one\ntwo\n\n"), "one\ntwo");
+    assert_eq!(RunEnd::tail(""), "");
+    // One long line: its end, cut on a character boundary.
+    let long = "é".repeat(3000);
+    let tail = RunEnd::tail(&long);
+    assert!(tail.len() <= RunEnd::TAIL_BYTES && tail.len() >= RunEnd::TAIL_BYTES - 1);
+    assert!(tail.chars().all(|c| c == 'é'));
+}

@@ -9,9 +9,10 @@ pub mod json;
 pub mod junit;
 pub mod model;
 mod output;
+pub mod problems;
 
 pub use model::{
-    AgentResults, AnswerClass, CaseResult, Evidence, RunResults, SCHEMA_VERSION, Timeline,
+    AgentResults, AnswerClass, CaseResult, Evidence, RunEnd, RunResults, SCHEMA_VERSION, Timeline,
     TimelineEvent, Verdict, VerdictCounts,
 };
 pub use output::ResultsError;

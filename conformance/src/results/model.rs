@@ -122,6 +122,50 @@ pub struct Timeline {
     /// When the agent process exited (`None`: killed at the deadline or never started).
     pub agent_exit_ms: Option<u64>,
     pub events: Vec<TimelineEvent>,
+    /// How each agent invocation of the scenario ended, with the end of its stderr. Optional:
+    /// absent (not `[]`) when nothing ran, so files written before it existed read the same.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<RunEnd>,
+}
+
+/// How one agent invocation ended, and the last lines it wrote to stderr.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunEnd {
+    /// What happened, for people: `exit status 1`, `killed by signal 9`, `could not be
+    /// started: ...`, `still running at the deadline (process group killed)`.
+    pub exit: String,
+    /// The exit status when it exited on its own (`None`: a signal, the deadline, never started).
+    pub exit_code: Option<i32>,
+    /// The last [`RunEnd::TAIL_LINES`] lines of its stderr, at most [`RunEnd::TAIL_BYTES`]
+    /// bytes (cut on a character boundary), as text; `""` when it wrote nothing.
+    pub stderr_tail: String,
+    /// How many bytes it wrote to stderr in all (the tail may be a small part of it).
+    pub stderr_bytes: u64,
+}
+
+impl RunEnd {
+    pub const TAIL_LINES: usize = 12;
+    pub const TAIL_BYTES: usize = 1024;
+
+    /// The bounded tail of `text`: its last [`Self::TAIL_LINES`] lines, then at most
+    /// [`Self::TAIL_BYTES`] bytes of them (the end kept, cut on a character boundary).
+    pub fn tail(text: &str) -> String {
+        let text = text.trim_end_matches(['\n', '\r']);
+        // The newline before the last TAIL_LINES lines, counted from the end.
+        let start = text
+            .rmatch_indices('\n')
+            .nth(Self::TAIL_LINES - 1)
+            .map_or(0, |(index, _)| index + 1);
+        let mut tail = &text[start..];
+        if tail.len() > Self::TAIL_BYTES {
+            let mut cut = tail.len() - Self::TAIL_BYTES;
+            while !tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            tail = &tail[cut..];
+        }
+        tail.to_string()
+    }
 }
 
 /// One request the fake received and how it was answered.

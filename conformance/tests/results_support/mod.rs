@@ -5,8 +5,8 @@
 #![allow(dead_code)] // each test file uses a different part
 
 use conformance::results::{
-    AgentResults, CaseResult, Evidence, RunResults, SCHEMA_VERSION, Timeline, TimelineEvent,
-    Verdict,
+    AgentResults, CaseResult, Evidence, RunEnd, RunResults, SCHEMA_VERSION, Timeline,
+    TimelineEvent, Verdict,
 };
 
 pub const HOSTILE: &str = "<script>alert('x')</script> \"quoted\" & <img src=x onerror=alert(1)>";
@@ -77,6 +77,12 @@ pub fn fixture() -> RunResults {
                 event(2_080, Some(2_083), health, post, "503", true),
                 event(3_090, Some(3_100), health, post, "201", false),
             ],
+            runs: vec![RunEnd {
+                exit: "exit status 0".into(),
+                exit_code: Some(0),
+                stderr_tail: "provision-report: reported Ready (4 attempts)".into(),
+                stderr_bytes: 45,
+            }],
         },
     );
     retry.evidence.push(Evidence {
@@ -102,6 +108,7 @@ pub fn fixture() -> RunResults {
                 event(56, Some(57), health, post, "reset", true),
                 event(70, None, health, post, "hang", true),
             ],
+            runs: vec![],
         },
     );
     too_fast.evidence.push(Evidence {
@@ -120,6 +127,12 @@ pub fn fixture() -> RunResults {
             deadline_ms: 2_000,
             agent_exit_ms: Some(400),
             events: vec![event(100, Some(104), HOSTILE, HOSTILE, HOSTILE, false)],
+            runs: vec![RunEnd {
+                exit: format!("exit status 3 {HOSTILE}"),
+                exit_code: Some(3),
+                stderr_tail: format!("{HOSTILE}\u{0}\nlast line"),
+                stderr_bytes: 9_000,
+            }],
         },
     );
     hostile.evidence.push(Evidence {
@@ -156,6 +169,7 @@ pub fn fixture() -> RunResults {
                     false,
                 ),
             ],
+            runs: vec![],
         },
     );
     let unimplemented = case(
@@ -168,6 +182,7 @@ pub fn fixture() -> RunResults {
             deadline_ms: 1_000,
             agent_exit_ms: Some(120),
             events: vec![],
+            runs: vec![],
         },
     );
     let skipped = case(
@@ -180,6 +195,7 @@ pub fn fixture() -> RunResults {
             deadline_ms: 0,
             agent_exit_ms: None,
             events: vec![],
+            runs: vec![],
         },
     );
 

@@ -53,8 +53,8 @@ pub(super) fn render(page: &mut String, timeline: &Timeline) {
         let y = TOP + index as f64 * LANE;
         let _ = writeln!(
             page,
-            "<rect class=\"lane lane-{}\" x=\"{GUTTER}\" y=\"{y}\" width=\"{w:.1}\" height=\"{LANE}\"/>\
-             <text class=\"lane-label\" x=\"{lx}\" y=\"{ty:.1}\"><title>{full}: {n} request{s}</title>{short} ×{n}</text>",
+            "<rect class=\"lane lane-{}\" x=\"{GUTTER}\" y=\"{y}\" width=\"{w:.0}\" height=\"{LANE}\"/>\
+             <text class=\"lane-label\" x=\"{lx}\" y=\"{ty:.0}\"><title>{full}: {n} request{s}</title>{short} ×{n}</text>",
             index % 2,
             w = WIDTH - GUTTER - RIGHT,
             lx = GUTTER - 6.0,
@@ -68,8 +68,8 @@ pub(super) fn render(page: &mut String, timeline: &Timeline) {
     if lanes.is_empty() {
         let _ = writeln!(
             page,
-            "<rect class=\"lane lane-0\" x=\"{GUTTER}\" y=\"{TOP}\" width=\"{w:.1}\" height=\"{LANE}\"/>\
-             <text class=\"no-requests\" x=\"{x:.1}\" y=\"{y:.1}\">no requests received</text>",
+            "<rect class=\"lane lane-0\" x=\"{GUTTER}\" y=\"{TOP}\" width=\"{w:.0}\" height=\"{LANE}\"/>\
+             <text class=\"no-requests\" x=\"{x:.0}\" y=\"{y:.0}\">no requests received</text>",
             w = WIDTH - GUTTER - RIGHT,
             x = GUTTER + 8.0,
             y = TOP + LANE / 2.0 + 4.0,
@@ -84,9 +84,9 @@ pub(super) fn render(page: &mut String, timeline: &Timeline) {
         let _ = writeln!(
             page,
             "<g class=\"budget\"><title>budget {}</title>\
-             <rect class=\"over-budget\" x=\"{x:.1}\" y=\"{TOP}\" width=\"{w:.1}\" height=\"{h:.1}\"/>\
-             <line x1=\"{x:.1}\" y1=\"{y1:.1}\" x2=\"{x:.1}\" y2=\"{plot_bottom:.1}\"/>\
-             <text x=\"{x:.1}\" y=\"10\" text-anchor=\"{anchor}\">budget {}</text></g>",
+             <rect class=\"over-budget\" x=\"{x:.0}\" y=\"{TOP}\" width=\"{w:.0}\" height=\"{h:.0}\"/>\
+             <line x1=\"{x:.0}\" y1=\"{y1:.0}\" x2=\"{x:.0}\" y2=\"{plot_bottom:.0}\"/>\
+             <text x=\"{x:.0}\" y=\"10\" text-anchor=\"{anchor}\">budget {}</text></g>",
             duration_text(budget),
             duration_text(budget),
             w = (WIDTH - RIGHT - x).max(0.0),
@@ -101,8 +101,8 @@ pub(super) fn render(page: &mut String, timeline: &Timeline) {
         let _ = writeln!(
             page,
             "<g class=\"deadline\"><title>deadline {}</title>\
-             <line x1=\"{x:.1}\" y1=\"{y1:.1}\" x2=\"{x:.1}\" y2=\"{plot_bottom:.1}\"/>\
-             <text x=\"{x:.1}\" y=\"{ly:.1}\" text-anchor=\"{anchor}\">deadline</text></g>",
+             <line x1=\"{x:.0}\" y1=\"{y1:.0}\" x2=\"{x:.0}\" y2=\"{plot_bottom:.0}\"/>\
+             <text x=\"{x:.0}\" y=\"{ly:.0}\" text-anchor=\"{anchor}\">deadline</text></g>",
             duration_text(timeline.deadline_ms),
             y1 = 36.0,
             ly = 34.0,
@@ -115,8 +115,8 @@ pub(super) fn render(page: &mut String, timeline: &Timeline) {
         let _ = writeln!(
             page,
             "<g class=\"exit\"><title>agent exited at {}</title>\
-             <line x1=\"{x:.1}\" y1=\"{y1:.1}\" x2=\"{x:.1}\" y2=\"{plot_bottom:.1}\"/>\
-             <text x=\"{x:.1}\" y=\"{ly:.1}\" text-anchor=\"{anchor}\">exit {}</text></g>",
+             <line x1=\"{x:.0}\" y1=\"{y1:.0}\" x2=\"{x:.0}\" y2=\"{plot_bottom:.0}\"/>\
+             <text x=\"{x:.0}\" y=\"{ly:.0}\" text-anchor=\"{anchor}\">exit {}</text></g>",
             duration_text(exit),
             duration_text(exit),
             y1 = 24.0,
@@ -180,7 +180,7 @@ fn axis(page: &mut String, scale: &Scale, plot_bottom: f64) {
     page.push_str("<g class=\"axis\">");
     let _ = write!(
         page,
-        "<line x1=\"{GUTTER}\" y1=\"{plot_bottom:.1}\" x2=\"{x2:.1}\" y2=\"{plot_bottom:.1}\"/>",
+        "<line x1=\"{GUTTER}\" y1=\"{plot_bottom:.0}\" x2=\"{x2:.0}\" y2=\"{plot_bottom:.0}\"/>",
         x2 = WIDTH - RIGHT
     );
     let mut t = 0;
@@ -188,8 +188,8 @@ fn axis(page: &mut String, scale: &Scale, plot_bottom: f64) {
         let x = scale.x(t);
         let _ = write!(
             page,
-            "<line class=\"grid\" x1=\"{x:.1}\" y1=\"{TOP}\" x2=\"{x:.1}\" y2=\"{plot_bottom:.1}\"/>\
-             <text x=\"{x:.1}\" y=\"{y:.1}\">{}</text>",
+            "<line class=\"grid\" x1=\"{x:.0}\" y1=\"{TOP}\" x2=\"{x:.0}\" y2=\"{plot_bottom:.0}\"/>\
+             <text x=\"{x:.0}\" y=\"{y:.0}\">{}</text>",
             tick_label(t, step),
             y = plot_bottom + 16.0,
         );
@@ -255,12 +255,12 @@ fn lane_events(page: &mut String, scale: &Scale, lane: &Lane<'_>, mid: f64, open
             let _ = write!(
                 page,
                 "<g class=\"wait\"><title>wait {label} before the next request</title>\
-                 <line x1=\"{x1:.1}\" y1=\"{mid:.1}\" x2=\"{nx:.1}\" y2=\"{mid:.1}\"/>",
+                 <line x1=\"{x1:.0}\" y1=\"{mid:.0}\" x2=\"{nx:.0}\" y2=\"{mid:.0}\"/>",
             );
             if nx - x1 >= label.len() as f64 * CHAR_PX + 4.0 {
                 let _ = write!(
                     page,
-                    "<text x=\"{cx:.1}\" y=\"{ty:.1}\">{label}</text>",
+                    "<text x=\"{cx:.0}\" y=\"{ty:.0}\">{label}</text>",
                     cx = (x1 + nx) / 2.0,
                     ty = mid + BAR / 2.0 + 7.0,
                 );
@@ -279,8 +279,8 @@ fn lane_events(page: &mut String, scale: &Scale, lane: &Lane<'_>, mid: f64, open
         let _ = write!(
             page,
             "<g class=\"{classes}\"><title>{}</title>\
-             <line class=\"tick\" x1=\"{x0:.1}\" y1=\"{t1:.1}\" x2=\"{x0:.1}\" y2=\"{t2:.1}\"/>\
-             <rect class=\"bar\" x=\"{x0:.1}\" y=\"{bar_top:.1}\" width=\"{w:.1}\" height=\"{BAR}\"/>",
+             <line class=\"tick\" x1=\"{x0:.0}\" y1=\"{t1:.0}\" x2=\"{x0:.0}\" y2=\"{t2:.0}\"/>\
+             <rect class=\"bar\" x=\"{x0:.0}\" y=\"{bar_top:.0}\" width=\"{w:.0}\" height=\"{BAR}\"/>",
             escape(&event_tooltip(event)),
             t1 = mid - LANE / 2.0 + 2.0,
             t2 = mid + LANE / 2.0 - 2.0,
@@ -290,7 +290,7 @@ fn lane_events(page: &mut String, scale: &Scale, lane: &Lane<'_>, mid: f64, open
             // A diamond on the tick: distinct from any answer colour.
             let _ = write!(
                 page,
-                "<path class=\"fault-mark\" d=\"M{x0:.1} {a:.1} L{r:.1} {mid:.1} L{x0:.1} {b:.1} L{l:.1} {mid:.1} Z\"/>",
+                "<path class=\"fault-mark\" d=\"M{x0:.0} {a:.0} L{r:.0} {mid:.0} L{x0:.0} {b:.0} L{l:.0} {mid:.0} Z\"/>",
                 a = mid - 6.0,
                 b = mid + 6.0,
                 l = x0 - 6.0,
@@ -303,7 +303,7 @@ fn lane_events(page: &mut String, scale: &Scale, lane: &Lane<'_>, mid: f64, open
         if room >= text.chars().count() as f64 * CHAR_PX + 6.0 {
             let _ = write!(
                 page,
-                "<text class=\"answer\" x=\"{tx:.1}\" y=\"{ty:.1}\">{}</text>",
+                "<text class=\"answer\" x=\"{tx:.0}\" y=\"{ty:.0}\">{}</text>",
                 escape(&text),
                 tx = x0 + 3.0,
                 ty = bar_top - 2.0,

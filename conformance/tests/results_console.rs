@@ -1,0 +1,77 @@
+//! The terminal summary of `wirecheck run`: failures grouped by cause, most frequent first,
+//! bounded, and agent text escaped.
+
+mod results_support;
+
+use std::path::Path;
+
+use conformance::console::summary;
+use conformance::results::{AgentResults, RunResults};
+use results_support::fixture;
+
+/// The fixture plus `n` agents failing the interval check the same way (other numbers).
+fn with_naive_agents(n: usize) -> RunResults {
+    let mut results = fixture();
+    let failing = results.agents[0].cases[1].clone();
+    for i in 0..n {
+        let mut case = failing.clone();
+        case.reason = Some(format!(
+            "attempts {} and {} were {} ms apart (expected >= 500 ms)",
+            i + 1,
+            i + 2,
+            i * 3 + 1
+        ));
+        results.agents.push(AgentResults {
+            agent: format!("naive-{i}"),
+            cases: vec![case],
+        });
+    }
+    results
+}
+
+#[test]
+fn failures_of_one_cause_are_one_group_listing_its_cases() {
+    let text = summary(&with_naive_agents(8), Path::new("out"), false, false);
+    assert!(
+        text.contains(
+            "FAIL ×9 health.interval (9 agents): attempts 3 and 4 were 12 ms apart (expected >= 500 ms)\n    provision-report retry.health.interval\n    naive-0 retry.health.interval\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("    ... and 4 more\n"), "{text}");
+    // Each failing case is named once at most; not the 9 lines of before.
+    assert_eq!(text.matches("FAIL").count(), 1, "{text}");
+    // Non-strict only counts under --strict.
+    assert!(!text.contains("NON-STRICT"), "{text}");
+    let strict = summary(&with_naive_agents(8), Path::new("out"), true, false);
+    assert!(strict.contains("NON-STRICT hostile "), "{strict}");
+}
+
+#[test]
+fn a_single_failure_keeps_its_one_line() {
+    let text = summary(&fixture(), Path::new("out"), false, false);
+    assert!(
+        text.contains(
+            "FAIL provision-report retry.health.interval: attempts 3 and 4 were 12 ms apart (expected >= 500 ms)\n"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn many_causes_are_bounded() {
+    let mut results = fixture();
+    let failing = results.agents[0].cases[1].clone();
+    for i in 0..30 {
+        let mut case = failing.clone();
+        case.id = format!("s{i}.check.c{i}");
+        results.agents[0].cases.push(case);
+    }
+    let text = summary(&results, Path::new("out"), false, false);
+    // 31 causes (the check differs): 20 shown, the rest counted.
+    assert_eq!(text.matches("\nFAIL ").count(), 20, "{text}");
+    assert!(
+        text.contains("... and 11 more causes (11 cases; see report.html)"),
+        "{text}"
+    );
+}
