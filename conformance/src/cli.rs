@@ -81,10 +81,43 @@ pub enum Command {
     /// markdown table
     #[command(after_help = MATRIX_AFTER_HELP)]
     Matrix {
-        /// A results.json written by `wirecheck run`
+        /// A results folder written by `wirecheck run` (or its results.json)
         results: PathBuf,
     },
+    /// Merge the results of the parts of one `--partition K/N` run into one results folder
+    /// (results.json, junit.xml, report.html, artifacts/)
+    #[command(after_help = MERGE_AFTER_HELP)]
+    Merge(MergeArgs),
 }
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The merged results folder (must not be one of the parts)
+    pub out: PathBuf,
+    /// The parts: results folders (or their results.json), one per partition
+    #[arg(required = true, num_args = 1..)]
+    pub parts: Vec<PathBuf>,
+    /// Also append a Markdown summary to FILE (e.g. "$GITHUB_STEP_SUMMARY")
+    #[arg(long, value_name = "FILE", env = "WIRECHECK_SUMMARY")]
+    pub summary: Option<PathBuf>,
+    /// Count non-strict verdicts as failures (exit status, summary)
+    #[arg(long, env = "WIRECHECK_STRICT", value_parser = env_bool())]
+    pub strict: bool,
+}
+
+const MERGE_AFTER_HELP: &str = "\
+Example (one CI job per part, then one that merges):
+  wirecheck run --partition 1/2 --run-id \"$GITHUB_RUN_ID\" --out part-1
+  wirecheck run --partition 2/2 --run-id \"$GITHUB_RUN_ID\" --out part-2
+  wirecheck merge wirecheck-results part-1 part-2 --summary \"$GITHUB_STEP_SUMMARY\"
+
+Refused, naming the part: parts of another run (other agents, cases, --snapshots or --run-id), \
+of another wirecheck version or split another way, a partition given twice or missing, a case \
+in two parts, a part that lost cases.
+
+Exit status: like `wirecheck run`'s: 0 merged and no case failed; 1 merged and a case failed \
+(with --strict: or was non-strict); 2 the parts cannot be merged or read, or the results \
+cannot be written.";
 
 /// Where scenarios and agent profiles are read from.
 #[derive(Debug, Args)]
@@ -137,17 +170,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "K/N", env = "WIRECHECK_PARTITION")]
     pub partition: Option<Partition>,
     /// Count non-strict verdicts as failures
-    #[arg(long, env = "WIRECHECK_STRICT")]
+    #[arg(long, env = "WIRECHECK_STRICT", value_parser = env_bool())]
     pub strict: bool,
     /// No progress bar
-    #[arg(long, env = "WIRECHECK_QUIET")]
+    #[arg(long, env = "WIRECHECK_QUIET", value_parser = env_bool())]
     pub quiet: bool,
     /// Compare each (agent, scenario)'s transcript with DIR/<agent>/<scenario id>.snap; a
     /// mismatch fails case `<scenario id>.snapshot.transcript` and writes a `.snap.new`
     #[arg(long, value_name = "DIR", env = "WIRECHECK_SNAPSHOTS")]
     pub snapshots: Option<PathBuf>,
     /// With --snapshots: a missing snapshot fails too (for CI)
-    #[arg(long, env = "WIRECHECK_SNAPSHOTS_STRICT", requires = "snapshots")]
+    #[arg(long, env = "WIRECHECK_SNAPSHOTS_STRICT", requires = "snapshots", value_parser = env_bool())]
     pub snapshots_strict: bool,
     /// With --snapshots: what to do with snapshots of the agents run whose scenario no longer
     /// exists: name them (warn), fail the run (reject), or say nothing (ignore)
@@ -160,6 +193,13 @@ pub struct RunArgs {
         requires = "snapshots"
     )]
     pub unreferenced: Unreferenced,
+    /// Also append a Markdown summary of the run to FILE (e.g. "$GITHUB_STEP_SUMMARY")
+    #[arg(long, value_name = "FILE", env = "WIRECHECK_SUMMARY")]
+    pub summary: Option<PathBuf>,
+    /// Names this run in results.json, so `wirecheck merge` refuses parts of another run with
+    /// the same plan (e.g. the CI's run number)
+    #[arg(long, value_name = "ID", env = "WIRECHECK_RUN_ID")]
+    pub run_id: Option<String>,
 }
 
 /// `--unreferenced`: snapshots whose scenario is gone.
@@ -220,7 +260,7 @@ pub enum KvpCommand {
         /// The pool file (e.g. /var/lib/hyperv/.kvp_pool_1)
         file: PathBuf,
         /// Machine-readable output
-        #[arg(long, env = "WIRECHECK_JSON")]
+        #[arg(long, env = "WIRECHECK_JSON", value_parser = env_bool())]
         json: bool,
     },
 }
@@ -233,7 +273,7 @@ pub enum ReportCommand {
         /// The encoded report
         string: String,
         /// Machine-readable output
-        #[arg(long, env = "WIRECHECK_JSON")]
+        #[arg(long, env = "WIRECHECK_JSON", value_parser = env_bool())]
         json: bool,
     },
 }
@@ -264,8 +304,16 @@ pub fn dispatch(cli: Cli) -> ExitCode {
             crate::tools::vectors_check_blocking(&dir),
         )),
         Command::Matrix { results } => tool(crate::tools::emit(crate::tools::matrix(&results))),
+        Command::Merge(args) => merge(args),
     };
     ExitCode::from(code)
+}
+
+/// The `WIRECHECK_*` twin of a boolean flag accepts `1`/`0`, `true`/`false`, `yes`/`no`,
+/// `on`/`off` (as provision-report's `PROVISION_REPORT_*` do); anything else is an error
+/// naming the variable.
+fn env_bool() -> clap::builder::BoolishValueParser {
+    clap::builder::BoolishValueParser::new()
 }
 
 fn tool(code: i32) -> u8 {
@@ -393,12 +441,19 @@ fn run(args: RunArgs) -> u8 {
         cases_parent: None,
         snapshots: snapshots.clone(),
     };
-    let results = match runner::run(planned, &settings) {
+    let run_info = run_info(&profiles, &scenarios, &filter, &args);
+    let mut results = match runner::run(planned, &settings) {
         Ok(r) => r,
         Err(e) => return usage(format!("cannot start the runtime: {e}")),
     };
+    results.run = Some(run_info);
     if let Err(e) = crate::results::write_all(&args.out, &results) {
         return usage(format!("cannot write the results: {e}"));
+    }
+    if let Some(path) = &args.summary
+        && let Err(e) = crate::results::summary::append(path, &results, args.strict)
+    {
+        return usage(format!("cannot write the summary {}: {e}", path.display()));
     }
     let color = crate::console::colors_enabled(std::io::stdout().is_terminal());
     print!(
@@ -458,6 +513,71 @@ fn run(args: RunArgs) -> u8 {
         return EXIT_USAGE;
     }
     if results.exit_code(args.strict) == 0 && !unreferenced_failed {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    }
+}
+
+/// What `wirecheck merge` needs to tell this run's parts from another's: the fingerprint of
+/// the whole plan (every partition), its case count, this part.
+fn run_info(
+    profiles: &[Arc<AgentProfile>],
+    scenarios: &[Arc<Scenario>],
+    filter: &CaseFilter,
+    args: &RunArgs,
+) -> crate::results::RunInfo {
+    let whole = runner::plan(profiles, scenarios, filter, None);
+    let cases: Vec<(&str, String)> = whole
+        .iter()
+        .flat_map(|p| {
+            p.checks
+                .iter()
+                .map(|c| (p.profile.name.as_str(), p.scenario.case_id(c)))
+        })
+        .collect();
+    crate::results::RunInfo {
+        id: args.run_id.clone(),
+        plan_cases: cases.len(),
+        plan: crate::results::merge::plan_fingerprint(
+            env!("CARGO_PKG_VERSION"),
+            args.snapshots.is_some(),
+            cases,
+        ),
+        partition: args.partition.map(|p| crate::results::PartInfo { k: p.k, n: p.n }),
+    }
+}
+
+fn merge(args: MergeArgs) -> u8 {
+    use crate::results::merge;
+    let mut parts = Vec::new();
+    for path in &args.parts {
+        match merge::read_part(path) {
+            Ok(p) => parts.push(p),
+            Err(e) => return usage(e),
+        }
+    }
+    let results = match merge::check_out(&args.out, &parts).and_then(|()| merge::merge(&parts)) {
+        Ok(r) => r,
+        Err(e) => return usage(e),
+    };
+    if let Err(e) = merge::copy_artifacts(&args.out, &parts) {
+        return usage(e);
+    }
+    if let Err(e) = crate::results::write_all(&args.out, &results) {
+        return usage(format!("cannot write the results: {e}"));
+    }
+    if let Some(path) = &args.summary
+        && let Err(e) = crate::results::summary::append(path, &results, args.strict)
+    {
+        return usage(format!("cannot write the summary {}: {e}", path.display()));
+    }
+    let color = crate::console::colors_enabled(std::io::stdout().is_terminal());
+    print!(
+        "{}",
+        crate::console::summary(&results, &args.out, args.strict, color)
+    );
+    if results.exit_code(args.strict) == 0 {
         EXIT_OK
     } else {
         EXIT_FAILED

@@ -7,11 +7,13 @@
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod merge;
 pub mod model;
+pub mod summary;
 mod output;
 
 pub use model::{
-    AgentResults, AnswerClass, CaseResult, Evidence, RunResults, SCHEMA_VERSION, Timeline,
+    AgentResults, AnswerClass, CaseResult, Evidence, PartInfo, RunInfo, RunResults, SCHEMA_VERSION, Timeline,
     TimelineEvent, Verdict, VerdictCounts,
 };
 pub use output::ResultsError;

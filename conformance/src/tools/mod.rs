@@ -6,7 +6,7 @@
 //! [`emit`].
 
 mod kvp_dump;
-mod matrix;
+pub(crate) mod matrix;
 mod report_parse;
 pub(crate) mod text;
 pub mod vectors;

@@ -1,0 +1,199 @@
+//! The Markdown summary of a run for CI pages (`wirecheck run --summary FILE`, `wirecheck
+//! merge --summary FILE`, e.g. `$GITHUB_STEP_SUMMARY`): the verdict, the counts, the agent ×
+//! scenario group matrix, then the failures (and, with `--strict`, the non-strict verdicts)
+//! grouped by check and message shape, most frequent first.
+//!
+//! Pure (same results, same bytes) and bounded: GitHub keeps at most 1 MiB of a step's
+//! summary, so groups and the cases listed per group are capped, saying how many were left
+//! out. Reasons and names are agents' text: escaped so they render as text, never as links,
+//! images or markup.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::Path;
+
+use super::model::{RunResults, Verdict};
+
+/// Groups shown; the rest are counted.
+pub const MAX_GROUPS: usize = 40;
+/// Cases listed under a group; the rest are counted.
+pub const MAX_CASES_PER_GROUP: usize = 15;
+/// Characters of a reason shown.
+const MAX_REASON_CHARS: usize = 300;
+
+/// Markdown text: no markup, link or HTML survives, no line break, at most `max` characters.
+pub fn escape(text: &str, max: usize) -> String {
+    let clipped: String = text.chars().take(max).collect();
+    let clipped = crate::tools::text::visible(&clipped);
+    let mut out = String::with_capacity(clipped.len());
+    for c in clipped.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\n' | '\r' => out.push(' '),
+            // Emphasis, code, links and images, headings, tables, strike-through. Nothing
+            // escaped here starts a line, so list and heading markers need no escape.
+            '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '|' | '!' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    if text.chars().count() > max {
+        out.push('…');
+    }
+    out
+}
+
+/// The check id of a case id (its last two dotted parts).
+fn check_id(case_id: &str) -> &str {
+    case_id
+        .rmatch_indices('.')
+        .nth(1)
+        .map_or(case_id, |(i, _)| &case_id[i + 1..])
+}
+
+/// A reason with its numbers taken out: `waited 1200 ms` and `waited 900 ms` are one cause.
+fn shape(reason: &str) -> String {
+    let mut out = String::new();
+    let mut in_number = false;
+    for c in reason.chars() {
+        if c.is_ascii_digit() {
+            if !in_number {
+                out.push('#');
+            }
+            in_number = true;
+        } else {
+            in_number = false;
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The summary as Markdown.
+pub fn render(results: &RunResults, strict: bool) -> String {
+    let counts = results.counts();
+    let failed = results.exit_code(strict) != 0;
+    let mut out = String::new();
+    let verdict = if failed {
+        "❌ failed"
+    } else if results.interrupted.is_some() {
+        "⚠️ interrupted"
+    } else {
+        "✅ passed"
+    };
+    out.push_str(&format!(
+        "## wirecheck: {verdict}{}\n\n",
+        if strict { " (--strict)" } else { "" }
+    ));
+    out.push_str(&format!(
+        "{} cases: {counts}, {} agent(s), wirecheck {}.\n\n",
+        counts.total(),
+        results.agents.len(),
+        escape(&results.wirecheck_version, 40)
+    ));
+    if let Some(signal) = &results.interrupted {
+        out.push_str(&format!(
+            "**Interrupted** ({}): the results are partial.\n\n",
+            escape(signal, 20)
+        ));
+    }
+    if let Some(why) = &results.uncontained {
+        out.push_str(&format!(
+            "**Uncontained**: {}\n\n",
+            escape(why, MAX_REASON_CHARS)
+        ));
+    }
+    out.push_str(&crate::tools::matrix::render(results));
+
+    // (check id, verdict, reason shape) -> cases (agent, case id, reason).
+    let mut groups: BTreeMap<(String, Verdict, String), Vec<(&str, &str, &str)>> = BTreeMap::new();
+    for agent in &results.agents {
+        for case in &agent.cases {
+            let counted =
+                case.verdict == Verdict::Fail || (strict && case.verdict == Verdict::NonStrict);
+            if !counted {
+                continue;
+            }
+            let reason = case.reason.as_deref().unwrap_or("");
+            groups
+                .entry((check_id(&case.id).to_owned(), case.verdict, shape(reason)))
+                .or_default()
+                .push((&agent.agent, &case.id, reason));
+        }
+    }
+    if groups.is_empty() {
+        return out;
+    }
+    let mut groups: Vec<_> = groups.into_iter().collect();
+    // Most frequent first; ties by check id (the map's order), so the output is stable.
+    groups.sort_by(|a, b| b.1.len().cmp(&a.1.len()));
+    let problems: usize = groups.iter().map(|g| g.1.len()).sum();
+    out.push_str(&format!(
+        "\n### Problems: {problems} case(s) in {} group(s) of the same check and message\n\n",
+        groups.len()
+    ));
+    for ((check, verdict, _), cases) in groups.iter().take(MAX_GROUPS) {
+        out.push_str(&format!(
+            "- **{}** `{}` × {}: {}\n",
+            verdict.as_str(),
+            check,
+            cases.len(),
+            escape(cases[0].2, MAX_REASON_CHARS)
+        ));
+        out.push_str("  <details><summary>cases</summary>\n\n");
+        for (agent, id, _) in cases.iter().take(MAX_CASES_PER_GROUP) {
+            out.push_str(&format!("  - {} / {}\n", escape(agent, 80), escape(id, 200)));
+        }
+        if cases.len() > MAX_CASES_PER_GROUP {
+            out.push_str(&format!(
+                "  - … and {} more (report.html lists them)\n",
+                cases.len() - MAX_CASES_PER_GROUP
+            ));
+        }
+        out.push_str("\n  </details>\n");
+    }
+    if groups.len() > MAX_GROUPS {
+        out.push_str(&format!(
+            "\n… and {} more group(s); report.html has every case.\n",
+            groups.len() - MAX_GROUPS
+        ));
+    }
+    out
+}
+
+/// Appends the summary to `path` (created if missing), as GitHub expects of
+/// `$GITHUB_STEP_SUMMARY`, so several steps or commands can add to one page.
+pub fn append(path: &Path, results: &RunResults, strict: bool) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    file.write_all(render(results, strict).as_bytes())?;
+    file.write_all(b"\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_text_cannot_become_markup() {
+        let e = escape("![x](http://evil/p.png) <img src=x> | a\nb `c`", 200);
+        assert!(!e.contains("]("), "{e}");
+        assert!(!e.contains('<'), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+        assert!(e.contains("\\|"), "{e}");
+        assert!(e.contains("\\`c\\`"), "{e}");
+    }
+
+    #[test]
+    fn numbers_do_not_split_a_cause() {
+        assert_eq!(shape("waited 1200 ms, 3 tries"), shape("waited 900 ms, 12 tries"));
+        assert_ne!(shape("waited 900 ms"), shape("sent 900 bytes"));
+        assert_eq!(check_id("wire.a.b.protocol.headers"), "protocol.headers");
+    }
+}
