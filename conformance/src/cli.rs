@@ -544,7 +544,11 @@ fn run_info(
             args.snapshots.is_some(),
             cases,
         ),
-        partition: args.partition.map(|p| crate::results::PartInfo { k: p.k, n: p.n }),
+        partition: args
+            .partition
+            .map_or(crate::results::PartInfo { k: 1, n: 1 }, |p| {
+                crate::results::PartInfo { k: p.k, n: p.n }
+            }),
     }
 }
 

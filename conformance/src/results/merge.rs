@@ -151,15 +151,19 @@ pub fn read_part(path: &Path) -> Result<Part, MergeError> {
 }
 
 fn run_info(part: &Part) -> Result<&RunInfo, MergeError> {
-    part.results.run.as_ref().ok_or_else(|| MergeError::NoRunInfo {
-        part: part.name.clone(),
-    })
+    part.results
+        .run
+        .as_ref()
+        .ok_or_else(|| MergeError::NoRunInfo {
+            part: part.name.clone(),
+        })
 }
 
-fn describe(partition: Option<PartInfo>) -> String {
-    match partition {
-        Some(p) => format!("partition {}/{}", p.k, p.n),
-        None => "a whole run (no --partition)".into(),
+fn describe(p: PartInfo) -> String {
+    if p.n == 1 {
+        "a whole run (no --partition)".into()
+    } else {
+        format!("partition {}/{}", p.k, p.n)
     }
 }
 
@@ -176,37 +180,61 @@ fn scenario_id(case_id: &str) -> &str {
 pub fn merge(parts: &[Part]) -> Result<RunResults, MergeError> {
     let first = parts.first().ok_or(MergeError::NoParts)?;
     let info = run_info(first)?;
-    let shown = |o: &Option<String>| o.as_deref().map_or("(none)".to_owned(), |s| format!("{s:?}"));
+    let shown = |o: &Option<String>| {
+        o.as_deref()
+            .map_or("(none)".to_owned(), |s| format!("{s:?}"))
+    };
     for part in parts {
         let theirs = run_info(part)?;
-        let mismatch = |found: String, expected: String| (part.name.clone(), first.name.clone(), found, expected);
+        let mismatch = |found: String, expected: String| {
+            (part.name.clone(), first.name.clone(), found, expected)
+        };
         if part.results.wirecheck_version != first.results.wirecheck_version {
             let (part, first, found, expected) = mismatch(
                 part.results.wirecheck_version.clone(),
                 first.results.wirecheck_version.clone(),
             );
-            return Err(MergeError::Version { part, first, found, expected });
+            return Err(MergeError::Version {
+                part,
+                first,
+                found,
+                expected,
+            });
         }
         if theirs.id != info.id {
             let (part, first, found, expected) = mismatch(shown(&theirs.id), shown(&info.id));
-            return Err(MergeError::RunId { part, first, found, expected });
+            return Err(MergeError::RunId {
+                part,
+                first,
+                found,
+                expected,
+            });
         }
         if theirs.plan != info.plan || theirs.plan_cases != info.plan_cases {
             let (part, first, found, expected) = mismatch(theirs.plan.clone(), info.plan.clone());
-            return Err(MergeError::Plan { part, first, found, expected });
+            return Err(MergeError::Plan {
+                part,
+                first,
+                found,
+                expected,
+            });
         }
-        let n_of = |p: Option<PartInfo>| p.map(|p| p.n);
-        if n_of(theirs.partition) != n_of(info.partition) {
+        if theirs.partition.n != info.partition.n {
             let (part, first, found, expected) =
                 mismatch(describe(theirs.partition), describe(info.partition));
-            return Err(MergeError::Partitioning { part, first, found, expected });
+            return Err(MergeError::Partitioning {
+                part,
+                first,
+                found,
+                expected,
+            });
         }
     }
     // Each partition once, none missing (a whole run: it alone).
-    let n = info.partition.map_or(1, |p| p.n);
+    let n = info.partition.n;
     let mut by_k: BTreeMap<usize, &Part> = BTreeMap::new();
     for part in parts {
-        let k = run_info(part)?.partition.map_or(1, |p| p.k);
+        let k = run_info(part)?.partition.k;
         if let Some(other) = by_k.insert(k, part) {
             return Err(MergeError::Overlap {
                 part: part.name.clone(),
@@ -300,12 +328,16 @@ pub fn merge(parts: &[Part]) -> Result<RunResults, MergeError> {
             .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         merged.duration_ms = (end - start).num_milliseconds().max(0) as u64;
     } else {
-        merged.duration_ms = parts.iter().map(|p| p.results.duration_ms).max().unwrap_or(0);
+        merged.duration_ms = parts
+            .iter()
+            .map(|p| p.results.duration_ms)
+            .max()
+            .unwrap_or(0);
     }
     merged.interrupted = parts.iter().find_map(|p| p.results.interrupted.clone());
     merged.uncontained = parts.iter().find_map(|p| p.results.uncontained.clone());
     merged.run = Some(RunInfo {
-        partition: None,
+        partition: PartInfo { k: 1, n: 1 },
         ..info.clone()
     });
     merged.agents = agents;
@@ -382,7 +414,10 @@ mod tests {
 
     #[test]
     fn scenario_ids_are_case_ids_without_their_two_part_check_id() {
-        assert_eq!(scenario_id("wire.health.xml.ready.report.state"), "wire.health.xml.ready");
+        assert_eq!(
+            scenario_id("wire.health.xml.ready.report.state"),
+            "wire.health.xml.ready"
+        );
         assert_eq!(scenario_id("retry.x-2.snapshot.transcript"), "retry.x-2");
         for check in crate::checks::CATALOG.iter() {
             assert_eq!(check.id.matches('.').count(), 1, "{}", check.id);

@@ -9,12 +9,12 @@ pub mod json;
 pub mod junit;
 pub mod merge;
 pub mod model;
-pub mod summary;
 mod output;
+pub mod summary;
 
 pub use model::{
-    AgentResults, AnswerClass, CaseResult, Evidence, PartInfo, RunInfo, RunResults, SCHEMA_VERSION, Timeline,
-    TimelineEvent, Verdict, VerdictCounts,
+    AgentResults, AnswerClass, CaseResult, Evidence, PartInfo, RunInfo, RunResults, SCHEMA_VERSION,
+    Timeline, TimelineEvent, Verdict, VerdictCounts,
 };
 pub use output::ResultsError;
 

@@ -83,19 +83,17 @@ pub struct RunResults {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunInfo {
     /// `--run-id` (e.g. the CI's run number), when given: parts must agree on it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Fingerprint (16 hex digits) of the whole plan, every partition included: the wirecheck
     /// version, the agents, the case ids, whether snapshots were compared.
     pub plan: String,
     /// Cases in the whole plan, snapshot cases not counted.
     pub plan_cases: usize,
-    /// The part this file holds (`--partition K/N`); absent for a whole run or a merge.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub partition: Option<PartInfo>,
+    /// The part this file holds (`--partition K/N`); 1/1 for a whole run or a merge.
+    pub partition: PartInfo,
 }
 
-/// `--partition K/N` as recorded.
+/// `--partition K/N` as recorded (1/1: not partitioned).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartInfo {
     pub k: usize,

@@ -146,7 +146,11 @@ pub fn render(results: &RunResults, strict: bool) -> String {
         ));
         out.push_str("  <details><summary>cases</summary>\n\n");
         for (agent, id, _) in cases.iter().take(MAX_CASES_PER_GROUP) {
-            out.push_str(&format!("  - {} / {}\n", escape(agent, 80), escape(id, 200)));
+            out.push_str(&format!(
+                "  - {} / {}\n",
+                escape(agent, 80),
+                escape(id, 200)
+            ));
         }
         if cases.len() > MAX_CASES_PER_GROUP {
             out.push_str(&format!(
@@ -192,7 +196,10 @@ mod tests {
 
     #[test]
     fn numbers_do_not_split_a_cause() {
-        assert_eq!(shape("waited 1200 ms, 3 tries"), shape("waited 900 ms, 12 tries"));
+        assert_eq!(
+            shape("waited 1200 ms, 3 tries"),
+            shape("waited 900 ms, 12 tries")
+        );
         assert_ne!(shape("waited 900 ms"), shape("sent 900 bytes"));
         assert_eq!(check_id("wire.a.b.protocol.headers"), "protocol.headers");
     }
