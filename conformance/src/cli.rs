@@ -27,8 +27,10 @@ pub const DEFAULT_AGENT: &str = "provision-report";
 const RUN_AFTER_HELP: &str = "\
 Exit status: 0 no case failed; 1 at least one case failed (with --strict: or was non-strict); \
 2 usage error or bad input (a profile, a scenario, a missing agent command), a case that \
-could not be run because wirecheck's own fake or sandbox failed, or an agent none of whose \
-cases was judged (all skipped; results are still written).
+could not be run because wirecheck's own fake or sandbox failed, an agent none of whose \
+cases was judged (all skipped), or an agent that never got going (in none of its scenarios \
+did it send a request or exit 0: its case folder and stderr are named); results are still \
+written.
 
 Timing: an agent's deadline is counted from its first request (or from 10 s after its start, \
 when none comes), so a slow start costs time, not verdicts; a timing too close to its limit to \
@@ -43,7 +45,11 @@ and --agent-cmd the bundled reporter `provision-report` runs, found next to wire
 {kvp_pool}, {vm_id}, {reason}, {description}, {data}, {protocol}, {budget}, {request_timeout}, \
 {retry_interval}, {proxy_url}, {bin_dir}, {case_dir}) are filled in per case. Every value is \
 also in the agent's environment as WIRECHECK_CASE_<NAME> (WIRECHECK_CASE_DATA: KEY=VALUE \
-lines). The ad-hoc agent claims every capability and is judged by the recommended policy.";
+lines). Agents run inside their case folder: a word of the command line that is a relative \
+path to a file where wirecheck was started is made absolute (`python3 my_agent.py` works); a \
+bare program name is looked up next to wirecheck, then on PATH. The ad-hoc agent claims every \
+capability unless --claims says which (e.g. --claims json,failure: the KVP, XML and \
+in-progress cases are skipped) and is judged by the recommended policy.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -146,6 +152,18 @@ pub struct RunArgs {
     /// An ad-hoc agent: a command line template for every action (see below)
     #[arg(long, value_name = "TEMPLATE", env = "WIRECHECK_AGENT_CMD")]
     pub agent_cmd: Option<String>,
+    /// With --agent-cmd: what the ad-hoc agent implements (json, xml, failure, in-progress,
+    /// kvp; comma-separated or repeated); cases needing anything else are skipped, saying so
+    /// [default: all of them]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "CAPABILITY",
+        env = "WIRECHECK_CLAIMS",
+        value_delimiter = ',',
+        requires = "agent_cmd"
+    )]
+    pub claims: Vec<crate::agent::Capability>,
     #[command(flatten)]
     pub sources: Sources,
     /// Run only cases whose id matches this glob (repeatable; `{a,b}` alternation works)
@@ -390,7 +408,8 @@ fn run(args: RunArgs) -> u8 {
         }
     }
     if let Some(cmd) = &args.agent_cmd {
-        match AgentProfile::ad_hoc(cmd) {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        match AgentProfile::ad_hoc(cmd, &args.claims, &cwd) {
             Ok(p) => profiles.push(Arc::new(p)),
             Err(e) => return usage(e),
         }
@@ -440,6 +459,7 @@ fn run(args: RunArgs) -> u8 {
         case_root: None,
         cases_parent: None,
         snapshots: snapshots.clone(),
+        starts: runner::StartWatch::default(),
     };
     let run_info = run_info(&profiles, &scenarios, &filter, &args);
     let mut results = match runner::run(planned, &settings) {
@@ -456,10 +476,9 @@ fn run(args: RunArgs) -> u8 {
         return usage(format!("cannot write the summary {}: {e}", path.display()));
     }
     let color = crate::console::colors_enabled(std::io::stdout().is_terminal());
-    print!(
-        "{}",
-        crate::console::summary(&results, &args.out, args.strict, color)
-    );
+    crate::tools::write_stdout(&crate::console::summary(
+        &results, &args.out, args.strict, color,
+    ));
     let mut unreferenced_failed = false;
     if let Some(snapshots) = &snapshots {
         print_snapshot_diffs(&results);
@@ -494,6 +513,13 @@ fn run(args: RunArgs) -> u8 {
         return usage(format!(
             "{harness} case(s) could not be run because of a harness error (see above and their reasons in results.json); they are skipped, not judged"
         ));
+    }
+    let never = settings.starts.never_started();
+    if !never.is_empty() {
+        for n in &never {
+            eprintln!("wirecheck: error: {n}");
+        }
+        return EXIT_USAGE;
     }
     let nothing = runner::nothing_judged(&results);
     if !nothing.is_empty() {
@@ -577,10 +603,9 @@ fn merge(args: MergeArgs) -> u8 {
         return usage(format!("cannot write the summary {}: {e}", path.display()));
     }
     let color = crate::console::colors_enabled(std::io::stdout().is_terminal());
-    print!(
-        "{}",
-        crate::console::summary(&results, &args.out, args.strict, color)
-    );
+    crate::tools::write_stdout(&crate::console::summary(
+        &results, &args.out, args.strict, color,
+    ));
     if results.exit_code(args.strict) == 0 {
         EXIT_OK
     } else {
@@ -744,7 +769,7 @@ fn list(args: ListArgs) -> u8 {
         },
         None => None,
     };
-    print!("{}", list_text(&scenarios, profile.as_ref()));
+    crate::tools::write_stdout(&list_text(&scenarios, profile.as_ref()));
     EXIT_OK
 }
 
