@@ -94,6 +94,21 @@ pub enum Command {
     /// (results.json, junit.xml, report.html, artifacts/)
     #[command(after_help = MERGE_AFTER_HELP)]
     Merge(MergeArgs),
+    /// The built-in suite
+    #[command(subcommand)]
+    Scenarios(ScenariosCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScenariosCommand {
+    /// Write editable copies of the built-in scenarios into DIR (then `wirecheck run
+    /// --scenarios DIR`); nothing is overwritten
+    Export {
+        dir: PathBuf,
+        /// Also write the built-in agent profiles into this folder (then `--agents-dir`)
+        #[arg(long, value_name = "DIR")]
+        agents: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -128,14 +143,51 @@ cannot be written.";
 /// Where scenarios and agent profiles are read from.
 #[derive(Debug, Args)]
 pub struct Sources {
-    /// Folder of scenario files (*.toml, not recursive) [default: ./scenarios, else the one
-    /// beside the wirecheck checkout]
-    #[arg(long, value_name = "DIR", env = "WIRECHECK_SCENARIOS")]
-    pub scenarios: Option<PathBuf>,
-    /// Folder of agent profiles [default: ./conformance/agents, else the one beside the
-    /// wirecheck checkout]
+    /// Folder of scenario files (*.toml, not recursive); repeatable (comma-separated in the
+    /// environment), `@builtin` naming the built-in suite, e.g. `--scenarios @builtin
+    /// --scenarios ./my-scenarios` [default: the checkout's scenarios/ when wirecheck runs
+    /// from one (target/<profile>/wirecheck), else the built-in suite]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "WIRECHECK_SCENARIOS",
+        value_delimiter = ','
+    )]
+    pub scenarios: Vec<PathBuf>,
+    /// Folder of agent profiles [default: the checkout's conformance/agents/ when wirecheck
+    /// runs from one, else the built-in profiles]
     #[arg(long, value_name = "DIR", env = "WIRECHECK_AGENTS_DIR")]
     pub agents_dir: Option<PathBuf>,
+}
+
+/// `--scenarios @builtin`: the suite built into the binary.
+pub const BUILTIN: &str = "@builtin";
+
+/// Where profiles are looked up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentsSource {
+    Dir(PathBuf),
+    Builtin,
+}
+
+impl AgentsSource {
+    /// Profile `name` (or a path to a .toml file, read as such).
+    pub fn find(&self, name: &str) -> Result<AgentProfile, crate::diag::FileError> {
+        let path_like = name.ends_with(".toml") || name.contains('/');
+        match self {
+            AgentsSource::Dir(dir) => agent::find_profile(dir, name),
+            AgentsSource::Builtin if path_like => agent::find_profile(Path::new("."), name),
+            AgentsSource::Builtin => crate::embedded::profile(name).unwrap_or_else(|| {
+                Err(crate::diag::FileError::whole(
+                    Path::new(crate::embedded::ORIGIN),
+                    format!(
+                        "no agent profile named {name:?} (built in: {}; --agents-dir DIR reads a folder of them)",
+                        crate::embedded::profile_names().join(", ")
+                    ),
+                ))
+            }),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -218,6 +270,10 @@ pub struct RunArgs {
     /// the same plan (e.g. the CI's run number)
     #[arg(long, value_name = "ID", env = "WIRECHECK_RUN_ID")]
     pub run_id: Option<String>,
+    /// Print the effective configuration (flags, WIRECHECK_* variables and defaults merged:
+    /// the agents with their programs, the scenario sources, the plan) as TOML and exit
+    #[arg(long)]
+    pub print_config: bool,
 }
 
 /// `--unreferenced`: snapshots whose scenario is gone.
@@ -323,6 +379,23 @@ pub fn dispatch(cli: Cli) -> ExitCode {
         )),
         Command::Matrix { results } => tool(crate::tools::emit(crate::tools::matrix(&results))),
         Command::Merge(args) => merge(args),
+        Command::Scenarios(ScenariosCommand::Export { dir, agents }) => {
+            match crate::embedded::export(&dir, agents.as_deref()) {
+                Ok(written) => {
+                    crate::tools::write_stdout(&format!(
+                        "{} file(s) written to {}{}\n",
+                        written.len(),
+                        dir.display(),
+                        agents
+                            .as_ref()
+                            .map(|a| format!(" and {}", a.display()))
+                            .unwrap_or_default()
+                    ));
+                    EXIT_OK
+                }
+                Err(e) => usage(e),
+            }
+        }
     };
     ExitCode::from(code)
 }
@@ -355,46 +428,65 @@ pub fn bin_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
-/// A default folder: `./<local>` if it exists, else `<checkout>/<local>` next to the
-/// executable (`target/<profile>/wirecheck` → `../..`), else the checkout it was built from.
-fn default_dir(local: &str) -> PathBuf {
-    let here = PathBuf::from(local);
-    if here.is_dir() {
-        return here;
-    }
-    let beside = bin_dir().join("../..").join(local);
-    if beside.is_dir() {
-        return beside;
-    }
-    let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(local);
-    if built_from.is_dir() {
-        return built_from;
-    }
-    here
+/// The wirecheck checkout the executable was built in (`target/<profile>/wirecheck` →
+/// `../..`), recognized by its `conformance/Cargo.toml`: there the files on disk win over the
+/// built-in copies, so an edit shows without a rebuild. An installed binary has none (an
+/// install folder's `../..` is someone's home, never taken for a checkout).
+fn checkout() -> Option<PathBuf> {
+    let root = bin_dir().join("../..").canonicalize().ok()?;
+    (root.join("conformance/Cargo.toml").is_file()
+        && root.join("scenarios").is_dir()
+        && root.join("conformance/agents").is_dir())
+    .then_some(root)
 }
 
 impl Sources {
-    pub fn scenarios_dir(&self) -> PathBuf {
+    /// The scenario folders, `None` standing for the built-in suite.
+    pub fn scenario_sources(&self) -> Vec<Option<PathBuf>> {
+        if self.scenarios.is_empty() {
+            return vec![checkout().map(|c| c.join("scenarios"))];
+        }
         self.scenarios
-            .clone()
-            .unwrap_or_else(|| default_dir("scenarios"))
+            .iter()
+            .map(|p| (p.as_os_str() != BUILTIN).then(|| p.clone()))
+            .collect()
     }
 
-    pub fn agents_dir(&self) -> PathBuf {
-        self.agents_dir
-            .clone()
-            .unwrap_or_else(|| default_dir("conformance/agents"))
+    pub fn agents_source(&self) -> AgentsSource {
+        match (&self.agents_dir, checkout()) {
+            (Some(dir), _) => AgentsSource::Dir(dir.clone()),
+            (None, Some(root)) => AgentsSource::Dir(root.join("conformance/agents")),
+            (None, None) => AgentsSource::Builtin,
+        }
     }
 }
 
+/// Every scenario of every source, ids unique across them (the error names both files).
 fn load_scenarios(sources: &Sources) -> Result<Vec<Arc<Scenario>>, u8> {
-    scenario::load_dir(&sources.scenarios_dir())
-        .map(|v| v.into_iter().map(Arc::new).collect())
-        .map_err(usage)
+    let mut all: Vec<Arc<Scenario>> = Vec::new();
+    for source in sources.scenario_sources() {
+        let loaded = match &source {
+            Some(dir) => scenario::load_dir(dir),
+            None => crate::embedded::scenarios(),
+        }
+        .map_err(usage)?;
+        for s in loaded {
+            if let Some(other) = all.iter().find(|o| o.id == s.id) {
+                return Err(usage(format!(
+                    "{}: field `id`: {:?} is already used by {}; case ids must be unique across --scenarios folders",
+                    s.file.display(),
+                    s.id,
+                    other.file.display()
+                )));
+            }
+            all.push(Arc::new(s));
+        }
+    }
+    Ok(all)
 }
 
 fn run(args: RunArgs) -> u8 {
-    let agents_dir = args.sources.agents_dir();
+    let agents = args.sources.agents_source();
     let mut profiles: Vec<Arc<AgentProfile>> = Vec::new();
     let names: Vec<String> = if args.agents.is_empty() && args.agent_cmd.is_none() {
         vec![DEFAULT_AGENT.to_owned()]
@@ -402,7 +494,7 @@ fn run(args: RunArgs) -> u8 {
         args.agents.clone()
     };
     for name in &names {
-        match agent::find_profile(&agents_dir, name) {
+        match agents.find(name) {
             Ok(p) => profiles.push(Arc::new(p)),
             Err(e) => return usage(e),
         }
@@ -428,6 +520,15 @@ fn run(args: RunArgs) -> u8 {
         Err(e) => return usage(e),
     };
     let planned = runner::plan(&profiles, &scenarios, &filter, args.partition);
+    if args.print_config {
+        return match crate::run_config::render(&args, &profiles, &scenarios, &planned, &bin_dir()) {
+            Ok(text) => {
+                crate::tools::write_stdout(&text);
+                EXIT_OK
+            }
+            Err(e) => usage(e),
+        };
+    }
     if planned.is_empty() {
         return usage(
             "no case matches --cases / --exclude / --partition; `wirecheck list` shows the case ids",
@@ -763,7 +864,7 @@ fn list(args: ListArgs) -> u8 {
         Err(code) => return code,
     };
     let profile = match &args.agent {
-        Some(name) => match agent::find_profile(&args.sources.agents_dir(), name) {
+        Some(name) => match args.sources.agents_source().find(name) {
             Ok(p) => Some(Arc::new(p)),
             Err(e) => return usage(e),
         },
