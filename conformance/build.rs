@@ -21,7 +21,12 @@ fn table(out: &mut String, name: &str, files: &[PathBuf]) {
     for f in files {
         let file_name = f.file_name().unwrap().to_str().expect("UTF-8 file name");
         let abs = f.canonicalize().expect("file exists");
-        writeln!(out, "    ({file_name:?}, include_str!({:?})),", abs.display().to_string()).unwrap();
+        writeln!(
+            out,
+            "    ({file_name:?}, include_str!({:?})),",
+            abs.display().to_string()
+        )
+        .unwrap();
     }
     writeln!(out, "];").unwrap();
 }
@@ -29,7 +34,11 @@ fn table(out: &mut String, name: &str, files: &[PathBuf]) {
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let mut out = String::new();
-    table(&mut out, "SCENARIOS", &tomls(&manifest.join("../scenarios")));
+    table(
+        &mut out,
+        "SCENARIOS",
+        &tomls(&manifest.join("../scenarios")),
+    );
     table(&mut out, "PROFILES", &tomls(&manifest.join("agents")));
     let dest = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("embedded.rs");
     std::fs::write(dest, out).unwrap();

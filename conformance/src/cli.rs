@@ -578,7 +578,10 @@ fn run(args: RunArgs) -> u8 {
     }
     let color = crate::console::colors_enabled(std::io::stdout().is_terminal());
     crate::tools::write_stdout(&crate::console::summary(
-        &results, &args.out, args.strict, color,
+        &results,
+        &args.out,
+        args.strict,
+        color,
     ));
     let mut unreferenced_failed = false;
     if let Some(snapshots) = &snapshots {
@@ -705,7 +708,10 @@ fn merge(args: MergeArgs) -> u8 {
     }
     let color = crate::console::colors_enabled(std::io::stdout().is_terminal());
     crate::tools::write_stdout(&crate::console::summary(
-        &results, &args.out, args.strict, color,
+        &results,
+        &args.out,
+        args.strict,
+        color,
     ));
     if results.exit_code(args.strict) == 0 {
         EXIT_OK

@@ -882,9 +882,7 @@ fn reactions_from(
     r: &ReactionsFile,
     at: &dyn Fn(std::ops::Range<usize>, &str, String) -> FileError,
 ) -> Result<Reactions, FileError> {
-    let statuses = |list: &Spanned<Vec<u16>>,
-                    field: &str|
-     -> Result<BTreeSet<u16>, FileError> {
+    let statuses = |list: &Spanned<Vec<u16>>, field: &str| -> Result<BTreeSet<u16>, FileError> {
         for status in list.get_ref() {
             if !(100..=599).contains(status) {
                 return Err(at(
@@ -1151,6 +1149,42 @@ reason = "known"
         assert_eq!(p.commands[&Action::Ready].line, Some(6));
         assert_eq!(p.deviation_for("retry.x.y").unwrap().reason, "known");
         assert!(p.deviation_for("wire.x").is_none());
+    }
+
+    #[test]
+    fn a_profile_without_reactions_gets_the_recommended_policy() {
+        let text = valid().replace(
+            "[reactions]\nretryable = [429, 503]\ntransport_errors = \"retry\"\nstatus_403 = \"fatal\"\n",
+            "",
+        );
+        assert!(!text.contains("[reactions]"));
+        let p = load(&text).unwrap();
+        assert_eq!(p.reactions, Reactions::recommended());
+        // A [reactions] table given is still read whole.
+        let p = load(&valid()).unwrap();
+        assert_eq!(p.reactions.status_403, Forbidden::Fatal);
+        assert!(load(&valid().replace("transport_errors = \"retry\"\n", "")).is_err());
+    }
+
+    #[test]
+    fn a_profile_file_is_named_after_its_agent_wherever_it_is_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = dir.path().join("my-agent.toml");
+        std::fs::write(&other, valid()).unwrap();
+        // By path as well as by name: the name keys results, artifacts and snapshots.
+        for err in [
+            AgentProfile::load(&other).unwrap_err(),
+            find_profile(dir.path(), "my-agent").unwrap_err(),
+            find_profile(Path::new("/nonexistent"), &other.display().to_string()).unwrap_err(),
+        ] {
+            assert_eq!(err.field.as_deref(), Some("name"), "{err}");
+            assert_eq!(err.line, Some(1), "{err}");
+            assert!(err.to_string().contains("my-agent.toml"), "{err}");
+            assert!(err.to_string().contains("\"demo\""), "{err}");
+        }
+        let same = dir.path().join("demo.toml");
+        std::fs::write(&same, valid()).unwrap();
+        assert_eq!(AgentProfile::load(&same).unwrap().name, "demo");
     }
 
     #[test]

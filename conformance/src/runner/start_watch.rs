@@ -111,7 +111,11 @@ impl std::fmt::Display for NeverStarted {
         if self.stderr_tail.is_empty() {
             f.write_str(", printing nothing on stderr.")?;
         } else {
-            write!(f, "; its stderr ended:\n    {}\n", self.stderr_tail.replace('\n', "\n    "))?;
+            write!(
+                f,
+                "; its stderr ended:\n    {}\n",
+                self.stderr_tail.replace('\n', "\n    ")
+            )?;
         }
         f.write_str(
             "Agents run inside their case folder (made for the case, deleted after it): a relative path in the \
@@ -152,8 +156,20 @@ mod tests {
     fn one_pair_that_got_going_clears_the_agent() {
         let w = StartWatch::default();
         let dir = Path::new("/tmp/case");
-        w.record("a", "s1", dir, false, &[run(Exit::Code(2), "can't open file")]);
-        w.record("a", "s2", dir, false, &[run(Exit::Code(2), "can't open file")]);
+        w.record(
+            "a",
+            "s1",
+            dir,
+            false,
+            &[run(Exit::Code(2), "can't open file")],
+        );
+        w.record(
+            "a",
+            "s2",
+            dir,
+            false,
+            &[run(Exit::Code(2), "can't open file")],
+        );
         w.record("b", "s1", dir, false, &[run(Exit::Code(2), "x")]);
         w.record("b", "s2", dir, true, &[run(Exit::Code(2), "x")]);
         w.record("c", "s1", dir, false, &[run(Exit::Code(0), "")]);
