@@ -104,6 +104,7 @@ pub enum ScenariosCommand {
     /// Write editable copies of the built-in scenarios into DIR (then `wirecheck run
     /// --scenarios DIR`); nothing is overwritten
     Export {
+        /// The folder to write into (created if missing)
         dir: PathBuf,
         /// Also write the built-in agent profiles into this folder (then `--agents-dir`)
         #[arg(long, value_name = "DIR")]
@@ -213,7 +214,8 @@ pub struct RunArgs {
         value_name = "CAPABILITY",
         env = "WIRECHECK_CLAIMS",
         value_delimiter = ',',
-        requires = "agent_cmd"
+        requires = "agent_cmd",
+        hide_possible_values = true
     )]
     pub claims: Vec<crate::agent::Capability>,
     #[command(flatten)]
