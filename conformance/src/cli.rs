@@ -68,7 +68,7 @@ pub enum Command {
     /// Run the scenarios against one or more agents and write results.json, junit.xml and
     /// report.html
     #[command(after_help = RUN_AFTER_HELP)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List every case id with its title, without running anything
     List(ListArgs),
     /// Inspect a Hyper-V KVP pool file
@@ -367,7 +367,7 @@ pub enum VectorsCommand {
 /// Runs a parsed command line; returns the process exit status.
 pub fn dispatch(cli: Cli) -> ExitCode {
     let code = match cli.command {
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
         Command::Snapshots(command) => snapshots(command),
         Command::List(args) => list(args),
         Command::Kvp(KvpCommand::Dump { file, json }) => {

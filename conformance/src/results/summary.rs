@@ -73,6 +73,11 @@ fn shape(reason: &str) -> String {
     out
 }
 
+/// What makes failures one cause: the check id, the verdict, the reason's shape.
+type Cause = (String, Verdict, String);
+/// A case under a cause: (agent, case id, reason).
+type Listed<'a> = (&'a str, &'a str, &'a str);
+
 /// The summary as Markdown.
 pub fn render(results: &RunResults, strict: bool) -> String {
     let counts = results.counts();
@@ -110,7 +115,7 @@ pub fn render(results: &RunResults, strict: bool) -> String {
     out.push_str(&crate::tools::matrix::render(results));
 
     // (check id, verdict, reason shape) -> cases (agent, case id, reason).
-    let mut groups: BTreeMap<(String, Verdict, String), Vec<(&str, &str, &str)>> = BTreeMap::new();
+    let mut groups: BTreeMap<Cause, Vec<Listed<'_>>> = BTreeMap::new();
     for agent in &results.agents {
         for case in &agent.cases {
             let counted =
@@ -130,7 +135,7 @@ pub fn render(results: &RunResults, strict: bool) -> String {
     }
     let mut groups: Vec<_> = groups.into_iter().collect();
     // Most frequent first; ties by check id (the map's order), so the output is stable.
-    groups.sort_by(|a, b| b.1.len().cmp(&a.1.len()));
+    groups.sort_by_key(|g| std::cmp::Reverse(g.1.len()));
     let problems: usize = groups.iter().map(|g| g.1.len()).sum();
     out.push_str(&format!(
         "\n### Problems: {problems} case(s) in {} group(s) of the same check and message\n\n",
