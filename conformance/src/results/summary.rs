@@ -192,7 +192,9 @@ mod tests {
     #[test]
     fn agent_text_cannot_become_markup() {
         let e = escape("![x](http://evil/p.png) <img src=x> | a\nb `c`", 200);
-        assert!(!e.contains("]("), "{e}");
+        // Brackets and the bang escaped: no link or image can start.
+        assert!(e.starts_with("\\!\\[x\\](http"), "{e}");
+        assert!(!e.replace("\\]", "").contains(']'), "{e}");
         assert!(!e.contains('<'), "{e}");
         assert!(!e.contains('\n'), "{e}");
         assert!(e.contains("\\|"), "{e}");
