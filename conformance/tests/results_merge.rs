@@ -156,6 +156,18 @@ fn merged_parts_are_the_whole_run_and_strangers_are_refused_by_name() {
         stderr(&out)
     );
 
+    // A part that is not a regular file (a FIFO would block a plain read) or not a results
+    // folder at all.
+    let fifo = d.join("fifo");
+    std::fs::create_dir_all(&fifo).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(fifo.join("results.json"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    refused(&[&p1, &fifo, &p3], &["fifo", "FIFO"]);
+    refused(&[&p1, &d.join("nothing-here"), &p3], &["nothing-here"]);
+
     // Edited parts: another version, no run information, a case lost, a case in two parts.
     let edited = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
         let mut value = results(&p2);
