@@ -27,8 +27,10 @@ pub const DEFAULT_AGENT: &str = "provision-report";
 const RUN_AFTER_HELP: &str = "\
 Exit status: 0 no case failed; 1 at least one case failed (with --strict: or was non-strict); \
 2 usage error or bad input (a profile, a scenario, a missing agent command), a case that \
-could not be run because wirecheck's own fake or sandbox failed, or an agent none of whose \
-cases was judged (all skipped; results are still written).
+could not be run because wirecheck's own fake or sandbox failed, an agent none of whose \
+cases was judged (all skipped), or an agent that never got going (in none of its scenarios \
+did it send a request or exit 0: its case folder and stderr are named); results are still \
+written.
 
 Timing: an agent's deadline is counted from its first request (or from 10 s after its start, \
 when none comes), so a slow start costs time, not verdicts; a timing too close to its limit to \
@@ -43,7 +45,11 @@ and --agent-cmd the bundled reporter `provision-report` runs, found next to wire
 {kvp_pool}, {vm_id}, {reason}, {description}, {data}, {protocol}, {budget}, {request_timeout}, \
 {retry_interval}, {proxy_url}, {bin_dir}, {case_dir}) are filled in per case. Every value is \
 also in the agent's environment as WIRECHECK_CASE_<NAME> (WIRECHECK_CASE_DATA: KEY=VALUE \
-lines). The ad-hoc agent claims every capability and is judged by the recommended policy.";
+lines). Agents run inside their case folder: a word of the command line that is a relative \
+path to a file where wirecheck was started is made absolute (`python3 my_agent.py` works); a \
+bare program name is looked up next to wirecheck, then on PATH. The ad-hoc agent claims every \
+capability unless --claims says which (e.g. --claims json,failure: the KVP, XML and \
+in-progress cases are skipped) and is judged by the recommended policy.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -62,7 +68,7 @@ pub enum Command {
     /// Run the scenarios against one or more agents and write results.json, junit.xml and
     /// report.html
     #[command(after_help = RUN_AFTER_HELP)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List every case id with its title, without running anything
     List(ListArgs),
     /// Inspect a Hyper-V KVP pool file
@@ -81,22 +87,108 @@ pub enum Command {
     /// markdown table
     #[command(after_help = MATRIX_AFTER_HELP)]
     Matrix {
-        /// A results.json written by `wirecheck run`
+        /// A results folder written by `wirecheck run` (or its results.json)
         results: PathBuf,
     },
+    /// Merge the results of the parts of one `--partition K/N` run into one results folder
+    /// (results.json, junit.xml, report.html, artifacts/)
+    #[command(after_help = MERGE_AFTER_HELP)]
+    Merge(MergeArgs),
+    /// The built-in suite
+    #[command(subcommand)]
+    Scenarios(ScenariosCommand),
 }
+
+#[derive(Debug, Subcommand)]
+pub enum ScenariosCommand {
+    /// Write editable copies of the built-in scenarios into DIR (then `wirecheck run
+    /// --scenarios DIR`); nothing is overwritten
+    Export {
+        /// The folder to write into (created if missing)
+        dir: PathBuf,
+        /// Also write the built-in agent profiles into this folder (then `--agents-dir`)
+        #[arg(long, value_name = "DIR")]
+        agents: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The merged results folder (must not be one of the parts)
+    pub out: PathBuf,
+    /// The parts: results folders (or their results.json), one per partition
+    #[arg(required = true, num_args = 1..)]
+    pub parts: Vec<PathBuf>,
+    /// Also append a Markdown summary to FILE (e.g. "$GITHUB_STEP_SUMMARY")
+    #[arg(long, value_name = "FILE", env = "WIRECHECK_SUMMARY")]
+    pub summary: Option<PathBuf>,
+    /// Count non-strict verdicts as failures (exit status, summary)
+    #[arg(long, env = "WIRECHECK_STRICT", value_parser = env_bool())]
+    pub strict: bool,
+}
+
+const MERGE_AFTER_HELP: &str = "\
+Example (one CI job per part, then one that merges):
+  wirecheck run --partition 1/2 --run-id \"$GITHUB_RUN_ID\" --out part-1
+  wirecheck run --partition 2/2 --run-id \"$GITHUB_RUN_ID\" --out part-2
+  wirecheck merge wirecheck-results part-1 part-2 --summary \"$GITHUB_STEP_SUMMARY\"
+
+Refused, naming the part: parts of another run (other agents, cases, --snapshots or --run-id), \
+of another wirecheck version or split another way, a partition given twice or missing, a case \
+in two parts, a part that lost cases.
+
+Exit status: like `wirecheck run`'s: 0 merged and no case failed; 1 merged and a case failed \
+(with --strict: or was non-strict); 2 the parts cannot be merged or read, or the results \
+cannot be written.";
 
 /// Where scenarios and agent profiles are read from.
 #[derive(Debug, Args)]
 pub struct Sources {
-    /// Folder of scenario files (*.toml, not recursive) [default: ./scenarios, else the one
-    /// beside the wirecheck checkout]
-    #[arg(long, value_name = "DIR", env = "WIRECHECK_SCENARIOS")]
-    pub scenarios: Option<PathBuf>,
-    /// Folder of agent profiles [default: ./conformance/agents, else the one beside the
-    /// wirecheck checkout]
+    /// Folder of scenario files (*.toml, not recursive); repeatable (comma-separated in the
+    /// environment), `@builtin` naming the built-in suite, e.g. `--scenarios @builtin
+    /// --scenarios ./my-scenarios` [default: the checkout's scenarios/ when wirecheck runs
+    /// from one (target/<profile>/wirecheck), else the built-in suite]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "WIRECHECK_SCENARIOS",
+        value_delimiter = ','
+    )]
+    pub scenarios: Vec<PathBuf>,
+    /// Folder of agent profiles [default: the checkout's conformance/agents/ when wirecheck
+    /// runs from one, else the built-in profiles]
     #[arg(long, value_name = "DIR", env = "WIRECHECK_AGENTS_DIR")]
     pub agents_dir: Option<PathBuf>,
+}
+
+/// `--scenarios @builtin`: the suite built into the binary.
+pub const BUILTIN: &str = "@builtin";
+
+/// Where profiles are looked up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentsSource {
+    Dir(PathBuf),
+    Builtin,
+}
+
+impl AgentsSource {
+    /// Profile `name` (or a path to a .toml file, read as such).
+    pub fn find(&self, name: &str) -> Result<AgentProfile, crate::diag::FileError> {
+        let path_like = name.ends_with(".toml") || name.contains('/');
+        match self {
+            AgentsSource::Dir(dir) => agent::find_profile(dir, name),
+            AgentsSource::Builtin if path_like => agent::find_profile(Path::new("."), name),
+            AgentsSource::Builtin => crate::embedded::profile(name).unwrap_or_else(|| {
+                Err(crate::diag::FileError::whole(
+                    Path::new(crate::embedded::ORIGIN),
+                    format!(
+                        "no agent profile named {name:?} (built in: {}; --agents-dir DIR reads a folder of them)",
+                        crate::embedded::profile_names().join(", ")
+                    ),
+                ))
+            }),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -113,6 +205,19 @@ pub struct RunArgs {
     /// An ad-hoc agent: a command line template for every action (see below)
     #[arg(long, value_name = "TEMPLATE", env = "WIRECHECK_AGENT_CMD")]
     pub agent_cmd: Option<String>,
+    /// With --agent-cmd: what the ad-hoc agent implements (json, xml, failure, in-progress,
+    /// kvp; comma-separated or repeated); cases needing anything else are skipped, saying so
+    /// [default: all of them]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "CAPABILITY",
+        env = "WIRECHECK_CLAIMS",
+        value_delimiter = ',',
+        requires = "agent_cmd",
+        hide_possible_values = true
+    )]
+    pub claims: Vec<crate::agent::Capability>,
     #[command(flatten)]
     pub sources: Sources,
     /// Run only cases whose id matches this glob (repeatable; `{a,b}` alternation works)
@@ -137,17 +242,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "K/N", env = "WIRECHECK_PARTITION")]
     pub partition: Option<Partition>,
     /// Count non-strict verdicts as failures
-    #[arg(long, env = "WIRECHECK_STRICT")]
+    #[arg(long, env = "WIRECHECK_STRICT", value_parser = env_bool())]
     pub strict: bool,
     /// No progress bar
-    #[arg(long, env = "WIRECHECK_QUIET")]
+    #[arg(long, env = "WIRECHECK_QUIET", value_parser = env_bool())]
     pub quiet: bool,
     /// Compare each (agent, scenario)'s transcript with DIR/<agent>/<scenario id>.snap; a
     /// mismatch fails case `<scenario id>.snapshot.transcript` and writes a `.snap.new`
     #[arg(long, value_name = "DIR", env = "WIRECHECK_SNAPSHOTS")]
     pub snapshots: Option<PathBuf>,
     /// With --snapshots: a missing snapshot fails too (for CI)
-    #[arg(long, env = "WIRECHECK_SNAPSHOTS_STRICT", requires = "snapshots")]
+    #[arg(long, env = "WIRECHECK_SNAPSHOTS_STRICT", requires = "snapshots", value_parser = env_bool())]
     pub snapshots_strict: bool,
     /// With --snapshots: what to do with snapshots of the agents run whose scenario no longer
     /// exists: name them (warn), fail the run (reject), or say nothing (ignore)
@@ -160,6 +265,17 @@ pub struct RunArgs {
         requires = "snapshots"
     )]
     pub unreferenced: Unreferenced,
+    /// Also append a Markdown summary of the run to FILE (e.g. "$GITHUB_STEP_SUMMARY")
+    #[arg(long, value_name = "FILE", env = "WIRECHECK_SUMMARY")]
+    pub summary: Option<PathBuf>,
+    /// Names this run in results.json, so `wirecheck merge` refuses parts of another run with
+    /// the same plan (e.g. the CI's run number)
+    #[arg(long, value_name = "ID", env = "WIRECHECK_RUN_ID")]
+    pub run_id: Option<String>,
+    /// Print the effective configuration (flags, WIRECHECK_* variables and defaults merged:
+    /// the agents with their programs, the scenario sources, the plan) as TOML and exit
+    #[arg(long)]
+    pub print_config: bool,
 }
 
 /// `--unreferenced`: snapshots whose scenario is gone.
@@ -220,7 +336,7 @@ pub enum KvpCommand {
         /// The pool file (e.g. /var/lib/hyperv/.kvp_pool_1)
         file: PathBuf,
         /// Machine-readable output
-        #[arg(long, env = "WIRECHECK_JSON")]
+        #[arg(long, env = "WIRECHECK_JSON", value_parser = env_bool())]
         json: bool,
     },
 }
@@ -233,7 +349,7 @@ pub enum ReportCommand {
         /// The encoded report
         string: String,
         /// Machine-readable output
-        #[arg(long, env = "WIRECHECK_JSON")]
+        #[arg(long, env = "WIRECHECK_JSON", value_parser = env_bool())]
         json: bool,
     },
 }
@@ -251,7 +367,7 @@ pub enum VectorsCommand {
 /// Runs a parsed command line; returns the process exit status.
 pub fn dispatch(cli: Cli) -> ExitCode {
     let code = match cli.command {
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
         Command::Snapshots(command) => snapshots(command),
         Command::List(args) => list(args),
         Command::Kvp(KvpCommand::Dump { file, json }) => {
@@ -264,8 +380,33 @@ pub fn dispatch(cli: Cli) -> ExitCode {
             crate::tools::vectors_check_blocking(&dir),
         )),
         Command::Matrix { results } => tool(crate::tools::emit(crate::tools::matrix(&results))),
+        Command::Merge(args) => merge(args),
+        Command::Scenarios(ScenariosCommand::Export { dir, agents }) => {
+            match crate::embedded::export(&dir, agents.as_deref()) {
+                Ok(written) => {
+                    crate::tools::write_stdout(&format!(
+                        "{} file(s) written to {}{}\n",
+                        written.len(),
+                        dir.display(),
+                        agents
+                            .as_ref()
+                            .map(|a| format!(" and {}", a.display()))
+                            .unwrap_or_default()
+                    ));
+                    EXIT_OK
+                }
+                Err(e) => usage(e),
+            }
+        }
     };
     ExitCode::from(code)
+}
+
+/// The `WIRECHECK_*` twin of a boolean flag accepts `1`/`0`, `true`/`false`, `yes`/`no`,
+/// `on`/`off` (as provision-report's `PROVISION_REPORT_*` do); anything else is an error
+/// naming the variable.
+fn env_bool() -> clap::builder::BoolishValueParser {
+    clap::builder::BoolishValueParser::new()
 }
 
 fn tool(code: i32) -> u8 {
@@ -289,46 +430,65 @@ pub fn bin_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
-/// A default folder: `./<local>` if it exists, else `<checkout>/<local>` next to the
-/// executable (`target/<profile>/wirecheck` → `../..`), else the checkout it was built from.
-fn default_dir(local: &str) -> PathBuf {
-    let here = PathBuf::from(local);
-    if here.is_dir() {
-        return here;
-    }
-    let beside = bin_dir().join("../..").join(local);
-    if beside.is_dir() {
-        return beside;
-    }
-    let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(local);
-    if built_from.is_dir() {
-        return built_from;
-    }
-    here
+/// The wirecheck checkout the executable was built in (`target/<profile>/wirecheck` →
+/// `../..`), recognized by its `conformance/Cargo.toml`: there the files on disk win over the
+/// built-in copies, so an edit shows without a rebuild. An installed binary has none (an
+/// install folder's `../..` is someone's home, never taken for a checkout).
+fn checkout() -> Option<PathBuf> {
+    let root = bin_dir().join("../..").canonicalize().ok()?;
+    (root.join("conformance/Cargo.toml").is_file()
+        && root.join("scenarios").is_dir()
+        && root.join("conformance/agents").is_dir())
+    .then_some(root)
 }
 
 impl Sources {
-    pub fn scenarios_dir(&self) -> PathBuf {
+    /// The scenario folders, `None` standing for the built-in suite.
+    pub fn scenario_sources(&self) -> Vec<Option<PathBuf>> {
+        if self.scenarios.is_empty() {
+            return vec![checkout().map(|c| c.join("scenarios"))];
+        }
         self.scenarios
-            .clone()
-            .unwrap_or_else(|| default_dir("scenarios"))
+            .iter()
+            .map(|p| (p.as_os_str() != BUILTIN).then(|| p.clone()))
+            .collect()
     }
 
-    pub fn agents_dir(&self) -> PathBuf {
-        self.agents_dir
-            .clone()
-            .unwrap_or_else(|| default_dir("conformance/agents"))
+    pub fn agents_source(&self) -> AgentsSource {
+        match (&self.agents_dir, checkout()) {
+            (Some(dir), _) => AgentsSource::Dir(dir.clone()),
+            (None, Some(root)) => AgentsSource::Dir(root.join("conformance/agents")),
+            (None, None) => AgentsSource::Builtin,
+        }
     }
 }
 
+/// Every scenario of every source, ids unique across them (the error names both files).
 fn load_scenarios(sources: &Sources) -> Result<Vec<Arc<Scenario>>, u8> {
-    scenario::load_dir(&sources.scenarios_dir())
-        .map(|v| v.into_iter().map(Arc::new).collect())
-        .map_err(usage)
+    let mut all: Vec<Arc<Scenario>> = Vec::new();
+    for source in sources.scenario_sources() {
+        let loaded = match &source {
+            Some(dir) => scenario::load_dir(dir),
+            None => crate::embedded::scenarios(),
+        }
+        .map_err(usage)?;
+        for s in loaded {
+            if let Some(other) = all.iter().find(|o| o.id == s.id) {
+                return Err(usage(format!(
+                    "{}: field `id`: {:?} is already used by {}; case ids must be unique across --scenarios folders",
+                    s.file.display(),
+                    s.id,
+                    other.file.display()
+                )));
+            }
+            all.push(Arc::new(s));
+        }
+    }
+    Ok(all)
 }
 
 fn run(args: RunArgs) -> u8 {
-    let agents_dir = args.sources.agents_dir();
+    let agents = args.sources.agents_source();
     let mut profiles: Vec<Arc<AgentProfile>> = Vec::new();
     let names: Vec<String> = if args.agents.is_empty() && args.agent_cmd.is_none() {
         vec![DEFAULT_AGENT.to_owned()]
@@ -336,13 +496,14 @@ fn run(args: RunArgs) -> u8 {
         args.agents.clone()
     };
     for name in &names {
-        match agent::find_profile(&agents_dir, name) {
+        match agents.find(name) {
             Ok(p) => profiles.push(Arc::new(p)),
             Err(e) => return usage(e),
         }
     }
     if let Some(cmd) = &args.agent_cmd {
-        match AgentProfile::ad_hoc(cmd) {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        match AgentProfile::ad_hoc(cmd, &args.claims, &cwd) {
             Ok(p) => profiles.push(Arc::new(p)),
             Err(e) => return usage(e),
         }
@@ -361,6 +522,15 @@ fn run(args: RunArgs) -> u8 {
         Err(e) => return usage(e),
     };
     let planned = runner::plan(&profiles, &scenarios, &filter, args.partition);
+    if args.print_config {
+        return match crate::run_config::render(&args, &profiles, &scenarios, &planned, &bin_dir()) {
+            Ok(text) => {
+                crate::tools::write_stdout(&text);
+                EXIT_OK
+            }
+            Err(e) => usage(e),
+        };
+    }
     if planned.is_empty() {
         return usage(
             "no case matches --cases / --exclude / --partition; `wirecheck list` shows the case ids",
@@ -392,19 +562,29 @@ fn run(args: RunArgs) -> u8 {
         case_root: None,
         cases_parent: None,
         snapshots: snapshots.clone(),
+        starts: runner::StartWatch::default(),
     };
-    let results = match runner::run(planned, &settings) {
+    let run_info = run_info(&profiles, &scenarios, &filter, &args);
+    let mut results = match runner::run(planned, &settings) {
         Ok(r) => r,
         Err(e) => return usage(format!("cannot start the runtime: {e}")),
     };
+    results.run = Some(run_info);
     if let Err(e) = crate::results::write_all(&args.out, &results) {
         return usage(format!("cannot write the results: {e}"));
     }
+    if let Some(path) = &args.summary
+        && let Err(e) = crate::results::summary::append(path, &results, args.strict)
+    {
+        return usage(format!("cannot write the summary {}: {e}", path.display()));
+    }
     let color = crate::console::colors_enabled(std::io::stdout().is_terminal());
-    print!(
-        "{}",
-        crate::console::summary(&results, &args.out, args.strict, color)
-    );
+    crate::tools::write_stdout(&crate::console::summary(
+        &results,
+        &args.out,
+        args.strict,
+        color,
+    ));
     let mut unreferenced_failed = false;
     if let Some(snapshots) = &snapshots {
         print_snapshot_diffs(&results);
@@ -440,6 +620,13 @@ fn run(args: RunArgs) -> u8 {
             "{harness} case(s) could not be run because of a harness error (see above and their reasons in results.json); they are skipped, not judged"
         ));
     }
+    let never = settings.starts.never_started();
+    if !never.is_empty() {
+        for n in &never {
+            eprintln!("wirecheck: error: {n}");
+        }
+        return EXIT_USAGE;
+    }
     let nothing = runner::nothing_judged(&results);
     if !nothing.is_empty() {
         for n in &nothing {
@@ -458,6 +645,77 @@ fn run(args: RunArgs) -> u8 {
         return EXIT_USAGE;
     }
     if results.exit_code(args.strict) == 0 && !unreferenced_failed {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    }
+}
+
+/// What `wirecheck merge` needs to tell this run's parts from another's: the fingerprint of
+/// the whole plan (every partition), its case count, this part.
+fn run_info(
+    profiles: &[Arc<AgentProfile>],
+    scenarios: &[Arc<Scenario>],
+    filter: &CaseFilter,
+    args: &RunArgs,
+) -> crate::results::RunInfo {
+    let whole = runner::plan(profiles, scenarios, filter, None);
+    let cases: Vec<(&str, String)> = whole
+        .iter()
+        .flat_map(|p| {
+            p.checks
+                .iter()
+                .map(|c| (p.profile.name.as_str(), p.scenario.case_id(c)))
+        })
+        .collect();
+    crate::results::RunInfo {
+        id: args.run_id.clone(),
+        plan_cases: cases.len(),
+        plan: crate::results::merge::plan_fingerprint(
+            env!("CARGO_PKG_VERSION"),
+            args.snapshots.is_some(),
+            cases,
+        ),
+        partition: args
+            .partition
+            .map_or(crate::results::PartInfo { k: 1, n: 1 }, |p| {
+                crate::results::PartInfo { k: p.k, n: p.n }
+            }),
+    }
+}
+
+fn merge(args: MergeArgs) -> u8 {
+    use crate::results::merge;
+    let mut parts = Vec::new();
+    for path in &args.parts {
+        match merge::read_part(path) {
+            Ok(p) => parts.push(p),
+            Err(e) => return usage(e),
+        }
+    }
+    let results = match merge::check_out(&args.out, &parts).and_then(|()| merge::merge(&parts)) {
+        Ok(r) => r,
+        Err(e) => return usage(e),
+    };
+    if let Err(e) = merge::copy_artifacts(&args.out, &parts) {
+        return usage(e);
+    }
+    if let Err(e) = crate::results::write_all(&args.out, &results) {
+        return usage(format!("cannot write the results: {e}"));
+    }
+    if let Some(path) = &args.summary
+        && let Err(e) = crate::results::summary::append(path, &results, args.strict)
+    {
+        return usage(format!("cannot write the summary {}: {e}", path.display()));
+    }
+    let color = crate::console::colors_enabled(std::io::stdout().is_terminal());
+    crate::tools::write_stdout(&crate::console::summary(
+        &results,
+        &args.out,
+        args.strict,
+        color,
+    ));
+    if results.exit_code(args.strict) == 0 {
         EXIT_OK
     } else {
         EXIT_FAILED
@@ -614,13 +872,13 @@ fn list(args: ListArgs) -> u8 {
         Err(code) => return code,
     };
     let profile = match &args.agent {
-        Some(name) => match agent::find_profile(&args.sources.agents_dir(), name) {
+        Some(name) => match args.sources.agents_source().find(name) {
             Ok(p) => Some(Arc::new(p)),
             Err(e) => return usage(e),
         },
         None => None,
     };
-    print!("{}", list_text(&scenarios, profile.as_ref()));
+    crate::tools::write_stdout(&list_text(&scenarios, profile.as_ref()));
     EXIT_OK
 }
 

@@ -107,6 +107,13 @@ fn written_file_validates_against_the_schema() {
     let mut results = fixture();
     results.interrupted = Some("SIGINT".into());
     results.uncontained = Some("this machine refuses part of that".into());
+    // `run` (plan and partition) is written by every run since `wirecheck merge` exists.
+    results.run = Some(conformance::results::RunInfo {
+        id: Some("4242".into()),
+        plan: "0123456789abcdef".into(),
+        plan_cases: 12,
+        partition: conformance::results::PartInfo { k: 2, n: 3 },
+    });
     let value = serde_json::to_value(results).unwrap();
     let mut used = BTreeSet::new();
     let errors = validate(&schema, &schema, &value, "$", &mut used);

@@ -15,7 +15,7 @@ use reporter::kvp::record::validate_key;
 use reporter::report::{DEFAULT_IMDS, DEFAULT_WIRESERVER};
 use reporter::{Dmi, Failure, KvpTarget, Protocol, Report, ReporterConfig, RetryPolicy};
 use reqwest::Url;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 const AFTER_HELP: &str = "\
@@ -65,7 +65,7 @@ pub enum Command {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProtocolArg {
     /// POST /provisioning/health
@@ -86,7 +86,7 @@ impl From<ProtocolArg> for Protocol {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogLevel {
     Error,
@@ -168,6 +168,46 @@ pub struct Options {
     /// Log level on stderr; response headers are logged at debug [default: info]
     #[arg(long, global = true, value_enum, env = "PROVISION_REPORT_LOG_LEVEL")]
     pub log_level: Option<LogLevel>,
+    /// Print the effective configuration (defaults, --config file, environment and flags
+    /// merged, every value checked) as a --config file, then exit without sending or writing
+    /// anything
+    #[arg(long, global = true)]
+    pub print_config: bool,
+}
+
+/// The effective configuration, in the --config file's keys (`--print-config`): it can be
+/// saved and given back as `--config FILE`.
+#[derive(Debug, Serialize)]
+pub struct Effective {
+    wireserver: String,
+    protocol: ProtocolArg,
+    imds: String,
+    no_imds: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vm_id: Option<String>,
+    timeout: f64,
+    retry_interval: f64,
+    request_timeout: f64,
+    imds_timeout: f64,
+    kvp_pool: PathBuf,
+    kvp_key: String,
+    no_kvp: bool,
+    truncate_stale: bool,
+    kvp_lock_timeout: f64,
+    sysroot: PathBuf,
+    use_env_proxy: bool,
+    log_level: LogLevel,
+}
+
+impl Effective {
+    /// `# report: ready` and the TOML.
+    pub fn render(&self, report: &Report) -> String {
+        let body = toml::to_string(self).expect("plain values serialize");
+        format!(
+            "# provision-report: the effective configuration (nothing was sent or written)\n# report: {}\n{body}",
+            report.name()
+        )
+    }
 }
 
 /// The config file: the global options, under their snake_case names.
@@ -208,6 +248,9 @@ pub struct Settings {
     pub config: ReporterConfig,
     pub report: Report,
     pub log_level: LogLevel,
+    /// `--print-config`: print [`Settings::effective`] and exit.
+    pub print_config: bool,
+    pub effective: Effective,
 }
 
 impl Cli {
@@ -246,10 +289,11 @@ impl Cli {
                 .imds
                 .or(file.imds)
                 .unwrap_or_else(|| DEFAULT_IMDS.to_owned());
-            let url = parse_base_url(&text)
-                .map_err(|why| usage(format!("{}: {why}", origin("--imds", "imds", from_cli))))?;
-            (!no_imds).then_some(url)
+            parse_base_url(&text)
+                .map_err(|why| usage(format!("{}: {why}", origin("--imds", "imds", from_cli))))?
         };
+        let imds_url = imds.clone();
+        let imds = (!no_imds).then_some(imds);
         let vm_id = {
             let from_cli = o.vm_id.is_some();
             match o.vm_id.or(file.vm_id) {
@@ -316,31 +360,54 @@ impl Cli {
             "kvp_lock_timeout",
         )?;
         let no_kvp = o.no_kvp || file.no_kvp.unwrap_or(false);
+        let defaults = KvpTarget::default();
+        let key_from_cli = o.kvp_key.is_some();
+        let kvp_key = o.kvp_key.or(file.kvp_key).unwrap_or(defaults.key);
+        let kvp_pool = o.kvp_pool.or(file.kvp_pool).unwrap_or(defaults.path);
+        let truncate_stale = o.truncate_stale || file.truncate_stale.unwrap_or(false);
         let kvp = if no_kvp {
             None
         } else {
-            let defaults = KvpTarget::default();
-            let key_from_cli = o.kvp_key.is_some();
-            let key = o.kvp_key.or(file.kvp_key).unwrap_or(defaults.key);
-            validate_key(&key).map_err(|why| {
+            validate_key(&kvp_key).map_err(|why| {
                 usage(format!(
                     "{}: {why}",
                     origin("--kvp-key", "kvp_key", key_from_cli)
                 ))
             })?;
-            let path = o.kvp_pool.or(file.kvp_pool).unwrap_or(defaults.path);
             Some(KvpTarget {
-                path,
-                key,
-                truncate_stale: o.truncate_stale || file.truncate_stale.unwrap_or(false),
+                path: kvp_pool.clone(),
+                key: kvp_key.clone(),
+                truncate_stale,
                 lock_timeout: kvp_lock_timeout,
             })
         };
-        let dmi = Dmi::new(
-            o.sysroot
-                .or(file.sysroot)
-                .unwrap_or_else(|| PathBuf::from("/")),
-        );
+        let sysroot = o
+            .sysroot
+            .or(file.sysroot)
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let dmi = Dmi::new(sysroot.clone());
+        let protocol = o.protocol.or(file.protocol).unwrap_or(ProtocolArg::Json);
+        let use_env_proxy = o.use_env_proxy || file.use_env_proxy.unwrap_or(false);
+        let log_level = o.log_level.or(file.log_level).unwrap_or(LogLevel::Info);
+        let effective = Effective {
+            wireserver: wireserver.to_string(),
+            protocol,
+            imds: imds_url.to_string(),
+            no_imds,
+            vm_id: vm_id.clone(),
+            timeout: retry.budget.as_secs_f64(),
+            retry_interval: retry.interval.as_secs_f64(),
+            request_timeout: retry.request_timeout.as_secs_f64(),
+            imds_timeout: imds_retry.budget.as_secs_f64(),
+            kvp_pool,
+            kvp_key,
+            no_kvp,
+            truncate_stale,
+            kvp_lock_timeout: kvp_lock_timeout.as_secs_f64(),
+            sysroot,
+            use_env_proxy,
+            log_level,
+        };
         let report = match self.command {
             Command::Ready => Report::Ready,
             Command::Failure { reason, data } => {
@@ -374,21 +441,19 @@ impl Cli {
         Ok(Settings {
             config: ReporterConfig {
                 wireserver,
-                protocol: o
-                    .protocol
-                    .or(file.protocol)
-                    .unwrap_or(ProtocolArg::Json)
-                    .into(),
+                protocol: protocol.into(),
                 retry,
                 imds,
                 imds_retry,
                 vm_id,
                 dmi,
                 kvp,
-                use_env_proxy: o.use_env_proxy || file.use_env_proxy.unwrap_or(false),
+                use_env_proxy,
             },
             report,
-            log_level: o.log_level.or(file.log_level).unwrap_or(LogLevel::Info),
+            log_level,
+            print_config: o.print_config,
+            effective,
         })
     }
 }

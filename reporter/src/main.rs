@@ -35,6 +35,10 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    if settings.print_config {
+        print!("{}", settings.effective.render(&settings.report));
+        return ExitCode::from(EXIT_REPORTED);
+    }
     init_logging(settings.log_level);
     let report_name = settings.report.name();
     let reporter = match Reporter::new(settings.config) {

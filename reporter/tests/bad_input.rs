@@ -270,3 +270,87 @@ fn help_lists_every_environment_variable() {
     assert!(help.contains("PROVISION_REPORT_REASON"));
     assert!(help.contains("PROVISION_REPORT_DATA"));
 }
+
+/// `--print-config`: every value merged and checked, printed as a --config file that reads
+/// back to the same configuration; nothing sent, no pool created.
+#[test]
+fn print_config_shows_the_merged_configuration_and_does_nothing() {
+    let server = Server::start();
+    server
+        .with_imds()
+        .on("POST /provisioning/health", vec![Reply::Status(201)]);
+    let scratch = Scratch::new();
+    let pool = scratch.pool().display().to_string();
+    let url = server.url();
+    let print = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_provision-report"));
+        command.env_clear().args(args);
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let out = command.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, text, err) = print(
+        &[
+            "--print-config",
+            "--wireserver",
+            &url,
+            "--kvp-pool",
+            &pool,
+            "--timeout",
+            "2.5",
+            "failure",
+            "--reason",
+            "boom",
+        ],
+        &[
+            ("PROVISION_REPORT_NO_IMDS", "1"),
+            ("PROVISION_REPORT_PROTOCOL", "xml"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(text.contains("# report: failure"), "{text}");
+    // `key = value` lines (the toml crate is not linked here: its AsRef impls would make the
+    // support module's byte-string matches ambiguous).
+    let get = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("no {key} in {text}"))
+            .to_owned()
+    };
+    assert_eq!(get("timeout"), "2.5");
+    assert_eq!(get("no_imds"), "true");
+    assert_eq!(get("protocol"), "\"xml\"");
+    assert_eq!(get("kvp_pool"), format!("{pool:?}"));
+    assert_eq!(get("retry_interval"), "1.0", "the default");
+    assert_eq!(server.requests().len(), 0, "sent {:?}", server.targets());
+    assert!(!scratch.pool().exists(), "the pool was created");
+
+    // Saved and given back as --config, it is the same configuration.
+    let file = scratch.dir.path().join("effective.toml");
+    std::fs::write(&file, &text).unwrap();
+    let file = file.display().to_string();
+    let (code, again, err) = print(
+        &[
+            "--config",
+            &file,
+            "--print-config",
+            "failure",
+            "--reason",
+            "boom",
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(again, text);
+
+    // Bad input is still refused first.
+    let (code, _, err) = print(&["--print-config", "--timeout", "0", "ready"], &[]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--timeout"), "{err}");
+}

@@ -105,7 +105,9 @@ impl Done {
 
 /// Something an agent may or may not implement; scenarios that need an unclaimed capability
 /// are skipped for it, with the reason.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Capability {
     /// `POST /provisioning/health` (JSON).
@@ -337,7 +339,7 @@ struct ProfileFile {
     #[serde(default)]
     env: BTreeMap<String, Spanned<String>>,
     capabilities: Vec<Capability>,
-    reactions: ReactionsFile,
+    reactions: Option<ReactionsFile>,
     #[serde(default)]
     exit: ExitCodes,
     done: Option<Spanned<Done>>,
@@ -390,6 +392,12 @@ struct SandboxFile {
 /// Default `done_grace`: long enough for a last request after the report (WALA's IMDS GET).
 pub const DEFAULT_DONE_GRACE: f64 = 2.0;
 
+/// Only the `name` of a profile, for its span.
+#[derive(Debug, Deserialize)]
+struct NameOnly {
+    name: Spanned<String>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CommandsFile {
@@ -435,7 +443,29 @@ impl AgentProfile {
             fake_wireserver::files::MAX_INPUT_FILE_BYTES,
         )
         .map_err(|e| FileError::whole(path, format!("cannot read agent profile: {e}")))?;
-        AgentProfile::from_toml_str(&text, path)
+        let profile = AgentProfile::from_toml_str(&text, path)?;
+        // The name keys `--agent NAME` (NAME.toml), the results, the artifacts and the
+        // snapshots: a profile whose file says otherwise could not be found by its name, and
+        // two such files would share one agent's artifacts and snapshots.
+        if let Some(stem) = path.file_stem().and_then(|s| s.to_str())
+            && path.extension().is_some_and(|e| e == "toml")
+            && stem != profile.name
+        {
+            let span = toml::from_str::<NameOnly>(&text)
+                .map(|n| n.name.span())
+                .unwrap_or(0..0);
+            return Err(FileError::at(
+                path,
+                &text,
+                span,
+                Some("name"),
+                format!(
+                    "{:?} is not the file's name ({stem}.toml): rename the file to {}.toml or set name = {stem:?}",
+                    profile.name, profile.name
+                ),
+            ));
+        }
+        Ok(profile)
     }
 
     /// Parses a profile; `path` names it in errors.
@@ -534,88 +564,11 @@ impl AgentProfile {
             }
         }
 
-        let r = &file.reactions;
-        let statuses = |list: &Spanned<Vec<u16>>,
-                        field: &str|
-         -> Result<BTreeSet<u16>, FileError> {
-            for status in list.get_ref() {
-                if !(100..=599).contains(status) {
-                    return Err(at(
-                        list.span(),
-                        field,
-                        format!("{status} is not an HTTP status (100-599)"),
-                    ));
-                }
-                if *status == 403 {
-                    return Err(at(
-                        list.span(),
-                        field,
-                        "403 is decided by `status_403` (\"throttling\", \"throttle-body\" or \"fatal\"), not listed here".into(),
-                    ));
-                }
-            }
-            Ok(list.get_ref().iter().copied().collect())
+        let reactions = match &file.reactions {
+            // No [reactions]: judged by the recommended policy, like the ad-hoc agent.
+            None => Reactions::recommended(),
+            Some(r) => reactions_from(r, &at)?,
         };
-        let retryable = statuses(&r.retryable, "reactions.retryable")?;
-        let imds_retryable = match &r.imds_retryable {
-            Some(list) => Some(statuses(list, "reactions.imds_retryable")?),
-            None => None,
-        };
-        let bounded = |v: &Option<Spanned<f64>>,
-                       field: &str,
-                       max: f64,
-                       unit: &str|
-         -> Result<Option<f64>, FileError> {
-            v.as_ref()
-                .map(|s| {
-                    crate::bounds::positive_at_most(*s.get_ref(), max, unit)
-                        .map_err(|msg| at(s.span(), field, msg))
-                })
-                .transpose()
-        };
-        let seconds = |v: &Option<Spanned<f64>>, field: &str| {
-            bounded(v, field, crate::bounds::MAX_SECONDS, "seconds")
-        };
-        let reactions = Reactions {
-            retryable,
-            transport_errors: r.transport_errors,
-            status_403: r.status_403,
-            refresh_goal_state_on_410: r.refresh_goal_state_on_410,
-            retry_interval_min: seconds(&r.retry_interval_min, "reactions.retry_interval_min")?,
-            retry_interval_max: seconds(&r.retry_interval_max, "reactions.retry_interval_max")?,
-            budget: seconds(&r.budget, "reactions.budget")?,
-            request_timeout: seconds(&r.request_timeout, "reactions.request_timeout")?,
-            max_rate: bounded(
-                &r.max_rate,
-                "reactions.max_rate",
-                crate::bounds::MAX_RATE,
-                "requests per second",
-            )?,
-            imds_retryable,
-            imds_status_403: r.imds_status_403,
-            imds_retry_interval_min: seconds(
-                &r.imds_retry_interval_min,
-                "reactions.imds_retry_interval_min",
-            )?,
-            retry_interval_503: seconds(&r.retry_interval_503, "reactions.retry_interval_503")?,
-            retry_interval_throttled: seconds(
-                &r.retry_interval_throttled,
-                "reactions.retry_interval_throttled",
-            )?,
-        };
-
-        if let (Some(min), Some(max)) = (reactions.retry_interval_min, &r.retry_interval_max)
-            && *max.get_ref() < min
-        {
-            return Err(at(
-                max.span(),
-                "reactions.retry_interval_max",
-                format!(
-                    "{} is shorter than retry_interval_min ({min})",
-                    max.get_ref()
-                ),
-            ));
-        }
 
         let mut deviations = Vec::new();
         for (i, d) in file.deviations.iter().enumerate() {
@@ -810,11 +763,26 @@ impl AgentProfile {
     }
 
     /// An ad-hoc agent from `--agent-cmd`: one command line for every action, `{action}`
-    /// naming it (`ready`, `failure`, `in-progress`). It claims every capability and is judged
-    /// against the recommended policy (PROTOCOL.md §8.2), the same as the bundled reporter.
-    pub fn ad_hoc(command_line: &str) -> Result<AgentProfile, String> {
-        let template =
-            Template::parse_command_line(command_line).map_err(|e| format!("--agent-cmd: {e}"))?;
+    /// naming it (`ready`, `failure`, `in-progress`). It claims `claims` (`--claims`; none
+    /// given: every capability) and is judged against the recommended policy (PROTOCOL.md
+    /// §8.2), the same as the bundled reporter.
+    ///
+    /// Agents run in their case folder, so a relative path in the command line (`python3
+    /// my_agent.py`, `./agent`) would name a file there, which never exists: a word that
+    /// names a file or folder relative to `cwd` (where wirecheck was started) is made
+    /// absolute. A bare program name stays a name looked up next to wirecheck and on PATH.
+    pub fn ad_hoc(
+        command_line: &str,
+        claims: &[Capability],
+        cwd: &Path,
+    ) -> Result<AgentProfile, String> {
+        let words = template::split_words(command_line).map_err(|e| format!("--agent-cmd: {e}"))?;
+        let words: Vec<RawArg> = words
+            .into_iter()
+            .enumerate()
+            .map(|(i, w)| RawArg::Word(absolute_if_here(&w, i == 0, cwd)))
+            .collect();
+        let template = Template::parse(&words).map_err(|e| format!("--agent-cmd: {e}"))?;
         let commands = Action::ALL
             .into_iter()
             .map(|a| {
@@ -835,15 +803,19 @@ impl AgentProfile {
             attach: Attach::Url,
             commands,
             env: Vec::new(),
-            capabilities: [
-                Capability::Json,
-                Capability::Xml,
-                Capability::Failure,
-                Capability::InProgress,
-                Capability::Kvp,
-            ]
-            .into_iter()
-            .collect(),
+            capabilities: if claims.is_empty() {
+                [
+                    Capability::Json,
+                    Capability::Xml,
+                    Capability::Failure,
+                    Capability::InProgress,
+                    Capability::Kvp,
+                ]
+                .into_iter()
+                .collect()
+            } else {
+                claims.iter().copied().collect()
+            },
             reactions: Reactions::recommended(),
             exit: ExitCodes {
                 reported: vec![0],
@@ -903,6 +875,93 @@ impl Reactions {
             retry_interval_throttled: None,
         }
     }
+}
+
+/// `[reactions]` → [`Reactions`], each value within its bounds.
+fn reactions_from(
+    r: &ReactionsFile,
+    at: &dyn Fn(std::ops::Range<usize>, &str, String) -> FileError,
+) -> Result<Reactions, FileError> {
+    let statuses = |list: &Spanned<Vec<u16>>, field: &str| -> Result<BTreeSet<u16>, FileError> {
+        for status in list.get_ref() {
+            if !(100..=599).contains(status) {
+                return Err(at(
+                    list.span(),
+                    field,
+                    format!("{status} is not an HTTP status (100-599)"),
+                ));
+            }
+            if *status == 403 {
+                return Err(at(
+                    list.span(),
+                    field,
+                    "403 is decided by `status_403` (\"throttling\", \"throttle-body\" or \"fatal\"), not listed here".into(),
+                ));
+            }
+        }
+        Ok(list.get_ref().iter().copied().collect())
+    };
+    let retryable = statuses(&r.retryable, "reactions.retryable")?;
+    let imds_retryable = match &r.imds_retryable {
+        Some(list) => Some(statuses(list, "reactions.imds_retryable")?),
+        None => None,
+    };
+    let bounded = |v: &Option<Spanned<f64>>,
+                   field: &str,
+                   max: f64,
+                   unit: &str|
+     -> Result<Option<f64>, FileError> {
+        v.as_ref()
+            .map(|s| {
+                crate::bounds::positive_at_most(*s.get_ref(), max, unit)
+                    .map_err(|msg| at(s.span(), field, msg))
+            })
+            .transpose()
+    };
+    let seconds = |v: &Option<Spanned<f64>>, field: &str| {
+        bounded(v, field, crate::bounds::MAX_SECONDS, "seconds")
+    };
+    let reactions = Reactions {
+        retryable,
+        transport_errors: r.transport_errors,
+        status_403: r.status_403,
+        refresh_goal_state_on_410: r.refresh_goal_state_on_410,
+        retry_interval_min: seconds(&r.retry_interval_min, "reactions.retry_interval_min")?,
+        retry_interval_max: seconds(&r.retry_interval_max, "reactions.retry_interval_max")?,
+        budget: seconds(&r.budget, "reactions.budget")?,
+        request_timeout: seconds(&r.request_timeout, "reactions.request_timeout")?,
+        max_rate: bounded(
+            &r.max_rate,
+            "reactions.max_rate",
+            crate::bounds::MAX_RATE,
+            "requests per second",
+        )?,
+        imds_retryable,
+        imds_status_403: r.imds_status_403,
+        imds_retry_interval_min: seconds(
+            &r.imds_retry_interval_min,
+            "reactions.imds_retry_interval_min",
+        )?,
+        retry_interval_503: seconds(&r.retry_interval_503, "reactions.retry_interval_503")?,
+        retry_interval_throttled: seconds(
+            &r.retry_interval_throttled,
+            "reactions.retry_interval_throttled",
+        )?,
+    };
+
+    if let (Some(min), Some(max)) = (reactions.retry_interval_min, &r.retry_interval_max)
+        && *max.get_ref() < min
+    {
+        return Err(at(
+            max.span(),
+            "reactions.retry_interval_max",
+            format!(
+                "{} is shorter than retry_interval_min ({min})",
+                max.get_ref()
+            ),
+        ));
+    }
+    Ok(reactions)
 }
 
 /// `[encoded]` → [`EncodedDialect`]: quote and order must name one of the two dialects (§6.1,
@@ -974,6 +1033,23 @@ fn encoded_dialect(
             "characters of a 2048-byte KVP value with its NUL",
         )?,
     })
+}
+
+/// `word`, made absolute when it is a relative path to something that exists in `cwd` (for
+/// the program: only a path with a `/`, a bare name being looked up on PATH). Placeholders,
+/// options and `KEY=VALUE` words are left alone.
+fn absolute_if_here(word: &str, program: bool, cwd: &Path) -> String {
+    let path = Path::new(word);
+    let candidate = !word.is_empty()
+        && !path.is_absolute()
+        && !word.contains('{')
+        && !word.starts_with('-')
+        && !word.contains('=')
+        && (!program || word.contains('/'));
+    if candidate && cwd.join(path).symlink_metadata().is_ok() {
+        return cwd.join(path).display().to_string();
+    }
+    word.to_owned()
 }
 
 /// Finds profile `name`: a path to a `.toml` file, or `<agents_dir>/<name>.toml`.
@@ -1073,6 +1149,42 @@ reason = "known"
         assert_eq!(p.commands[&Action::Ready].line, Some(6));
         assert_eq!(p.deviation_for("retry.x.y").unwrap().reason, "known");
         assert!(p.deviation_for("wire.x").is_none());
+    }
+
+    #[test]
+    fn a_profile_without_reactions_gets_the_recommended_policy() {
+        let text = valid().replace(
+            "[reactions]\nretryable = [429, 503]\ntransport_errors = \"retry\"\nstatus_403 = \"fatal\"\n",
+            "",
+        );
+        assert!(!text.contains("[reactions]"));
+        let p = load(&text).unwrap();
+        assert_eq!(p.reactions, Reactions::recommended());
+        // A [reactions] table given is still read whole.
+        let p = load(&valid()).unwrap();
+        assert_eq!(p.reactions.status_403, Forbidden::Fatal);
+        assert!(load(&valid().replace("transport_errors = \"retry\"\n", "")).is_err());
+    }
+
+    #[test]
+    fn a_profile_file_is_named_after_its_agent_wherever_it_is_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = dir.path().join("my-agent.toml");
+        std::fs::write(&other, valid()).unwrap();
+        // By path as well as by name: the name keys results, artifacts and snapshots.
+        for err in [
+            AgentProfile::load(&other).unwrap_err(),
+            find_profile(dir.path(), "my-agent").unwrap_err(),
+            find_profile(Path::new("/nonexistent"), &other.display().to_string()).unwrap_err(),
+        ] {
+            assert_eq!(err.field.as_deref(), Some("name"), "{err}");
+            assert_eq!(err.line, Some(1), "{err}");
+            assert!(err.to_string().contains("my-agent.toml"), "{err}");
+            assert!(err.to_string().contains("\"demo\""), "{err}");
+        }
+        let same = dir.path().join("demo.toml");
+        std::fs::write(&same, valid()).unwrap();
+        assert_eq!(AgentProfile::load(&same).unwrap().name, "demo");
     }
 
     #[test]
@@ -1203,14 +1315,67 @@ reason = "known"
     }
 
     #[test]
-    fn ad_hoc_agents_claim_everything() {
-        let p = AgentProfile::ad_hoc("python3 agent.py {action}").unwrap();
+    fn ad_hoc_agents_claim_everything_unless_told() {
+        let here = Path::new(".");
+        let p = AgentProfile::ad_hoc("python3 agent.py {action}", &[], here).unwrap();
         assert_eq!(p.commands.len(), 3);
         assert!(p.claims(Capability::InProgress));
+        assert!(p.claims(Capability::Kvp));
+        let p = AgentProfile::ad_hoc(
+            "python3 agent.py {action}",
+            &[Capability::Json, Capability::Failure],
+            here,
+        )
+        .unwrap();
+        assert!(p.claims(Capability::Json) && p.claims(Capability::Failure));
+        assert!(!p.claims(Capability::Kvp) && !p.claims(Capability::Xml));
         assert!(
-            AgentProfile::ad_hoc("a {nope}")
+            AgentProfile::ad_hoc("a {nope}", &[], here)
                 .unwrap_err()
                 .contains("unknown placeholder")
+        );
+    }
+
+    #[test]
+    fn ad_hoc_paths_that_exist_here_are_made_absolute() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("my_agent.py"), "").unwrap();
+        std::fs::create_dir(dir.path().join("bin")).unwrap();
+        std::fs::write(dir.path().join("bin/agent"), "").unwrap();
+        std::fs::write(dir.path().join("python3"), "").unwrap();
+        let p = AgentProfile::ad_hoc(
+            "python3 my_agent.py {action} --url {wireserver_url} missing.py --x=my_agent.py",
+            &[],
+            dir.path(),
+        )
+        .unwrap();
+        let words: Vec<String> = p.commands[&Action::Ready]
+            .template
+            .args
+            .iter()
+            .map(|a| match a {
+                template::Arg::Word(w) => w.source().to_owned(),
+                template::Arg::Group(_) => unreachable!(),
+            })
+            .collect();
+        let abs = dir.path().join("my_agent.py").display().to_string();
+        // A bare program name stays a PATH lookup even when a file of that name is here.
+        assert_eq!(
+            words,
+            [
+                "python3",
+                abs.as_str(),
+                "{action}",
+                "--url",
+                "{wireserver_url}",
+                "missing.py",
+                "--x=my_agent.py"
+            ]
+        );
+        let p = AgentProfile::ad_hoc("bin/agent {action}", &[], dir.path()).unwrap();
+        assert_eq!(
+            p.commands[&Action::Ready].template.program().source(),
+            dir.path().join("bin/agent").display().to_string()
         );
     }
 }

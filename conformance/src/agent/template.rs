@@ -445,7 +445,7 @@ impl Values {
     }
 }
 
-fn split_words(line: &str) -> Result<Vec<String>, TemplateError> {
+pub(crate) fn split_words(line: &str) -> Result<Vec<String>, TemplateError> {
     let mut words = Vec::new();
     let mut current = String::new();
     let mut in_word = false;

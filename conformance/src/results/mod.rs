@@ -7,13 +7,15 @@
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod merge;
 pub mod model;
 mod output;
 pub mod problems;
+pub mod summary;
 
 pub use model::{
-    AgentResults, AnswerClass, CaseResult, Evidence, RunEnd, RunResults, SCHEMA_VERSION, Timeline,
-    TimelineEvent, Verdict, VerdictCounts,
+    AgentResults, AnswerClass, CaseResult, Evidence, PartInfo, RunEnd, RunInfo, RunResults,
+    SCHEMA_VERSION, Timeline, TimelineEvent, Verdict, VerdictCounts,
 };
 pub use output::ResultsError;
 

@@ -72,7 +72,32 @@ pub struct RunResults {
     /// agents then ran in wirecheck's own namespaces, where one could reach a neighbour.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncontained: Option<String>,
+    /// What the run was (its plan, its partition), so `wirecheck merge` can tell the parts of
+    /// one run from those of another. Absent in files written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunInfo>,
     pub agents: Vec<AgentResults>,
+}
+
+/// Which run a results.json belongs to, and which part of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// `--run-id` (e.g. the CI's run number), when given: parts must agree on it.
+    pub id: Option<String>,
+    /// Fingerprint (16 hex digits) of the whole plan, every partition included: the wirecheck
+    /// version, the agents, the case ids, whether snapshots were compared.
+    pub plan: String,
+    /// Cases in the whole plan, snapshot cases not counted.
+    pub plan_cases: usize,
+    /// The part this file holds (`--partition K/N`); 1/1 for a whole run or a merge.
+    pub partition: PartInfo,
+}
+
+/// `--partition K/N` as recorded (1/1: not partitioned).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartInfo {
+    pub k: usize,
+    pub n: usize,
 }
 
 /// All cases run against one agent profile.
@@ -272,6 +297,7 @@ impl RunResults {
             wirecheck_version: wirecheck_version.into(),
             interrupted: None,
             uncontained: None,
+            run: None,
             agents: Vec::new(),
         }
     }

@@ -6,6 +6,7 @@ mod artifacts;
 pub mod attach;
 pub mod lag;
 mod scenario_run;
+pub mod start_watch;
 pub mod timing;
 
 use std::path::{Path, PathBuf};
@@ -22,6 +23,7 @@ use crate::scenario::Scenario;
 use crate::select::{CaseFilter, Partition};
 
 pub use attach::in_process::ClosedPort;
+pub use start_watch::{NeverStarted, StartWatch};
 pub use timing::{CASE_LIMIT_SECONDS, CaseTiming};
 
 /// One scenario to run against one agent, with the checks selected for it.
@@ -195,6 +197,8 @@ pub struct RunSettings {
     pub cases_parent: Option<PathBuf>,
     /// `--snapshots`: where each pair's transcript is compared with its accepted snapshot.
     pub snapshots: Option<SnapshotSettings>,
+    /// Whether each agent ever got going (read after the run: [`StartWatch::never_started`]).
+    pub starts: StartWatch,
 }
 
 /// `--snapshots DIR` and `--snapshots-strict`.
@@ -613,7 +617,7 @@ mod tests {
     }
 
     fn profile() -> Arc<AgentProfile> {
-        Arc::new(AgentProfile::ad_hoc("true").unwrap())
+        Arc::new(AgentProfile::ad_hoc("true", &[], std::path::Path::new(".")).unwrap())
     }
 
     fn ids(planned: &[Planned]) -> Vec<String> {

@@ -65,6 +65,13 @@ async fn execute(
             &super::interrupted_reason(sig, true),
         ));
     }
+    settings.starts.record(
+        &profile.name,
+        &scenario.id,
+        case_dir.path(),
+        !session.journal.is_empty(),
+        &session.runs,
+    );
     let unjudgeable = session.unjudgeable;
     let pool = session.pool;
     let pool_view = decode_pool(pool.as_deref().unwrap_or_default());

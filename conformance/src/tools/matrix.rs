@@ -1,4 +1,4 @@
-//! `wirecheck matrix RESULTS_JSON`: the compatibility matrix of a run as a markdown table,
+//! `wirecheck matrix RESULTS`: the compatibility matrix of a run as a markdown table,
 //! one row per scenario group (the first part of the case id: `wire`, `retry`, `transport`,
 //! ...), one column per agent, verdict counts in each cell. The README's matrix is this
 //! command's output.
@@ -9,13 +9,23 @@ use std::path::Path;
 use super::{EXIT_OK, ToolError, ToolOutput};
 use crate::results::{RunResults, Verdict, VerdictCounts};
 
+/// `path`: a results folder (its results.json is read) or a results.json.
 pub fn matrix(path: &Path) -> Result<ToolOutput, ToolError> {
-    if path.is_dir() {
-        return Err(ToolError::IsDirectory {
+    let file = if path.is_dir() {
+        path.join(crate::results::json::FILE_NAME)
+    } else {
+        path.to_path_buf()
+    };
+    if path.is_dir() && !file.is_file() {
+        return Err(ToolError::BadFolder {
             path: path.to_path_buf(),
-            expected: "a results.json file",
+            message: format!(
+                "a folder without a {}; expected a results folder written by `wirecheck run` or a results.json",
+                crate::results::json::FILE_NAME
+            ),
         });
     }
+    let path = file.as_path();
     let results = crate::results::json::read(path).map_err(|e| ToolError::BadFolder {
         path: path.to_path_buf(),
         message: e.to_string(),

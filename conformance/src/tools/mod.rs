@@ -6,7 +6,7 @@
 //! [`emit`].
 
 mod kvp_dump;
-mod matrix;
+pub(crate) mod matrix;
 mod report_parse;
 pub(crate) mod text;
 pub mod vectors;
@@ -63,13 +63,25 @@ impl ToolError {
 pub fn emit(result: Result<ToolOutput, ToolError>) -> i32 {
     match result {
         Ok(output) => {
-            print!("{}", output.stdout);
+            write_stdout(&output.stdout);
             output.exit_code
         }
         Err(error) => {
             eprintln!("wirecheck: {}", text::visible_lines(&error.to_string()));
             error.exit_code()
         }
+    }
+}
+
+/// Prints `text` on stdout. A reader that went away (`wirecheck list | head`) is not an
+/// error: the rest is dropped quietly, where `print!` would panic on the broken pipe.
+pub fn write_stdout(text: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => eprintln!("wirecheck: cannot write to stdout: {e}"),
     }
 }
 

@@ -206,6 +206,7 @@ pub fn fixture() -> RunResults {
         wirecheck_version: "0.1.0".into(),
         interrupted: None,
         uncontained: None,
+        run: None,
         agents: vec![
             AgentResults {
                 agent: "provision-report".into(),
