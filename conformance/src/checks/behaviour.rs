@@ -6,7 +6,7 @@
 
 use fake_wireserver::journal::Entry;
 
-use super::{Judgement, Tally, about, line, note};
+use super::{Judgement, Tally, about, line, note, stderr_tail};
 use crate::agent::Done;
 use crate::exec::Exit;
 use crate::observe::{Class, Observation, RunRecord, Service, service_of};
@@ -549,7 +549,10 @@ pub fn terminal(obs: &Observation) -> Judgement {
             if !imds_fatal {
                 t.fail(
                     format!("run {} never sent its health report", ri + 1),
-                    note(format!("run {}: {}", ri + 1, run.exit.describe()), None),
+                    note(
+                        format!("run {}: {}", ri + 1, run.exit.describe()),
+                        stderr_tail(run),
+                    ),
                 );
             }
         } else if let Some(last) = posts.last() {
@@ -586,9 +589,10 @@ pub fn exit(obs: &Observation) -> Judgement {
         let accepted: Option<&Entry> = requests(obs, ri, Service::Wireserver)
             .into_iter()
             .find(|e| obs.is_flow_health(e) && obs.classify(e).is_success());
+        // Without a delivered report, the agent's own words (its stderr) say why.
         let evidence = |msg: String| match accepted {
             Some(e) => about(msg, &[e], None),
-            None => note(msg, None),
+            None => note(msg, stderr_tail(run)),
         };
         let what = format!(
             "run {} ({}): {}",

@@ -341,6 +341,13 @@ pub fn about(note: impl Into<String>, entries: &[&Entry], excerpt: Option<String
 }
 
 /// Evidence without journal entries.
+/// The last lines of a run's stderr (`RunEnd::tail`), as the excerpt of a verdict on a run
+/// that delivered no report: why an agent failed is usually there.
+pub fn stderr_tail(run: &observe::RunRecord) -> Option<String> {
+    let tail = crate::results::RunEnd::tail(&run.stderr.text());
+    (!tail.trim().is_empty()).then(|| format!("stderr, last lines:\n{tail}"))
+}
+
 pub fn note(note: impl Into<String>, excerpt: Option<String>) -> Evidence {
     Evidence {
         note: note.into(),

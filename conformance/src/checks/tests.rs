@@ -1093,3 +1093,37 @@ fn exception_text_failures_are_informational_only_in_their_shape() {
     );
     assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
 }
+
+/// An agent that never reported: the verdict carries the end of its stderr, where its error is.
+#[test]
+fn a_run_that_never_reported_shows_its_stderr_tail() {
+    let s = scenario("");
+    let mut r = run(0, 500, Exit::Code(2));
+    let stderr = format!(
+        "{}Traceback (most recent call last):\nModuleNotFoundError: No module named 'azure'\n",
+        "noise\n".repeat(40)
+    );
+    r.stderr = Captured {
+        total: stderr.len(),
+        bytes: stderr.into_bytes(),
+    };
+    for check in ["behaviour.terminal", "behaviour.exit"] {
+        let j = judge(check, &s, vec![], vec![r.clone()]);
+        assert_eq!(j.verdict, Verdict::Fail, "{check}: {j:?}");
+        let excerpt = j.evidence[0].excerpt.as_deref().unwrap_or("");
+        assert!(
+            excerpt.contains("ModuleNotFoundError: No module named 'azure'"),
+            "{check}: {excerpt}"
+        );
+        // The tail, not the whole stream.
+        assert!(excerpt.matches("noise").count() < 40, "{check}: {excerpt}");
+    }
+    // With nothing on stderr, no empty excerpt.
+    let j = judge(
+        "behaviour.terminal",
+        &s,
+        vec![],
+        vec![run(0, 500, Exit::Code(2))],
+    );
+    assert_eq!(j.evidence[0].excerpt, None);
+}
