@@ -330,6 +330,7 @@ mod inspect;
 pub mod journal;
 /// The independent parsers (crate `wirecheck-oracle`), re-exported for the journal's users.
 pub use wirecheck_oracle as oracle;
+pub mod proxy;
 pub mod sandbox;
 pub mod scenario;
 mod server;

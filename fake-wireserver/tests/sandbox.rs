@@ -21,37 +21,14 @@ fn require_root() {
 }
 
 fn sandbox(out: &Path, extra: &[&str], command: &[&str]) -> Output {
-    Command::new(FAKE)
-        .arg("sandbox")
-        .arg("--out")
-        .arg(out)
-        .args(extra)
-        .arg("--")
-        .args(command)
-        .output()
-        .expect("run fake-wireserver sandbox")
+    wirecheck_test_support::sandbox::run(Path::new(FAKE), out, extra, command)
 }
 
 fn journal(out: &Path) -> Vec<Entry> {
-    let text = std::fs::read_to_string(out.join("journal.jsonl")).expect("journal.jsonl");
-    text.lines()
-        .map(|l| serde_json::from_str(l).expect("journal line"))
-        .collect()
+    wirecheck_test_support::sandbox::journal(out)
 }
 
-fn summary(out: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(out.join("sandbox.json")).expect("sandbox.json"))
-        .expect("sandbox.json is JSON")
-}
-
-fn describe(output: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+use wirecheck_test_support::sandbox::{describe, summary};
 
 /// A bash snippet sending one HTTP/1.1 request over /dev/tcp and printing the status line.
 fn http_get(host: &str, target: &str, extra_header: &str) -> String {

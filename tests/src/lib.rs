@@ -21,26 +21,7 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// `target/<profile>/`: the folder holding the workspace binaries this test binary was built
-/// with (the test executable itself lives in its `deps/` subfolder).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current test executable");
-    let deps = exe.parent().expect("deps folder");
-    deps.parent().expect("profile folder").to_path_buf()
-}
-
-/// A workspace binary next to this test binary. The README's test command
-/// (`scripts/test-all.sh`) runs `cargo build --workspace --bins` before the tests.
-pub fn workspace_binary(name: &str) -> PathBuf {
-    let path = profile_dir().join(name);
-    assert!(
-        path.is_file(),
-        "{} not found: build the workspace binaries first (`cargo build --workspace --bins`, \
-         as scripts/test-all.sh does)",
-        path.display()
-    );
-    path
-}
+pub use wirecheck_test_support::binaries::workspace_binary;
 
 /// The fake-wireserver binary under test.
 pub fn fake_binary() -> PathBuf {
@@ -353,52 +334,24 @@ pub struct SandboxRun {
 
 /// Runs `fake-wireserver sandbox --out DIR [extra...] -- command...` and reads its artifacts.
 pub fn run_sandbox(out: &Path, extra: &[&str], command: &[&str]) -> SandboxRun {
+    use wirecheck_test_support::sandbox;
     require_root();
-    let output = Command::new(fake_binary())
-        .arg("sandbox")
-        .arg("--out")
-        .arg(out)
-        .args(extra)
-        .arg("--")
-        .args(command)
-        .output()
-        .expect("cannot run fake-wireserver sandbox");
-    let journal_path = out.join("journal.jsonl");
-    let journal = match std::fs::read_to_string(&journal_path) {
-        Ok(text) => text
-            .lines()
-            .map(|line| {
-                serde_json::from_str(line).unwrap_or_else(|e| {
-                    panic!(
-                        "{}: not a journal line: {e}: {line}",
-                        journal_path.display()
-                    )
-                })
-            })
-            .collect(),
-        Err(e) => panic!(
-            "no journal at {} ({e}); sandbox output:\n{}\n{}",
-            journal_path.display(),
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ),
+    let output = sandbox::run(&fake_binary(), out, extra, command);
+    assert!(
+        out.join("journal.jsonl").is_file(),
+        "no journal in {}; {}",
+        out.display(),
+        sandbox::describe(&output)
+    );
+    let journal = sandbox::journal(out);
+    let summary = if out.join("sandbox.json").is_file() {
+        sandbox::summary(out)
+    } else {
+        serde_json::Value::Null
     };
-    let summary = std::fs::read_to_string(out.join("sandbox.json"))
-        .map(|s| serde_json::from_str(&s).expect("sandbox.json is JSON"))
-        .unwrap_or(serde_json::Value::Null);
-    let mut pools: Vec<(String, Vec<u8>)> = std::fs::read_dir(out)
-        .expect("out folder")
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            name.starts_with(".kvp_pool_")
-                .then(|| (name, std::fs::read(e.path()).expect("pool file")))
-        })
-        .collect();
-    pools.sort();
     SandboxRun {
         run: AgentRun::from_output(output, journal, out),
-        pools,
+        pools: sandbox::pools(out),
         summary,
     }
 }

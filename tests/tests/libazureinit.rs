@@ -235,16 +235,7 @@ fn adapter_beside_another_interface(http_proxy: Option<&str>) -> (Option<i32>, S
     let script = "ip link set lo up && ip tuntap add dev wc-tap0 mode tap && exec \"$@\"";
     let mut cmd = Command::new("unshare");
     cmd.args(["--net", "--", "sh", "-c", script, "sh", &adapter(), "ready"]);
-    for name in [
-        "http_proxy",
-        "HTTP_PROXY",
-        "https_proxy",
-        "HTTPS_PROXY",
-        "all_proxy",
-        "ALL_PROXY",
-        "no_proxy",
-        "NO_PROXY",
-    ] {
+    for name in fake_wireserver::proxy::CLIENT_VARIABLES {
         cmd.env_remove(name);
     }
     if let Some(proxy) = http_proxy {

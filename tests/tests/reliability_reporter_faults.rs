@@ -17,9 +17,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use fake_wireserver::{Fake, FakeConfig, Scenario};
-use reliability_support::{
-    closed_port_url, provision_report, read_pool, run_with_hard_stop, runtime,
-};
+use reliability_support::{provision_report, read_pool, run_with_hard_stop, runtime};
+use wirecheck_test_support::net::ClosedPort;
 
 const BUDGET: f64 = 2.0;
 const RETRY_INTERVAL: f64 = 0.2;
@@ -75,11 +74,11 @@ fn secs(x: f64) -> String {
 /// Runs one reporter against one fault and checks everything the module promises.
 fn check(fault: Fault, target: Target, fake: &Fake, dir: &Path) {
     let pool = dir.join("kvp_pool_1");
+    // Held until the reporter has run: nothing else can take the port meanwhile.
+    let closed = ClosedPort::new();
     let (wireserver, imds) = match fault {
-        Fault::Unreachable if target == Target::ImdsAndWireserver => {
-            (closed_port_url(), closed_port_url())
-        }
-        Fault::Unreachable => (closed_port_url(), fake.imds_url()),
+        Fault::Unreachable if target == Target::ImdsAndWireserver => (closed.url(), closed.url()),
+        Fault::Unreachable => (closed.url(), fake.imds_url()),
         Fault::Step { .. } => (fake.wireserver_url(), fake.imds_url()),
     };
     let mut cmd = Command::new(provision_report());

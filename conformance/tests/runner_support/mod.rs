@@ -33,14 +33,7 @@ pub fn wirecheck(cwd: &Path) -> Command {
 /// The bundled reporter next to `wirecheck` (the workspace test command builds every binary
 /// first: `cargo build --workspace --bins`, as scripts/test-all.sh does).
 pub fn provision_report() -> PathBuf {
-    let path = wirecheck_path().with_file_name("provision-report");
-    assert!(
-        path.is_file(),
-        "{} is missing: build the workspace binaries before these tests \
-         (`cargo build --workspace --bins`, as scripts/test-all.sh does)",
-        path.display()
-    );
-    path
+    wirecheck_test_support::binaries::workspace_binary("provision-report")
 }
 
 pub fn stdout(o: &Output) -> String {

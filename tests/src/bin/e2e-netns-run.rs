@@ -62,16 +62,7 @@ struct Ready {
     admin_token: String,
 }
 
-const PROXY_VARIABLES: [&str; 8] = [
-    "http_proxy",
-    "HTTP_PROXY",
-    "https_proxy",
-    "HTTPS_PROXY",
-    "all_proxy",
-    "ALL_PROXY",
-    "no_proxy",
-    "NO_PROXY",
-];
+const PROXY_VARIABLES: [&str; 8] = fake_wireserver::proxy::CLIENT_VARIABLES;
 
 fn main() -> ExitCode {
     match run(Args::parse()) {

@@ -11,13 +11,14 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use fake_wireserver::oracle::kvp::{PoolView, decode_pool};
+use wirecheck_test_support::binaries::workspace_binary;
 
 pub fn provision_report() -> PathBuf {
-    wirecheck_e2e::workspace_binary("provision-report")
+    workspace_binary("provision-report")
 }
 
 pub fn wirecheck() -> PathBuf {
-    wirecheck_e2e::workspace_binary("wirecheck")
+    workspace_binary("wirecheck")
 }
 
 /// A multi-threaded runtime for in-process fakes (the tests themselves are synchronous: they
@@ -93,14 +94,6 @@ pub fn read_pool(path: &Path) -> PoolView {
     let bytes =
         std::fs::read(path).unwrap_or_else(|e| panic!("reading pool {}: {e}", path.display()));
     decode_pool(&bytes)
-}
-
-/// A loopback URL on which nothing listens (bound, then released).
-pub fn closed_port_url() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    drop(listener);
-    format!("http://127.0.0.1:{port}")
 }
 
 /// VmRSS of `pid` in KiB.

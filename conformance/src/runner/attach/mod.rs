@@ -123,16 +123,7 @@ pub const PRIVATE_VARS: [&str; 19] = [
     "NPM_TOKEN",
 ];
 
-const PROXY_VARS: [&str; 8] = [
-    "http_proxy",
-    "HTTP_PROXY",
-    "https_proxy",
-    "HTTPS_PROXY",
-    "all_proxy",
-    "ALL_PROXY",
-    "no_proxy",
-    "NO_PROXY",
-];
+const PROXY_VARS: [&str; 8] = fake_wireserver::proxy::CLIENT_VARIABLES;
 
 /// The placeholder values of one invocation.
 fn values(
