@@ -266,7 +266,10 @@ pub struct Deviation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum InputClass {
+    /// A character above U+007F.
+    NonAscii,
     /// A character above U+00FF.
+    #[serde(rename = "non-latin-1")]
     NonLatin1,
     /// A character above U+FFFF (a surrogate pair in UTF-16).
     NonBmp,
@@ -281,6 +284,7 @@ pub enum InputClass {
 impl InputClass {
     pub fn as_str(self) -> &'static str {
         match self {
+            InputClass::NonAscii => "non-ascii",
             InputClass::NonLatin1 => "non-latin-1",
             InputClass::NonBmp => "non-bmp",
             InputClass::Control => "control",
@@ -292,6 +296,7 @@ impl InputClass {
     /// True when `c` belongs to the class.
     pub fn has(self, c: char) -> bool {
         match self {
+            InputClass::NonAscii => !c.is_ascii(),
             InputClass::NonLatin1 => u32::from(c) > 0xFF,
             InputClass::NonBmp => u32::from(c) > 0xFFFF,
             InputClass::Control => c.is_control(),
@@ -325,7 +330,7 @@ pub struct Limitation {
 }
 
 impl Limitation {
-    /// True when a failure of `check` in `property` on an input with `text` is covered.
+    /// True when a failure of `check` in `property` is covered (for an input of the class).
     pub fn covers(&self, property: &str, check: &str) -> bool {
         self.property_matcher.is_match(property) && self.check_matcher.is_match(check)
     }

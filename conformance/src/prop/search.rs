@@ -110,15 +110,28 @@ fn shrink_config(max: Duration) -> Config {
     config
 }
 
-/// The generated input of case `n` (the same for the same seed).
+/// The generated input of case `n` (the same for the same seed and agent).
 pub fn generate(
     seed: u64,
     property: Property,
     n: u32,
+    with_data: bool,
 ) -> proptest::strategy::NewTree<proptest::strategy::BoxedStrategy<Input>> {
     let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &case_seed(seed, property, n));
     let mut runner = TestRunner::new_with_rng(shrink_config(Duration::from_secs(1)), rng);
-    super::strategy::input(property).new_tree(&mut runner)
+    super::strategy::input(property, with_data).new_tree(&mut runner)
+}
+
+/// True when the agent is handed supporting data: its failure command or environment uses
+/// `{data}` (an ad-hoc agent has every value in `WIRECHECK_CASE_DATA`).
+pub fn takes_data(profile: &AgentProfile) -> bool {
+    use crate::agent::template::Placeholder;
+    profile.source == crate::agent::Source::AdHoc
+        || profile
+            .commands
+            .get(&crate::agent::Action::Failure)
+            .is_some_and(|c| c.template.placeholders().contains(&Placeholder::Data))
+        || profile.env.iter().any(|(_, w)| w.uses(Placeholder::Data))
 }
 
 /// The pair for one input.
@@ -295,6 +308,7 @@ pub fn run_property(
 
     // Generated, `jobs` at a time; the first undeclared failure ends the search, a declared
     // one is kept (the first per limitation) while the search goes on for undeclared ones.
+    let with_data = takes_data(profile);
     let mut n = 0u32;
     let mut first_declared: Vec<(usize, Tree)> = Vec::new();
     let mut undeclared: Option<Tree> = None;
@@ -302,7 +316,7 @@ pub fn run_property(
         let batch = (settings.cases - n).min(settings.jobs.max(1) as u32);
         let mut trees = Vec::new();
         for i in n..n + batch {
-            match generate(settings.seed, property, i) {
+            match generate(settings.seed, property, i, with_data) {
                 Ok(tree) => trees.push(tree),
                 Err(e) => {
                     report.skipped = Some(format!("harness error: the generator gave up: {e}"));

@@ -104,10 +104,17 @@ pub fn data() -> BoxedStrategy<Vec<(String, String)>> {
         .boxed()
 }
 
-/// Inputs for `property`.
-pub fn input(property: Property) -> BoxedStrategy<Input> {
+/// Inputs for `property`; `with_data`: the agent is handed supporting data (its failure
+/// command uses `{data}`), else none is generated (a failure could otherwise be blamed on a
+/// character the agent never saw).
+pub fn input(property: Property, with_data: bool) -> BoxedStrategy<Input> {
+    let data = if with_data {
+        data()
+    } else {
+        Just(Vec::new()).boxed()
+    };
     if property.is_failure() {
-        (text(), data())
+        (text(), data)
             .prop_map(|(reason, data)| Input {
                 reason: Some(reason),
                 data,
@@ -137,7 +144,7 @@ mod tests {
     #[test]
     fn every_hard_part_is_generated() {
         let mut runner = TestRunner::deterministic();
-        let strategy = input(Property::FailureJson);
+        let strategy = input(Property::FailureJson, true);
         let inputs: Vec<Input> = (0..300)
             .map(|_| strategy.new_tree(&mut runner).unwrap().current())
             .collect();
@@ -160,6 +167,8 @@ mod tests {
             assert!(any(&|t| (lo..=hi + 4).contains(&t.len())), "{lo}..{hi}");
         }
         assert!(inputs.iter().all(|i| i.validate().is_ok()));
+        let no_data = input(Property::FailureXml, false);
+        assert!((0..50).all(|_| no_data.new_tree(&mut runner).unwrap().current().data.is_empty()));
         assert!(inputs.iter().all(|i| i.reason.as_deref().is_some_and(|r| !r.trim().is_empty())));
     }
 }
