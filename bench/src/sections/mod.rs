@@ -6,6 +6,7 @@ pub mod fuzz;
 pub mod imds;
 pub mod kvp;
 pub mod matrix;
+pub mod prop;
 pub mod reliability;
 pub mod reporter;
 pub mod suite;
@@ -42,6 +43,9 @@ pub struct Settings {
     pub reporter_runs: usize,
     /// Rounds of the reliability part's kill loop.
     pub reliability_rounds: usize,
+    /// Generated cases of the prop part against the bundled reporter, and against cloud-init.
+    pub prop_cases: u32,
+    pub prop_cases_cloud_init: u32,
 }
 
 /// What every section needs.
