@@ -217,7 +217,12 @@ error, bad input, or nothing could be judged (every property skipped, a harness 
 #[derive(Debug, Args)]
 pub struct PropArgs {
     /// Agent profile [default: provision-report]
-    #[arg(long, value_name = "NAME", env = "WIRECHECK_AGENT", conflicts_with = "agent_cmd")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "WIRECHECK_AGENT",
+        conflicts_with = "agent_cmd"
+    )]
     pub agent: Option<String>,
     /// An ad-hoc agent: a command line template for every action (as for `run`)
     #[arg(long, value_name = "TEMPLATE", env = "WIRECHECK_AGENT_CMD")]
@@ -227,7 +232,12 @@ pub struct PropArgs {
     #[arg(long, value_name = "DIR", env = "WIRECHECK_AGENTS_DIR")]
     pub agents_dir: Option<PathBuf>,
     /// Property to check (repeatable) [default: all the agent's capabilities allow]
-    #[arg(long = "property", value_name = "NAME", env = "WIRECHECK_PROPERTY", value_delimiter = ',')]
+    #[arg(
+        long = "property",
+        value_name = "NAME",
+        env = "WIRECHECK_PROPERTY",
+        value_delimiter = ','
+    )]
     pub properties: Vec<String>,
     /// Generated inputs per property
     #[arg(long, value_name = "N", env = "WIRECHECK_PROP_CASES", default_value_t = 64,
@@ -255,7 +265,12 @@ pub struct PropArgs {
     #[arg(long, conflicts_with = "regressions")]
     pub no_regressions: bool,
     /// Results folder (results.json, junit.xml, report.html, artifacts/)
-    #[arg(long, value_name = "DIR", env = "WIRECHECK_OUT", default_value = "wirecheck-results")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "WIRECHECK_OUT",
+        default_value = "wirecheck-results"
+    )]
     pub out: PathBuf,
     /// Count non-strict verdicts as failures
     #[arg(long, env = "WIRECHECK_STRICT")]
@@ -546,10 +561,8 @@ fn prop(args: PropArgs) -> u8 {
         .unwrap_or_else(|| default_dir("conformance/agents"));
     let profile = match (&args.agent, &args.agent_cmd) {
         (_, Some(cmd)) => AgentProfile::ad_hoc(cmd),
-        (name, None) => {
-            agent::find_profile(&agents_dir, name.as_deref().unwrap_or(DEFAULT_AGENT))
-                .map_err(|e| e.to_string())
-        }
+        (name, None) => agent::find_profile(&agents_dir, name.as_deref().unwrap_or(DEFAULT_AGENT))
+            .map_err(|e| e.to_string()),
     };
     let profile = match profile {
         Ok(p) => Arc::new(p),
@@ -589,7 +602,10 @@ fn prop(args: PropArgs) -> u8 {
                         }
                     ));
                 }
-                Ok(i) if !properties[0].is_failure() && (i.description.is_none() || !i.data.is_empty()) => {
+                Ok(i)
+                    if !properties[0].is_failure()
+                        && (i.description.is_none() || !i.data.is_empty()) =>
+                {
                     return usage(format!(
                         "--input: property {} takes a \"description\" only",
                         properties[0].name()

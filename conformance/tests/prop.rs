@@ -31,13 +31,27 @@ fn the_bundled_reporter_passes_256_generated_cases_per_property() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let o = wirecheck(dir.path())
-        .args(["prop", "--quiet", "--cases", "256", "--seed", "16", "--no-regressions", "--out"])
+        .args([
+            "prop",
+            "--quiet",
+            "--cases",
+            "256",
+            "--seed",
+            "16",
+            "--no-regressions",
+            "--out",
+        ])
         .arg(&out)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     let r = results(&out);
-    for p in ["failure.json", "failure.xml", "in-progress.json", "in-progress.xml"] {
+    for p in [
+        "failure.json",
+        "failure.xml",
+        "in-progress.json",
+        "in-progress.xml",
+    ] {
         let c = case(&r, "provision-report", &format!("prop.{p}"));
         assert_eq!(c["verdict"], "pass", "{c:#}");
         assert!(
@@ -61,20 +75,47 @@ fn the_xml_flow_is_judged_by_what_xml_can_carry() {
     let dir = tempfile::tempdir().unwrap();
     for (property, input) in [
         ("in-progress.xml", r#"{"description":"a\u0001"}"#),
-        ("failure.xml", r#"{"reason":"a\u0001b","data":[["k","\u001f"]]}"#),
-        ("failure.json", r#"{"reason":"a\u0001b","data":[["k","\u001f"]]}"#),
+        (
+            "failure.xml",
+            r#"{"reason":"a\u0001b","data":[["k","\u001f"]]}"#,
+        ),
+        (
+            "failure.json",
+            r#"{"reason":"a\u0001b","data":[["k","\u001f"]]}"#,
+        ),
     ] {
         let out = dir.path().join(property);
         let o = wirecheck(dir.path())
-            .args(["prop", "--quiet", "--no-regressions", "--property", property, "--input", input, "--out"])
+            .args([
+                "prop",
+                "--quiet",
+                "--no-regressions",
+                "--property",
+                property,
+                "--input",
+                input,
+                "--out",
+            ])
             .arg(&out)
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(0), "{property}: {}{}", stdout(&o), stderr(&o));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{property}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
         let r = results(&out);
         let c = case(&r, "provision-report", &format!("prop.{property}"));
         assert_eq!(c["verdict"], "pass", "{c:#}");
-        assert!(c["evidence"][0]["note"].as_str().unwrap().contains("1 replayed"), "{c:#}");
+        assert!(
+            c["evidence"][0]["note"]
+                .as_str()
+                .unwrap()
+                .contains("1 replayed"),
+            "{c:#}"
+        );
     }
 }
 
@@ -90,11 +131,25 @@ fn profile_copy(dir: &Path, name: &str, edit: impl Fn(String) -> String) -> Path
 fn run_cloud_init(dir: &Path, agents: &Path) -> (std::process::Output, serde_json::Value) {
     let out = dir.join("out");
     let o = wirecheck(dir)
-        .args(["prop", "--quiet", "--agent", "cloud-init", "--property", "failure.xml"])
+        .args([
+            "prop",
+            "--quiet",
+            "--agent",
+            "cloud-init",
+            "--property",
+            "failure.xml",
+        ])
         // Shrinking bounded by steps, not by the clock: the smallest input must not depend on
         // how loaded the machine is.
         .args(["--max-shrink-time", "900"])
-        .args(["--cases", "64", "--seed", "1", "--no-regressions", "--agents-dir"])
+        .args([
+            "--cases",
+            "64",
+            "--seed",
+            "1",
+            "--no-regressions",
+            "--agents-dir",
+        ])
         .arg(agents)
         .arg("--out")
         .arg(&out)
@@ -116,7 +171,10 @@ fn cloud_init_22_4_2_non_latin1_limitation_is_found_shrunk_and_declared() {
     let c = case(&r, "cloud-init", "prop.failure.xml");
     assert_eq!(c["verdict"], "non-strict", "{c:#}");
     let reason = c["reason"].as_str().unwrap();
-    assert!(reason.contains("known limitation (input non-latin-1"), "{reason}");
+    assert!(
+        reason.contains("known limitation (input non-latin-1"),
+        "{reason}"
+    );
     let input = smallest_input(c, "declared limitation (input non-latin-1");
     let shrunk = reason_of(&input);
     assert!(
@@ -131,7 +189,9 @@ fn cloud_init_22_4_2_non_latin1_limitation_is_found_shrunk_and_declared() {
         .map(|e| e["note"].as_str().unwrap())
         .collect();
     assert!(
-        notes.iter().any(|n| n.starts_with("behaviour.terminal failed")),
+        notes
+            .iter()
+            .any(|n| n.starts_with("behaviour.terminal failed")),
         "{notes:#?}"
     );
 }
@@ -140,7 +200,9 @@ fn cloud_init_22_4_2_non_latin1_limitation_is_found_shrunk_and_declared() {
 fn cloud_init_22_4_2_without_the_declaration_fails_with_the_shrunk_input() {
     let dir = tempfile::tempdir().unwrap();
     let agents = profile_copy(dir.path(), "cloud-init", |text| {
-        let start = text.find("[[limitation]]\nproperty = \"failure.xml\"\ninput = \"non-latin-1\"").unwrap();
+        let start = text
+            .find("[[limitation]]\nproperty = \"failure.xml\"\ninput = \"non-latin-1\"")
+            .unwrap();
         let end = start + text[start..].find("\n\n").unwrap();
         format!("{}{}", &text[..start], &text[end..])
     });
@@ -157,7 +219,11 @@ fn cloud_init_22_4_2_without_the_declaration_fails_with_the_shrunk_input() {
         "{input}"
     );
     // The terminal shows the input and the command that replays it.
-    assert!(stdout(&o).contains("--property failure.xml --input '{\"reason\":"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("--property failure.xml --input '{\"reason\":"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 fn misquoting_agent(dir: &Path) -> PathBuf {
@@ -166,7 +232,10 @@ fn misquoting_agent(dir: &Path) -> PathBuf {
     let support = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/prop_support");
     let profile = std::fs::read_to_string(support.join("misquoting.toml.in"))
         .unwrap()
-        .replace("@SCRIPT@", &support.join("misquoting_agent.py").display().to_string());
+        .replace(
+            "@SCRIPT@",
+            &support.join("misquoting_agent.py").display().to_string(),
+        );
     std::fs::write(agents.join("misquoting.toml"), profile).unwrap();
     agents
 }
@@ -179,7 +248,14 @@ fn a_planted_misquoting_agent_is_caught_shrunk_persisted_and_replayed() {
     let run = |extra: &[&str]| {
         let out = dir.path().join("out");
         let o = wirecheck(dir.path())
-            .args(["prop", "--quiet", "--agent", "misquoting", "--property", "failure.json"])
+            .args([
+                "prop",
+                "--quiet",
+                "--agent",
+                "misquoting",
+                "--property",
+                "failure.json",
+            ])
             .args(["--max-shrink-time", "900"])
             .args(["--cases", "64", "--seed", "3", "--agents-dir"])
             .arg(&agents)
@@ -198,7 +274,10 @@ fn a_planted_misquoting_agent_is_caught_shrunk_persisted_and_replayed() {
     let c = case(&r, "misquoting", "prop.failure.json").clone();
     assert_eq!(c["verdict"], "fail", "{c:#}");
     assert!(
-        c["reason"].as_str().unwrap().starts_with("report.description failed"),
+        c["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("report.description failed"),
         "{c:#}"
     );
     let input = smallest_input(&c, "smallest failing input");
@@ -212,9 +291,17 @@ fn a_planted_misquoting_agent_is_caught_shrunk_persisted_and_replayed() {
                 .map(|p| p[1].as_str().unwrap().to_owned()),
         )
         .collect();
-    assert!(texts.contains('\'') && texts.chars().count() <= 3, "{input}");
+    assert!(
+        texts.contains('\'') && texts.chars().count() <= 3,
+        "{input}"
+    );
     assert!(input["data"].as_array().map_or(0, Vec::len) <= 1, "{input}");
-    assert!(c["artifacts"].as_str().is_some_and(|a| a.ends_with("prop.failure.json")), "{c:#}");
+    assert!(
+        c["artifacts"]
+            .as_str()
+            .is_some_and(|a| a.ends_with("prop.failure.json")),
+        "{c:#}"
+    );
 
     // Persisted, and replayed first (nothing generated after a failure replayed).
     let file = std::fs::read_to_string(&regressions).unwrap();
@@ -245,13 +332,23 @@ fn a_planted_misquoting_agent_is_caught_shrunk_persisted_and_replayed() {
         .arg("-c")
         .arg(format!(
             "{} --no-regressions --quiet --out {}",
-            command.replacen("wirecheck", &runner_support::wirecheck_path().display().to_string(), 1),
+            command.replacen(
+                "wirecheck",
+                &runner_support::wirecheck_path().display().to_string(),
+                1
+            ),
             dir.path().join("replay").display()
         ))
         .current_dir(dir.path())
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(1), "{command}: {}{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{command}: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
     let r = results(&dir.path().join("replay"));
     let replayed = case(&r, "misquoting", "prop.failure.json");
     assert_eq!(replayed["verdict"], "fail");
@@ -262,25 +359,49 @@ fn a_planted_misquoting_agent_is_caught_shrunk_persisted_and_replayed() {
 fn bad_input_is_a_usage_error_naming_what_is_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let usage = |args: &[&str]| {
-        let o = wirecheck(dir.path()).arg("prop").args(args).output().unwrap();
+        let o = wirecheck(dir.path())
+            .arg("prop")
+            .args(args)
+            .output()
+            .unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         stderr(&o)
     };
     assert!(usage(&["--property", "nope"]).contains("--property \"nope\": unknown"));
     assert!(usage(&["--input", r#"{"reason":"a"}"#]).contains("exactly one --property"));
     assert!(
-        usage(&["--property", "failure.json", "--input", r#"{"reason":"a","data":[["1k","v"]]}"#])
-            .contains("\"1k\"")
+        usage(&[
+            "--property",
+            "failure.json",
+            "--input",
+            r#"{"reason":"a","data":[["1k","v"]]}"#
+        ])
+        .contains("\"1k\"")
     );
     assert!(
-        usage(&["--property", "in-progress.json", "--input", r#"{"reason":"a"}"#])
-            .contains("takes a \"description\"")
+        usage(&[
+            "--property",
+            "in-progress.json",
+            "--input",
+            r#"{"reason":"a"}"#
+        ])
+        .contains("takes a \"description\"")
     );
     let regressions = dir.path().join("bad.txt");
     std::fs::write(&regressions, "failure.json not-json\n").unwrap();
     let e = usage(&["--regressions", regressions.to_str().unwrap()]);
     assert!(e.contains("bad.txt:1") && e.contains("not an input"), "{e}");
-    let agents = profile_copy(dir.path(), "cloud-init", |t| t.replace("input = \"non-ascii\"", "input = \"klingon\""));
-    let e = usage(&["--agent", "cloud-init", "--agents-dir", agents.to_str().unwrap()]);
-    assert!(e.contains("cloud-init.toml:") && e.contains("klingon"), "{e}");
+    let agents = profile_copy(dir.path(), "cloud-init", |t| {
+        t.replace("input = \"non-ascii\"", "input = \"klingon\"")
+    });
+    let e = usage(&[
+        "--agent",
+        "cloud-init",
+        "--agents-dir",
+        agents.to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains("cloud-init.toml:") && e.contains("klingon"),
+        "{e}"
+    );
 }

@@ -62,7 +62,10 @@ fn cases(t: &Timed) -> Vec<&serde_json::Value> {
 
 /// Distinct scenarios (pairs) of a `wirecheck run`.
 fn pairs(t: &Timed) -> usize {
-    let mut s: Vec<&str> = cases(t).iter().filter_map(|c| c["scenario"].as_str()).collect();
+    let mut s: Vec<&str> = cases(t)
+        .iter()
+        .filter_map(|c| c["scenario"].as_str())
+        .collect();
     s.sort_unstable();
     s.dedup();
     s.len()
@@ -108,14 +111,31 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
     let _ = writeln!(body, "|---|---|---:|---:|---:|");
 
     for (agent, property, count, scenarios) in [
-        ("provision-report", "failure.json", n, "report.description.*"),
-        ("cloud-init", "failure.xml", n_ci, "report.description.*.xml.*"),
+        (
+            "provision-report",
+            "failure.json",
+            n,
+            "report.description.*",
+        ),
+        (
+            "cloud-init",
+            "failure.xml",
+            n_ci,
+            "report.description.*.xml.*",
+        ),
     ] {
         let p = wirecheck(
             ctx,
             &[
                 args(&["prop", "--quiet", "--agent", agent, "--agents-dir", &agents]),
-                args(&["--property", property, "--cases", &count.to_string(), "--seed", "1"]),
+                args(&[
+                    "--property",
+                    property,
+                    "--cases",
+                    &count.to_string(),
+                    "--seed",
+                    "1",
+                ]),
                 args(&["--jobs", JOBS, "--no-regressions", "--max-shrink-time", "1"]),
                 vec!["--out".into(), tmp(&format!("prop-{agent}"))],
             ]
@@ -174,7 +194,13 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
             args(&["prop", "--quiet", "--agent", "misquoting", "--agents-dir"]),
             vec![planted.display().to_string()],
             args(&["--property", "failure.json", "--cases", "64", "--seed", "3"]),
-            args(&["--jobs", JOBS, "--no-regressions", "--max-shrink-time", "600"]),
+            args(&[
+                "--jobs",
+                JOBS,
+                "--no-regressions",
+                "--max-shrink-time",
+                "600",
+            ]),
             vec!["--out".into(), tmp("prop-planted")],
         ]
         .concat(),
@@ -187,7 +213,11 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
         .as_array()
         .into_iter()
         .flatten()
-        .find(|e| e["note"].as_str().is_some_and(|n| n.starts_with("smallest")))
+        .find(|e| {
+            e["note"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("smallest"))
+        })
         .and_then(|e| e["excerpt"].as_str())
         .unwrap_or("?")
         .to_owned();

@@ -301,7 +301,9 @@ impl InputClass {
             InputClass::NonBmp => u32::from(c) > 0xFFFF,
             InputClass::Control => c.is_control(),
             InputClass::XmlInvalid => {
-                (c < '\u{20}' && !matches!(c, '\t' | '\n' | '\r')) || c == '\u{FFFE}' || c == '\u{FFFF}'
+                (c < '\u{20}' && !matches!(c, '\t' | '\n' | '\r'))
+                    || c == '\u{FFFE}'
+                    || c == '\u{FFFF}'
             }
             InputClass::LineBreak => matches!(c, '\r' | '\n'),
         }
@@ -1333,5 +1335,41 @@ reason = "known"
                 .unwrap_err()
                 .contains("unknown placeholder")
         );
+    }
+
+    #[test]
+    fn limitations_are_read_and_bad_ones_named() {
+        let base = r#"name = "l"
+description = "l"
+capabilities = ["json", "failure"]
+[commands]
+failure = ["true"]
+[reactions]
+retryable = [503]
+transport_errors = "retry"
+status_403 = "fatal"
+"#;
+        let with = |l: &str| {
+            AgentProfile::from_toml_str(&format!("{base}[[limitation]]\n{l}"), Path::new("l.toml"))
+        };
+        let p = with("property = \"failure.*\"\ninput = \"non-bmp\"\nverdict = \"unimplemented\"\nreason = \"UCS-2\"\n").unwrap();
+        let l = &p.limitations[0];
+        assert_eq!((l.input, l.checks.as_str()), (InputClass::NonBmp, "*"));
+        assert!(
+            l.covers("failure.json", "report.description")
+                && !l.covers("in-progress.json", "report.description")
+        );
+        assert!(InputClass::NonBmp.in_text("a😀") && !InputClass::NonBmp.in_text("aĀ"));
+        assert!(
+            InputClass::XmlInvalid.in_text("\u{1}") && !InputClass::XmlInvalid.in_text("\t\r\n")
+        );
+        let e = with("property = \"failure.*\"\ninput = \"non-bmp\"\nverdict = \"non-strict\"\nreason = \" \"\n").unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_deref()),
+            (Some(14), Some("limitation[0].reason")),
+            "{e}"
+        );
+        let e = with("property = \"failure.*\"\ninput = \"emoji\"\nverdict = \"non-strict\"\nreason = \"r\"\n").unwrap_err();
+        assert!(e.to_string().contains("emoji") && e.line == Some(12), "{e}");
     }
 }

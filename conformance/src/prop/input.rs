@@ -43,11 +43,7 @@ impl Input {
         self.reason
             .iter()
             .map(String::as_str)
-            .chain(
-                self.data
-                    .iter()
-                    .flat_map(|(k, v)| [k.as_str(), v.as_str()]),
-            )
+            .chain(self.data.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()]))
             .chain(self.description.iter().map(String::as_str))
     }
 
@@ -104,9 +100,7 @@ impl Input {
                 ));
             }
             if RESERVED_KEYS.contains(&key.as_str()) {
-                return Err(format!(
-                    "data key {key:?} is written by the encoder itself"
-                ));
+                return Err(format!("data key {key:?} is written by the encoder itself"));
             }
             if self.data[..i].iter().any(|(k, _)| k == key) {
                 return Err(format!("data key {key:?} is given twice"));

@@ -167,7 +167,9 @@ pub fn case_result(
         let mut reasons = Vec::new();
         let mut verdict = Verdict::Unimplemented;
         for f in &report.declared {
-            let Class::Declared(k) = f.class else { continue };
+            let Class::Declared(k) = f.class else {
+                continue;
+            };
             let l = &profile.limitations[k];
             if l.verdict == DeviationVerdict::NonStrict {
                 verdict = Verdict::NonStrict;

@@ -60,7 +60,10 @@ pub fn load(path: &Path) -> Result<Vec<Entry>, FileError> {
             message,
         };
         let (name, json) = trimmed.split_once(' ').ok_or_else(|| {
-            err("expected `<property> <input as JSON>` (e.g. `failure.json {\"reason\":\"a\"}`)".into())
+            err(
+                "expected `<property> <input as JSON>` (e.g. `failure.json {\"reason\":\"a\"}`)"
+                    .into(),
+            )
         })?;
         let property = Property::from_name(name).ok_or_else(|| {
             err(format!(
@@ -136,7 +139,16 @@ mod tests {
             data: vec![],
             description: None,
         };
-        assert!(append(&path, "a", Property::FailureXml, &input, "report.description\nfailed").unwrap());
+        assert!(
+            append(
+                &path,
+                "a",
+                Property::FailureXml,
+                &input,
+                "report.description\nfailed"
+            )
+            .unwrap()
+        );
         assert!(!append(&path, "a", Property::FailureXml, &input, "again").unwrap());
         let entries = load(&path).unwrap();
         assert_eq!(entries.len(), 1);
@@ -145,11 +157,19 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 3, "{text}");
 
-        std::fs::write(&path, "# c\nfailure.json {\"reason\":\"a\"}\nbogus.prop {}\n").unwrap();
+        std::fs::write(
+            &path,
+            "# c\nfailure.json {\"reason\":\"a\"}\nbogus.prop {}\n",
+        )
+        .unwrap();
         let e = load(&path).unwrap_err();
         assert_eq!(e.line, Some(3));
         assert!(e.message.contains("unknown property"), "{e}");
-        std::fs::write(&path, "failure.json {\"reason\":\"a\",\"data\":[[\"1x\",\"v\"]]}\n").unwrap();
+        std::fs::write(
+            &path,
+            "failure.json {\"reason\":\"a\",\"data\":[[\"1x\",\"v\"]]}\n",
+        )
+        .unwrap();
         assert!(load(&path).unwrap_err().message.contains("\"1x\""));
     }
 }

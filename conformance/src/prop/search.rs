@@ -86,7 +86,11 @@ pub struct PropertyReport {
 /// The seed of case `n` of `property` in a run with `seed` (splitmix64 of the three).
 pub fn case_seed(seed: u64, property: Property, n: u32) -> [u8; 32] {
     let mut state = seed
-        ^ ((Property::ALL.iter().position(|p| *p == property).unwrap_or(0) as u64) << 56)
+        ^ ((Property::ALL
+            .iter()
+            .position(|p| *p == property)
+            .unwrap_or(0) as u64)
+            << 56)
         ^ u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut out = [0u8; 32];
     for chunk in out.chunks_mut(8) {
@@ -101,13 +105,14 @@ pub fn case_seed(seed: u64, property: Property, n: u32) -> [u8; 32] {
 }
 
 fn shrink_config(max: Duration) -> Config {
-    let mut config = Config::default();
-    // 0 would mean "no limit" to proptest.
-    config.max_shrink_time = u32::try_from(max.as_millis()).unwrap_or(u32::MAX).max(1);
-    config.max_shrink_iters = 100_000;
-    config.failure_persistence = None;
-    config.cases = 1;
-    config
+    Config {
+        // 0 would mean "no limit" to proptest.
+        max_shrink_time: u32::try_from(max.as_millis()).unwrap_or(u32::MAX).max(1),
+        max_shrink_iters: 100_000,
+        failure_persistence: None,
+        cases: 1,
+        ..Config::default()
+    }
 }
 
 /// The generated input of case `n` (the same for the same seed and agent).
@@ -247,11 +252,7 @@ pub fn run_property(
         duration_ms: 0,
         persisted: None,
     };
-    let probe = planned(
-        profile,
-        property,
-        &super::strategy_probe_input(property),
-    );
+    let probe = planned(profile, property, &super::strategy_probe_input(property));
     if let Some(why) = crate::runner::skip_reason(&probe)
         .or_else(|| crate::runner::attach::unavailable(&probe, &runner.settings().bin_dir))
     {
@@ -294,10 +295,19 @@ pub fn run_property(
                 report.undeclared =
                     Some(search.confirm(class, input.clone(), input.clone(), (0, 0), true));
             }
-            Class::Declared(k) if !report.declared.iter().any(|f| f.class == Class::Declared(k)) => {
-                report
+            Class::Declared(k)
+                if !report
                     .declared
-                    .push(search.confirm(class, input.clone(), input.clone(), (0, 0), true));
+                    .iter()
+                    .any(|f| f.class == Class::Declared(k)) =>
+            {
+                report.declared.push(search.confirm(
+                    class,
+                    input.clone(),
+                    input.clone(),
+                    (0, 0),
+                    true,
+                ));
             }
             _ => {}
         }
@@ -368,15 +378,26 @@ pub fn run_property(
         report.undeclared = Some(finding);
     }
     for (k, tree) in first_declared {
-        if report.declared.iter().any(|f| f.class == Class::Declared(k)) {
+        if report
+            .declared
+            .iter()
+            .any(|f| f.class == Class::Declared(k))
+        {
             continue;
         }
-        progress.set_message(format!("{}: shrinking a declared limitation", property.name()));
+        progress.set_message(format!(
+            "{}: shrinking a declared limitation",
+            property.name()
+        ));
         let original = tree.current();
         let (minimal, ms, runs) = search.shrink(tree, Class::Declared(k));
-        report
-            .declared
-            .push(search.confirm(Class::Declared(k), minimal, original, (ms, runs), false));
+        report.declared.push(search.confirm(
+            Class::Declared(k),
+            minimal,
+            original,
+            (ms, runs),
+            false,
+        ));
     }
     finish(report, started)
 }

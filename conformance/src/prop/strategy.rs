@@ -96,7 +96,8 @@ pub fn value() -> BoxedStrategy<String> {
 /// A text with at least one character that is not white space (a reason or description of
 /// only spaces is refused by agents as bad input, which is not what these runs test).
 pub fn text() -> BoxedStrategy<String> {
-    let short = (short(12), visible_character(), short(12)).prop_map(|(a, c, b)| format!("{a}{c}{b}"));
+    let short =
+        (short(12), visible_character(), short(12)).prop_map(|(a, c, b)| format!("{a}{c}{b}"));
     let long = (visible_long_prefix(), long()).prop_map(|(c, l)| format!("{c}{l}"));
     prop_oneof![6 => short, 1 => long].boxed()
 }
@@ -178,14 +179,29 @@ mod tests {
             assert!(any(&|t| t.contains(c)), "{c:?}");
         }
         assert!(any(&|t| t.starts_with(' ') || t.ends_with(' ')));
-        assert!(inputs.iter().any(|i| i.data.iter().any(|(_, v)| v.is_empty())));
+        assert!(
+            inputs
+                .iter()
+                .any(|i| i.data.iter().any(|(_, v)| v.is_empty()))
+        );
         assert!(inputs.iter().any(|i| i.data.len() >= 5));
         for (lo, hi) in [(1015, 1030), (4085, 4110)] {
             assert!(any(&|t| (lo..=hi + 4).contains(&t.len())), "{lo}..{hi}");
         }
         assert!(inputs.iter().all(|i| i.validate().is_ok()));
         let no_data = input(Property::FailureXml, false);
-        assert!((0..50).all(|_| no_data.new_tree(&mut runner).unwrap().current().data.is_empty()));
-        assert!(inputs.iter().all(|i| i.reason.as_deref().is_some_and(|r| !r.trim().is_empty())));
+        assert!((0..50).all(|_| {
+            no_data
+                .new_tree(&mut runner)
+                .unwrap()
+                .current()
+                .data
+                .is_empty()
+        }));
+        assert!(
+            inputs
+                .iter()
+                .all(|i| i.reason.as_deref().is_some_and(|r| !r.trim().is_empty()))
+        );
     }
 }

@@ -446,7 +446,8 @@ impl PairRunner {
         prepared.runtime.block_on(async {
             let semaphore = Arc::new(tokio::sync::Semaphore::new(jobs.max(1)));
             let mut tasks = Vec::with_capacity(pairs.len());
-            for p in pairs.iter().cloned() {
+            for p in pairs {
+                let p = p.clone();
                 let semaphore = Arc::clone(&semaphore);
                 let settings = settings.clone();
                 let lag = self.lag.clone();
