@@ -32,6 +32,7 @@ fn help_texts() {
     insta::assert_snapshot!("help_report_parse", help(&["report", "parse"]));
     insta::assert_snapshot!("help_vectors_check", help(&["vectors", "check"]));
     insta::assert_snapshot!("help_matrix", help(&["matrix"]));
+    insta::assert_snapshot!("help_prop", help(&["prop"]));
 }
 
 #[test]
