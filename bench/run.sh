@@ -5,7 +5,7 @@
 #   bench/run.sh                 # the full run (about 5 minutes on 2 cores)
 #   QUICK=1 bench/run.sh         # a dry run with tiny counts, written to target/bench-quick/RESULTS.md
 #                                # (without the reporter part: its script rewrites bench/reporter/RESULTS.md)
-#   bench/run.sh --only imds     # one part: imds | footprint | kvp | suite | reporter | matrix (repeatable;
+#   bench/run.sh --only imds     # one part: imds | footprint | kvp | suite | reporter | reliability | prop | matrix (repeatable;
 #                                # matrix only when asked: root and the real agents; its record is
 #                                # bench/MATRIX.md: bench/run.sh --only matrix --out bench/MATRIX.md)
 #   bench/run.sh --only imds --baseline-fake /tmp/fake-before   # also measure an older build of the
@@ -41,6 +41,7 @@ if [ -n "${QUICK:-}" ]; then
     exec "${target_dir}/release/bench-run" --root . --invocation "QUICK=1 bench/run.sh $*" \
         --out "${target_dir}/bench-quick/RESULTS.md" \
         --wrk-seconds 1 --rounds 1 --startup-runs 3 --flood-requests 2000 \
-        --kvp-records 2000 --kvp-runs 1 --suite-runs 1 --skip reporter "$@"
+        --kvp-records 2000 --kvp-runs 1 --suite-runs 1 --prop-cases 16 --prop-cases-cloud-init 8 \
+        --skip reporter "$@"
 fi
 exec "${target_dir}/release/bench-run" --root . --invocation "bench/run.sh $*" "$@"

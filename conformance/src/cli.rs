@@ -71,6 +71,11 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// List every case id with its title, without running anything
     List(ListArgs),
+    /// Property runs: generate failure reports and in-progress descriptions, run the agent on
+    /// each against a fresh fake, judge them with the scenario checks, and shrink the first
+    /// failure to the smallest input that breaks the agent
+    #[command(after_help = PROP_AFTER_HELP)]
+    Prop(PropArgs),
     /// Inspect a Hyper-V KVP pool file
     #[command(subcommand)]
     Kvp(KvpCommand),
@@ -309,6 +314,99 @@ pub enum SnapshotsCommand {
     Pending { dir: PathBuf },
 }
 
+const PROP_AFTER_HELP: &str = "\
+Properties: failure.json, failure.xml (a failure report: reason and supporting data), \
+in-progress.json, in-progress.xml (an in-progress description). Each generated input runs as \
+case prop.<property> through the scenario checks protocol.*, report.*, kvp.*, \
+behaviour.terminal and behaviour.exit; properties needing a capability the agent does not \
+claim are skipped.
+
+A failure is shrunk (proptest) to the smallest input that still fails the same way; it is \
+printed with the check that failed, its evidence and a command that replays exactly that \
+input (--input), and appended to the regression file, whose inputs are run first next time. \
+--seed replays a whole run. A profile's [[limitation]]s (see provision-report.toml) turn a \
+failure they cover into non-strict or unimplemented, with the smallest input that shows it.
+
+Exit status: 0 no property failed; 1 one failed (with --strict: or was non-strict); 2 usage \
+error, bad input, or nothing could be judged (every property skipped, a harness error).";
+
+#[derive(Debug, Args)]
+pub struct PropArgs {
+    /// Agent profile [default: provision-report]
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "WIRECHECK_AGENT",
+        conflicts_with = "agent_cmd"
+    )]
+    pub agent: Option<String>,
+    /// An ad-hoc agent: a command line template for every action (as for `run`)
+    #[arg(long, value_name = "TEMPLATE", env = "WIRECHECK_AGENT_CMD")]
+    pub agent_cmd: Option<String>,
+    /// What the --agent-cmd agent implements (as for `run`) [default: everything]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "CAPABILITY",
+        env = "WIRECHECK_CLAIMS",
+        value_delimiter = ',',
+        requires = "agent_cmd",
+        hide_possible_values = true
+    )]
+    pub claims: Vec<agent::Capability>,
+    /// Folder of agent profiles [default: the checkout's conformance/agents/ when wirecheck
+    /// runs from one, else the built-in profiles]
+    #[arg(long, value_name = "DIR", env = "WIRECHECK_AGENTS_DIR")]
+    pub agents_dir: Option<PathBuf>,
+    /// Property to check (repeatable) [default: all the agent's capabilities allow]
+    #[arg(
+        long = "property",
+        value_name = "NAME",
+        env = "WIRECHECK_PROPERTY",
+        value_delimiter = ','
+    )]
+    pub properties: Vec<String>,
+    /// Generated inputs per property
+    #[arg(long, value_name = "N", env = "WIRECHECK_PROP_CASES", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub cases: u32,
+    /// Seed of the generator (printed by every run) [default: random]
+    #[arg(long, value_name = "N", env = "WIRECHECK_PROP_SEED")]
+    pub seed: Option<u64>,
+    /// Seconds spent at most shrinking a failure (the smallest failing input so far is kept)
+    #[arg(long, value_name = "SECONDS", env = "WIRECHECK_MAX_SHRINK_TIME", default_value_t = 60,
+          value_parser = clap::value_parser!(u32).range(1..=3600))]
+    pub max_shrink_time: u32,
+    /// Generated cases run at the same time (shrinking runs one at a time)
+    #[arg(long, value_name = "N", env = "WIRECHECK_JOBS", default_value_t = 4,
+          value_parser = clap::value_parser!(u16).range(1..=512))]
+    pub jobs: u16,
+    /// Run exactly this input (JSON, as printed by a failure) once instead of generating;
+    /// needs one --property
+    #[arg(long, value_name = "JSON")]
+    pub input: Option<String>,
+    /// The regression file [default: wirecheck-prop-regressions/<agent>.txt]
+    #[arg(long, value_name = "FILE", env = "WIRECHECK_PROP_REGRESSIONS")]
+    pub regressions: Option<PathBuf>,
+    /// Neither replay nor write the regression file
+    #[arg(long, conflicts_with = "regressions")]
+    pub no_regressions: bool,
+    /// Results folder (results.json, junit.xml, report.html, artifacts/)
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "WIRECHECK_OUT",
+        default_value = "wirecheck-results"
+    )]
+    pub out: PathBuf,
+    /// Count non-strict verdicts as failures
+    #[arg(long, env = "WIRECHECK_STRICT")]
+    pub strict: bool,
+    /// No progress bar
+    #[arg(long, env = "WIRECHECK_QUIET")]
+    pub quiet: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Show how this agent's profile affects each case (skipped, known deviations)
@@ -368,6 +466,7 @@ pub enum VectorsCommand {
 pub fn dispatch(cli: Cli) -> ExitCode {
     let code = match cli.command {
         Command::Run(args) => run(*args),
+        Command::Prop(args) => prop(args),
         Command::Snapshots(command) => snapshots(command),
         Command::List(args) => list(args),
         Command::Kvp(KvpCommand::Dump { file, json }) => {
@@ -455,11 +554,16 @@ impl Sources {
     }
 
     pub fn agents_source(&self) -> AgentsSource {
-        match (&self.agents_dir, checkout()) {
-            (Some(dir), _) => AgentsSource::Dir(dir.clone()),
-            (None, Some(root)) => AgentsSource::Dir(root.join("conformance/agents")),
-            (None, None) => AgentsSource::Builtin,
-        }
+        agents_source(self.agents_dir.as_ref())
+    }
+}
+
+/// `--agents-dir DIR`, else the checkout's `conformance/agents/`, else the built-in profiles.
+fn agents_source(agents_dir: Option<&PathBuf>) -> AgentsSource {
+    match (agents_dir, checkout()) {
+        (Some(dir), _) => AgentsSource::Dir(dir.clone()),
+        (None, Some(root)) => AgentsSource::Dir(root.join("conformance/agents")),
+        (None, None) => AgentsSource::Builtin,
     }
 }
 
@@ -563,6 +667,7 @@ fn run(args: RunArgs) -> u8 {
         cases_parent: None,
         snapshots: snapshots.clone(),
         starts: runner::StartWatch::default(),
+        artifacts: true,
     };
     let run_info = run_info(&profiles, &scenarios, &filter, &args);
     let mut results = match runner::run(planned, &settings) {
@@ -720,6 +825,249 @@ fn merge(args: MergeArgs) -> u8 {
     } else {
         EXIT_FAILED
     }
+}
+
+fn prop(args: PropArgs) -> u8 {
+    use crate::prop::{self, Property};
+    let profile = match (&args.agent, &args.agent_cmd) {
+        (_, Some(cmd)) => {
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            AgentProfile::ad_hoc(cmd, &args.claims, &cwd)
+        }
+        (name, None) => agents_source(args.agents_dir.as_ref())
+            .find(name.as_deref().unwrap_or(DEFAULT_AGENT))
+            .map_err(|e| e.to_string()),
+    };
+    let profile = match profile {
+        Ok(p) => Arc::new(p),
+        Err(e) => return usage(e),
+    };
+    let mut properties = Vec::new();
+    for name in &args.properties {
+        match Property::from_name(name) {
+            Some(p) if !properties.contains(&p) => properties.push(p),
+            Some(_) => {}
+            None => {
+                return usage(format!(
+                    "--property {name:?}: unknown; the properties are {}",
+                    Property::names()
+                ));
+            }
+        }
+    }
+    if properties.is_empty() {
+        properties = Property::ALL.to_vec();
+    }
+    let input = match &args.input {
+        Some(text) => {
+            if args.properties.len() != 1 {
+                return usage("--input needs exactly one --property (the one the input is for)");
+            }
+            match prop::Input::from_json(text) {
+                Ok(i) if properties[0].is_failure() != i.reason.is_some() => {
+                    let _ = i;
+                    return usage(format!(
+                        "--input: property {} takes {}",
+                        properties[0].name(),
+                        if properties[0].is_failure() {
+                            "a \"reason\" (and \"data\")"
+                        } else {
+                            "a \"description\" only"
+                        }
+                    ));
+                }
+                Ok(i)
+                    if !properties[0].is_failure()
+                        && (i.description.is_none() || !i.data.is_empty()) =>
+                {
+                    return usage(format!(
+                        "--input: property {} takes a \"description\" only",
+                        properties[0].name()
+                    ));
+                }
+                Ok(i) if properties[0].is_failure() && i.description.is_some() => {
+                    return usage(format!(
+                        "--input: property {} takes a \"reason\" and \"data\", not a description",
+                        properties[0].name()
+                    ));
+                }
+                Ok(i) => Some(i),
+                Err(e) => return usage(format!("--input: {e}")),
+            }
+        }
+        None => None,
+    };
+    let regressions = if args.no_regressions {
+        None
+    } else {
+        Some(
+            args.regressions
+                .clone()
+                .unwrap_or_else(|| prop::regressions::default_path(&profile.name)),
+        )
+    };
+    if let Some(path) = &regressions
+        && let Err(e) = prop::regressions::load(path)
+    {
+        return usage(e);
+    }
+    let bin_dir = bin_dir();
+    for p in &properties {
+        let probe = prop::search::planned(&profile, *p, &prop::strategy_probe_input(*p));
+        if runner::skip_reason(&probe).is_none()
+            && runner::attach::unavailable(&probe, &bin_dir).is_none()
+            && let Err(e) = runner::check_command(&profile, p.action(), &bin_dir)
+        {
+            return usage(e);
+        }
+    }
+    let seed = args.seed.unwrap_or_else(random_seed);
+    let mut replay_prefix = String::from("wirecheck prop");
+    match (&args.agent, &args.agent_cmd) {
+        (_, Some(cmd)) => {
+            replay_prefix.push_str(&format!(" --agent-cmd {}", prop::input::shell_quote(cmd)))
+        }
+        (Some(name), None) => {
+            replay_prefix.push_str(&format!(" --agent {}", prop::input::shell_quote(name)))
+        }
+        (None, None) => {}
+    }
+    if let Some(dir) = &args.agents_dir {
+        replay_prefix.push_str(&format!(
+            " --agents-dir {}",
+            prop::input::shell_quote(&dir.display().to_string())
+        ));
+    }
+    let settings = prop::PropSettings {
+        cases: args.cases,
+        seed,
+        max_shrink_time: std::time::Duration::from_secs(u64::from(args.max_shrink_time)),
+        jobs: usize::from(args.jobs),
+        regressions,
+        input,
+        replay_prefix,
+        progress: !args.quiet,
+    };
+    let run_settings = RunSettings {
+        out: args.out.clone(),
+        jobs: settings.jobs,
+        bin_dir,
+        progress: false,
+        stop: None,
+        case_root: None,
+        cases_parent: None,
+        snapshots: None,
+        starts: runner::StartWatch::default(),
+        artifacts: false,
+    };
+    let started_wall = chrono::Utc::now();
+    let started = std::time::Instant::now();
+    let in_process = profile.attach != agent::Attach::Sandbox;
+    let pair_runner = match runner::PairRunner::start(&run_settings, in_process) {
+        Ok(r) => r,
+        Err(e) => return usage(format!("cannot start the runtime: {e}")),
+    };
+    eprintln!(
+        "wirecheck prop: agent {}, seed {seed}, {} case(s) per property",
+        visible_name(&profile.name),
+        settings.cases
+    );
+    let bar = prop_progress(
+        settings.progress,
+        u64::from(settings.cases) * properties.len() as u64,
+    );
+    let mut cases = Vec::new();
+    let mut reports = Vec::new();
+    for p in &properties {
+        bar.set_message(p.name());
+        let report = prop::run_property(&pair_runner, &profile, *p, &settings, &bar);
+        let case = prop::case_result(&report, &profile, &settings);
+        bar.suspend(|| print!("{}", prop::describe(&report, &case)));
+        cases.push(case);
+        reports.push(report);
+    }
+    bar.finish_and_clear();
+    let interrupted = pair_runner.interrupted();
+    let uncontained = pair_runner.uncontained().map(str::to_owned);
+    pair_runner.finish();
+    let mut results = crate::results::RunResults::new(
+        started_wall.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        env!("CARGO_PKG_VERSION"),
+    );
+    results.duration_ms = started.elapsed().as_millis() as u64;
+    results.interrupted = interrupted.map(|s| runner::signal_name(s).to_owned());
+    results.uncontained = uncontained;
+    results.agents = vec![crate::results::AgentResults {
+        agent: profile.name.clone(),
+        cases,
+    }];
+    if let Err(e) = crate::results::write_all(&args.out, &results) {
+        return usage(format!("cannot write the results: {e}"));
+    }
+    println!(
+        "results: {} (seed {seed}: `--seed {seed}` generates the same inputs again)",
+        args.out.display()
+    );
+    if let Some(signal) = &results.interrupted {
+        eprintln!("wirecheck: interrupted ({signal}): the results are partial");
+        return runner::interrupted_exit_status(signal);
+    }
+    let harness = reports
+        .iter()
+        .filter(|r| {
+            r.skipped
+                .as_deref()
+                .is_some_and(|s| s.starts_with(runner::HARNESS_ERROR))
+        })
+        .count();
+    if harness > 0 {
+        return usage(format!(
+            "{harness} propert(y/ies) could not be run because of a harness error (see above)"
+        ));
+    }
+    if reports.iter().all(|r| r.skipped.is_some()) {
+        return usage(format!(
+            "every property was skipped for agent {}, so nothing was judged",
+            visible_name(&profile.name)
+        ));
+    }
+    if results.exit_code(args.strict) == 0 {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    }
+}
+
+fn visible_name(name: &str) -> String {
+    crate::tools::text::visible(name)
+}
+
+/// A seed from the clock and the process id (not cryptographic: it only varies the inputs).
+fn random_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut z = nanos ^ (u64::from(std::process::id()) << 32);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The property run's progress bar (stderr, terminals only; hidden otherwise).
+fn prop_progress(enabled: bool, total: u64) -> indicatif::ProgressBar {
+    if !enabled || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} generated cases {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
 }
 
 /// The diff of every snapshot case that failed, after the summary (escaped: agent text).

@@ -7,7 +7,8 @@
 //! each answer), [`runner`] (planning, parallel execution, artifacts), [`exec`] (agent
 //! processes), [`netns`] (the private network namespace of proxy agents), [`timeline`], [`select`] (case globs, partitions), [`console`] (progress and
 //! summary), [`cli`] (the `wirecheck` command line), [`results`] (the results model and
-//! writers) and [`tools`] (`kvp dump`, `report parse`, `vectors check`).
+//! writers) and [`tools`] (`kvp dump`, `report parse`, `vectors check`), [`prop`] (`wirecheck prop`: generated
+//! inputs, shrunk failures).
 //!
 //! The conformance crate never depends on the `reporter` crate: the bundled reporter is run as
 //! an external process, like any agent (DESIGN.md, "the oracle is independent").
@@ -22,6 +23,7 @@ pub mod embedded;
 pub mod exec;
 pub mod netns;
 pub mod observe;
+pub mod prop;
 pub mod results;
 pub mod run_config;
 pub mod runner;

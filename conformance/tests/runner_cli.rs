@@ -34,6 +34,7 @@ fn help_texts() {
     insta::assert_snapshot!("help_matrix", help(&["matrix"]));
     insta::assert_snapshot!("help_merge", help(&["merge"]));
     insta::assert_snapshot!("help_scenarios_export", help(&["scenarios", "export"]));
+    insta::assert_snapshot!("help_prop", help(&["prop"]));
 }
 
 #[test]

@@ -20,6 +20,8 @@ enum Part {
     Reporter,
     /// provision-report under kills, pool faults, hostile pools and bad input.
     Reliability,
+    /// `wirecheck prop`: cases per second, shrink time of a planted bug.
+    Prop,
     /// The real-agent matrix (root, agents installed; not part of the default run).
     Matrix,
 }
@@ -70,6 +72,12 @@ struct Cli {
     /// Rounds of the reliability part's kill loop (each writer).
     #[arg(long, default_value_t = 200)]
     reliability_rounds: usize,
+    /// Generated cases of the prop part against provision-report.
+    #[arg(long, default_value_t = 256)]
+    prop_cases: u32,
+    /// Generated cases of the prop part against cloud-init 22.4.2.
+    #[arg(long, default_value_t = 64)]
+    prop_cases_cloud_init: u32,
     /// Also fuzz each of the oracle's cargo-fuzz targets for this many seconds (needs nightly
     /// and cargo-fuzz; 0 = no fuzzing).
     #[arg(long, default_value_t = 0)]
@@ -142,6 +150,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             reporter_runs: cli.reporter_runs,
             reliability_rounds: cli.reliability_rounds,
             baseline_fake: cli.baseline_fake.clone(),
+            prop_cases: cli.prop_cases,
+            prop_cases_cloud_init: cli.prop_cases_cloud_init,
         },
         wrk: cli.wrk.clone(),
         python: cli.python.clone(),
@@ -220,6 +230,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         add("provision-report reliability", &|| {
             sections::reliability::run(&ctx)
         });
+    }
+    if wanted(Part::Prop) {
+        add("property runs", &|| sections::prop::run(&ctx));
     }
     // Opt-in: it needs root and the real agents, and takes as long as its slowest case.
     if cli.only.contains(&Part::Matrix) {

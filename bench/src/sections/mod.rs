@@ -6,6 +6,7 @@ pub mod fuzz;
 pub mod imds;
 pub mod kvp;
 pub mod matrix;
+pub mod prop;
 pub mod reliability;
 pub mod reporter;
 pub mod suite;
@@ -44,6 +45,9 @@ pub struct Settings {
     pub reliability_rounds: usize,
     /// A second fake-wireserver binary the IMDS part measures beside the current one.
     pub baseline_fake: Option<PathBuf>,
+    /// Generated cases of the prop part against the bundled reporter, and against cloud-init.
+    pub prop_cases: u32,
+    pub prop_cases_cloud_init: u32,
 }
 
 /// What every section needs.

@@ -263,6 +263,83 @@ pub struct Deviation {
     pub reason: String,
 }
 
+/// A class of generated input (`wirecheck prop`) an agent knowingly does not handle, named in
+/// a profile's `[[limitation]]` (`input = "non-latin-1"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InputClass {
+    /// A character above U+007F.
+    NonAscii,
+    /// A character above U+00FF.
+    #[serde(rename = "non-latin-1")]
+    NonLatin1,
+    /// A character above U+FFFF (a surrogate pair in UTF-16).
+    NonBmp,
+    /// A C0 control character, DEL or a C1 control (CR, LF and TAB included).
+    Control,
+    /// A control character XML 1.0 cannot carry (C0 other than TAB, CR, LF).
+    XmlInvalid,
+    /// CR or LF.
+    LineBreak,
+}
+
+impl InputClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputClass::NonAscii => "non-ascii",
+            InputClass::NonLatin1 => "non-latin-1",
+            InputClass::NonBmp => "non-bmp",
+            InputClass::Control => "control",
+            InputClass::XmlInvalid => "xml-invalid",
+            InputClass::LineBreak => "line-break",
+        }
+    }
+
+    /// True when `c` belongs to the class.
+    pub fn has(self, c: char) -> bool {
+        match self {
+            InputClass::NonAscii => !c.is_ascii(),
+            InputClass::NonLatin1 => u32::from(c) > 0xFF,
+            InputClass::NonBmp => u32::from(c) > 0xFFFF,
+            InputClass::Control => c.is_control(),
+            InputClass::XmlInvalid => {
+                (c < '\u{20}' && !matches!(c, '\t' | '\n' | '\r'))
+                    || c == '\u{FFFE}'
+                    || c == '\u{FFFF}'
+            }
+            InputClass::LineBreak => matches!(c, '\r' | '\n'),
+        }
+    }
+
+    /// True when some character of `text` belongs to the class.
+    pub fn in_text(self, text: &str) -> bool {
+        text.chars().any(|c| self.has(c))
+    }
+}
+
+/// A known limitation for property runs (`[[limitation]]`): generated inputs of one class may
+/// fail these checks of these properties; such a failure gets `verdict`, with the smallest
+/// input that shows it as evidence.
+#[derive(Debug, Clone)]
+pub struct Limitation {
+    /// Glob over property names (`failure.xml`).
+    pub properties: String,
+    pub property_matcher: GlobSet,
+    pub input: InputClass,
+    /// Glob over check ids (`behaviour.terminal`); `*` by default.
+    pub checks: String,
+    pub check_matcher: GlobSet,
+    pub verdict: DeviationVerdict,
+    pub reason: String,
+}
+
+impl Limitation {
+    /// True when a failure of `check` in `property` is covered (for an input of the class).
+    pub fn covers(&self, property: &str, check: &str) -> bool {
+        self.property_matcher.is_match(property) && self.check_matcher.is_match(check)
+    }
+}
+
 /// One action's command.
 #[derive(Debug, Clone)]
 pub struct Command {
@@ -320,6 +397,8 @@ pub struct AgentProfile {
     /// What its failure descriptions hold (`failure_description`).
     pub failure_description: FailureDescription,
     pub deviations: Vec<Deviation>,
+    /// `[[limitation]]`: inputs of property runs the agent knowingly does not handle.
+    pub limitations: Vec<Limitation>,
     /// `[encoded]`: the agent's encoded-report dialect, when declared.
     pub encoded: Option<EncodedDialect>,
     /// Plain words with unset placeholders expand to "" instead of failing (ad-hoc agents).
@@ -351,6 +430,8 @@ struct ProfileFile {
     failure_description: FailureDescription,
     #[serde(default, rename = "deviation")]
     deviations: Vec<DeviationFile>,
+    #[serde(default, rename = "limitation")]
+    limitations: Vec<LimitationFile>,
     encoded: Option<Spanned<EncodedFile>>,
     #[serde(default)]
     snapshot: SnapshotFile,
@@ -425,6 +506,16 @@ struct ReactionsFile {
     imds_retry_interval_min: Option<Spanned<f64>>,
     retry_interval_503: Option<Spanned<f64>>,
     retry_interval_throttled: Option<Spanned<f64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitationFile {
+    property: Spanned<String>,
+    input: InputClass,
+    checks: Option<Spanned<String>>,
+    verdict: DeviationVerdict,
+    reason: Spanned<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -587,6 +678,36 @@ impl AgentProfile {
                 matcher,
                 verdict: d.verdict,
                 reason: d.reason.get_ref().clone(),
+            });
+        }
+
+        let mut limitations = Vec::new();
+        for (i, l) in file.limitations.iter().enumerate() {
+            let property_matcher = crate::select::matcher(l.property.get_ref())
+                .map_err(|e| at(l.property.span(), &format!("limitation[{i}].property"), e))?;
+            let checks = l
+                .checks
+                .as_ref()
+                .map_or_else(|| "*".to_owned(), |c| c.get_ref().clone());
+            let check_matcher = crate::select::matcher(&checks).map_err(|e| {
+                let span = l.checks.as_ref().map_or(0..0, |c| c.span());
+                at(span, &format!("limitation[{i}].checks"), e)
+            })?;
+            if l.reason.get_ref().trim().is_empty() {
+                return Err(at(
+                    l.reason.span(),
+                    &format!("limitation[{i}].reason"),
+                    "a limitation needs a reason (it is shown in every report)".into(),
+                ));
+            }
+            limitations.push(Limitation {
+                properties: l.property.get_ref().clone(),
+                property_matcher,
+                input: l.input,
+                checks,
+                check_matcher,
+                verdict: l.verdict,
+                reason: l.reason.get_ref().clone(),
             });
         }
 
@@ -757,6 +878,7 @@ impl AgentProfile {
             in_progress_continues_to_ready,
             failure_description: file.failure_description,
             deviations,
+            limitations,
             encoded,
             lenient_placeholders: false,
         })
@@ -829,6 +951,7 @@ impl AgentProfile {
             in_progress_continues_to_ready: false,
             failure_description: FailureDescription::Encoded,
             deviations: Vec::new(),
+            limitations: Vec::new(),
             encoded: None,
             lenient_placeholders: true,
         })
@@ -1377,5 +1500,41 @@ reason = "known"
             p.commands[&Action::Ready].template.program().source(),
             dir.path().join("bin/agent").display().to_string()
         );
+    }
+
+    #[test]
+    fn limitations_are_read_and_bad_ones_named() {
+        let base = r#"name = "l"
+description = "l"
+capabilities = ["json", "failure"]
+[commands]
+failure = ["true"]
+[reactions]
+retryable = [503]
+transport_errors = "retry"
+status_403 = "fatal"
+"#;
+        let with = |l: &str| {
+            AgentProfile::from_toml_str(&format!("{base}[[limitation]]\n{l}"), Path::new("l.toml"))
+        };
+        let p = with("property = \"failure.*\"\ninput = \"non-bmp\"\nverdict = \"unimplemented\"\nreason = \"UCS-2\"\n").unwrap();
+        let l = &p.limitations[0];
+        assert_eq!((l.input, l.checks.as_str()), (InputClass::NonBmp, "*"));
+        assert!(
+            l.covers("failure.json", "report.description")
+                && !l.covers("in-progress.json", "report.description")
+        );
+        assert!(InputClass::NonBmp.in_text("a😀") && !InputClass::NonBmp.in_text("aĀ"));
+        assert!(
+            InputClass::XmlInvalid.in_text("\u{1}") && !InputClass::XmlInvalid.in_text("\t\r\n")
+        );
+        let e = with("property = \"failure.*\"\ninput = \"non-bmp\"\nverdict = \"non-strict\"\nreason = \" \"\n").unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_deref()),
+            (Some(14), Some("limitation[0].reason")),
+            "{e}"
+        );
+        let e = with("property = \"failure.*\"\ninput = \"emoji\"\nverdict = \"non-strict\"\nreason = \"r\"\n").unwrap_err();
+        assert!(e.to_string().contains("emoji") && e.line == Some(12), "{e}");
     }
 }

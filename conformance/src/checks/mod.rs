@@ -143,6 +143,40 @@ pub fn matching(pattern: &str) -> Result<Vec<usize>, String> {
         .collect())
 }
 
+/// `text` as a health report of the scenario's flow can carry it: in the XML flow, every
+/// character outside XML 1.0's `Char` production (C0 controls but TAB, CR and LF; U+FFFE,
+/// U+FFFF) becomes U+FFFD, since no XML document can hold it, not even as a character
+/// reference. The JSON flow carries everything.
+pub(crate) fn xml_carried<'a>(obs: &Observation, text: &'a str) -> std::borrow::Cow<'a, str> {
+    let allowed = |c: char| matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..);
+    if obs.scenario.agent.protocol != crate::scenario::Protocol::Xml || text.chars().all(allowed) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(
+        text.chars()
+            .map(|c| if allowed(c) { c } else { '\u{FFFD}' })
+            .collect(),
+    )
+}
+
+/// A run's reason, data values and description as the flow can carry them ([`xml_carried`]).
+pub(crate) fn xml_carried_run(
+    obs: &Observation,
+    run: &crate::scenario::Run,
+) -> crate::scenario::Run {
+    let carry = |t: &String| xml_carried(obs, t).into_owned();
+    crate::scenario::Run {
+        action: run.action,
+        reason: run.reason.as_ref().map(carry),
+        data: run
+            .data
+            .iter()
+            .map(|(k, v)| (k.clone(), carry(v)))
+            .collect(),
+        description: run.description.as_ref().map(carry),
+    }
+}
+
 /// A check's decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Judgement {

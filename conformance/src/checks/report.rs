@@ -197,10 +197,13 @@ pub(super) fn cut_report(obs: &Observation, run: &Run, desc: &str) -> bool {
 pub fn description(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
     let mut exception_text = None;
-    for (e, run) in health_posts(obs) {
+    for (e, asked) in health_posts(obs) {
         let Some(report) = &e.report else { continue };
         t.judged();
         let desc = report.description.as_deref().unwrap_or("");
+        // What the flow can carry of the request: XML 1.0 has no form for most C0 controls.
+        let carried = super::xml_carried_run(obs, asked);
+        let run = &carried;
         let (_, substatus) = obs.expected_state(run);
         match substatus {
             None => {
@@ -547,7 +550,10 @@ fn failure(
 
 pub fn limit(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
-    for (e, run) in health_posts(obs) {
+    for (e, asked) in health_posts(obs) {
+        // What the flow can carry of the request (see `description`).
+        let carried = super::xml_carried_run(obs, asked);
+        let run = &carried;
         let Some(report) = &e.report else { continue };
         t.judged();
         let desc = report.description.as_deref().unwrap_or("");

@@ -199,6 +199,9 @@ pub struct RunSettings {
     pub snapshots: Option<SnapshotSettings>,
     /// Whether each agent ever got going (read after the run: [`StartWatch::never_started`]).
     pub starts: StartWatch,
+    /// Write each pair's artifacts (`wirecheck prop` keeps only those of the smallest failing
+    /// input: hundreds of generated cases share one scenario id).
+    pub artifacts: bool,
 }
 
 /// `--snapshots DIR` and `--snapshots-strict`.
@@ -224,10 +227,18 @@ pub fn default_jobs() -> usize {
 pub const JOBS_PER_CORE: usize = 8;
 pub const MAX_DEFAULT_JOBS: usize = 64;
 
-/// Runs every planned pair and collects the results (the caller writes them).
-pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<RunResults> {
-    let started_wall = chrono::Utc::now();
-    let started = Instant::now();
+/// What every run needs before its first pair: the results folder, this run's folder of case
+/// folders (hidden from every agent but for its own case folder), containment, a runtime.
+struct Prepared {
+    settings: RunSettings,
+    case_root: tempfile::TempDir,
+    uncontained: Option<String>,
+    runtime: tokio::runtime::Runtime,
+    stop_tx: tokio::sync::watch::Sender<Option<i32>>,
+    stop: exec::Stop,
+}
+
+fn prepare(settings: &RunSettings, in_process: bool) -> std::io::Result<Prepared> {
     // The results folder exists from the start, so it can be hidden from every agent (one
     // could otherwise make it, and plant links for the writers to follow).
     std::fs::create_dir_all(&settings.out)?;
@@ -259,9 +270,6 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(case_root.path(), std::fs::Permissions::from_mode(0o700))?;
     }
-    let in_process = planned
-        .iter()
-        .any(|p| p.profile.attach != crate::agent::Attach::Sandbox);
     let uncontained = if in_process {
         crate::netns::unavailable()
     } else {
@@ -275,7 +283,6 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let progress = crate::console::Progress::new(planned.len(), settings.progress);
     let (stop_tx, stop) = exec::Stop::new();
     let settings = RunSettings {
         out: settings.out.canonicalize()?,
@@ -284,6 +291,32 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
         cases_parent: Some(cases_parent),
         ..settings.clone()
     };
+    Ok(Prepared {
+        settings,
+        case_root,
+        uncontained,
+        runtime,
+        stop_tx,
+        stop,
+    })
+}
+
+/// Runs every planned pair and collects the results (the caller writes them).
+pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<RunResults> {
+    let started_wall = chrono::Utc::now();
+    let started = Instant::now();
+    let in_process = planned
+        .iter()
+        .any(|p| p.profile.attach != crate::agent::Attach::Sandbox);
+    let Prepared {
+        settings,
+        case_root,
+        uncontained,
+        runtime,
+        stop_tx,
+        stop,
+    } = prepare(settings, in_process)?;
+    let progress = crate::console::Progress::new(planned.len(), settings.progress);
     let outcomes = runtime.block_on(async {
         let signals = tokio::spawn(raise_on_signal(stop_tx));
         let (lag, lag_task) = lag::LagWatch::start();
@@ -352,6 +385,121 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
     results.uncontained = uncontained;
     results.agents = agents;
     Ok(results)
+}
+
+/// Runs pairs made one at a time by the caller (`wirecheck prop`: a generated input becomes
+/// an in-memory scenario), each through the same path as [`run`]'s (its own fake, case folder,
+/// containment and checks), with one runtime, case root and lag watch for all of them.
+pub struct PairRunner {
+    prepared: Option<Prepared>,
+    lag: lag::LagWatch,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl PairRunner {
+    /// `in_process`: some pair will use the url or proxy attach mode (containment is checked).
+    pub fn start(settings: &RunSettings, in_process: bool) -> std::io::Result<PairRunner> {
+        let mut prepared = prepare(settings, in_process)?;
+        let (stop_tx, _) = exec::Stop::new();
+        let stop_tx = std::mem::replace(&mut prepared.stop_tx, stop_tx);
+        let (lag, tasks) = {
+            let _guard = prepared.runtime.enter();
+            let signals = tokio::spawn(raise_on_signal(stop_tx));
+            let (lag, lag_task) = lag::LagWatch::start();
+            (lag, vec![signals, lag_task])
+        };
+        Ok(PairRunner {
+            prepared: Some(prepared),
+            lag,
+            tasks,
+        })
+    }
+
+    fn prepared(&self) -> &Prepared {
+        self.prepared.as_ref().expect("the runner is not finished")
+    }
+
+    /// The settings every pair runs with (the results folder canonicalized).
+    pub fn settings(&self) -> &RunSettings {
+        &self.prepared().settings
+    }
+
+    /// Why url agents run uncontained on this machine, when they do.
+    pub fn uncontained(&self) -> Option<&str> {
+        self.prepared().uncontained.as_deref()
+    }
+
+    /// The signal that interrupted the run, once one did.
+    pub fn interrupted(&self) -> Option<i32> {
+        self.prepared().stop.signal()
+    }
+
+    /// Runs the pairs, at most `jobs` at a time; one result list per pair, in order.
+    /// `artifacts`: keep their artifacts (pairs sharing a scenario id overwrite each other's).
+    pub fn run_pairs(
+        &self,
+        pairs: &[Planned],
+        jobs: usize,
+        artifacts: bool,
+    ) -> Vec<Vec<CaseResult>> {
+        let prepared = self.prepared();
+        let settings = RunSettings {
+            artifacts,
+            ..prepared.settings.clone()
+        };
+        prepared.runtime.block_on(async {
+            let semaphore = Arc::new(tokio::sync::Semaphore::new(jobs.max(1)));
+            let mut tasks = Vec::with_capacity(pairs.len());
+            for p in pairs {
+                let p = p.clone();
+                let semaphore = Arc::clone(&semaphore);
+                let settings = settings.clone();
+                let lag = self.lag.clone();
+                let stop = prepared.stop.clone();
+                tasks.push(tokio::spawn(async move {
+                    let _permit = tokio::select! {
+                        permit = semaphore.acquire_owned() => permit,
+                        sig = stop.stopped() => {
+                            return uniform_cases(&p, Verdict::Skipped, &interrupted_reason(sig, false));
+                        }
+                    };
+                    if let Some(sig) = stop.signal() {
+                        return uniform_cases(&p, Verdict::Skipped, &interrupted_reason(sig, false));
+                    }
+                    scenario_run::run(&p, &settings, &lag).await
+                }));
+            }
+            let mut outcomes = Vec::with_capacity(pairs.len());
+            for (task, p) in tasks.into_iter().zip(pairs) {
+                outcomes.push(match task.await {
+                    Ok(cases) => cases,
+                    Err(e) => internal_error_cases(p, &format!("the scenario task failed: {e}")),
+                });
+            }
+            outcomes
+        })
+    }
+
+    /// Ends the runtime (every agent's tree is gone after it) and removes the case folders.
+    pub fn finish(mut self) {
+        self.shut_down();
+    }
+
+    fn shut_down(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        if let Some(prepared) = self.prepared.take() {
+            drop(prepared.runtime);
+            drop(prepared.case_root);
+        }
+    }
+}
+
+impl Drop for PairRunner {
+    fn drop(&mut self) {
+        self.shut_down();
+    }
 }
 
 /// The name prefix of a run's folder of case folders.

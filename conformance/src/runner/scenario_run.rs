@@ -90,9 +90,15 @@ async fn execute(
     };
     let timeline = crate::timeline::build(&obs);
     let artifacts_rel = artifacts::relative_dir(&profile.name, &scenario.id);
-    let artifacts = match artifacts::write(&settings.out, &artifacts_rel, &obs) {
-        Ok(()) => Some(artifacts_rel),
-        Err(e) => {
+    let written = if settings.artifacts {
+        Some(artifacts::write(&settings.out, &artifacts_rel, &obs))
+    } else {
+        None
+    };
+    let artifacts = match written {
+        None => None,
+        Some(Ok(())) => Some(artifacts_rel),
+        Some(Err(e)) => {
             eprintln!(
                 "wirecheck: warning: cannot write the artifacts of {}: {}",
                 visible(&scenario.id),

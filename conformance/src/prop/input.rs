@@ -1,0 +1,171 @@
+//! One generated input of a property run: what the agent is asked to report (a failure's
+//! reason and supporting data, or an in-progress description), and its textual form
+//! (ASCII-only JSON, for replay commands and regression files).
+
+use serde::{Deserialize, Serialize};
+
+use crate::agent::InputClass;
+
+/// The largest `--input` or regression line accepted (bytes of JSON).
+pub const MAX_INPUT_JSON: usize = 64 * 1024;
+
+/// Keys the encoded report writes itself (PROTOCOL.md §6.2): supporting data must not repeat
+/// them, so the generator never does.
+pub const RESERVED_KEYS: &[&str] = &[
+    "result",
+    "reason",
+    "agent",
+    "pps_type",
+    "vm_id_source",
+    "vm_id",
+    "timestamp",
+    "documentation_url",
+];
+
+/// What one generated case asks the agent to report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// A failure report's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// A failure report's supporting data, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub data: Vec<(String, String)>,
+    /// An in-progress report's description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+impl Input {
+    /// Every text the agent is handed (keys included).
+    pub fn texts(&self) -> impl Iterator<Item = &str> {
+        self.reason
+            .iter()
+            .map(String::as_str)
+            .chain(self.data.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()]))
+            .chain(self.description.iter().map(String::as_str))
+    }
+
+    /// True when some text holds a character of `class`.
+    pub fn has(&self, class: InputClass) -> bool {
+        self.texts().any(|t| class.in_text(t))
+    }
+
+    /// Compact JSON with every non-ASCII character and DEL as a `\u` escape: safe to print on
+    /// a terminal and to paste into a shell between single quotes.
+    pub fn to_json(&self) -> String {
+        let json = serde_json::to_string(self).expect("strings always serialize");
+        let mut out = String::with_capacity(json.len());
+        for c in json.chars() {
+            if c.is_ascii() && c != '\u{7f}' {
+                out.push(c);
+            } else {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+        }
+        out
+    }
+
+    /// Reads `--input` or a regression line, checking what every agent invocation needs.
+    pub fn from_json(text: &str) -> Result<Input, String> {
+        if text.len() > MAX_INPUT_JSON {
+            return Err(format!(
+                "the input is {} bytes of JSON, at most {MAX_INPUT_JSON} are accepted",
+                text.len()
+            ));
+        }
+        let input: Input = serde_json::from_str(text).map_err(|e| {
+            format!(
+                "not an input: {e} (expected {{\"reason\": \"...\", \"data\": [[\"key\", \"value\"]]}} or {{\"description\": \"...\"}})"
+            )
+        })?;
+        input.validate()?;
+        Ok(input)
+    }
+
+    /// Rules every input must keep to be passable as arguments: no NUL (argv strings end at
+    /// one), keys that are names (`KEY=VALUE` splits at the first `=`), no key twice.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.texts().any(|t| t.contains('\0')) {
+            return Err("a NUL character cannot be passed in an argument".into());
+        }
+        for (i, (key, _)) in self.data.iter().enumerate() {
+            if !is_key(key) {
+                return Err(format!(
+                    "data key {key:?}: expected a letter or `_` followed by letters, digits or `_`"
+                ));
+            }
+            if RESERVED_KEYS.contains(&key.as_str()) {
+                return Err(format!("data key {key:?} is written by the encoder itself"));
+            }
+            if self.data[..i].iter().any(|(k, _)| k == key) {
+                return Err(format!("data key {key:?} is given twice"));
+            }
+        }
+        Ok(())
+    }
+
+    /// A one-line description for terminals and evidence: the JSON, cut to `max` characters.
+    pub fn summary(&self, max: usize) -> String {
+        let json = self.to_json();
+        if json.chars().count() <= max {
+            json
+        } else {
+            let cut: String = json.chars().take(max).collect();
+            format!("{cut}… ({} bytes of JSON)", json.len())
+        }
+    }
+}
+
+/// A supporting-data key: `[A-Za-z_][A-Za-z0-9_]*`, at most 254 bytes.
+pub fn is_key(key: &str) -> bool {
+    let mut chars = key.chars();
+    key.len() <= 254
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// `'text'` for a POSIX shell.
+pub fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_is_ascii_and_reads_back_exactly() {
+        let input = Input {
+            reason: Some("a'b|c\r\n\u{7f}é€😀\u{1}".into()),
+            data: vec![("k".into(), "v=1".into())],
+            description: None,
+        };
+        let json = input.to_json();
+        assert!(json.is_ascii() && !json.contains('\u{7f}'), "{json}");
+        assert!(json.contains("\\ud83d\\ude00"), "{json}");
+        assert_eq!(Input::from_json(&json).unwrap(), input);
+    }
+
+    #[test]
+    fn bad_inputs_are_refused_naming_the_problem() {
+        let err = |s: &str| Input::from_json(s).unwrap_err();
+        assert!(err(r#"{"reason":"a\u0000"}"#).contains("NUL"));
+        assert!(err(r#"{"reason":"a","data":[["a=b","v"]]}"#).contains("\"a=b\""));
+        assert!(err(r#"{"reason":"a","data":[["vm_id","v"]]}"#).contains("encoder"));
+        assert!(err(r#"{"reason":"a","data":[["k","1"],["k","2"]]}"#).contains("twice"));
+        assert!(err(r#"{"reason":"a","extra":1}"#).contains("unknown field"));
+        assert!(err(&format!("\"{}\"", "a".repeat(MAX_INPUT_JSON))).contains("at most"));
+    }
+
+    #[test]
+    fn shell_quoting_survives_single_quotes() {
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+    }
+}

@@ -1,0 +1,415 @@
+//! One property against one agent: replay the regression file, generate inputs (in batches of
+//! `--jobs`, each case from its own seed), and shrink the first failure with proptest's
+//! `TestRunner::run_one` (bounded by `--max-shrink-time`), then run the smallest input once
+//! more with artifacts kept. Every case runs through the runner's own path
+//! (`runner::PairRunner`): a fresh fake, case folder and containment, the scenario checks.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+
+use crate::agent::AgentProfile;
+use crate::results::CaseResult;
+use crate::runner::{PairRunner, Planned};
+
+use super::input::Input;
+use super::judge::{self, Class};
+use super::property::Property;
+use super::regressions;
+
+/// A generated input with its shrinking state.
+type Tree = Box<dyn ValueTree<Value = Input>>;
+
+/// Settings of one `wirecheck prop`.
+#[derive(Debug, Clone)]
+pub struct PropSettings {
+    /// Generated inputs per property.
+    pub cases: u32,
+    /// The run's seed: every case's own seed derives from it, the property and the case number.
+    pub seed: u64,
+    /// Shrinking stops after this long (the smallest failing input so far is kept).
+    pub max_shrink_time: Duration,
+    /// Cases run at the same time while generating (shrinking runs one at a time).
+    pub jobs: usize,
+    /// The regression file: replayed first, failures appended. `None`: neither.
+    pub regressions: Option<PathBuf>,
+    /// `--input`: run exactly this input once, nothing generated.
+    pub input: Option<Input>,
+    /// The command line before `--property` in replay commands (`wirecheck prop --agent x`).
+    pub replay_prefix: String,
+    /// Draw a progress bar on stderr (terminals only).
+    pub progress: bool,
+}
+
+/// A failure found, shrunk and run once more.
+#[derive(Debug, Clone)]
+pub struct Finding {
+    /// `Declared(k)` or `Undeclared`.
+    pub class: Class,
+    /// The smallest failing input found.
+    pub input: Input,
+    /// The input it was shrunk from.
+    pub original: Input,
+    /// The confirmation run of `input` (artifacts kept).
+    pub cases: Vec<CaseResult>,
+    /// The confirmation run failed the same way.
+    pub reproduced: bool,
+    pub shrink_ms: u64,
+    /// Agent runs spent shrinking.
+    pub shrink_runs: u32,
+    /// Came from the regression file (or `--input`), not from the generator.
+    pub replayed: bool,
+}
+
+/// What one property's run found.
+#[derive(Debug, Clone)]
+pub struct PropertyReport {
+    pub property: Property,
+    /// Why nothing was run (unclaimed capability, unavailable attach mode), or why the run
+    /// was not judged (a harness error, an interruption).
+    pub skipped: Option<String>,
+    pub generated: u32,
+    pub replayed: u32,
+    pub undeclared: Option<Finding>,
+    /// The smallest input of each declared limitation that was hit (one per limitation).
+    pub declared: Vec<Finding>,
+    pub seed: u64,
+    pub duration_ms: u64,
+    /// Where the failure was appended (when it was new).
+    pub persisted: Option<PathBuf>,
+}
+
+/// The seed of case `n` of `property` in a run with `seed` (splitmix64 of the three).
+pub fn case_seed(seed: u64, property: Property, n: u32) -> [u8; 32] {
+    let mut state = seed
+        ^ ((Property::ALL
+            .iter()
+            .position(|p| *p == property)
+            .unwrap_or(0) as u64)
+            << 56)
+        ^ u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut out = [0u8; 32];
+    for chunk in out.chunks_mut(8) {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        chunk.copy_from_slice(&z.to_le_bytes());
+    }
+    out
+}
+
+fn shrink_config(max: Duration) -> Config {
+    Config {
+        // 0 would mean "no limit" to proptest.
+        max_shrink_time: u32::try_from(max.as_millis()).unwrap_or(u32::MAX).max(1),
+        max_shrink_iters: 100_000,
+        failure_persistence: None,
+        cases: 1,
+        ..Config::default()
+    }
+}
+
+/// The generated input of case `n` (the same for the same seed and agent).
+pub fn generate(
+    seed: u64,
+    property: Property,
+    n: u32,
+    with_data: bool,
+) -> proptest::strategy::NewTree<proptest::strategy::BoxedStrategy<Input>> {
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &case_seed(seed, property, n));
+    let mut runner = TestRunner::new_with_rng(shrink_config(Duration::from_secs(1)), rng);
+    super::strategy::input(property, with_data).new_tree(&mut runner)
+}
+
+/// True when the agent is handed supporting data: its failure command or environment uses
+/// `{data}` (an ad-hoc agent has every value in `WIRECHECK_CASE_DATA`).
+pub fn takes_data(profile: &AgentProfile) -> bool {
+    use crate::agent::template::Placeholder;
+    profile.source == crate::agent::Source::AdHoc
+        || profile
+            .commands
+            .get(&crate::agent::Action::Failure)
+            .is_some_and(|c| c.template.placeholders().contains(&Placeholder::Data))
+        || profile.env.iter().any(|(_, w)| w.uses(Placeholder::Data))
+}
+
+/// The pair for one input.
+pub fn planned(profile: &Arc<AgentProfile>, property: Property, input: &Input) -> Planned {
+    let scenario = Arc::new(property.scenario(input));
+    Planned {
+        profile: Arc::clone(profile),
+        checks: scenario.checks.clone(),
+        scenario,
+    }
+}
+
+struct Search<'a> {
+    runner: &'a PairRunner,
+    profile: &'a Arc<AgentProfile>,
+    property: Property,
+    settings: &'a PropSettings,
+}
+
+impl Search<'_> {
+    fn run_inputs(&self, inputs: &[Input], artifacts: bool) -> Vec<(Class, Vec<CaseResult>)> {
+        let pairs: Vec<Planned> = inputs
+            .iter()
+            .map(|i| planned(self.profile, self.property, i))
+            .collect();
+        self.runner
+            .run_pairs(&pairs, self.settings.jobs, artifacts)
+            .into_iter()
+            .zip(inputs)
+            .map(|(cases, input)| {
+                (
+                    judge::classify(self.profile, self.property, input, &cases),
+                    cases,
+                )
+            })
+            .collect()
+    }
+
+    /// Shrinks `tree` (whose current input failed as `target`) while it keeps failing so.
+    fn shrink<T: ValueTree<Value = Input>>(&self, tree: T, target: Class) -> (Input, u64, u32) {
+        let original = tree.current();
+        let runs = AtomicU32::new(0);
+        let not_judged = Mutex::new(false);
+        let started = Instant::now();
+        let mut runner = TestRunner::new(shrink_config(self.settings.max_shrink_time));
+        let result = runner.run_one(tree, |input| {
+            runs.fetch_add(1, Ordering::Relaxed);
+            let (class, _) = self
+                .run_inputs(std::slice::from_ref(&input), false)
+                .remove(0);
+            if class == Class::NotJudged {
+                *not_judged.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            }
+            if class == target {
+                Err(TestCaseError::fail(format!("{class:?}")))
+            } else {
+                Ok(())
+            }
+        });
+        let minimal = match result {
+            Err(TestError::Fail(_, minimal)) => minimal,
+            // It passed when run again: the smallest input known to fail is the original.
+            _ => original,
+        };
+        (
+            minimal,
+            started.elapsed().as_millis() as u64,
+            runs.load(Ordering::Relaxed),
+        )
+    }
+
+    fn confirm(
+        &self,
+        class: Class,
+        input: Input,
+        original: Input,
+        shrink: (u64, u32),
+        replayed: bool,
+    ) -> Finding {
+        let (again, cases) = self
+            .run_inputs(std::slice::from_ref(&input), true)
+            .remove(0);
+        Finding {
+            class,
+            reproduced: again == class,
+            input,
+            original,
+            cases,
+            shrink_ms: shrink.0,
+            shrink_runs: shrink.1,
+            replayed,
+        }
+    }
+}
+
+/// Runs one property against one agent.
+pub fn run_property(
+    runner: &PairRunner,
+    profile: &Arc<AgentProfile>,
+    property: Property,
+    settings: &PropSettings,
+    progress: &indicatif::ProgressBar,
+) -> PropertyReport {
+    let started = Instant::now();
+    let mut report = PropertyReport {
+        property,
+        skipped: None,
+        generated: 0,
+        replayed: 0,
+        undeclared: None,
+        declared: Vec::new(),
+        seed: settings.seed,
+        duration_ms: 0,
+        persisted: None,
+    };
+    let probe = planned(profile, property, &super::strategy_probe_input(property));
+    if let Some(why) = crate::runner::skip_reason(&probe)
+        .or_else(|| crate::runner::attach::unavailable(&probe, &runner.settings().bin_dir))
+    {
+        report.skipped = Some(why);
+        return report;
+    }
+    let search = Search {
+        runner,
+        profile,
+        property,
+        settings,
+    };
+
+    // Replayed first: --input, else the regression file's entries for this property.
+    let replays: Vec<Input> = match &settings.input {
+        Some(input) => vec![input.clone()],
+        None => match &settings.regressions {
+            Some(path) => match regressions::load(path) {
+                Ok(entries) => entries
+                    .into_iter()
+                    .filter(|e| e.property == property)
+                    .map(|e| e.input)
+                    .collect(),
+                Err(e) => {
+                    report.skipped = Some(format!("harness error: {e}"));
+                    return report;
+                }
+            },
+            None => Vec::new(),
+        },
+    };
+    for (input, (class, cases)) in replays.iter().zip(search.run_inputs(&replays, false)) {
+        report.replayed += 1;
+        match class {
+            Class::NotJudged => {
+                report.skipped = Some(not_judged_reason(&cases));
+                return finish(report, started);
+            }
+            Class::Undeclared if report.undeclared.is_none() => {
+                report.undeclared =
+                    Some(search.confirm(class, input.clone(), input.clone(), (0, 0), true));
+            }
+            Class::Declared(k)
+                if !report
+                    .declared
+                    .iter()
+                    .any(|f| f.class == Class::Declared(k)) =>
+            {
+                report.declared.push(search.confirm(
+                    class,
+                    input.clone(),
+                    input.clone(),
+                    (0, 0),
+                    true,
+                ));
+            }
+            _ => {}
+        }
+    }
+    if settings.input.is_some() || report.undeclared.is_some() {
+        return finish(report, started);
+    }
+
+    // Generated, `jobs` at a time; the first undeclared failure ends the search, a declared
+    // one is kept (the first per limitation) while the search goes on for undeclared ones.
+    let with_data = takes_data(profile);
+    let mut n = 0u32;
+    let mut first_declared: Vec<(usize, Tree)> = Vec::new();
+    let mut undeclared: Option<Tree> = None;
+    while n < settings.cases && undeclared.is_none() && runner.interrupted().is_none() {
+        let batch = (settings.cases - n).min(settings.jobs.max(1) as u32);
+        let mut trees = Vec::new();
+        for i in n..n + batch {
+            match generate(settings.seed, property, i, with_data) {
+                Ok(tree) => trees.push(tree),
+                Err(e) => {
+                    report.skipped = Some(format!("harness error: the generator gave up: {e}"));
+                    return finish(report, started);
+                }
+            }
+        }
+        let inputs: Vec<Input> = trees.iter().map(|t| t.current()).collect();
+        let outcomes = search.run_inputs(&inputs, false);
+        n += batch;
+        report.generated = n;
+        progress.inc(u64::from(batch));
+        for (tree, (class, cases)) in trees.into_iter().zip(outcomes) {
+            match class {
+                Class::NotJudged => {
+                    report.skipped = Some(not_judged_reason(&cases));
+                    return finish(report, started);
+                }
+                Class::Undeclared if undeclared.is_none() => undeclared = Some(tree),
+                Class::Declared(k) if !first_declared.iter().any(|(j, _)| *j == k) => {
+                    first_declared.push((k, tree));
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(tree) = undeclared {
+        progress.set_message(format!("{}: shrinking a failure", property.name()));
+        let original = tree.current();
+        let (minimal, ms, runs) = search.shrink(tree, Class::Undeclared);
+        let finding = search.confirm(Class::Undeclared, minimal, original, (ms, runs), false);
+        if let Some(path) = &settings.regressions {
+            let comment = judge::failed(&finding.cases)
+                .first()
+                .map(|c| {
+                    format!(
+                        "{} failed: {}",
+                        judge::check_of(property, &c.id),
+                        c.reason.as_deref().unwrap_or("")
+                    )
+                })
+                .unwrap_or_else(|| "failed".into());
+            match regressions::append(path, &profile.name, property, &finding.input, &comment) {
+                Ok(true) => report.persisted = Some(path.clone()),
+                Ok(false) => {}
+                Err(e) => eprintln!("wirecheck: warning: cannot write the regression file: {e}"),
+            }
+        }
+        report.undeclared = Some(finding);
+    }
+    for (k, tree) in first_declared {
+        if report
+            .declared
+            .iter()
+            .any(|f| f.class == Class::Declared(k))
+        {
+            continue;
+        }
+        progress.set_message(format!(
+            "{}: shrinking a declared limitation",
+            property.name()
+        ));
+        let original = tree.current();
+        let (minimal, ms, runs) = search.shrink(tree, Class::Declared(k));
+        report.declared.push(search.confirm(
+            Class::Declared(k),
+            minimal,
+            original,
+            (ms, runs),
+            false,
+        ));
+    }
+    finish(report, started)
+}
+
+fn finish(mut report: PropertyReport, started: Instant) -> PropertyReport {
+    report.duration_ms = started.elapsed().as_millis() as u64;
+    report
+}
+
+fn not_judged_reason(cases: &[CaseResult]) -> String {
+    cases
+        .iter()
+        .find_map(|c| c.reason.clone())
+        .unwrap_or_else(|| "not judged".into())
+}

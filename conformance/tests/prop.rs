@@ -1,0 +1,407 @@
+//! `wirecheck prop` end to end: the built binary against the bundled reporter, cloud-init
+//! 22.4.2 (scripts/install-agents.sh) and a planted mis-quoting agent.
+
+#[path = "runner_support/mod.rs"]
+mod runner_support;
+
+use std::path::{Path, PathBuf};
+
+use runner_support::{case, repo, results, stderr, stdout, wirecheck};
+
+fn agents_dir() -> PathBuf {
+    repo().join("conformance/agents")
+}
+
+/// The failure evidence's smallest input (the excerpt after the "smallest ..." note).
+fn smallest_input(case: &serde_json::Value, what: &str) -> serde_json::Value {
+    let evidence = case["evidence"].as_array().unwrap();
+    let e = evidence
+        .iter()
+        .find(|e| e["note"].as_str().unwrap().starts_with(what))
+        .unwrap_or_else(|| panic!("no evidence {what:?} in {case:#}"));
+    serde_json::from_str(e["excerpt"].as_str().unwrap()).unwrap()
+}
+
+fn reason_of(input: &serde_json::Value) -> String {
+    input["reason"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn the_bundled_reporter_passes_256_generated_cases_per_property() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = wirecheck(dir.path())
+        .args([
+            "prop",
+            "--quiet",
+            "--cases",
+            "256",
+            "--seed",
+            "16",
+            "--no-regressions",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let r = results(&out);
+    for p in [
+        "failure.json",
+        "failure.xml",
+        "in-progress.json",
+        "in-progress.xml",
+    ] {
+        let c = case(&r, "provision-report", &format!("prop.{p}"));
+        assert_eq!(c["verdict"], "pass", "{c:#}");
+        assert!(
+            c["evidence"][0]["note"]
+                .as_str()
+                .unwrap()
+                .starts_with("256 generated input(s) (seed 16)"),
+            "{c:#}"
+        );
+    }
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    assert!(junit.contains("prop.failure.xml"), "{junit}");
+    assert!(stderr(&o).contains("seed 16"), "{}", stderr(&o));
+}
+
+/// XML 1.0 cannot carry U+0001, not even as a reference: the reporter sends U+FFFD, and the
+/// checks judge the XML flow by what it can carry (before: report.description and kvp.report
+/// failed on every such input, whatever the agent did).
+#[test]
+fn the_xml_flow_is_judged_by_what_xml_can_carry() {
+    let dir = tempfile::tempdir().unwrap();
+    for (property, input) in [
+        ("in-progress.xml", r#"{"description":"a\u0001"}"#),
+        (
+            "failure.xml",
+            r#"{"reason":"a\u0001b","data":[["k","\u001f"]]}"#,
+        ),
+        (
+            "failure.json",
+            r#"{"reason":"a\u0001b","data":[["k","\u001f"]]}"#,
+        ),
+    ] {
+        let out = dir.path().join(property);
+        let o = wirecheck(dir.path())
+            .args([
+                "prop",
+                "--quiet",
+                "--no-regressions",
+                "--property",
+                property,
+                "--input",
+                input,
+                "--out",
+            ])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{property}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        let r = results(&out);
+        let c = case(&r, "provision-report", &format!("prop.{property}"));
+        assert_eq!(c["verdict"], "pass", "{c:#}");
+        assert!(
+            c["evidence"][0]["note"]
+                .as_str()
+                .unwrap()
+                .contains("1 replayed"),
+            "{c:#}"
+        );
+    }
+}
+
+/// A profile copy in its own folder, with `edit` applied to its text.
+fn profile_copy(dir: &Path, name: &str, edit: impl Fn(String) -> String) -> PathBuf {
+    let agents = dir.join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    let text = std::fs::read_to_string(agents_dir().join(format!("{name}.toml"))).unwrap();
+    std::fs::write(agents.join(format!("{name}.toml")), edit(text)).unwrap();
+    agents
+}
+
+fn run_cloud_init(dir: &Path, agents: &Path) -> (std::process::Output, serde_json::Value) {
+    let out = dir.join("out");
+    let o = wirecheck(dir)
+        .args([
+            "prop",
+            "--quiet",
+            "--agent",
+            "cloud-init",
+            "--property",
+            "failure.xml",
+        ])
+        // Shrinking bounded by steps, not by the clock: the smallest input must not depend on
+        // how loaded the machine is.
+        .args(["--max-shrink-time", "900"])
+        .args([
+            "--cases",
+            "64",
+            "--seed",
+            "1",
+            "--no-regressions",
+            "--agents-dir",
+        ])
+        .arg(agents)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let r = results(&out);
+    (o, r)
+}
+
+fn has_non_latin1(text: &str) -> bool {
+    text.chars().any(|c| u32::from(c) > 0xFF)
+}
+
+#[test]
+fn cloud_init_22_4_2_non_latin1_limitation_is_found_shrunk_and_declared() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, r) = run_cloud_init(dir.path(), &agents_dir());
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let c = case(&r, "cloud-init", "prop.failure.xml");
+    assert_eq!(c["verdict"], "non-strict", "{c:#}");
+    let reason = c["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("known limitation (input non-latin-1"),
+        "{reason}"
+    );
+    let input = smallest_input(c, "declared limitation (input non-latin-1");
+    let shrunk = reason_of(&input);
+    assert!(
+        (1..=2).contains(&shrunk.chars().count()) && has_non_latin1(&shrunk),
+        "not shrunk to one or two characters beyond Latin-1: {input}"
+    );
+    // What gave it away: nothing was sent.
+    let notes: Vec<&str> = c["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["note"].as_str().unwrap())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("behaviour.terminal failed")),
+        "{notes:#?}"
+    );
+}
+
+#[test]
+fn cloud_init_22_4_2_without_the_declaration_fails_with_the_shrunk_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = profile_copy(dir.path(), "cloud-init", |text| {
+        let start = text
+            .find("[[limitation]]\nproperty = \"failure.xml\"\ninput = \"non-latin-1\"")
+            .unwrap();
+        let end = start + text[start..].find("\n\n").unwrap();
+        format!("{}{}", &text[..start], &text[end..])
+    });
+    let profile = std::fs::read_to_string(agents.join("cloud-init.toml")).unwrap();
+    assert!(!profile.contains("\"non-latin-1\"") && profile.contains("\"non-ascii\""));
+    let (o, r) = run_cloud_init(dir.path(), &agents);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let c = case(&r, "cloud-init", "prop.failure.xml");
+    assert_eq!(c["verdict"], "fail", "{c:#}");
+    let input = smallest_input(c, "smallest failing input");
+    let shrunk = reason_of(&input);
+    assert!(
+        (1..=2).contains(&shrunk.chars().count()) && has_non_latin1(&shrunk),
+        "{input}"
+    );
+    // The terminal shows the input and the command that replays it.
+    assert!(
+        stdout(&o).contains("--property failure.xml --input '{\"reason\":"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+fn misquoting_agent(dir: &Path) -> PathBuf {
+    let agents = dir.join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    let support = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/prop_support");
+    let profile = std::fs::read_to_string(support.join("misquoting.toml.in"))
+        .unwrap()
+        .replace(
+            "@SCRIPT@",
+            &support.join("misquoting_agent.py").display().to_string(),
+        );
+    std::fs::write(agents.join("misquoting.toml"), profile).unwrap();
+    agents
+}
+
+#[test]
+fn a_planted_misquoting_agent_is_caught_shrunk_persisted_and_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = misquoting_agent(dir.path());
+    let regressions = dir.path().join("regressions.txt");
+    let run = |extra: &[&str]| {
+        let out = dir.path().join("out");
+        let o = wirecheck(dir.path())
+            .args([
+                "prop",
+                "--quiet",
+                "--agent",
+                "misquoting",
+                "--property",
+                "failure.json",
+            ])
+            .args(["--max-shrink-time", "900"])
+            .args(["--cases", "64", "--seed", "3", "--agents-dir"])
+            .arg(&agents)
+            .arg("--regressions")
+            .arg(&regressions)
+            .args(extra)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let r = results(&out);
+        (o, r)
+    };
+    let (o, r) = run(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let c = case(&r, "misquoting", "prop.failure.json").clone();
+    assert_eq!(c["verdict"], "fail", "{c:#}");
+    assert!(
+        c["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("report.description failed"),
+        "{c:#}"
+    );
+    let input = smallest_input(&c, "smallest failing input");
+    // That character and little else: every text together is at most 3 characters, one a '.
+    let texts: String = std::iter::once(reason_of(&input))
+        .chain(
+            input["data"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| p[1].as_str().unwrap().to_owned()),
+        )
+        .collect();
+    assert!(
+        texts.contains('\'') && texts.chars().count() <= 3,
+        "{input}"
+    );
+    assert!(input["data"].as_array().map_or(0, Vec::len) <= 1, "{input}");
+    assert!(
+        c["artifacts"]
+            .as_str()
+            .is_some_and(|a| a.ends_with("prop.failure.json")),
+        "{c:#}"
+    );
+
+    // Persisted, and replayed first (nothing generated after a failure replayed).
+    let file = std::fs::read_to_string(&regressions).unwrap();
+    assert!(file.contains("failure.json {"), "{file}");
+    let (o, r) = run(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let again = case(&r, "misquoting", "prop.failure.json");
+    assert!(
+        again["evidence"][0]["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("0 generated input(s) (seed 3), 1 replayed"),
+        "{again:#}"
+    );
+    assert_eq!(smallest_input(again, "smallest failing input"), input);
+
+    // The printed replay command runs exactly that input.
+    let command = c["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["note"] == "replay exactly this input")
+        .unwrap()["excerpt"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{} --no-regressions --quiet --out {}",
+            command.replacen(
+                "wirecheck",
+                &runner_support::wirecheck_path().display().to_string(),
+                1
+            ),
+            dir.path().join("replay").display()
+        ))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{command}: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let r = results(&dir.path().join("replay"));
+    let replayed = case(&r, "misquoting", "prop.failure.json");
+    assert_eq!(replayed["verdict"], "fail");
+    assert_eq!(smallest_input(replayed, "smallest failing input"), input);
+}
+
+#[test]
+fn bad_input_is_a_usage_error_naming_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let usage = |args: &[&str]| {
+        let o = wirecheck(dir.path())
+            .arg("prop")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        stderr(&o)
+    };
+    assert!(usage(&["--property", "nope"]).contains("--property \"nope\": unknown"));
+    assert!(usage(&["--input", r#"{"reason":"a"}"#]).contains("exactly one --property"));
+    assert!(
+        usage(&[
+            "--property",
+            "failure.json",
+            "--input",
+            r#"{"reason":"a","data":[["1k","v"]]}"#
+        ])
+        .contains("\"1k\"")
+    );
+    assert!(
+        usage(&[
+            "--property",
+            "in-progress.json",
+            "--input",
+            r#"{"reason":"a"}"#
+        ])
+        .contains("takes a \"description\"")
+    );
+    let regressions = dir.path().join("bad.txt");
+    std::fs::write(&regressions, "failure.json not-json\n").unwrap();
+    let e = usage(&["--regressions", regressions.to_str().unwrap()]);
+    assert!(e.contains("bad.txt:1") && e.contains("not an input"), "{e}");
+    let agents = profile_copy(dir.path(), "cloud-init", |t| {
+        t.replace("input = \"non-ascii\"", "input = \"klingon\"")
+    });
+    let e = usage(&[
+        "--agent",
+        "cloud-init",
+        "--agents-dir",
+        agents.to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains("cloud-init.toml:") && e.contains("klingon"),
+        "{e}"
+    );
+}
