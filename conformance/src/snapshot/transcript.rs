@@ -58,10 +58,6 @@ struct Distinct {
     /// The last attempt ended the agent's retrying by itself: a success, or an answer the
     /// agent treats as fatal (not its budget or its timers).
     last_settled: bool,
-    /// An attempt came after one that had settled: not the scenario's doing (it scripts only
-    /// retryable answers) but the agent's timer, e.g. a success answered after the agent's
-    /// request timeout on a loaded machine. Its count is then timing's.
-    resent_after_settled: bool,
 }
 
 /// The transcript of `obs`: text, one item per line, stable for the same agent behaviour.
@@ -97,8 +93,12 @@ pub fn transcript(obs: &Observation) -> String {
             let text = request(obs, entry, options, &redactor);
             let settled = !matches!(obs.classify(entry), crate::observe::Class::Retryable(_));
             match distinct.iter_mut().find(|d| d.text == text) {
+                // Counted up to the first settled answer: a resend after it is not the
+                // scenario's doing (it scripts only retryable answers) but the agent's timer,
+                // e.g. a success that reached it after its request timeout on a loaded machine.
+                // Whether an agent sends twice is behaviour.terminal's to judge, not a format.
+                Some(d) if d.last_settled => {}
                 Some(d) => {
-                    d.resent_after_settled |= d.last_settled;
                     d.attempts += 1;
                     d.last_settled = settled;
                 }
@@ -106,7 +106,6 @@ pub fn transcript(obs: &Observation) -> String {
                     text,
                     attempts: 1,
                     last_settled: settled,
-                    resent_after_settled: false,
                 }),
             }
         }
@@ -121,7 +120,7 @@ pub fn transcript(obs: &Observation) -> String {
                 && matches!(run.exit, Exit::StoppedWhenDone));
         let counted = ended && timing_free(obs);
         for d in &distinct {
-            let attempts = if counted && d.last_settled && !d.resent_after_settled {
+            let attempts = if counted && d.last_settled {
                 d.attempts.to_string()
             } else {
                 "1 or more (timing decides how many)".to_owned()
@@ -408,23 +407,28 @@ mod tests {
         transcript(&obs)
     }
 
-    /// Attempts are the scenario's when it answered each but the last retryably; a resend after
-    /// a success (the 200 came after the agent's request timeout on a loaded machine) is timing's.
+    /// Attempts are counted up to the first settled answer: a resend after a success (the 200
+    /// came after the agent's request timeout on a loaded machine) leaves the transcript as it
+    /// is on a quiet machine.
     #[test]
-    fn a_resend_after_a_settled_answer_is_not_counted() {
+    fn a_resend_after_a_settled_answer_leaves_the_transcript_as_it_was() {
         let scripted = transcript_of(vec![
             health(1, 0, 503),
             health(2, 300, 503),
             health(3, 600, 201),
         ]);
         assert!(scripted.contains("(attempts: 3)"), "{scripted}");
-        let late = transcript_of(vec![health(1, 0, 201), health(2, 1100, 201)]);
-        assert!(
-            late.contains("(attempts: 1 or more (timing decides how many))"),
-            "{late}"
-        );
         let once = transcript_of(vec![health(1, 0, 201)]);
         assert!(once.contains("(attempts: 1)"), "{once}");
+        let late = transcript_of(vec![health(1, 0, 201), health(2, 1100, 201)]);
+        assert_eq!(late, once);
+        let scripted_then_late = transcript_of(vec![
+            health(1, 0, 503),
+            health(2, 300, 503),
+            health(3, 600, 201),
+            health(4, 1700, 201),
+        ]);
+        assert_eq!(scripted_then_late, scripted);
     }
 
     #[test]
