@@ -502,10 +502,20 @@ pub fn dispatch(cli: Cli) -> ExitCode {
 }
 
 /// The `WIRECHECK_*` twin of a boolean flag accepts `1`/`0`, `true`/`false`, `yes`/`no`,
-/// `on`/`off` (as provision-report's `PROVISION_REPORT_*` do); anything else is an error
-/// naming the variable.
-fn env_bool() -> clap::builder::BoolishValueParser {
-    clap::builder::BoolishValueParser::new()
+/// `on`/`off` (any case), and an empty value (`WIRECHECK_STRICT=`, common in CI files) as
+/// false; anything else is an error.
+fn env_bool() -> fn(&str) -> Result<bool, String> {
+    parse_bool
+}
+
+fn parse_bool(value: &str) -> Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" | "y" => Ok(true),
+        "" | "0" | "false" | "no" | "off" | "n" => Ok(false),
+        _ => Err(format!(
+            "expected 1/0, true/false, yes/no or on/off (empty: false), got {value:?}"
+        )),
+    }
 }
 
 fn tool(code: i32) -> u8 {
@@ -675,6 +685,15 @@ fn run(args: RunArgs) -> u8 {
         Err(e) => return usage(format!("cannot start the runtime: {e}")),
     };
     results.run = Some(run_info);
+    results.never_started = settings
+        .starts
+        .never_started()
+        .iter()
+        .map(|n| crate::results::NeverStartedAgent {
+            agent: n.agent.clone(),
+            message: n.to_string(),
+        })
+        .collect();
     if let Err(e) = crate::results::write_all(&args.out, &results) {
         return usage(format!("cannot write the results: {e}"));
     }
@@ -712,47 +731,28 @@ fn run(args: RunArgs) -> u8 {
         }
         unreferenced_failed = args.unreferenced == Unreferenced::Reject && !orphans.is_empty();
     }
-    if let Some(signal) = &results.interrupted {
-        eprintln!(
+    let outcome = crate::results::outcome::Outcome::of(&results, args.strict);
+    report_outcome(&outcome, &args.out);
+    match outcome {
+        crate::results::outcome::Outcome::Passed if unreferenced_failed => EXIT_FAILED,
+        o => o.exit_status(),
+    }
+}
+
+/// Says on stderr why a run did not end with its verdicts: interrupted, or not judged.
+fn report_outcome(outcome: &crate::results::outcome::Outcome, out: &Path) {
+    use crate::results::outcome::Outcome;
+    match outcome {
+        Outcome::Interrupted(signal) => eprintln!(
             "wirecheck: interrupted ({signal}): every agent was stopped; the results in {} are partial",
-            args.out.display()
-        );
-        return runner::interrupted_exit_status(signal);
-    }
-    let harness = runner::harness_errors(&results);
-    if harness > 0 {
-        return usage(format!(
-            "{harness} case(s) could not be run because of a harness error (see above and their reasons in results.json); they are skipped, not judged"
-        ));
-    }
-    let never = settings.starts.never_started();
-    if !never.is_empty() {
-        for n in &never {
-            eprintln!("wirecheck: error: {n}");
+            out.display()
+        ),
+        Outcome::NotJudged(messages) => {
+            for m in messages {
+                eprintln!("wirecheck: error: {}", crate::tools::text::visible_lines(m));
+            }
         }
-        return EXIT_USAGE;
-    }
-    let nothing = runner::nothing_judged(&results);
-    if !nothing.is_empty() {
-        for n in &nothing {
-            let also = if n.reason_cases < n.cases {
-                format!(" (reason of {} of them)", n.reason_cases)
-            } else {
-                String::new()
-            };
-            eprintln!(
-                "wirecheck: error: every one of the {} case(s) of agent {} was skipped, so nothing about it was judged: {}{also}",
-                n.cases,
-                n.agent,
-                crate::tools::text::visible(&n.reason)
-            );
-        }
-        return EXIT_USAGE;
-    }
-    if results.exit_code(args.strict) == 0 && !unreferenced_failed {
-        EXIT_OK
-    } else {
-        EXIT_FAILED
+        Outcome::Failed | Outcome::Passed => {}
     }
 }
 
@@ -820,11 +820,10 @@ fn merge(args: MergeArgs) -> u8 {
         args.strict,
         color,
     ));
-    if results.exit_code(args.strict) == 0 {
-        EXIT_OK
-    } else {
-        EXIT_FAILED
-    }
+    // The parts' own ends carry over: an interrupted or unjudged part is not a green merge.
+    let outcome = crate::results::outcome::Outcome::of(&results, args.strict);
+    report_outcome(&outcome, &args.out);
+    outcome.exit_status()
 }
 
 fn prop(args: PropArgs) -> u8 {

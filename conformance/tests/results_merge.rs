@@ -326,7 +326,102 @@ fn boolean_variables_take_1_and_0_and_refuse_other_words_by_name() {
     );
     assert_eq!(stdout(&dump("true")), stdout(&json));
     assert_eq!(stdout(&dump("false")), stdout(&text));
+    // Empty (a CI file's `WIRECHECK_JSON:` with nothing after it) is false, not an error.
+    let empty = dump("");
+    assert_eq!(empty.status.code(), Some(0), "{}", stderr(&empty));
+    assert_eq!(stdout(&empty), stdout(&text));
+    assert_eq!(stdout(&dump("ON")), stdout(&json));
     let bad = dump("maybe");
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("maybe"), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("1/0"), "{}", stderr(&bad));
+}
+
+/// A merge ends as the run would have: parts that were interrupted, or whose agent was never
+/// judged, are not a green merge (exit 130 / 2, and the summary says so, not "passed"); a
+/// corrupt part is an error, not a panic; a part's artifacts behind a link are not followed.
+#[test]
+fn a_merge_of_unjudged_or_hostile_parts_is_never_green() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let whole = d.join("whole");
+    let out = run_part(&whole, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let variant = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let part = d.join(name);
+        std::fs::create_dir_all(&part).unwrap();
+        let mut r = results(&whole);
+        edit(&mut r);
+        std::fs::write(part.join("results.json"), r.to_string()).unwrap();
+        part
+    };
+    let merged = |parts: &[&Path], summary: &Path| {
+        let out = wirecheck(&repo())
+            .arg("merge")
+            .arg(d.join(format!(
+                "m-{}",
+                summary.file_name().unwrap().to_string_lossy()
+            )))
+            .args(parts)
+            .arg("--summary")
+            .arg(summary)
+            .output()
+            .unwrap();
+        (out, std::fs::read_to_string(summary).unwrap_or_default())
+    };
+
+    let interrupted = variant("interrupted", &|r| r["interrupted"] = "SIGTERM".into());
+    let (out, md) = merged(&[&interrupted], &d.join("interrupted.md"));
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
+    assert!(md.contains("interrupted") && !md.contains("passed"), "{md}");
+
+    let skipped = variant("skipped", &|r| {
+        for c in r["agents"][0]["cases"].as_array_mut().unwrap() {
+            c["verdict"] = "skipped".into();
+            c["reason"] = "the agent does not claim json".into();
+        }
+    });
+    let (out, md) = merged(&[&skipped], &d.join("skipped.md"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("nothing about it was judged"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(md.contains("not judged") && !md.contains("passed"), "{md}");
+
+    let never = variant("never", &|r| {
+        r["never_started"] = serde_json::json!([
+            {"agent": "provision-report", "message": "agent provision-report never got going"}
+        ]);
+    });
+    let (out, md) = merged(&[&never], &d.join("never.md"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(md.contains("never got going"), "{md}");
+
+    // Corrupt numbers and partitions: errors naming the part, never a panic (exit 101).
+    let huge = variant("huge", &|r| r["duration_ms"] = u64::MAX.into());
+    let (out, _) = merged(&[&huge], &d.join("huge.md"));
+    assert_ne!(out.status.code(), Some(101), "{}", stderr(&out));
+    let zero = variant("zero", &|r| {
+        r["run"]["partition"] = serde_json::json!({"k": 0, "n": 0});
+    });
+    let (out, _) = merged(&[&zero], &d.join("zero.md"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("0/0 is not a partition"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A part whose artifacts folder is a link to elsewhere: refused, nothing copied.
+    let secret = d.join("secret");
+    std::fs::create_dir_all(&secret).unwrap();
+    std::fs::write(secret.join("key"), "s3cr3t").unwrap();
+    let linked = variant("linked", &|_| {});
+    std::os::unix::fs::symlink(&secret, linked.join("artifacts")).unwrap();
+    let out = merge(&d.join("m-linked"), &[&linked]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("symbolic link"), "{}", stderr(&out));
+    assert!(!d.join("m-linked/artifacts/key").exists());
 }

@@ -891,8 +891,9 @@ impl AgentProfile {
     ///
     /// Agents run in their case folder, so a relative path in the command line (`python3
     /// my_agent.py`, `./agent`) would name a file there, which never exists: a word that
-    /// names a file or folder relative to `cwd` (where wirecheck was started) is made
-    /// absolute. A bare program name stays a name looked up next to wirecheck and on PATH.
+    /// names a regular file relative to `cwd` (where wirecheck was started) is made absolute.
+    /// A bare program name stays a name looked up next to wirecheck and on PATH, and the word
+    /// after `-m` or `-c` (an interpreter's module or code) is never a path.
     pub fn ad_hoc(
         command_line: &str,
         claims: &[Capability],
@@ -900,9 +901,16 @@ impl AgentProfile {
     ) -> Result<AgentProfile, String> {
         let words = template::split_words(command_line).map_err(|e| format!("--agent-cmd: {e}"))?;
         let words: Vec<RawArg> = words
-            .into_iter()
+            .iter()
             .enumerate()
-            .map(|(i, w)| RawArg::Word(absolute_if_here(&w, i == 0, cwd)))
+            .map(|(i, w)| {
+                let after_flag = i > 0 && matches!(words[i - 1].as_str(), "-m" | "-c");
+                RawArg::Word(if after_flag {
+                    w.clone()
+                } else {
+                    absolute_if_here(w, i == 0, cwd)
+                })
+            })
             .collect();
         let template = Template::parse(&words).map_err(|e| format!("--agent-cmd: {e}"))?;
         let commands = Action::ALL
@@ -1158,9 +1166,9 @@ fn encoded_dialect(
     })
 }
 
-/// `word`, made absolute when it is a relative path to something that exists in `cwd` (for
-/// the program: only a path with a `/`, a bare name being looked up on PATH). Placeholders,
-/// options and `KEY=VALUE` words are left alone.
+/// `word`, made absolute when it is a relative path to a regular file in `cwd` (for the
+/// program: only a path with a `/`, a bare name being looked up on PATH). Placeholders,
+/// options, `KEY=VALUE` words and folders are left alone.
 fn absolute_if_here(word: &str, program: bool, cwd: &Path) -> String {
     let path = Path::new(word);
     let candidate = !word.is_empty()
@@ -1169,7 +1177,7 @@ fn absolute_if_here(word: &str, program: bool, cwd: &Path) -> String {
         && !word.starts_with('-')
         && !word.contains('=')
         && (!program || word.contains('/'));
-    if candidate && cwd.join(path).symlink_metadata().is_ok() {
+    if candidate && cwd.join(path).metadata().is_ok_and(|m| m.is_file()) {
         return cwd.join(path).display().to_string();
     }
     word.to_owned()
@@ -1494,6 +1502,24 @@ reason = "known"
                 "missing.py",
                 "--x=my_agent.py"
             ]
+        );
+        // A folder, and an interpreter's module, are not paths to rewrite.
+        std::fs::create_dir(dir.path().join("mypkg")).unwrap();
+        std::fs::write(dir.path().join("code"), "").unwrap();
+        let p = AgentProfile::ad_hoc("python3 -m mypkg mypkg -c code {action}", &[], dir.path())
+            .unwrap();
+        let args: Vec<String> = p.commands[&Action::Ready]
+            .template
+            .args
+            .iter()
+            .map(|a| match a {
+                template::Arg::Word(w) => w.source().to_owned(),
+                template::Arg::Group(_) => unreachable!(),
+            })
+            .collect();
+        assert_eq!(
+            args,
+            ["python3", "-m", "mypkg", "mypkg", "-c", "code", "{action}"]
         );
         let p = AgentProfile::ad_hoc("bin/agent {action}", &[], dir.path()).unwrap();
         assert_eq!(

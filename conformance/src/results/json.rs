@@ -27,13 +27,20 @@ pub fn write(dir: impl AsRef<Path>, results: &RunResults) -> Result<PathBuf, Res
     write_file(dir.as_ref(), FILE_NAME, render(results)?.as_bytes())
 }
 
-/// Reads a `results.json` back, refusing other schema versions with a clear error.
+/// The largest results.json read back (a seven-agent run writes about 7 MB).
+pub const MAX_READ_BYTES: u64 = 512 << 20;
+
+/// Reads a `results.json` back, refusing other schema versions with a clear error. Someone
+/// else's file: a regular file (not a FIFO or a device) of at most [`MAX_READ_BYTES`].
 pub fn read(path: impl AsRef<Path>) -> Result<RunResults, ResultsError> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text =
+        fake_wireserver::files::read_regular_text(path, MAX_READ_BYTES).map_err(|source| {
+            ResultsError::Read {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
     from_str(&text, path)
 }
 

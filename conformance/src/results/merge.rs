@@ -17,7 +17,7 @@ use super::{ResultsError, json};
 const SNAPSHOT_SUFFIX: &str = ".snapshot.transcript";
 
 /// Largest results.json of a part read: 512 MiB (the four-agent run's is a few MiB).
-pub const MAX_PART_BYTES: u64 = 512 << 20;
+pub const MAX_PART_BYTES: u64 = super::json::MAX_READ_BYTES;
 
 /// FNV-1a, 64 bits: a fingerprint that is the same in every build (std's hasher is not
 /// promised to be), for telling plans apart, not for security.
@@ -92,6 +92,8 @@ pub enum MergeError {
         found: String,
         expected: String,
     },
+    #[error("{part}: partition {k}/{n} is not a partition (expected 1 ≤ K ≤ N)")]
+    BadPartition { part: String, k: usize, n: usize },
     #[error("{part} and {other} are both partition {k}/{n}")]
     Overlap {
         part: String,
@@ -198,6 +200,14 @@ pub fn merge(parts: &[Part]) -> Result<RunResults, MergeError> {
     };
     for part in parts {
         let theirs = run_info(part)?;
+        let PartInfo { k, n } = theirs.partition;
+        if k == 0 || k > n {
+            return Err(MergeError::BadPartition {
+                part: part.name.clone(),
+                k,
+                n,
+            });
+        }
         let mismatch = |found: String, expected: String| {
             (part.name.clone(), first.name.clone(), found, expected)
         };
@@ -322,10 +332,11 @@ pub fn merge(parts: &[Part]) -> Result<RunResults, MergeError> {
     }
 
     // From the first part's start to the last part's end (the parts ran side by side).
+    // Checked: a part's duration is its own text, and an absurd one must not panic.
     let span = |r: &RunResults| {
-        chrono::DateTime::parse_from_rfc3339(&r.started)
-            .ok()
-            .map(|s| (s, s + chrono::Duration::milliseconds(r.duration_ms as i64)))
+        let start = chrono::DateTime::parse_from_rfc3339(&r.started).ok()?;
+        let took = chrono::TimeDelta::try_milliseconds(i64::try_from(r.duration_ms).ok()?)?;
+        Some((start, start.checked_add_signed(took)?))
     };
     let spans: Vec<_> = parts.iter().filter_map(|p| span(&p.results)).collect();
     let mut merged = RunResults::new(
@@ -348,6 +359,24 @@ pub fn merge(parts: &[Part]) -> Result<RunResults, MergeError> {
     }
     merged.interrupted = parts.iter().find_map(|p| p.results.interrupted.clone());
     merged.uncontained = parts.iter().find_map(|p| p.results.uncontained.clone());
+    // Never got going in the whole run: in every part that ran it, if any.
+    let mut never: Vec<super::NeverStartedAgent> = Vec::new();
+    for n in parts.iter().flat_map(|p| &p.results.never_started) {
+        let ran_it = |p: &&Part| {
+            p.results
+                .agents
+                .iter()
+                .any(|a| a.agent == n.agent && !a.cases.is_empty())
+        };
+        let everywhere = parts
+            .iter()
+            .filter(ran_it)
+            .all(|p| p.results.never_started.iter().any(|m| m.agent == n.agent));
+        if everywhere && !never.iter().any(|m| m.agent == n.agent) {
+            never.push(n.clone());
+        }
+    }
+    merged.never_started = never;
     merged.run = Some(RunInfo {
         partition: PartInfo { k: 1, n: 1 },
         ..info.clone()
@@ -378,8 +407,19 @@ pub fn copy_artifacts(out: &Path, parts: &[Part]) -> Result<usize, MergeError> {
     let mut copied = 0;
     for part in parts {
         let from = part.dir.join("artifacts");
-        if from.is_dir() {
-            copied += copy_tree(&from, &out.join("artifacts"))?;
+        // The folder itself is not followed if it is a link (nor is anything inside it).
+        match from.symlink_metadata() {
+            Ok(m) if m.file_type().is_dir() => {
+                copied += copy_tree(&from, &out.join("artifacts"))?;
+            }
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(MergeError::Artifacts {
+                    path: from,
+                    message: "is a symbolic link; a part's artifacts must be a folder of its own"
+                        .into(),
+                });
+            }
+            _ => {}
         }
     }
     Ok(copied)

@@ -9,13 +9,14 @@ pub mod json;
 pub mod junit;
 pub mod merge;
 pub mod model;
+pub mod outcome;
 mod output;
 pub mod problems;
 pub mod summary;
 
 pub use model::{
-    AgentResults, AnswerClass, CaseResult, Evidence, PartInfo, RunEnd, RunInfo, RunResults,
-    SCHEMA_VERSION, Timeline, TimelineEvent, Verdict, VerdictCounts,
+    AgentResults, AnswerClass, CaseResult, Evidence, NeverStartedAgent, PartInfo, RunEnd, RunInfo,
+    RunResults, SCHEMA_VERSION, Timeline, TimelineEvent, Verdict, VerdictCounts,
 };
 pub use output::ResultsError;
 

@@ -76,7 +76,19 @@ pub struct RunResults {
     /// one run from those of another. Absent in files written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<RunInfo>,
+    /// Agents that never got going (in no scenario with a reachable fake did they send a
+    /// request or end well): the user's setup, not a verdict. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub never_started: Vec<NeverStartedAgent>,
     pub agents: Vec<AgentResults>,
+}
+
+/// An agent that never got going, and what its first run showed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NeverStartedAgent {
+    pub agent: String,
+    /// What the run said: its command, case folder, exit and stderr tail.
+    pub message: String,
 }
 
 /// Which run a results.json belongs to, and which part of it.
@@ -298,6 +310,7 @@ impl RunResults {
             interrupted: None,
             uncontained: None,
             run: None,
+            never_started: Vec::new(),
             agents: Vec::new(),
         }
     }

@@ -13,6 +13,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use super::model::{RunResults, Verdict};
+use super::outcome::Outcome;
 use super::problems::{self, PROBLEM_VERDICTS};
 
 /// Groups shown; the rest are counted.
@@ -45,25 +46,59 @@ pub fn escape(text: &str, max: usize) -> String {
     if text.chars().count() > max {
         out.push('…');
     }
+    break_autolinks(&out)
+}
+
+/// GitHub turns `scheme://…`, `www.…` and `name@host` in plain text into links (after escapes
+/// are resolved, so a backslash does not stop it): a zero-width space after `:/`, `www` and
+/// `@` keeps them text.
+fn break_autolinks(text: &str) -> String {
+    const ZWSP: char = '\u{200B}';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let lower = rest.get(..4).map(str::to_ascii_lowercase);
+        if rest.starts_with("://") {
+            out.push_str(":/");
+            out.push(ZWSP);
+            rest = &rest[2..];
+        } else if lower.as_deref() == Some("www.") {
+            out.push_str(&rest[..3]);
+            out.push(ZWSP);
+            rest = &rest[3..];
+        } else {
+            out.push(c);
+            if c == '@' {
+                out.push(ZWSP);
+            }
+            rest = &rest[c.len_utf8()..];
+        }
+    }
     out
 }
 
 /// The summary as Markdown.
 pub fn render(results: &RunResults, strict: bool) -> String {
     let counts = results.counts();
-    let failed = results.exit_code(strict) != 0;
+    // The same end as the command's exit status (results::outcome).
+    let outcome = Outcome::of(results, strict);
     let mut out = String::new();
-    let verdict = if failed {
-        "❌ failed"
-    } else if results.interrupted.is_some() {
-        "⚠️ interrupted"
-    } else {
-        "✅ passed"
+    let verdict = match &outcome {
+        Outcome::Interrupted(_) => "⚠️ interrupted",
+        Outcome::NotJudged(_) => "⛔ not judged",
+        Outcome::Failed => "❌ failed",
+        Outcome::Passed => "✅ passed",
     };
     out.push_str(&format!(
         "## wirecheck: {verdict}{}\n\n",
         if strict { " (--strict)" } else { "" }
     ));
+    if let Outcome::NotJudged(messages) = &outcome {
+        for m in messages {
+            out.push_str(&format!("- {}\n", escape(m, MAX_REASON_CHARS * 2)));
+        }
+        out.push('\n');
+    }
     out.push_str(&format!(
         "{} cases: {counts}, {} agent(s), wirecheck {}.\n\n",
         counts.total(),
@@ -101,9 +136,9 @@ pub fn render(results: &RunResults, strict: bool) -> String {
     ));
     for group in groups.iter().take(MAX_GROUPS) {
         out.push_str(&format!(
-            "- **{}** `{}` × {}: {}\n",
+            "- **{}** {} × {}: {}\n",
             group.verdict.as_str(),
-            group.check,
+            escape(group.check, 120),
             group.cases.len(),
             escape(group.example(), MAX_REASON_CHARS)
         ));
@@ -146,6 +181,23 @@ pub fn append(path: &Path, results: &RunResults, strict: bool) -> std::io::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn links_in_agent_text_stay_text() {
+        for hostile in [
+            "see https://evil.example/login now",
+            "HTTP://EVIL.EXAMPLE",
+            "visit www.evil.example or WWW.evil.example",
+            "mail admin@evil.example",
+        ] {
+            let e = escape(hostile, 200);
+            assert!(!e.contains("://"), "{e}");
+            assert!(!e.to_ascii_lowercase().contains("www."), "{e}");
+            assert!(!e.contains("@e"), "{e}");
+            // Still readable: only zero-width spaces were added.
+            assert_eq!(e.replace('\u{200B}', ""), hostile, "{e}");
+        }
+    }
 
     #[test]
     fn agent_text_cannot_become_markup() {

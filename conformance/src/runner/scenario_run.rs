@@ -69,6 +69,7 @@ async fn execute(
         &profile.name,
         &scenario.id,
         case_dir.path(),
+        scenario.agent.wireserver == crate::scenario::Target::Fake,
         !session.journal.is_empty(),
         &session.runs,
     );

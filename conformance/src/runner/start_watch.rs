@@ -40,15 +40,21 @@ pub struct NeverStarted {
 }
 
 impl StartWatch {
-    /// Records one pair's session: `requests` whether the fake received any.
+    /// Records one pair's session: `requests` whether the fake received any. A scenario whose
+    /// wireserver is a closed port (`fake_reachable` false) says nothing either way: a working
+    /// agent sends the fake nothing there and rightly fails, so it is not counted.
     pub fn record(
         &self,
         agent: &str,
         scenario: &str,
         case_dir: &Path,
+        fake_reachable: bool,
         requests: bool,
         runs: &[RunRecord],
     ) {
+        if !fake_reachable {
+            return;
+        }
         let went_well = |r: &RunRecord| {
             matches!(
                 r.exit,
@@ -160,6 +166,7 @@ mod tests {
             "a",
             "s1",
             dir,
+            true,
             false,
             &[run(Exit::Code(2), "can't open file")],
         );
@@ -167,12 +174,23 @@ mod tests {
             "a",
             "s2",
             dir,
+            true,
             false,
             &[run(Exit::Code(2), "can't open file")],
         );
-        w.record("b", "s1", dir, false, &[run(Exit::Code(2), "x")]);
-        w.record("b", "s2", dir, true, &[run(Exit::Code(2), "x")]);
-        w.record("c", "s1", dir, false, &[run(Exit::Code(0), "")]);
+        w.record("b", "s1", dir, true, false, &[run(Exit::Code(2), "x")]);
+        w.record("b", "s2", dir, true, true, &[run(Exit::Code(2), "x")]);
+        w.record("c", "s1", dir, true, false, &[run(Exit::Code(0), "")]);
+        // Only scenarios whose wireserver is a closed port: a working agent sends the fake
+        // nothing there and exits 1; that is not "never got going".
+        w.record(
+            "d",
+            "closed",
+            dir,
+            false,
+            false,
+            &[run(Exit::Code(1), "Connection refused")],
+        );
         let never = w.never_started();
         assert_eq!(never.len(), 1, "{never:?}");
         assert_eq!(never[0].agent, "a");

@@ -41,13 +41,27 @@ fn group(case_id: &str) -> &str {
     case_id.split('.').next().unwrap_or(case_id)
 }
 
+/// A scenario group as code when it is a plain name (`wire`), else as escaped text.
+fn group_cell(name: &str) -> String {
+    let plain = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if plain {
+        format!("`{name}`")
+    } else {
+        crate::results::summary::escape(name, 120)
+    }
+}
+
 /// The markdown table (pure: same results, same bytes).
 pub fn render(results: &RunResults) -> String {
-    // Names come from someone's results.json: escaped for the terminal.
+    // Names come from someone's results.json, and the table is Markdown (a CI page renders
+    // it): escaped as Markdown text (control characters made visible too).
     let agents: Vec<String> = results
         .agents
         .iter()
-        .map(|a| super::text::visible(&a.agent))
+        .map(|a| crate::results::summary::escape(&a.agent, 120))
         .collect();
     // group -> per-agent counts, groups sorted by name.
     let mut rows: BTreeMap<&str, Vec<VerdictCounts>> = BTreeMap::new();
@@ -64,16 +78,13 @@ pub fn render(results: &RunResults) -> String {
     out.push_str(&format!("| scenario group | {} |\n", agents.join(" | ")));
     out.push_str(&format!("|---|{}\n", "---|".repeat(agents.len())));
     for (name, counts) in &rows {
-        out.push_str(&format!(
-            "| `{}` | {} |\n",
-            super::text::visible(name),
-            cells(counts)
-        ));
+        out.push_str(&format!("| {} | {} |\n", group_cell(name), cells(counts)));
     }
     out.push_str(&format!("| **all** | {} |\n", cells(&totals)));
     out.push_str(&format!(
         "\nVerdict counts per case (a case is a scenario × check), from a run of wirecheck {} on {}.\n",
-        results.wirecheck_version, results.started
+        crate::results::summary::escape(&results.wirecheck_version, 40),
+        crate::results::summary::escape(&results.started, 40)
     ));
     out
 }

@@ -207,6 +207,7 @@ pub fn fixture() -> RunResults {
         interrupted: None,
         uncontained: None,
         run: None,
+        never_started: vec![],
         agents: vec![
             AgentResults {
                 agent: "provision-report".into(),
