@@ -114,6 +114,11 @@ fn written_file_validates_against_the_schema() {
         plan_cases: 12,
         partition: conformance::results::PartInfo { k: 2, n: 3 },
     });
+    // `never_started` only when an agent never got going.
+    results.never_started = vec![conformance::results::NeverStartedAgent {
+        agent: "provision-report".into(),
+        message: "agent provision-report never got going".into(),
+    }];
     let value = serde_json::to_value(results).unwrap();
     let mut used = BTreeSet::new();
     let errors = validate(&schema, &schema, &value, "$", &mut used);
