@@ -113,7 +113,8 @@ fn rank(verdict: Verdict) -> usize {
 }
 
 /// The reason's shape: the agent's name → `AGENT`; a quoted value (`"…"`, `'…'`, `` `…` ``) →
-/// `"…"`; a word holding a `/` (a path, a URL, a content type stays: see below) → `PATH`; a run
+/// `"…"`, unless it names the cause (a media type, a short name such as a state or a header);
+/// an HTTP status after `status`/`answered`/`HTTP`/`code` is kept; a word holding a `/` (a path, a URL, a content type stays: see below) → `PATH`; a run
 /// of digits (with `.`, `:`, `-` or hex letters inside, as in times, versions, ids) → `#`.
 /// A media type such as `application/json` is kept: a wrong Content-Type is a cause, not a
 /// detail. Bounded: the shape of a reason longer than [`SHAPE_CHARS`] characters is its
@@ -124,6 +125,7 @@ pub fn shape(reason: &str, agent: &str) -> String {
     let mut out = String::with_capacity(reason.len());
     let chars: Vec<char> = reason.chars().collect();
     let mut i = 0;
+    let mut last_word = String::new();
     while i < chars.len() {
         let c = chars[i];
         // Quoted values: up to the matching quote on the same line.
@@ -135,8 +137,17 @@ pub fn shape(reason: &str, agent: &str) -> String {
                 .take_while(|x| **x != '\n')
                 .position(|x| *x == c)
         {
-            out.push_str("\"…\"");
+            let inside: String = chars[i + 1..i + 1 + len].iter().collect();
+            if is_cause_value(&inside) {
+                // A media type or a name (a state, a header): which one is the cause.
+                out.push(c);
+                out.push_str(&inside);
+                out.push(c);
+            } else {
+                out.push_str("\"…\"");
+            }
             i += len + 2;
+            last_word.clear();
             continue;
         }
         if c.is_whitespace() || is_punct(c) {
@@ -150,9 +161,44 @@ pub fn shape(reason: &str, agent: &str) -> String {
             i += 1;
         }
         let word: String = chars[start..i].iter().collect();
-        out.push_str(&shape_word(&word));
+        // An HTTP status after the word that says so is the cause (415 and 500 differ).
+        if is_status_word(&last_word) && is_status_code(&word) {
+            out.push_str(&word);
+        } else {
+            out.push_str(&shape_word(&word));
+        }
+        last_word = word;
     }
     out
+}
+
+/// A quoted value that names the cause rather than a detail: a media type (with its
+/// parameters) or a short name made of letters (`Ready`, `NotReady`, `x-ms-version`).
+fn is_cause_value(inside: &str) -> bool {
+    let first = inside.split(';').next().unwrap_or("").trim();
+    if is_media_type(first) {
+        return inside.len() <= 80;
+    }
+    !inside.is_empty()
+        && inside.len() <= 32
+        && inside
+            .chars()
+            .all(|c| c.is_ascii_alphabetic() || matches!(c, '-' | '_'))
+}
+
+fn is_status_word(word: &str) -> bool {
+    matches!(
+        word.to_ascii_lowercase().trim_end_matches([':', '.']),
+        "status" | "answered" | "http" | "code"
+    )
+}
+
+/// `100` to `599`, and nothing else (`503` but not `503ms` or `5030`).
+fn is_status_code(word: &str) -> bool {
+    let digits = word.trim_end_matches(['.', ':']);
+    digits.len() == 3
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (b'1'..=b'5').contains(&digits.as_bytes()[0])
 }
 
 /// `text` with each whole-word occurrence of `name` (not inside a longer name) as `AGENT`.
@@ -253,19 +299,23 @@ mod tests {
         );
         assert_eq!(
             shape("status 415 on attempt 3", "x"),
-            "status # on attempt #"
+            "status 415 on attempt #"
         );
         assert_eq!(
-            shape("wrote /var/lib/hyperv/.kvp_pool_1: 'bad'", "x"),
+            shape("wrote /var/lib/hyperv/.kvp_pool_1: 'bad value 1'", "x"),
             "wrote PATH: \"…\""
         );
         assert_eq!(
             shape("agent cloud-init does not claim \"json\"", "cloud-init"),
-            "agent AGENT does not claim \"…\""
+            "agent AGENT does not claim \"json\""
         );
         assert_eq!(
             shape("agent afterburn does not claim \"kvp\"", "afterburn"),
-            shape("agent cloud-init does not claim \"json\"", "cloud-init")
+            shape("agent cloud-init does not claim \"kvp\"", "cloud-init")
+        );
+        assert_eq!(
+            shape("expected \"1.2.3-rc4\" got \"/tmp/x y\"", "x"),
+            "expected \"…\" got \"…\""
         );
     }
 
@@ -277,6 +327,17 @@ mod tests {
             shape("Content-Type text/xml, expected application/json", "x")
         );
         assert_ne!(shape("status 415", "x"), shape("no request", "x"));
+        // As the checks write them: a quoted media type, a quoted state, a status.
+        assert_ne!(
+            shape("Content-Type \"text/plain\"", "x"),
+            shape("Content-Type \"application/json; charset=utf-16\"", "x")
+        );
+        assert_ne!(
+            shape("state \"NotReady\", expected \"Ready\"", "x"),
+            shape("state \"Ready\", expected \"NotReady\"", "x")
+        );
+        assert_ne!(shape("answered 415", "x"), shape("answered 500", "x"));
+        assert_eq!(shape("waited 500 ms", "x"), shape("waited 900 ms", "x"));
         // Words around a number are kept.
         assert_ne!(shape("3 attempts", "x"), shape("3 requests", "x"));
     }
