@@ -213,6 +213,25 @@ fn a_failed_agent_shows_its_exit_and_the_end_of_its_stderr() {
     assert!(page.contains("<li>run 1: <span class=\"exit bad\">exit status 3 &lt;script&gt;"));
     assert!(page.contains("<summary>stderr, last 2 lines of 9.0 KB</summary><pre>&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
     assert!(page.contains("\u{fffd}\nlast line</pre>"));
+    // A stderr of one line and its newline is shown whole, not as "its last line".
+    let mut short = fixture();
+    let run = &mut short.agents[0].cases[0].timeline.runs;
+    run.clear();
+    run.push(conformance::results::RunEnd {
+        exit: "exit status 1".into(),
+        exit_code: Some(1),
+        stderr_tail: conformance::results::RunEnd::tail("no module named azure\n"),
+        stderr_bytes: 22,
+    });
+    let page = html::render(&short);
+    let at = page
+        .find("no module named azure")
+        .expect("the stderr is shown");
+    assert!(
+        page[..at].ends_with("<summary>stderr (22 bytes)</summary><pre>"),
+        "{}",
+        &page[at.saturating_sub(120)..at]
+    );
 }
 
 #[test]

@@ -634,7 +634,9 @@ fn run_ends(page: &mut String, timeline: &Timeline) {
             continue;
         }
         let lines = run.stderr_tail.lines().count();
-        let whole = run.stderr_bytes <= run.stderr_tail.len() as u64;
+        // The tail drops the stream's final line end (`\n` or `\r\n`): a stderr of one line
+        // and its newline is shown whole, not as its "last line".
+        let whole = run.stderr_bytes <= run.stderr_tail.len() as u64 + 2;
         let _ = writeln!(
             page,
             " · <details class=\"stderr\"><summary>stderr{}</summary><pre>{}</pre></details></li>",
