@@ -393,6 +393,7 @@ pub fn seconds(x: f64) -> std::time::Duration {
 
 mod builder;
 mod parse;
+mod rules;
 mod write;
 
 pub(crate) use write::serialize_scenario;
