@@ -385,3 +385,15 @@ fn builder_methods_refuse_what_a_file_refuses_at_the_callers_line() {
         || Step::slow(1, Duration::ZERO),
     );
 }
+
+/// `#[track_caller]` reaches only panics in the function's own body: the typo'd rate-limit id
+/// used to be reported at builder.rs, inside a closure.
+#[test]
+fn a_typo_in_a_rate_limited_id_panics_at_the_callers_line() {
+    let l = line!() + 1;
+    assert_panics_here(
+        l,
+        "Scenario::rate_limit: \"imds.instanse\" matches no endpoint id; expected one of",
+        || Scenario::new().rate_limit(1, 1.0, ["wireserver.*", "imds.instanse"]),
+    );
+}

@@ -95,11 +95,15 @@ impl Scenario {
             rules::rate_requests(requests),
         );
         check("Scenario::rate_limit", "window", rules::rate_window(window));
-        let endpoints = endpoints
-            .into_iter()
-            .map(|p| p.into_endpoint_pattern())
-            .collect::<Result<Vec<_>, _>>()
-            .unwrap_or_else(|e| panic!("Scenario::rate_limit: {e}"));
+        // A loop, not a closure: #[track_caller] reaches only panics in this function's body.
+        let mut patterns = Vec::new();
+        for p in endpoints {
+            match p.into_endpoint_pattern() {
+                Ok(p) => patterns.push(p),
+                Err(e) => panic!("Scenario::rate_limit: {e}"),
+            }
+        }
+        let endpoints = patterns;
         self.rate_limit = Some(RateLimit {
             requests,
             window,
