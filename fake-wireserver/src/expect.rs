@@ -29,6 +29,18 @@ use std::ops::{RangeFrom, RangeInclusive, RangeToInclusive};
 use crate::EndpointId;
 use crate::endpoint::{IntoEndpointPattern, UnknownEndpoint};
 use crate::journal::Entry;
+use crate::oracle::health::{KNOWN_STATES, KNOWN_SUBSTATUSES};
+
+/// Panics, at the caller of `method`, when `value` is not one of `known`.
+#[track_caller]
+fn known(method: &str, what: &str, value: &str, known: &[&str]) {
+    if !known.contains(&value) {
+        panic!(
+            "{method}: unknown {what} {value:?}; expected one of {} (case-sensitive)",
+            known.join(", ")
+        );
+    }
+}
 
 /// How many matching requests are expected. From a count (`2`), or a range: `1..=3`, `2..`
 /// (at least), `..=4` (at most).
@@ -144,14 +156,27 @@ impl Expectation {
         }
     }
 
-    /// Only reports whose state is `state` (`"Ready"`, `"NotReady"`).
+    /// Only reports whose state is `state`: `"Ready"` or `"NotReady"` (what the oracle knows;
+    /// case-sensitive). Panics, at the caller's line, on anything else, listing the values: a
+    /// typo would match no report, and a negative expectation would pass vacuously.
+    #[track_caller]
     pub fn state(mut self, state: &str) -> Self {
+        known("Expectation::state", "state", state, &KNOWN_STATES);
         self.state = Some(state.to_owned());
         self
     }
 
-    /// Only reports whose substatus is `substatus` (`"ProvisioningFailed"`, `"Provisioning"`).
+    /// Only reports whose substatus is `substatus`: `"ProvisioningFailed"` or `"Provisioning"`
+    /// (what the oracle knows). Panics, at the caller's line, on anything else, like
+    /// [`Expectation::state`].
+    #[track_caller]
     pub fn substatus(mut self, substatus: &str) -> Self {
+        known(
+            "Expectation::substatus",
+            "substatus",
+            substatus,
+            &KNOWN_SUBSTATUSES,
+        );
         self.substatus = Some(substatus.to_owned());
         self
     }

@@ -10,8 +10,8 @@ use std::sync::Once;
 use std::time::Duration;
 
 use fake_wireserver::{
-    Action, EndPolicy, EndpointId, EndpointPlan, Fake, FakeConfig, FakeError, RateLimit, Scenario,
-    ScenarioError, Step, Trigger, TriggerAction,
+    Action, EndPolicy, EndpointId, EndpointPlan, Expectation, Fake, FakeConfig, FakeError,
+    RateLimit, Scenario, ScenarioError, Step, Trigger, TriggerAction,
 };
 
 thread_local! {
@@ -396,4 +396,31 @@ fn a_typo_in_a_rate_limited_id_panics_at_the_callers_line() {
         "Scenario::rate_limit: \"imds.instanse\" matches no endpoint id; expected one of",
         || Scenario::new().rate_limit(1, 1.0, ["wireserver.*", "imds.instanse"]),
     );
+}
+
+#[test]
+fn expectations_refuse_states_and_substatuses_no_report_can_carry() {
+    let l = line!() + 1;
+    assert_panics_here(
+        l,
+        "Expectation::state: unknown state \"Redy\"; expected one of Ready, NotReady (case-sensitive)",
+        || Expectation::health_reports(0).state("Redy"),
+    );
+    let l = line!() + 1;
+    assert_panics_here(l, "Expectation::state: unknown state \"ready\"", || {
+        Expectation::health_reports(1).state("ready")
+    });
+    let l = line!() + 1;
+    assert_panics_here(
+        l,
+        "Expectation::substatus: unknown substatus \"Provisoning\"; expected one of ProvisioningFailed, Provisioning (case-sensitive)",
+        || Expectation::health_reports(1).substatus("Provisoning"),
+    );
+    // The values the oracle knows are fine.
+    for state in ["Ready", "NotReady"] {
+        let _ = Expectation::health_reports(1).state(state);
+    }
+    for substatus in ["ProvisioningFailed", "Provisioning"] {
+        let _ = Expectation::health_reports(1).substatus(substatus);
+    }
 }
