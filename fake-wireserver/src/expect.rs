@@ -81,6 +81,17 @@ impl From<RangeToInclusive<usize>> for Times {
 }
 
 impl Times {
+    /// `times`, or a panic at the caller of `method` when it is an empty range.
+    #[track_caller]
+    fn checked(method: &str, times: Times) -> Times {
+        if let Times::Between(a, b) = times
+            && a > b
+        {
+            panic!("{method}: empty range {a}..={b}: no count is at least {a} and at most {b}");
+        }
+        times
+    }
+
     fn contains(self, n: usize) -> bool {
         match self {
             Times::Exactly(x) => n == x,
@@ -145,14 +156,15 @@ impl Expectation {
     }
 
     /// Health reports (XML and JSON endpoints together), `times` of them: a count (`1`) or a
-    /// range (`1..=2`).
+    /// range (`1..=2`). Panics, at the caller's line, on an empty range (`3..=1`).
+    #[track_caller]
     pub fn health_reports(times: impl Into<Times>) -> Self {
         Expectation {
             subject: Subject::HealthReports,
             state: None,
             substatus: None,
             status: None,
-            times: times.into(),
+            times: Times::checked("Expectation::health_reports", times.into()),
         }
     }
 
@@ -187,9 +199,11 @@ impl Expectation {
         self
     }
 
-    /// How many: a count (`2`) or a range (`1..=3`, `2..`, `..=4`).
+    /// How many: a count (`2`) or a range (`1..=3`, `2..`, `..=4`). Panics, at the caller's
+    /// line, on an empty range (`3..=1`), which no count could meet.
+    #[track_caller]
     pub fn times(mut self, times: impl Into<Times>) -> Self {
-        self.times = times.into();
+        self.times = Times::checked("Expectation::times", times.into());
         self
     }
     /// `n` or more.
@@ -202,9 +216,11 @@ impl Expectation {
         self.times = Times::AtMost(n);
         self
     }
-    /// Between `min` and `max`, both included (= `times(min..=max)`).
+    /// Between `min` and `max`, both included (= `times(min..=max)`). Panics, at the caller's
+    /// line, when `min > max`.
+    #[track_caller]
     pub fn between(mut self, min: usize, max: usize) -> Self {
-        self.times = Times::Between(min, max);
+        self.times = Times::checked("Expectation::between", Times::Between(min, max));
         self
     }
     /// None at all.

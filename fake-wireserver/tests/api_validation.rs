@@ -424,3 +424,22 @@ fn expectations_refuse_states_and_substatuses_no_report_can_carry() {
         let _ = Expectation::health_reports(1).substatus(substatus);
     }
 }
+
+#[test]
+fn an_empty_range_of_counts_panics_at_the_callers_line() {
+    let l = line!() + 1;
+    assert_panics_here(l, "Expectation::times: empty range 3..=1", || {
+        Expectation::requests("imds.*").times(3..=1)
+    });
+    let l = line!() + 1;
+    assert_panics_here(l, "Expectation::between: empty range 3..=1", || {
+        Expectation::requests("imds.*").between(3, 1)
+    });
+    let l = line!() + 1;
+    assert_panics_here(l, "Expectation::health_reports: empty range 2..=0", || {
+        Expectation::health_reports(2..=0)
+    });
+    // A one-count range is not empty.
+    assert!(Expectation::health_reports(1..=1).check(&[]).is_err());
+    assert_eq!(Expectation::health_reports(0..=0).check(&[]), Ok(()));
+}
