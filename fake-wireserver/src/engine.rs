@@ -131,6 +131,10 @@ impl Engine {
         let plan = &self.scenario.endpoints[index];
         let state = &mut self.plans[index];
         let n = plan.steps.len();
+        // Validation refuses an empty plan; never index into one (a panic here holds the lock).
+        if n == 0 {
+            return Decision::Default;
+        }
         if state.next >= n {
             match plan.end {
                 EndPolicy::Default => return Decision::Default,
@@ -313,7 +317,8 @@ mod tests {
 
     #[test]
     fn extreme_numbers_from_code_do_not_panic() {
-        let scenario = Scenario::new().rate_limit(1, 1e300, ["*"]).endpoint(
+        // The engine also serves what validation would refuse (it must never panic on it).
+        let mut scenario = Scenario::new().endpoint(
             "imds.*",
             EndPolicy::Default,
             vec![Step::new(Action::Delay {
@@ -321,6 +326,11 @@ mod tests {
                 reply: None,
             })],
         );
+        scenario.rate_limit = Some(crate::scenario::RateLimit {
+            requests: 1,
+            window: 1e300,
+            endpoints: vec!["*".to_owned()],
+        });
         let mut e = Engine::new(scenario, Instant::now());
         assert_eq!(
             kinds(&mut e, "imds.instance", 2),
@@ -328,6 +338,21 @@ mod tests {
         );
         assert_eq!(crate::scenario::seconds(-1.0), Duration::ZERO);
         assert_eq!(crate::scenario::seconds(1e300).as_secs(), 86_400);
+    }
+
+    #[test]
+    fn an_empty_plan_gives_the_default_answer() {
+        let mut scenario = Scenario::new();
+        for end in [EndPolicy::RepeatLast, EndPolicy::Cycle, EndPolicy::Default] {
+            scenario.endpoints.push(crate::scenario::EndpointPlan {
+                id: "imds.*".to_owned(),
+                end,
+                steps: Vec::new(),
+            });
+            let mut e = Engine::new(scenario.clone(), Instant::now());
+            assert_eq!(kinds(&mut e, "imds.instance", 2), ["default"; 2]);
+            scenario.endpoints.clear();
+        }
     }
 
     #[test]

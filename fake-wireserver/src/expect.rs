@@ -29,6 +29,18 @@ use std::ops::{RangeFrom, RangeInclusive, RangeToInclusive};
 use crate::EndpointId;
 use crate::endpoint::{IntoEndpointPattern, UnknownEndpoint};
 use crate::journal::Entry;
+use crate::oracle::health::{KNOWN_STATES, KNOWN_SUBSTATUSES};
+
+/// Panics, at the caller of `method`, when `value` is not one of `known`.
+#[track_caller]
+fn known(method: &str, what: &str, value: &str, known: &[&str]) {
+    if !known.contains(&value) {
+        panic!(
+            "{method}: unknown {what} {value:?}; expected one of {} (case-sensitive)",
+            known.join(", ")
+        );
+    }
+}
 
 /// How many matching requests are expected. From a count (`2`), or a range: `1..=3`, `2..`
 /// (at least), `..=4` (at most).
@@ -69,6 +81,17 @@ impl From<RangeToInclusive<usize>> for Times {
 }
 
 impl Times {
+    /// `times`, or a panic at the caller of `method` when it is an empty range.
+    #[track_caller]
+    fn checked(method: &str, times: Times) -> Times {
+        if let Times::Between(a, b) = times
+            && a > b
+        {
+            panic!("{method}: empty range {a}..={b}: no count is at least {a} and at most {b}");
+        }
+        times
+    }
+
     fn contains(self, n: usize) -> bool {
         match self {
             Times::Exactly(x) => n == x,
@@ -133,25 +156,39 @@ impl Expectation {
     }
 
     /// Health reports (XML and JSON endpoints together), `times` of them: a count (`1`) or a
-    /// range (`1..=2`).
+    /// range (`1..=2`). Panics, at the caller's line, on an empty range (`3..=1`).
+    #[track_caller]
     pub fn health_reports(times: impl Into<Times>) -> Self {
         Expectation {
             subject: Subject::HealthReports,
             state: None,
             substatus: None,
             status: None,
-            times: times.into(),
+            times: Times::checked("Expectation::health_reports", times.into()),
         }
     }
 
-    /// Only reports whose state is `state` (`"Ready"`, `"NotReady"`).
+    /// Only reports whose state is `state`: `"Ready"` or `"NotReady"` (what the oracle knows;
+    /// case-sensitive). Panics, at the caller's line, on anything else, listing the values: a
+    /// typo would match no report, and a negative expectation would pass vacuously.
+    #[track_caller]
     pub fn state(mut self, state: &str) -> Self {
+        known("Expectation::state", "state", state, &KNOWN_STATES);
         self.state = Some(state.to_owned());
         self
     }
 
-    /// Only reports whose substatus is `substatus` (`"ProvisioningFailed"`, `"Provisioning"`).
+    /// Only reports whose substatus is `substatus`: `"ProvisioningFailed"` or `"Provisioning"`
+    /// (what the oracle knows). Panics, at the caller's line, on anything else, like
+    /// [`Expectation::state`].
+    #[track_caller]
     pub fn substatus(mut self, substatus: &str) -> Self {
+        known(
+            "Expectation::substatus",
+            "substatus",
+            substatus,
+            &KNOWN_SUBSTATUSES,
+        );
         self.substatus = Some(substatus.to_owned());
         self
     }
@@ -162,9 +199,11 @@ impl Expectation {
         self
     }
 
-    /// How many: a count (`2`) or a range (`1..=3`, `2..`, `..=4`).
+    /// How many: a count (`2`) or a range (`1..=3`, `2..`, `..=4`). Panics, at the caller's
+    /// line, on an empty range (`3..=1`), which no count could meet.
+    #[track_caller]
     pub fn times(mut self, times: impl Into<Times>) -> Self {
-        self.times = times.into();
+        self.times = Times::checked("Expectation::times", times.into());
         self
     }
     /// `n` or more.
@@ -177,9 +216,11 @@ impl Expectation {
         self.times = Times::AtMost(n);
         self
     }
-    /// Between `min` and `max`, both included (= `times(min..=max)`).
+    /// Between `min` and `max`, both included (= `times(min..=max)`). Panics, at the caller's
+    /// line, when `min > max`.
+    #[track_caller]
     pub fn between(mut self, min: usize, max: usize) -> Self {
-        self.times = Times::Between(min, max);
+        self.times = Times::checked("Expectation::between", Times::Between(min, max));
         self
     }
     /// None at all.

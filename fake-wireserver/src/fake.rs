@@ -16,7 +16,7 @@ use crate::expect::Expectation;
 use crate::http1::Limits;
 use crate::journal::{DEFAULT_CAPACITY, DEFAULT_MAX_BYTES, Entry, Journal, JournalStats};
 use crate::oracle::ServedIds;
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, ScenarioError};
 use crate::server::{EngineSlot, ListenerKind, Shared, accept_loop};
 use crate::sync::lock;
 
@@ -208,6 +208,10 @@ pub enum FakeError {
     /// The admin token could not be generated.
     #[error("cannot generate the admin token from /dev/urandom: {0}")]
     Token(#[source] std::io::Error),
+    /// The scenario breaks a rule a scenario file obeys ([`Scenario::validate`]): e.g. a plan
+    /// for an endpoint id that does not exist, which would never answer anything.
+    #[error("invalid scenario: {0}")]
+    Scenario(#[source] crate::scenario::ScenarioError),
     /// [`Fake::start_blocking`] could not build its runtime, or was called inside one.
     #[error("cannot start the fake's runtime: {0}")]
     Runtime(#[source] std::io::Error),
@@ -256,6 +260,8 @@ impl Listeners {
 /// called inside a tokio runtime; the fake runs until the returned handle is shut down or
 /// dropped.
 pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, FakeError> {
+    // A scenario built in code skipped the parser: hold it to the same rules before serving.
+    config.scenario.validate().map_err(FakeError::Scenario)?;
     let journal = Journal::new(
         config.journal_capacity,
         config.journal_max_bytes,
@@ -396,6 +402,7 @@ pub struct Fake {
 
 impl Fake {
     /// Binds the addresses of `config` (ephemeral loopback ports by default) and starts serving.
+    /// A scenario that breaks a rule of the file format is refused ([`FakeError::Scenario`]).
     pub async fn start(config: FakeConfig) -> Result<Fake, FakeError> {
         let listeners = Listeners::bind(&config)?;
         serve_on(config, listeners).await
@@ -495,8 +502,12 @@ impl Fake {
     }
 
     /// Replaces the scenario (plans start from their first step; triggers count from now).
-    pub fn load_scenario(&self, scenario: Scenario) {
+    /// A scenario that breaks a rule of the file format ([`Scenario::validate`]) is refused and
+    /// the one in effect stays.
+    pub fn load_scenario(&self, scenario: Scenario) -> Result<(), ScenarioError> {
+        scenario.validate()?;
         self.shared.load_scenario(scenario);
+        Ok(())
     }
 
     /// Empties the journal window and rewinds the scenario.

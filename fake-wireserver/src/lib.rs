@@ -96,10 +96,15 @@
 //!
 //! The same scenario in code: [`Scenario::endpoint`] takes an [`EndpointId`] (or a string id
 //! or glob, checked: a typo panics at the calling line, listing the valid ids), and [`Step`]
-//! has a constructor per step kind and preset.
+//! has a constructor per step kind and preset. The builder holds a scenario to the file's
+//! rules: an argument a file could not hold (`times(0)`, `probability(7.0)`,
+//! `rate_limit(0, -1.0, ..)`, no steps, status 42, ...) panics at the calling line with the
+//! file's wording. A scenario written into the public fields directly is checked by
+//! [`Scenario::validate`] when the fake starts ([`FakeError::Scenario`]) or loads it
+//! ([`Fake::load_scenario`] returns the error and keeps the scenario in effect).
 //!
 //! ```
-//! use fake_wireserver::{EndPolicy, EndpointId, Scenario, Step};
+//! use fake_wireserver::{EndPolicy, EndpointId, EndpointPlan, Scenario, Step};
 //!
 //! let built = Scenario::new()
 //!     .incarnation("7")
@@ -112,6 +117,12 @@
 //! let plan = Scenario::new().try_endpoint("imds.instanse", EndPolicy::Default, vec![Step::hang()]);
 //! assert!(plan.unwrap_err().to_string().contains("expected one of"));
 //! let _ = Scenario::new().endpoint(EndpointId::ImdsInstance, EndPolicy::Cycle, vec![Step::hang()]);
+//!
+//! // Fields set by hand are checked before a fake serves them.
+//! let mut by_hand = Scenario::new();
+//! by_hand.endpoints.push(EndpointPlan { id: "wireserver.goalstat".into(), end: EndPolicy::Default, steps: vec![Step::hang()] });
+//! let err = by_hand.validate().unwrap_err();
+//! assert!(err.to_string().starts_with("<code>:0:0: endpoint[1].id: \"wireserver.goalstat\" matches no endpoint id"));
 //! ```
 //!
 //! ## Faults
@@ -164,7 +175,10 @@
 //! [`Fake::expect`] declares what should arrive ([`Expectation`]), wiremock style: verified
 //! when the handle drops (a panic listing what arrived) or by [`Fake::verify`]. A failed
 //! expectation names the file and line of the `expect` call that set it. Counts are a number
-//! or a range ([`Times`]).
+//! or a range ([`Times`]); an empty range (`3..=1`) panics at the calling line, and so does a
+//! state or substatus no report can carry (`state("Redy")`: the valid values are the oracle's,
+//! `Ready`/`NotReady` and `ProvisioningFailed`/`Provisioning`), since either would make the
+//! expectation pass or fail whatever the agent sent.
 //!
 //! ```
 //! use fake_wireserver::{EndpointId, Expectation, Fake, FakeConfig};

@@ -18,8 +18,11 @@ pub const DESCRIPTION_PLATFORM_CAP: usize = 4096;
 /// cap minus 10 %, §4.2).
 pub const WALA_DESCRIPTION_TRIM: usize = 3686;
 
-/// Substatus values agents send (§4.2, §5).
-const KNOWN_SUBSTATUSES: [&str; 2] = ["ProvisioningFailed", "Provisioning"];
+/// Health states a report may carry (§4.1, §5); anything else is a finding.
+pub const KNOWN_STATES: [&str; 2] = ["Ready", "NotReady"];
+
+/// Substatus values agents send (§4.2, §5); anything else is a finding.
+pub const KNOWN_SUBSTATUSES: [&str; 2] = ["ProvisioningFailed", "Provisioning"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -1,7 +1,22 @@
 //! The builder a Rust test writes a scenario with: [`Scenario::new`], a plan per
 //! [`Scenario::endpoint`], and a [`Step`] constructor per kind and preset.
+//!
+//! A method given an argument a scenario file could not hold (an unknown endpoint id, no
+//! steps, `times(0)`, `probability(7.0)`, `rate_limit(0, -1.0, ..)`, status 42, ...) panics at
+//! the caller's line with the file format's rule, so a typo cannot make a plan silently inert.
+//! What the builder cannot see (a struct literal, a field set by hand) [`Scenario::validate`]
+//! catches when the fake starts or loads the scenario.
 
+use super::rules;
 use super::*;
+
+/// Panics, at the caller of the builder method, when `rule` fails.
+#[track_caller]
+fn check(method: &str, field: &str, rule: Result<(), String>) {
+    if let Err(message) = rule {
+        panic!("{method}: {field} {message}");
+    }
+}
 
 impl Scenario {
     /// An empty scenario (the default documents, no faults) whose origin is `"<code>"`.
@@ -14,16 +29,21 @@ impl Scenario {
 
     /// Adds a plan for the endpoints matching `id`: an [`EndpointId`](crate::EndpointId) or a string id or glob
     /// (`"wireserver.health.*"`). Panics, at the caller's line, on a string that matches no
-    /// endpoint id, listing the valid ids ([`Scenario::try_endpoint`] returns the error).
+    /// endpoint id, listing the valid ids ([`Scenario::try_endpoint`] returns the error), and
+    /// on an empty `steps`.
     #[track_caller]
     pub fn endpoint(self, id: impl IntoEndpointPattern, end: EndPolicy, steps: Vec<Step>) -> Self {
+        if steps.is_empty() {
+            panic!("Scenario::endpoint: {}", rules::EMPTY_PLAN);
+        }
         match self.try_endpoint(id, end, steps) {
             Ok(scenario) => scenario,
             Err(e) => panic!("Scenario::endpoint: {e}"),
         }
     }
 
-    /// [`Scenario::endpoint`], returning a typo'd id as an error instead of panicking.
+    /// [`Scenario::endpoint`], returning a typo'd id as an error instead of panicking (an empty
+    /// `steps` is refused when the fake starts or loads the scenario, [`Scenario::validate`]).
     pub fn try_endpoint(
         mut self,
         id: impl IntoEndpointPattern,
@@ -47,15 +67,19 @@ impl Scenario {
         self
     }
 
-    /// Adds a trigger `after` seconds from loading.
+    /// Adds a trigger `after` seconds from loading. Panics, at the caller's line, unless `after`
+    /// is 0 to [`MAX_SECONDS`].
+    #[track_caller]
     pub fn trigger(mut self, after: f64, action: TriggerAction) -> Self {
+        check("Scenario::trigger", "after", rules::trigger_after(after));
         self.triggers.push(Trigger { after, action });
         self
     }
 
     /// Throttles each client to `requests` per `window` seconds on `endpoints` ([`EndpointId`]s
     /// or string ids and globs); the rest get the platform's 403. Panics, at the caller's line,
-    /// on a string that matches no endpoint id, listing the valid ids.
+    /// on a string that matches no endpoint id, listing the valid ids, and unless `requests` is
+    /// 1-[`MAX_RATE_REQUESTS`] and `window` a positive number of seconds up to [`MAX_SECONDS`].
     ///
     /// [`EndpointId`]: crate::EndpointId
     #[track_caller]
@@ -65,11 +89,21 @@ impl Scenario {
         window: f64,
         endpoints: impl IntoIterator<Item = P>,
     ) -> Self {
-        let endpoints = endpoints
-            .into_iter()
-            .map(|p| p.into_endpoint_pattern())
-            .collect::<Result<Vec<_>, _>>()
-            .unwrap_or_else(|e| panic!("Scenario::rate_limit: {e}"));
+        check(
+            "Scenario::rate_limit",
+            "requests",
+            rules::rate_requests(requests),
+        );
+        check("Scenario::rate_limit", "window", rules::rate_window(window));
+        // A loop, not a closure: #[track_caller] reaches only panics in this function's body.
+        let mut patterns = Vec::new();
+        for p in endpoints {
+            match p.into_endpoint_pattern() {
+                Ok(p) => patterns.push(p),
+                Err(e) => panic!("Scenario::rate_limit: {e}"),
+            }
+        }
+        let endpoints = patterns;
         self.rate_limit = Some(RateLimit {
             requests,
             window,
@@ -89,7 +123,10 @@ impl Step {
         }
     }
     /// `kind = "respond"` with `status` (headers and body from [`Step::header`], [`Step::body`]).
+    /// Panics, at the caller's line, unless `status` is 100..=599.
+    #[track_caller]
     pub fn respond(status: u16) -> Self {
+        check("Step::respond", "status", rules::status(status));
         Step::new(Action::Respond(Reply {
             status: Some(status),
             ..Reply::default()
@@ -124,10 +161,13 @@ impl Step {
     }
     /// `kind = "delay"`: wait, then give the default answer. [`Step::status`], [`Step::header`]
     /// or [`Step::body`] script the answer instead (status 200 unless set), as for `partial` and
-    /// `slow`.
+    /// `slow`. Panics, at the caller's line, on a wait over [`MAX_SECONDS`].
+    #[track_caller]
     pub fn delay(wait: std::time::Duration) -> Self {
+        let seconds = wait.as_secs_f64();
+        check("Step::delay", "seconds", rules::seconds(seconds, true));
         Step::new(Action::Delay {
-            seconds: wait.as_secs_f64(),
+            seconds,
             reply: None,
         })
     }
@@ -157,34 +197,52 @@ impl Step {
             reply: None,
         })
     }
-    /// `kind = "slow"`: the head, then the body `chunk` bytes every `interval`.
+    /// `kind = "slow"`: the head, then the body `chunk` bytes every `interval`. Panics, at the
+    /// caller's line, on a `chunk` of 0 or an `interval` of 0 or over [`MAX_SECONDS`].
+    #[track_caller]
     pub fn slow(chunk: usize, interval: std::time::Duration) -> Self {
+        let interval = interval.as_secs_f64();
+        check("Step::slow", "chunk", rules::chunk(chunk));
+        check("Step::slow", "interval", rules::seconds(interval, false));
         Step::new(Action::Slow {
             chunk,
-            interval: interval.as_secs_f64(),
+            interval,
             reply: None,
         })
     }
-    /// How many requests this step consumes (`times`, default 1).
+    /// How many requests this step consumes (`times`, default 1). Panics, at the caller's line,
+    /// unless `times` is 1-[`MAX_TIMES`].
+    #[track_caller]
     pub fn times(mut self, times: u32) -> Self {
+        check("Step::times", "times", rules::times(times));
         self.times = times;
         self
     }
     /// The chance the action applies to each request it consumes (seeded; default 1.0).
+    /// Panics, at the caller's line, unless it is between 0.0 and 1.0.
+    #[track_caller]
     pub fn probability(mut self, probability: f64) -> Self {
+        check(
+            "Step::probability",
+            "probability",
+            rules::probability(probability),
+        );
         self.probability = probability;
         self
     }
     /// Sets the reply's status. Panics, at the caller's line, on a step without a reply
-    /// (`hang`, `reset`, `close`, `malformed`).
+    /// (`hang`, `reset`, `close`, `malformed`) and unless `status` is 100..=599.
     #[track_caller]
     pub fn status(mut self, status: u16) -> Self {
+        check("Step::status", "status", rules::status(status));
         self.reply_mut("status").status = Some(status);
         self
     }
-    /// Adds a reply header (in order). Panics like [`Step::status`].
+    /// Adds a reply header (in order). Panics like [`Step::status`], and on a header a scenario
+    /// file may not give (an invalid name or value, `Content-Length`, `Transfer-Encoding`).
     #[track_caller]
     pub fn header(mut self, name: &str, value: &str) -> Self {
+        check("Step::header", "headers", rules::header(name, value));
         self.reply_mut("header")
             .headers
             .push((name.to_owned(), value.to_owned()));

@@ -382,7 +382,8 @@ pub const MAX_STEPS: usize = 10_000;
 pub const MAX_RATE_REQUESTS: u32 = 1_000;
 
 /// Seconds from a scenario as a `Duration`, never panicking: NaN and negatives are zero, huge
-/// values are capped at [`MAX_SECONDS`] (scenarios built in code skip the file validation).
+/// values are capped at [`MAX_SECONDS`] (the fake validates what it serves; the engine stays
+/// panic-free on a scenario that skipped [`Scenario::validate`] all the same).
 pub fn seconds(x: f64) -> std::time::Duration {
     if x.is_nan() || x <= 0.0 {
         std::time::Duration::ZERO
@@ -393,6 +394,7 @@ pub fn seconds(x: f64) -> std::time::Duration {
 
 mod builder;
 mod parse;
+mod rules;
 mod write;
 
 pub(crate) use write::serialize_scenario;

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use toml::Spanned;
 
+use super::rules;
 use super::*;
 use crate::files::FileReader;
 
@@ -302,46 +303,18 @@ impl RawScenario {
             let field = format!("endpoint[{}]", i + 1);
             let ep_span = ep.span();
             let ep = ep.into_inner();
-            if !crate::endpoint::is_valid_pattern(ep.id.get_ref()) {
-                return Err(ctx.invalid(
-                    Some(ep.id.span()),
-                    format!("{field}.id"),
-                    format!(
-                        "{:?} is not a valid endpoint id or glob (letters, digits, '.', '-', '_', '*', '?'; at most {} characters and {} wildcards)",
-                        crate::text::clip(ep.id.get_ref(), 64),
-                        crate::endpoint::MAX_PATTERN_LEN,
-                        crate::endpoint::MAX_PATTERN_WILDCARDS
-                    ),
-                ));
-            }
-            if !crate::endpoint::pattern_matches_any(ep.id.get_ref()) {
-                return Err(ctx.invalid(
-                    Some(ep.id.span()),
-                    format!("{field}.id"),
-                    format!(
-                        "{:?} matches no endpoint id; expected one of {}",
-                        crate::text::clip(ep.id.get_ref(), 64),
-                        ENDPOINT_IDS.join(", ")
-                    ),
-                ));
-            }
+            rules::pattern(ep.id.get_ref())
+                .map_err(|m| ctx.invalid(Some(ep.id.span()), format!("{field}.id"), m))?;
             if ep.step.is_empty() {
                 return Err(ctx.invalid(
                     Some(ep_span),
                     format!("{field}.step"),
-                    "a plan needs at least one [[endpoint.step]]".into(),
+                    rules::EMPTY_PLAN.into(),
                 ));
             }
             total_steps += ep.step.len();
-            if total_steps > MAX_STEPS {
-                return Err(ctx.invalid(
-                    Some(ep_span),
-                    format!("{field}.step"),
-                    format!(
-                        "a scenario has at most {MAX_STEPS} steps over all plans (use `times`)"
-                    ),
-                ));
-            }
+            rules::total_steps(total_steps)
+                .map_err(|m| ctx.invalid(Some(ep_span.clone()), format!("{field}.step"), m))?;
             let mut steps = Vec::with_capacity(ep.step.len());
             for (j, step) in ep.step.into_iter().enumerate() {
                 let field = format!("{field}.step[{}]", j + 1);
@@ -359,34 +332,19 @@ impl RawScenario {
             Some(rl) => {
                 let span = rl.span();
                 let rl = rl.into_inner();
-                if !(1..=MAX_RATE_REQUESTS).contains(&rl.requests) {
-                    return Err(ctx.invalid(
-                        Some(span),
-                        "rate_limit.requests".into(),
-                        format!("must be 1-{MAX_RATE_REQUESTS}, got {}", rl.requests),
-                    ));
-                }
-                if !(rl.window.is_finite() && rl.window > 0.0 && rl.window <= MAX_SECONDS) {
-                    return Err(ctx.invalid(
-                        Some(span),
-                        "rate_limit.window".into(),
-                        format!(
-                            "must be a positive number of seconds up to {MAX_SECONDS}, got {}",
-                            rl.window
-                        ),
-                    ));
-                }
+                rules::rate_requests(rl.requests).map_err(|m| {
+                    ctx.invalid(Some(span.clone()), "rate_limit.requests".into(), m)
+                })?;
+                rules::rate_window(rl.window)
+                    .map_err(|m| ctx.invalid(Some(span.clone()), "rate_limit.window".into(), m))?;
                 for (i, pattern) in rl.endpoints.iter().enumerate() {
-                    if !crate::endpoint::pattern_matches_any(pattern) {
-                        return Err(ctx.invalid(
-                            Some(span),
+                    rules::rate_limited_pattern(pattern).map_err(|m| {
+                        ctx.invalid(
+                            Some(span.clone()),
                             format!("rate_limit.endpoints[{}]", i + 1),
-                            format!(
-                                "{:?} matches no endpoint id",
-                                crate::text::clip(pattern, 64)
-                            ),
-                        ));
-                    }
+                            m,
+                        )
+                    })?;
                 }
                 Some(rl)
             }
@@ -396,25 +354,13 @@ impl RawScenario {
         for (i, t) in self.trigger.into_iter().enumerate() {
             let span = t.span();
             let t = t.into_inner();
-            if !(t.after.is_finite() && t.after >= 0.0 && t.after <= MAX_SECONDS) {
-                return Err(ctx.invalid(
-                    Some(span),
-                    format!("trigger[{}].after", i + 1),
-                    format!(
-                        "must be a number of seconds from 0 to {MAX_SECONDS}, got {}",
-                        t.after
-                    ),
-                ));
-            }
-            if t.action == TriggerAction::BumpIncarnation
-                && let Some(inc) = &goalstate.incarnation
-                && inc.parse::<u64>().is_err()
-            {
-                return Err(ctx.invalid(
-                    Some(span),
-                    format!("trigger[{}].action", i + 1),
-                    format!("bump-incarnation needs a numeric goalstate.incarnation, got {inc:?}"),
-                ));
+            rules::trigger_after(t.after).map_err(|m| {
+                ctx.invalid(Some(span.clone()), format!("trigger[{}].after", i + 1), m)
+            })?;
+            if t.action == TriggerAction::BumpIncarnation {
+                rules::bump_incarnation(goalstate.incarnation.as_deref()).map_err(|m| {
+                    ctx.invalid(Some(span.clone()), format!("trigger[{}].action", i + 1), m)
+                })?;
             }
             triggers.push(t);
         }
@@ -510,25 +456,17 @@ impl RawStep {
         )?;
 
         let times = match &self.times {
-            Some(t) if !(1..=MAX_TIMES).contains(t.get_ref()) => {
-                return Err(err(
-                    t.span(),
-                    "times",
-                    format!("must be 1-{MAX_TIMES}, got {}", t.get_ref()),
-                ));
+            Some(t) => {
+                rules::times(*t.get_ref()).map_err(|m| err(t.span(), "times", m))?;
+                *t.get_ref()
             }
-            Some(t) => *t.get_ref(),
             None => 1,
         };
         let probability = match &self.probability {
-            Some(p) if !(0.0..=1.0).contains(p.get_ref()) => {
-                return Err(err(
-                    p.span(),
-                    "probability",
-                    format!("must be between 0.0 and 1.0, got {}", p.get_ref()),
-                ));
+            Some(p) => {
+                rules::probability(*p.get_ref()).map_err(|m| err(p.span(), "probability", m))?;
+                *p.get_ref()
             }
-            Some(p) => *p.get_ref(),
             None => 1.0,
         };
 
@@ -540,43 +478,13 @@ impl RawStep {
                 body: None,
             };
             if let Some(status) = &self.status {
-                if !(100..=599).contains(status.get_ref()) {
-                    return Err(err(
-                        status.span(),
-                        "status",
-                        format!("must be an HTTP status 100..=599, got {}", status.get_ref()),
-                    ));
-                }
+                rules::status(*status.get_ref()).map_err(|m| err(status.span(), "status", m))?;
                 reply.status = Some(*status.get_ref());
             }
             if let Some(headers) = self.headers {
                 let span = headers.span();
                 for (name, value) in headers.into_inner() {
-                    if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
-                        return Err(err(
-                            span,
-                            "headers",
-                            format!("{name:?} is not a valid header name"),
-                        ));
-                    }
-                    if http::HeaderValue::from_str(&value).is_err() {
-                        return Err(err(
-                            span,
-                            "headers",
-                            format!("the value of {name:?} is not a valid header value"),
-                        ));
-                    }
-                    if name.eq_ignore_ascii_case("content-length")
-                        || name.eq_ignore_ascii_case("transfer-encoding")
-                    {
-                        return Err(err(
-                            span,
-                            "headers",
-                            format!(
-                                "{name:?} is computed by the fake; use kind = \"malformed\" for raw bytes"
-                            ),
-                        ));
-                    }
+                    rules::header(&name, &value).map_err(|m| err(span.clone(), "headers", m))?;
                     reply.headers.push((name, value));
                 }
             }
@@ -630,18 +538,9 @@ impl RawStep {
             )),
             Some(s) => {
                 let x = *s.get_ref();
-                if x.is_finite() && (x > 0.0 || (allow_zero && x == 0.0)) && x <= MAX_SECONDS {
-                    Ok(x)
-                } else {
-                    Err(err(
-                        s.span(),
-                        name,
-                        format!(
-                            "must be a number of seconds {} 0 and at most {MAX_SECONDS}, got {x}",
-                            if allow_zero { ">=" } else { ">" }
-                        ),
-                    ))
-                }
+                rules::seconds(x, allow_zero)
+                    .map(|()| x)
+                    .map_err(|m| err(s.span(), name, m))
             }
         };
 
@@ -681,9 +580,9 @@ impl RawStep {
             },
             StepKind::Slow => {
                 let chunk = match &self.chunk {
-                    Some(c) if *c.get_ref() >= 1 => *c.get_ref(),
                     Some(c) => {
-                        return Err(err(c.span(), "chunk", "must be at least 1 byte".into()));
+                        rules::chunk(*c.get_ref()).map_err(|m| err(c.span(), "chunk", m))?;
+                        *c.get_ref()
                     }
                     None => {
                         return Err(err(

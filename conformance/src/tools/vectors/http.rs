@@ -97,6 +97,12 @@ fn scenario(toml: &str) -> Result<Scenario, ToolError> {
     Scenario::from_toml_str(toml, "<vectors check>").map_err(|e| ToolError::Fake(e.to_string()))
 }
 
+/// Parses `toml` and makes it the fake's scenario.
+fn load(fake: &Fake, toml: &str) -> Result<(), ToolError> {
+    fake.load_scenario(scenario(toml)?)
+        .map_err(|e| ToolError::Fake(e.to_string()))
+}
+
 /// Replays one request vector and compares the journal entry with `expected`.
 async fn replay(fake: &Fake, addresses: &Addresses, base: &Scenario, vector: Value) -> Vec<String> {
     let vector: RequestVector = match serde_json::from_value(vector) {
@@ -135,9 +141,8 @@ async fn replay(fake: &Fake, addresses: &Addresses, base: &Scenario, vector: Val
             "{}\n[[endpoint]]\nid = \"{endpoint}\"\nend = \"default\"\n[[endpoint.step]]\nkind = \"respond\"\nstatus = {status}\n",
             FIXED.scenario_toml()
         );
-        match scenario(&toml) {
-            Ok(s) => fake.load_scenario(s),
-            Err(e) => return vec![format!("fake_responded {status}: {e}")],
+        if let Err(e) = load(fake, &toml) {
+            return vec![format!("fake_responded {status}: {e}")];
         }
     }
 
@@ -155,7 +160,8 @@ async fn replay(fake: &Fake, addresses: &Addresses, base: &Scenario, vector: Val
     let answered = exchange(addr, &request).await;
     let entry = journaled(fake, before, &vector.target).await;
     if forced.is_some() {
-        fake.load_scenario(base.clone());
+        // `base` was loaded once already: it cannot be refused now.
+        let _ = fake.load_scenario(base.clone());
     }
 
     let mut mismatches = Vec::new();
@@ -357,17 +363,14 @@ async fn response(fake: &Fake, addresses: &Addresses, vector: Value) -> Vec<Stri
         "{}\n[[endpoint]]\nid = \"wireserver.goalstate\"\nend = \"default\"\n[[endpoint.step]]\nkind = \"respond\"\npreset = \"throttled\"\n",
         FIXED.scenario_toml()
     );
-    match scenario(&toml) {
-        Ok(s) => fake.load_scenario(s),
-        Err(e) => return vec![format!("throttled preset: {e}")],
+    if let Err(e) = load(fake, &toml) {
+        return vec![format!("throttled preset: {e}")];
     }
     let request = format!(
         "GET /machine/?comp=goalstate HTTP/1.1\r\nHost: {WIRESERVER_HOST}\r\nx-ms-version: 2012-11-30\r\nx-ms-agent-name: wirecheck\r\n\r\n"
     );
     let answered = exchange(addresses.wireserver, request.as_bytes()).await;
-    if let Ok(base) = scenario(&FIXED.scenario_toml()) {
-        fake.load_scenario(base);
-    }
+    let _ = load(fake, &FIXED.scenario_toml());
     let answer = match answered {
         Ok(answer) => answer,
         Err(e) => return vec![e],
