@@ -780,6 +780,10 @@ fn run_info(
             env!("CARGO_PKG_VERSION"),
             args.snapshots.is_some(),
             cases,
+            profiles
+                .iter()
+                .map(|p| profile_content(p))
+                .chain(scenarios.iter().map(|s| scenario_content(s))),
         ),
         partition: args
             .partition
@@ -787,6 +791,39 @@ fn run_info(
                 crate::results::PartInfo { k: p.k, n: p.n }
             }),
     }
+}
+
+/// What a profile makes the agent do and how it is judged (its commands, environment,
+/// claims, reactions, exit statuses, declarations), not where it was read from: parts run
+/// from two checkouts of the same profile are one run, parts of two different agents that
+/// share a name are not.
+fn profile_content(p: &AgentProfile) -> String {
+    format!(
+        "profile {}: {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+        p.name,
+        p.attach,
+        p.commands,
+        p.env,
+        p.capabilities,
+        p.reactions,
+        p.exit,
+        p.done,
+        p.deviations,
+        p.limitations,
+        p.encoded,
+        p.failure_description,
+    )
+}
+
+/// What a scenario asks of the agent and the fake, not the file it came from.
+fn scenario_content(s: &Scenario) -> String {
+    let mut fake = s.fake.clone();
+    fake.origin.clear();
+    let checks: Vec<&str> = s.checks.iter().map(|c| c.id).collect();
+    format!(
+        "scenario {}: {:?} {:?} {:?} {:?}",
+        s.id, s.agent, s.expect, checks, fake
+    )
 }
 
 fn merge(args: MergeArgs) -> u8 {

@@ -425,3 +425,25 @@ fn a_merge_of_unjudged_or_hostile_parts_is_never_green() {
     assert!(stderr(&out).contains("symbolic link"), "{}", stderr(&out));
     assert!(!d.join("m-linked/artifacts/key").exists());
 }
+
+/// Two different agents behind one name (two `--agent-cmd` commands) are not one run, though
+/// their case ids are the same.
+#[test]
+fn parts_of_two_different_agents_of_one_name_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let part = |name: &str, cmd: &str, k: &str| {
+        wirecheck(&repo())
+            .args(["run", "--quiet", "--cases", "wire.health.json.*"])
+            .args(["--agent-cmd", cmd, "--partition", k, "--out"])
+            .arg(d.join(name))
+            .output()
+            .unwrap()
+    };
+    part("a", "true {action}", "1/2");
+    part("b", "false {action}", "2/2");
+    assert!(d.join("a/results.json").is_file() && d.join("b/results.json").is_file());
+    let out = merge(&d.join("m"), &[&d.join("a"), &d.join("b")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("another run"), "{}", stderr(&out));
+}

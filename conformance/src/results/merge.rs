@@ -30,17 +30,24 @@ fn fnv1a(bytes: &[u8], mut hash: u64) -> u64 {
 }
 
 /// The fingerprint of a whole plan: the wirecheck version, whether snapshots are compared,
-/// and every (agent, case id) pair in plan order, every partition included.
+/// every (agent, case id) pair in plan order, every partition included, and `content`: what
+/// each agent profile and scenario says (so two agents of one name, or a scenario edited
+/// between parts, are not one run).
 pub fn plan_fingerprint<'a>(
     wirecheck_version: &str,
     snapshots: bool,
     cases: impl IntoIterator<Item = (&'a str, String)>,
+    content: impl IntoIterator<Item = String>,
 ) -> String {
     let mut hash = 0xcbf2_9ce4_8422_2325;
     hash = fnv1a(format!("wirecheck {wirecheck_version}\n").as_bytes(), hash);
     hash = fnv1a(format!("snapshots {snapshots}\n").as_bytes(), hash);
     for (agent, case) in cases {
         hash = fnv1a(format!("{agent}\t{case}\n").as_bytes(), hash);
+    }
+    for item in content {
+        hash = fnv1a(item.as_bytes(), hash);
+        hash = fnv1a(b"\n", hash);
     }
     format!("{hash:016x}")
 }
@@ -479,18 +486,25 @@ mod tests {
 
     #[test]
     fn the_fingerprint_changes_with_every_input_and_only_with_them() {
-        let base = plan_fingerprint("0.1.0", false, [("a", "x.protocol.request".into())]);
+        let base = plan_fingerprint("0.1.0", false, [("a", "x.protocol.request".into())], []);
         assert_eq!(base.len(), 16);
         assert_eq!(
             base,
-            plan_fingerprint("0.1.0", false, [("a", "x.protocol.request".into())])
+            plan_fingerprint("0.1.0", false, [("a", "x.protocol.request".into())], [])
         );
         for other in [
-            plan_fingerprint("0.1.1", false, [("a", "x.protocol.request".into())]),
-            plan_fingerprint("0.1.0", true, [("a", "x.protocol.request".into())]),
-            plan_fingerprint("0.1.0", false, [("b", "x.protocol.request".into())]),
-            plan_fingerprint("0.1.0", false, [("a", "y.protocol.request".into())]),
-            plan_fingerprint("0.1.0", false, []),
+            plan_fingerprint("0.1.1", false, [("a", "x.protocol.request".into())], []),
+            plan_fingerprint("0.1.0", true, [("a", "x.protocol.request".into())], []),
+            plan_fingerprint("0.1.0", false, [("b", "x.protocol.request".into())], []),
+            plan_fingerprint("0.1.0", false, [("a", "y.protocol.request".into())], []),
+            plan_fingerprint("0.1.0", false, [], []),
+            // Another agent behind the same name, or an edited scenario.
+            plan_fingerprint(
+                "0.1.0",
+                false,
+                [("a", "x.protocol.request".into())],
+                ["profile a: python3 other.py".to_owned()],
+            ),
         ] {
             assert_ne!(base, other);
         }
