@@ -17,12 +17,13 @@
 #   INPUT_PARTS       merge: the parts' folders, whitespace-separated; globs are expanded
 #   INPUT_SUMMARY     true (default): append the Markdown summary to $GITHUB_STEP_SUMMARY
 #   INPUT_ARGS        extra flags, whitespace-separated, never globbed
-#   INPUT_SUDO        true (default): when not root, run `wirecheck run` through sudo: every
+#   INPUT_SUDO        true (default): when not root, run `wirecheck run` through sudo (PATH,
+#                     WIRECHECK_* and RUST_LOG are passed on, no other variable): every
 #                     agent then runs beside its fake in a private network namespace, which
 #                     GitHub's runners need (they are Azure VMs: 168.63.129.16 is a real
 #                     wireserver); sandbox agents (WALinuxAgent, afterburn) need root anyway
 #   WIRECHECK_SRC     the wirecheck checkout (the action's own folder)
-#   WIRECHECK_ROOT    where install puts bin/ (default: $RUNNER_TEMP/wirecheck or .wirecheck)
+#   WIRECHECK_ROOT    where install puts bin/ (default: $RUNNER_TEMP/wirecheck, else ./wirecheck)
 #   WIRECHECK_BIN_DIR install: use the binaries already in this folder instead of building
 #
 # Exit status: wirecheck's (0 passed, 1 a case failed, 2 wirecheck could not run or merge);
@@ -137,8 +138,15 @@ run() {
     local as_root=()
     if is_true "${INPUT_SUDO:-true}" && [ "$(id -u)" != 0 ]; then
         command -v sudo >/dev/null 2>&1 || die "sudo is needed (or set the sudo input to false)"
-        # sudo resets PATH; the agent and the tools it calls are found as they are here.
+        # sudo resets the environment: PATH (the agent and the tools it calls are found as
+        # they are here), wirecheck's own variables and RUST_LOG go through; nothing else.
         as_root=(sudo env "PATH=$PATH")
+        local name
+        for name in $(compgen -e); do
+            case "$name" in
+                WIRECHECK_* | RUST_LOG) as_root+=("$name=${!name}") ;;
+            esac
+        done
     fi
     echo "==> ${as_root[*]:+sudo }wirecheck ${args[*]}" >&2
     local status=0
