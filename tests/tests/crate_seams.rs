@@ -8,8 +8,8 @@ use std::process::Command;
 use serde_json::Value;
 use wirecheck_e2e::repo_root;
 
-/// Package name → the names of its normal (non-dev, non-build) dependencies in the workspace
-/// resolve, transitively.
+/// Package name → the names of its normal and build dependencies (not dev: a test may run the
+/// reporter as a process), every feature on, so an optional or build-time edge counts too.
 struct Graph {
     direct: BTreeMap<String, BTreeSet<String>>,
 }
@@ -18,7 +18,7 @@ impl Graph {
     fn load() -> Graph {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let out = Command::new(cargo)
-            .args(["metadata", "--format-version", "1", "--offline"])
+            .args(["metadata", "--format-version", "1", "--offline", "--all-features"])
             .current_dir(repo_root())
             .output()
             .expect("cargo metadata runs");
@@ -46,7 +46,7 @@ impl Graph {
                         .as_array()
                         .unwrap()
                         .iter()
-                        .any(|k| k["kind"].is_null())
+                        .any(|k| k["kind"].is_null() || k["kind"] == "build")
                 })
                 .map(|d| name_of[d["pkg"].as_str().unwrap()].to_owned())
                 .collect();
@@ -58,7 +58,7 @@ impl Graph {
         Graph { direct }
     }
 
-    /// Everything `package` depends on, transitively (normal dependencies only).
+    /// Everything `package` depends on, transitively (normal and build dependencies).
     fn closure(&self, package: &str) -> BTreeSet<String> {
         let mut seen = BTreeSet::new();
         let mut todo = vec![package.to_owned()];
