@@ -64,22 +64,22 @@ enum Status {
     Unclaimed,
 }
 
-/// `N` or `N.M` at the start of `s` (digits, optionally one dot and digits).
+/// `N`, `N.M`, `N.M.K`, ... at the start of `s`: every dotted level, so a citation of a
+/// level the doc does not have (6.5.9) is not read as its parent (6.5).
 fn section_number(s: &str) -> Option<&str> {
-    let major = s.bytes().take_while(u8::is_ascii_digit).count();
-    if major == 0 {
+    let digits = |t: &str| t.bytes().take_while(u8::is_ascii_digit).count();
+    let mut end = digits(s);
+    if end == 0 {
         return None;
     }
-    let rest = &s[major..];
-    let minor = rest
-        .strip_prefix('.')
-        .map(|r| r.bytes().take_while(u8::is_ascii_digit).count())
-        .unwrap_or(0);
-    Some(if minor > 0 {
-        &s[..major + 1 + minor]
-    } else {
-        &s[..major]
-    })
+    while let Some(rest) = s[end..].strip_prefix('.') {
+        let n = digits(rest);
+        if n == 0 {
+            break; // a full stop, not a level
+        }
+        end += 1 + n;
+    }
+    Some(&s[..end])
 }
 
 /// Whether the text between two `§` references only joins them into one list.
@@ -99,8 +99,12 @@ fn foreign(before: &str) -> bool {
         || before.ends_with("contracts")
 }
 
+/// Whether a `§` follows the doc's name: `PROTOCOL.md §6`, `docs/protocol.md, §6`,
+/// `PROTOCOL.md (§6)`, `PROTOCOL.md's §6`.
 fn anchored(before: &str) -> bool {
-    before.ends_with("PROTOCOL.md ") || before.ends_with("docs/protocol.md ")
+    let name = before.trim_end_matches([' ', '(', '[', ',', ':', ';']);
+    let name = name.strip_suffix("'s").unwrap_or(name);
+    name.ends_with("PROTOCOL.md") || name.ends_with("docs/protocol.md")
 }
 
 /// The protocol-doc citations in one file.
@@ -273,6 +277,10 @@ fn a_citation_of_a_missing_section_is_reported_with_its_file_and_line() {
             "README.md",
             "See PROTOCOL.md $1.2 and docs/protocol.md $6.5.\n",
         ),
+        (
+            "scenarios/y.toml",
+            "# PROTOCOL.md ($1.1), docs/protocol.md, $6.5.9 and PROTOCOL.md's $13\n",
+        ),
     ]
     .map(|(p, t)| (p.to_owned(), s(t)));
     let (bad, total) = unresolved(doc, &files);
@@ -286,11 +294,13 @@ fn a_citation_of_a_missing_section_is_reported_with_its_file_and_line() {
             "conformance/agents/x.toml:1: $9.2",
             "conformance/agents/x.toml:2: $2",
             "README.md:1: $1.2",
+            "scenarios/y.toml:1: $6.5.9",
+            "scenarios/y.toml:1: $13",
         ]
         .map(s)
     );
-    // $6.5 $7 $7.9 | $6.6 $1.1 | $9 $4.2 | $1 $9.2 | $2 $6 | $1.2 $6.5
-    assert_eq!(total, 13);
+    // $6.5 $7 $7.9 | $6.6 $1.1 | $9 $4.2 | $1 $9.2 | $2 $6 | $1.2 $6.5 | $1.1 $6.5.9 $13
+    assert_eq!(total, 16);
 }
 
 #[test]
