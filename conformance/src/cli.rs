@@ -961,7 +961,12 @@ fn prop(args: PropArgs) -> u8 {
     let mut replay_prefix = String::from("wirecheck prop");
     match (&args.agent, &args.agent_cmd) {
         (_, Some(cmd)) => {
-            replay_prefix.push_str(&format!(" --agent-cmd {}", prop::input::shell_quote(cmd)))
+            replay_prefix.push_str(&format!(" --agent-cmd {}", prop::input::shell_quote(cmd)));
+            // What the ad-hoc agent claims decides which checks judge it: the replay says so too.
+            if !args.claims.is_empty() {
+                let claims: Vec<&str> = args.claims.iter().map(|c| c.as_str()).collect();
+                replay_prefix.push_str(&format!(" --claims {}", claims.join(",")));
+            }
         }
         (Some(name), None) => {
             replay_prefix.push_str(&format!(" --agent {}", prop::input::shell_quote(name)))

@@ -405,3 +405,37 @@ fn bad_input_is_a_usage_error_naming_what_is_wrong() {
         "{e}"
     );
 }
+
+/// The printed replay command runs the same agent as the run: an ad-hoc agent's claims too
+/// (without them the replay judges checks the run never applied).
+#[test]
+fn the_replay_command_keeps_an_ad_hoc_agents_claims() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = wirecheck(&repo())
+        .args([
+            "prop",
+            "--agent-cmd",
+            "true {action}",
+            "--claims",
+            "xml,failure",
+        ])
+        .args([
+            "--property",
+            "failure.xml",
+            "--cases",
+            "1",
+            "--max-shrink-time",
+            "1",
+        ])
+        .args(["--jobs", "1", "--no-regressions", "--seed", "1", "--out"])
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    let replay = all
+        .lines()
+        .find(|l| l.contains("wirecheck prop --agent-cmd"))
+        .unwrap_or_else(|| panic!("no replay command in:\n{all}"));
+    assert!(replay.contains("--claims xml,failure"), "{replay}");
+}

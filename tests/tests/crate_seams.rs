@@ -18,7 +18,13 @@ impl Graph {
     fn load() -> Graph {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let out = Command::new(cargo)
-            .args(["metadata", "--format-version", "1", "--offline", "--all-features"])
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--offline",
+                "--all-features",
+            ])
             .current_dir(repo_root())
             .output()
             .expect("cargo metadata runs");

@@ -28,6 +28,20 @@ pub fn character() -> BoxedStrategy<char> {
         2 => prop::char::range('\u{100}', '\u{d7ff}'),
         1 => prop::char::range('\u{10000}', '\u{10ffff}'),
         1 => xml_invalid(),
+        1 => beyond_the_plain(),
+    ]
+    .boxed()
+}
+
+/// C1 controls (U+0085 NEL is a line break to Python's `splitlines`), the BMP's private use
+/// and specials up to U+FFFD (U+FEFF, the replacement character), and the two noncharacters
+/// XML cannot carry (U+FFFE, U+FFFF).
+fn beyond_the_plain() -> BoxedStrategy<char> {
+    prop_oneof![
+        prop::char::range('\u{80}', '\u{9f}'),
+        prop::char::range('\u{e000}', '\u{fffd}'),
+        Just('\u{fffe}'),
+        Just('\u{ffff}'),
     ]
     .boxed()
 }
@@ -46,6 +60,7 @@ fn visible_character() -> BoxedStrategy<char> {
         2 => prop::char::range('\u{100}', '\u{d7ff}'),
         1 => prop::char::range('\u{10000}', '\u{10ffff}'),
         1 => xml_invalid(),
+        1 => beyond_the_plain(),
     ]
     .boxed()
 }
@@ -69,9 +84,20 @@ fn short(max: usize) -> BoxedStrategy<String> {
 }
 
 /// Byte lengths just below, at and above the limits: a KVP value (1022 bytes), cloud-init's
-/// 1023-character KVP cut, the 4096-byte description.
+/// 1023-character KVP cut, the 4096-byte description. The limits apply to the whole encoded
+/// report, which adds the agent's own fields (result, agent, vm_id, timestamp,
+/// documentation_url: about 150 to 300 bytes, depending on the agent) to the reason and the
+/// data: lengths that far below each limit are generated too, so the encoded report itself
+/// lands on both sides of it whatever the agent adds.
 fn long_target() -> BoxedStrategy<usize> {
-    prop_oneof![1015usize..=1030, 4085usize..=4110, 4096usize..=4700].boxed()
+    prop_oneof![
+        1015usize..=1030,
+        700usize..=1030,
+        4085usize..=4110,
+        3750usize..=4110,
+        4096usize..=4700,
+    ]
+    .boxed()
 }
 
 /// A prefix, then one character repeated until the text reaches the target length in bytes
@@ -189,6 +215,42 @@ mod tests {
             assert!(any(&|t| (lo..=hi + 4).contains(&t.len())), "{lo}..{hi}");
         }
         assert!(inputs.iter().all(|i| i.validate().is_ok()));
+        // The encoded report (about 200 bytes of the agent's own fields, plus the reason and
+        // `|key=value` per datum) lands near each limit, not only the raw texts.
+        let many: Vec<Input> = (0..2000)
+            .map(|_| strategy.new_tree(&mut runner).unwrap().current())
+            .collect();
+        let encoded = |i: &Input| {
+            200 + i.reason.as_deref().map_or(0, str::len)
+                + i.data
+                    .iter()
+                    .map(|(k, v)| k.len() + v.len() + 2)
+                    .sum::<usize>()
+        };
+        for limit in [1022usize, 4096] {
+            let near = many
+                .iter()
+                .filter(|i| encoded(i).abs_diff(limit) <= 30)
+                .count();
+            assert!(
+                near >= 3,
+                "{near} encoded reports within 30 bytes of {limit}"
+            );
+        }
+        let chars =
+            |f: &dyn Fn(char) -> bool| many.iter().any(|i| i.texts().any(|t| t.chars().any(f)));
+        assert!(
+            chars(&|c| ('\u{80}'..='\u{9f}').contains(&c)),
+            "C1 controls"
+        );
+        assert!(
+            chars(&|c| ('\u{e000}'..='\u{fffd}').contains(&c)),
+            "U+E000..U+FFFD"
+        );
+        assert!(
+            chars(&|c| c == '\u{fffe}' || c == '\u{ffff}'),
+            "noncharacters"
+        );
         let no_data = input(Property::FailureXml, false);
         assert!((0..50).all(|_| {
             no_data
