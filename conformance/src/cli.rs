@@ -900,34 +900,10 @@ fn prop(args: PropArgs) -> u8 {
                 return usage("--input needs exactly one --property (the one the input is for)");
             }
             match prop::Input::from_json(text) {
-                Ok(i) if properties[0].is_failure() != i.reason.is_some() => {
-                    let _ = i;
-                    return usage(format!(
-                        "--input: property {} takes {}",
-                        properties[0].name(),
-                        if properties[0].is_failure() {
-                            "a \"reason\" (and \"data\")"
-                        } else {
-                            "a \"description\" only"
-                        }
-                    ));
-                }
-                Ok(i)
-                    if !properties[0].is_failure()
-                        && (i.description.is_none() || !i.data.is_empty()) =>
-                {
-                    return usage(format!(
-                        "--input: property {} takes a \"description\" only",
-                        properties[0].name()
-                    ));
-                }
-                Ok(i) if properties[0].is_failure() && i.description.is_some() => {
-                    return usage(format!(
-                        "--input: property {} takes a \"reason\" and \"data\", not a description",
-                        properties[0].name()
-                    ));
-                }
-                Ok(i) => Some(i),
+                Ok(i) => match i.fits(properties[0]) {
+                    Ok(()) => Some(i),
+                    Err(e) => return usage(format!("--input: {e}")),
+                },
                 Err(e) => return usage(format!("--input: {e}")),
             }
         }

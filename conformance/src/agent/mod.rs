@@ -513,7 +513,7 @@ struct ReactionsFile {
 struct LimitationFile {
     property: Spanned<String>,
     input: InputClass,
-    checks: Option<Spanned<String>>,
+    checks: Spanned<String>,
     verdict: DeviationVerdict,
     reason: Spanned<String>,
 }
@@ -685,14 +685,11 @@ impl AgentProfile {
         for (i, l) in file.limitations.iter().enumerate() {
             let property_matcher = crate::select::matcher(l.property.get_ref())
                 .map_err(|e| at(l.property.span(), &format!("limitation[{i}].property"), e))?;
-            let checks = l
-                .checks
-                .as_ref()
-                .map_or_else(|| "*".to_owned(), |c| c.get_ref().clone());
-            let check_matcher = crate::select::matcher(&checks).map_err(|e| {
-                let span = l.checks.as_ref().map_or(0..0, |c| c.span());
-                at(span, &format!("limitation[{i}].checks"), e)
-            })?;
+            // Required: a limitation of every check would turn any failure on such an input
+            // (a wrong exit status, a missing header) into the declared one.
+            let checks = l.checks.get_ref().clone();
+            let check_matcher = crate::select::matcher(&checks)
+                .map_err(|e| at(l.checks.span(), &format!("limitation[{i}].checks"), e))?;
             if l.reason.get_ref().trim().is_empty() {
                 return Err(at(
                     l.reason.span(),
@@ -1543,9 +1540,15 @@ status_403 = "fatal"
         let with = |l: &str| {
             AgentProfile::from_toml_str(&format!("{base}[[limitation]]\n{l}"), Path::new("l.toml"))
         };
-        let p = with("property = \"failure.*\"\ninput = \"non-bmp\"\nverdict = \"unimplemented\"\nreason = \"UCS-2\"\n").unwrap();
+        let p = with("property = \"failure.*\"\ninput = \"non-bmp\"\nchecks = \"report.*\"\nverdict = \"unimplemented\"\nreason = \"UCS-2\"\n").unwrap();
         let l = &p.limitations[0];
-        assert_eq!((l.input, l.checks.as_str()), (InputClass::NonBmp, "*"));
+        assert_eq!(
+            (l.input, l.checks.as_str()),
+            (InputClass::NonBmp, "report.*")
+        );
+        // The checks a limitation covers are said, never "all of them" by default.
+        let e = with("property = \"failure.*\"\ninput = \"non-bmp\"\nverdict = \"unimplemented\"\nreason = \"UCS-2\"\n").unwrap_err();
+        assert!(e.to_string().contains("checks"), "{e}");
         assert!(
             l.covers("failure.json", "report.description")
                 && !l.covers("in-progress.json", "report.description")
@@ -1554,13 +1557,13 @@ status_403 = "fatal"
         assert!(
             InputClass::XmlInvalid.in_text("\u{1}") && !InputClass::XmlInvalid.in_text("\t\r\n")
         );
-        let e = with("property = \"failure.*\"\ninput = \"non-bmp\"\nverdict = \"non-strict\"\nreason = \" \"\n").unwrap_err();
+        let e = with("property = \"failure.*\"\ninput = \"non-bmp\"\nverdict = \"non-strict\"\nreason = \" \"\nchecks = \"*\"\n").unwrap_err();
         assert_eq!(
             (e.line, e.field.as_deref()),
             (Some(14), Some("limitation[0].reason")),
             "{e}"
         );
-        let e = with("property = \"failure.*\"\ninput = \"emoji\"\nverdict = \"non-strict\"\nreason = \"r\"\n").unwrap_err();
+        let e = with("property = \"failure.*\"\ninput = \"emoji\"\nverdict = \"non-strict\"\nreason = \"r\"\nchecks = \"*\"\n").unwrap_err();
         assert!(e.to_string().contains("emoji") && e.line == Some(12), "{e}");
     }
 }

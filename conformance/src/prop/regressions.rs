@@ -72,6 +72,7 @@ pub fn load(path: &Path) -> Result<Vec<Entry>, FileError> {
             ))
         })?;
         let input = Input::from_json(json.trim()).map_err(err)?;
+        input.fits(property).map_err(err)?;
         entries.push(Entry {
             property,
             input,
@@ -171,5 +172,19 @@ mod tests {
         )
         .unwrap();
         assert!(load(&path).unwrap_err().message.contains("\"1x\""));
+        // An input its property does not take is the file's error, named by line, not a
+        // failure of the agent's.
+        for (line, what) in [
+            ("failure.json {}", "reason"),
+            (
+                "in-progress.json {\"reason\":\"x\",\"data\":[[\"k\",\"v\"]]}",
+                "description",
+            ),
+        ] {
+            std::fs::write(&path, format!("# c\n{line}\n")).unwrap();
+            let e = load(&path).unwrap_err();
+            assert_eq!(e.line, Some(2), "{e}");
+            assert!(e.message.contains(what), "{e}");
+        }
     }
 }
