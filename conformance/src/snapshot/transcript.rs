@@ -58,6 +58,8 @@ struct Distinct {
     /// The last attempt ended the agent's retrying by itself: a success, or an answer the
     /// agent treats as fatal (not its budget or its timers).
     last_settled: bool,
+    /// ... and its answer took half the agent's request timeout or more.
+    last_settled_slow: bool,
 }
 
 /// The transcript of `obs`: text, one item per line, stable for the same agent behaviour.
@@ -89,23 +91,31 @@ pub fn transcript(obs: &Observation) -> String {
             _ => entries.len(),
         };
         let mut distinct: Vec<Distinct> = Vec::new();
+        // An answer this slow may have reached the agent after its own request timeout.
+        let slow_ms = (obs.request_timeout() * 500.0) as u64;
         for entry in &entries[..until] {
             let text = request(obs, entry, options, &redactor);
             let settled = !matches!(obs.classify(entry), crate::observe::Class::Retryable(_));
+            let slow = entry
+                .done_ms
+                .is_none_or(|d| d.saturating_sub(entry.at_ms) >= slow_ms);
             match distinct.iter_mut().find(|d| d.text == text) {
-                // Counted up to the first settled answer: a resend after it is not the
-                // scenario's doing (it scripts only retryable answers) but the agent's timer,
-                // e.g. a success that reached it after its request timeout on a loaded machine.
-                // Whether an agent sends twice is behaviour.terminal's to judge, not a format.
-                Some(d) if d.last_settled => {}
+                // A resend after a settled answer that was slow is not the scenario's doing
+                // (it scripts only retryable answers) but the agent's timer: a success that
+                // reached it after its request timeout on a loaded machine. It is not counted,
+                // so the transcript is the quiet machine's. (A resend after a prompt one is
+                // the agent's own flow, e.g. WALinuxAgent fetching the goal state twice.)
+                Some(d) if d.last_settled_slow => {}
                 Some(d) => {
                     d.attempts += 1;
                     d.last_settled = settled;
+                    d.last_settled_slow = settled && slow;
                 }
                 None => distinct.push(Distinct {
                     text,
                     attempts: 1,
                     last_settled: settled,
+                    last_settled_slow: settled && slow,
                 }),
             }
         }
@@ -420,12 +430,20 @@ mod tests {
         assert!(scripted.contains("(attempts: 3)"), "{scripted}");
         let once = transcript_of(vec![health(1, 0, 201)]);
         assert!(once.contains("(attempts: 1)"), "{once}");
-        let late = transcript_of(vec![health(1, 0, 201), health(2, 1100, 201)]);
+        // A 201 the fake took 900 ms to finish (the agent's timeout is 1 s), then a resend.
+        let mut slow = health(1, 0, 201);
+        slow.done_ms = Some(900);
+        let late = transcript_of(vec![slow.clone(), health(2, 1100, 201)]);
         assert_eq!(late, once);
+        // A prompt answer, then the same request again: the agent's own flow, counted.
+        let twice = transcript_of(vec![health(1, 0, 201), health(2, 300, 201)]);
+        assert!(twice.contains("(attempts: 2)"), "{twice}");
+        let mut slow_last = health(3, 600, 201);
+        slow_last.done_ms = Some(1500);
         let scripted_then_late = transcript_of(vec![
             health(1, 0, 503),
             health(2, 300, 503),
-            health(3, 600, 201),
+            slow_last,
             health(4, 1700, 201),
         ]);
         assert_eq!(scripted_then_late, scripted);
