@@ -36,7 +36,7 @@ fi
 missing=()
 command -v unshare >/dev/null || missing+=(util-linux)
 command -v ip >/dev/null || missing+=(iproute2)
-# WALinuxAgent's run-time needs (PROTOCOL.md §9.1): python3-distro, openssl (its transport
+# WALinuxAgent's run-time needs (docs/protocol.md §9.1): python3-distro, openssl (its transport
 # certificate), ssh-keygen.
 /usr/bin/python3 -c 'import distro' >/dev/null 2>&1 || missing+=(python3-distro)
 command -v openssl >/dev/null || missing+=(openssl)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs WALinuxAgent's daemon, unmodified, with the scratch configuration of PROTOCOL.md §9.1:
+# Runs WALinuxAgent's daemon, unmodified, with the scratch configuration of docs/protocol.md §9.1:
 # everything it writes stays below the case folder.
 #
 #   walinuxagent-launcher.sh AGENT_ROOT CASE_DIR MODE

@@ -3,8 +3,8 @@
 //! profile classifies each answer (success, retryable, fatal).
 
 use fake_wireserver::journal::Entry;
-use fake_wireserver::oracle::ServedIds;
-use fake_wireserver::oracle::kvp::PoolView;
+use wirecheck_oracle::ServedIds;
+use wirecheck_oracle::kvp::PoolView;
 
 use crate::agent::{Action, AgentProfile, Forbidden, Reaction};
 use crate::exec::{Captured, Exit};

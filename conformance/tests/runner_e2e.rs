@@ -7,10 +7,10 @@ mod runner_support;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use fake_wireserver::oracle::kvp::decode_pool;
 use runner_support::{
     case, counts, provision_report, repo, results, stderr, stdout, wirecheck, write_files,
 };
+use wirecheck_oracle::kvp::decode_pool;
 
 /// The default suite against the bundled reporter, run once for every test here.
 struct Suite {

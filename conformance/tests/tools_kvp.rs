@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use conformance::tools::{EXIT_BAD_INPUT, EXIT_OK, EXIT_PROBLEMS, kvp_dump};
-use fake_wireserver::oracle::kvp;
 use serde_json::Value;
+use wirecheck_oracle::kvp;
 
 fn vectors() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/vectors")

@@ -1,5 +1,5 @@
 //! The documents the fake serves by default, kept as data files in `defaults/` and rendered with
-//! the scenario's overrides. Realistic shapes (PROTOCOL.md §1.2, §3): a goal state every client
+//! the scenario's overrides. Realistic shapes (docs/protocol.md §1.2, §3): a goal state every client
 //! accepts, versions listing 2012-11-30 as Preferred and Supported, an IMDS instance document
 //! with the fields azure-init, afterburn and cloud-init read.
 
@@ -25,7 +25,7 @@ pub(crate) const INSTANCE_JSON: &str = include_str!("../defaults/instance.json")
 pub(crate) const IMDS_VERSIONS_JSON: &str = include_str!("../defaults/imds-versions.json");
 pub(crate) const DEFAULTS_TOML: &str = include_str!("../defaults/defaults.toml");
 
-/// The platform's throttling body (PROTOCOL.md §8.1, `vectors/http/platform/throttled-403.json`).
+/// The platform's throttling body (docs/protocol.md §8.1, `vectors/http/platform/throttled-403.json`).
 pub const THROTTLED_BODY: &str = "<?xml version=\"1.0\" encoding=\"utf-8\"?> <Error xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xmlns:xsd=\"http://www.w3.org/2001/XMLSchema\"> <Code>RequestRateLimitExceeded</Code> <Message>The request was denied because of too many requests by this client. Please retry the request after a few seconds.</Message> <Details></Details> </Error>";
 pub(crate) const XML_CONTENT_TYPE: &str = "text/xml; charset=utf-8";
 pub(crate) const JSON_CONTENT_TYPE: &str = "application/json; charset=utf-8";
@@ -411,7 +411,7 @@ mod tests {
             "http://168.63.129.16:80/machine/c6d5526c-5ac2-4200-b6e2-56f2b70c5ab2/MachineRole_IN_0?comp=config&amp;type=sharedConfig&amp;incarnation=1"
         ));
         assert!(xml.contains("comp=certificates&amp;incarnation=1"));
-        // WALA refuses a goal state without these two (PROTOCOL.md §3.1).
+        // WALA refuses a goal state without these two (docs/protocol.md §3.1).
         assert!(xml.contains(
             "<HostingEnvironmentConfig>http://168.63.129.16:80/machine/c6d5526c-5ac2-4200-b6e2-56f2b70c5ab2/MachineRole_IN_0?comp=config&amp;type=hostingEnvironmentConfig&amp;incarnation=1</HostingEnvironmentConfig>"
         ));

@@ -280,7 +280,7 @@ impl IntoEndpointPattern for &String {
 
 /// The address agents use for the wireserver (never contacted by the fake itself).
 pub const WIRESERVER_HOST: &str = "168.63.129.16";
-/// The HostGAPlugin's port on the wireserver address (PROTOCOL.md §1.1).
+/// The HostGAPlugin's port on the wireserver address (docs/protocol.md §1.1).
 pub const HOSTPLUGIN_PORT: u16 = 32526;
 /// The address agents use for IMDS (never contacted by the fake itself).
 pub const IMDS_HOST: &str = "169.254.169.254";
@@ -456,7 +456,7 @@ pub(crate) fn classify(service: Service, path: &str, query: &[QueryPair]) -> &'s
             if path == "/provisioning/health" {
                 return WIRESERVER_HEALTH_JSON;
             }
-            // WALA's health service and its IMDS fallback (PROTOCOL.md §1.1, §9.1).
+            // WALA's health service and its IMDS fallback (docs/protocol.md §1.1, §9.1).
             if path == "/HealthService" {
                 return WIRESERVER_HEALTH_SERVICE;
             }
@@ -468,7 +468,7 @@ pub(crate) fn classify(service: Service, path: &str, query: &[QueryPair]) -> &'s
                 other => other,
             };
             match path {
-                // The routing rule (PROTOCOL.md §1.1): `/`, `/machine`, `/machine/` alike.
+                // The routing rule (docs/protocol.md §1.1): `/`, `/machine`, `/machine/` alike.
                 "/" | "/machine" | "/machine/" => comp_id.unwrap_or(WIRESERVER_UNKNOWN),
                 // Config and certificate URLs named in the goal state: /machine/{container}/{role}.
                 p if p.starts_with("/machine/") => match comp_id {

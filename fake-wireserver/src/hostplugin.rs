@@ -1,5 +1,5 @@
 //! The HostGAPlugin's default answers (port 32526 of the wireserver address, API `2015-09-01`;
-//! PROTOCOL.md §1.1, §9.1). Only WALinuxAgent calls it: `GET /vmSettings` once during protocol
+//! docs/protocol.md §1.1, §9.1). Only WALinuxAgent calls it: `GET /vmSettings` once during protocol
 //! detection (404 = a platform without Fast Track), and after provisioning `GET /versions`,
 //! `GET /health` and `PUT /status`.
 

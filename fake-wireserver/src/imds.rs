@@ -1,4 +1,4 @@
-//! IMDS default answers, as an axum router (PROTOCOL.md §1.2).
+//! IMDS default answers, as an axum router (docs/protocol.md §1.2).
 //!
 //! Platform rules: `Metadata: true` (any case) is required, `api-version` is required (except on
 //! `/metadata/versions`) and must be one the platform supports, duplicate query parameters and

@@ -1,5 +1,5 @@
 //! Request-level findings: what an agent sent that deviates from what the reference agents send
-//! (PROTOCOL.md §1, §2). The fake never rejects for these unless the platform would (IMDS
+//! (docs/protocol.md §1, §2). The fake never rejects for these unless the platform would (IMDS
 //! `Metadata`, `api-version`, duplicate parameters, `X-Forwarded-For`); it records them.
 
 use crate::endpoint::*;
@@ -214,7 +214,7 @@ fn wireserver(view: &RequestView, out: &mut Vec<Finding>) {
         )),
         _ => {}
     }
-    // Path spelling: both are accepted; note the less common one (PROTOCOL.md §1.1).
+    // Path spelling: both are accepted; note the less common one (docs/protocol.md §1.1).
     let spelling = match (view.endpoint, view.path) {
         (WIRESERVER_GOALSTATE, "/machine") => Some(
             "goal state requested as /machine?comp=goalstate (no slash; linuxkit style); cloud-init, afterburn and WALA use /machine/?comp=goalstate",

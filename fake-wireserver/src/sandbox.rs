@@ -10,7 +10,7 @@
 //!   wireserver and IMDS listeners bind port 80 of those addresses;
 //! * mounts a tmpfs over `/run` holding a systemd-networkd lease file
 //!   `/run/systemd/netif/leases/<ifindex of lo>` with `OPTION_245=A83F8110`, so agents that look
-//!   up the wireserver address in DHCP option 245 (afterburn) find it at once (PROTOCOL.md §9);
+//!   up the wireserver address in DHCP option 245 (afterburn) find it at once (docs/protocol.md §9);
 //! * mounts a private, empty tmpfs on `/var/lib/hyperv` for the KVP pool files, bounded to
 //!   [`HYPERV_TMPFS_SIZE`] of memory;
 //! * runs COMMAND, then writes the journal (`journal.jsonl`, JSON Lines) and copies of

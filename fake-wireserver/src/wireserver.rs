@@ -1,4 +1,4 @@
-//! The wireserver's default answers, as an axum router (PROTOCOL.md §1.1, §3, §4.3, §5).
+//! The wireserver's default answers, as an axum router (docs/protocol.md §1.1, §3, §4.3, §5).
 //!
 //! `/`, `/machine` and `/machine/` are treated alike and dispatched on `comp`. Documents come
 //! from the request's context (ids in effect, base URL from the Host the agent used).
@@ -100,7 +100,7 @@ async fn by_comp(
                 method_not_allowed("POST")
             }
         }
-        // WALA accepts nothing but 202 here (PROTOCOL.md §1.1).
+        // WALA accepts nothing but 202 here (docs/protocol.md §1.1).
         endpoint::WIRESERVER_ROLE_PROPERTIES => {
             if method == Method::POST {
                 reply(StatusCode::ACCEPTED, "")

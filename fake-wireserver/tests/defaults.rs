@@ -1,4 +1,4 @@
-//! The default documents satisfy every client's requirements listed in PROTOCOL.md §3.1, §3.2
+//! The default documents satisfy every client's requirements listed in docs/protocol.md §3.1, §3.2
 //! and §1.2, checked by parsing what the fake serves the way each client reads it.
 
 mod common;

@@ -152,7 +152,7 @@ async fn every_request_vector_is_classified_as_expected() {
         let want_status = match (fake_responded, endpoint) {
             (Some(s), _) => s as u16,
             (None, "wireserver.health.json") => 201,
-            // No Fast Track; no IMDS documents on the wireserver (PROTOCOL.md §1.1, §9.1).
+            // No Fast Track; no IMDS documents on the wireserver (docs/protocol.md §1.1, §9.1).
             (None, "hostplugin.vmsettings" | "wireserver.metadata") => 404,
             _ => 200,
         };
@@ -314,7 +314,7 @@ async fn every_request_vector_is_classified_as_expected() {
                 }
             }
             "hostplugin.vmsettings" => {
-                // WALA's HostGAPlugin headers (PROTOCOL.md §9.1); 404 = no Fast Track.
+                // WALA's HostGAPlugin headers (docs/protocol.md §9.1); 404 = no Fast Track.
                 assert_eq!(e.header("x-ms-version"), Some("2015-09-01"), "{name}");
                 assert_eq!(
                     e.header("x-ms-containerid"),

@@ -1,4 +1,4 @@
-//! What WALinuxAgent needs beyond the other agents (PROTOCOL.md §1.1, §3.1, §9.1): the goal
+//! What WALinuxAgent needs beyond the other agents (docs/protocol.md §1.1, §3.1, §9.1): the goal
 //! state's HostingEnvironmentConfig / SharedConfig / ExtensionsConfig documents (each one can be
 //! left out or broken by a scenario), the HostGAPlugin on its own listener and through the
 //! proxy, and the wireserver paths only WALA uses, each journaled under its own endpoint id.
@@ -287,7 +287,7 @@ async fn wala_only_wireserver_paths_are_classified_and_answered() {
         ("x-ms-version", "2012-11-30"),
         ("Content-Type", "text/xml;charset=utf-8"),
     ];
-    // roleProperties needs exactly 202 (PROTOCOL.md §1.1).
+    // roleProperties needs exactly 202 (docs/protocol.md §1.1).
     let r = response(
         exchange(
             ws,

@@ -1,4 +1,4 @@
-//! Encoded provisioning reports ("cloud-init format", PROTOCOL.md §6).
+//! Encoded provisioning reports ("cloud-init format", docs/protocol.md §6).
 //!
 //! The tokenizer is written out here rather than delegated to the `csv` crate on purpose: §6.5
 //! decides each field's quote character from its first byte (two dialects in one grammar),

@@ -1,4 +1,4 @@
-//! Health reports as the wireserver receives them: XML (PROTOCOL.md §4) and JSON (§5).
+//! Health reports as the wireserver receives them: XML (docs/protocol.md §4) and JSON (§5).
 //!
 //! Both parsers are lenient the way §4.3 asks a server to be (prolog and namespaces optional,
 //! whitespace between elements ignored, element names case-sensitive) and never fail: whatever

@@ -1,4 +1,4 @@
-//! Hyper-V KVP pool files as the host sees them (PROTOCOL.md §7).
+//! Hyper-V KVP pool files as the host sees them (docs/protocol.md §7).
 //!
 //! A pool is a bare sequence of 2560-byte records (512-byte key + 2048-byte value, UTF-8, NUL
 //! padded). The host surfaces only the first 254 key bytes and 1022 value bytes; [`decode_pool`]

@@ -80,7 +80,7 @@ fn csv_quoting_is_exactly_section_6_1() {
         "\"k=he said \"\"hi\"\"\""
     );
     assert_eq!(encode_one(Dialect::AzureInit, "a\nb"), "\"k=a\nb\"");
-    // The PROTOCOL.md §6.4 examples.
+    // The docs/protocol.md §6.4 examples.
     assert_eq!(
         reference_encode(
             Dialect::CloudInit,

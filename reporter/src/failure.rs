@@ -2,7 +2,7 @@
 //!
 //! [`ProvisioningError`] is the typed taxonomy (lower-case reasons, acronyms kept), built after
 //! cloud-init's `cloudinit/sources/azure/errors.py` and azure-init's `libazureinit/src/error.rs`
-//! (PROTOCOL.md §6.3). [`Failure::custom`] is the free-form escape hatch used by the CLI's
+//! (docs/protocol.md §6.3). [`Failure::custom`] is the free-form escape hatch used by the CLI's
 //! `failure --reason TEXT --data KEY=VALUE`.
 
 use std::fmt;
@@ -21,7 +21,7 @@ pub const RESERVED_KEYS: &[&str] = &[
     "documentation_url",
 ];
 
-/// Keys the Azure host can read are at most 254 bytes (PROTOCOL.md §7.1); the same limit
+/// Keys the Azure host can read are at most 254 bytes (docs/protocol.md §7.1); the same limit
 /// bounds supporting-data keys so no key the reporter writes is longer than what the host sees.
 pub const KEY_MAX_BYTES: usize = 254;
 

@@ -1,5 +1,5 @@
 //! The IMDS client: the instance document, for `compute.vmId` and `extended.compute.ppsType`
-//! (PROTOCOL.md §1.2, §8).
+//! (docs/protocol.md §1.2, §8).
 //!
 //! `GET /metadata/instance?api-version=2021-08-01&extended=true` with `Metadata: true`; on a 400
 //! once more with `api-version=2019-06-01` (as cloud-init does); 404, 410, 429, 500 and

@@ -1,4 +1,4 @@
-//! The retry engine both clients share (PROTOCOL.md §8, §8.2).
+//! The retry engine both clients share (docs/protocol.md §8, §8.2).
 //!
 //! * One wall-clock budget around the whole loop: every attempt runs under a deadline of
 //!   `min(now + request timeout, budget deadline)`, enforced from outside the attempt, so a

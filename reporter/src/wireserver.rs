@@ -1,4 +1,4 @@
-//! The wireserver client: the JSON endpoint (PROTOCOL.md §5) and the legacy XML flow
+//! The wireserver client: the JSON endpoint (docs/protocol.md §5) and the legacy XML flow
 //! (versions → goal state → health, §3, §4), under one retry budget.
 
 use std::fmt;

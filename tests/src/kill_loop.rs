@@ -1,7 +1,7 @@
 //! The KVP kill loop, shared by `tests/tests/reliability_kvp_kill.rs` and the bench's
 //! reliability part: a pool with duplicate records is rewritten by a process that is killed
 //! with SIGKILL at a moment that walks over the whole run, and after each kill the pool is
-//! judged with the oracle's reader (`fake_wireserver::oracle::kvp`), as the host would read it.
+//! judged with the oracle's reader (`wirecheck_oracle::kvp`), as the host would read it.
 //!
 //! The pool: an earlier `PROVISIONING_REPORT` first (so that every record after it has to
 //! move down when it is dropped), `others` records of another writer with long values (a torn
@@ -17,8 +17,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fake_wireserver::oracle::encoded::{Mode, parse};
-use fake_wireserver::oracle::kvp::{RECORD_SIZE, decode_pool, encode_record};
+use wirecheck_oracle::encoded::{Mode, parse};
+use wirecheck_oracle::kvp::{RECORD_SIZE, decode_pool, encode_record};
 
 pub const KEY: &str = "PROVISIONING_REPORT";
 /// The vm id the new report must carry.

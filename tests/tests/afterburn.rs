@@ -1,6 +1,6 @@
 //! afterburn 5.11.0, unmodified, against the fake-wireserver binary.
 //!
-//! afterburn has no endpoint override (PROTOCOL.md §9). Two attachments:
+//! afterburn has no endpoint override (docs/protocol.md §9). Two attachments:
 //! * proxy: in a private network + mount namespace with `HTTP_PROXY` pointing to the fake's
 //!   proxy listener, and a private /run holding a networkd lease for `lo` with
 //!   `OPTION_245=A83F8110` (168.63.129.16), so afterburn finds the wireserver address at once

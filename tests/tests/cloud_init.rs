@@ -8,15 +8,15 @@
 use std::path::Path;
 
 use conformance::snapshot::raw as normalize;
-use fake_wireserver::oracle::{Severity, kvp};
 use wirecheck_e2e::{
     AgentRun, Attach, NetnsRun, cloud_init_driver, cloud_init_python, header_names, vector,
     vector_header_names,
 };
+use wirecheck_oracle::{Severity, kvp};
 
 const HARNESS: &str = env!("CARGO_BIN_EXE_e2e-netns-run");
 
-/// cloud-init's default failure description (22.4.2; PROTOCOL.md §4.2).
+/// cloud-init's default failure description (22.4.2; docs/protocol.md §4.2).
 const DEFAULT_DESCRIPTION: &str = "The VM encountered an error during deployment. Please visit \
      https://aka.ms/linuxprovisioningerror for more information on remediation.";
 
@@ -222,7 +222,7 @@ fn cloud_init_reports_its_default_failure_through_the_proxy() {
 fn cloud_init_retries_a_goal_state_the_fake_refused_once() {
     let dir = tempfile::tempdir().unwrap();
     // One 503, then the default answer: cloud-init 22.4.2 sleeps its fixed 5 s and retries
-    // (PROTOCOL.md §8); a single retry keeps the test short.
+    // (docs/protocol.md §8); a single retry keeps the test short.
     let scenario = r#"
 name = "goal state unavailable once"
 

@@ -13,12 +13,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use fake_wireserver::oracle::encoded::{self, Dialect, Mode};
-use fake_wireserver::oracle::{Severity, kvp};
 use wirecheck_e2e::{
     AgentRun, Attach, NetnsRun, cloud_init_25_driver, cloud_init_25_pythonpath, require_root,
     workspace_binary,
 };
+use wirecheck_oracle::encoded::{self, Dialect, Mode};
+use wirecheck_oracle::{Severity, kvp};
 
 const HARNESS: &str = env!("CARGO_BIN_EXE_e2e-netns-run");
 const VM_ID: &str = "0e5a1c6d-7b2f-4c3e-9d8a-1f2e3d4c5b6a";

@@ -1,14 +1,14 @@
 //! libazureinit 0.1.1 (crates.io, azure-init's library), unmodified, through
 //! `libazureinit-adapter`, against the fake-wireserver binary.
 //!
-//! The library's URLs are fixed to 168.63.129.16 and 169.254.169.254 (PROTOCOL.md §9), so:
+//! The library's URLs are fixed to 168.63.129.16 and 169.254.169.254 (docs/protocol.md §9), so:
 //! * proxy: `unshare --net` with `HTTP_PROXY` pointing at the fake's proxy listener (reqwest 0.11
 //!   honours it); the addresses exist nowhere in the namespace, so only the proxy can answer;
 //! * `fake-wireserver sandbox`: the fake on the real addresses, port 80, in its own namespaces;
 //! * `wirecheck run --agent libazureinit-0.1.1`: the runner starts proxy agents in its own
 //!   namespace, so the adapter moves itself into a new one and relays to the proxy.
 //!
-//! What azure-init of that era sends (PROTOCOL.md §1.2, §2, §3.1, §4.1): IMDS
+//! What azure-init of that era sends (docs/protocol.md §1.2, §2, §3.1, §4.1): IMDS
 //! `api-version=2021-02-01` without `extended`, `GET /machine/?comp=goalstate`,
 //! `POST /machine/?comp=health` with Ready only, `x-ms-agent-name: azure-init`,
 //! `x-ms-version: 2012-11-30`, `Content-Type: text/xml;charset=utf-8`, no `User-Agent`, the
@@ -64,7 +64,7 @@ fn assert_xml_flow(run: &AgentRun) {
     assert_eq!(
         health.path(),
         "/machine/",
-        "the slash spelling (PROTOCOL.md §1.1)"
+        "the slash spelling (docs/protocol.md §1.1)"
     );
     assert_eq!(health.query("comp").as_deref(), Some("health"));
     assert_eq!(health.header("x-ms-agent-name"), Some("azure-init"));
@@ -95,7 +95,7 @@ fn assert_xml_flow(run: &AgentRun) {
         report.instance_id.as_deref(),
         Some("b61f93d0-e1ed-40b2-b067-22c243233448.MachineRole_IN_0")
     );
-    // PROTOCOL.md §4.1: one element per line, no indentation.
+    // docs/protocol.md §4.1: one element per line, no indentation.
     assert!(
         health.body.lines().count() > 10
             && health.body.lines().all(|l| !l.starts_with([' ', '\t'])),
@@ -176,7 +176,7 @@ fn libazureinit_reports_ready_inside_the_sandbox() {
 
 #[test]
 fn libazureinit_stops_unreported_when_the_goal_state_is_refused_once() {
-    // 0.1.1 sends each request once: one 503 on the goal state ends the run (PROTOCOL.md §8
+    // 0.1.1 sends each request once: one 503 on the goal state ends the run (docs/protocol.md §8
     // says azure-init retries 503; that loop arrived after 0.1.1).
     let dir = tempfile::tempdir().unwrap();
     let scenario = dir.path().join("goalstate-503.toml");

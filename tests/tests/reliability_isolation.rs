@@ -14,14 +14,14 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use fake_wireserver::oracle::EncodedReport;
-use fake_wireserver::oracle::encoded::{Mode, parse};
 use fake_wireserver::{Fake, FakeConfig};
 use proptest::prelude::*;
 use reliability_support::{
     FakeProcess, Finished, provision_report, raw_exchange, read_pool, run_with_hard_stop, runtime,
     status_of,
 };
+use wirecheck_oracle::EncodedReport;
+use wirecheck_oracle::encoded::{Mode, parse};
 
 const VM_ID: &str = "0e5a1c6d-7b2f-4c3e-9d8a-1f2e3d4c5b6a";
 

@@ -19,10 +19,10 @@ use std::process::{Command, Stdio};
 use std::sync::Barrier;
 use std::time::Duration;
 
-use fake_wireserver::oracle::encoded::{Mode, parse};
-use fake_wireserver::oracle::kvp::RECORD_SIZE;
 use fake_wireserver::{Fake, FakeConfig};
 use reliability_support::{provision_report, read_pool, run_with_hard_stop, runtime};
+use wirecheck_oracle::encoded::{Mode, parse};
+use wirecheck_oracle::kvp::RECORD_SIZE;
 
 const REPORTERS: usize = 8;
 /// Reporters below this index upsert their own key; the others share `PROVISIONING_REPORT`.

@@ -9,10 +9,10 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::process::Command;
 
-use fake_wireserver::oracle::kvp::RECORD_SIZE;
 use fake_wireserver::{Fake, FakeConfig};
 use reliability_support::{provision_report, runtime};
 use wirecheck_e2e::kill_loop::{self, VM_ID};
+use wirecheck_oracle::kvp::RECORD_SIZE;
 
 const ROUNDS: usize = 200;
 /// 2,500 other records: a 6.4 MB pool, so that moving them down takes tens of milliseconds.

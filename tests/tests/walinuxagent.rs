@@ -1,5 +1,5 @@
 //! WALinuxAgent 2.7.3 (Debian 12) and 2.12 (Debian 13), unmodified, through `wirecheck run`
-//! with their profiles (sandbox attach on the real addresses, PROTOCOL.md §9.1): Ready with
+//! with their profiles (sandbox attach on the real addresses, docs/protocol.md §9.1): Ready with
 //! `Provisioning.Agent=disabled`, NotReady/Provisioning then Ready with
 //! `Provisioning.Agent=cloud-init`, and NotReady/ProvisioningFailed for an ovf-env.xml without
 //! HostName. Asserts what a user of `wirecheck run` sees: the verdicts, why, and the journal.
@@ -168,7 +168,7 @@ fn walinuxagent_2_7_3_and_2_12_get_real_verdicts_for_ready_in_progress_and_failu
         assert_eq!(v, "unimplemented", "{name}: {why}");
         assert!(why.contains("Starting"), "{name}: {why}");
 
-        // The journal: the flow PROTOCOL.md §9.1 describes, with WALA's headers.
+        // The journal: the flow docs/protocol.md §9.1 describes, with WALA's headers.
         let artifacts = out.path().join("artifacts").join(&name);
         let ready = journal(&artifacts.join("wire.health.xml.ready/journal.jsonl"));
         assert_eq!(flow(&ready), expected_flow(&["Ready"]), "{name}");

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{Context as _, anyhow, bail};
-use fake_wireserver::oracle::kvp::encode_record;
+use wirecheck_oracle::kvp::encode_record;
 
 use super::{Ctx, thousands};
 use crate::commands::render;

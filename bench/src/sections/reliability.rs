@@ -13,10 +13,10 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use fake_wireserver::oracle::encoded::{Mode, parse};
-use fake_wireserver::oracle::kvp::{RECORD_SIZE, decode_pool, encode_record};
 use fake_wireserver::{Fake, FakeConfig};
 use wirecheck_e2e::kill_loop::{self, LoopStats, VM_ID};
+use wirecheck_oracle::encoded::{Mode, parse};
+use wirecheck_oracle::kvp::{RECORD_SIZE, decode_pool, encode_record};
 
 use super::{Ctx, thousands};
 use crate::commands::render;
@@ -579,7 +579,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
     let _ = writeln!(
         body,
         "The release `provision-report` against an in-process fake wireserver; every pool read \
-         back with the oracle's KVP reader (`fake_wireserver::oracle::kvp`), as the host reads \
+         back with the oracle's KVP reader (`wirecheck_oracle::kvp`), as the host reads \
          it.\n"
     );
     let _ = writeln!(

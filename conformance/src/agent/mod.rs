@@ -10,10 +10,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use fake_wireserver::oracle::encoded::Dialect;
 use globset::GlobSet;
 use serde::Deserialize;
 use toml::Spanned;
+use wirecheck_oracle::encoded::Dialect;
 
 use crate::diag::FileError;
 use template::{Placeholder, RawArg, Template, Values, Word};
@@ -72,7 +72,7 @@ impl Attach {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum FailureDescription {
-    /// An encoded report (`result=error|reason=...`, PROTOCOL.md §6): judged field by field.
+    /// An encoded report (`result=error|reason=...`, docs/protocol.md §6): judged field by field.
     #[default]
     Encoded,
     /// WALinuxAgent's exception text `[ClassName] message` (§9.1): its own dialect; it cannot
@@ -164,7 +164,7 @@ pub enum Reaction {
     Fatal,
 }
 
-/// The expected reactions where agents legitimately differ (PROTOCOL.md §8).
+/// The expected reactions where agents legitimately differ (docs/protocol.md §8).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reactions {
     /// HTTP statuses the agent retries (403 is decided by `status_403`).
@@ -200,7 +200,7 @@ pub struct Reactions {
     pub retry_interval_throttled: Option<f64>,
 }
 
-/// The UTC timestamp style of an agent's encoded reports (PROTOCOL.md §6.2).
+/// The UTC timestamp style of an agent's encoded reports (docs/protocol.md §6.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub enum TimestampStyle {
     /// `2026-11-29T14:30:57.000662+00:00` (cloud-init 24.4+, azure-init).
@@ -222,7 +222,7 @@ impl TimestampStyle {
 
 /// How an agent writes its encoded reports, declared in the profile's `[encoded]` table: the
 /// checks judge the agent by this dialect instead of guessing it from the report, and know
-/// where it cuts (PROTOCOL.md §6.1, §6.2, §6.5 step 7, §7.2).
+/// where it cuts (docs/protocol.md §6.1, §6.2, §6.5 step 7, §7.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EncodedDialect {
     /// Quote character and field order (the oracle's two dialects).
@@ -982,7 +982,7 @@ impl AgentProfile {
 }
 
 impl Reactions {
-    /// PROTOCOL.md §8.2: 404, 410, 429, 500, 503 and transport errors retried, 403 only with
+    /// docs/protocol.md §8.2: 404, 410, 429, 500, 503 and transport errors retried, 403 only with
     /// the platform throttle body, the XML flow refreshes the goal state on 410; IMDS as
     /// cloud-init does it (§8): 404, 410, 429, 500 retried, 403 fatal.
     pub fn recommended() -> Reactions {
@@ -1119,7 +1119,7 @@ fn encoded_dialect(
                 e.order.span(),
                 "encoded.order",
                 format!(
-                    "{other:?} is not a field order: \"cloud-init\" or \"azure-init\" (PROTOCOL.md §6.2)"
+                    "{other:?} is not a field order: \"cloud-init\" or \"azure-init\" (docs/protocol.md §6.2)"
                 ),
             ));
         }
@@ -1157,7 +1157,7 @@ fn encoded_dialect(
         kvp_cut: limit(
             &e.kvp_cut,
             "encoded.kvp_cut",
-            fake_wireserver::oracle::kvp::VALUE_SIZE - 1,
+            wirecheck_oracle::kvp::VALUE_SIZE - 1,
             "characters of a 2048-byte KVP value with its NUL",
         )?,
     })

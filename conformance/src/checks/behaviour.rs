@@ -1,5 +1,5 @@
 //! Behaviour checks: retries, intervals, rate, budget, terminal report, exit status, request
-//! timeout and goal-state refresh, judged against the agent's profile (PROTOCOL.md §8).
+//! timeout and goal-state refresh, judged against the agent's profile (docs/protocol.md §8).
 //!
 //! Timing margins are generous on purpose: they catch an agent that ignores a rule (retries in
 //! a tight loop, runs for minutes past its budget), not scheduler jitter.

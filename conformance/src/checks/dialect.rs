@@ -1,10 +1,10 @@
 //! The agent's declared encoded-report dialect (profile `[encoded]`) as the checks use it:
 //! parsing with the declared dialect, the timestamp style, and where the agent cuts a report
-//! (PROTOCOL.md §6.1, §6.2, §6.5 step 7, §7.2). Without a declaration the checks keep the
+//! (docs/protocol.md §6.1, §6.2, §6.5 step 7, §7.2). Without a declaration the checks keep the
 //! recommended policy: the dialect comes from the report, only the platform's 4096-byte
 //! description limit and the host's 1022-byte KVP value limit cut.
 
-use fake_wireserver::oracle::encoded::{self, EncodedError, EncodedReport, Mode};
+use wirecheck_oracle::encoded::{self, EncodedError, EncodedReport, Mode};
 
 use crate::agent::{EncodedDialect, TimestampStyle};
 use crate::observe::Observation;

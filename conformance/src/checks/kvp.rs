@@ -1,8 +1,8 @@
 //! KVP checks: the pool file as the Azure host reads it, and the `PROVISIONING_REPORT` record
-//! (PROTOCOL.md §7).
+//! (docs/protocol.md §7).
 
-use fake_wireserver::oracle::encoded::{Dialect, EncodedReport, Mode};
-use fake_wireserver::oracle::kvp::{KEY_SIZE, RECORD_SIZE};
+use wirecheck_oracle::encoded::{Dialect, EncodedReport, Mode};
+use wirecheck_oracle::kvp::{KEY_SIZE, RECORD_SIZE};
 
 use super::dialect::{self, Cut};
 use super::{Judgement, Tally, about, clip, note, trimmed};
@@ -137,7 +137,7 @@ pub fn report(obs: &Observation) -> Judgement {
             // a declared cut is the agent's own (characters).
             let host_cut = match kvp_cut {
                 Cut::None => {
-                    value.len() <= fake_wireserver::oracle::kvp::HOST_VALUE_MAX
+                    value.len() <= wirecheck_oracle::kvp::HOST_VALUE_MAX
                         && desc.len() > carried.len()
                         && desc.starts_with(carried)
                 }
@@ -265,7 +265,7 @@ pub fn report(obs: &Observation) -> Judgement {
     let cut = match kvp_cut {
         Cut::None => {
             super::report::must_trim(run)
-                || value.len() + 8 >= fake_wireserver::oracle::kvp::HOST_VALUE_MAX
+                || value.len() + 8 >= wirecheck_oracle::kvp::HOST_VALUE_MAX
         }
         _ => dialect::was_cut(&value, kvp_cut),
     };

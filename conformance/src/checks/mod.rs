@@ -15,7 +15,7 @@ pub(crate) mod tests;
 pub use report::DESCRIPTION_LIMIT;
 
 use fake_wireserver::journal::Entry;
-use fake_wireserver::oracle::{Finding, Severity};
+use wirecheck_oracle::{Finding, Severity};
 
 use crate::agent::Capability;
 use crate::observe::{self, Observation};
@@ -346,7 +346,7 @@ fn relaxed(f: &Finding) -> Finding {
 }
 
 /// A report cut to a length limit loses its tail: missing or misplaced fields after the cut
-/// are notes, not deviations (PROTOCOL.md §6.5 step 7).
+/// are notes, not deviations (docs/protocol.md §6.5 step 7).
 pub fn trimmed(findings: &[Finding]) -> Vec<Finding> {
     findings
         .iter()

@@ -1,4 +1,4 @@
-//! Protocol checks: method, path spelling, query and headers per endpoint (PROTOCOL.md §1, §2).
+//! Protocol checks: method, path spelling, query and headers per endpoint (docs/protocol.md §1, §2).
 
 use fake_wireserver::journal::Entry;
 

@@ -1,10 +1,10 @@
 //! Report checks: the health document's shape, state and substatus, the description (an
 //! encoded report for failures, the given text for in-progress) and the platform's length limit
-//! (PROTOCOL.md §4–§6).
+//! (docs/protocol.md §4–§6).
 
 use fake_wireserver::journal::Entry;
-use fake_wireserver::oracle::encoded::{self, EncodedReport, Mode};
-use fake_wireserver::oracle::{HealthReport, ReportKind};
+use wirecheck_oracle::encoded::{self, EncodedReport, Mode};
+use wirecheck_oracle::{HealthReport, ReportKind};
 
 use super::dialect::{self, Cut};
 use super::{Judgement, Tally, about, clip, line, trimmed};
@@ -13,7 +13,7 @@ use crate::observe::{Observation, is_health};
 use crate::results::Verdict;
 use crate::scenario::Run;
 
-/// The platform caps descriptions at this many bytes (PROTOCOL.md §4.2).
+/// The platform caps descriptions at this many bytes (docs/protocol.md §4.2).
 pub const DESCRIPTION_LIMIT: usize = 4096;
 
 const DOCUMENTATION_URL: &str = "https://aka.ms/linuxprovisioningerror";

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use fake_wireserver::journal::{Answer, Entry, StepRef};
-use fake_wireserver::oracle::ServedIds;
-use fake_wireserver::oracle::kvp::decode_pool;
+use wirecheck_oracle::ServedIds;
+use wirecheck_oracle::kvp::decode_pool;
 
 use super::{CATALOG, Judgement};
 use crate::agent::AgentProfile;
@@ -87,7 +87,7 @@ pub(crate) fn entry(
         },
         report: endpoint
             .starts_with("wireserver.health.json")
-            .then(|| fake_wireserver::oracle::health::parse_json(br#"{"state":"Ready"}"#)),
+            .then(|| wirecheck_oracle::health::parse_json(br#"{"state":"Ready"}"#)),
         findings: vec![],
         client_closed_ms: None,
     }
@@ -651,7 +651,7 @@ fn missing_metadata_header_and_wrong_content_type_are_caught() {
 fn ready_must_be_ready() {
     let s = scenario("");
     let mut post = health(1, 10, 201);
-    post.report = Some(fake_wireserver::oracle::health::parse_json(
+    post.report = Some(wirecheck_oracle::health::parse_json(
         br#"{"state":"NotReady","details":{"subStatus":"ProvisioningFailed","description":"x"}}"#,
     ));
     let j = judge(
@@ -679,7 +679,7 @@ fn an_expected_reason_part_and_state_override_the_action() {
             r#"{{"state":"NotReady","details":{{"subStatus":"ProvisioningFailed","description":"result=error|reason={reason}|agent=t/1|vm_id={vm}|timestamp=2026-01-01T00:00:00+00:00|documentation_url=https://aka.ms/linuxprovisioningerror"}}}}"#,
             vm = crate::scenario::DEFAULT_VM_ID
         );
-        post.report = Some(fake_wireserver::oracle::health::parse_json(body.as_bytes()));
+        post.report = Some(wirecheck_oracle::health::parse_json(body.as_bytes()));
         post
     };
     let good = judge(
@@ -753,14 +753,14 @@ fn judge_failure(
         "details": {"subStatus": "ProvisioningFailed", "description": description},
     })
     .to_string();
-    post.report = Some(fake_wireserver::oracle::health::parse_json(body.as_bytes()));
+    post.report = Some(wirecheck_oracle::health::parse_json(body.as_bytes()));
     let mut r = run(0, 20, Exit::Code(0));
     r.run.action = crate::agent::Action::Failure;
     r.run.reason = Some(reason.into());
     r.run.data = vec![("device".into(), "/dev/sdb".into())];
     let pool = kvp
         .map(|v| {
-            fake_wireserver::oracle::kvp::encode_record("PROVISIONING_REPORT", v)
+            wirecheck_oracle::kvp::encode_record("PROVISIONING_REPORT", v)
                 .unwrap()
                 .to_vec()
         })
@@ -1033,7 +1033,7 @@ fn xml_failure(seq: u64, description: &str) -> Entry {
         "default",
         Some(200),
     );
-    e.report = Some(fake_wireserver::oracle::health::parse_xml(
+    e.report = Some(wirecheck_oracle::health::parse_xml(
         body.as_bytes(),
         Some(&ServedIds {
             incarnation: "1".into(),

@@ -10,7 +10,7 @@ use crate::agent::InputClass;
 /// The largest `--input` or regression line accepted (bytes of JSON).
 pub const MAX_INPUT_JSON: usize = 64 * 1024;
 
-/// Keys the encoded report writes itself (PROTOCOL.md §6.2): supporting data must not repeat
+/// Keys the encoded report writes itself (docs/protocol.md §6.2): supporting data must not repeat
 /// them, so the generator never does.
 pub const RESERVED_KEYS: &[&str] = &[
     "result",

@@ -1,5 +1,5 @@
 //! The proptest strategies behind generated inputs, weighted towards the encoded format's hard
-//! parts (PROTOCOL.md §6, §7): the delimiter and both quote characters, `=`, CR/LF and TAB,
+//! parts (docs/protocol.md §6, §7): the delimiter and both quote characters, `=`, CR/LF and TAB,
 //! leading/trailing and lone spaces, empty values, characters beyond Latin-1 and beyond the BMP,
 //! control characters XML cannot carry, texts across the 1022/1023/4096-byte limits, many
 //! fields. Every alternative lists its plainest form first: proptest shrinks a union towards

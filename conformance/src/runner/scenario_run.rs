@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use fake_wireserver::oracle::kvp::decode_pool;
+use wirecheck_oracle::kvp::decode_pool;
 
 use super::attach::{self, SessionError};
 use super::lag::LagWatch;

@@ -36,7 +36,7 @@ pub fn case_timing(profile: &AgentProfile, scenario: &Scenario) -> Result<CaseTi
         && never_succeeds(scenario)
     {
         return Err(format!(
-            "the scenario never lets the report through, so {} stops only at its fixed {budget} s budget (profile reactions.budget, PROTOCOL.md §8); wirecheck runs no case longer than {CASE_LIMIT_SECONDS} s",
+            "the scenario never lets the report through, so {} stops only at its fixed {budget} s budget (profile reactions.budget, docs/protocol.md §8); wirecheck runs no case longer than {CASE_LIMIT_SECONDS} s",
             profile.name
         ));
     }

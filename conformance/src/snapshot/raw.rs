@@ -95,7 +95,7 @@ pub fn exchange(journal: &[Entry]) -> Vec<String> {
 
 /// One raw KVP record: key and value up to their first NUL (what the agent wrote).
 fn raw_records(pool: &[u8]) -> Vec<(String, String)> {
-    use fake_wireserver::oracle::kvp::{KEY_SIZE, RECORD_SIZE};
+    use wirecheck_oracle::kvp::{KEY_SIZE, RECORD_SIZE};
     let field = |bytes: &[u8]| {
         let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
         String::from_utf8_lossy(&bytes[..end]).into_owned()

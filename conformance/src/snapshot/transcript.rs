@@ -7,8 +7,8 @@
 use std::fmt::Write as _;
 
 use fake_wireserver::journal::Entry;
-use fake_wireserver::oracle::encoded::{EncodedReport, Mode};
-use fake_wireserver::oracle::health::ReportKind;
+use wirecheck_oracle::encoded::{EncodedReport, Mode};
+use wirecheck_oracle::health::ReportKind;
 
 use super::redact::{Redaction, Redactor};
 use crate::checks::dialect;
@@ -295,8 +295,8 @@ fn value(obs: &Observation, out: &mut String, indent: &str, text: &str, redactor
     match parsed {
         Some(report) => {
             let dialect = report.dialect.map_or("unknown", |d| match d {
-                fake_wireserver::oracle::encoded::Dialect::CloudInit => "cloud-init",
-                fake_wireserver::oracle::encoded::Dialect::AzureInit => "azure-init",
+                wirecheck_oracle::encoded::Dialect::CloudInit => "cloud-init",
+                wirecheck_oracle::encoded::Dialect::AzureInit => "azure-init",
             });
             let _ = writeln!(
                 out,
@@ -410,7 +410,7 @@ mod tests {
             served: Default::default(),
             imds_vm_id: None,
             pool: Some(Vec::new()),
-            pool_view: fake_wireserver::oracle::kvp::decode_pool(&[]),
+            pool_view: wirecheck_oracle::kvp::decode_pool(&[]),
             runs: vec![run(0, 3000, Exit::Code(0))],
             stalls: Vec::new(),
         };

@@ -3,9 +3,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use fake_wireserver::oracle::kvp::{self, PoolView, SplitEvent};
-use fake_wireserver::oracle::{Finding, Severity};
 use serde::Serialize;
+use wirecheck_oracle::kvp::{self, PoolView, SplitEvent};
+use wirecheck_oracle::{Finding, Severity};
 
 use super::text::visible;
 use super::{EXIT_OK, EXIT_PROBLEMS, ToolError, ToolOutput, read_input_file};

@@ -3,9 +3,9 @@
 
 use std::fmt::Write as _;
 
-use fake_wireserver::oracle::Finding;
-use fake_wireserver::oracle::encoded::{self, EncodedReport, Mode};
 use serde::Serialize;
+use wirecheck_oracle::Finding;
+use wirecheck_oracle::encoded::{self, EncodedReport, Mode};
 
 use super::kvp_dump::finding_line;
 use super::text::visible;

@@ -307,7 +307,7 @@ impl Body {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Preset {
-    /// 403 with the platform's `RequestRateLimitExceeded` body (PROTOCOL.md §8.1).
+    /// 403 with the platform's `RequestRateLimitExceeded` body (docs/protocol.md §8.1).
     Throttled,
     /// 410 Gone.
     Gone,

@@ -210,7 +210,7 @@ pub(super) fn base_url(host: Option<&str>, local: Option<SocketAddr>) -> String 
     }
 }
 
-/// The platform's throttling reply (PROTOCOL.md §8.1).
+/// The platform's throttling reply (docs/protocol.md §8.1).
 fn throttled() -> Outgoing {
     Outgoing::new(
         403,

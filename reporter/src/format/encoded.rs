@@ -1,4 +1,4 @@
-//! Encoded provisioning reports in the cloud-init dialect (PROTOCOL.md §6), as cloud-init 24.4
+//! Encoded provisioning reports in the cloud-init dialect (docs/protocol.md §6), as cloud-init 24.4
 //! and later write them.
 //!
 //! One CSV record of whole `key=value` fields, delimiter `|`, quote `'`, a field quoted only

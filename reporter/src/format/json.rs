@@ -1,4 +1,4 @@
-//! The JSON health report for `POST /provisioning/health` (PROTOCOL.md §5).
+//! The JSON health report for `POST /provisioning/health` (docs/protocol.md §5).
 //!
 //! Compact JSON with keys in alphabetical order, as azure-init's serde structs produce it:
 //! `{"state":"Ready"}` or

@@ -8,7 +8,7 @@ pub mod encoded;
 pub mod json;
 pub mod xml;
 
-/// The platform caps a health description at 4096 bytes (PROTOCOL.md §4.2).
+/// The platform caps a health description at 4096 bytes (docs/protocol.md §4.2).
 ///
 /// The limit is applied to the UTF-8 bytes of the *unescaped* text, which is what the
 /// platform stores once it has parsed the XML or JSON: §4.2 notes that agents trim before

@@ -1,4 +1,4 @@
-//! The legacy XML flow's documents (PROTOCOL.md §3, §4, §8.1): the Health document the
+//! The legacy XML flow's documents (docs/protocol.md §3, §4, §8.1): the Health document the
 //! reporter writes, and the versions, goal-state and throttling documents it reads.
 
 use std::borrow::Cow;

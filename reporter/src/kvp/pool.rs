@@ -1,4 +1,4 @@
-//! The guest KVP pool file writer (PROTOCOL.md §7.4).
+//! The guest KVP pool file writer (docs/protocol.md §7.4).
 //!
 //! * Opened with `O_NOFOLLOW | O_NONBLOCK`: a symlink at the pool path is never followed (the
 //!   reporter runs as root; a link could aim the write anywhere), a FIFO cannot block the

@@ -1,4 +1,4 @@
-//! One KVP record (PROTOCOL.md §7.1): a 512-byte key field and a 2048-byte value field, UTF-8,
+//! One KVP record (docs/protocol.md §7.1): a 512-byte key field and a 2048-byte value field, UTF-8,
 //! NUL-padded, no length field.
 //!
 //! The host surfaces only 254 key bytes and 1022 value bytes, so keys are refused above 254

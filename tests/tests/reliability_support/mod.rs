@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use fake_wireserver::oracle::kvp::{PoolView, decode_pool};
+use wirecheck_oracle::kvp::{PoolView, decode_pool};
 use wirecheck_test_support::binaries::workspace_binary;
 
 pub fn provision_report() -> PathBuf {

@@ -75,7 +75,7 @@ fn main() -> ExitCode {
         Action::Failure { .. } => {
             eprintln!(
                 "libazureinit-adapter: libazureinit 0.1.1 has no failure report \
-                 (goalstate::report_health always sends Ready; PROTOCOL.md §4.2: Ready only); \
+                 (goalstate::report_health always sends Ready; docs/protocol.md §4.2: Ready only); \
                  nothing sent"
             );
             ExitCode::from(exit::UNSUPPORTED)

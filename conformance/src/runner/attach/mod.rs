@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use fake_wireserver::journal::Entry;
-use fake_wireserver::oracle::ServedIds;
+use wirecheck_oracle::ServedIds;
 
 use super::{Planned, RunSettings};
 use crate::agent::template::{Placeholder, UnsetPolicy, Values};

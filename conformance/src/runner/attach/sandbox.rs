@@ -362,7 +362,7 @@ mod tests {
             "http_version": "HTTP/1.1", "headers": [], "body": body, "body_b64": null,
             "body_len": 0, "body_truncated": false, "endpoint": "wireserver.health.xml",
             "answer": {"kind": "default", "status": 200, "step": null},
-            "report": fake_wireserver::oracle::health::parse_xml(body.as_bytes(), None),
+            "report": wirecheck_oracle::health::parse_xml(body.as_bytes(), None),
             "findings": [], "client_closed_ms": null
         });
         serde_json::from_value(line).unwrap()

@@ -324,7 +324,7 @@ fn compare(
             "wireserver.health.json" => Some(201),
             "wireserver.health.xml" => Some(200),
             "wireserver.roleproperties" => Some(202),
-            // No Fast Track; no IMDS documents on the wireserver (PROTOCOL.md §1.1, §9.1).
+            // No Fast Track; no IMDS documents on the wireserver (docs/protocol.md §1.1, §9.1).
             "hostplugin.vmsettings" | "wireserver.metadata" => Some(404),
             _ => None,
         };
@@ -402,7 +402,7 @@ async fn response(fake: &Fake, addresses: &Addresses, vector: Value) -> Vec<Stri
             "header Retry-After: the platform sends none, the fake sends {value:?}"
         ));
     }
-    // Match on Code, never on whitespace or length (PROTOCOL.md §8.1).
+    // Match on Code, never on whitespace or length (docs/protocol.md §8.1).
     let body = String::from_utf8_lossy(&answer.body);
     let theirs = xml_code(&vector.body);
     if let Some(code) = vector.expected.get("code")

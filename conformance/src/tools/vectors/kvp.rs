@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use fake_wireserver::oracle::kvp::{self, HOST_VALUE_MAX, PoolView};
 use serde_json::{Value, json};
+use wirecheck_oracle::kvp::{self, HOST_VALUE_MAX, PoolView};
 
 use super::{VectorOutcome, differs, read_json, relative};
 

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use fake_wireserver::oracle::encoded::{self, Mode};
 use serde_json::{Value, json};
+use wirecheck_oracle::encoded::{self, Mode};
 
 use super::{VectorOutcome, differs, read_json, relative};
 

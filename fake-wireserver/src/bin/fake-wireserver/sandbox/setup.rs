@@ -59,7 +59,7 @@ pub(crate) fn configure_loopback() -> anyhow::Result<u32> {
         tool("ip", &["addr", "add", &format!("{addr}/32"), "dev", "lo"])?;
     }
     // `ip addr add` only makes a local-table route; WALA looks for the wireserver in the main
-    // table (/proc/net/route) and runs DHCP without one (PROTOCOL.md §9).
+    // table (/proc/net/route) and runs DHCP without one (docs/protocol.md §9).
     tool(
         "ip",
         &[
@@ -80,7 +80,7 @@ fn parse_ifindex(line: &str) -> Option<u32> {
     line.split_once(':')?.0.trim().parse().ok()
 }
 
-/// The lease file content: networkd's header and option 245 as 8 hex digits (PROTOCOL.md §9:
+/// The lease file content: networkd's header and option 245 as 8 hex digits (docs/protocol.md §9:
 /// the line must start exactly with `OPTION_245=`).
 pub(crate) fn lease_file_content() -> String {
     format!(
