@@ -439,3 +439,37 @@ fn the_replay_command_keeps_an_ad_hoc_agents_claims() {
         .unwrap_or_else(|| panic!("no replay command in:\n{all}"));
     assert!(replay.contains("--claims xml,failure"), "{replay}");
 }
+
+/// A limitation explains the failures its characters cause, not every failure of an input
+/// that holds one: a false `non-ascii` limitation does not hide the planted quoting bug, and
+/// the generated search still shrinks it to the quote.
+#[test]
+fn a_limitation_does_not_hide_a_failure_its_characters_do_not_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = misquoting_agent(dir.path());
+    let profile = agents.join("misquoting.toml");
+    let text = std::fs::read_to_string(&profile).unwrap();
+    std::fs::write(
+        &profile,
+        format!(
+            "{text}\n[[limitation]]\nproperty = \"failure.json\"\ninput = \"non-ascii\"\nchecks = \"report.*\"\nverdict = \"non-strict\"\nreason = \"(false) no text beyond ASCII\"\n"
+        ),
+    )
+    .unwrap();
+    let prop = |extra: &[&str]| {
+        wirecheck(dir.path())
+            .args(["prop", "--quiet", "--agent", "misquoting", "--agents-dir"])
+            .arg(&agents)
+            .args(["--property", "failure.json", "--no-regressions", "--out"])
+            .arg(dir.path().join("out"))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // The quote bug in a reason that also holds an é: a failure, not the limitation.
+    let o = prop(&["--input", r#"{"reason":"x'y \u00e9"}"#]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    // An é alone is fine for this agent: the limitation is never confirmed, so it passes.
+    let o = prop(&["--input", r#"{"reason":"y \u00e9"}"#]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+}

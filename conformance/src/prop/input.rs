@@ -72,6 +72,31 @@ impl Input {
         self.texts().any(|t| class.in_text(t))
     }
 
+    /// This input with every character of `class` replaced by `a`: what a failure a
+    /// limitation of that class explains must not show (keys are names, left alone).
+    pub fn without(&self, class: InputClass) -> Input {
+        let plain = |t: &str| -> String {
+            t.chars()
+                .map(|c| {
+                    if class.in_text(c.encode_utf8(&mut [0; 4])) {
+                        'a'
+                    } else {
+                        c
+                    }
+                })
+                .collect()
+        };
+        Input {
+            reason: self.reason.as_deref().map(plain),
+            data: self
+                .data
+                .iter()
+                .map(|(k, v)| (k.clone(), plain(v)))
+                .collect(),
+            description: self.description.as_deref().map(plain),
+        }
+    }
+
     /// Compact JSON with every non-ASCII character and DEL as a `\u` escape: safe to print on
     /// a terminal and to paste into a shell between single quotes.
     pub fn to_json(&self) -> String {

@@ -157,7 +157,34 @@ struct Search<'a> {
 }
 
 impl Search<'_> {
+    /// Runs `inputs` and classifies each. A failure a limitation covers is declared only if the
+    /// same input without the characters of the limitation's class passes (one more run): a
+    /// limitation explains a failure its characters cause, not any failure of an input that
+    /// happens to hold one (a quoting bug in a reason with an `é` in it is still a bug).
     fn run_inputs(&self, inputs: &[Input], artifacts: bool) -> Vec<(Class, Vec<CaseResult>)> {
+        let mut out = self.run_classified(inputs, artifacts);
+        let declared: Vec<(usize, Input)> = out
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (class, _))| match class {
+                Class::Declared(l) => {
+                    Some((i, inputs[i].without(self.profile.limitations[*l].input)))
+                }
+                _ => None,
+            })
+            .collect();
+        if !declared.is_empty() {
+            let plain: Vec<Input> = declared.iter().map(|(_, p)| p.clone()).collect();
+            for ((i, _), (class, _)) in declared.iter().zip(self.run_classified(&plain, false)) {
+                if class == Class::Undeclared {
+                    out[*i].0 = Class::Undeclared;
+                }
+            }
+        }
+        out
+    }
+
+    fn run_classified(&self, inputs: &[Input], artifacts: bool) -> Vec<(Class, Vec<CaseResult>)> {
         let pairs: Vec<Planned> = inputs
             .iter()
             .map(|i| planned(self.profile, self.property, i))
