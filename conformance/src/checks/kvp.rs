@@ -129,8 +129,8 @@ pub fn report(obs: &Observation) -> Judgement {
         Some((e, r)) if failed => {
             let desc = r.description.as_deref().unwrap_or("");
             // The record as the XML flow could carry it (XML 1.0 has no form for most C0
-            // controls): compared with what was sent.
-            let carried = super::xml_carried(obs, &value);
+            // controls): compared with what was sent, if its controls are the requested ones.
+            let carried = super::xml_carried_record(obs, &value, run);
             let carried = carried.as_ref();
             let declared = dialect::declared(obs);
             // Without a declaration the record may be cut to the host's value limit (bytes);

@@ -148,8 +148,15 @@ pub fn matching(pattern: &str) -> Result<Vec<usize>, String> {
 /// U+FFFF) becomes U+FFFD, since no XML document can hold it, not even as a character
 /// reference. The JSON flow carries everything.
 pub(crate) fn xml_carried<'a>(obs: &Observation, text: &'a str) -> std::borrow::Cow<'a, str> {
+    carried_text(
+        obs.scenario.agent.protocol == crate::scenario::Protocol::Xml,
+        text,
+    )
+}
+
+fn carried_text(xml: bool, text: &str) -> std::borrow::Cow<'_, str> {
     let allowed = |c: char| matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..);
-    if obs.scenario.agent.protocol != crate::scenario::Protocol::Xml || text.chars().all(allowed) {
+    if !xml || text.chars().all(allowed) {
         return std::borrow::Cow::Borrowed(text);
     }
     std::borrow::Cow::Owned(
@@ -157,6 +164,53 @@ pub(crate) fn xml_carried<'a>(obs: &Observation, text: &'a str) -> std::borrow::
             .map(|c| if allowed(c) { c } else { '\u{FFFD}' })
             .collect(),
     )
+}
+
+/// A KVP record as the XML flow could carry it, for comparing with the description sent
+/// ([`xml_carried`]): only when the characters XML cannot hold that the record has are the
+/// requested report's own, in order. The record is not XML: a record holding other such
+/// characters than were asked for is wrong whatever the wire made of them.
+pub(crate) fn xml_carried_record<'a>(
+    obs: &Observation,
+    record: &'a str,
+    run: &crate::scenario::Run,
+) -> std::borrow::Cow<'a, str> {
+    let xml = obs.scenario.agent.protocol == crate::scenario::Protocol::Xml;
+    carried_record(xml, record, run)
+}
+
+fn carried_record<'a>(
+    xml: bool,
+    record: &'a str,
+    run: &crate::scenario::Run,
+) -> std::borrow::Cow<'a, str> {
+    let carried = carried_text(xml, record);
+    if matches!(carried, std::borrow::Cow::Borrowed(_)) {
+        return carried;
+    }
+    let uncarried = |t: &str| -> Vec<char> {
+        t.chars()
+            .filter(|c| {
+                !matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+            })
+            .collect()
+    };
+    let requested: Vec<char> = run
+        .reason
+        .iter()
+        .chain(run.data.iter().map(|(_, v)| v))
+        .chain(run.description.iter())
+        .flat_map(|t| uncarried(t))
+        .collect();
+    let mut wanted = requested.iter();
+    let own = uncarried(record)
+        .iter()
+        .all(|c| wanted.by_ref().any(|r| r == c));
+    if own {
+        carried
+    } else {
+        std::borrow::Cow::Borrowed(record)
+    }
 }
 
 /// A run's reason, data values and description as the flow can carry them ([`xml_carried`]).

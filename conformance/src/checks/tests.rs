@@ -1127,3 +1127,18 @@ fn a_run_that_never_reported_shows_its_stderr_tail() {
     );
     assert_eq!(j.evidence[0].excerpt, None);
 }
+
+/// The KVP record is not XML: mapped as the XML flow carries text only when the characters XML
+/// cannot hold are the requested ones, so a record holding other controls is not equal.
+#[test]
+fn a_kvp_record_with_other_controls_than_requested_is_not_carried_equal() {
+    let mut r = run(0, 20, Exit::Code(0)).run;
+    r.reason = Some("a\u{1}b".into());
+    let sent = "a\u{FFFD}b";
+    assert_eq!(super::carried_record(true, "a\u{1}b", &r), sent);
+    assert_eq!(super::carried_record(true, sent, &r), sent);
+    assert_eq!(super::carried_record(true, "a\u{2}b", &r), "a\u{2}b");
+    assert_eq!(super::carried_record(true, "a\u{7f}b", &r), "a\u{7f}b");
+    // Over JSON nothing is mapped.
+    assert_eq!(super::carried_record(false, "a\u{1}b", &r), "a\u{1}b");
+}
