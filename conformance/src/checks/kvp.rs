@@ -285,7 +285,11 @@ pub fn report(obs: &Observation) -> Judgement {
         );
     }
     match strict {
-        Ok(strict) if cut => t.findings(&trimmed(&strict.findings), &[], "PROVISIONING_REPORT"),
+        Ok(strict) if cut => t.findings(
+            &trimmed(&strict.findings, &value),
+            &[],
+            "PROVISIONING_REPORT",
+        ),
         Ok(strict) => t.findings(&strict.findings, &[], "PROVISIONING_REPORT"),
         Err(e) if parsed.truncated => t.note(note(
             format!("PROVISIONING_REPORT cut inside a quoted field ({e})"),

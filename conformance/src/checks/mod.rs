@@ -401,11 +401,20 @@ fn relaxed(f: &Finding) -> Finding {
 
 /// A report cut to a length limit loses its tail: missing or misplaced fields after the cut
 /// are notes, not deviations (docs/protocol.md §6.5 step 7).
-pub fn trimmed(findings: &[Finding]) -> Vec<Finding> {
+pub fn trimmed(findings: &[Finding], description: &str) -> Vec<Finding> {
+    // The field the trim cut through: the description's last one (its value is a prefix).
+    let last_key = description
+        .rsplit('|')
+        .next()
+        .and_then(|f| f.split_once('='))
+        .map(|(k, _)| k);
+    let cut_value = |id: &str| last_key.is_some_and(|k| id.contains(&format!("report.{k}.")));
     findings
         .iter()
         .map(|f| {
-            let cut = f.id.contains("report.missing.") || f.id.contains("report.order.");
+            let cut = f.id.contains("report.missing.")
+                || f.id.contains("report.order.")
+                || cut_value(&f.id);
             if cut && f.severity != Severity::Info {
                 Finding {
                     id: f.id.clone(),

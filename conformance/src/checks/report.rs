@@ -84,7 +84,7 @@ pub fn shape(obs: &Observation) -> Judgement {
             .cloned()
             .collect();
         if cut_report(obs, run, report.description.as_deref().unwrap_or("")) {
-            findings = trimmed(&findings);
+            findings = trimmed(&findings, report.description.as_deref().unwrap_or(""));
         }
         // A 410 tells the agent its goal state moved on: a report echoing the old one is the
         // reason for the 410, not a deviation.
@@ -395,7 +395,7 @@ fn failure(
     // The fake's lenient parse already carries the same findings; judge the strict ones.
     let _ = report;
     let findings = if trimmed {
-        self::trimmed(&parsed.findings)
+        self::trimmed(&parsed.findings, desc)
     } else {
         parsed.findings.clone()
     };
@@ -511,8 +511,17 @@ fn failure(
             );
         }
     };
+    // The field the trim cut through: its value may be a prefix of the right one.
+    let cut_short = |key: &str, got: &str, want: &str| {
+        trimmed && parsed.fields.last().is_some_and(|(k, _)| k == key) && want.starts_with(got)
+    };
     match (get("vm_id"), expected_vm_id(obs)) {
         (None, _) => tail_missing(t, "vm_id"),
+        (Some(got), Some(want)) if cut_short("vm_id", got, &want) => t.note(about(
+            format!("#{} `vm_id` cut short by the trim", e.seq),
+            &[e],
+            None,
+        )),
         (Some(got), Some(want)) if got != want => t.fail(
             format!("#{}: vm_id is {got:?}, expected {want:?}", e.seq),
             about(line(e), &[e], excerpt.clone()),
@@ -534,6 +543,21 @@ fn failure(
     }
     match get("documentation_url") {
         None => tail_missing(t, "documentation_url"),
+        // Cut short by the trim: a prefix of the right value is all one can ask for.
+        Some(url)
+            if trimmed
+                && parsed
+                    .fields
+                    .last()
+                    .is_some_and(|(k, _)| k == "documentation_url")
+                && DOCUMENTATION_URL.starts_with(url) =>
+        {
+            t.note(about(
+                format!("#{} `documentation_url` cut short by the trim", e.seq),
+                &[e],
+                None,
+            ))
+        }
         Some(url) if url != DOCUMENTATION_URL => t.fail(
             format!(
                 "#{}: documentation_url is {url:?}, expected {DOCUMENTATION_URL}",

@@ -1142,3 +1142,28 @@ fn a_kvp_record_with_other_controls_than_requested_is_not_carried_equal() {
     // Over JSON nothing is mapped.
     assert_eq!(super::carried_record(false, "a\u{1}b", &r), "a\u{1}b");
 }
+
+/// A report cut to its limit through a tail field: that field's value findings are the cut's
+/// (notes), not deviations; the same findings on an uncut field stay.
+#[test]
+fn a_tail_field_the_trim_cut_through_is_a_note() {
+    use wirecheck_oracle::{Finding, Severity};
+    let findings = vec![
+        Finding::error(
+            "health.description.report.timestamp.invalid",
+            "`timestamp` is \"\"",
+        ),
+        Finding::warning(
+            "health.description.report.agent.unknown",
+            "`agent` is \"x\"",
+        ),
+    ];
+    let cut_at_timestamp = "result=error|reason=a|agent=x|vm_id=v|timestamp=";
+    let t = super::trimmed(&findings, cut_at_timestamp);
+    assert_eq!(t[0].severity, Severity::Info, "{t:?}");
+    assert_eq!(t[1].severity, Severity::Warning, "{t:?}");
+    let cut_at_agent = "result=error|reason=a|agent=x";
+    let t = super::trimmed(&findings, cut_at_agent);
+    assert_eq!(t[0].severity, Severity::Error, "{t:?}");
+    assert_eq!(t[1].severity, Severity::Info, "{t:?}");
+}
