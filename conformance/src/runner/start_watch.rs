@@ -1,5 +1,5 @@
 //! Whether each agent ever got going: an agent that in none of its scenarios sent a request
-//! or ended well (a relative path in its command, which names a file in its case folder; a
+//! or ended well or crashed (a relative path in its command, which names a file in its case folder; a
 //! missing interpreter module) is one problem of the user's setup, reported once as such
 //! (exit 2, its case folder and stderr named), not as every one of its cases failing.
 
@@ -55,10 +55,12 @@ impl StartWatch {
         if !fake_reachable {
             return;
         }
+        // Ended well, or ran long enough to be stopped, or crashed (a signal): it started.
+        // A crash is the agent's own failure and is judged, not the user's setup.
         let went_well = |r: &RunRecord| {
             matches!(
                 r.exit,
-                Exit::Code(0) | Exit::StoppedWhenDone | Exit::KilledAtDeadline
+                Exit::Code(0) | Exit::StoppedWhenDone | Exit::KilledAtDeadline | Exit::Signal(_)
             )
         };
         let got_going = requests || runs.iter().any(went_well);
@@ -181,6 +183,8 @@ mod tests {
         w.record("b", "s1", dir, true, false, &[run(Exit::Code(2), "x")]);
         w.record("b", "s2", dir, true, true, &[run(Exit::Code(2), "x")]);
         w.record("c", "s1", dir, true, false, &[run(Exit::Code(0), "")]);
+        // A crash by a signal is a start that went wrong, judged as such.
+        w.record("e", "s1", dir, true, false, &[run(Exit::Signal(11), "")]);
         // Only scenarios whose wireserver is a closed port: a working agent sends the fake
         // nothing there and exits 1; that is not "never got going".
         w.record(
