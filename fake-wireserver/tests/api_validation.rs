@@ -4,7 +4,6 @@
 //! substatuses and ranges that no report or count could ever match.
 
 use std::cell::RefCell;
-use std::io::{Read, Write};
 use std::panic::{AssertUnwindSafe, Location};
 use std::sync::Once;
 use std::time::Duration;
@@ -62,15 +61,7 @@ fn assert_panics_here<R>(line: u32, start: &str, f: impl FnOnce() -> R) {
     );
 }
 
-fn send(addr: std::net::SocketAddr, request: &str) -> String {
-    let mut conn = std::net::TcpStream::connect(addr).unwrap();
-    conn.set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    conn.write_all(request.as_bytes()).unwrap();
-    let mut answer = Vec::new();
-    conn.read_to_end(&mut answer).unwrap();
-    String::from_utf8_lossy(&answer).into_owned()
-}
+use wirecheck_test_support::http::exchange as send;
 
 const GOALSTATE: &str = "GET /machine/?comp=goalstate HTTP/1.1\r\nHost: 168.63.129.16\r\n\
                          x-ms-version: 2012-11-30\r\nConnection: close\r\n\r\n";

@@ -2,7 +2,6 @@
 //! endpoint ids, typos refused with the valid ids, `times` ranges, failures pointing at the test
 //! line, and a blocking start for tests without a runtime.
 
-use std::io::{Read, Write};
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
@@ -11,16 +10,7 @@ use fake_wireserver::{
     EndPolicy, EndpointId, Expectation, Fake, FakeConfig, Preset, Scenario, Step, Times,
 };
 
-/// One blocking HTTP/1.1 exchange (`Connection: close`), the whole answer as text.
-fn send(addr: std::net::SocketAddr, request: &str) -> String {
-    let mut conn = std::net::TcpStream::connect(addr).unwrap();
-    conn.set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    conn.write_all(request.as_bytes()).unwrap();
-    let mut answer = Vec::new();
-    conn.read_to_end(&mut answer).unwrap();
-    String::from_utf8_lossy(&answer).into_owned()
-}
+use wirecheck_test_support::http::exchange as send;
 
 const GOALSTATE: &str = "GET /machine/?comp=goalstate HTTP/1.1\r\nHost: 168.63.129.16\r\n\
                          x-ms-version: 2012-11-30\r\nConnection: close\r\n\r\n";

@@ -1,5 +1,5 @@
 //! What the workspace's test suites share, written once: the built binaries ([`binaries`]),
-//! a loopback port nothing answers on ([`net`]), and `fake-wireserver sandbox` runs with what
+//! a raw HTTP exchange ([`http`]), a loopback port nothing answers on ([`net`]), and `fake-wireserver sandbox` runs with what
 //! they leave in `--out` ([`sandbox`]).
 //!
 //! It depends on no crate of the workspace (the reporter's tests use it too, and the oracle
@@ -7,5 +7,6 @@
 //! the caller names.
 
 pub mod binaries;
+pub mod http;
 pub mod net;
 pub mod sandbox;
