@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use proptest::strategy::{Strategy, ValueTree};
@@ -206,7 +206,6 @@ impl Search<'_> {
     fn shrink<T: ValueTree<Value = Input>>(&self, tree: T, target: Class) -> (Input, u64, u32) {
         let original = tree.current();
         let runs = AtomicU32::new(0);
-        let not_judged = Mutex::new(false);
         let started = Instant::now();
         let mut runner = TestRunner::new(shrink_config(self.settings.max_shrink_time));
         let result = runner.run_one(tree, |input| {
@@ -214,9 +213,8 @@ impl Search<'_> {
             let (class, _) = self
                 .run_inputs(std::slice::from_ref(&input), false)
                 .remove(0);
-            if class == Class::NotJudged {
-                *not_judged.lock().unwrap_or_else(|e| e.into_inner()) = true;
-            }
+            // A candidate that could not be judged (a harness error) counts as not failing:
+            // the input returned still failed as `target`, it may only be less small.
             if class == target {
                 Err(TestCaseError::fail(format!("{class:?}")))
             } else {
