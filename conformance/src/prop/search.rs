@@ -5,8 +5,8 @@
 //! (`runner::PairRunner`): a fresh fake, case folder and containment, the scenario checks.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use proptest::strategy::{Strategy, ValueTree};
