@@ -196,18 +196,11 @@ impl AgentsSource {
     }
 }
 
-#[derive(Debug, Args)]
-pub struct RunArgs {
-    /// Agent profile to run (repeatable; comma-separated in the environment)
-    /// [default: provision-report]
-    #[arg(
-        long = "agent",
-        value_name = "NAME",
-        env = "WIRECHECK_AGENT",
-        value_delimiter = ','
-    )]
-    pub agents: Vec<String>,
-    /// An ad-hoc agent: a command line template for every action (see below)
+/// An ad-hoc agent given on the command line (`run` and `prop` share it).
+#[derive(Debug, Clone, Args)]
+pub struct AdHocArgs {
+    /// An ad-hoc agent: a command line template for every action (`wirecheck run --help`
+    /// lists its placeholders)
     #[arg(long, value_name = "TEMPLATE", env = "WIRECHECK_AGENT_CMD")]
     pub agent_cmd: Option<String>,
     /// With --agent-cmd: what the ad-hoc agent implements (json, xml, failure, in-progress,
@@ -223,6 +216,31 @@ pub struct RunArgs {
         hide_possible_values = true
     )]
     pub claims: Vec<crate::agent::Capability>,
+}
+
+impl AdHocArgs {
+    /// The ad-hoc agent's profile, when `--agent-cmd` was given; relative paths resolve
+    /// against where wirecheck was started.
+    pub fn profile(&self) -> Option<Result<AgentProfile, String>> {
+        let cmd = self.agent_cmd.as_ref()?;
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        Some(AgentProfile::ad_hoc(cmd, &self.claims, &cwd))
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Agent profile to run (repeatable; comma-separated in the environment)
+    /// [default: provision-report]
+    #[arg(
+        long = "agent",
+        value_name = "NAME",
+        env = "WIRECHECK_AGENT",
+        value_delimiter = ','
+    )]
+    pub agents: Vec<String>,
+    #[command(flatten)]
+    pub ad_hoc: AdHocArgs,
     #[command(flatten)]
     pub sources: Sources,
     /// Run only cases whose id matches this glob (repeatable; `{a,b}` alternation works)
@@ -340,20 +358,8 @@ pub struct PropArgs {
         conflicts_with = "agent_cmd"
     )]
     pub agent: Option<String>,
-    /// An ad-hoc agent: a command line template for every action (as for `run`)
-    #[arg(long, value_name = "TEMPLATE", env = "WIRECHECK_AGENT_CMD")]
-    pub agent_cmd: Option<String>,
-    /// What the --agent-cmd agent implements (as for `run`) [default: everything]
-    #[arg(
-        long,
-        value_enum,
-        value_name = "CAPABILITY",
-        env = "WIRECHECK_CLAIMS",
-        value_delimiter = ',',
-        requires = "agent_cmd",
-        hide_possible_values = true
-    )]
-    pub claims: Vec<agent::Capability>,
+    #[command(flatten)]
+    pub ad_hoc: AdHocArgs,
     /// Folder of agent profiles [default: the checkout's conformance/agents/ when wirecheck
     /// runs from one, else the built-in profiles]
     #[arg(long, value_name = "DIR", env = "WIRECHECK_AGENTS_DIR")]
@@ -604,7 +610,7 @@ fn load_scenarios(sources: &Sources) -> Result<Vec<Arc<Scenario>>, u8> {
 fn run(args: RunArgs) -> u8 {
     let agents = args.sources.agents_source();
     let mut profiles: Vec<Arc<AgentProfile>> = Vec::new();
-    let names: Vec<String> = if args.agents.is_empty() && args.agent_cmd.is_none() {
+    let names: Vec<String> = if args.agents.is_empty() && args.ad_hoc.agent_cmd.is_none() {
         vec![DEFAULT_AGENT.to_owned()]
     } else {
         args.agents.clone()
@@ -615,12 +621,10 @@ fn run(args: RunArgs) -> u8 {
             Err(e) => return usage(e),
         }
     }
-    if let Some(cmd) = &args.agent_cmd {
-        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        match AgentProfile::ad_hoc(cmd, &args.claims, &cwd) {
-            Ok(p) => profiles.push(Arc::new(p)),
-            Err(e) => return usage(e),
-        }
+    match args.ad_hoc.profile() {
+        Some(Ok(p)) => profiles.push(Arc::new(p)),
+        Some(Err(e)) => return usage(e),
+        None => {}
     }
     for (i, p) in profiles.iter().enumerate() {
         if profiles[..i].iter().any(|q| q.name == p.name) {
@@ -865,15 +869,11 @@ fn merge(args: MergeArgs) -> u8 {
 
 fn prop(args: PropArgs) -> u8 {
     use crate::prop::{self, Property};
-    let profile = match (&args.agent, &args.agent_cmd) {
-        (_, Some(cmd)) => {
-            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-            AgentProfile::ad_hoc(cmd, &args.claims, &cwd)
-        }
-        (name, None) => agents_source(args.agents_dir.as_ref())
-            .find(name.as_deref().unwrap_or(DEFAULT_AGENT))
-            .map_err(|e| e.to_string()),
-    };
+    let profile = args.ad_hoc.profile().unwrap_or_else(|| {
+        agents_source(args.agents_dir.as_ref())
+            .find(args.agent.as_deref().unwrap_or(DEFAULT_AGENT))
+            .map_err(|e| e.to_string())
+    });
     let profile = match profile {
         Ok(p) => Arc::new(p),
         Err(e) => return usage(e),
@@ -935,12 +935,12 @@ fn prop(args: PropArgs) -> u8 {
     }
     let seed = args.seed.unwrap_or_else(random_seed);
     let mut replay_prefix = String::from("wirecheck prop");
-    match (&args.agent, &args.agent_cmd) {
+    match (&args.agent, &args.ad_hoc.agent_cmd) {
         (_, Some(cmd)) => {
             replay_prefix.push_str(&format!(" --agent-cmd {}", prop::input::shell_quote(cmd)));
             // What the ad-hoc agent claims decides which checks judge it: the replay says so too.
-            if !args.claims.is_empty() {
-                let claims: Vec<&str> = args.claims.iter().map(|c| c.as_str()).collect();
+            if !args.ad_hoc.claims.is_empty() {
+                let claims: Vec<&str> = args.ad_hoc.claims.iter().map(|c| c.as_str()).collect();
                 replay_prefix.push_str(&format!(" --claims {}", claims.join(",")));
             }
         }

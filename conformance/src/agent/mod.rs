@@ -667,11 +667,7 @@ impl AgentProfile {
             let matcher = crate::select::matcher(d.cases.get_ref())
                 .map_err(|e| at(d.cases.span(), &field, e))?;
             if d.reason.get_ref().trim().is_empty() {
-                return Err(at(
-                    d.reason.span(),
-                    &format!("deviation[{i}].reason"),
-                    "a deviation needs a reason (it is shown in every report)".into(),
-                ));
+                return Err(no_reason(&at, &d.reason, "deviation", i));
             }
             deviations.push(Deviation {
                 cases: d.cases.get_ref().clone(),
@@ -691,11 +687,7 @@ impl AgentProfile {
             let check_matcher = crate::select::matcher(&checks)
                 .map_err(|e| at(l.checks.span(), &format!("limitation[{i}].checks"), e))?;
             if l.reason.get_ref().trim().is_empty() {
-                return Err(at(
-                    l.reason.span(),
-                    &format!("limitation[{i}].reason"),
-                    "a limitation needs a reason (it is shown in every report)".into(),
-                ));
+                return Err(no_reason(&at, &l.reason, "limitation", i));
             }
             limitations.push(Limitation {
                 properties: l.property.get_ref().clone(),
@@ -1178,6 +1170,21 @@ fn absolute_if_here(word: &str, program: bool, cwd: &Path) -> String {
         return cwd.join(path).display().to_string();
     }
     word.to_owned()
+}
+
+/// A `[[deviation]]` or `[[limitation]]` (table `kind`, index `i`) without a reason: its reason
+/// is shown in every report it shapes.
+fn no_reason(
+    at: &impl Fn(std::ops::Range<usize>, &str, String) -> FileError,
+    reason: &Spanned<String>,
+    kind: &str,
+    i: usize,
+) -> FileError {
+    at(
+        reason.span(),
+        &format!("{kind}[{i}].reason"),
+        format!("a {kind} needs a reason (it is shown in every report)"),
+    )
 }
 
 /// Finds profile `name`: a path to a `.toml` file, or `<agents_dir>/<name>.toml`.
