@@ -10,6 +10,8 @@
 #                                # bench/MATRIX.md: bench/run.sh --only matrix --out bench/MATRIX.md)
 #   bench/run.sh --only imds --baseline-fake /tmp/fake-before   # also measure an older build of the
 #                                # fake in the same rounds (before/after a change of its connection path)
+#   bench/run.sh --only suite --baseline-checkout /tmp/old   # also time an older checkout's suite
+#                                # (a worktree with release binaries built), interleaved
 #   bench/run.sh --fuzz-seconds 60   # also fuzz the oracle's cargo-fuzz targets, 60 s each
 #                                    # (nightly + cargo-fuzz; runs last, after the figures)
 #

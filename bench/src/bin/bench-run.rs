@@ -94,6 +94,11 @@ struct Cli {
     /// one run.
     #[arg(long, value_name = "BINARY")]
     baseline_fake: Option<PathBuf>,
+    /// Also time the default suite of this checkout (a worktree of an older commit with
+    /// `cargo build --release` done), interleaved with the current one: a before/after figure
+    /// from one run.
+    #[arg(long, value_name = "DIR")]
+    baseline_checkout: Option<PathBuf>,
     #[arg(long, default_value = "/usr/bin/wrk")]
     wrk: PathBuf,
     /// Debian's python3 (the one the cloud-init package installs into).
@@ -150,6 +155,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             reporter_runs: cli.reporter_runs,
             reliability_rounds: cli.reliability_rounds,
             baseline_fake: cli.baseline_fake.clone(),
+            baseline_checkout: cli.baseline_checkout.clone(),
             prop_cases: cli.prop_cases,
             prop_cases_cloud_init: cli.prop_cases_cloud_init,
         },

@@ -45,6 +45,9 @@ pub struct Settings {
     pub reliability_rounds: usize,
     /// A second fake-wireserver binary the IMDS part measures beside the current one.
     pub baseline_fake: Option<PathBuf>,
+    /// An older checkout (with release binaries built) whose suite the suite part times beside
+    /// the current one.
+    pub baseline_checkout: Option<PathBuf>,
     /// Generated cases of the prop part against the bundled reporter, and against cloud-init.
     pub prop_cases: u32,
     pub prop_cases_cloud_init: u32,

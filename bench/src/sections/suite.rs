@@ -18,12 +18,16 @@ use fake_wireserver::Preset;
 use super::Ctx;
 use crate::commands::render;
 use crate::results::{Figure, Section};
+use crate::servers::release_binary;
 use crate::stats::median;
 
 /// Target: suite wall time ≤ this multiple of the longest mandated wait…
 pub const TARGET_RATIO: f64 = 1.3;
 /// …and under this many seconds.
 pub const TARGET_SECONDS: f64 = 20.0;
+
+/// Target against `--baseline-checkout`: no slower than the older build beyond noise.
+pub const BASELINE_RATIO: f64 = 1.1;
 
 /// The waiting a scenario forces on an agent that follows its profile's reactions, in seconds:
 /// a lower bound on the scenario's duration whatever the runner does.
@@ -172,7 +176,18 @@ pub(crate) fn scenario_id_of_case(case_id: &str) -> &str {
 }
 
 pub(crate) fn run_suite(ctx: &Ctx, out: &Path, extra: &[String]) -> anyhow::Result<SuiteRun> {
-    let wirecheck = ctx.bin("wirecheck")?;
+    run_suite_of(ctx, &ctx.bin("wirecheck")?, &ctx.root, out, extra)
+}
+
+/// [`run_suite`] with another checkout's `wirecheck`, run from that checkout (its scenarios and
+/// its bundled reporter).
+fn run_suite_of(
+    ctx: &Ctx,
+    wirecheck: &Path,
+    root: &Path,
+    out: &Path,
+    extra: &[String],
+) -> anyhow::Result<SuiteRun> {
     let mut args = vec![
         "run".to_owned(),
         "--quiet".to_owned(),
@@ -180,12 +195,12 @@ pub(crate) fn run_suite(ctx: &Ctx, out: &Path, extra: &[String]) -> anyhow::Resu
         out.display().to_string(),
     ];
     args.extend(extra.iter().cloned());
-    let line = render(&wirecheck, &args);
+    let line = render(wirecheck, &args);
     ctx.log.record(&line);
     let started = Instant::now();
-    let status = Command::new(&wirecheck)
+    let status = Command::new(wirecheck)
         .args(&args)
-        .current_dir(&ctx.root)
+        .current_dir(root)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
@@ -239,9 +254,23 @@ pub(crate) fn run_suite(ctx: &Ctx, out: &Path, extra: &[String]) -> anyhow::Resu
 
 pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
     let (longest_id, mandated, estimate, scenario_count) = longest_mandated_wait(&ctx.root)?;
+    let baseline = match &ctx.settings.baseline_checkout {
+        Some(dir) => {
+            let wirecheck = release_binary(&dir.join("target"), "wirecheck")
+                .with_context(|| format!("--baseline-checkout {}", dir.display()))?;
+            Some((dir.clone(), wirecheck))
+        }
+        None => None,
+    };
+    // Interleaved with the baseline's runs, so both see the same machine.
     let mut runs = Vec::new();
+    let mut baseline_runs = Vec::new();
     for i in 0..ctx.settings.suite_runs.max(1) {
         runs.push(run_suite(ctx, &ctx.tmp.join(format!("suite-{i}")), &[])?);
+        if let Some((dir, wirecheck)) = &baseline {
+            let out = ctx.tmp.join(format!("baseline-suite-{i}"));
+            baseline_runs.push(run_suite_of(ctx, wirecheck, dir, &out, &[])?);
+        }
     }
     let alone = run_suite(
         ctx,
@@ -288,6 +317,16 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
         "| `{longest_id}` run alone (`--cases='{longest_id}.*'`, exit {}) | {:.2} |",
         alone.exit, alone.seconds
     );
+    for (i, r) in baseline_runs.iter().enumerate() {
+        let _ = writeln!(
+            body,
+            "| baseline checkout, run {} ({} cases, exit {}) | {:.2} |",
+            i + 1,
+            r.cases,
+            r.exit,
+            r.seconds
+        );
+    }
     if let Some((scenario, s)) = &last.longest_case {
         let _ = writeln!(
             body,
@@ -309,7 +348,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
         );
     }
     let ratio = wall / mandated;
-    let figures = vec![
+    let mut figures = vec![
         Figure {
             name: "conformance suite wall time vs longest mandated wait".into(),
             measured: format!("{wall:.2} s"),
@@ -327,6 +366,23 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
             met: None,
         },
     ];
+    if let Some((dir, _)) = &baseline {
+        let before = median(&baseline_runs.iter().map(|r| r.seconds).collect::<Vec<_>>());
+        let _ = writeln!(
+            body,
+            "\nBaseline: `{}` (its own scenarios and bundled reporter), run between the \
+             current runs.",
+            dir.display()
+        );
+        figures.push(Figure {
+            name: "conformance suite wall time vs the baseline checkout".into(),
+            measured: format!("{wall:.2} s"),
+            reference: format!("{before:.2} s"),
+            ratio: Some(wall / before),
+            target: format!("≤ {BASELINE_RATIO}x"),
+            met: Some(wall / before <= BASELINE_RATIO),
+        });
+    }
     Ok(Section {
         title: "Conformance suite wall time".into(),
         body,
