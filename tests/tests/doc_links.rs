@@ -304,7 +304,10 @@ fn broken(pages: &[(String, String)], tree: &dyn Tree) -> (Vec<String>, usize, u
             }
             checked += 1;
             let mut report = |why: String| {
-                bad.push(format!("{}:{}: {} ({why})", link.page, link.line, link.dest));
+                bad.push(format!(
+                    "{}:{}: {} ({why})",
+                    link.page, link.line, link.dest
+                ));
             };
             if link.dest.is_empty() {
                 report("an empty destination".into());
@@ -413,8 +416,8 @@ fn every_relative_link_of_the_readme_architecture_and_docs_resolves() {
     let pages: Vec<(String, String)> = pages(&root)
         .into_iter()
         .map(|page| {
-            let text = std::fs::read_to_string(root.join(&page))
-                .unwrap_or_else(|e| panic!("{page}: {e}"));
+            let text =
+                std::fs::read_to_string(root.join(&page)).unwrap_or_else(|e| panic!("{page}: {e}"));
             (page, text)
         })
         .collect();

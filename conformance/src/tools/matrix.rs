@@ -249,9 +249,7 @@ mod tests {
                 }
             }
         }
-        let closing = lines
-            .find(|l| !l.is_empty())
-            .expect("the closing line");
+        let closing = lines.find(|l| !l.is_empty()).expect("the closing line");
         let (_, run) = closing
             .split_once("from a run of wirecheck ")
             .expect("the closing line names the run");
