@@ -1,4 +1,4 @@
-//! `wirecheck`: see `wirecheck --help` and README.md ("Running the conformance suite").
+//! `wirecheck`: see `wirecheck --help` and docs/running.md.
 
 use std::process::ExitCode;
 

@@ -1,6 +1,7 @@
 //! The command line a newcomer meets, each item seen in a trial run: an agent that cannot
-//! start, the README's own `--agent-cmd` example, `--claims`, repeatable `--scenarios`, the
-//! built-in suite of an installed binary, `wirecheck list | head`, `--print-config`.
+//! start, the `--agent-cmd` example of the README's quick start and of docs/profiles.md,
+//! `--claims`, repeatable `--scenarios`, the built-in suite of an installed binary,
+//! `wirecheck list | head`, `--print-config`.
 
 mod runner_support;
 
@@ -9,15 +10,35 @@ use std::process::Stdio;
 
 use runner_support::{provision_report, repo, results, stderr, stdout, wirecheck, write_files};
 
-/// The README's example command, word for word.
-fn readme_agent_cmd() -> String {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let start = readme
+/// The `--agent-cmd` example a page shows (the first one written as `` `--agent-cmd '...'` ``),
+/// word for word.
+fn agent_cmd_example(page: &str) -> String {
+    let text = std::fs::read_to_string(repo().join(page)).unwrap();
+    let start = text
         .find("`--agent-cmd '")
-        .expect("the README shows --agent-cmd")
+        .unwrap_or_else(|| panic!("{page} shows no `--agent-cmd '...'` example"))
         + 14;
-    let end = start + readme[start..].find('\'').unwrap();
-    readme[start..end].to_owned()
+    let end = start + text[start..].find('\'').unwrap();
+    text[start..end].to_owned()
+}
+
+/// The example newcomers copy: the README's quick start, which must be the one the profile
+/// page explains (two copies that drift apart would leave one untested).
+fn readme_agent_cmd() -> String {
+    let readme = agent_cmd_example("README.md");
+    let page = agent_cmd_example("docs/profiles.md");
+    assert_eq!(
+        readme, page,
+        "README.md and docs/profiles.md show different --agent-cmd examples"
+    );
+    // The quick start's command line is the example too, not a third spelling.
+    let text = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let line = format!("./target/release/wirecheck run --agent-cmd '{readme}'\n");
+    assert!(
+        text.contains(&line),
+        "the README's quick start does not run {line}"
+    );
+    readme
 }
 
 #[test]

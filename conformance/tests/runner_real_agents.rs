@@ -270,7 +270,7 @@ fn cloud_init_and_afterburn_are_judged_as_protocol_md_describes_them() {
         "{skipped}"
     );
 
-    // The README's matrix comes from this results.json.
+    // docs/matrix.md's matrix comes from this results.json.
     let matrix = wirecheck(&repo())
         .arg("matrix")
         .arg(out.join("results.json"))

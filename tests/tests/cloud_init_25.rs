@@ -6,7 +6,7 @@
 //! * Hostile reasons and data go through cloud-init's encoder and come back out of the
 //!   oracle's parser unchanged; the health description and the PROVISIONING_REPORT record are
 //!   that report cut to 512 and 1023 characters.
-//! * `wirecheck run --agent cloud-init-25.1`: the column of the README matrix, every judged
+//! * `wirecheck run --agent cloud-init-25.1`: the column of docs/matrix.md, every judged
 //!   verdict snapshotted (about 20 s).
 
 use std::collections::BTreeMap;

@@ -301,7 +301,7 @@ fn fuzzing_note(root: &Path) -> String {
     format!(
         "**Fuzzing: not run** in this run (the oracle's cargo-fuzz targets in \
          `oracle/fuzz/`; `bench/run.sh --fuzz-seconds N` fuzzes each for N s, \
-         README.md (section Deep runs) has the deep-run commands, and `bench/FUZZING.md` records \
+         docs/benchmarks.md (section Deep runs) has the deep-run commands, and `bench/FUZZING.md` records \
          the last deep run). On this machine: nightly toolchain \
          {}; cargo-fuzz {}.",
         if has_nightly {

@@ -125,7 +125,7 @@ fn group_of(case_id: &str) -> &str {
     case_id.split('.').next().unwrap_or(case_id)
 }
 
-/// The scenario groups of the run, sorted by name (the README matrix's rows).
+/// The scenario groups of the run, sorted by name (the rows of docs/matrix.md).
 struct Layout<'a> {
     groups: Vec<&'a str>,
 }

@@ -1,5 +1,5 @@
 //! What differs from run to run, replaced at the source by stable placeholders (the snapshot
-//! file format's redactions; README "Snapshots"):
+//! file format's redactions; docs/snapshots.md):
 //!
 //! | value | placeholder |
 //! |---|---|

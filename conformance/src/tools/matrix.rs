@@ -1,7 +1,7 @@
 //! `wirecheck matrix RESULTS`: the compatibility matrix of a run as a markdown table,
 //! one row per scenario group (the first part of the case id: `wire`, `retry`, `transport`,
-//! ...), one column per agent, verdict counts in each cell. The README's matrix is this
-//! command's output.
+//! ...), one column per agent, verdict counts in each cell. The matrix of docs/matrix.md is this
+//! command's output (a test below holds the page to it).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -152,5 +152,110 @@ mod tests {
              | **all** | 2 pass, 1 non-strict | 1 skipped |\n\
              \nVerdict counts per case (a case is a scenario × check), from a run of wirecheck 0.1.0 on 2026-01-02T03:04:05.000Z.\n"
         );
+    }
+
+    /// docs/matrix.md shows `wirecheck matrix` output between its two markers: read back into
+    /// results (one case per verdict counted) and rendered again, it is the same bytes, so the
+    /// page cannot hold a table the command could not have printed (a cell edited by hand
+    /// without its total, a verdict spelled another way, a group out of order).
+    #[test]
+    fn docs_matrix_is_wirecheck_matrix_output() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/matrix.md");
+        let page = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        let table = between_markers(&page);
+        let results = read_back(table);
+        assert_eq!(
+            results.agents.len(),
+            7,
+            "the seven profiles of the matrix run"
+        );
+        assert_eq!(render(&results), table);
+    }
+
+    #[test]
+    fn a_hand_edited_cell_is_caught_by_reading_the_table_back() {
+        let mut results = RunResults::new("2026-01-02T03:04:05.000Z", "0.1.0");
+        results.agents = vec![AgentResults {
+            agent: "a".into(),
+            cases: vec![
+                case("retry.x.behaviour.retry", Verdict::Pass),
+                case("wire.z.report.state", Verdict::Fail),
+            ],
+        }];
+        let table = render(&results);
+        assert_eq!(render(&read_back(&table)), table);
+        let edited = table.replace("| `wire` | 1 fail |", "| `wire` | 1 pass |");
+        assert_ne!(edited, table);
+        assert_ne!(render(&read_back(&edited)), edited);
+    }
+
+    const BEGIN: &str = "<!-- begin: wirecheck matrix output -->\n";
+    const END: &str = "<!-- end: wirecheck matrix output -->\n";
+
+    fn between_markers(page: &str) -> &str {
+        let start = page
+            .find(BEGIN)
+            .expect("docs/matrix.md marks where the output begins")
+            + BEGIN.len();
+        let len = page[start..]
+            .find(END)
+            .expect("docs/matrix.md marks where the output ends");
+        &page[start..start + len]
+    }
+
+    /// The results a table counts: per group and agent, one case per verdict counted; the run's
+    /// version and start from the closing line.
+    fn read_back(table: &str) -> RunResults {
+        let row = |line: &str| -> Vec<String> {
+            let inner = line
+                .strip_prefix("| ")
+                .and_then(|l| l.strip_suffix(" |"))
+                .unwrap_or_else(|| panic!("not a table row: {line:?}"));
+            inner.split(" | ").map(str::to_owned).collect()
+        };
+        let mut lines = table.lines();
+        let header = row(lines.next().expect("a header row"));
+        assert_eq!(header[0], "scenario group");
+        let mut agents: Vec<AgentResults> = header[1..]
+            .iter()
+            .map(|name| AgentResults {
+                agent: name.clone(),
+                cases: vec![],
+            })
+            .collect();
+        lines.next().expect("the alignment row");
+        for line in lines.by_ref() {
+            let cells = row(line);
+            if cells[0] == "**all**" {
+                break;
+            }
+            let group = cells[0].trim_matches('`');
+            assert_eq!(cells.len(), agents.len() + 1, "{line}");
+            for (agent, cell) in agents.iter_mut().zip(&cells[1..]) {
+                if cell == "–" {
+                    continue;
+                }
+                for part in cell.split(", ") {
+                    let (count, name) = part.split_once(' ').expect("`N verdict`");
+                    let verdict = *Verdict::ALL
+                        .iter()
+                        .find(|v| v.as_str() == name)
+                        .unwrap_or_else(|| panic!("no verdict {name:?}"));
+                    let count: usize = count.parse().expect("a count");
+                    for n in 0..count {
+                        let id = format!("{group}.case{}.check", agent.cases.len() + n);
+                        agent.cases.push(case(&id, verdict));
+                    }
+                }
+            }
+        }
+        let closing = lines.find(|l| !l.is_empty()).expect("the closing line");
+        let (_, run) = closing
+            .split_once("from a run of wirecheck ")
+            .expect("the closing line names the run");
+        let (version, started) = run.split_once(" on ").expect("version on date");
+        let mut results = RunResults::new(started.trim_end_matches('.'), version);
+        results.agents = agents;
+        results
     }
 }
