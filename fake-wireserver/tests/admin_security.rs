@@ -13,25 +13,12 @@ use std::time::{Duration, Instant};
 use fake_wireserver::files::MAX_FILE_BYTES;
 use fake_wireserver::{Fake, FakeConfig};
 
-use common::{Outcome, Response, exchange, goalstate_get, response};
+use common::{Outcome, Response, exchange, goalstate_get, request, response};
 
 const T: Duration = Duration::from_secs(10);
 
 fn loopback() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
-}
-
-/// Raw request bytes: exactly the headers given (Host included), plus Content-Length.
-fn request(method: &str, target: &str, headers: &[(&str, &str)], body: &str) -> Vec<u8> {
-    let mut s = format!("{method} {target} HTTP/1.1\r\n");
-    for (k, v) in headers {
-        s.push_str(&format!("{k}: {v}\r\n"));
-    }
-    s.push_str(&format!(
-        "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    ));
-    s.into_bytes()
 }
 
 type Headers = Vec<(String, String)>;
@@ -45,30 +32,10 @@ fn client_headers(admin: SocketAddr, token: &str) -> Headers {
     ]
 }
 
-async fn send(
-    admin: SocketAddr,
-    method: &str,
-    target: &str,
-    headers: &[(String, String)],
-    body: &str,
-) -> Response {
-    let headers: Vec<(&str, &str)> = headers
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    response(exchange(admin, &request(method, target, &headers, body), T).await)
-}
-
 async fn post_scenario(fake: &Fake, target: &str, body: &str) -> Response {
     let admin = fake.admin_addr().unwrap();
-    send(
-        admin,
-        "POST",
-        target,
-        &client_headers(admin, fake.admin_token().unwrap()),
-        body,
-    )
-    .await
+    let headers = client_headers(admin, fake.admin_token().unwrap());
+    response(exchange(admin, &request("POST", target, &headers, body), T).await)
 }
 
 fn goalstate_from_file(file: &str) -> String {
@@ -364,10 +331,6 @@ impl Running {
     async fn post_scenario(&self, target: &str, body: &str) -> Outcome {
         let admin = self.addr("admin");
         let headers = client_headers(admin, self.token());
-        let headers: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
         exchange(admin, &request("POST", target, &headers, body), T).await
     }
     fn vm_rss_kib(&self) -> u64 {
@@ -614,7 +577,14 @@ async fn browser_style_admin_request_is_refused_with_403_and_nothing_is_loaded()
         ),
     ];
     for (what, headers, reason) in &cases {
-        let r = send(admin, "POST", "/__admin/scenario", headers, scenario).await;
+        let r = response(
+            exchange(
+                admin,
+                &request("POST", "/__admin/scenario", headers, scenario),
+                T,
+            )
+            .await,
+        );
         assert_eq!(r.status, 403, "{what}: {}", r.text());
         let text = r.text();
         assert!(
@@ -627,52 +597,72 @@ async fn browser_style_admin_request_is_refused_with_403_and_nothing_is_loaded()
     // A browser cannot empty the journal either.
     let before = fake.journal().len();
     assert!(before > 0);
-    let r = send(
-        admin,
-        "POST",
-        "/__admin/reset",
-        &with(&[
-            ("Origin", Some("http://attacker.example")),
-            ("Content-Type", None),
-        ]),
-        "",
-    )
-    .await;
+    let r = response(
+        exchange(
+            admin,
+            &request(
+                "POST",
+                "/__admin/reset",
+                &with(&[
+                    ("Origin", Some("http://attacker.example")),
+                    ("Content-Type", None),
+                ]),
+                "",
+            ),
+            T,
+        )
+        .await,
+    );
     assert_eq!(r.status, 403);
     assert_eq!(fake.journal().len(), before);
 
     // The same scenario from an admin client is loaded (the refusals are not vacuous), also
     // with Host localhost:PORT; a JSON body to the TOML endpoint is 415.
-    let r = send(
-        admin,
-        "POST",
-        "/__admin/scenario",
-        &with(&[("Content-Type", Some("application/json"))]),
-        scenario,
-    )
-    .await;
+    let r = response(
+        exchange(
+            admin,
+            &request(
+                "POST",
+                "/__admin/scenario",
+                &with(&[("Content-Type", Some("application/json"))]),
+                scenario,
+            ),
+            T,
+        )
+        .await,
+    );
     assert_eq!(r.status, 415, "{}", r.text());
     assert_nothing_loaded(&fake).await;
     let localhost = format!("localhost:{}", admin.port());
-    let r = send(
-        admin,
-        "POST",
-        "/__admin/scenario",
-        &with(&[("Host", Some(&localhost))]),
-        scenario,
-    )
-    .await;
+    let r = response(
+        exchange(
+            admin,
+            &request(
+                "POST",
+                "/__admin/scenario",
+                &with(&[("Host", Some(&localhost))]),
+                scenario,
+            ),
+            T,
+        )
+        .await,
+    );
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(served_goalstate(&fake).await.status, 410);
     // A body-less reset needs no content type.
-    let r = send(
-        admin,
-        "POST",
-        "/__admin/reset",
-        &with(&[("Content-Type", None)]),
-        "",
-    )
-    .await;
+    let r = response(
+        exchange(
+            admin,
+            &request(
+                "POST",
+                "/__admin/reset",
+                &with(&[("Content-Type", None)]),
+                "",
+            ),
+            T,
+        )
+        .await,
+    );
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(fake.journal().is_empty());
 }
@@ -724,7 +714,7 @@ async fn missing_or_wrong_admin_token_is_401_and_nothing_is_done() {
             ("POST", "/__admin/scenario", scenario),
             ("GET", "/__admin/no-such-path", ""),
         ] {
-            let r = send(admin, method, target, &headers, body).await;
+            let r = response(exchange(admin, &request(method, target, &headers, body), T).await);
             assert_eq!(r.status, 401, "{what}: {method} {target}: {}", r.text());
             assert_eq!(r.header("www-authenticate"), Some("Bearer"));
             assert!(!r.text().contains("\"seq\""), "{what}: the journal leaked");
@@ -738,14 +728,14 @@ async fn missing_or_wrong_admin_token_is_401_and_nothing_is_done() {
     assert_eq!(fake.journal().len(), 1);
     assert_nothing_loaded(&fake).await;
     // With the token: 200.
-    let r = send(
-        admin,
-        "GET",
-        "/__admin/served",
-        &client_headers(admin, &token),
-        "",
-    )
-    .await;
+    let r = response(
+        exchange(
+            admin,
+            &request("GET", "/__admin/served", &client_headers(admin, &token), ""),
+            T,
+        )
+        .await,
+    );
     assert_eq!(r.status, 200, "{}", r.text());
 }
 
