@@ -17,11 +17,12 @@ use std::time::Duration;
 use fake_wireserver::{Fake, FakeConfig};
 use proptest::prelude::*;
 use reliability_support::{
-    EXCHANGE_TIMEOUT, FakeProcess, Finished, Outcome, exchange_blocking, provision_report,
-    read_pool, run_with_hard_stop, runtime,
+    EXCHANGE_TIMEOUT, FakeProcess, Finished, provision_report, read_pool, run_with_hard_stop,
+    runtime,
 };
 use wirecheck_oracle::EncodedReport;
 use wirecheck_oracle::encoded::{Mode, parse};
+use wirecheck_test_support::http::{Outcome, exchange_blocking};
 
 const VM_ID: &str = "0e5a1c6d-7b2f-4c3e-9d8a-1f2e3d4c5b6a";
 

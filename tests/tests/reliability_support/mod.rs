@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use wirecheck_oracle::kvp::{PoolView, decode_pool};
 use wirecheck_test_support::binaries::workspace_binary;
-pub use wirecheck_test_support::http::{Outcome, Response, exchange_blocking, response};
+use wirecheck_test_support::http::{Response, exchange_blocking, response};
 
 pub fn provision_report() -> PathBuf {
     workspace_binary("provision-report")
