@@ -357,7 +357,7 @@ mod tests {
             // The request read, then a reset.
             let (mut resetting, _) = listener.accept().await.unwrap();
             resetting.read_exact(&mut got).await.unwrap();
-            resetting.set_linger(Some(Duration::ZERO)).unwrap();
+            resetting.set_zero_linger().unwrap();
             drop(resetting);
             // A complete answer with bytes after it.
             let (mut answering, _) = listener.accept().await.unwrap();
