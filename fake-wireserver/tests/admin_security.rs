@@ -32,10 +32,27 @@ fn client_headers(admin: SocketAddr, token: &str) -> Headers {
     ]
 }
 
+/// One request to the admin listener; it must be answered.
+async fn send(
+    admin: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(String, String)],
+    body: &str,
+) -> Response {
+    response(exchange(admin, &request(method, target, headers, body), T).await)
+}
+
 async fn post_scenario(fake: &Fake, target: &str, body: &str) -> Response {
     let admin = fake.admin_addr().unwrap();
-    let headers = client_headers(admin, fake.admin_token().unwrap());
-    response(exchange(admin, &request("POST", target, &headers, body), T).await)
+    send(
+        admin,
+        "POST",
+        target,
+        &client_headers(admin, fake.admin_token().unwrap()),
+        body,
+    )
+    .await
 }
 
 fn goalstate_from_file(file: &str) -> String {
@@ -577,14 +594,7 @@ async fn browser_style_admin_request_is_refused_with_403_and_nothing_is_loaded()
         ),
     ];
     for (what, headers, reason) in &cases {
-        let r = response(
-            exchange(
-                admin,
-                &request("POST", "/__admin/scenario", headers, scenario),
-                T,
-            )
-            .await,
-        );
+        let r = send(admin, "POST", "/__admin/scenario", headers, scenario).await;
         assert_eq!(r.status, 403, "{what}: {}", r.text());
         let text = r.text();
         assert!(
@@ -597,72 +607,52 @@ async fn browser_style_admin_request_is_refused_with_403_and_nothing_is_loaded()
     // A browser cannot empty the journal either.
     let before = fake.journal().len();
     assert!(before > 0);
-    let r = response(
-        exchange(
-            admin,
-            &request(
-                "POST",
-                "/__admin/reset",
-                &with(&[
-                    ("Origin", Some("http://attacker.example")),
-                    ("Content-Type", None),
-                ]),
-                "",
-            ),
-            T,
-        )
-        .await,
-    );
+    let r = send(
+        admin,
+        "POST",
+        "/__admin/reset",
+        &with(&[
+            ("Origin", Some("http://attacker.example")),
+            ("Content-Type", None),
+        ]),
+        "",
+    )
+    .await;
     assert_eq!(r.status, 403);
     assert_eq!(fake.journal().len(), before);
 
     // The same scenario from an admin client is loaded (the refusals are not vacuous), also
     // with Host localhost:PORT; a JSON body to the TOML endpoint is 415.
-    let r = response(
-        exchange(
-            admin,
-            &request(
-                "POST",
-                "/__admin/scenario",
-                &with(&[("Content-Type", Some("application/json"))]),
-                scenario,
-            ),
-            T,
-        )
-        .await,
-    );
+    let r = send(
+        admin,
+        "POST",
+        "/__admin/scenario",
+        &with(&[("Content-Type", Some("application/json"))]),
+        scenario,
+    )
+    .await;
     assert_eq!(r.status, 415, "{}", r.text());
     assert_nothing_loaded(&fake).await;
     let localhost = format!("localhost:{}", admin.port());
-    let r = response(
-        exchange(
-            admin,
-            &request(
-                "POST",
-                "/__admin/scenario",
-                &with(&[("Host", Some(&localhost))]),
-                scenario,
-            ),
-            T,
-        )
-        .await,
-    );
+    let r = send(
+        admin,
+        "POST",
+        "/__admin/scenario",
+        &with(&[("Host", Some(&localhost))]),
+        scenario,
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(served_goalstate(&fake).await.status, 410);
     // A body-less reset needs no content type.
-    let r = response(
-        exchange(
-            admin,
-            &request(
-                "POST",
-                "/__admin/reset",
-                &with(&[("Content-Type", None)]),
-                "",
-            ),
-            T,
-        )
-        .await,
-    );
+    let r = send(
+        admin,
+        "POST",
+        "/__admin/reset",
+        &with(&[("Content-Type", None)]),
+        "",
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(fake.journal().is_empty());
 }
@@ -714,7 +704,7 @@ async fn missing_or_wrong_admin_token_is_401_and_nothing_is_done() {
             ("POST", "/__admin/scenario", scenario),
             ("GET", "/__admin/no-such-path", ""),
         ] {
-            let r = response(exchange(admin, &request(method, target, &headers, body), T).await);
+            let r = send(admin, method, target, &headers, body).await;
             assert_eq!(r.status, 401, "{what}: {method} {target}: {}", r.text());
             assert_eq!(r.header("www-authenticate"), Some("Bearer"));
             assert!(!r.text().contains("\"seq\""), "{what}: the journal leaked");
@@ -728,14 +718,14 @@ async fn missing_or_wrong_admin_token_is_401_and_nothing_is_done() {
     assert_eq!(fake.journal().len(), 1);
     assert_nothing_loaded(&fake).await;
     // With the token: 200.
-    let r = response(
-        exchange(
-            admin,
-            &request("GET", "/__admin/served", &client_headers(admin, &token), ""),
-            T,
-        )
-        .await,
-    );
+    let r = send(
+        admin,
+        "GET",
+        "/__admin/served",
+        &client_headers(admin, &token),
+        "",
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.text());
 }
 
