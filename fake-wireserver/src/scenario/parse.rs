@@ -578,52 +578,7 @@ fn body(
     }
 }
 
-/// The fields only some kinds use, besides the reply's.
-struct KindFields {
-    seconds: Option<Spanned<f64>>,
-    bytes: Option<Spanned<String>>,
-    bytes_sent: Option<Spanned<usize>>,
-    chunk: Option<Spanned<usize>>,
-    interval: Option<Spanned<f64>>,
-}
-
-impl KindFields {
-    /// What the step does, from its kind's own fields and its checked reply.
-    fn action(self, at: &StepAt, reply: Option<Reply>) -> Result<Action, ScenarioError> {
-        Ok(match at.kind {
-            StepKind::Respond => Action::Respond(reply.unwrap_or_default()),
-            StepKind::Delay => Action::Delay {
-                seconds: at.seconds(self.seconds, "seconds", true)?,
-                reply,
-            },
-            StepKind::Hang => Action::Hang,
-            StepKind::Reset => Action::Reset,
-            StepKind::Close => Action::Close,
-            StepKind::Malformed => Action::Malformed {
-                bytes: at
-                    .required(self.bytes, "bytes", Some("the raw bytes to send"))?
-                    .into_inner(),
-            },
-            StepKind::Partial => Action::Partial {
-                bytes_sent: at
-                    .required(self.bytes_sent, "bytes_sent", Some(BYTES_SENT))?
-                    .into_inner(),
-                reply,
-            },
-            StepKind::Slow => {
-                let chunk = at.required(self.chunk, "chunk", Some("bytes per write"))?;
-                Action::Slow {
-                    chunk: at.check(&chunk, "chunk", rules::chunk)?,
-                    interval: at.seconds(self.interval, "interval", false)?,
-                    reply,
-                }
-            }
-        })
-    }
-}
-
-const BYTES_SENT: &str = "body bytes sent before closing";
-
+/// Where a field was given, if it was.
 fn span<T>(value: &Option<Spanned<T>>) -> Option<Range<usize>> {
     value.as_ref().map(Spanned::span)
 }
@@ -631,7 +586,7 @@ fn span<T>(value: &Option<Spanned<T>>) -> Option<Range<usize>> {
 impl RawStep {
     /// Checks in a fixed order (the first error is the one reported): fields the kind does not
     /// use, `times`, `probability`, the reply, then the kind's own fields.
-    fn validate(self, ctx: &Ctx, field: &str) -> Result<Step, ScenarioError> {
+    fn validate(mut self, ctx: &Ctx, field: &str) -> Result<Step, ScenarioError> {
         let at = StepAt {
             ctx,
             field,
@@ -641,14 +596,13 @@ impl RawStep {
         self.refuse_unused(&at)?;
         let times = at.checked(&self.times, "times", rules::times)?;
         let probability = at.checked(&self.probability, "probability", rules::probability)?;
-        let (reply, kind_fields) = self.split();
         let reply = if at.kind.takes_reply() {
-            reply.validate(&at)?
+            self.take_reply().validate(&at)?
         } else {
             None
         };
         Ok(Step {
-            action: kind_fields.action(&at, reply)?,
+            action: self.action(&at, reply)?,
             times: times.unwrap_or(1),
             probability: probability.unwrap_or(1.0),
         })
@@ -679,21 +633,51 @@ impl RawStep {
         Ok(())
     }
 
-    fn split(self) -> (RawReply, KindFields) {
-        let reply = RawReply {
-            status: self.status,
-            preset: self.preset,
-            headers: self.headers,
-            body: self.body,
-            body_file: self.body_file,
-        };
-        let kind = KindFields {
-            seconds: self.seconds,
-            bytes: self.bytes,
-            bytes_sent: self.bytes_sent,
-            chunk: self.chunk,
-            interval: self.interval,
-        };
-        (reply, kind)
+    /// The reply's fields, taken out of the step.
+    fn take_reply(&mut self) -> RawReply {
+        RawReply {
+            status: self.status.take(),
+            preset: self.preset.take(),
+            headers: self.headers.take(),
+            body: self.body.take(),
+            body_file: self.body_file.take(),
+        }
+    }
+
+    /// What the step does, from its kind's own fields and its checked reply.
+    fn action(self, at: &StepAt, reply: Option<Reply>) -> Result<Action, ScenarioError> {
+        Ok(match at.kind {
+            StepKind::Respond => Action::Respond(reply.unwrap_or_default()),
+            StepKind::Delay => Action::Delay {
+                seconds: at.seconds(self.seconds, "seconds", true)?,
+                reply,
+            },
+            StepKind::Hang => Action::Hang,
+            StepKind::Reset => Action::Reset,
+            StepKind::Close => Action::Close,
+            StepKind::Malformed => Action::Malformed {
+                bytes: at
+                    .required(self.bytes, "bytes", Some("the raw bytes to send"))?
+                    .into_inner(),
+            },
+            StepKind::Partial => Action::Partial {
+                bytes_sent: at
+                    .required(
+                        self.bytes_sent,
+                        "bytes_sent",
+                        Some("body bytes sent before closing"),
+                    )?
+                    .into_inner(),
+                reply,
+            },
+            StepKind::Slow => {
+                let chunk = at.required(self.chunk, "chunk", Some("bytes per write"))?;
+                Action::Slow {
+                    chunk: at.check(&chunk, "chunk", rules::chunk)?,
+                    interval: at.seconds(self.interval, "interval", false)?,
+                    reply,
+                }
+            }
+        })
     }
 }
