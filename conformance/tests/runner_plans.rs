@@ -4,7 +4,7 @@
 
 use fake_wireserver::{EndPolicy, Fake, FakeConfig, Scenario, Step};
 use proptest::prelude::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use wirecheck_test_support::http::{exchange, post, response};
 
 const STATUSES: [u16; 10] = [200, 201, 202, 400, 401, 404, 410, 429, 500, 503];
 
@@ -54,22 +54,15 @@ fn expected(steps: &[(u16, u32)], end: EndPolicy, n: usize) -> Vec<(u16, Option<
         .collect()
 }
 
-async fn post(addr: std::net::SocketAddr) -> String {
-    let body = r#"{"state":"Ready"}"#;
-    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
-    conn.write_all(
-        format!(
-            "POST /provisioning/health HTTP/1.1\r\nHost: 168.63.129.16\r\nContent-Type: application/json\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .as_bytes(),
-    )
-    .await
-    .unwrap();
-    let mut answer = String::new();
-    conn.read_to_string(&mut answer).await.unwrap();
-    answer
+/// A JSON health report; the answer as it came on the wire.
+async fn report(addr: std::net::SocketAddr) -> String {
+    let request = post(
+        "/provisioning/health",
+        "168.63.129.16",
+        &[("Content-Type", "application/json")],
+        r#"{"state":"Ready"}"#,
+    );
+    response(exchange(addr, &request, std::time::Duration::from_secs(10)).await).raw_text()
 }
 
 fn observed(steps: &[(u16, u32)], end: EndPolicy, n: usize) -> Vec<(u16, Option<(usize, u32)>)> {
@@ -89,7 +82,7 @@ fn observed(steps: &[(u16, u32)], end: EndPolicy, n: usize) -> Vec<(u16, Option<
         let addr = fake.wireserver_addr().unwrap();
         let mut lines = Vec::new();
         for _ in 0..n {
-            lines.push(post(addr).await);
+            lines.push(report(addr).await);
         }
         let journal = fake.journal();
         fake.shutdown().await;

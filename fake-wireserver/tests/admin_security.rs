@@ -13,25 +13,12 @@ use std::time::{Duration, Instant};
 use fake_wireserver::files::MAX_FILE_BYTES;
 use fake_wireserver::{Fake, FakeConfig};
 
-use common::{Outcome, Response, exchange, goalstate_get, response};
+use common::{Outcome, Response, exchange, goalstate_get, request, response};
 
 const T: Duration = Duration::from_secs(10);
 
 fn loopback() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
-}
-
-/// Raw request bytes: exactly the headers given (Host included), plus Content-Length.
-fn request(method: &str, target: &str, headers: &[(&str, &str)], body: &str) -> Vec<u8> {
-    let mut s = format!("{method} {target} HTTP/1.1\r\n");
-    for (k, v) in headers {
-        s.push_str(&format!("{k}: {v}\r\n"));
-    }
-    s.push_str(&format!(
-        "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    ));
-    s.into_bytes()
 }
 
 type Headers = Vec<(String, String)>;
@@ -45,6 +32,7 @@ fn client_headers(admin: SocketAddr, token: &str) -> Headers {
     ]
 }
 
+/// One request to the admin listener; it must be answered.
 async fn send(
     admin: SocketAddr,
     method: &str,
@@ -52,11 +40,7 @@ async fn send(
     headers: &[(String, String)],
     body: &str,
 ) -> Response {
-    let headers: Vec<(&str, &str)> = headers
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    response(exchange(admin, &request(method, target, &headers, body), T).await)
+    response(exchange(admin, &request(method, target, headers, body), T).await)
 }
 
 async fn post_scenario(fake: &Fake, target: &str, body: &str) -> Response {
@@ -364,10 +348,6 @@ impl Running {
     async fn post_scenario(&self, target: &str, body: &str) -> Outcome {
         let admin = self.addr("admin");
         let headers = client_headers(admin, self.token());
-        let headers: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
         exchange(admin, &request("POST", target, &headers, body), T).await
     }
     fn vm_rss_kib(&self) -> u64 {

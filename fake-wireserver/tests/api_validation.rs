@@ -61,7 +61,7 @@ fn assert_panics_here<R>(line: u32, start: &str, f: impl FnOnce() -> R) {
     );
 }
 
-use wirecheck_test_support::http::exchange as send;
+use wirecheck_test_support::http::wire_text as send;
 
 const GOALSTATE: &str = "GET /machine/?comp=goalstate HTTP/1.1\r\nHost: 168.63.129.16\r\n\
                          x-ms-version: 2012-11-30\r\nConnection: close\r\n\r\n";

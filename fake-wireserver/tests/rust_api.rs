@@ -10,7 +10,7 @@ use fake_wireserver::{
     EndPolicy, EndpointId, Expectation, Fake, FakeConfig, Preset, Scenario, Step, Times,
 };
 
-use wirecheck_test_support::http::exchange as send;
+use wirecheck_test_support::http::wire_text as send;
 
 const GOALSTATE: &str = "GET /machine/?comp=goalstate HTTP/1.1\r\nHost: 168.63.129.16\r\n\
                          x-ms-version: 2012-11-30\r\nConnection: close\r\n\r\n";

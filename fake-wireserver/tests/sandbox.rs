@@ -28,15 +28,12 @@ fn journal(out: &Path) -> Vec<Entry> {
     wirecheck_test_support::sandbox::journal(out)
 }
 
-use wirecheck_test_support::sandbox::{describe, summary};
+use wirecheck_test_support::http::{get, post};
+use wirecheck_test_support::sandbox::{PRINT_STATUS_LINE, bash_send, describe, summary};
 
-/// A bash snippet sending one HTTP/1.1 request over /dev/tcp and printing the status line.
-fn http_get(host: &str, target: &str, extra_header: &str) -> String {
-    format!(
-        "exec 3<>/dev/tcp/{host}/80 && \
-         printf 'GET {target} HTTP/1.1\\r\\nHost: {host}\\r\\n{extra_header}Connection: close\\r\\n\\r\\n' >&3 && \
-         head -n 1 <&3 | tr -d '\\r' && exec 3<&-"
-    )
+/// A bash snippet sending one GET (`Connection: close`) and printing the status line.
+fn http_get(host: &str, target: &str, headers: &[(&str, &str)]) -> String {
+    bash_send(host, &get(target, host, headers)) + PRINT_STATUS_LINE
 }
 
 #[test]
@@ -45,11 +42,11 @@ fn sandbox_command_reaches_the_fake_on_both_platform_addresses() {
     let out = tempfile::tempdir().unwrap();
     let script = format!(
         "{} && {}",
-        http_get("168.63.129.16", "/?comp=versions", ""),
+        http_get("168.63.129.16", "/?comp=versions", &[]),
         http_get(
             "169.254.169.254",
             "/metadata/instance?api-version=2021-02-01",
-            "Metadata: true\\r\\n"
+            &[("Metadata", "true")]
         ),
     );
     let output = sandbox(out.path(), &[], &["bash", "-c", &script]);
@@ -250,7 +247,7 @@ status = 503
 "#,
     );
     let out = dir.path().join("out");
-    let get = http_get("168.63.129.16", "/?comp=versions", "");
+    let get = http_get("168.63.129.16", "/?comp=versions", &[]);
     let output = sandbox(
         &out,
         &["--scenario", scenario.to_str().unwrap()],
@@ -287,11 +284,12 @@ seconds = 0.5
     );
     let out = dir.path().join("out");
     // Sends the request and leaves without waiting for the (delayed) answer.
-    let send = "exec 3<>/dev/tcp/168.63.129.16/80 && printf 'GET /?comp=versions HTTP/1.1\\r\\nHost: 168.63.129.16\\r\\n\\r\\n' >&3 && sleep 0.1";
+    let request = b"GET /?comp=versions HTTP/1.1\r\nHost: 168.63.129.16\r\n\r\n";
+    let send = bash_send("168.63.129.16", request) + " && sleep 0.1";
     let output = sandbox(
         &out,
         &["--scenario", scenario.to_str().unwrap()],
-        &["bash", "-c", send],
+        &["bash", "-c", &send],
     );
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     let journal = journal(&out);
@@ -330,7 +328,7 @@ fn sandbox_timeout_kills_the_command_and_still_writes_artifacts() {
             "-c",
             &format!(
                 "{} ; sleep 60",
-                http_get("168.63.129.16", "/?comp=versions", "")
+                http_get("168.63.129.16", "/?comp=versions", &[])
             ),
         ],
     );
@@ -349,7 +347,7 @@ fn sandbox_startup_starts_the_timeout_clock_at_the_first_request() {
     let out = tempfile::tempdir().unwrap();
     let slow_start = format!(
         "sleep 1.5; {}; sleep 0.5",
-        http_get("168.63.129.16", "/?comp=versions", "")
+        http_get("168.63.129.16", "/?comp=versions", &[])
     );
     let output = sandbox(
         out.path(),
@@ -363,7 +361,7 @@ fn sandbox_startup_starts_the_timeout_clock_at_the_first_request() {
     let started = std::time::Instant::now();
     let early = format!(
         "{}; sleep 30",
-        http_get("168.63.129.16", "/?comp=versions", "")
+        http_get("168.63.129.16", "/?comp=versions", &[])
     );
     let output = sandbox(
         out.path(),
@@ -406,7 +404,7 @@ fn sandbox_startup_is_an_allowance_not_a_second_timeout() {
     // Killed at 1 + 2 = 3 s; a clock restarted by the request would kill at 2.9 + 2 = 4.9 s.
     let late = format!(
         "sleep 2.9; {}; sleep 30",
-        http_get("168.63.129.16", "/?comp=versions", "")
+        http_get("168.63.129.16", "/?comp=versions", &[])
     );
     let started = std::time::Instant::now();
     let output = sandbox(
@@ -431,7 +429,7 @@ fn sandbox_refuses_an_out_folder_the_private_mounts_would_hide() {
     assert!(!Path::new("/run/wirecheck-sandbox-out").exists());
 }
 
-/// A bash snippet POSTing one XML health report to the wireserver over /dev/tcp.
+/// A bash snippet POSTing one XML health report to the wireserver and printing the status line.
 fn http_post_health(state: &str, substatus: Option<&str>) -> String {
     let details = substatus
         .map(|s| {
@@ -441,12 +439,13 @@ fn http_post_health(state: &str, substatus: Option<&str>) -> String {
     let body = format!(
         "<?xml version=\"1.0\" encoding=\"utf-8\"?><Health><GoalStateIncarnation>1</GoalStateIncarnation><Container><ContainerId>c6d5526c-5ac2-4200-b6e2-56f2b70c5ab2</ContainerId><RoleInstanceList><Role><InstanceId>b61f93d0-e1ed-40b2-b067-22c243233448.MachineRole_IN_0</InstanceId><Health><State>{state}</State>{details}</Health></Role></RoleInstanceList></Container></Health>"
     );
-    format!(
-        "exec 3<>/dev/tcp/168.63.129.16/80 && \
-         printf 'POST /machine?comp=health HTTP/1.1\\r\\nHost: 168.63.129.16\\r\\nContent-Type: text/xml;charset=utf-8\\r\\nContent-Length: {}\\r\\nConnection: close\\r\\n\\r\\n%s' '{body}' >&3 && \
-         head -n 1 <&3 | tr -d '\\r' && exec 3<&-",
-        body.len()
-    )
+    let request = post(
+        "/machine?comp=health",
+        "168.63.129.16",
+        &[("Content-Type", "text/xml;charset=utf-8")],
+        &body,
+    );
+    bash_send("168.63.129.16", &request) + PRINT_STATUS_LINE
 }
 
 #[test]

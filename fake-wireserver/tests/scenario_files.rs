@@ -319,3 +319,76 @@ fn a_scenario_file_that_is_a_fifo_or_huge_is_refused() {
     let e = Scenario::from_file(&huge).unwrap_err().to_string();
     assert!(e.contains("larger than"), "{e}");
 }
+
+/// The step and section errors the `semantic_errors` snapshot does not hold, word for word, and
+/// which error of several is the one reported (the checks run in a fixed order).
+#[test]
+fn the_first_error_of_a_step_or_section_is_reported_word_for_word() {
+    let step = |body: &str| {
+        format!("[[endpoint]]\nid = \"wireserver.goalstate\"\n[[endpoint.step]]\n{body}\n")
+    };
+    let cases = [
+        // A missing chunk is named before a missing interval.
+        (
+            step("kind = \"slow\""),
+            "inline.toml:4:8: endpoint[1].step[1].chunk: required for kind = \"slow\" (bytes per write)",
+        ),
+        // A reply part without a status, on a kind whose reply is optional.
+        (
+            step("kind = \"delay\"\nseconds = 1\nbody = \"x\""),
+            "inline.toml:4:8: endpoint[1].step[1].status: headers/body need a status or a preset",
+        ),
+        // A field the kind does not use comes before a bad `times`.
+        (
+            step("kind = \"hang\"\ntimes = 0\nbytes = \"x\""),
+            "inline.toml:6:9: endpoint[1].step[1].bytes: not used by kind = \"hang\"",
+        ),
+        // `times` before `probability`, both before the reply.
+        (
+            step("kind = \"respond\"\nprobability = 2\ntimes = 0\nstatus = 99"),
+            "inline.toml:6:9: endpoint[1].step[1].times: must be 1-1000000, got 0",
+        ),
+        // The reply before the kind's own fields.
+        (
+            step("kind = \"slow\"\nchunk = 0\nstatus = 99"),
+            "inline.toml:6:10: endpoint[1].step[1].status: must be an HTTP status 100..=599, got 99",
+        ),
+        // A later trigger's field is named with its index.
+        (
+            "[[trigger]]\nafter = 1\naction = \"bump-incarnation\"\n[[trigger]]\nafter = -1\naction = \"bump-incarnation\"\n".to_owned(),
+            "inline.toml:4:1: trigger[2].after: must be a number of seconds from 0 to 86400, got -1",
+        ),
+    ];
+    for (text, expected) in &cases {
+        assert_eq!(&message(text), expected, "{text}");
+    }
+}
+
+/// `imds.instance_file` must hold a JSON object; the error names the file and what it is not.
+#[test]
+fn an_instance_file_that_is_not_a_json_object_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = dir.path().join("s.toml");
+    let origin = origin.to_str().unwrap();
+    std::fs::write(dir.path().join("text.json"), "not json").unwrap();
+    std::fs::write(dir.path().join("list.json"), "[1]").unwrap();
+    let error = |file: &str| {
+        Scenario::from_toml_str(&format!("[imds]\ninstance_file = \"{file}\"\n"), origin)
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        error("text.json"),
+        format!(
+            "{origin}:1:1: imds.instance_file: \"text.json\" is not a JSON document: expected \
+             ident at line 1 column 2"
+        )
+    );
+    assert_eq!(
+        error("list.json"),
+        format!(
+            "{origin}:1:1: imds.instance_file: \"list.json\" must hold a JSON object (the \
+             instance document)"
+        )
+    );
+}

@@ -1,6 +1,6 @@
 //! What the workspace's test suites share, written once: the built binaries ([`binaries`]),
-//! a raw HTTP exchange ([`http`]), a loopback port nothing answers on ([`net`]), and `fake-wireserver sandbox` runs with what
-//! they leave in `--out` ([`sandbox`]).
+//! raw HTTP exchanges, async or blocking ([`http`]), a loopback port nothing answers on
+//! ([`net`]), and `fake-wireserver sandbox` runs with what they leave in `--out` ([`sandbox`]).
 //!
 //! It depends on no crate of the workspace (the reporter's tests use it too, and the oracle
 //! rule forbids a path between them and the judge): journal lines are read into whatever type

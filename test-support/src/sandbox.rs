@@ -65,3 +65,53 @@ pub fn pools(out: &Path) -> Vec<(String, Vec<u8>)> {
     pools.sort();
     pools
 }
+
+/// A bash command that sends `request`, exactly as given, to `host`:80 over bash's `/dev/tcp`:
+/// a sandboxed command runs in the sandbox's own network namespace, which the test's own
+/// client cannot reach, and bash is all the sandbox tests rely on. Build the bytes with
+/// [`crate::http::get`] or [`crate::http::post`]; follow with [`PRINT_STATUS_LINE`] to read the
+/// answer.
+pub fn bash_send(host: &str, request: &[u8]) -> String {
+    format!(
+        "exec 3<>/dev/tcp/{host}/80 && printf '{}' >&3",
+        printf_format(request)
+    )
+}
+
+/// Appended to [`bash_send`]: prints the answer's status line (without its CR) and closes.
+pub const PRINT_STATUS_LINE: &str = " && head -n 1 <&3 | tr -d '\\r' && exec 3<&-";
+
+/// `bytes` as a single-quoted printf format that prints them unchanged.
+fn printf_format(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 16);
+    for &b in bytes {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'%' => out.push_str("%%"),
+            b'\'' => out.push_str("'\\''"),
+            b'\r' => out.push_str("\\r"),
+            b'\n' => out.push_str("\\n"),
+            0x20..=0x7e => out.push(char::from(b)),
+            _ => out.push_str(&format!("\\{b:03o}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_printf_format_prints_the_request_unchanged() {
+        let request: Vec<u8> =
+            b"POST /a?b=%41 HTTP/1.1\r\nX: it's \"q\" \\n\t\xff\r\n\r\n<x/>".to_vec();
+        let script = format!("printf '{}'", printf_format(&request));
+        let out = Command::new("bash")
+            .args(["-c", &script])
+            .output()
+            .expect("bash runs");
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(out.stdout, request);
+    }
+}

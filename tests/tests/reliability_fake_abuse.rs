@@ -252,5 +252,5 @@ fn random_and_malformed_requests_do_not_break_the_fake() {
     );
     // The journal is still served on the admin listener, and is a bounded window.
     let journal = fake.addrs.admin_get("/__admin/journal");
-    assert_eq!(reliability_support::status_of(&journal), 200);
+    assert_eq!(journal.status, 200, "{}", journal.raw_text());
 }

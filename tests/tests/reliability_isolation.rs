@@ -17,11 +17,12 @@ use std::time::Duration;
 use fake_wireserver::{Fake, FakeConfig};
 use proptest::prelude::*;
 use reliability_support::{
-    FakeProcess, Finished, provision_report, raw_exchange, read_pool, run_with_hard_stop, runtime,
-    status_of,
+    EXCHANGE_TIMEOUT, FakeProcess, Finished, provision_report, read_pool, run_with_hard_stop,
+    runtime,
 };
 use wirecheck_oracle::EncodedReport;
 use wirecheck_oracle::encoded::{Mode, parse};
+use wirecheck_test_support::http::{Outcome, exchange_blocking};
 
 const VM_ID: &str = "0e5a1c6d-7b2f-4c3e-9d8a-1f2e3d4c5b6a";
 
@@ -184,10 +185,12 @@ fn the_admin_api_is_not_reachable_through_agent_facing_listeners_or_the_proxy() 
         }
     }
     for (what, listener, req) in &attempts {
-        let answer = raw_exchange(*listener, req);
-        let status = status_of(&answer);
-        let text = String::from_utf8_lossy(&answer);
         let first_line = String::from_utf8_lossy(req.split(|b| *b == b'\r').next().unwrap());
+        let answer = exchange_blocking(*listener, req, EXCHANGE_TIMEOUT);
+        let Outcome::Response(answer) = answer else {
+            panic!("{what}: `{first_line}` got no answer: {answer:?}");
+        };
+        let (status, text) = (answer.status, answer.raw_text());
         assert!(
             (400..600).contains(&status),
             "{what}: `{first_line}` got {status}:\n{text}"
@@ -201,11 +204,9 @@ fn the_admin_api_is_not_reachable_through_agent_facing_listeners_or_the_proxy() 
     // Nothing was reset or loaded: the journal (on the admin listener) holds every attempt, and
     // the goal state is still served.
     let journal = a.admin_get("/__admin/journal");
-    assert_eq!(status_of(&journal), 200);
-    let text = String::from_utf8_lossy(&journal);
-    let body = &text[text.find("\r\n\r\n").expect("head end") + 4..];
+    assert_eq!(journal.status, 200, "{}", journal.raw_text());
     let entries: Vec<serde_json::Value> =
-        serde_json::from_str(body).expect("the admin journal is a JSON array");
+        serde_json::from_slice(&journal.body).expect("the admin journal is a JSON array");
     assert_eq!(
         entries.len(),
         attempts.len(),

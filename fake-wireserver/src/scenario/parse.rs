@@ -266,105 +266,19 @@ struct RawStep {
 }
 
 impl RawScenario {
+    /// Checks the sections in file order (the first error is the one reported).
     fn validate(self, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
         let goalstate = self.goalstate.unwrap_or_default();
         let imds = match self.imds {
             None => ImdsOverrides::default(),
-            Some(spanned) => {
-                let span = spanned.span();
-                let mut imds = spanned.into_inner();
-                if let Some(file) = &imds.instance_file {
-                    let bytes = ctx.read_file(file).map_err(|message| {
-                        ctx.invalid(Some(span.clone()), "imds.instance_file".into(), message)
-                    })?;
-                    let doc: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-                        ctx.invalid(
-                            Some(span.clone()),
-                            "imds.instance_file".into(),
-                            format!("{file:?} is not a JSON document: {e}"),
-                        )
-                    })?;
-                    if !doc.is_object() {
-                        return Err(ctx.invalid(
-                            Some(span),
-                            "imds.instance_file".into(),
-                            format!("{file:?} must hold a JSON object (the instance document)"),
-                        ));
-                    }
-                    imds.instance_document = Some(doc);
-                }
-                imds
-            }
+            Some(imds) => validate_imds(ctx, imds)?,
         };
-
-        let mut endpoints = Vec::with_capacity(self.endpoint.len());
-        let mut total_steps = 0usize;
-        for (i, ep) in self.endpoint.into_iter().enumerate() {
-            let field = format!("endpoint[{}]", i + 1);
-            let ep_span = ep.span();
-            let ep = ep.into_inner();
-            rules::pattern(ep.id.get_ref())
-                .map_err(|m| ctx.invalid(Some(ep.id.span()), format!("{field}.id"), m))?;
-            if ep.step.is_empty() {
-                return Err(ctx.invalid(
-                    Some(ep_span),
-                    format!("{field}.step"),
-                    rules::EMPTY_PLAN.into(),
-                ));
-            }
-            total_steps += ep.step.len();
-            rules::total_steps(total_steps)
-                .map_err(|m| ctx.invalid(Some(ep_span.clone()), format!("{field}.step"), m))?;
-            let mut steps = Vec::with_capacity(ep.step.len());
-            for (j, step) in ep.step.into_iter().enumerate() {
-                let field = format!("{field}.step[{}]", j + 1);
-                steps.push(step.into_inner().validate(ctx, &field)?);
-            }
-            endpoints.push(EndpointPlan {
-                id: ep.id.into_inner(),
-                end: ep.end,
-                steps,
-            });
-        }
-
+        let endpoints = validate_endpoints(ctx, self.endpoint)?;
         let rate_limit = match self.rate_limit {
             None => None,
-            Some(rl) => {
-                let span = rl.span();
-                let rl = rl.into_inner();
-                rules::rate_requests(rl.requests).map_err(|m| {
-                    ctx.invalid(Some(span.clone()), "rate_limit.requests".into(), m)
-                })?;
-                rules::rate_window(rl.window)
-                    .map_err(|m| ctx.invalid(Some(span.clone()), "rate_limit.window".into(), m))?;
-                for (i, pattern) in rl.endpoints.iter().enumerate() {
-                    rules::rate_limited_pattern(pattern).map_err(|m| {
-                        ctx.invalid(
-                            Some(span.clone()),
-                            format!("rate_limit.endpoints[{}]", i + 1),
-                            m,
-                        )
-                    })?;
-                }
-                Some(rl)
-            }
+            Some(rl) => Some(validate_rate_limit(ctx, rl)?),
         };
-
-        let mut triggers = Vec::with_capacity(self.trigger.len());
-        for (i, t) in self.trigger.into_iter().enumerate() {
-            let span = t.span();
-            let t = t.into_inner();
-            rules::trigger_after(t.after).map_err(|m| {
-                ctx.invalid(Some(span.clone()), format!("trigger[{}].after", i + 1), m)
-            })?;
-            if t.action == TriggerAction::BumpIncarnation {
-                rules::bump_incarnation(goalstate.incarnation.as_deref()).map_err(|m| {
-                    ctx.invalid(Some(span.clone()), format!("trigger[{}].action", i + 1), m)
-                })?;
-            }
-            triggers.push(t);
-        }
-
+        let triggers = validate_triggers(ctx, self.trigger, &goalstate)?;
         Ok(Scenario {
             name: self.name,
             seed: self.seed,
@@ -378,10 +292,110 @@ impl RawScenario {
     }
 }
 
-impl RawStep {
-    fn validate(self, ctx: &Ctx, field: &str) -> Result<Step, ScenarioError> {
-        let kind = *self.kind.get_ref();
-        let kind_name = match kind {
+/// `[imds]`, with the instance document read from `instance_file`.
+fn validate_imds(
+    ctx: &Ctx,
+    spanned: Spanned<ImdsOverrides>,
+) -> Result<ImdsOverrides, ScenarioError> {
+    let span = spanned.span();
+    let mut imds = spanned.into_inner();
+    if let Some(file) = &imds.instance_file {
+        let err = |message| ctx.invalid(Some(span.clone()), "imds.instance_file".into(), message);
+        let bytes = ctx.read_file(file).map_err(err)?;
+        let doc: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|e| err(format!("{file:?} is not a JSON document: {e}")))?;
+        if !doc.is_object() {
+            return Err(err(format!(
+                "{file:?} must hold a JSON object (the instance document)"
+            )));
+        }
+        imds.instance_document = Some(doc);
+    }
+    Ok(imds)
+}
+
+/// `[[endpoint]]`s and their steps (with the bound on steps across all of them).
+fn validate_endpoints(
+    ctx: &Ctx,
+    raw: Vec<Spanned<RawEndpoint>>,
+) -> Result<Vec<EndpointPlan>, ScenarioError> {
+    let mut endpoints = Vec::with_capacity(raw.len());
+    let mut total_steps = 0usize;
+    for (i, ep) in raw.into_iter().enumerate() {
+        let field = format!("endpoint[{}]", i + 1);
+        let ep_span = ep.span();
+        let ep = ep.into_inner();
+        rules::pattern(ep.id.get_ref())
+            .map_err(|m| ctx.invalid(Some(ep.id.span()), format!("{field}.id"), m))?;
+        if ep.step.is_empty() {
+            return Err(ctx.invalid(
+                Some(ep_span),
+                format!("{field}.step"),
+                rules::EMPTY_PLAN.into(),
+            ));
+        }
+        total_steps += ep.step.len();
+        rules::total_steps(total_steps)
+            .map_err(|m| ctx.invalid(Some(ep_span.clone()), format!("{field}.step"), m))?;
+        let mut steps = Vec::with_capacity(ep.step.len());
+        for (j, step) in ep.step.into_iter().enumerate() {
+            let field = format!("{field}.step[{}]", j + 1);
+            steps.push(step.into_inner().validate(ctx, &field)?);
+        }
+        endpoints.push(EndpointPlan {
+            id: ep.id.into_inner(),
+            end: ep.end,
+            steps,
+        });
+    }
+    Ok(endpoints)
+}
+
+/// `[rate_limit]`.
+fn validate_rate_limit(ctx: &Ctx, rl: Spanned<RateLimit>) -> Result<RateLimit, ScenarioError> {
+    let span = rl.span();
+    let rl = rl.into_inner();
+    let err = |field: String, message| ctx.invalid(Some(span.clone()), field, message);
+    rules::rate_requests(rl.requests).map_err(|m| err("rate_limit.requests".into(), m))?;
+    rules::rate_window(rl.window).map_err(|m| err("rate_limit.window".into(), m))?;
+    for (i, pattern) in rl.endpoints.iter().enumerate() {
+        rules::rate_limited_pattern(pattern)
+            .map_err(|m| err(format!("rate_limit.endpoints[{}]", i + 1), m))?;
+    }
+    Ok(rl)
+}
+
+/// `[[trigger]]`s (`bump-incarnation` needs a given `goalstate.incarnation` to be a number).
+fn validate_triggers(
+    ctx: &Ctx,
+    raw: Vec<Spanned<Trigger>>,
+    goalstate: &GoalStateOverrides,
+) -> Result<Vec<Trigger>, ScenarioError> {
+    let mut triggers = Vec::with_capacity(raw.len());
+    for (i, t) in raw.into_iter().enumerate() {
+        let span = t.span();
+        let t = t.into_inner();
+        let err = |name: &str, message| {
+            ctx.invalid(
+                Some(span.clone()),
+                format!("trigger[{}].{name}", i + 1),
+                message,
+            )
+        };
+        rules::trigger_after(t.after).map_err(|m| err("after", m))?;
+        if t.action == TriggerAction::BumpIncarnation {
+            rules::bump_incarnation(goalstate.incarnation.as_deref())
+                .map_err(|m| err("action", m))?;
+        }
+        triggers.push(t);
+    }
+    Ok(triggers)
+}
+
+impl StepKind {
+    /// The kind as a file spells it.
+    fn name(self) -> &'static str {
+        match self {
             StepKind::Respond => "respond",
             StepKind::Delay => "delay",
             StepKind::Hang => "hang",
@@ -390,219 +404,280 @@ impl RawStep {
             StepKind::Malformed => "malformed",
             StepKind::Partial => "partial",
             StepKind::Slow => "slow",
-        };
-        let err = |span: Range<usize>, name: &str, msg: String| {
-            ctx.invalid(Some(span), format!("{field}.{name}"), msg)
-        };
+        }
+    }
 
-        // Fields a kind does not use are errors, not silently ignored.
-        let takes_reply = matches!(
-            kind,
+    /// Whether the kind answers with a reply (status, preset, headers, body).
+    fn takes_reply(self) -> bool {
+        matches!(
+            self,
             StepKind::Respond | StepKind::Delay | StepKind::Partial | StepKind::Slow
-        );
-        let unused = |name: &str, span: Option<Range<usize>>, used: bool| match span {
-            Some(span) if !used => Err(err(
+        )
+    }
+}
+
+/// Where a step stands, for its error messages: the step's field path (`endpoint[1].step[2]`)
+/// and its kind with the kind's position (what a missing field is reported at).
+struct StepAt<'c, 'a> {
+    ctx: &'c Ctx<'a>,
+    field: &'c str,
+    kind: StepKind,
+    kind_span: Range<usize>,
+}
+
+impl StepAt<'_, '_> {
+    fn err(&self, span: Range<usize>, name: &str, message: String) -> ScenarioError {
+        self.ctx
+            .invalid(Some(span), format!("{}.{name}", self.field), message)
+    }
+
+    /// A given field the kind does not use is an error, not silently ignored.
+    fn unused(
+        &self,
+        name: &str,
+        span: Option<Range<usize>>,
+        used: bool,
+    ) -> Result<(), ScenarioError> {
+        match span {
+            Some(span) if !used => Err(self.err(
                 span,
                 name,
-                format!("not used by kind = \"{kind_name}\""),
+                format!("not used by kind = \"{}\"", self.kind.name()),
             )),
             _ => Ok(()),
+        }
+    }
+
+    /// A field the kind needs; `why` says what it is for in the message.
+    fn required<T>(
+        &self,
+        value: Option<Spanned<T>>,
+        name: &str,
+        why: Option<&str>,
+    ) -> Result<Spanned<T>, ScenarioError> {
+        value.ok_or_else(|| {
+            let why = why.map(|w| format!(" ({w})")).unwrap_or_default();
+            self.err(
+                self.kind_span.clone(),
+                name,
+                format!("required for kind = \"{}\"{why}", self.kind.name()),
+            )
+        })
+    }
+
+    /// A value checked by its rule (an error at the value's position).
+    fn check<T: Copy>(
+        &self,
+        value: &Spanned<T>,
+        name: &str,
+        rule: impl FnOnce(T) -> Result<(), String>,
+    ) -> Result<T, ScenarioError> {
+        let v = *value.get_ref();
+        rule(v)
+            .map(|()| v)
+            .map_err(|m| self.err(value.span(), name, m))
+    }
+
+    /// [`StepAt::check`] for an optional field.
+    fn checked<T: Copy>(
+        &self,
+        value: &Option<Spanned<T>>,
+        name: &str,
+        rule: impl FnOnce(T) -> Result<(), String>,
+    ) -> Result<Option<T>, ScenarioError> {
+        value
+            .as_ref()
+            .map(|v| self.check(v, name, rule))
+            .transpose()
+    }
+
+    /// A required duration in seconds (`delay.seconds`, `slow.interval`).
+    fn seconds(
+        &self,
+        value: Option<Spanned<f64>>,
+        name: &str,
+        allow_zero: bool,
+    ) -> Result<f64, ScenarioError> {
+        let value = self.required(value, name, None)?;
+        self.check(&value, name, |x| rules::seconds(x, allow_zero))
+    }
+}
+
+/// The reply fields of a step, as given.
+struct RawReply {
+    status: Option<Spanned<u16>>,
+    preset: Option<Spanned<Preset>>,
+    headers: Option<Spanned<Vec<(String, String)>>>,
+    body: Option<Spanned<String>>,
+    body_file: Option<Spanned<String>>,
+}
+
+impl RawReply {
+    /// The reply, or `None` when no reply field was given (the kind's default answer).
+    fn validate(self, at: &StepAt) -> Result<Option<Reply>, ScenarioError> {
+        let mut reply = Reply {
+            status: at.checked(&self.status, "status", rules::status)?,
+            preset: self.preset.as_ref().map(|p| *p.get_ref()),
+            headers: Vec::new(),
+            body: None,
         };
-        unused(
-            "status",
-            self.status.as_ref().map(Spanned::span),
-            takes_reply,
-        )?;
-        unused(
-            "preset",
-            self.preset.as_ref().map(Spanned::span),
-            takes_reply,
-        )?;
-        unused(
-            "headers",
-            self.headers.as_ref().map(Spanned::span),
-            takes_reply,
-        )?;
-        unused("body", self.body.as_ref().map(Spanned::span), takes_reply)?;
-        unused(
+        if let Some(headers) = self.headers {
+            let span = headers.span();
+            for (name, value) in headers.into_inner() {
+                rules::header(&name, &value).map_err(|m| at.err(span.clone(), "headers", m))?;
+                reply.headers.push((name, value));
+            }
+        }
+        reply.body = body(at, self.body, self.body_file)?;
+        let given = reply.status.is_some()
+            || reply.preset.is_some()
+            || !reply.headers.is_empty()
+            || reply.body.is_some();
+        let answers = reply.status.is_some() || reply.preset.is_some();
+        if at.kind == StepKind::Respond && !answers {
+            return Err(at.err(
+                at.kind_span.clone(),
+                "status",
+                "kind = \"respond\" needs a status or a preset".into(),
+            ));
+        }
+        if given && !answers {
+            return Err(at.err(
+                at.kind_span.clone(),
+                "status",
+                "headers/body need a status or a preset".into(),
+            ));
+        }
+        Ok(given.then_some(reply))
+    }
+}
+
+/// A reply's body: inline or read from `body_file`, never both.
+fn body(
+    at: &StepAt,
+    inline: Option<Spanned<String>>,
+    file: Option<Spanned<String>>,
+) -> Result<Option<Body>, ScenarioError> {
+    match (inline, file) {
+        (Some(_), Some(file)) => Err(at.err(
+            file.span(),
             "body_file",
-            self.body_file.as_ref().map(Spanned::span),
-            takes_reply,
-        )?;
-        unused(
-            "seconds",
-            self.seconds.as_ref().map(Spanned::span),
-            kind == StepKind::Delay,
-        )?;
-        unused(
-            "bytes",
-            self.bytes.as_ref().map(Spanned::span),
-            kind == StepKind::Malformed,
-        )?;
-        unused(
-            "bytes_sent",
-            self.bytes_sent.as_ref().map(Spanned::span),
-            kind == StepKind::Partial,
-        )?;
-        unused(
-            "chunk",
-            self.chunk.as_ref().map(Spanned::span),
-            kind == StepKind::Slow,
-        )?;
-        unused(
-            "interval",
-            self.interval.as_ref().map(Spanned::span),
-            kind == StepKind::Slow,
-        )?;
+            "give either body or body_file, not both".into(),
+        )),
+        (Some(body), None) => Ok(Some(Body::Inline(body.into_inner()))),
+        (None, Some(file)) => {
+            let span = file.span();
+            let path = file.into_inner();
+            let contents = at
+                .ctx
+                .read_file(&path)
+                .map_err(|message| at.err(span, "body_file", message))?;
+            Ok(Some(Body::File { path, contents }))
+        }
+        (None, None) => Ok(None),
+    }
+}
 
-        let times = match &self.times {
-            Some(t) => {
-                rules::times(*t.get_ref()).map_err(|m| err(t.span(), "times", m))?;
-                *t.get_ref()
-            }
-            None => 1,
-        };
-        let probability = match &self.probability {
-            Some(p) => {
-                rules::probability(*p.get_ref()).map_err(|m| err(p.span(), "probability", m))?;
-                *p.get_ref()
-            }
-            None => 1.0,
-        };
+/// Where a field was given, if it was.
+fn span<T>(value: &Option<Spanned<T>>) -> Option<Range<usize>> {
+    value.as_ref().map(Spanned::span)
+}
 
-        let reply = if takes_reply {
-            let mut reply = Reply {
-                status: None,
-                preset: self.preset.as_ref().map(|p| *p.get_ref()),
-                headers: Vec::new(),
-                body: None,
-            };
-            if let Some(status) = &self.status {
-                rules::status(*status.get_ref()).map_err(|m| err(status.span(), "status", m))?;
-                reply.status = Some(*status.get_ref());
-            }
-            if let Some(headers) = self.headers {
-                let span = headers.span();
-                for (name, value) in headers.into_inner() {
-                    rules::header(&name, &value).map_err(|m| err(span.clone(), "headers", m))?;
-                    reply.headers.push((name, value));
-                }
-            }
-            match (self.body, self.body_file) {
-                (Some(_), Some(file)) => {
-                    return Err(err(
-                        file.span(),
-                        "body_file",
-                        "give either body or body_file, not both".into(),
-                    ));
-                }
-                (Some(body), None) => reply.body = Some(Body::Inline(body.into_inner())),
-                (None, Some(file)) => {
-                    let span = file.span();
-                    let path = file.into_inner();
-                    let contents = ctx
-                        .read_file(&path)
-                        .map_err(|message| err(span, "body_file", message))?;
-                    reply.body = Some(Body::File { path, contents });
-                }
-                (None, None) => {}
-            }
-            let given = reply.status.is_some()
-                || reply.preset.is_some()
-                || !reply.headers.is_empty()
-                || reply.body.is_some();
-            if kind == StepKind::Respond && reply.status.is_none() && reply.preset.is_none() {
-                return Err(err(
-                    self.kind.span(),
-                    "status",
-                    "kind = \"respond\" needs a status or a preset".into(),
-                ));
-            }
-            if given && reply.status.is_none() && reply.preset.is_none() {
-                return Err(err(
-                    self.kind.span(),
-                    "status",
-                    "headers/body need a status or a preset".into(),
-                ));
-            }
-            given.then_some(reply)
+impl RawStep {
+    /// Checks in a fixed order (the first error is the one reported): fields the kind does not
+    /// use, `times`, `probability`, the reply, then the kind's own fields.
+    fn validate(mut self, ctx: &Ctx, field: &str) -> Result<Step, ScenarioError> {
+        let at = StepAt {
+            ctx,
+            field,
+            kind: *self.kind.get_ref(),
+            kind_span: self.kind.span(),
+        };
+        self.refuse_unused(&at)?;
+        let times = at.checked(&self.times, "times", rules::times)?;
+        let probability = at.checked(&self.probability, "probability", rules::probability)?;
+        let reply = if at.kind.takes_reply() {
+            self.take_reply().validate(&at)?
         } else {
             None
         };
+        Ok(Step {
+            action: self.action(&at, reply)?,
+            times: times.unwrap_or(1),
+            probability: probability.unwrap_or(1.0),
+        })
+    }
 
-        let positive = |v: &Option<Spanned<f64>>, name: &str, allow_zero: bool| match v {
-            None => Err(err(
-                self.kind.span(),
-                name,
-                format!("required for kind = \"{kind_name}\""),
-            )),
-            Some(s) => {
-                let x = *s.get_ref();
-                rules::seconds(x, allow_zero)
-                    .map(|()| x)
-                    .map_err(|m| err(s.span(), name, m))
-            }
-        };
+    /// A field the kind does not use is an error, not silently ignored.
+    fn refuse_unused(&self, at: &StepAt) -> Result<(), ScenarioError> {
+        let kind = at.kind;
+        let replies = kind.takes_reply();
+        for (name, given, used) in [
+            ("status", span(&self.status), replies),
+            ("preset", span(&self.preset), replies),
+            ("headers", span(&self.headers), replies),
+            ("body", span(&self.body), replies),
+            ("body_file", span(&self.body_file), replies),
+            ("seconds", span(&self.seconds), kind == StepKind::Delay),
+            ("bytes", span(&self.bytes), kind == StepKind::Malformed),
+            (
+                "bytes_sent",
+                span(&self.bytes_sent),
+                kind == StepKind::Partial,
+            ),
+            ("chunk", span(&self.chunk), kind == StepKind::Slow),
+            ("interval", span(&self.interval), kind == StepKind::Slow),
+        ] {
+            at.unused(name, given, used)?;
+        }
+        Ok(())
+    }
 
-        let action = match kind {
+    /// The reply's fields, taken out of the step.
+    fn take_reply(&mut self) -> RawReply {
+        RawReply {
+            status: self.status.take(),
+            preset: self.preset.take(),
+            headers: self.headers.take(),
+            body: self.body.take(),
+            body_file: self.body_file.take(),
+        }
+    }
+
+    /// What the step does, from its kind's own fields and its checked reply.
+    fn action(self, at: &StepAt, reply: Option<Reply>) -> Result<Action, ScenarioError> {
+        Ok(match at.kind {
             StepKind::Respond => Action::Respond(reply.unwrap_or_default()),
             StepKind::Delay => Action::Delay {
-                seconds: positive(&self.seconds, "seconds", true)?,
+                seconds: at.seconds(self.seconds, "seconds", true)?,
                 reply,
             },
             StepKind::Hang => Action::Hang,
             StepKind::Reset => Action::Reset,
             StepKind::Close => Action::Close,
-            StepKind::Malformed => match self.bytes {
-                Some(b) => Action::Malformed {
-                    bytes: b.into_inner(),
-                },
-                None => {
-                    return Err(err(
-                        self.kind.span(),
-                        "bytes",
-                        "required for kind = \"malformed\" (the raw bytes to send)".into(),
-                    ));
-                }
+            StepKind::Malformed => Action::Malformed {
+                bytes: at
+                    .required(self.bytes, "bytes", Some("the raw bytes to send"))?
+                    .into_inner(),
             },
-            StepKind::Partial => match self.bytes_sent {
-                Some(n) => Action::Partial {
-                    bytes_sent: n.into_inner(),
-                    reply,
-                },
-                None => {
-                    return Err(err(
-                        self.kind.span(),
+            StepKind::Partial => Action::Partial {
+                bytes_sent: at
+                    .required(
+                        self.bytes_sent,
                         "bytes_sent",
-                        "required for kind = \"partial\" (body bytes sent before closing)".into(),
-                    ));
-                }
+                        Some("body bytes sent before closing"),
+                    )?
+                    .into_inner(),
+                reply,
             },
             StepKind::Slow => {
-                let chunk = match &self.chunk {
-                    Some(c) => {
-                        rules::chunk(*c.get_ref()).map_err(|m| err(c.span(), "chunk", m))?;
-                        *c.get_ref()
-                    }
-                    None => {
-                        return Err(err(
-                            self.kind.span(),
-                            "chunk",
-                            "required for kind = \"slow\" (bytes per write)".into(),
-                        ));
-                    }
-                };
+                let chunk = at.required(self.chunk, "chunk", Some("bytes per write"))?;
                 Action::Slow {
-                    chunk,
-                    interval: positive(&self.interval, "interval", false)?,
+                    chunk: at.check(&chunk, "chunk", rules::chunk)?,
+                    interval: at.seconds(self.interval, "interval", false)?,
                     reply,
                 }
             }
-        };
-        Ok(Step {
-            action,
-            times,
-            probability,
         })
     }
 }

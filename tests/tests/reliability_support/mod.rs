@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use wirecheck_oracle::kvp::{PoolView, decode_pool};
 use wirecheck_test_support::binaries::workspace_binary;
+use wirecheck_test_support::http::{Response, exchange_blocking, response};
 
 pub fn provision_report() -> PathBuf {
     workspace_binary("provision-report")
@@ -120,15 +121,16 @@ pub struct FakeAddrs {
 
 impl FakeAddrs {
     /// `GET path` on the admin listener as its clients send it: its own Host and the token.
-    pub fn admin_get(&self, path: &str) -> Vec<u8> {
-        raw_exchange(
+    pub fn admin_get(&self, path: &str) -> Response {
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+            self.admin, self.admin_token
+        );
+        response(exchange_blocking(
             self.admin,
-            format!(
-                "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
-                self.admin, self.admin_token
-            )
-            .as_bytes(),
-        )
+            request.as_bytes(),
+            EXCHANGE_TIMEOUT,
+        ))
     }
 }
 
@@ -203,49 +205,28 @@ impl Drop for FakeProcess {
     }
 }
 
-/// One HTTP/1.1 exchange on a fresh connection (`Connection: close`); the raw response.
-pub fn raw_exchange(addr: SocketAddr, request: &[u8]) -> Vec<u8> {
-    use std::io::Write;
-    let mut conn = std::net::TcpStream::connect(addr).expect("connect");
-    conn.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    conn.write_all(request).expect("write request");
-    let mut answer = Vec::new();
-    let _ = conn.read_to_end(&mut answer);
-    answer
-}
-
-/// The status code of a raw response (0 when there is none).
-pub fn status_of(response: &[u8]) -> u16 {
-    let head = String::from_utf8_lossy(&response[..response.len().min(64)]);
-    head.strip_prefix("HTTP/1.")
-        .and_then(|s| s.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0)
-}
+/// How long one raw exchange with the fake may take.
+pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A normal IMDS request and a goal state request both get 200.
 pub fn assert_still_serving(addrs: &FakeAddrs) {
-    let imds = raw_exchange(
+    let imds = response(exchange_blocking(
         addrs.imds,
         b"GET /metadata/instance?api-version=2021-08-01 HTTP/1.1\r\nHost: 169.254.169.254\r\n\
           Metadata: true\r\nConnection: close\r\n\r\n",
-    );
-    assert_eq!(
-        status_of(&imds),
-        200,
-        "IMDS answer: {}",
-        String::from_utf8_lossy(&imds)
-    );
-    let goalstate = raw_exchange(
+        EXCHANGE_TIMEOUT,
+    ));
+    assert_eq!(imds.status, 200, "IMDS answer: {}", imds.raw_text());
+    let goalstate = response(exchange_blocking(
         addrs.wireserver,
         b"GET /machine/?comp=goalstate HTTP/1.1\r\nHost: 168.63.129.16\r\n\
           x-ms-version: 2012-11-30\r\nConnection: close\r\n\r\n",
-    );
+        EXCHANGE_TIMEOUT,
+    ));
     assert_eq!(
-        status_of(&goalstate),
+        goalstate.status,
         200,
         "goal state answer: {}",
-        String::from_utf8_lossy(&goalstate)
+        goalstate.raw_text()
     );
 }
