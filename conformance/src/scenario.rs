@@ -31,7 +31,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::agent::{Action, Capability};
-use crate::checks::{self, CheckDef};
+use crate::catalog::{self, CheckId};
 use crate::diag::FileError;
 
 /// The VM id passed to agents (`{vm_id}`) unless a scenario says otherwise: fixed, so reports
@@ -137,7 +137,7 @@ pub struct Scenario {
     pub agent: AgentPlan,
     pub expect: Expect,
     /// Checks that apply, in catalog order.
-    pub checks: Vec<&'static CheckDef>,
+    pub checks: Vec<CheckId>,
     pub fake: fake_wireserver::Scenario,
 }
 
@@ -161,8 +161,8 @@ impl Scenario {
     }
 
     /// `<id>.<check>`.
-    pub fn case_id(&self, check: &CheckDef) -> String {
-        format!("{}.{}", self.id, check.id)
+    pub fn case_id(&self, check: CheckId) -> String {
+        format!("{}.{}", self.id, check.as_str())
     }
 
     /// A rough estimate, in seconds, of how long a conforming agent waits in this scenario
@@ -497,9 +497,9 @@ impl Scenario {
             Some(a.vm_id.unwrap_or_else(|| DEFAULT_VM_ID.to_owned()))
         };
 
-        let mut selected: BTreeSet<usize> = BTreeSet::new();
+        let mut selected: BTreeSet<CheckId> = BTreeSet::new();
         for pattern in file.checks.get_ref() {
-            let matched = checks::matching(pattern.get_ref())
+            let matched = catalog::matching(pattern.get_ref())
                 .map_err(|msg| at(pattern.span(), "checks", msg))?;
             if matched.is_empty() {
                 return Err(at(
@@ -508,11 +508,7 @@ impl Scenario {
                     format!(
                         "{:?} matches no check; known: {}",
                         pattern.get_ref(),
-                        checks::CATALOG
-                            .iter()
-                            .map(|c| c.id)
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        CheckId::known()
                     ),
                 ));
             }
@@ -583,7 +579,7 @@ impl Scenario {
                 state: file.expect.state.map(Spanned::into_inner),
                 substatus: file.expect.substatus.map(Spanned::into_inner),
             },
-            checks: selected.into_iter().map(|i| &checks::CATALOG[i]).collect(),
+            checks: selected.into_iter().collect(),
             fake,
         })
     }
@@ -678,7 +674,7 @@ budget = 2.5
         assert_eq!(s.agent.runs.len(), 1);
         assert_eq!(s.agent.budget, 2.5);
         assert_eq!(s.agent.vm_id.as_deref(), Some(DEFAULT_VM_ID));
-        let ids: Vec<&str> = s.checks.iter().map(|c| c.id).collect();
+        let ids: Vec<&str> = s.checks.iter().map(|c| c.as_str()).collect();
         assert!(ids.contains(&"protocol.headers") && ids.contains(&"behaviour.exit"));
         assert!(!ids.contains(&"kvp.pool"));
         assert_eq!(

@@ -15,7 +15,8 @@ use std::time::Instant;
 
 use crate::agent::template::{Placeholder, Values};
 use crate::agent::{Action, AgentProfile, Source};
-use crate::checks::{CheckDef, Judgement};
+use crate::catalog::CheckId;
+use crate::checks::Judgement;
 use crate::diag::FileError;
 use crate::exec;
 use crate::results::{AgentResults, CaseResult, RunResults, Timeline, Verdict};
@@ -31,7 +32,7 @@ pub use timing::{CASE_LIMIT_SECONDS, CaseTiming};
 pub struct Planned {
     pub profile: Arc<AgentProfile>,
     pub scenario: Arc<Scenario>,
-    pub checks: Vec<&'static CheckDef>,
+    pub checks: Vec<CheckId>,
 }
 
 impl Planned {
@@ -58,11 +59,11 @@ pub fn plan(
             if partition.is_some_and(|p| !p.contains(i)) {
                 continue;
             }
-            let checks: Vec<&'static CheckDef> = scenario
+            let checks: Vec<CheckId> = scenario
                 .checks
                 .iter()
                 .copied()
-                .filter(|c| filter.matches(&scenario.case_id(c)))
+                .filter(|c| filter.matches(&scenario.case_id(*c)))
                 .collect();
             if !checks.is_empty() {
                 planned.push(Planned {
@@ -661,8 +662,8 @@ pub fn nothing_judged(results: &RunResults) -> Vec<NothingJudged> {
 }
 
 /// Case title: `<scenario title>: <check title>`.
-pub fn case_title(scenario: &Scenario, check: &CheckDef) -> String {
-    format!("{}: {}", scenario.title, check.title)
+pub fn case_title(scenario: &Scenario, check: CheckId) -> String {
+    format!("{}: {}", scenario.title, check.title())
 }
 
 /// Every selected case of a pair with the same verdict (skipped, or an internal failure).
@@ -671,7 +672,7 @@ fn uniform_cases(p: &Planned, verdict: Verdict, reason: &str) -> Vec<CaseResult>
     p.checks
         .iter()
         .map(|c| {
-            let id = p.scenario.case_id(c);
+            let id = p.scenario.case_id(*c);
             let j = Judgement {
                 verdict,
                 reason: Some(reason.to_owned()),
@@ -684,7 +685,7 @@ fn uniform_cases(p: &Planned, verdict: Verdict, reason: &str) -> Vec<CaseResult>
             };
             CaseResult {
                 id,
-                title: case_title(&p.scenario, c),
+                title: case_title(&p.scenario, *c),
                 scenario: p.scenario.name.clone(),
                 verdict: j.verdict,
                 reason: j.reason,
@@ -800,7 +801,7 @@ mod tests {
         let planned = plan(&[profile()], &scenarios, &filter, None);
         assert_eq!(ids(&planned), ["a"]);
         assert_eq!(
-            planned[0].checks.iter().map(|c| c.id).collect::<Vec<_>>(),
+            planned[0].checks.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
             ["report.state"]
         );
     }

@@ -136,8 +136,9 @@ async fn execute(
         .checks
         .iter()
         .map(|check| {
-            let id = scenario.case_id(check);
-            let j = match check.needs {
+            let id = scenario.case_id(*check);
+            let def = crate::checks::get(*check);
+            let j = match def.needs {
                 _ if unjudgeable.is_some() => {
                     Judgement::fail(unjudgeable.clone().unwrap_or_default(), Vec::new())
                 }
@@ -151,11 +152,11 @@ async fn execute(
                         cap.describe()
                     )),
                 ),
-                _ => apply_deviation(profile, &id, (check.run)(&obs)),
+                _ => apply_deviation(profile, &id, (def.run)(&obs)),
             };
             CaseResult {
                 id,
-                title: case_title(scenario, check),
+                title: case_title(scenario, *check),
                 scenario: scenario.name.clone(),
                 verdict: j.verdict,
                 reason: j.reason,
