@@ -3,6 +3,7 @@
 //!
 //! Code map: [`agent`] (profiles and command templates), [`scenario`] (scenario files),
 //! [`bounds`] (the largest numbers those files may give), [`catalog`] (the check ids, a leaf),
+//! [`disposition`] (what becomes of a case: run, skipped and why, harness error),
 //! [`checks`] (the judges), [`observe`] (what a run produced, and the profile's reading of
 //! each answer), [`runner`] (planning, parallel execution, artifacts), [`exec`] (agent
 //! processes), [`netns`] (the private network namespace of proxy agents), [`timeline`], [`select`] (case globs, partitions), [`console`] (progress and
@@ -20,6 +21,7 @@ pub mod checks;
 pub mod cli;
 pub mod console;
 pub mod diag;
+pub mod disposition;
 pub mod embedded;
 pub mod exec;
 pub mod netns;
