@@ -354,7 +354,7 @@ impl Scenario {
 
     pub fn from_toml_str(text: &str, path: &Path) -> Result<Scenario, FileError> {
         let file: ScenarioFile =
-            toml::from_str(text).map_err(|e| FileError::from_toml(path, text, &e))?;
+            crate::diag::parse_toml(path, text)?;
         let at = |span: std::ops::Range<usize>, field: &str, msg: String| {
             FileError::at(path, text, span, Some(field), msg)
         };

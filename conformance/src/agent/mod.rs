@@ -562,7 +562,7 @@ impl AgentProfile {
     /// Parses a profile; `path` names it in errors.
     pub fn from_toml_str(text: &str, path: &Path) -> Result<AgentProfile, FileError> {
         let file: ProfileFile =
-            toml::from_str(text).map_err(|e| FileError::from_toml(path, text, &e))?;
+            crate::diag::parse_toml(path, text)?;
         let at = |span: std::ops::Range<usize>, field: &str, msg: String| {
             FileError::at(path, text, span, Some(field), msg)
         };
@@ -1326,7 +1326,10 @@ reason = "known"
     fn unknown_fields_name_file_line_and_field() {
         let err = load(MINIMAL).unwrap_err().to_string();
         assert!(
-            err.starts_with("agents/demo.toml:8:1: unknown field `capabilities_placeholder`"),
+            // The key is in [commands], which the message names as its table.
+            err.starts_with(
+                "agents/demo.toml:8:1: field `commands`: unknown field `capabilities_placeholder`"
+            ),
             "{err}"
         );
     }
