@@ -79,9 +79,7 @@ impl CheckId {
         match self {
             CheckId::ProtocolRequest => "requests use the right method, path spelling and query",
             CheckId::ProtocolHeaders => "required headers and content types per endpoint",
-            CheckId::ReportShape => {
-                "health report is well-formed and echoes the served goal state"
-            }
+            CheckId::ReportShape => "health report is well-formed and echoes the served goal state",
             CheckId::ReportState => "state and substatus match the requested report",
             CheckId::ReportDescription => {
                 "description carries the requested report (encoded fields, order, timestamp, documentation_url)"
@@ -95,9 +93,7 @@ impl CheckId {
             CheckId::KvpReport => "PROVISIONING_REPORT present and equal to what was reported",
             CheckId::BehaviourRetry => "retries exactly the answers its profile calls retryable",
             CheckId::BehaviourInterval => "waits at least the declared interval before retrying",
-            CheckId::BehaviourRate => {
-                "request rate under throttling at most the declared maximum"
-            }
+            CheckId::BehaviourRate => "request rate under throttling at most the declared maximum",
             CheckId::BehaviourBudget => "stops within the budget",
             CheckId::BehaviourTerminal => "exactly one terminal report is delivered",
             CheckId::BehaviourExit => "exit status says whether the report was delivered",

@@ -107,7 +107,8 @@ impl FileError {
 /// Deserializes a whole TOML document into its raw shape `T`; a failure names the file, the
 /// line and the field path ([`FileError::from_toml`]).
 pub fn parse_toml<T: serde::de::DeserializeOwned>(file: &Path, text: &str) -> Result<T, FileError> {
-    let de = toml::Deserializer::parse(text).map_err(|e| FileError::from_toml(file, text, "", &e))?;
+    let de =
+        toml::Deserializer::parse(text).map_err(|e| FileError::from_toml(file, text, "", &e))?;
     serde_path_to_error::deserialize(de)
         .map_err(|e| FileError::from_toml(file, text, &field_path(e.path()), e.inner()))
 }
@@ -249,7 +250,8 @@ mod tests {
 
     #[test]
     fn paths_name_the_field_with_indexes_from_one() {
-        let text = "name = \"n\"\n[[run]]\naction = \"a\"\n[[run]]\naction = \"b\"\ndata = [\"x\", 7]\n";
+        let text =
+            "name = \"n\"\n[[run]]\naction = \"a\"\n[[run]]\naction = \"b\"\ndata = [\"x\", 7]\n";
         let e = parse_toml::<Doc>(Path::new("s.toml"), text).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("run[2].data[2]"), "{e}");
         assert_eq!(e.line, Some(6), "{e}");
@@ -260,16 +262,19 @@ mod tests {
         assert_eq!(e.field.as_deref(), Some("run[2]"), "{e}");
         assert_eq!(e.line, Some(5), "{e}");
         assert!(
-            e.to_string().starts_with(
-                "s.toml:5:1: field `run[2]`: unknown field `actoin`, expected"
-            ),
+            e.to_string()
+                .starts_with("s.toml:5:1: field `run[2]`: unknown field `actoin`, expected"),
             "{e}"
         );
 
         // At the top level the message names the key itself.
         let e = parse_toml::<Doc>(Path::new("s.toml"), "name = \"n\"\nnmae = 1\n").unwrap_err();
         assert_eq!(e.field, None, "{e}");
-        assert!(e.to_string().starts_with("s.toml:2:1: unknown field `nmae`"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("s.toml:2:1: unknown field `nmae`"),
+            "{e}"
+        );
         let e = parse_toml::<Doc>(Path::new("s.toml"), "[[run]]\naction = \"a\"\n").unwrap_err();
         assert!(e.message.contains("missing field `name`"), "{e}");
 

@@ -118,7 +118,8 @@ pub fn is_harness_error(reason: &str) -> bool {
 /// Whether a skipped case's reason says it was not judged at all (a harness error, an
 /// interruption), rather than not applying.
 pub fn is_unjudged(reason: &str) -> bool {
-    is_harness_error(reason) || reason.starts_with(NOT_JUDGED.trim_end_matches(": "))
+    is_harness_error(reason)
+        || reason.starts_with(NOT_JUDGED.trim_end_matches(": "))
         || reason.starts_with(NOT_RUN.trim_end_matches(": "))
 }
 
@@ -188,7 +189,11 @@ impl<'a> Disposition<'a> {
     /// A run case's judgement as its declared deviation grades it: `unimplemented` turns any
     /// verdict but skipped into `unimplemented`, `non-strict` turns a failure into
     /// `non-strict`; the reason says so and keeps what was observed.
-    pub fn grade(deviation: Option<&Deviation>, verdict: Verdict, reason: Option<String>) -> (Verdict, Option<String>) {
+    pub fn grade(
+        deviation: Option<&Deviation>,
+        verdict: Verdict,
+        reason: Option<String>,
+    ) -> (Verdict, Option<String>) {
         let Some(d) = deviation else {
             return (verdict, reason);
         };
@@ -197,7 +202,10 @@ impl<'a> Disposition<'a> {
                 .as_deref()
                 .map(|r| format!("; observed: {r}"))
                 .unwrap_or_default();
-            Some(format!("known deviation ({}): {}{observed}", d.cases, d.reason))
+            Some(format!(
+                "known deviation ({}): {}{observed}",
+                d.cases, d.reason
+            ))
         };
         match d.verdict {
             DeviationVerdict::Unimplemented if verdict != Verdict::Skipped => {
@@ -214,9 +222,7 @@ impl<'a> Disposition<'a> {
     pub fn list_status(&self) -> Option<String> {
         match self {
             Disposition::Run { deviation: None } => None,
-            Disposition::Run {
-                deviation: Some(d),
-            } => {
+            Disposition::Run { deviation: Some(d) } => {
                 let verdict = match d.verdict {
                     DeviationVerdict::NonStrict => "non-strict if it fails",
                     DeviationVerdict::Unimplemented => "unimplemented",
@@ -297,7 +303,10 @@ mod tests {
         };
         assert_eq!(
             check.to_string(),
-            format!("agent a does not claim \"kvp\" ({})", Capability::Kvp.describe())
+            format!(
+                "agent a does not claim \"kvp\" ({})",
+                Capability::Kvp.describe()
+            )
         );
         let stopped = Skip::Interrupted {
             signal: "SIGTERM",
@@ -311,7 +320,10 @@ mod tests {
             signal: "SIGINT",
             while_running: false,
         };
-        assert_eq!(before.to_string(), "not run: wirecheck was interrupted (SIGINT)");
+        assert_eq!(
+            before.to_string(),
+            "not run: wirecheck was interrupted (SIGINT)"
+        );
         assert!(is_unjudged(&stopped.to_string()) && is_unjudged(&before.to_string()));
         assert!(!is_unjudged(&unclaimed.to_string()));
         let harness = HarnessError("fake did not start".into()).to_string();
@@ -324,7 +336,10 @@ mod tests {
     fn an_unclaimed_case_is_unimplemented_only_when_declared_so() {
         let plain = profile("");
         let d = Disposition::of_case(&plain, "s.kvp.report", None, Some(Capability::Kvp));
-        assert!(matches!(d, Disposition::Skipped(Skip::CheckUnclaimed { .. })));
+        assert!(matches!(
+            d,
+            Disposition::Skipped(Skip::CheckUnclaimed { .. })
+        ));
         assert_eq!(
             d.list_status().as_deref(),
             Some("skipped: does not claim \"kvp\"")

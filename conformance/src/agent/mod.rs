@@ -561,8 +561,7 @@ impl AgentProfile {
 
     /// Parses a profile; `path` names it in errors.
     pub fn from_toml_str(text: &str, path: &Path) -> Result<AgentProfile, FileError> {
-        let file: ProfileFile =
-            crate::diag::parse_toml(path, text)?;
+        let file: ProfileFile = crate::diag::parse_toml(path, text)?;
         let at = |span: std::ops::Range<usize>, field: &str, msg: String| {
             FileError::at(path, text, span, Some(field), msg)
         };

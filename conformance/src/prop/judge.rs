@@ -169,7 +169,8 @@ reason = "Latin-1 only"
             Class::Pass
         );
         let mut harness = case("report.state", Verdict::Skipped);
-        harness.reason = Some(crate::disposition::HarnessError("fake did not start".into()).to_string());
+        harness.reason =
+            Some(crate::disposition::HarnessError("fake did not start".into()).to_string());
         assert_eq!(
             classify(&p, prop, &input("a"), &[harness]),
             Class::NotJudged

@@ -340,9 +340,7 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
         for (task, i) in tasks.into_iter().zip(order) {
             outcomes[i] = match task.await {
                 Ok(cases) => cases,
-                Err(e) => {
-                    failed_cases(&planned[i], &format!("the scenario task failed: {e}"))
-                }
+                Err(e) => failed_cases(&planned[i], &format!("the scenario task failed: {e}")),
             };
         }
         lag_task.abort();
@@ -649,7 +647,9 @@ pub fn case_title(scenario: &Scenario, check: CheckId) -> String {
 /// Every selected case of a pair that does not run: skipped for `skip`, or unimplemented
 /// where the profile declares so for what the agent does not claim.
 fn skipped_cases(p: &Planned, skip: Skip) -> Vec<CaseResult> {
-    cases_not_run(p, |id| Disposition::of_case(&p.profile, id, Some(skip.clone()), None))
+    cases_not_run(p, |id| {
+        Disposition::of_case(&p.profile, id, Some(skip.clone()), None)
+    })
 }
 
 /// Every selected case of a pair that could not be run because wirecheck's machinery failed.
@@ -657,7 +657,10 @@ fn harness_cases(p: &Planned, error: HarnessError) -> Vec<CaseResult> {
     cases_not_run(p, |_| Disposition::Harness(error.clone()))
 }
 
-fn cases_not_run<'a>(p: &'a Planned, disposition: impl Fn(&str) -> Disposition<'a>) -> Vec<CaseResult> {
+fn cases_not_run<'a>(
+    p: &'a Planned,
+    disposition: impl Fn(&str) -> Disposition<'a>,
+) -> Vec<CaseResult> {
     p.checks
         .iter()
         .map(|c| {
@@ -765,7 +768,11 @@ mod tests {
         let planned = plan(&[profile()], &scenarios, &filter, None);
         assert_eq!(ids(&planned), ["a"]);
         assert_eq!(
-            planned[0].checks.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+            planned[0]
+                .checks
+                .iter()
+                .map(|c| c.as_str())
+                .collect::<Vec<_>>(),
             ["report.state"]
         );
     }

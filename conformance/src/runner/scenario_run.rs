@@ -135,7 +135,10 @@ async fn execute(
         .map(|check| {
             let id = scenario.case_id(*check);
             let def = crate::checks::get(*check);
-            let j = match (&unjudgeable, Disposition::of_case(profile, &id, None, def.needs)) {
+            let j = match (
+                &unjudgeable,
+                Disposition::of_case(profile, &id, None, def.needs),
+            ) {
                 (Some(why), _) => Judgement::fail(why.clone(), Vec::new()),
                 (None, Disposition::Run { .. }) => apply_deviation(profile, &id, (def.run)(&obs)),
                 (None, not_run) => {
