@@ -358,12 +358,14 @@ mod tests {
         );
         assert_eq!(d.list_status().as_deref(), Some("unimplemented: no KVP"));
 
-        // A skip that is not about claims stays a skip, whatever the profile declares.
+        // A skip that is not about claims stays a skip, whatever the profile declares, even
+        // for a check the agent does not claim either: the scenario does not run at all (as
+        // `wirecheck run` has it; `wirecheck list` used to say "unimplemented" here).
         let d = Disposition::of_case(
             &declared,
             "s.kvp.report",
             Some(Skip::CannotArrange("no".into())),
-            None,
+            Some(Capability::Kvp),
         );
         assert!(
             matches!(&d, Disposition::Skipped(Skip::CannotArrange(why)) if why == "no"),
