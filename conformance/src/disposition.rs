@@ -58,12 +58,12 @@ impl fmt::Display for Skip {
                 while_running: true,
             } => write!(
                 f,
-                "{NOT_JUDGED}wirecheck was interrupted ({signal}) while the case ran; the agent was stopped"
+                "{NOT_JUDGED}: wirecheck was interrupted ({signal}) while the case ran; the agent was stopped"
             ),
             Skip::Interrupted {
                 signal,
                 while_running: false,
-            } => write!(f, "{NOT_RUN}wirecheck was interrupted ({signal})"),
+            } => write!(f, "{NOT_RUN}: wirecheck was interrupted ({signal})"),
         }
     }
 }
@@ -94,9 +94,9 @@ fn claim(c: Capability) -> String {
     format!("\"{}\" ({})", c.as_str(), c.describe())
 }
 
-/// Reason prefixes of cases that were started or planned but have no verdict.
-const NOT_JUDGED: &str = "not judged: ";
-const NOT_RUN: &str = "not run: ";
+/// How the reasons of cases that were started or planned but have no verdict begin.
+const NOT_JUDGED: &str = "not judged";
+const NOT_RUN: &str = "not run";
 const HARNESS_PREFIX: &str = "harness error: ";
 
 /// wirecheck's own machinery failed (the fake, the sandbox, a file of its own): the case is
@@ -118,9 +118,7 @@ pub fn is_harness_error(reason: &str) -> bool {
 /// Whether a skipped case's reason says it was not judged at all (a harness error, an
 /// interruption), rather than not applying.
 pub fn is_unjudged(reason: &str) -> bool {
-    is_harness_error(reason)
-        || reason.starts_with(NOT_JUDGED.trim_end_matches(": "))
-        || reason.starts_with(NOT_RUN.trim_end_matches(": "))
+    is_harness_error(reason) || reason.starts_with(NOT_JUDGED) || reason.starts_with(NOT_RUN)
 }
 
 /// What becomes of one case.
