@@ -24,14 +24,12 @@ pub enum Skip {
         agent: String,
         capability: Capability,
     },
-    /// The agent's attach mode cannot arrange this scenario (e.g. a refused wireserver in the
-    /// sandbox): the mode's own explanation.
-    CannotArrange(String),
+    /// The agent's attach mode cannot arrange this scenario.
+    CannotArrange(CannotArrange),
     /// The pair would take longer than a case may (`runner::timing`): why.
     TooLong(String),
-    /// The attach mode cannot run on this machine (not root, a tool or binary missing,
-    /// namespaces refused): what is missing.
-    Unavailable(String),
+    /// The attach mode cannot run on this machine.
+    Unavailable(Unavailable),
     /// wirecheck was interrupted (`signal` as `runner::signal_name` spells it) before the
     /// case ran, or while it ran (the agent was stopped).
     Interrupted {
@@ -50,9 +48,9 @@ impl fmt::Display for Skip {
             Skip::CheckUnclaimed { agent, capability } => {
                 write!(f, "agent {agent} does not claim {}", claim(*capability))
             }
-            Skip::CannotArrange(why) | Skip::TooLong(why) | Skip::Unavailable(why) => {
-                f.write_str(why)
-            }
+            Skip::CannotArrange(why) => why.fmt(f),
+            Skip::TooLong(why) => f.write_str(why),
+            Skip::Unavailable(why) => why.fmt(f),
             Skip::Interrupted {
                 signal,
                 while_running: true,
@@ -64,6 +62,68 @@ impl fmt::Display for Skip {
                 signal,
                 while_running: false,
             } => write!(f, "{NOT_RUN}: wirecheck was interrupted ({signal})"),
+        }
+    }
+}
+
+/// A scenario shape the agent's attach mode cannot arrange (`runner::attach::unsupported`);
+/// it depends only on the profile and the scenario, so `wirecheck list` shows it too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CannotArrange {
+    /// The sandbox always serves the platform's addresses.
+    RefusedEndpointInSandbox,
+    /// The agent's in-progress invocation always goes on to Ready
+    /// (`in_progress_continues_to_ready`), and the scenario asks otherwise.
+    InProgressAlwaysGoesOn { agent: String },
+    /// The sandbox runs one invocation per scenario; this many were asked for.
+    InvocationsInSandbox(usize),
+}
+
+impl fmt::Display for CannotArrange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CannotArrange::RefusedEndpointInSandbox => f.write_str(
+                "the sandbox always serves 168.63.129.16 and 169.254.169.254; a refused wireserver or IMDS cannot be arranged in it",
+            ),
+            CannotArrange::InProgressAlwaysGoesOn { agent } => write!(
+                f,
+                "{agent}'s in-progress report is always followed by Ready from the same invocation; only in-progress then ready can be arranged"
+            ),
+            CannotArrange::InvocationsInSandbox(n) => write!(
+                f,
+                "the sandbox runs one agent invocation per scenario; this one has {n}"
+            ),
+        }
+    }
+}
+
+/// Why the attach mode cannot run on this machine (`runner::attach::unavailable`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unavailable {
+    /// `fake-wireserver sandbox` makes namespaces, which needs root.
+    SandboxNeedsRoot,
+    /// A binary the attach mode runs is neither next to wirecheck nor on PATH.
+    MissingBinary {
+        binary: &'static str,
+        bin_dir: std::path::PathBuf,
+    },
+    /// The agent cannot be contained here (network namespace, mounts, PID namespace): the
+    /// probe's explanation (`netns::unavailable`).
+    Containment(String),
+}
+
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unavailable::SandboxNeedsRoot => f.write_str(
+                "sandbox attach needs root (fake-wireserver sandbox creates network and mount namespaces); run wirecheck as root",
+            ),
+            Unavailable::MissingBinary { binary, bin_dir } => write!(
+                f,
+                "sandbox attach needs the {binary} binary next to wirecheck ({}) or on PATH (cargo build --workspace --bins)",
+                bin_dir.display()
+            ),
+            Unavailable::Containment(why) => f.write_str(why),
         }
     }
 }
@@ -331,6 +391,46 @@ mod tests {
     }
 
     #[test]
+    fn attach_reasons_render_as_results_json_has_them() {
+        let cases = [
+            (
+                Skip::CannotArrange(CannotArrange::RefusedEndpointInSandbox),
+                "the sandbox always serves 168.63.129.16 and 169.254.169.254; a refused wireserver or IMDS cannot be arranged in it",
+            ),
+            (
+                Skip::CannotArrange(CannotArrange::InProgressAlwaysGoesOn {
+                    agent: "wala".into(),
+                }),
+                "wala's in-progress report is always followed by Ready from the same invocation; only in-progress then ready can be arranged",
+            ),
+            (
+                Skip::CannotArrange(CannotArrange::InvocationsInSandbox(3)),
+                "the sandbox runs one agent invocation per scenario; this one has 3",
+            ),
+            (
+                Skip::Unavailable(Unavailable::SandboxNeedsRoot),
+                "sandbox attach needs root (fake-wireserver sandbox creates network and mount namespaces); run wirecheck as root",
+            ),
+            (
+                Skip::Unavailable(Unavailable::MissingBinary {
+                    binary: "fake-wireserver",
+                    bin_dir: "/opt/bin".into(),
+                }),
+                "sandbox attach needs the fake-wireserver binary next to wirecheck (/opt/bin) or on PATH (cargo build --workspace --bins)",
+            ),
+            (
+                Skip::Unavailable(Unavailable::Containment("no namespaces".into())),
+                "no namespaces",
+            ),
+            (Skip::TooLong("over 60 s".into()), "over 60 s"),
+        ];
+        for (skip, text) in cases {
+            assert_eq!(skip.to_string(), text);
+            assert!(!skip.is_unclaimed() && !is_unjudged(text), "{text}");
+        }
+    }
+
+    #[test]
     fn an_unclaimed_case_is_unimplemented_only_when_declared_so() {
         let plain = profile("");
         let d = Disposition::of_case(&plain, "s.kvp.report", None, Some(Capability::Kvp));
@@ -362,11 +462,14 @@ mod tests {
         let d = Disposition::of_case(
             &declared,
             "s.kvp.report",
-            Some(Skip::CannotArrange("no".into())),
+            Some(Skip::CannotArrange(CannotArrange::InvocationsInSandbox(2))),
             Some(Capability::Kvp),
         );
         assert!(
-            matches!(&d, Disposition::Skipped(Skip::CannotArrange(why)) if why == "no"),
+            matches!(
+                &d,
+                Disposition::Skipped(Skip::CannotArrange(CannotArrange::InvocationsInSandbox(2)))
+            ),
             "{d:?}"
         );
         // A claimed check runs, graded by the declared deviation.
