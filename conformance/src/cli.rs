@@ -9,7 +9,7 @@ use std::sync::Arc;
 use clap::{Args, Parser, Subcommand};
 
 use crate::agent::{self, AgentProfile};
-use crate::checks::CheckDef;
+use crate::catalog::CheckId;
 use crate::runner::{self, Planned, RunSettings};
 use crate::scenario::{self, Scenario};
 use crate::select::{CaseFilter, Partition};
@@ -774,7 +774,7 @@ fn run_info(
         .flat_map(|p| {
             p.checks
                 .iter()
-                .map(|c| (p.profile.name.as_str(), p.scenario.case_id(c)))
+                .map(|c| (p.profile.name.as_str(), p.scenario.case_id(*c)))
         })
         .collect();
     crate::results::RunInfo {
@@ -823,7 +823,7 @@ fn profile_content(p: &AgentProfile) -> String {
 fn scenario_content(s: &Scenario) -> String {
     let mut fake = s.fake.clone();
     fake.origin.clear();
-    let checks: Vec<&str> = s.checks.iter().map(|c| c.id).collect();
+    let checks: Vec<&str> = s.checks.iter().map(|c| c.as_str()).collect();
     format!(
         "scenario {}: {:?} {:?} {:?} {:?}",
         s.id, s.agent, s.expect, checks, fake
@@ -926,8 +926,7 @@ fn prop(args: PropArgs) -> u8 {
     let bin_dir = bin_dir();
     for p in &properties {
         let probe = prop::search::planned(&profile, *p, &prop::strategy_probe_input(*p));
-        if runner::skip_reason(&probe).is_none()
-            && runner::attach::unavailable(&probe, &bin_dir).is_none()
+        if runner::not_run(&probe, &bin_dir).is_none()
             && let Err(e) = runner::check_command(&profile, p.action(), &bin_dir)
         {
             return usage(e);
@@ -1033,8 +1032,8 @@ fn prop(args: PropArgs) -> u8 {
         .iter()
         .filter(|r| {
             r.skipped
-                .as_deref()
-                .is_some_and(|s| s.starts_with(runner::HARNESS_ERROR))
+                .as_ref()
+                .is_some_and(crate::disposition::NotRun::is_harness_error)
         })
         .count();
     if harness > 0 {
@@ -1255,7 +1254,8 @@ pub fn list_text(scenarios: &[Arc<Scenario>], profile: Option<&Arc<AgentProfile>
     let rows: Vec<(String, String, Option<String>)> = ordered
         .iter()
         .flat_map(|s| {
-            s.checks.iter().map(move |c: &&'static CheckDef| {
+            s.checks.iter().map(move |c: &CheckId| {
+                let c = *c;
                 let id = s.case_id(c);
                 let status = profile.and_then(|p| case_status(p, s, c, &id));
                 (id, runner::case_title(s, c), status)
@@ -1288,7 +1288,7 @@ pub fn list_text(scenarios: &[Arc<Scenario>], profile: Option<&Arc<AgentProfile>
 fn case_status(
     profile: &Arc<AgentProfile>,
     s: &Arc<Scenario>,
-    c: &CheckDef,
+    c: CheckId,
     id: &str,
 ) -> Option<String> {
     let planned = Planned {
@@ -1296,25 +1296,12 @@ fn case_status(
         scenario: Arc::clone(s),
         checks: vec![],
     };
-    let unclaimed_cap = c.needs.filter(|cap| !profile.claims(*cap));
-    // What the agent does not claim, the profile may declare unimplemented (as `run` reports it).
-    if (runner::unclaimed(&planned).is_some() || unclaimed_cap.is_some())
-        && let Some(d) = profile.deviation_for(id)
-        && d.verdict == agent::DeviationVerdict::Unimplemented
-    {
-        return Some(format!("unimplemented: {}", d.reason));
-    }
-    if let Some(reason) = runner::skip_reason(&planned) {
-        return Some(format!("skipped: {reason}"));
-    }
-    if let Some(cap) = unclaimed_cap {
-        return Some(format!("skipped: does not claim \"{}\"", cap.as_str()));
-    }
-    profile.deviation_for(id).map(|d| {
-        let verdict = match d.verdict {
-            agent::DeviationVerdict::NonStrict => "non-strict if it fails",
-            agent::DeviationVerdict::Unimplemented => "unimplemented",
-        };
-        format!("{verdict}: {}", d.reason)
-    })
+    // As `run` decides it, but for whether this machine can run the attach mode.
+    crate::disposition::Disposition::of_case(
+        profile,
+        id,
+        runner::skip_reason(&planned),
+        crate::checks::get(c).needs,
+    )
+    .list_status()
 }

@@ -2,7 +2,8 @@
 //! they did.
 //!
 //! Code map: [`agent`] (profiles and command templates), [`scenario`] (scenario files),
-//! [`bounds`] (the largest numbers those files may give),
+//! [`bounds`] (the largest numbers those files may give), [`catalog`] (the check ids, a leaf),
+//! [`disposition`] (what becomes of a case: run, skipped and why, harness error),
 //! [`checks`] (the judges), [`observe`] (what a run produced, and the profile's reading of
 //! each answer), [`runner`] (planning, parallel execution, artifacts), [`exec`] (agent
 //! processes), [`netns`] (the private network namespace of proxy agents), [`timeline`], [`select`] (case globs, partitions), [`console`] (progress and
@@ -15,10 +16,12 @@
 
 pub mod agent;
 pub mod bounds;
+pub mod catalog;
 pub mod checks;
 pub mod cli;
 pub mod console;
 pub mod diag;
+pub mod disposition;
 pub mod embedded;
 pub mod exec;
 pub mod netns;

@@ -25,14 +25,15 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use toml::Spanned;
 
 use crate::agent::{Action, Capability};
-use crate::checks::{self, CheckDef};
-use crate::diag::FileError;
+use crate::catalog::{self, CheckId};
+use crate::diag::{FileError, nth};
 
 /// The VM id passed to agents (`{vm_id}`) unless a scenario says otherwise: fixed, so reports
 /// are deterministic.
@@ -137,7 +138,7 @@ pub struct Scenario {
     pub agent: AgentPlan,
     pub expect: Expect,
     /// Checks that apply, in catalog order.
-    pub checks: Vec<&'static CheckDef>,
+    pub checks: Vec<CheckId>,
     pub fake: fake_wireserver::Scenario,
 }
 
@@ -161,8 +162,8 @@ impl Scenario {
     }
 
     /// `<id>.<check>`.
-    pub fn case_id(&self, check: &CheckDef) -> String {
-        format!("{}.{}", self.id, check.id)
+    pub fn case_id(&self, check: CheckId) -> String {
+        format!("{}.{}", self.id, check.as_str())
     }
 
     /// A rough estimate, in seconds, of how long a conforming agent waits in this scenario
@@ -293,7 +294,7 @@ struct AgentFile {
     data: Vec<Spanned<String>>,
     description: Option<Text>,
     #[serde(default, rename = "run")]
-    runs: Vec<RunFile>,
+    runs: Vec<Spanned<RunFile>>,
     #[serde(default)]
     protocol: Protocol,
     #[serde(default = "default_budget")]
@@ -352,123 +353,227 @@ impl Scenario {
         Scenario::from_toml_str(&text, path)
     }
 
+    /// Parses and validates a scenario document (raw serde shapes first, then [`Validate`]
+    /// part by part); `path` names it in errors.
     pub fn from_toml_str(text: &str, path: &Path) -> Result<Scenario, FileError> {
-        let file: ScenarioFile =
-            toml::from_str(text).map_err(|e| FileError::from_toml(path, text, &e))?;
-        let at = |span: std::ops::Range<usize>, field: &str, msg: String| {
-            FileError::at(path, text, span, Some(field), msg)
-        };
+        let file: ScenarioFile = crate::diag::parse_toml(path, text)?;
+        let v = Validate { path, text };
+        let id = v.id(&file.id)?;
+        let agent = v.agent(file.agent)?;
+        let checks = v.checks(&file.checks)?;
+        let expect = v.expect(file.expect)?;
+        let fake = fake_table(path, text)?;
+        Ok(Scenario {
+            id,
+            title: file.title,
+            description: file.description,
+            name: path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            file: path.to_path_buf(),
+            agent,
+            expect,
+            checks,
+            fake,
+        })
+    }
+}
 
-        let id = file.id.get_ref().clone();
-        let valid_id = !id.is_empty()
-            && id.split('.').all(|part| {
+/// The checks serde cannot make of a parsed scenario file, one part at a time, each error
+/// naming the file, the line and the field.
+struct Validate<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+/// One invocation as written, before its rules are checked: where it is and what it is
+/// called in errors (`agent` for the one-invocation form, `agent.run[N]` for a table).
+struct WrittenRun {
+    run: Run,
+    span: Range<usize>,
+    field: String,
+}
+
+impl Validate<'_> {
+    fn at(&self, span: Range<usize>, field: &str, message: impl Into<String>) -> FileError {
+        FileError::at(self.path, self.text, span, Some(field), message)
+    }
+
+    /// `id`: the prefix of every case id.
+    fn id(&self, id: &Spanned<String>) -> Result<String, FileError> {
+        let text = id.get_ref();
+        let valid = !text.is_empty()
+            && text.split('.').all(|part| {
                 !part.is_empty()
                     && part.chars().all(|c| {
                         c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_'
                     })
             });
-        if !valid_id {
-            return Err(at(
-                file.id.span(),
+        if !valid {
+            return Err(self.at(
+                id.span(),
                 "id",
                 format!(
-                    "{id:?} is not a valid case id prefix: dot-separated parts of a-z, 0-9, '-', '_'"
+                    "{text:?} is not a valid case id prefix: dot-separated parts of a-z, 0-9, '-', '_'"
                 ),
             ));
         }
+        Ok(text.clone())
+    }
 
-        let agent_span = file.agent.span();
-        let a = file.agent.into_inner();
-        let parse_data = |items: &[Spanned<String>], field: &str| {
-            items
-                .iter()
-                .map(|item| match item.get_ref().split_once('=') {
-                    Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
-                    _ => Err(at(
-                        item.span(),
-                        field,
-                        format!("{:?} is not KEY=VALUE", item.get_ref()),
-                    )),
-                })
-                .collect::<Result<Vec<_>, FileError>>()
+    /// `[agent]`: its invocations, timing knobs and VM id.
+    fn agent(&self, agent: Spanned<AgentFile>) -> Result<AgentPlan, FileError> {
+        let span = agent.span();
+        let a = agent.into_inner();
+        let mut runs = Vec::new();
+        for written in self.written_runs(&a, &span)? {
+            self.run_rules(&written)?;
+            runs.push(written.run);
+        }
+        let timing = self.timing(&a, &span)?;
+        if a.vm_id_from_imds && a.vm_id.is_some() {
+            return Err(self.at(
+                span,
+                "agent.vm_id",
+                "give `vm_id` or `vm_id_from_imds = true`, not both",
+            ));
+        }
+        let vm_id = if a.vm_id_from_imds {
+            None
+        } else {
+            Some(a.vm_id.unwrap_or_else(|| DEFAULT_VM_ID.to_owned()))
         };
-        let runs = match (a.action, a.runs.is_empty()) {
-            (Some(action), true) => vec![Run {
-                action,
-                reason: a.reason.map(|t| t.0),
-                data: parse_data(&a.data, "agent.data")?,
-                description: a.description.map(|t| t.0),
-            }],
+        Ok(AgentPlan {
+            runs,
+            protocol: a.protocol,
+            budget: timing.budget,
+            retry_interval: timing.retry_interval,
+            request_timeout: timing.request_timeout,
+            deadline: timing.deadline,
+            vm_id,
+            wireserver: a.wireserver,
+            imds: a.imds,
+        })
+    }
+
+    /// `action` (one invocation) or `[[agent.run]]` tables, not both and not neither.
+    fn written_runs(
+        &self,
+        a: &AgentFile,
+        span: &Range<usize>,
+    ) -> Result<Vec<WrittenRun>, FileError> {
+        match (a.action, a.runs.is_empty()) {
+            (Some(action), true) => Ok(vec![WrittenRun {
+                run: Run {
+                    action,
+                    reason: a.reason.clone().map(|t| t.0),
+                    data: self.data(&a.data, "agent.data")?,
+                    description: a.description.clone().map(|t| t.0),
+                },
+                span: span.clone(),
+                field: "agent".into(),
+            }]),
             (None, false) => {
                 if a.reason.is_some() || !a.data.is_empty() || a.description.is_some() {
-                    return Err(at(
-                        agent_span,
+                    return Err(self.at(
+                        span.clone(),
                         "agent",
-                        "`reason`, `data` and `description` go into each [[agent.run]] when runs are listed".into(),
+                        "`reason`, `data` and `description` go into each [[agent.run]] when runs are listed",
                     ));
                 }
                 a.runs
-                    .into_iter()
+                    .iter()
                     .enumerate()
                     .map(|(i, r)| {
-                        Ok(Run {
-                            action: r.action,
-                            reason: r.reason.map(|t| t.0),
-                            data: parse_data(&r.data, &format!("agent.run[{}].data", i + 1))?,
-                            description: r.description.map(|t| t.0),
+                        let field = nth("agent.run", i);
+                        let run = r.get_ref();
+                        Ok(WrittenRun {
+                            run: Run {
+                                action: run.action,
+                                reason: run.reason.clone().map(|t| t.0),
+                                data: self.data(&run.data, &format!("{field}.data"))?,
+                                description: run.description.clone().map(|t| t.0),
+                            },
+                            span: r.span(),
+                            field,
                         })
                     })
-                    .collect::<Result<Vec<_>, FileError>>()?
+                    .collect()
             }
-            (Some(_), false) => {
-                return Err(at(
-                    agent_span,
-                    "agent.action",
-                    "give either `action` (one invocation) or [[agent.run]] tables, not both"
-                        .into(),
-                ));
-            }
-            (None, true) => {
-                return Err(at(
-                    agent_span,
-                    "agent.action",
-                    "missing: \"ready\", \"failure\" or \"in-progress\" (or [[agent.run]] tables)"
-                        .into(),
-                ));
-            }
-        };
-        for (i, run) in runs.iter().enumerate() {
-            if run.action == Action::Failure && run.reason.is_none() {
-                return Err(at(
-                    agent_span.clone(),
-                    &format!("agent.run[{}].reason", i + 1),
-                    "a failure report needs a `reason`".into(),
-                ));
-            }
-            if run.action != Action::Failure && (run.reason.is_some() || !run.data.is_empty()) {
-                return Err(at(
-                    agent_span.clone(),
-                    &format!("agent.run[{}]", i + 1),
-                    format!(
-                        "`reason` and `data` belong to failure reports, not `{}`",
-                        run.action
-                    ),
-                ));
-            }
-            if run.action != Action::InProgress && run.description.is_some() {
-                return Err(at(
-                    agent_span.clone(),
-                    &format!("agent.run[{}].description", i + 1),
-                    format!(
-                        "only in-progress reports take a description (a `{}` report's description is generated by the agent)",
-                        run.action
-                    ),
-                ));
-            }
+            (Some(_), false) => Err(self.at(
+                span.clone(),
+                "agent.action",
+                "give either `action` (one invocation) or [[agent.run]] tables, not both",
+            )),
+            (None, true) => Err(self.at(
+                span.clone(),
+                "agent.action",
+                "missing: \"ready\", \"failure\" or \"in-progress\" (or [[agent.run]] tables)",
+            )),
         }
+    }
 
+    /// `data = ["KEY=VALUE", ...]`, in order.
+    fn data(
+        &self,
+        items: &[Spanned<String>],
+        field: &str,
+    ) -> Result<Vec<(String, String)>, FileError> {
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item.get_ref().split_once('=') {
+                Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+                _ => Err(self.at(
+                    item.span(),
+                    &nth(field, i),
+                    format!("{:?} is not KEY=VALUE", item.get_ref()),
+                )),
+            })
+            .collect()
+    }
+
+    /// What each report kind takes: a failure its reason (and data), an in-progress report
+    /// its description.
+    fn run_rules(&self, written: &WrittenRun) -> Result<(), FileError> {
+        let WrittenRun { run, span, field } = written;
+        if run.action == Action::Failure && run.reason.is_none() {
+            return Err(self.at(
+                span.clone(),
+                &format!("{field}.reason"),
+                "a failure report needs a `reason`",
+            ));
+        }
+        if run.action != Action::Failure && (run.reason.is_some() || !run.data.is_empty()) {
+            return Err(self.at(
+                span.clone(),
+                field,
+                format!(
+                    "`reason` and `data` belong to failure reports, not `{}`",
+                    run.action
+                ),
+            ));
+        }
+        if run.action != Action::InProgress && run.description.is_some() {
+            return Err(self.at(
+                span.clone(),
+                &format!("{field}.description"),
+                format!(
+                    "only in-progress reports take a description (a `{}` report's description is generated by the agent)",
+                    run.action
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `budget`, `retry_interval`, `request_timeout`, `deadline`: positive seconds, bounded,
+    /// the deadline past the budget.
+    fn timing(&self, a: &AgentFile, span: &Range<usize>) -> Result<Timing, FileError> {
         let positive = |v: &Spanned<f64>, field: &str| -> Result<f64, FileError> {
-            crate::bounds::positive_seconds(*v.get_ref()).map_err(|msg| at(v.span(), field, msg))
+            crate::bounds::positive_seconds(*v.get_ref())
+                .map_err(|msg| self.at(v.span(), field, msg))
         };
         let budget = positive(&a.budget, "agent.budget")?;
         let retry_interval = positive(&a.retry_interval, "agent.retry_interval")?;
@@ -478,57 +583,51 @@ impl Scenario {
             None => budget + request_timeout + 3.0,
         };
         if deadline <= budget {
-            return Err(at(
-                a.deadline.as_ref().map_or(agent_span.clone(), |d| d.span()),
+            return Err(self.at(
+                a.deadline.as_ref().map_or(span.clone(), |d| d.span()),
                 "agent.deadline",
                 format!("the deadline ({deadline} s) must be longer than the budget ({budget} s)"),
             ));
         }
-        if a.vm_id_from_imds && a.vm_id.is_some() {
-            return Err(at(
-                agent_span,
-                "agent.vm_id",
-                "give `vm_id` or `vm_id_from_imds = true`, not both".into(),
-            ));
-        }
-        let vm_id = if a.vm_id_from_imds {
-            None
-        } else {
-            Some(a.vm_id.unwrap_or_else(|| DEFAULT_VM_ID.to_owned()))
-        };
+        Ok(Timing {
+            budget,
+            retry_interval,
+            request_timeout,
+            deadline,
+        })
+    }
 
-        let mut selected: BTreeSet<usize> = BTreeSet::new();
-        for pattern in file.checks.get_ref() {
-            let matched = checks::matching(pattern.get_ref())
-                .map_err(|msg| at(pattern.span(), "checks", msg))?;
+    /// `checks = [...]`: ids or globs of the catalog, each matching at least one check; the
+    /// selection in catalog order.
+    fn checks(&self, checks: &Spanned<Vec<Spanned<String>>>) -> Result<Vec<CheckId>, FileError> {
+        let mut selected: BTreeSet<CheckId> = BTreeSet::new();
+        for pattern in checks.get_ref() {
+            let matched = catalog::matching(pattern.get_ref())
+                .map_err(|msg| self.at(pattern.span(), "checks", msg))?;
             if matched.is_empty() {
-                return Err(at(
+                return Err(self.at(
                     pattern.span(),
                     "checks",
                     format!(
                         "{:?} matches no check; known: {}",
                         pattern.get_ref(),
-                        checks::CATALOG
-                            .iter()
-                            .map(|c| c.id)
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        CheckId::known()
                     ),
                 ));
             }
             selected.extend(matched);
         }
         if selected.is_empty() {
-            return Err(at(
-                file.checks.span(),
-                "checks",
-                "list at least one check".into(),
-            ));
+            return Err(self.at(checks.span(), "checks", "list at least one check"));
         }
+        Ok(selected.into_iter().collect())
+    }
 
-        let state = file.expect.state.as_ref();
-        let substatus = file.expect.substatus.as_ref();
-        let valid_expectation = matches!(
+    /// `[expect]`: a state the agent may decide, with its substatus.
+    fn expect(&self, e: ExpectFile) -> Result<Expect, FileError> {
+        let state = e.state.as_ref();
+        let substatus = e.substatus.as_ref();
+        let valid = matches!(
             (
                 state.map(|s| s.get_ref().as_str()),
                 substatus.map(|s| s.get_ref().as_str()),
@@ -539,54 +638,42 @@ impl Scenario {
                     Some("ProvisioningFailed" | "Provisioning")
                 )
         );
-        if !valid_expectation {
+        if !valid {
             let span = state.or(substatus).map_or(0..0, |s| s.span());
-            return Err(at(
+            return Err(self.at(
                 span,
                 "expect.state",
-                "expected state = \"Ready\" (no substatus), or state = \"NotReady\" with substatus = \"ProvisioningFailed\" or \"Provisioning\"".into(),
+                "expected state = \"Ready\" (no substatus), or state = \"NotReady\" with substatus = \"ProvisioningFailed\" or \"Provisioning\"",
             ));
         }
-
-        let origin = path.display().to_string();
-        let fake = fake_wireserver::Scenario::from_toml_section(text, &origin, "fake")
-            .map_err(|e| fake_error(path, e))?
-            .unwrap_or_else(|| {
-                let mut s = fake_wireserver::Scenario::new();
-                s.origin = origin.clone();
-                s
-            });
-
-        Ok(Scenario {
-            id,
-            title: file.title,
-            description: file.description,
-            name: path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            file: path.to_path_buf(),
-            agent: AgentPlan {
-                runs,
-                protocol: a.protocol,
-                budget,
-                retry_interval,
-                request_timeout,
-                deadline,
-                vm_id,
-                wireserver: a.wireserver,
-                imds: a.imds,
-            },
-            expect: Expect {
-                outcome: file.expect.outcome,
-                reason_contains: file.expect.reason_contains,
-                state: file.expect.state.map(Spanned::into_inner),
-                substatus: file.expect.substatus.map(Spanned::into_inner),
-            },
-            checks: selected.into_iter().map(|i| &checks::CATALOG[i]).collect(),
-            fake,
+        Ok(Expect {
+            outcome: e.outcome,
+            reason_contains: e.reason_contains,
+            state: e.state.map(Spanned::into_inner),
+            substatus: e.substatus.map(Spanned::into_inner),
         })
     }
+}
+
+/// The agent's timing knobs, validated.
+struct Timing {
+    budget: f64,
+    retry_interval: f64,
+    request_timeout: f64,
+    deadline: f64,
+}
+
+/// The `[fake]` table, parsed by the fake's own reader with the document's line numbers; an
+/// empty plan without one.
+fn fake_table(path: &Path, text: &str) -> Result<fake_wireserver::Scenario, FileError> {
+    let origin = path.display().to_string();
+    let fake = fake_wireserver::Scenario::from_toml_section(text, &origin, "fake")
+        .map_err(|e| fake_error(path, e))?;
+    Ok(fake.unwrap_or_else(|| {
+        let mut s = fake_wireserver::Scenario::new();
+        s.origin = origin;
+        s
+    }))
 }
 
 /// The fake's errors carry `origin:line:column: field: message`; keep them as a [`FileError`].
@@ -678,7 +765,7 @@ budget = 2.5
         assert_eq!(s.agent.runs.len(), 1);
         assert_eq!(s.agent.budget, 2.5);
         assert_eq!(s.agent.vm_id.as_deref(), Some(DEFAULT_VM_ID));
-        let ids: Vec<&str> = s.checks.iter().map(|c| c.id).collect();
+        let ids: Vec<&str> = s.checks.iter().map(|c| c.as_str()).collect();
         assert!(ids.contains(&"protocol.headers") && ids.contains(&"behaviour.exit"));
         assert!(!ids.contains(&"kvp.pool"));
         assert_eq!(
@@ -724,6 +811,98 @@ action = "ready"
 
         let e = load(&BASE.replace("action = \"ready\"", "action = \"failure\"")).unwrap_err();
         assert!(e.message.contains("needs a `reason`"), "{e}");
+    }
+
+    const RUNS: &str = r#"id = "a.b"
+title = "t"
+checks = ["report.state"]
+[agent]
+[[agent.run]]
+action = "in-progress"
+description = "d"
+[[agent.run]]
+action = "failure"
+data = ["K=V", "nokey"]
+"#;
+
+    #[test]
+    fn errors_name_the_run_from_one_and_its_line() {
+        // A bad data item: the run and the item, counted from 1, on the item's line.
+        let e = load(&RUNS.replace(
+            "action = \"failure\"",
+            "action = \"failure\"\nreason = \"r\"",
+        ))
+        .unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_deref()),
+            (Some(11), Some("agent.run[2].data[2]")),
+            "{e}"
+        );
+        assert!(e.message.contains("\"nokey\" is not KEY=VALUE"), "{e}");
+
+        // A rule of the report kind: the run's own table, not the [agent] header.
+        let e = load(&RUNS.replace(", \"nokey\"", "")).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("agent.run[2].reason"), "{e}");
+        assert!(e.message.contains("needs a `reason`"), "{e}");
+        assert_eq!(e.line, Some(8), "the run's own table: {e}");
+
+        // A type error inside the second table: serde's path, 1-based.
+        let e = load(&RUNS.replace("action = \"failure\"", "action = 7")).unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_deref()),
+            (Some(9), Some("agent.run[2].action")),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .starts_with("scenarios/t.toml:9:10: field `agent.run[2].action`: wanted string"),
+            "{e}"
+        );
+
+        // An unknown key names the table it is in.
+        let e = load(&RUNS.replace("description = \"d\"", "descripton = \"d\"")).unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_deref()),
+            (Some(7), Some("agent.run[1]")),
+            "{e}"
+        );
+        assert!(e.message.starts_with("unknown field `descripton`"), "{e}");
+    }
+
+    #[test]
+    fn one_invocation_errors_name_the_agent_table() {
+        let e = load(&BASE.replace("action = \"ready\"", "action = \"failure\"")).unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_deref()),
+            (Some(5), Some("agent.reason")),
+            "{e}"
+        );
+        let e = load(&BASE.replace(
+            "action = \"ready\"",
+            "action = \"ready\"\ndescription = \"d\"",
+        ))
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("agent.description"), "{e}");
+        let e = load(&BASE.replace("budget = 2.5", "budget = \"soon\"")).unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_deref()),
+            (Some(7), Some("agent.budget")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_check_typo_lists_the_valid_ids() {
+        let e = load(&BASE.replace("\"behaviour.exit\"", "\"behavior.exit\"")).unwrap_err();
+        assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("checks")));
+        assert!(
+            e.message
+                .starts_with("\"behavior.exit\" matches no check; known: protocol.request, "),
+            "{e}"
+        );
+        for id in crate::catalog::CheckId::ALL {
+            assert!(e.message.contains(id.as_str()), "{id}: {e}");
+        }
     }
 
     #[test]

@@ -143,7 +143,7 @@ action = "ready"
             ("agents/demo.toml", PROFILE),
         ],
         "scenarios/ok.toml:7:",
-        "description",
+        "agent.run[1].description",
         "over the 1048576-byte limit",
     );
 }
@@ -172,7 +172,7 @@ fn glob_of_200000_stars_is_a_clear_error_not_a_panic() {
             ("agents/demo.toml", &profile),
         ],
         "agents/demo.toml:14:",
-        "deviation[0].cases",
+        "deviation[1].cases",
         "longer than 1024 bytes",
     );
     // The `[fake]` table's endpoint glob (parsed by the fake's scenario reader).

@@ -166,7 +166,7 @@ pub(crate) struct SuiteRun {
 }
 
 /// `retry.gone.health.xml` of the case id `retry.gone.health.xml.behaviour.exit` (check ids are
-/// two words, `checks::CATALOG`).
+/// two words, `catalog::CheckId`).
 pub(crate) fn scenario_id_of_case(case_id: &str) -> &str {
     let mut cut = case_id.len();
     for _ in 0..2 {

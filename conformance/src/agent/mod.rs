@@ -559,295 +559,29 @@ impl AgentProfile {
         Ok(profile)
     }
 
-    /// Parses a profile; `path` names it in errors.
+    /// Parses a profile (the raw serde model, then [`Validate`] part by part); `path` names it
+    /// in errors.
     pub fn from_toml_str(text: &str, path: &Path) -> Result<AgentProfile, FileError> {
-        let file: ProfileFile =
-            toml::from_str(text).map_err(|e| FileError::from_toml(path, text, &e))?;
-        let at = |span: std::ops::Range<usize>, field: &str, msg: String| {
-            FileError::at(path, text, span, Some(field), msg)
-        };
-
-        let name = file.name.get_ref().clone();
-        // Not starting with '.': the name is a folder's name in the results and snapshots
-        // (`..` would lead out of them).
-        if name.is_empty()
-            || name.starts_with('.')
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        {
-            return Err(at(
-                file.name.span(),
-                "name",
-                format!(
-                    "{name:?} is not a valid agent name: use letters, digits, '-', '_', '.' (not first)"
-                ),
-            ));
-        }
-
-        let mut commands = BTreeMap::new();
-        for (action, raw) in [
-            (Action::Ready, &file.commands.ready),
-            (Action::Failure, &file.commands.failure),
-            (Action::InProgress, &file.commands.in_progress),
-        ] {
-            let Some(raw) = raw else { continue };
-            let field = format!("commands.{action}");
-            let template = Template::parse(raw.get_ref())
-                .map_err(|e| at(raw.span(), &field, e.to_string()))?;
-            for p in Placeholder::ALL {
-                let may_be_unset = match p {
-                    Placeholder::VmId | Placeholder::Description => true,
-                    Placeholder::Reason => action != Action::Failure,
-                    Placeholder::ProxyUrl => file.attach != Attach::Proxy,
-                    _ => false,
-                };
-                if let Some(word) = template.plain_uses(p).first()
-                    && may_be_unset
-                {
-                    return Err(at(
-                        raw.span(),
-                        &field,
-                        format!(
-                            "{word:?} uses {{{}}}, which can have no value for `{action}`; put it in an optional group, e.g. [\"--flag\", {word:?}]",
-                            p.name()
-                        ),
-                    ));
-                }
-            }
-            let (line, _) = crate::diag::line_column(text, raw.span().start);
-            commands.insert(
-                action,
-                Command {
-                    template,
-                    field,
-                    line: Some(line),
-                },
-            );
-        }
-        if commands.is_empty() {
-            return Err(FileError::whole(
-                path,
-                "field `commands`: at least one of `ready`, `failure`, `in-progress` is required",
-            ));
-        }
-
-        let mut env = Vec::new();
-        for (key, value) in &file.env {
-            let word = Word::parse(value.get_ref())
-                .map_err(|e| at(value.span(), &format!("env.{key}"), e.to_string()))?;
-            env.push((key.clone(), word));
-        }
-
-        let capabilities: BTreeSet<Capability> = file.capabilities.iter().copied().collect();
-        for (cap, action) in [
-            (Capability::Failure, Action::Failure),
-            (Capability::InProgress, Action::InProgress),
-        ] {
-            if capabilities.contains(&cap) && !commands.contains_key(&action) {
-                return Err(FileError::whole(
-                    path,
-                    format!(
-                        "field `capabilities`: claims \"{}\" but `commands.{action}` is missing",
-                        cap.as_str()
-                    ),
-                ));
-            }
-        }
-
+        let file: ProfileFile = crate::diag::parse_toml(path, text)?;
+        let v = Validate { path, text };
+        let name = v.name(&file.name)?;
+        let commands = v.commands(&file.commands, file.attach)?;
+        let env = v.env(&file.env)?;
+        let capabilities = v.capabilities(&file.capabilities, &commands)?;
         let reactions = match &file.reactions {
             // No [reactions]: judged by the recommended policy, like the ad-hoc agent.
             None => Reactions::recommended(),
-            Some(r) => reactions_from(r, &at)?,
+            Some(r) => reactions_from(r, &|s, f, m| v.at(s, f, m))?,
         };
-
-        let mut deviations = Vec::new();
-        for (i, d) in file.deviations.iter().enumerate() {
-            let field = format!("deviation[{i}].cases");
-            let matcher = crate::select::matcher(d.cases.get_ref())
-                .map_err(|e| at(d.cases.span(), &field, e))?;
-            if d.reason.get_ref().trim().is_empty() {
-                return Err(no_reason(&at, &d.reason, "deviation", i));
-            }
-            deviations.push(Deviation {
-                cases: d.cases.get_ref().clone(),
-                matcher,
-                verdict: d.verdict,
-                reason: d.reason.get_ref().clone(),
-            });
-        }
-
-        let mut limitations = Vec::new();
-        for (i, l) in file.limitations.iter().enumerate() {
-            let property_matcher = crate::select::matcher(l.property.get_ref())
-                .map_err(|e| at(l.property.span(), &format!("limitation[{i}].property"), e))?;
-            // Required: a limitation of every check would turn any failure on such an input
-            // (a wrong exit status, a missing header) into the declared one.
-            let checks = l.checks.get_ref().clone();
-            let check_matcher = crate::select::matcher(&checks)
-                .map_err(|e| at(l.checks.span(), &format!("limitation[{i}].checks"), e))?;
-            if l.reason.get_ref().trim().is_empty() {
-                return Err(no_reason(&at, &l.reason, "limitation", i));
-            }
-            limitations.push(Limitation {
-                properties: l.property.get_ref().clone(),
-                property_matcher,
-                input: l.input,
-                checks,
-                check_matcher,
-                verdict: l.verdict,
-                reason: l.reason.get_ref().clone(),
-            });
-        }
-
+        let deviations = v.deviations(&file.deviations)?;
+        let limitations = v.limitations(&file.limitations)?;
         let encoded = match &file.encoded {
-            Some(e) => Some(encoded_dialect(e.get_ref(), &at)?),
+            Some(e) => Some(encoded_dialect(e.get_ref(), &|s, f, m| v.at(s, f, m))?),
             None => None,
         };
-        let mut snapshot = crate::snapshot::SnapshotOptions::default();
-        if let Some(headers) = &file.snapshot.headers {
-            if headers.get_ref().len() > 64 {
-                return Err(at(
-                    headers.span(),
-                    "snapshot.headers",
-                    "at most 64 headers".into(),
-                ));
-            }
-            snapshot.headers = Some(
-                headers
-                    .get_ref()
-                    .iter()
-                    .map(|h| h.to_ascii_lowercase())
-                    .collect(),
-            );
-        }
-        if file.snapshot.redact.len() > 64 {
-            return Err(at(
-                file.snapshot.redact[64].span(),
-                "snapshot.redact",
-                "at most 64 redactions".into(),
-            ));
-        }
-        for (i, r) in file.snapshot.redact.iter().enumerate() {
-            let field = format!("snapshot.redact[{i}]");
-            snapshot
-                .redact
-                .push(match (&r.get_ref().field, &r.get_ref().pattern) {
-                    (Some(name), None) => crate::snapshot::Redaction::Field(name.clone()),
-                    (None, Some(pattern)) => crate::snapshot::Redaction::Pattern(
-                        crate::select::glob(pattern)
-                            .map_err(|msg| at(r.span(), &field, msg))?
-                            .compile_matcher(),
-                    ),
-                    _ => {
-                        return Err(at(
-                            r.span(),
-                            &field,
-                            "expected { field = \"NAME\" } or { pattern = \"GLOB\" }".into(),
-                        ));
-                    }
-                });
-        }
-        let done = file.done.as_ref().map_or(Done::Exit, |d| *d.get_ref());
-        if let Some(d) = &file.done
-            && done == Done::TerminalReport
-            && file.attach != Attach::Sandbox
-        {
-            return Err(at(
-                d.span(),
-                "done",
-                format!(
-                    "\"terminal-report\" needs attach = \"sandbox\" (the sandbox ends the agent's process tree); this profile attaches with {:?}",
-                    file.attach.as_str()
-                ),
-            ));
-        }
-        let done_grace = match &file.done_grace {
-            Some(g) if done != Done::TerminalReport => {
-                return Err(at(
-                    g.span(),
-                    "done_grace",
-                    "only meaningful with done = \"terminal-report\"".into(),
-                ));
-            }
-            Some(g) if !(g.get_ref().is_finite() && (0.0..=60.0).contains(g.get_ref())) => {
-                return Err(at(
-                    g.span(),
-                    "done_grace",
-                    format!("expected seconds between 0 and 60, got {}", g.get_ref()),
-                ));
-            }
-            Some(g) => *g.get_ref(),
-            None => DEFAULT_DONE_GRACE,
-        };
-        let in_progress_continues_to_ready = match &file.in_progress_continues_to_ready {
-            Some(flag) if *flag.get_ref() => {
-                if file.attach != Attach::Sandbox {
-                    return Err(at(
-                        flag.span(),
-                        "in_progress_continues_to_ready",
-                        "only supported with attach = \"sandbox\"".into(),
-                    ));
-                }
-                if !commands.contains_key(&Action::InProgress) {
-                    return Err(at(
-                        flag.span(),
-                        "in_progress_continues_to_ready",
-                        "needs `commands.in-progress` (the invocation that goes on to Ready)"
-                            .into(),
-                    ));
-                }
-                true
-            }
-            _ => false,
-        };
-        let sandbox_startup = match &file.sandbox.startup {
-            Some(s) if file.attach != Attach::Sandbox => {
-                return Err(at(
-                    s.span(),
-                    "sandbox.startup",
-                    "only used with attach = \"sandbox\"".into(),
-                ));
-            }
-            Some(s) if !(s.get_ref().is_finite() && (0.0..=60.0).contains(s.get_ref())) => {
-                return Err(at(
-                    s.span(),
-                    "sandbox.startup",
-                    format!("expected seconds between 0 and 60, got {}", s.get_ref()),
-                ));
-            }
-            Some(s) => *s.get_ref(),
-            None => 0.0,
-        };
-        let mut sandbox_private_dirs = Vec::new();
-        if let Some(dirs) = &file.sandbox.private_dirs {
-            if file.attach != Attach::Sandbox {
-                return Err(at(
-                    dirs.span(),
-                    "sandbox.private_dirs",
-                    "only used with attach = \"sandbox\"".into(),
-                ));
-            }
-            for dir in dirs.get_ref() {
-                let plain = dir.is_absolute()
-                    && dir
-                        .components()
-                        .skip(1)
-                        .all(|c| matches!(c, std::path::Component::Normal(_)))
-                    && dir.components().count() > 1;
-                if !plain {
-                    return Err(at(
-                        dirs.span(),
-                        "sandbox.private_dirs",
-                        format!(
-                            "{} is not an absolute folder path below / without `.` or `..` (e.g. \"/var/log\")",
-                            dir.display()
-                        ),
-                    ));
-                }
-                sandbox_private_dirs.push(dir.clone());
-            }
-        }
+        let snapshot = v.snapshot(&file.snapshot)?;
+        let daemon = v.daemon(&file, &commands)?;
+        let (sandbox_startup, sandbox_private_dirs) = v.sandbox(&file.sandbox, file.attach)?;
 
         Ok(AgentProfile {
             name,
@@ -859,12 +593,12 @@ impl AgentProfile {
             capabilities,
             reactions,
             exit: file.exit,
-            done,
-            done_grace,
+            done: daemon.done,
+            done_grace: daemon.done_grace,
             sandbox_private_dirs,
             sandbox_startup,
             snapshot,
-            in_progress_continues_to_ready,
+            in_progress_continues_to_ready: daemon.in_progress_continues_to_ready,
             failure_description: file.failure_description,
             deviations,
             limitations,
@@ -994,6 +728,372 @@ impl Reactions {
             retry_interval_503: None,
             retry_interval_throttled: None,
         }
+    }
+}
+
+/// The checks serde cannot make of a parsed profile, one part at a time, each error naming
+/// the file, the line and the field (indexes from 1: `deviation[1].cases`).
+struct Validate<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+/// `done`, `done_grace`, `in_progress_continues_to_ready`: how a daemon's run ends.
+struct Daemon {
+    done: Done,
+    done_grace: f64,
+    in_progress_continues_to_ready: bool,
+}
+
+impl Validate<'_> {
+    fn at(&self, span: std::ops::Range<usize>, field: &str, message: String) -> FileError {
+        FileError::at(self.path, self.text, span, Some(field), message)
+    }
+
+    /// `name`: a folder's name in the results and snapshots.
+    fn name(&self, name: &Spanned<String>) -> Result<String, FileError> {
+        let text = name.get_ref();
+        // Not starting with '.': `..` would lead out of the results and snapshots.
+        if text.is_empty()
+            || text.starts_with('.')
+            || !text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        {
+            return Err(self.at(
+                name.span(),
+                "name",
+                format!(
+                    "{text:?} is not a valid agent name: use letters, digits, '-', '_', '.' (not first)"
+                ),
+            ));
+        }
+        Ok(text.clone())
+    }
+
+    /// `[commands]`: at least one, each a template whose placeholders that can be unset for
+    /// its action sit in optional groups.
+    fn commands(
+        &self,
+        file: &CommandsFile,
+        attach: Attach,
+    ) -> Result<BTreeMap<Action, Command>, FileError> {
+        let mut commands = BTreeMap::new();
+        for (action, raw) in [
+            (Action::Ready, &file.ready),
+            (Action::Failure, &file.failure),
+            (Action::InProgress, &file.in_progress),
+        ] {
+            let Some(raw) = raw else { continue };
+            let field = format!("commands.{action}");
+            let template = Template::parse(raw.get_ref())
+                .map_err(|e| self.at(raw.span(), &field, e.to_string()))?;
+            for p in Placeholder::ALL {
+                let may_be_unset = match p {
+                    Placeholder::VmId | Placeholder::Description => true,
+                    Placeholder::Reason => action != Action::Failure,
+                    Placeholder::ProxyUrl => attach != Attach::Proxy,
+                    _ => false,
+                };
+                if let Some(word) = template.plain_uses(p).first()
+                    && may_be_unset
+                {
+                    return Err(self.at(
+                        raw.span(),
+                        &field,
+                        format!(
+                            "{word:?} uses {{{}}}, which can have no value for `{action}`; put it in an optional group, e.g. [\"--flag\", {word:?}]",
+                            p.name()
+                        ),
+                    ));
+                }
+            }
+            let (line, _) = crate::diag::line_column(self.text, raw.span().start);
+            commands.insert(
+                action,
+                Command {
+                    template,
+                    field,
+                    line: Some(line),
+                },
+            );
+        }
+        if commands.is_empty() {
+            return Err(FileError::whole(
+                self.path,
+                "field `commands`: at least one of `ready`, `failure`, `in-progress` is required",
+            ));
+        }
+        Ok(commands)
+    }
+
+    /// `[env]`: each value a word (placeholders allowed).
+    fn env(
+        &self,
+        env: &BTreeMap<String, Spanned<String>>,
+    ) -> Result<Vec<(String, Word)>, FileError> {
+        env.iter()
+            .map(|(key, value)| {
+                let word = Word::parse(value.get_ref())
+                    .map_err(|e| self.at(value.span(), &format!("env.{key}"), e.to_string()))?;
+                Ok((key.clone(), word))
+            })
+            .collect()
+    }
+
+    /// `capabilities`: a report kind claimed needs its command.
+    fn capabilities(
+        &self,
+        claimed: &[Capability],
+        commands: &BTreeMap<Action, Command>,
+    ) -> Result<BTreeSet<Capability>, FileError> {
+        let capabilities: BTreeSet<Capability> = claimed.iter().copied().collect();
+        for (cap, action) in [
+            (Capability::Failure, Action::Failure),
+            (Capability::InProgress, Action::InProgress),
+        ] {
+            if capabilities.contains(&cap) && !commands.contains_key(&action) {
+                return Err(FileError::whole(
+                    self.path,
+                    format!(
+                        "field `capabilities`: claims \"{}\" but `commands.{action}` is missing",
+                        cap.as_str()
+                    ),
+                ));
+            }
+        }
+        Ok(capabilities)
+    }
+
+    /// `[[deviation]]`: a case glob and a reason.
+    fn deviations(&self, deviations: &[DeviationFile]) -> Result<Vec<Deviation>, FileError> {
+        let mut out = Vec::new();
+        for (i, d) in deviations.iter().enumerate() {
+            let table = crate::diag::nth("deviation", i);
+            let matcher = crate::select::matcher(d.cases.get_ref())
+                .map_err(|e| self.at(d.cases.span(), &format!("{table}.cases"), e))?;
+            self.reason(&d.reason, &table, "deviation")?;
+            out.push(Deviation {
+                cases: d.cases.get_ref().clone(),
+                matcher,
+                verdict: d.verdict,
+                reason: d.reason.get_ref().clone(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// `[[limitation]]`: property and check globs (checks required: a limitation of every
+    /// check would turn any failure on such an input, a wrong exit status, a missing header,
+    /// into the declared one) and a reason.
+    fn limitations(&self, limitations: &[LimitationFile]) -> Result<Vec<Limitation>, FileError> {
+        let mut out = Vec::new();
+        for (i, l) in limitations.iter().enumerate() {
+            let table = crate::diag::nth("limitation", i);
+            let property_matcher = crate::select::matcher(l.property.get_ref())
+                .map_err(|e| self.at(l.property.span(), &format!("{table}.property"), e))?;
+            let checks = l.checks.get_ref().clone();
+            let check_matcher = crate::select::matcher(&checks)
+                .map_err(|e| self.at(l.checks.span(), &format!("{table}.checks"), e))?;
+            self.reason(&l.reason, &table, "limitation")?;
+            out.push(Limitation {
+                properties: l.property.get_ref().clone(),
+                property_matcher,
+                input: l.input,
+                checks,
+                check_matcher,
+                verdict: l.verdict,
+                reason: l.reason.get_ref().clone(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// A `[[deviation]]` or `[[limitation]]` (`kind`, at `table`) needs a reason: it is shown
+    /// in every report it shapes.
+    fn reason(&self, reason: &Spanned<String>, table: &str, kind: &str) -> Result<(), FileError> {
+        if reason.get_ref().trim().is_empty() {
+            return Err(self.at(
+                reason.span(),
+                &format!("{table}.reason"),
+                format!("a {kind} needs a reason (it is shown in every report)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `[snapshot]`: the headers transcripts keep and the profile's own redactions, at most
+    /// 64 of each.
+    fn snapshot(&self, file: &SnapshotFile) -> Result<crate::snapshot::SnapshotOptions, FileError> {
+        let mut snapshot = crate::snapshot::SnapshotOptions::default();
+        if let Some(headers) = &file.headers {
+            if headers.get_ref().len() > 64 {
+                return Err(self.at(
+                    headers.span(),
+                    "snapshot.headers",
+                    "at most 64 headers".into(),
+                ));
+            }
+            snapshot.headers = Some(
+                headers
+                    .get_ref()
+                    .iter()
+                    .map(|h| h.to_ascii_lowercase())
+                    .collect(),
+            );
+        }
+        if file.redact.len() > 64 {
+            return Err(self.at(
+                file.redact[64].span(),
+                "snapshot.redact",
+                "at most 64 redactions".into(),
+            ));
+        }
+        for (i, r) in file.redact.iter().enumerate() {
+            let field = crate::diag::nth("snapshot.redact", i);
+            snapshot
+                .redact
+                .push(match (&r.get_ref().field, &r.get_ref().pattern) {
+                    (Some(name), None) => crate::snapshot::Redaction::Field(name.clone()),
+                    (None, Some(pattern)) => crate::snapshot::Redaction::Pattern(
+                        crate::select::glob(pattern)
+                            .map_err(|msg| self.at(r.span(), &field, msg))?
+                            .compile_matcher(),
+                    ),
+                    _ => {
+                        return Err(self.at(
+                            r.span(),
+                            &field,
+                            "expected { field = \"NAME\" } or { pattern = \"GLOB\" }".into(),
+                        ));
+                    }
+                });
+        }
+        Ok(snapshot)
+    }
+
+    /// `done`, `done_grace`, `in_progress_continues_to_ready`: only with the sandbox, which
+    /// ends the agent's process tree.
+    fn daemon(
+        &self,
+        file: &ProfileFile,
+        commands: &BTreeMap<Action, Command>,
+    ) -> Result<Daemon, FileError> {
+        let done = file.done.as_ref().map_or(Done::Exit, |d| *d.get_ref());
+        if let Some(d) = &file.done
+            && done == Done::TerminalReport
+            && file.attach != Attach::Sandbox
+        {
+            return Err(self.at(
+                d.span(),
+                "done",
+                format!(
+                    "\"terminal-report\" needs attach = \"sandbox\" (the sandbox ends the agent's process tree); this profile attaches with {:?}",
+                    file.attach.as_str()
+                ),
+            ));
+        }
+        let done_grace = match &file.done_grace {
+            Some(g) if done != Done::TerminalReport => {
+                return Err(self.at(
+                    g.span(),
+                    "done_grace",
+                    "only meaningful with done = \"terminal-report\"".into(),
+                ));
+            }
+            Some(g) => self.seconds_up_to_60(g, "done_grace")?,
+            None => DEFAULT_DONE_GRACE,
+        };
+        let in_progress_continues_to_ready = match &file.in_progress_continues_to_ready {
+            Some(flag) if *flag.get_ref() => {
+                let field = "in_progress_continues_to_ready";
+                if file.attach != Attach::Sandbox {
+                    return Err(self.at(
+                        flag.span(),
+                        field,
+                        "only supported with attach = \"sandbox\"".into(),
+                    ));
+                }
+                if !commands.contains_key(&Action::InProgress) {
+                    return Err(self.at(
+                        flag.span(),
+                        field,
+                        "needs `commands.in-progress` (the invocation that goes on to Ready)"
+                            .into(),
+                    ));
+                }
+                true
+            }
+            _ => false,
+        };
+        Ok(Daemon {
+            done,
+            done_grace,
+            in_progress_continues_to_ready,
+        })
+    }
+
+    fn seconds_up_to_60(&self, v: &Spanned<f64>, field: &str) -> Result<f64, FileError> {
+        let x = *v.get_ref();
+        if !(x.is_finite() && (0.0..=60.0).contains(&x)) {
+            return Err(self.at(
+                v.span(),
+                field,
+                format!("expected seconds between 0 and 60, got {x}"),
+            ));
+        }
+        Ok(x)
+    }
+
+    /// `[sandbox]`: `startup` and `private_dirs`, only with attach = "sandbox"; the folders
+    /// plain absolute paths below /.
+    fn sandbox(
+        &self,
+        file: &SandboxFile,
+        attach: Attach,
+    ) -> Result<(f64, Vec<PathBuf>), FileError> {
+        let startup = match &file.startup {
+            Some(s) if attach != Attach::Sandbox => {
+                return Err(self.at(
+                    s.span(),
+                    "sandbox.startup",
+                    "only used with attach = \"sandbox\"".into(),
+                ));
+            }
+            Some(s) => self.seconds_up_to_60(s, "sandbox.startup")?,
+            None => 0.0,
+        };
+        let mut private_dirs = Vec::new();
+        let Some(dirs) = &file.private_dirs else {
+            return Ok((startup, private_dirs));
+        };
+        if attach != Attach::Sandbox {
+            return Err(self.at(
+                dirs.span(),
+                "sandbox.private_dirs",
+                "only used with attach = \"sandbox\"".into(),
+            ));
+        }
+        for dir in dirs.get_ref() {
+            let plain = dir.is_absolute()
+                && dir
+                    .components()
+                    .skip(1)
+                    .all(|c| matches!(c, std::path::Component::Normal(_)))
+                && dir.components().count() > 1;
+            if !plain {
+                return Err(self.at(
+                    dirs.span(),
+                    "sandbox.private_dirs",
+                    format!(
+                        "{} is not an absolute folder path below / without `.` or `..` (e.g. \"/var/log\")",
+                        dir.display()
+                    ),
+                ));
+            }
+            private_dirs.push(dir.clone());
+        }
+        Ok((startup, private_dirs))
     }
 }
 
@@ -1172,21 +1272,6 @@ fn absolute_if_here(word: &str, program: bool, cwd: &Path) -> String {
     word.to_owned()
 }
 
-/// A `[[deviation]]` or `[[limitation]]` (table `kind`, index `i`) without a reason: its reason
-/// is shown in every report it shapes.
-fn no_reason(
-    at: &impl Fn(std::ops::Range<usize>, &str, String) -> FileError,
-    reason: &Spanned<String>,
-    kind: &str,
-    i: usize,
-) -> FileError {
-    at(
-        reason.span(),
-        &format!("{kind}[{i}].reason"),
-        format!("a {kind} needs a reason (it is shown in every report)"),
-    )
-}
-
 /// Finds profile `name`: a path to a `.toml` file, or `<agents_dir>/<name>.toml`.
 pub fn find_profile(agents_dir: &Path, name: &str) -> Result<AgentProfile, FileError> {
     let looks_like_path = name.ends_with(".toml") || name.contains('/');
@@ -1287,6 +1372,48 @@ reason = "known"
     }
 
     #[test]
+    fn array_tables_are_named_from_one_on_their_own_line() {
+        let second = "\n[[deviation]]\ncases = \"[\"\nverdict = \"non-strict\"\nreason = \"r\"\n";
+        let err = load(&format!("{}{second}", valid())).unwrap_err();
+        assert_eq!(
+            (err.line, err.field.as_deref()),
+            (Some(19), Some("deviation[2].cases")),
+            "{err}"
+        );
+        let second = "\n[[deviation]]\ncases = \"x.*\"\nverdict = \"lenient\"\nreason = \"r\"\n";
+        let err = load(&format!("{}{second}", valid())).unwrap_err();
+        assert_eq!(
+            (err.line, err.field.as_deref()),
+            (Some(20), Some("deviation[2].verdict")),
+            "{err}"
+        );
+        assert!(err.message.contains("unknown variant `lenient`"), "{err}");
+        let second = "\n[[deviation]]\ncases = \"x.*\"\nverdict = \"non-strict\"\nreason = \"\"\n";
+        let err = load(&format!("{}{second}", valid())).unwrap_err();
+        assert_eq!(
+            (err.line, err.field.as_deref()),
+            (Some(21), Some("deviation[2].reason")),
+            "{err}"
+        );
+        // An unknown key names its table.
+        let err = load(&valid().replace(
+            "status_403 = \"fatal\"",
+            "status_403 = \"fatal\"\nretryable_statuses = [1]",
+        ))
+        .unwrap_err();
+        assert_eq!(
+            (err.line, err.field.as_deref()),
+            (Some(12), Some("reactions")),
+            "{err}"
+        );
+        assert!(
+            err.message
+                .starts_with("unknown field `retryable_statuses`"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn a_profile_without_reactions_gets_the_recommended_policy() {
         let text = valid().replace(
             "[reactions]\nretryable = [429, 503]\ntransport_errors = \"retry\"\nstatus_403 = \"fatal\"\n",
@@ -1326,7 +1453,10 @@ reason = "known"
     fn unknown_fields_name_file_line_and_field() {
         let err = load(MINIMAL).unwrap_err().to_string();
         assert!(
-            err.starts_with("agents/demo.toml:8:1: unknown field `capabilities_placeholder`"),
+            // The key is in [commands], which the message names as its table.
+            err.starts_with(
+                "agents/demo.toml:8:1: field `commands`: unknown field `capabilities_placeholder`"
+            ),
             "{err}"
         );
     }
@@ -1374,14 +1504,14 @@ reason = "known"
             valid()
         );
         let err = load(&bad).unwrap_err();
-        assert_eq!(err.field.as_deref(), Some("snapshot.redact[0]"), "{err}");
+        assert_eq!(err.field.as_deref(), Some("snapshot.redact[1]"), "{err}");
         let bad = format!(
             "{}\n[snapshot]\nredact = [{{ pattern = \"{}\" }}]\n",
             valid(),
             "*".repeat(200)
         );
         let err = load(&bad).unwrap_err();
-        assert_eq!(err.field.as_deref(), Some("snapshot.redact[0]"), "{err}");
+        assert_eq!(err.field.as_deref(), Some("snapshot.redact[1]"), "{err}");
     }
 
     #[test]
@@ -1567,7 +1697,7 @@ status_403 = "fatal"
         let e = with("property = \"failure.*\"\ninput = \"non-bmp\"\nverdict = \"non-strict\"\nreason = \" \"\nchecks = \"*\"\n").unwrap_err();
         assert_eq!(
             (e.line, e.field.as_deref()),
-            (Some(14), Some("limitation[0].reason")),
+            (Some(14), Some("limitation[1].reason")),
             "{e}"
         );
         let e = with("property = \"failure.*\"\ninput = \"emoji\"\nverdict = \"non-strict\"\nreason = \"r\"\nchecks = \"*\"\n").unwrap_err();

@@ -18,129 +18,50 @@ use fake_wireserver::journal::Entry;
 use wirecheck_oracle::{Finding, Severity};
 
 use crate::agent::Capability;
+pub use crate::catalog::CheckId;
 use crate::observe::{self, Observation};
 use crate::results::{Evidence, Verdict};
 
-/// One check in the catalog.
+/// What runs a check of the catalog ([`CheckId`] names it and says what it means).
 #[derive(Debug)]
 pub struct CheckDef {
-    /// Stable dotted id, the tail of case ids.
-    pub id: &'static str,
-    pub title: &'static str,
+    pub id: CheckId,
     /// The capability the agent must claim, else the case is skipped.
     pub needs: Option<Capability>,
     pub run: fn(&Observation) -> Judgement,
 }
 
-/// Every check, in the order cases are listed.
+/// Every check, in [`CheckId::ALL`]'s order (a test holds them together).
 pub static CATALOG: [CheckDef; 16] = [
-    CheckDef {
-        id: "protocol.request",
-        title: "requests use the right method, path spelling and query",
-        needs: None,
-        run: protocol::request,
-    },
-    CheckDef {
-        id: "protocol.headers",
-        title: "required headers and content types per endpoint",
-        needs: None,
-        run: protocol::headers,
-    },
-    CheckDef {
-        id: "report.shape",
-        title: "health report is well-formed and echoes the served goal state",
-        needs: None,
-        run: report::shape,
-    },
-    CheckDef {
-        id: "report.state",
-        title: "state and substatus match the requested report",
-        needs: None,
-        run: report::state,
-    },
-    CheckDef {
-        id: "report.description",
-        title: "description carries the requested report (encoded fields, order, timestamp, documentation_url)",
-        needs: None,
-        run: report::description,
-    },
-    CheckDef {
-        id: "report.limit",
-        title: "description within the platform's 4096-byte limit, trimmed not mangled",
-        needs: None,
-        run: report::limit,
-    },
-    CheckDef {
-        id: "kvp.pool",
-        title: "pool file: 2560-byte records, NUL padding, UTF-8, key format, host limits",
-        needs: None,
-        run: kvp::pool,
-    },
-    CheckDef {
-        id: "kvp.report",
-        title: "PROVISIONING_REPORT present and equal to what was reported",
-        needs: Some(Capability::Kvp),
-        run: kvp::report,
-    },
-    CheckDef {
-        id: "behaviour.retry",
-        title: "retries exactly the answers its profile calls retryable",
-        needs: None,
-        run: behaviour::retry,
-    },
-    CheckDef {
-        id: "behaviour.interval",
-        title: "waits at least the declared interval before retrying",
-        needs: None,
-        run: behaviour::interval,
-    },
-    CheckDef {
-        id: "behaviour.rate",
-        title: "request rate under throttling at most the declared maximum",
-        needs: None,
-        run: behaviour::rate,
-    },
-    CheckDef {
-        id: "behaviour.budget",
-        title: "stops within the budget",
-        needs: None,
-        run: behaviour::budget,
-    },
-    CheckDef {
-        id: "behaviour.terminal",
-        title: "exactly one terminal report is delivered",
-        needs: None,
-        run: behaviour::terminal,
-    },
-    CheckDef {
-        id: "behaviour.exit",
-        title: "exit status says whether the report was delivered",
-        needs: None,
-        run: behaviour::exit,
-    },
-    CheckDef {
-        id: "behaviour.timeout",
-        title: "abandons a request that hangs past the per-request timeout",
-        needs: None,
-        run: behaviour::timeout,
-    },
-    CheckDef {
-        id: "behaviour.refresh",
-        title: "fetches the goal state again after a 410 on the health report (XML flow)",
-        needs: None,
-        run: behaviour::refresh,
-    },
+    def(CheckId::ProtocolRequest, None, protocol::request),
+    def(CheckId::ProtocolHeaders, None, protocol::headers),
+    def(CheckId::ReportShape, None, report::shape),
+    def(CheckId::ReportState, None, report::state),
+    def(CheckId::ReportDescription, None, report::description),
+    def(CheckId::ReportLimit, None, report::limit),
+    def(CheckId::KvpPool, None, kvp::pool),
+    def(CheckId::KvpReport, Some(Capability::Kvp), kvp::report),
+    def(CheckId::BehaviourRetry, None, behaviour::retry),
+    def(CheckId::BehaviourInterval, None, behaviour::interval),
+    def(CheckId::BehaviourRate, None, behaviour::rate),
+    def(CheckId::BehaviourBudget, None, behaviour::budget),
+    def(CheckId::BehaviourTerminal, None, behaviour::terminal),
+    def(CheckId::BehaviourExit, None, behaviour::exit),
+    def(CheckId::BehaviourTimeout, None, behaviour::timeout),
+    def(CheckId::BehaviourRefresh, None, behaviour::refresh),
 ];
 
-/// Indexes of the catalog entries a pattern (an id or a glob) matches.
-pub fn matching(pattern: &str) -> Result<Vec<usize>, String> {
-    let glob = crate::select::matcher(pattern)?;
-    Ok(CATALOG
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.id == pattern || glob.is_match(c.id))
-        .map(|(i, _)| i)
-        .collect())
+const fn def(
+    id: CheckId,
+    needs: Option<Capability>,
+    run: fn(&Observation) -> Judgement,
+) -> CheckDef {
+    CheckDef { id, needs, run }
+}
+
+/// The runnable check of an id.
+pub fn get(id: CheckId) -> &'static CheckDef {
+    &CATALOG[id as usize]
 }
 
 /// `text` as a health report of the scenario's flow can carry it: in the XML flow, every
@@ -484,20 +405,12 @@ mod catalog_tests {
     use super::*;
 
     #[test]
-    fn catalog_ids_are_unique_and_dotted() {
-        let mut ids: Vec<&str> = CATALOG.iter().map(|c| c.id).collect();
-        ids.sort();
-        ids.dedup();
-        assert_eq!(ids.len(), CATALOG.len());
-        assert!(ids.iter().all(|id| id.split('.').count() == 2));
-    }
-
-    #[test]
-    fn patterns_select_checks() {
-        assert_eq!(matching("kvp.*").unwrap().len(), 2);
-        assert_eq!(matching("behaviour.exit").unwrap().len(), 1);
-        assert!(matching("nope").unwrap().is_empty());
-        assert!(matching("[").is_err());
+    fn the_runnable_catalog_follows_the_id_catalog() {
+        assert_eq!(CATALOG.len(), CheckId::ALL.len());
+        for (def, id) in CATALOG.iter().zip(CheckId::ALL) {
+            assert_eq!(def.id, id);
+            assert_eq!(get(id).id, id);
+        }
     }
 
     #[test]

@@ -171,7 +171,7 @@ fn judge_full(
         runs,
         stalls,
     };
-    let def = CATALOG.iter().find(|c| c.id == check).unwrap();
+    let def = CATALOG.iter().find(|c| c.id.as_str() == check).unwrap();
     (def.run)(&obs)
 }
 
@@ -780,7 +780,7 @@ fn judge_failure(
         runs: vec![r],
         stalls: Vec::new(),
     };
-    let def = CATALOG.iter().find(|c| c.id == check).unwrap();
+    let def = CATALOG.iter().find(|c| c.id.as_str() == check).unwrap();
     (def.run)(&obs)
 }
 

@@ -4,7 +4,6 @@
 
 use crate::agent::AgentProfile;
 use crate::results::{CaseResult, Verdict};
-use crate::runner::HARNESS_ERROR;
 
 use super::input::Input;
 use super::property::Property;
@@ -60,11 +59,9 @@ pub fn classify(
 ) -> Class {
     if cases.iter().any(|c| {
         c.verdict == Verdict::Skipped
-            && c.reason.as_deref().is_some_and(|r| {
-                r.starts_with(HARNESS_ERROR)
-                    || r.starts_with("not judged")
-                    || r.starts_with("not run")
-            })
+            && c.reason
+                .as_deref()
+                .is_some_and(crate::disposition::is_unjudged)
     }) {
         return Class::NotJudged;
     }
@@ -172,7 +169,8 @@ reason = "Latin-1 only"
             Class::Pass
         );
         let mut harness = case("report.state", Verdict::Skipped);
-        harness.reason = Some(format!("{HARNESS_ERROR}fake did not start"));
+        harness.reason =
+            Some(crate::disposition::HarnessError("fake did not start".into()).to_string());
         assert_eq!(
             classify(&p, prop, &input("a"), &[harness]),
             Class::NotJudged

@@ -147,7 +147,7 @@ pub fn case_result(
     let mut timeline = Timeline::default();
     let mut artifacts = None;
     let (verdict, reason) = if let Some(why) = &report.skipped {
-        (Verdict::Skipped, Some(why.clone()))
+        (Verdict::Skipped, Some(why.to_string()))
     } else if let Some(f) = &report.undeclared {
         finding_evidence(settings, property, profile, f, &mut evidence);
         if let Some(c) = f.cases.first() {

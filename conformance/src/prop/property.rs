@@ -118,6 +118,7 @@ impl Property {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::CheckId;
 
     #[test]
     fn scenarios_carry_the_input_and_the_checks() {
@@ -133,8 +134,8 @@ mod tests {
             assert_eq!(s.agent.protocol, p.protocol());
             assert_eq!(s.agent.runs.len(), 1);
             assert_eq!(s.agent.runs[0].action, p.action());
-            assert!(s.checks.iter().any(|c| c.id == "report.description"));
-            assert!(!s.checks.iter().any(|c| c.id == "behaviour.budget"));
+            assert!(s.checks.contains(&CheckId::ReportDescription));
+            assert!(!s.checks.contains(&CheckId::BehaviourBudget));
         }
         let s = Property::FailureJson.scenario(&input);
         assert_eq!(s.agent.runs[0].reason.as_deref(), Some("a|b"));

@@ -13,6 +13,7 @@ use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 
 use crate::agent::AgentProfile;
+use crate::disposition::{HarnessError, NotRun};
 use crate::results::CaseResult;
 use crate::runner::{PairRunner, Planned};
 
@@ -71,7 +72,7 @@ pub struct PropertyReport {
     pub property: Property,
     /// Why nothing was run (unclaimed capability, unavailable attach mode), or why the run
     /// was not judged (a harness error, an interruption).
-    pub skipped: Option<String>,
+    pub skipped: Option<NotRun>,
     pub generated: u32,
     pub replayed: u32,
     pub undeclared: Option<Finding>,
@@ -278,10 +279,8 @@ pub fn run_property(
         persisted: None,
     };
     let probe = planned(profile, property, &super::strategy_probe_input(property));
-    if let Some(why) = crate::runner::skip_reason(&probe)
-        .or_else(|| crate::runner::attach::unavailable(&probe, &runner.settings().bin_dir))
-    {
-        report.skipped = Some(why);
+    if let Some(why) = crate::runner::not_run(&probe, &runner.settings().bin_dir) {
+        report.skipped = Some(NotRun::Skipped(why));
         return report;
     }
     let search = Search {
@@ -302,7 +301,7 @@ pub fn run_property(
                     .map(|e| e.input)
                     .collect(),
                 Err(e) => {
-                    report.skipped = Some(format!("harness error: {e}"));
+                    report.skipped = Some(NotRun::Harness(HarnessError(e.to_string())));
                     return report;
                 }
             },
@@ -354,7 +353,9 @@ pub fn run_property(
             match generate(settings.seed, property, i, with_data) {
                 Ok(tree) => trees.push(tree),
                 Err(e) => {
-                    report.skipped = Some(format!("harness error: the generator gave up: {e}"));
+                    report.skipped = Some(NotRun::Harness(HarnessError(format!(
+                        "the generator gave up: {e}"
+                    ))));
                     return finish(report, started);
                 }
             }
@@ -432,9 +433,11 @@ fn finish(mut report: PropertyReport, started: Instant) -> PropertyReport {
     report
 }
 
-fn not_judged_reason(cases: &[CaseResult]) -> String {
-    cases
-        .iter()
-        .find_map(|c| c.reason.clone())
-        .unwrap_or_else(|| "not judged".into())
+fn not_judged_reason(cases: &[CaseResult]) -> NotRun {
+    NotRun::Unjudged(
+        cases
+            .iter()
+            .find_map(|c| c.reason.clone())
+            .unwrap_or_else(|| "not judged".into()),
+    )
 }

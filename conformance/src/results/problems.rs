@@ -19,7 +19,7 @@ pub const PROBLEM_VERDICTS: [Verdict; 2] = [Verdict::Fail, Verdict::NonStrict];
 pub struct Problem<'a> {
     pub verdict: Verdict,
     /// The check part of the case ids (`protocol.headers`): the last two dot-separated parts,
-    /// as every check id has them (`checks::CATALOG`, `snapshot.transcript`).
+    /// as every check id has them (`catalog::CheckId`, `catalog::SNAPSHOT_CHECK`).
     pub check: &'a str,
     /// The reason with its variable parts as placeholders (`#` a number, `PATH`, `"…"` a
     /// quoted value, `AGENT` the agent's name).
@@ -59,10 +59,7 @@ impl Problem<'_> {
 /// The check id of a case id: its last two dot-separated parts (`a.b.protocol.headers` →
 /// `protocol.headers`); the whole id when it has fewer.
 pub fn check_of(case_id: &str) -> &str {
-    match case_id.rmatch_indices('.').nth(1) {
-        Some((index, _)) => &case_id[index + 1..],
-        None => case_id,
-    }
+    crate::catalog::split_case_id(case_id).1
 }
 
 /// Groups the cases whose verdict is in `verdicts` by (verdict, check, reason shape), most

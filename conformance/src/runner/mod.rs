@@ -15,8 +15,10 @@ use std::time::Instant;
 
 use crate::agent::template::{Placeholder, Values};
 use crate::agent::{Action, AgentProfile, Source};
-use crate::checks::{CheckDef, Judgement};
+use crate::catalog::CheckId;
+use crate::checks::Judgement;
 use crate::diag::FileError;
+use crate::disposition::{Disposition, HarnessError, Skip};
 use crate::exec;
 use crate::results::{AgentResults, CaseResult, RunResults, Timeline, Verdict};
 use crate::scenario::Scenario;
@@ -31,7 +33,7 @@ pub use timing::{CASE_LIMIT_SECONDS, CaseTiming};
 pub struct Planned {
     pub profile: Arc<AgentProfile>,
     pub scenario: Arc<Scenario>,
-    pub checks: Vec<&'static CheckDef>,
+    pub checks: Vec<CheckId>,
 }
 
 impl Planned {
@@ -58,11 +60,11 @@ pub fn plan(
             if partition.is_some_and(|p| !p.contains(i)) {
                 continue;
             }
-            let checks: Vec<&'static CheckDef> = scenario
+            let checks: Vec<CheckId> = scenario
                 .checks
                 .iter()
                 .copied()
-                .filter(|c| filter.matches(&scenario.case_id(c)))
+                .filter(|c| filter.matches(&scenario.case_id(*c)))
                 .collect();
             if !checks.is_empty() {
                 planned.push(Planned {
@@ -76,39 +78,26 @@ pub fn plan(
     planned
 }
 
-/// The capabilities a scenario needs that the agent does not claim, as a skip reason.
-pub fn unclaimed(p: &Planned) -> Option<String> {
-    let missing: Vec<String> = p
-        .scenario
-        .required_capabilities()
-        .into_iter()
-        .filter(|c| !p.profile.claims(*c))
-        .map(|c| format!("\"{}\" ({})", c.as_str(), c.describe()))
-        .collect();
-    (!missing.is_empty()).then(|| {
-        format!(
-            "agent {} does not claim {}",
-            p.profile.name,
-            missing.join(", ")
-        )
-    })
+/// Why a planned pair does not run at all (its cases are skipped, or declared unimplemented,
+/// for this): a capability the agent does not claim, a scenario its attach mode cannot
+/// arrange, or one that would only end at a fixed budget longer than a case may take.
+/// (Whether the attach mode can run on this machine is [`not_run`].)
+pub fn skip_reason(p: &Planned) -> Option<Skip> {
+    Skip::unclaimed(&p.profile, &p.scenario)
+        .or_else(|| attach::unsupported(p).map(Skip::CannotArrange))
+        .or_else(|| p.timing().err().map(Skip::TooLong))
 }
 
-/// Why a planned pair does not run at all (its cases are skipped with this reason): a
-/// capability the agent does not claim, a scenario its attach mode cannot arrange, or one
-/// that would only end at a fixed budget longer than a case may take. (Whether the attach
-/// mode can run on this machine is [`attach::unavailable`].)
-pub fn skip_reason(p: &Planned) -> Option<String> {
-    unclaimed(p)
-        .or_else(|| attach::unsupported(p))
-        .or_else(|| p.timing().err())
+/// [`skip_reason`], or the attach mode cannot run on this machine ([`attach::unavailable`]).
+pub fn not_run(p: &Planned, bin_dir: &Path) -> Option<Skip> {
+    skip_reason(p).or_else(|| attach::unavailable(p, bin_dir).map(Skip::Unavailable))
 }
 
 /// Checks, before anything runs, that every command a planned scenario needs exists: a
 /// missing program is a usage error (exit 2) naming the profile file, line and field.
 pub fn preflight(planned: &[Planned], bin_dir: &Path) -> Result<(), FileError> {
     for p in planned {
-        if skip_reason(p).is_some() || attach::unavailable(p, bin_dir).is_some() {
+        if not_run(p, bin_dir).is_some() {
             continue;
         }
         for run in &p.scenario.agent.runs {
@@ -336,11 +325,11 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
                 let _permit = tokio::select! {
                     permit = semaphore.acquire_owned() => permit,
                     sig = stop.stopped() => {
-                        return uniform_cases(&p, Verdict::Skipped, &interrupted_reason(sig, false));
+                        return skipped_cases(&p, interrupted_reason(sig, false));
                     }
                 };
                 if let Some(sig) = stop.signal() {
-                    return uniform_cases(&p, Verdict::Skipped, &interrupted_reason(sig, false));
+                    return skipped_cases(&p, interrupted_reason(sig, false));
                 }
                 let cases = scenario_run::run(&p, &settings, &lag).await;
                 progress.finished(&p.profile.name, &p.scenario.id, &cases);
@@ -351,9 +340,7 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
         for (task, i) in tasks.into_iter().zip(order) {
             outcomes[i] = match task.await {
                 Ok(cases) => cases,
-                Err(e) => {
-                    internal_error_cases(&planned[i], &format!("the scenario task failed: {e}"))
-                }
+                Err(e) => failed_cases(&planned[i], &format!("the scenario task failed: {e}")),
             };
         }
         lag_task.abort();
@@ -460,11 +447,11 @@ impl PairRunner {
                     let _permit = tokio::select! {
                         permit = semaphore.acquire_owned() => permit,
                         sig = stop.stopped() => {
-                            return uniform_cases(&p, Verdict::Skipped, &interrupted_reason(sig, false));
+                            return skipped_cases(&p, interrupted_reason(sig, false));
                         }
                     };
                     if let Some(sig) = stop.signal() {
-                        return uniform_cases(&p, Verdict::Skipped, &interrupted_reason(sig, false));
+                        return skipped_cases(&p, interrupted_reason(sig, false));
                     }
                     scenario_run::run(&p, &settings, &lag).await
                 }));
@@ -473,7 +460,7 @@ impl PairRunner {
             for (task, p) in tasks.into_iter().zip(pairs) {
                 outcomes.push(match task.await {
                     Ok(cases) => cases,
-                    Err(e) => internal_error_cases(p, &format!("the scenario task failed: {e}")),
+                    Err(e) => failed_cases(p, &format!("the scenario task failed: {e}")),
                 });
             }
             outcomes
@@ -588,20 +575,12 @@ pub fn interrupted_exit_status(interrupted: &str) -> u8 {
 }
 
 /// Why a case has no verdict after an interruption.
-pub(crate) fn interrupted_reason(sig: i32, while_running: bool) -> String {
-    if while_running {
-        format!(
-            "not judged: wirecheck was interrupted ({}) while the case ran; the agent was stopped",
-            signal_name(sig)
-        )
-    } else {
-        format!("not run: wirecheck was interrupted ({})", signal_name(sig))
+pub(crate) fn interrupted_reason(sig: i32, while_running: bool) -> Skip {
+    Skip::Interrupted {
+        signal: signal_name(sig),
+        while_running,
     }
 }
-
-/// Reason prefix of cases that could not be run because wirecheck's own machinery failed (the
-/// fake, the sandbox): `skipped`, never a verdict about the agent.
-pub const HARNESS_ERROR: &str = "harness error: ";
 
 /// How many cases were not run because of a harness error (`wirecheck run` then exits 2).
 pub fn harness_errors(results: &RunResults) -> usize {
@@ -613,7 +592,7 @@ pub fn harness_errors(results: &RunResults) -> usize {
             c.verdict == Verdict::Skipped
                 && c.reason
                     .as_deref()
-                    .is_some_and(|r| r.starts_with(HARNESS_ERROR))
+                    .is_some_and(crate::disposition::is_harness_error)
         })
         .count()
 }
@@ -661,95 +640,84 @@ pub fn nothing_judged(results: &RunResults) -> Vec<NothingJudged> {
 }
 
 /// Case title: `<scenario title>: <check title>`.
-pub fn case_title(scenario: &Scenario, check: &CheckDef) -> String {
-    format!("{}: {}", scenario.title, check.title)
+pub fn case_title(scenario: &Scenario, check: CheckId) -> String {
+    format!("{}: {}", scenario.title, check.title())
 }
 
-/// Every selected case of a pair with the same verdict (skipped, or an internal failure).
-fn uniform_cases(p: &Planned, verdict: Verdict, reason: &str) -> Vec<CaseResult> {
-    let unclaimed = unclaimed(p).is_some();
+/// Every selected case of a pair that does not run: skipped for `skip`, or unimplemented
+/// where the profile declares so for what the agent does not claim.
+fn skipped_cases(p: &Planned, skip: Skip) -> Vec<CaseResult> {
+    cases_not_run(p, |id| {
+        Disposition::of_case(&p.profile, id, Some(skip.clone()), None)
+    })
+}
+
+/// Every selected case of a pair that could not be run because wirecheck's machinery failed.
+fn harness_cases(p: &Planned, error: HarnessError) -> Vec<CaseResult> {
+    cases_not_run(p, |_| Disposition::Harness(error.clone()))
+}
+
+fn cases_not_run<'a>(
+    p: &'a Planned,
+    disposition: impl Fn(&str) -> Disposition<'a>,
+) -> Vec<CaseResult> {
     p.checks
         .iter()
         .map(|c| {
-            let id = p.scenario.case_id(c);
-            let j = Judgement {
-                verdict,
-                reason: Some(reason.to_owned()),
-                evidence: Vec::new(),
-            };
-            let j = if unclaimed {
-                apply_unclaimed(&p.profile, &id, j)
-            } else {
-                apply_deviation(&p.profile, &id, j)
-            };
-            CaseResult {
-                id,
-                title: case_title(&p.scenario, c),
-                scenario: p.scenario.name.clone(),
-                verdict: j.verdict,
-                reason: j.reason,
-                evidence: j.evidence,
-                duration_ms: 0,
-                timeline: Timeline::default(),
-                artifacts: None,
-            }
+            let id = p.scenario.case_id(*c);
+            let (verdict, reason) = disposition(&id)
+                .not_run()
+                .unwrap_or((Verdict::Skipped, String::new()));
+            uniform_case(p, *c, id, verdict, reason)
         })
         .collect()
 }
 
-fn internal_error_cases(p: &Planned, reason: &str) -> Vec<CaseResult> {
-    uniform_cases(p, Verdict::Fail, reason)
+/// Every selected case of a pair failed by one reason that is the agent's (it could not be
+/// started, the scenario task failed), each graded by its declared deviation.
+fn failed_cases(p: &Planned, reason: &str) -> Vec<CaseResult> {
+    p.checks
+        .iter()
+        .map(|c| {
+            let id = p.scenario.case_id(*c);
+            let (verdict, reason) = Disposition::grade(
+                p.profile.deviation_for(&id),
+                Verdict::Fail,
+                Some(reason.to_owned()),
+            );
+            uniform_case(p, *c, id, verdict, reason.unwrap_or_default())
+        })
+        .collect()
 }
 
-/// Known deviations in the profile turn a failure into `non-strict`, or any verdict into
-/// `unimplemented`; the reason says so and keeps what was observed.
-pub fn apply_deviation(profile: &AgentProfile, case_id: &str, j: Judgement) -> Judgement {
-    let Some(d) = profile.deviation_for(case_id) else {
-        return j;
-    };
-    use crate::agent::DeviationVerdict;
-    let observed = j
-        .reason
-        .as_deref()
-        .map(|r| format!("; observed: {r}"))
-        .unwrap_or_default();
-    match d.verdict {
-        DeviationVerdict::Unimplemented if j.verdict != Verdict::Skipped => Judgement {
-            verdict: Verdict::Unimplemented,
-            reason: Some(format!(
-                "known deviation ({}): {}{observed}",
-                d.cases, d.reason
-            )),
-            evidence: j.evidence,
-        },
-        DeviationVerdict::NonStrict if j.verdict == Verdict::Fail => Judgement {
-            verdict: Verdict::NonStrict,
-            reason: Some(format!(
-                "known deviation ({}): {}{observed}",
-                d.cases, d.reason
-            )),
-            evidence: j.evidence,
-        },
-        _ => j,
+fn uniform_case(
+    p: &Planned,
+    check: CheckId,
+    id: String,
+    verdict: Verdict,
+    reason: String,
+) -> CaseResult {
+    CaseResult {
+        id,
+        title: case_title(&p.scenario, check),
+        scenario: p.scenario.name.clone(),
+        verdict,
+        reason: Some(reason),
+        evidence: Vec::new(),
+        duration_ms: 0,
+        timeline: Timeline::default(),
+        artifacts: None,
     }
 }
 
-/// A case skipped because the agent does not claim a capability becomes `unimplemented` when
-/// the profile declares that deviation (with its reason: what the agent does instead).
-pub fn apply_unclaimed(profile: &AgentProfile, case_id: &str, j: Judgement) -> Judgement {
-    use crate::agent::DeviationVerdict;
-    match profile.deviation_for(case_id) {
-        Some(d) if d.verdict == DeviationVerdict::Unimplemented => Judgement {
-            verdict: Verdict::Unimplemented,
-            reason: Some(format!(
-                "known deviation ({}): {}; {}",
-                d.cases,
-                d.reason,
-                j.reason.as_deref().unwrap_or("not run")
-            )),
-            evidence: j.evidence,
-        },
-        _ => j,
+/// A judgement graded by the deviation the profile declares for the case, if any
+/// ([`Disposition::grade`]).
+pub fn apply_deviation(profile: &AgentProfile, case_id: &str, j: Judgement) -> Judgement {
+    let (verdict, reason) = Disposition::grade(profile.deviation_for(case_id), j.verdict, j.reason);
+    Judgement {
+        verdict,
+        reason,
+        evidence: j.evidence,
     }
 }
 
@@ -800,7 +768,11 @@ mod tests {
         let planned = plan(&[profile()], &scenarios, &filter, None);
         assert_eq!(ids(&planned), ["a"]);
         assert_eq!(
-            planned[0].checks.iter().map(|c| c.id).collect::<Vec<_>>(),
+            planned[0]
+                .checks
+                .iter()
+                .map(|c| c.as_str())
+                .collect::<Vec<_>>(),
             ["report.state"]
         );
     }

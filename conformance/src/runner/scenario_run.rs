@@ -9,22 +9,23 @@ use wirecheck_oracle::kvp::decode_pool;
 use super::attach::{self, SessionError};
 use super::lag::LagWatch;
 use super::{
-    HARNESS_ERROR, Planned, RunSettings, apply_deviation, apply_unclaimed, artifacts, case_title,
-    skip_reason, uniform_cases,
+    Planned, RunSettings, apply_deviation, artifacts, case_title, failed_cases, harness_cases,
+    not_run, skipped_cases,
 };
 use crate::checks::Judgement;
+use crate::disposition::{Disposition, HarnessError};
 use crate::observe::Observation;
 use crate::results::{CaseResult, Verdict};
 use crate::tools::text::visible;
 
 /// Runs the pair and returns one result per selected case.
 pub async fn run(p: &Planned, settings: &RunSettings, lag: &LagWatch) -> Vec<CaseResult> {
-    if let Some(reason) = skip_reason(p).or_else(|| attach::unavailable(p, &settings.bin_dir)) {
-        return uniform_cases(p, Verdict::Skipped, &reason);
+    if let Some(skip) = not_run(p, &settings.bin_dir) {
+        return skipped_cases(p, skip);
     }
     match execute(p, settings, lag).await {
         Ok(cases) => cases,
-        Err(SessionError::Agent(reason)) => uniform_cases(p, Verdict::Fail, &reason),
+        Err(SessionError::Agent(reason)) => failed_cases(p, &reason),
         Err(SessionError::Harness(reason)) => {
             eprintln!(
                 "wirecheck: error: {} {}: {}",
@@ -32,7 +33,7 @@ pub async fn run(p: &Planned, settings: &RunSettings, lag: &LagWatch) -> Vec<Cas
                 visible(&p.scenario.id),
                 visible(&reason)
             );
-            uniform_cases(p, Verdict::Skipped, &format!("{HARNESS_ERROR}{reason}"))
+            harness_cases(p, HarnessError(reason))
         }
     }
 }
@@ -59,11 +60,7 @@ async fn execute(
         crate::exec::Exit::Interrupted(sig) => Some(sig),
         _ => None,
     }) {
-        return Ok(uniform_cases(
-            p,
-            Verdict::Skipped,
-            &super::interrupted_reason(sig, true),
-        ));
+        return Ok(skipped_cases(p, super::interrupted_reason(sig, true)));
     }
     settings.starts.record(
         &profile.name,
@@ -136,26 +133,28 @@ async fn execute(
         .checks
         .iter()
         .map(|check| {
-            let id = scenario.case_id(check);
-            let j = match check.needs {
-                _ if unjudgeable.is_some() => {
-                    Judgement::fail(unjudgeable.clone().unwrap_or_default(), Vec::new())
+            let id = scenario.case_id(*check);
+            let def = crate::checks::get(*check);
+            let j = match (
+                &unjudgeable,
+                Disposition::of_case(profile, &id, None, def.needs),
+            ) {
+                (Some(why), _) => Judgement::fail(why.clone(), Vec::new()),
+                (None, Disposition::Run { .. }) => apply_deviation(profile, &id, (def.run)(&obs)),
+                (None, not_run) => {
+                    let (verdict, reason) = not_run
+                        .not_run()
+                        .unwrap_or((Verdict::Skipped, String::new()));
+                    Judgement {
+                        verdict,
+                        reason: Some(reason),
+                        evidence: Vec::new(),
+                    }
                 }
-                Some(cap) if !profile.claims(cap) => apply_unclaimed(
-                    profile,
-                    &id,
-                    Judgement::skipped(format!(
-                        "agent {} does not claim \"{}\" ({})",
-                        profile.name,
-                        cap.as_str(),
-                        cap.describe()
-                    )),
-                ),
-                _ => apply_deviation(profile, &id, (check.run)(&obs)),
             };
             CaseResult {
                 id,
-                title: case_title(scenario, check),
+                title: case_title(scenario, *check),
                 scenario: scenario.name.clone(),
                 verdict: j.verdict,
                 reason: j.reason,

@@ -16,4 +16,4 @@ pub use store::{Outcome, Snapshot};
 pub use transcript::{SnapshotOptions, transcript};
 
 /// The check id of a snapshot comparison: its case is `<scenario id>.snapshot.transcript`.
-pub const CHECK_ID: &str = "snapshot.transcript";
+pub const CHECK_ID: &str = crate::catalog::SNAPSHOT_CHECK;

@@ -24,6 +24,7 @@ use wirecheck_oracle::ServedIds;
 use super::{Planned, RunSettings};
 use crate::agent::template::{Placeholder, UnsetPolicy, Values};
 use crate::agent::{Action, Attach};
+use crate::disposition::{CannotArrange, Unavailable};
 use crate::exec::{self, Exit, Finished, Invocation};
 use crate::observe::RunRecord;
 use crate::scenario::Run;
@@ -68,7 +69,7 @@ pub struct Endpoints {
 
 /// Why this scenario cannot be run in the profile's attach mode at all (shown as `skipped`).
 /// Depends only on the profile and the scenario, so `wirecheck list` shows it too.
-pub fn unsupported(p: &Planned) -> Option<String> {
+pub fn unsupported(p: &Planned) -> Option<CannotArrange> {
     match p.profile.attach {
         Attach::Url | Attach::Proxy => None,
         Attach::Sandbox => sandbox::unsupported(p),
@@ -77,10 +78,10 @@ pub fn unsupported(p: &Planned) -> Option<String> {
 
 /// Why the attach mode cannot run on this machine (shown as `skipped`): e.g. the sandbox
 /// needs root and the `fake-wireserver` binary.
-pub fn unavailable(p: &Planned, bin_dir: &Path) -> Option<String> {
+pub fn unavailable(p: &Planned, bin_dir: &Path) -> Option<Unavailable> {
     match p.profile.attach {
         Attach::Url => None,
-        Attach::Proxy => crate::netns::unavailable(),
+        Attach::Proxy => crate::netns::unavailable().map(Unavailable::Containment),
         Attach::Sandbox => sandbox::unavailable(bin_dir),
     }
 }

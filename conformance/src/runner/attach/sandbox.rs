@@ -16,6 +16,7 @@ use serde::Deserialize;
 use super::agent_file::{POOL_READ_MAX, read_agent_file};
 use super::{Endpoints, Session, SessionError, agent_invocation, record};
 use crate::agent::{Action, Done};
+use crate::disposition::{CannotArrange, Unavailable};
 use crate::exec::{self, Exit, Invocation};
 use crate::observe::RunRecord;
 use crate::runner::{Planned, RunSettings};
@@ -67,12 +68,10 @@ fn one_invocation_for_two(p: &Planned) -> bool {
     p.profile.in_progress_continues_to_ready && actions == [Action::InProgress, Action::Ready]
 }
 
-pub fn unsupported(p: &Planned) -> Option<String> {
+pub fn unsupported(p: &Planned) -> Option<CannotArrange> {
     let scenario = &*p.scenario;
     if scenario.agent.wireserver == Target::Closed || scenario.agent.imds == Target::Closed {
-        return Some(
-            "the sandbox always serves 168.63.129.16 and 169.254.169.254; a refused wireserver or IMDS cannot be arranged in it".into(),
-        );
+        return Some(CannotArrange::RefusedEndpointInSandbox);
     }
     if p.profile.in_progress_continues_to_ready
         && !one_invocation_for_two(p)
@@ -82,31 +81,27 @@ pub fn unsupported(p: &Planned) -> Option<String> {
             .iter()
             .any(|r| r.action == Action::InProgress)
     {
-        return Some(format!(
-            "{}'s in-progress report is always followed by Ready from the same invocation; only in-progress then ready can be arranged",
-            p.profile.name
-        ));
+        return Some(CannotArrange::InProgressAlwaysGoesOn {
+            agent: p.profile.name.clone(),
+        });
     }
     if scenario.agent.runs.len() > 1 && !one_invocation_for_two(p) {
-        return Some(format!(
-            "the sandbox runs one agent invocation per scenario; this one has {}",
-            scenario.agent.runs.len()
+        return Some(CannotArrange::InvocationsInSandbox(
+            scenario.agent.runs.len(),
         ));
     }
     None
 }
 
-pub fn unavailable(bin_dir: &Path) -> Option<String> {
+pub fn unavailable(bin_dir: &Path) -> Option<Unavailable> {
     if !rustix::process::geteuid().is_root() {
-        return Some(
-            "sandbox attach needs root (fake-wireserver sandbox creates network and mount namespaces); run wirecheck as root".into(),
-        );
+        return Some(Unavailable::SandboxNeedsRoot);
     }
     if exec::resolve_program(FAKE_BINARY, bin_dir).is_none() {
-        return Some(format!(
-            "sandbox attach needs the {FAKE_BINARY} binary next to wirecheck ({}) or on PATH (cargo build --workspace --bins)",
-            bin_dir.display()
-        ));
+        return Some(Unavailable::MissingBinary {
+            binary: FAKE_BINARY,
+            bin_dir: bin_dir.to_path_buf(),
+        });
     }
     None
 }
@@ -134,7 +129,8 @@ pub async fn run(
         [run] => run,
         [first, _] if two_in_one => first,
         _ => {
-            return Err(SessionError::Harness(unsupported(p).unwrap_or_default()));
+            let why = unsupported(p).map(|c| c.to_string()).unwrap_or_default();
+            return Err(SessionError::Harness(why));
         }
     };
     let fake_binary = exec::resolve_program(FAKE_BINARY, &settings.bin_dir)
