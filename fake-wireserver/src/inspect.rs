@@ -521,6 +521,14 @@ fn wireserver(view: &RequestView, out: &mut Vec<Finding>) {
                 "wireserver.health.json: no x-ms-guest-agent-name header (azure-init sends \"azure-init v<version>\")",
             ))
         }
+        WIRESERVER_CONFIG => {
+            let config_type = view.query_value("type");
+            if !config_type.is_some_and(|t| t.eq_ignore_ascii_case("sharedConfig")) {
+                out.push(RequestId::ConfigUnknownType.warning(format!(
+                    "config type {config_type:?} is not named in the goal state (answered 404)"
+                )));
+            }
+        }
         WIRESERVER_UNKNOWN => out.push(RequestId::PathUnknown.warning(format!(
             "{} {}{}: not a wireserver endpoint (answered 404, as the platform does)",
             view.method,

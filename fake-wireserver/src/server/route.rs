@@ -1,7 +1,6 @@
 //! The first steps of an exchange: which service a request is for (by listener, or by target
 //! authority / Host in proxy mode), its endpoint id, and what the request itself gets wrong.
 
-use std::borrow::Cow;
 
 use crate::endpoint::{self, QueryPair, Service, TargetParts};
 use crate::http1::Request;
@@ -133,18 +132,5 @@ pub(super) fn inspect(
         headers: &req.headers,
         http_version: req.http_version,
     }));
-    if endpoint_id == endpoint::WIRESERVER_CONFIG {
-        let config_type = query
-            .iter()
-            .find(|(k, _)| k == "type")
-            .map(|(_, v): &(Cow<'_, str>, Cow<'_, str>)| v.as_ref());
-        if !config_type.is_some_and(|t| t.eq_ignore_ascii_case("sharedConfig")) {
-            findings.push(RequestId::ConfigUnknownType.warning(
-                format!(
-                    "config type {config_type:?} is not named in the goal state (answered 404)"
-                ),
-            ));
-        }
-    }
     findings
 }
