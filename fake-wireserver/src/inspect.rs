@@ -10,7 +10,6 @@ use crate::endpoint::*;
 use crate::journal::Entry;
 use crate::oracle::{Finding, Severity};
 
-
 /// The IMDS api-versions the fake accepts (the platform's list, `defaults/imds-versions.json`).
 /// Parsed once: every IMDS request checks its api-version against this list.
 pub fn imds_api_versions() -> &'static [String] {
@@ -378,7 +377,12 @@ fn rules(endpoint: &str) -> Rules {
 /// judged even when a request has no header finding.
 pub fn judges_headers(endpoint: &str) -> bool {
     let r = rules(endpoint);
-    r.xml_call || r.content_type.is_some() || endpoint.starts_with("imds.")
+    r.xml_call
+        || r.content_type.is_some()
+        || matches!(
+            endpoint,
+            IMDS_INSTANCE | IMDS_VERSIONS | IMDS_REPROVISIONDATA | IMDS_UNKNOWN
+        )
 }
 
 /// The findings the fake records for a journal entry's request (what its `findings` hold for a
@@ -387,16 +391,21 @@ pub fn request_findings(entry: &Entry) -> Vec<Finding> {
     let Ok(id) = entry.endpoint.parse::<crate::EndpointId>() else {
         return Vec::new();
     };
-    let endpoint = id.as_str();
-    let service = if endpoint.starts_with("imds.") {
-        Service::Imds
-    } else if endpoint.starts_with("hostplugin.") {
-        Service::HostPlugin
-    } else if endpoint.starts_with("wireserver.") {
-        Service::Wireserver
-    } else {
-        return Vec::new();
+    use crate::EndpointId as E;
+    let service = match id {
+        E::ImdsInstance | E::ImdsVersions | E::ImdsReprovisiondata | E::ImdsUnknown => {
+            Service::Imds
+        }
+        E::HostpluginVmsettings
+        | E::HostpluginVersions
+        | E::HostpluginHealth
+        | E::HostpluginStatus
+        | E::HostpluginUnknown => Service::HostPlugin,
+        // Routed by host, not classified: what it gets wrong is the route's (`proxy.*`).
+        E::ProxyUnknownHost => return Vec::new(),
+        _ => Service::Wireserver,
     };
+    let endpoint = id.as_str();
     let target = split_target(&entry.target);
     let query = decode_query(target.query);
     findings(&RequestView {
@@ -475,12 +484,7 @@ fn xml_call(view: &RequestView, out: &mut Vec<Finding>) {
 
 /// Path spelling: `accepted` are the reference agents' spellings; among them, `noted` are the
 /// less common ones (docs/protocol.md §1.1: both slash spellings occur, neither is an error).
-fn path_spelling(
-    view: &RequestView,
-    accepted: &[&str],
-    noted: &[&str],
-    out: &mut Vec<Finding>,
-) {
+fn path_spelling(view: &RequestView, accepted: &[&str], noted: &[&str], out: &mut Vec<Finding>) {
     if !accepted.contains(&view.path) {
         out.push(RequestId::PathSpelling.warning(format!(
             "{} path spelled {:?}; reference agents use {}",
@@ -590,9 +594,10 @@ fn imds(view: &RequestView, out: &mut Vec<Finding>) {
         });
     }
     if view.header("x-ms-version").is_some() || view.header("x-ms-agent-name").is_some() {
-        out.push(RequestId::HeaderUnexpectedXMs.info(
-            "wireserver x-ms-* headers sent to IMDS (afterburn does this; harmless)",
-        ));
+        out.push(
+            RequestId::HeaderUnexpectedXMs
+                .info("wireserver x-ms-* headers sent to IMDS (afterburn does this; harmless)"),
+        );
     }
     if view.endpoint == IMDS_UNKNOWN {
         out.push(RequestId::PathUnknown.warning(format!(
@@ -610,5 +615,357 @@ fn query_suffix(query: &[QueryPair]) -> String {
     } else {
         let parts: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
         format!("?{}", parts.join("&"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view_findings(
+        service: Service,
+        endpoint: &'static str,
+        method: &str,
+        target: &str,
+        headers: &[(&str, &str)],
+    ) -> Vec<Finding> {
+        let parts = split_target(target);
+        let query = decode_query(parts.query);
+        let headers: Vec<(String, String)> = std::iter::once(("Host", "h"))
+            .chain(headers.iter().copied())
+            .map(|(n, v)| (n.to_owned(), v.to_owned()))
+            .collect();
+        findings(&RequestView {
+            service,
+            endpoint,
+            method,
+            path: parts.path,
+            query: &query,
+            headers: &headers,
+            http_version: "HTTP/1.1",
+        })
+    }
+
+    #[test]
+    fn ids_round_trip_and_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for id in RequestId::ALL {
+            assert_eq!(RequestId::parse(id.as_str()), Some(id));
+            assert!(seen.insert(id.as_str()), "{id:?} twice");
+            assert!(!id.graded_by().is_empty(), "{id:?} graded by no check");
+        }
+        assert_eq!(RequestId::parse("header.missing"), None);
+        assert_eq!(RequestId::parse("header.missing.metadata.x"), None);
+    }
+
+    /// Every id of the rulebook is minted by some request (the ids the connection path mints
+    /// for what is not a classified request, `http.*`, `proxy.*` and the admin path, are
+    /// produced by `tests/hostile_input.rs`, `smoke.rs` and `admin_journal.rs`), so a check
+    /// grading an id cannot go blind after a rename here.
+    #[test]
+    fn every_rulebook_id_is_minted_with_the_severity_the_checks_grade() {
+        use Service::*;
+        use Severity::*;
+        let md = ("Metadata", "true");
+        let xv = ("x-ms-version", "2012-11-30");
+        let cases: &[(RequestId, Severity, Vec<Finding>)] = &[
+            (
+                RequestId::HeaderMissingHost,
+                Warning,
+                findings(&RequestView {
+                    service: Wireserver,
+                    endpoint: WIRESERVER_VERSIONS,
+                    method: "GET",
+                    path: "/",
+                    query: &[],
+                    headers: &[],
+                    http_version: "HTTP/1.1",
+                }),
+            ),
+            (
+                RequestId::HeaderMissingXMsVersion,
+                Warning,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_GOALSTATE,
+                    "GET",
+                    "/machine/?comp=goalstate",
+                    &[],
+                ),
+            ),
+            (
+                RequestId::HeaderUnusualXMsVersion,
+                Warning,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_GOALSTATE,
+                    "GET",
+                    "/machine/?comp=goalstate",
+                    &[("x-ms-version", "1")],
+                ),
+            ),
+            (
+                RequestId::HeaderMissingXMsAgentName,
+                Info,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_GOALSTATE,
+                    "GET",
+                    "/machine/?comp=goalstate",
+                    &[xv],
+                ),
+            ),
+            (
+                RequestId::HeaderMissingContentType,
+                Warning,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_HEALTH_XML,
+                    "POST",
+                    "/machine?comp=health",
+                    &[xv],
+                ),
+            ),
+            (
+                RequestId::HeaderUnusualContentType,
+                Error,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_HEALTH_JSON,
+                    "POST",
+                    "/provisioning/health",
+                    &[("Content-Type", "text/plain")],
+                ),
+            ),
+            (
+                RequestId::HeaderUnusualContentType,
+                Warning,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_TELEMETRY,
+                    "POST",
+                    "/machine?comp=telemetrydata",
+                    &[xv, ("Content-Type", "text/plain")],
+                ),
+            ),
+            (
+                RequestId::HeaderMissingXMsGuestAgentName,
+                Info,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_HEALTH_JSON,
+                    "POST",
+                    "/provisioning/health",
+                    &[("Content-Type", "application/json")],
+                ),
+            ),
+            (
+                RequestId::HeaderForbiddenXForwardedFor,
+                Error,
+                view_findings(
+                    Imds,
+                    IMDS_INSTANCE,
+                    "GET",
+                    "/metadata/instance?api-version=2021-08-01",
+                    &[md, ("X-Forwarded-For", "x")],
+                ),
+            ),
+            (
+                RequestId::HeaderMissingMetadata,
+                Error,
+                view_findings(
+                    Imds,
+                    IMDS_INSTANCE,
+                    "GET",
+                    "/metadata/instance?api-version=2021-08-01",
+                    &[],
+                ),
+            ),
+            (
+                RequestId::HeaderUnusualMetadata,
+                Error,
+                view_findings(
+                    Imds,
+                    IMDS_INSTANCE,
+                    "GET",
+                    "/metadata/instance?api-version=2021-08-01",
+                    &[("Metadata", "yes")],
+                ),
+            ),
+            (
+                RequestId::HeaderUnexpectedXMs,
+                Info,
+                view_findings(
+                    Imds,
+                    IMDS_INSTANCE,
+                    "GET",
+                    "/metadata/instance?api-version=2021-08-01",
+                    &[md, xv],
+                ),
+            ),
+            (
+                RequestId::MethodUnexpected,
+                Error,
+                view_findings(HostPlugin, HOSTPLUGIN_STATUS, "GET", "/status", &[]),
+            ),
+            (
+                RequestId::PathSpelling,
+                Warning,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_GOALSTATE,
+                    "GET",
+                    "/?comp=goalstate",
+                    &[xv],
+                ),
+            ),
+            (
+                RequestId::PathSpelling,
+                Info,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_HEALTH_XML,
+                    "POST",
+                    "/machine/?comp=health",
+                    &[xv, ("Content-Type", "text/xml")],
+                ),
+            ),
+            (
+                RequestId::PathUnknown,
+                Warning,
+                view_findings(
+                    Imds,
+                    IMDS_UNKNOWN,
+                    "GET",
+                    "/metadata/x?api-version=2021-08-01",
+                    &[md],
+                ),
+            ),
+            (
+                RequestId::PathImdsOnWireserver,
+                Info,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_METADATA,
+                    "GET",
+                    "/metadata/instance",
+                    &[],
+                ),
+            ),
+            (
+                RequestId::QueryDuplicate,
+                Error,
+                view_findings(
+                    Imds,
+                    IMDS_INSTANCE,
+                    "GET",
+                    "/metadata/instance?api-version=2021-08-01&x=1&x=2",
+                    &[md],
+                ),
+            ),
+            (
+                RequestId::QueryMissingApiVersion,
+                Error,
+                view_findings(Imds, IMDS_INSTANCE, "GET", "/metadata/instance", &[md]),
+            ),
+            (
+                RequestId::QueryUnsupportedApiVersion,
+                Error,
+                view_findings(
+                    Imds,
+                    IMDS_INSTANCE,
+                    "GET",
+                    "/metadata/instance?api-version=1",
+                    &[md],
+                ),
+            ),
+            (
+                RequestId::ConfigUnknownType,
+                Warning,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_CONFIG,
+                    "GET",
+                    "/machine/?comp=config&type=x",
+                    &[xv],
+                ),
+            ),
+        ];
+        for (id, severity, found) in cases {
+            assert!(
+                found
+                    .iter()
+                    .any(|f| f.id == id.as_str() && f.severity == *severity),
+                "{id:?} ({severity:?}) not in {found:?}"
+            );
+        }
+        let minted: std::collections::HashSet<RequestId> = cases.iter().map(|c| c.0).collect();
+        let elsewhere = [
+            RequestId::PathAdminOnAgentListener,
+            RequestId::ProxyConnect,
+            RequestId::ProxyUnknownHost,
+            RequestId::HttpMalformed,
+            RequestId::HttpHeadTooLarge,
+            RequestId::HttpBodyTooLarge,
+            RequestId::HttpIncomplete,
+        ];
+        for id in RequestId::ALL {
+            assert!(
+                minted.contains(&id) || elsewhere.contains(&id),
+                "{id:?} is minted by no request here"
+            );
+        }
+    }
+
+    /// Every reason the platform refuses for is recorded, the answer takes the first.
+    #[test]
+    fn every_imds_refusal_is_recorded_and_the_first_answers() {
+        let target = "/metadata/instance?x=1&x=2";
+        let found = view_findings(
+            Service::Imds,
+            IMDS_INSTANCE,
+            "GET",
+            target,
+            &[("X-Forwarded-For", "x")],
+        );
+        let ids: Vec<&str> = found.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "header.forbidden.x-forwarded-for",
+                "header.missing.metadata",
+                "query.duplicate",
+                "query.missing.api-version"
+            ]
+        );
+        let parts = split_target(target);
+        let query = decode_query(parts.query);
+        let headers = vec![("X-Forwarded-For".to_owned(), "x".to_owned())];
+        let view = RequestView {
+            service: Service::Imds,
+            endpoint: IMDS_INSTANCE,
+            method: "GET",
+            path: parts.path,
+            query: &query,
+            headers: &headers,
+            http_version: "HTTP/1.1",
+        };
+        assert_eq!(imds_refusal(&view), Some(ImdsRefusal::ForwardedFor));
+    }
+
+    #[test]
+    fn header_rules_apply_where_the_table_says() {
+        for (endpoint, judged) in [
+            (IMDS_INSTANCE, true),
+            (IMDS_UNKNOWN, true),
+            (WIRESERVER_GOALSTATE, true),
+            (WIRESERVER_CERTIFICATES, true),
+            (WIRESERVER_HEALTH_JSON, true),
+            (WIRESERVER_VERSIONS, false),
+            (WIRESERVER_UNKNOWN, false),
+            (HOSTPLUGIN_VMSETTINGS, false),
+        ] {
+            assert_eq!(judges_headers(endpoint), judged, "{endpoint}");
+        }
     }
 }

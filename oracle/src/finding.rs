@@ -56,7 +56,6 @@ impl Finding {
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
-
 }
 
 impl std::fmt::Display for Finding {

@@ -248,8 +248,11 @@ pub mod health {
     pub const FAMILIES: &[Family] = &[XML_WHITESPACE, XML_DUPLICATE, MISSING, JSON_TYPE];
 
     /// The ids that say the report echoes another goal state than the one served (§4.3).
-    pub const GOAL_STATE_MISMATCH: &[&str] =
-        &[INCARNATION_MISMATCH, CONTAINER_ID_MISMATCH, INSTANCE_ID_MISMATCH];
+    pub const GOAL_STATE_MISMATCH: &[&str] = &[
+        INCARNATION_MISMATCH,
+        CONTAINER_ID_MISMATCH,
+        INSTANCE_ID_MISMATCH,
+    ];
 
     /// True when `id` is one the health parser mints about the document itself.
     pub fn is_known(id: &str) -> bool {
@@ -420,7 +423,9 @@ mod tests {
     fn every_length_id_is_minted_and_classified() {
         let long = format!("result=error|reason={}", "x".repeat(5000));
         let f = health_findings(&xml("7", "c", "i", &long));
-        let over = f.iter().find(|f| f.is_length() && !f.is_within_description());
+        let over = f
+            .iter()
+            .find(|f| f.is_length() && !f.is_within_description());
         assert_eq!(
             over.map(|f| f.id.as_str()),
             Some(health::DESCRIPTION_OVER_PLATFORM_LIMIT),
@@ -428,10 +433,7 @@ mod tests {
         );
         // 512 characters: the health description limit of §6.5 step 7.
         let mut at_limit = GOOD.to_owned();
-        at_limit.insert_str(
-            "result=error|reason=".len(),
-            &"y".repeat(512 - GOOD.len()),
-        );
+        at_limit.insert_str("result=error|reason=".len(), &"y".repeat(512 - GOOD.len()));
         assert_eq!(at_limit.chars().count(), 512);
         let f = health_findings(&xml("7", "c", "i", &at_limit));
         let within: Vec<&str> = f
@@ -481,7 +483,10 @@ mod tests {
         let mut want = report::STYLE_ONLY.to_vec();
         want.sort_unstable();
         assert_eq!(style, want, "{f:?}");
-        assert!(f.iter().all(|f| !f.is_style_only() || f.is_within_description()));
+        assert!(
+            f.iter()
+                .all(|f| !f.is_style_only() || f.is_within_description())
+        );
         for id in report::STYLE_ONLY {
             assert!(report::ALL.contains(id), "{id}");
         }
@@ -491,21 +496,41 @@ mod tests {
     #[test]
     fn every_value_id_is_minted_by_its_field() {
         let cases: &[(&str, &str, &str)] = &[
-            (report::RESULT_UNKNOWN, "result", "result=maybe|agent=Cloud-Init/25.1"),
-            (report::REASON_EMPTY, "reason", &GOOD.replace("reason=x", "reason=")),
+            (
+                report::RESULT_UNKNOWN,
+                "result",
+                "result=maybe|agent=Cloud-Init/25.1",
+            ),
+            (
+                report::REASON_EMPTY,
+                "reason",
+                &GOOD.replace("reason=x", "reason="),
+            ),
             (
                 report::DOCUMENTATION_URL_VALUE,
                 "documentation_url",
                 &GOOD.replace("https://aka.ms/linuxprovisioningerror", "https://x"),
             ),
-            (report::AGENT_UNKNOWN, "agent", &GOOD.replace("Cloud-Init/25.1", "mine/1")),
+            (
+                report::AGENT_UNKNOWN,
+                "agent",
+                &GOOD.replace("Cloud-Init/25.1", "mine/1"),
+            ),
             (
                 report::PPS_TYPE_VALUE,
                 "pps_type",
                 "result=error|reason=x|agent=Azure-Init/0.1|pps_type=Savable|vm_id=v|timestamp=2025-01-01T00:00:00+00:00|documentation_url=https://aka.ms/linuxprovisioningerror",
             ),
-            (report::VM_ID_EMPTY, "vm_id", &GOOD.replace("vm_id=v", "vm_id=")),
-            (report::VM_ID_NONE, "vm_id", &GOOD.replace("vm_id=v", "vm_id=None")),
+            (
+                report::VM_ID_EMPTY,
+                "vm_id",
+                &GOOD.replace("vm_id=v", "vm_id="),
+            ),
+            (
+                report::VM_ID_NONE,
+                "vm_id",
+                &GOOD.replace("vm_id=v", "vm_id=None"),
+            ),
             (
                 report::VM_ID_UNREADABLE,
                 "vm_id",
@@ -594,7 +619,12 @@ mod tests {
             }
         }
         for body in [
-            xml("1", "d", "j", &format!("result=error|reason={}", "x".repeat(5000))),
+            xml(
+                "1",
+                "d",
+                "j",
+                &format!("result=error|reason={}", "x".repeat(5000)),
+            ),
             xml("7", "c", "i", "[ProvisionError] boom"),
             xml("7", "c", "i", "result=error|reason=\"x"),
             b"".to_vec(),

@@ -6,7 +6,7 @@
 use fake_wireserver::inspect::{self, Aspect, RequestId};
 use fake_wireserver::journal::Entry;
 
-use super::{Tally, Judgement, about, line, request_excerpt};
+use super::{Judgement, Tally, about, line, request_excerpt};
 use crate::observe::Observation;
 
 pub fn request(obs: &Observation) -> Judgement {
@@ -38,7 +38,10 @@ pub fn headers(obs: &Observation) -> Judgement {
 
 /// The entry's request findings `aspect` grades. A finding whose id the rulebook does not
 /// know (a journal from another version of the fake) is the request check's.
-fn graded(e: &Entry, aspect: Aspect) -> impl Iterator<Item = (&wirecheck_oracle::Finding, Option<RequestId>)> {
+fn graded(
+    e: &Entry,
+    aspect: Aspect,
+) -> impl Iterator<Item = (&wirecheck_oracle::Finding, Option<RequestId>)> {
     e.findings.iter().filter_map(move |f| {
         let id = RequestId::parse(&f.id);
         let aspects = id.map_or(&[Aspect::Request][..], RequestId::graded_by);

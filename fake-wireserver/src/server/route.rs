@@ -1,7 +1,6 @@
 //! The first steps of an exchange: which service a request is for (by listener, or by target
 //! authority / Host in proxy mode), its endpoint id, and what the request itself gets wrong.
 
-
 use crate::endpoint::{self, QueryPair, Service, TargetParts};
 use crate::http1::Request;
 use crate::inspect::{self, RequestId, RequestView};
@@ -60,12 +59,10 @@ pub(super) fn route(kind: ListenerKind, req: &Request, target: &TargetParts<'_>)
         ListenerKind::Imds => Route::Service(Service::Imds),
         ListenerKind::HostPlugin => Route::Service(Service::HostPlugin),
         ListenerKind::Proxy if req.method.eq_ignore_ascii_case("CONNECT") => {
-            findings.push(RequestId::ProxyConnect.error(
-                format!(
-                    "CONNECT {} through the proxy: tunnels are not served (answered 502)",
-                    req.target
-                ),
-            ));
+            findings.push(RequestId::ProxyConnect.error(format!(
+                "CONNECT {} through the proxy: tunnels are not served (answered 502)",
+                req.target
+            )));
             Route::UnknownHost
         }
         ListenerKind::Proxy => {
