@@ -388,7 +388,7 @@ pub fn judges_headers(endpoint: &str) -> bool {
 /// The findings the fake records for a journal entry's request (what its `findings` hold for a
 /// request it classified as `entry.endpoint`), e.g. to build a journal by hand.
 pub fn request_findings(entry: &Entry) -> Vec<Finding> {
-    let Ok(id) = entry.endpoint.parse::<crate::EndpointId>() else {
+    let Ok(id) = entry.endpoint.as_str().parse::<crate::EndpointId>() else {
         return Vec::new();
     };
     use crate::EndpointId as E;
