@@ -1,9 +1,14 @@
-//! Request-level findings: what an agent sent that deviates from what the reference agents send
-//! (docs/protocol.md §1, §2). The fake never rejects for these unless the platform would (IMDS
-//! `Metadata`, `api-version`, duplicate parameters, `X-Forwarded-For`); it records them.
+//! The request rulebook: what an agent sent that deviates from what the platform accepts or
+//! the reference agents send (docs/protocol.md §1, §2), per endpoint. Every request rule lives
+//! here; the fake records what it finds in the journal, and the conformance checks
+//! `protocol.request` and `protocol.headers` grade these findings (by [`RequestId::graded_by`]
+//! and severity: error → fail, warning → non-strict, info → a note) instead of deriving the
+//! rules again. The fake never rejects for these unless the platform would (IMDS `Metadata`,
+//! `api-version`, duplicate parameters, `X-Forwarded-For`); it records them.
 
 use crate::endpoint::*;
-use crate::oracle::Finding;
+use crate::journal::Entry;
+use crate::oracle::{Finding, Severity};
 
 /// The IMDS api-versions the fake accepts (the platform's list, `defaults/imds-versions.json`).
 /// Parsed once: every IMDS request checks its api-version against this list.
@@ -58,215 +63,505 @@ pub(crate) enum ImdsRefusal {
     ApiVersionUnsupported(String),
 }
 
+/// Why an IMDS request is refused with 400, if it is: the first of [`imds_refusals`].
 pub(crate) fn imds_refusal(view: &RequestView) -> Option<ImdsRefusal> {
+    imds_refusals(view).into_iter().next()
+}
+
+/// Every reason the platform has to refuse an IMDS request, in the order it checks them.
+fn imds_refusals(view: &RequestView) -> Vec<ImdsRefusal> {
+    let mut out = Vec::new();
     if view.header("x-forwarded-for").is_some() {
-        return Some(ImdsRefusal::ForwardedFor);
+        out.push(ImdsRefusal::ForwardedFor);
     }
     if !view
         .header("metadata")
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
     {
-        return Some(ImdsRefusal::MetadataHeader);
+        out.push(ImdsRefusal::MetadataHeader);
     }
-    for (i, (k, _)) in view.query.iter().enumerate() {
-        if view.query[..i].iter().any(|(k2, _)| k2 == k) {
-            return Some(ImdsRefusal::DuplicateQuery(k.to_string()));
+    if let Some(k) = view
+        .query
+        .iter()
+        .enumerate()
+        .find(|(i, (k, _))| view.query[..*i].iter().any(|(k2, _)| k2 == k))
+        .map(|(_, (k, _))| k)
+    {
+        out.push(ImdsRefusal::DuplicateQuery(k.to_string()));
+    }
+    // `/metadata/versions` is the one IMDS path served without an api-version.
+    if view.endpoint != IMDS_VERSIONS {
+        match view.query_value("api-version") {
+            None => out.push(ImdsRefusal::ApiVersionMissing),
+            Some(v) if !imds_api_versions().iter().any(|s| s == v) => {
+                out.push(ImdsRefusal::ApiVersionUnsupported(v.to_owned()))
+            }
+            Some(_) => {}
         }
     }
-    if view.endpoint == IMDS_VERSIONS {
-        return None;
-    }
-    match view.query_value("api-version") {
-        None => Some(ImdsRefusal::ApiVersionMissing),
-        Some(v) if !imds_api_versions().iter().any(|s| s == v) => {
-            Some(ImdsRefusal::ApiVersionUnsupported(v.to_owned()))
+    out
+}
+
+/// Every request finding id the fake mints. Each serializes as its dotted id
+/// ([`RequestId::as_str`]); the checks match these exactly ([`RequestId::parse`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RequestId {
+    /// `header.missing.host`: an HTTP/1.1 request without `Host`.
+    HeaderMissingHost,
+    /// `header.missing.x-ms-version` on a wireserver XML call.
+    HeaderMissingXMsVersion,
+    /// `header.unusual.x-ms-version`: not `2012-11-30`.
+    HeaderUnusualXMsVersion,
+    /// `header.missing.x-ms-agent-name` on a wireserver XML call (informational).
+    HeaderMissingXMsAgentName,
+    /// `header.missing.content-type` on a POST endpoint.
+    HeaderMissingContentType,
+    /// `header.unusual.content-type`: not the endpoint's media type.
+    HeaderUnusualContentType,
+    /// `header.missing.x-ms-guest-agent-name` on the JSON health endpoint (informational).
+    HeaderMissingXMsGuestAgentName,
+    /// `header.forbidden.x-forwarded-for`: IMDS refuses it.
+    HeaderForbiddenXForwardedFor,
+    /// `header.missing.metadata`: IMDS refuses it.
+    HeaderMissingMetadata,
+    /// `header.unusual.metadata`: not `true` (any case); IMDS refuses it.
+    HeaderUnusualMetadata,
+    /// `header.unexpected.x-ms`: wireserver headers sent to IMDS (informational).
+    HeaderUnexpectedXMs,
+    /// `method.unexpected`: not the endpoint's method.
+    MethodUnexpected,
+    /// `path.spelling`: a path spelling the reference agents do not use (warning), or a less
+    /// common one they do (info).
+    PathSpelling,
+    /// `path.unknown`: not an endpoint of the service.
+    PathUnknown,
+    /// `path.imds-on-wireserver`: WALA's IMDS fallback (informational).
+    PathImdsOnWireserver,
+    /// `path.admin-on-agent-listener`: the admin API asked on an agent's listener.
+    PathAdminOnAgentListener,
+    /// `query.duplicate`: a query parameter given twice; IMDS refuses it.
+    QueryDuplicate,
+    /// `query.missing.api-version`: IMDS refuses it.
+    QueryMissingApiVersion,
+    /// `query.unsupported.api-version`: IMDS refuses it.
+    QueryUnsupportedApiVersion,
+    /// `config.unknown-type`: a config type the goal state does not name.
+    ConfigUnknownType,
+    /// `proxy.connect`: a CONNECT tunnel through the proxy.
+    ProxyConnect,
+    /// `proxy.unknown-host`: a proxy request for neither service.
+    ProxyUnknownHost,
+    /// `http.malformed`: not an HTTP/1.x request.
+    HttpMalformed,
+    /// `http.head-too-large`: over the head limits.
+    HttpHeadTooLarge,
+    /// `http.body-too-large`: over the body limit.
+    HttpBodyTooLarge,
+    /// `http.incomplete`: the connection closed mid-request.
+    HttpIncomplete,
+}
+
+/// Which conformance check grades a request finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aspect {
+    /// `protocol.request`: method, path, query, the request as a whole.
+    Request,
+    /// `protocol.headers`: the headers each endpoint needs.
+    Headers,
+}
+
+impl RequestId {
+    /// Every request finding id.
+    pub const ALL: [RequestId; 26] = [
+        RequestId::HeaderMissingHost,
+        RequestId::HeaderMissingXMsVersion,
+        RequestId::HeaderUnusualXMsVersion,
+        RequestId::HeaderMissingXMsAgentName,
+        RequestId::HeaderMissingContentType,
+        RequestId::HeaderUnusualContentType,
+        RequestId::HeaderMissingXMsGuestAgentName,
+        RequestId::HeaderForbiddenXForwardedFor,
+        RequestId::HeaderMissingMetadata,
+        RequestId::HeaderUnusualMetadata,
+        RequestId::HeaderUnexpectedXMs,
+        RequestId::MethodUnexpected,
+        RequestId::PathSpelling,
+        RequestId::PathUnknown,
+        RequestId::PathImdsOnWireserver,
+        RequestId::PathAdminOnAgentListener,
+        RequestId::QueryDuplicate,
+        RequestId::QueryMissingApiVersion,
+        RequestId::QueryUnsupportedApiVersion,
+        RequestId::ConfigUnknownType,
+        RequestId::ProxyConnect,
+        RequestId::ProxyUnknownHost,
+        RequestId::HttpMalformed,
+        RequestId::HttpHeadTooLarge,
+        RequestId::HttpBodyTooLarge,
+        RequestId::HttpIncomplete,
+    ];
+
+    /// The dotted id, as the journal spells it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RequestId::HeaderMissingHost => "header.missing.host",
+            RequestId::HeaderMissingXMsVersion => "header.missing.x-ms-version",
+            RequestId::HeaderUnusualXMsVersion => "header.unusual.x-ms-version",
+            RequestId::HeaderMissingXMsAgentName => "header.missing.x-ms-agent-name",
+            RequestId::HeaderMissingContentType => "header.missing.content-type",
+            RequestId::HeaderUnusualContentType => "header.unusual.content-type",
+            RequestId::HeaderMissingXMsGuestAgentName => "header.missing.x-ms-guest-agent-name",
+            RequestId::HeaderForbiddenXForwardedFor => "header.forbidden.x-forwarded-for",
+            RequestId::HeaderMissingMetadata => "header.missing.metadata",
+            RequestId::HeaderUnusualMetadata => "header.unusual.metadata",
+            RequestId::HeaderUnexpectedXMs => "header.unexpected.x-ms",
+            RequestId::MethodUnexpected => "method.unexpected",
+            RequestId::PathSpelling => "path.spelling",
+            RequestId::PathUnknown => "path.unknown",
+            RequestId::PathImdsOnWireserver => "path.imds-on-wireserver",
+            RequestId::PathAdminOnAgentListener => "path.admin-on-agent-listener",
+            RequestId::QueryDuplicate => "query.duplicate",
+            RequestId::QueryMissingApiVersion => "query.missing.api-version",
+            RequestId::QueryUnsupportedApiVersion => "query.unsupported.api-version",
+            RequestId::ConfigUnknownType => "config.unknown-type",
+            RequestId::ProxyConnect => "proxy.connect",
+            RequestId::ProxyUnknownHost => "proxy.unknown-host",
+            RequestId::HttpMalformed => "http.malformed",
+            RequestId::HttpHeadTooLarge => "http.head-too-large",
+            RequestId::HttpBodyTooLarge => "http.body-too-large",
+            RequestId::HttpIncomplete => "http.incomplete",
         }
-        Some(_) => None,
     }
+
+    /// The id a journal finding carries, if it is a request finding (exact match).
+    pub fn parse(id: &str) -> Option<RequestId> {
+        RequestId::ALL.into_iter().find(|r| r.as_str() == id)
+    }
+
+    /// The checks that grade it. `X-Forwarded-For` is both a header and a request the
+    /// platform refuses as a whole, so both checks count it.
+    pub const fn graded_by(self) -> &'static [Aspect] {
+        match self {
+            RequestId::HeaderForbiddenXForwardedFor => &[Aspect::Request, Aspect::Headers],
+            RequestId::HeaderMissingHost
+            | RequestId::HeaderMissingXMsVersion
+            | RequestId::HeaderUnusualXMsVersion
+            | RequestId::HeaderMissingXMsAgentName
+            | RequestId::HeaderMissingContentType
+            | RequestId::HeaderUnusualContentType
+            | RequestId::HeaderMissingXMsGuestAgentName
+            | RequestId::HeaderMissingMetadata
+            | RequestId::HeaderUnusualMetadata
+            | RequestId::HeaderUnexpectedXMs => &[Aspect::Headers],
+            _ => &[Aspect::Request],
+        }
+    }
+
+    /// The request headers a finding of this id is about (what an excerpt should show).
+    pub const fn headers(self) -> &'static [&'static str] {
+        match self {
+            RequestId::HeaderUnusualXMsVersion => &["x-ms-version"],
+            RequestId::HeaderUnusualContentType => &["content-type"],
+            RequestId::HeaderForbiddenXForwardedFor => &["x-forwarded-for"],
+            RequestId::HeaderUnusualMetadata => &["metadata"],
+            RequestId::HeaderUnexpectedXMs => &["x-ms-version", "x-ms-agent-name"],
+            _ => &[],
+        }
+    }
+
+    fn finding(self, severity: Severity, message: impl Into<String>) -> Finding {
+        Finding::new(self.as_str(), severity, message)
+    }
+
+    pub(crate) fn error(self, message: impl Into<String>) -> Finding {
+        self.finding(Severity::Error, message)
+    }
+
+    pub(crate) fn warning(self, message: impl Into<String>) -> Finding {
+        self.finding(Severity::Warning, message)
+    }
+
+    pub(crate) fn info(self, message: impl Into<String>) -> Finding {
+        self.finding(Severity::Info, message)
+    }
+}
+
+/// What the rulebook says about one endpoint: the rules [`findings`] applies to its requests.
+struct Rules {
+    /// The method it takes (`None`: not judged).
+    method: Option<&'static str>,
+    /// A wireserver XML call: `x-ms-version: 2012-11-30` (and `x-ms-agent-name`) expected.
+    xml_call: bool,
+    /// The media type of its body, and whether another one is an error (else a warning).
+    content_type: Option<(&'static str, Severity)>,
+    /// The path spellings the reference agents use (`None`: not judged), and the ones among
+    /// them that are less common (noted).
+    paths: Option<(&'static [&'static str], &'static [&'static str])>,
+}
+
+const NONE: Rules = Rules {
+    method: None,
+    xml_call: false,
+    content_type: None,
+    paths: None,
+};
+
+const MACHINE: &[&str] = &["/machine", "/machine/"];
+
+/// The per-endpoint table (docs/protocol.md §1.1, §2).
+fn rules(endpoint: &str) -> Rules {
+    let get = Some("GET");
+    let post = Some("POST");
+    let xml = Some(("text/xml", Severity::Warning));
+    match endpoint {
+        WIRESERVER_VERSIONS => Rules {
+            method: get,
+            paths: Some((&["/"], &[])),
+            ..NONE
+        },
+        WIRESERVER_GOALSTATE => Rules {
+            method: get,
+            xml_call: true,
+            paths: Some((MACHINE, &["/machine"])),
+            ..NONE
+        },
+        WIRESERVER_CONFIG
+        | WIRESERVER_CONFIG_HOSTING
+        | WIRESERVER_CONFIG_EXTENSIONS
+        | WIRESERVER_CERTIFICATES => Rules {
+            method: get,
+            xml_call: true,
+            ..NONE
+        },
+        WIRESERVER_HEALTH_XML => Rules {
+            method: post,
+            xml_call: true,
+            // The platform reads the report by its media type: another one is an error.
+            content_type: Some(("text/xml", Severity::Error)),
+            paths: Some((MACHINE, &["/machine/"])),
+        },
+        WIRESERVER_TELEMETRY | WIRESERVER_ROLE_PROPERTIES => Rules {
+            method: post,
+            xml_call: true,
+            content_type: xml,
+            ..NONE
+        },
+        WIRESERVER_HEALTH_JSON => Rules {
+            method: post,
+            content_type: Some(("application/json", Severity::Error)),
+            paths: Some((&["/provisioning/health"], &[])),
+            ..NONE
+        },
+        WIRESERVER_HEALTH_SERVICE => Rules {
+            method: post,
+            ..NONE
+        },
+        IMDS_INSTANCE | IMDS_VERSIONS | IMDS_REPROVISIONDATA => Rules {
+            method: get,
+            ..NONE
+        },
+        HOSTPLUGIN_VMSETTINGS | HOSTPLUGIN_VERSIONS | HOSTPLUGIN_HEALTH => Rules {
+            method: get,
+            ..NONE
+        },
+        HOSTPLUGIN_STATUS => Rules {
+            method: Some("PUT"),
+            ..NONE
+        },
+        _ => NONE,
+    }
+}
+
+/// True when the rulebook judges the headers of requests to `endpoint` (IMDS's `Metadata`,
+/// the wireserver's `x-ms-version`, a body's Content-Type): what `protocol.headers` counts as
+/// judged even when a request has no header finding.
+pub fn judges_headers(endpoint: &str) -> bool {
+    let r = rules(endpoint);
+    r.xml_call
+        || r.content_type.is_some()
+        || matches!(
+            endpoint,
+            IMDS_INSTANCE | IMDS_VERSIONS | IMDS_REPROVISIONDATA | IMDS_UNKNOWN
+        )
+}
+
+/// The findings the fake records for a journal entry's request (what its `findings` hold for a
+/// request it classified as `entry.endpoint`), e.g. to build a journal by hand.
+pub fn request_findings(entry: &Entry) -> Vec<Finding> {
+    let Ok(id) = entry.endpoint.as_str().parse::<crate::EndpointId>() else {
+        return Vec::new();
+    };
+    use crate::EndpointId as E;
+    let service = match id {
+        E::ImdsInstance | E::ImdsVersions | E::ImdsReprovisiondata | E::ImdsUnknown => {
+            Service::Imds
+        }
+        E::HostpluginVmsettings
+        | E::HostpluginVersions
+        | E::HostpluginHealth
+        | E::HostpluginStatus
+        | E::HostpluginUnknown => Service::HostPlugin,
+        // Routed by host, not classified: what it gets wrong is the route's (`proxy.*`).
+        E::ProxyUnknownHost => return Vec::new(),
+        _ => Service::Wireserver,
+    };
+    let endpoint = id.as_str();
+    let target = split_target(&entry.target);
+    let query = decode_query(target.query);
+    findings(&RequestView {
+        service,
+        endpoint,
+        method: &entry.method,
+        path: target.path,
+        query: &query,
+        headers: &entry.headers,
+        http_version: &entry.http_version,
+    })
 }
 
 /// Findings about one classified request.
 pub(crate) fn findings(view: &RequestView) -> Vec<Finding> {
     let mut out = Vec::new();
     if view.http_version == "HTTP/1.1" && view.header("host").is_none() {
-        out.push(Finding::warning(
-            "header.missing.host",
-            "HTTP/1.1 request without a Host header",
-        ));
+        out.push(RequestId::HeaderMissingHost.warning("HTTP/1.1 request without a Host header"));
+    }
+    let rules = rules(view.endpoint);
+    if rules.xml_call {
+        xml_call(view, &mut out);
+    }
+    if let Some(method) = rules.method
+        && view.method != method
+    {
+        out.push(RequestId::MethodUnexpected.error(format!(
+            "{} must be {method}, got {}",
+            view.endpoint, view.method
+        )));
+    }
+    if let Some((media, wrong)) = rules.content_type {
+        content_type(view, media, wrong, &mut out);
+    }
+    if let Some((accepted, noted)) = rules.paths {
+        path_spelling(view, accepted, noted, &mut out);
     }
     match view.service {
         Service::Wireserver => wireserver(view, &mut out),
         Service::Imds => imds(view, &mut out),
-        Service::HostPlugin => hostplugin(view, &mut out),
+        Service::HostPlugin => {
+            if view.endpoint == HOSTPLUGIN_UNKNOWN {
+                out.push(RequestId::PathUnknown.warning(format!(
+                    "{} {}{}: not a HostGAPlugin endpoint the fake serves (answered 404)",
+                    view.method,
+                    view.path,
+                    query_suffix(view.query)
+                )));
+            }
+        }
     }
     out
 }
 
-fn hostplugin(view: &RequestView, out: &mut Vec<Finding>) {
-    match view.endpoint {
-        HOSTPLUGIN_VMSETTINGS | HOSTPLUGIN_VERSIONS | HOSTPLUGIN_HEALTH => {
-            expect_method(view, "GET", out)
+fn xml_call(view: &RequestView, out: &mut Vec<Finding>) {
+    match view.header("x-ms-version") {
+        None => out.push(RequestId::HeaderMissingXMsVersion.warning(format!(
+            "{}: no x-ms-version header; every reference agent sends 2012-11-30",
+            view.endpoint
+        ))),
+        Some(v) if v.trim() != "2012-11-30" => {
+            out.push(RequestId::HeaderUnusualXMsVersion.warning(format!(
+                "{}: x-ms-version {v:?}; every reference agent sends 2012-11-30",
+                view.endpoint
+            )))
         }
-        HOSTPLUGIN_STATUS => expect_method(view, "PUT", out),
-        _ => out.push(Finding::warning(
-            "path.unknown",
-            format!(
-                "{} {}{}: not a HostGAPlugin endpoint the fake serves (answered 404)",
-                view.method,
-                view.path,
-                query_suffix(view.query)
-            ),
-        )),
+        Some(_) => {}
+    }
+    if view.header("x-ms-agent-name").is_none() {
+        out.push(RequestId::HeaderMissingXMsAgentName.info(format!(
+            "{}: no x-ms-agent-name header (informational)",
+            view.endpoint
+        )));
     }
 }
 
-fn expect_method(view: &RequestView, method: &str, out: &mut Vec<Finding>) {
-    if view.method != method {
-        out.push(Finding::error(
-            "method.unexpected",
-            format!(
-                "{} expects {method}, got {} (answered 405)",
-                view.endpoint, view.method
-            ),
-        ));
+/// Path spelling: `accepted` are the reference agents' spellings; among them, `noted` are the
+/// less common ones (docs/protocol.md §1.1: both slash spellings occur, neither is an error).
+fn path_spelling(view: &RequestView, accepted: &[&str], noted: &[&str], out: &mut Vec<Finding>) {
+    if !accepted.contains(&view.path) {
+        out.push(RequestId::PathSpelling.warning(format!(
+            "{} path spelled {:?}; reference agents use {}",
+            view.endpoint,
+            view.path,
+            accepted
+                .iter()
+                .map(|p| format!("{p:?}"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )));
+        return;
     }
+    if !noted.contains(&view.path) {
+        return;
+    }
+    let message = match view.endpoint {
+        WIRESERVER_GOALSTATE => {
+            "goal state requested as /machine?comp=goalstate (no slash; linuxkit style); cloud-init, afterburn and WALA use /machine/?comp=goalstate"
+        }
+        _ => {
+            "health posted to /machine/?comp=health (afterburn, azure-init <= Aug 2025 style); cloud-init, WALA and linuxkit use /machine?comp=health"
+        }
+    };
+    out.push(RequestId::PathSpelling.info(message));
 }
 
 fn wireserver(view: &RequestView, out: &mut Vec<Finding>) {
-    let xml_call = matches!(
-        view.endpoint,
-        WIRESERVER_GOALSTATE
-            | WIRESERVER_CONFIG
-            | WIRESERVER_CONFIG_HOSTING
-            | WIRESERVER_CONFIG_EXTENSIONS
-            | WIRESERVER_CERTIFICATES
-            | WIRESERVER_HEALTH_XML
-            | WIRESERVER_TELEMETRY
-            | WIRESERVER_ROLE_PROPERTIES
-    );
-    if xml_call {
-        match view.header("x-ms-version") {
-            None => out.push(Finding::warning(
-                "header.missing.x-ms-version",
-                format!(
-                    "{}: no x-ms-version header; every agent sends x-ms-version: 2012-11-30",
-                    view.endpoint
-                ),
-            )),
-            Some(v) if v.trim() != "2012-11-30" => out.push(Finding::warning(
-                "header.unusual.x-ms-version",
-                format!(
-                    "{}: x-ms-version is {v:?}, expected \"2012-11-30\"",
-                    view.endpoint
-                ),
-            )),
-            Some(_) => {}
-        }
-        if view.header("x-ms-agent-name").is_none() {
-            out.push(Finding::info(
-                "header.missing.x-ms-agent-name",
-                format!(
-                    "{}: no x-ms-agent-name header (informational)",
-                    view.endpoint
-                ),
-            ));
-        }
-    }
     match view.endpoint {
-        WIRESERVER_VERSIONS
-        | WIRESERVER_GOALSTATE
-        | WIRESERVER_CONFIG
-        | WIRESERVER_CONFIG_HOSTING
-        | WIRESERVER_CONFIG_EXTENSIONS
-        | WIRESERVER_CERTIFICATES => expect_method(view, "GET", out),
-        WIRESERVER_HEALTH_SERVICE => expect_method(view, "POST", out),
-        WIRESERVER_METADATA => out.push(Finding::info(
-            "path.imds-on-wireserver",
-            format!(
-                "{} {}{}: an IMDS request sent to the wireserver (WALA's fallback when 169.254.169.254 is unreachable; answered 404)",
-                view.method,
-                view.path,
-                query_suffix(view.query)
-            ),
-        )),
-        WIRESERVER_HEALTH_XML | WIRESERVER_TELEMETRY | WIRESERVER_ROLE_PROPERTIES => {
-            expect_method(view, "POST", out);
-            content_type(view, &["text/xml"], out);
+        WIRESERVER_METADATA => out.push(RequestId::PathImdsOnWireserver.info(format!(
+            "{} {}{}: an IMDS request sent to the wireserver (WALA's fallback when 169.254.169.254 is unreachable; answered 404)",
+            view.method,
+            view.path,
+            query_suffix(view.query)
+        ))),
+        WIRESERVER_HEALTH_JSON if view.header("x-ms-guest-agent-name").is_none() => {
+            out.push(RequestId::HeaderMissingXMsGuestAgentName.info(
+                "wireserver.health.json: no x-ms-guest-agent-name header (azure-init sends \"azure-init v<version>\")",
+            ))
         }
-        WIRESERVER_HEALTH_JSON => {
-            expect_method(view, "POST", out);
-            content_type(view, &["application/json"], out);
-            if view.header("x-ms-guest-agent-name").is_none() {
-                out.push(Finding::info(
-                    "header.missing.x-ms-guest-agent-name",
-                    "wireserver.health.json: no x-ms-guest-agent-name header (azure-init sends \"azure-init v<version>\")",
-                ));
+        WIRESERVER_CONFIG => {
+            let config_type = view.query_value("type");
+            if !config_type.is_some_and(|t| t.eq_ignore_ascii_case("sharedConfig")) {
+                out.push(RequestId::ConfigUnknownType.warning(format!(
+                    "config type {config_type:?} is not named in the goal state (answered 404)"
+                )));
             }
         }
-        WIRESERVER_UNKNOWN => out.push(Finding::warning(
-            "path.unknown",
-            format!(
-                "{} {}{}: not a wireserver endpoint (answered 404, as the platform does)",
-                view.method,
-                view.path,
-                query_suffix(view.query)
-            ),
-        )),
+        WIRESERVER_UNKNOWN => out.push(RequestId::PathUnknown.warning(format!(
+            "{} {}{}: not a wireserver endpoint (answered 404, as the platform does)",
+            view.method,
+            view.path,
+            query_suffix(view.query)
+        ))),
         _ => {}
-    }
-    // Path spelling: both are accepted; note the less common one (docs/protocol.md §1.1).
-    let spelling = match (view.endpoint, view.path) {
-        (WIRESERVER_GOALSTATE, "/machine") => Some(
-            "goal state requested as /machine?comp=goalstate (no slash; linuxkit style); cloud-init, afterburn and WALA use /machine/?comp=goalstate",
-        ),
-        (WIRESERVER_GOALSTATE, "/") => {
-            Some("goal state requested as /?comp=goalstate; agents use /machine/?comp=goalstate")
-        }
-        (WIRESERVER_HEALTH_XML, "/machine/") => Some(
-            "health posted to /machine/?comp=health (afterburn, azure-init <= Aug 2025 style); cloud-init, WALA and linuxkit use /machine?comp=health",
-        ),
-        (WIRESERVER_HEALTH_XML, "/") => {
-            Some("health posted to /?comp=health; agents use /machine?comp=health")
-        }
-        (WIRESERVER_VERSIONS, p) if p != "/" => {
-            Some("versions requested on /machine; agents use /?comp=versions")
-        }
-        _ => None,
-    };
-    if let Some(message) = spelling {
-        out.push(Finding::info("path.spelling", message));
     }
 }
 
-fn content_type(view: &RequestView, expected: &[&str], out: &mut Vec<Finding>) {
-    if view.method != "POST" {
-        return;
-    }
+/// The body's media type: `text/xml; charset=utf-8` and `text/xml;charset=utf-8` are both
+/// `text/xml` (§2). A missing Content-Type is a warning; another media type is `wrong`.
+fn content_type(view: &RequestView, media: &str, wrong: Severity, out: &mut Vec<Finding>) {
     match view.header("content-type") {
-        None => out.push(Finding::warning(
-            "header.missing.content-type",
-            format!(
-                "{}: no Content-Type; expected {}",
-                view.endpoint,
-                expected.join(" or ")
-            ),
-        )),
+        None => out.push(RequestId::HeaderMissingContentType.warning(format!(
+            "{}: no Content-Type; expected {media}",
+            view.endpoint
+        ))),
         Some(v) => {
-            // `text/xml; charset=utf-8` and `text/xml;charset=utf-8` are both fine (§2).
-            let media = v
+            let got = v
                 .split(';')
                 .next()
                 .unwrap_or("")
                 .trim()
                 .to_ascii_lowercase();
-            if !expected.iter().any(|e| *e == media) {
-                out.push(Finding::warning(
-                    "header.unusual.content-type",
-                    format!(
-                        "{}: Content-Type is {v:?}, expected {}",
-                        view.endpoint,
-                        expected.join(" or ")
-                    ),
+            if got != media {
+                out.push(RequestId::HeaderUnusualContentType.finding(
+                    wrong,
+                    format!("{}: Content-Type {v:?}; expected {media}", view.endpoint),
                 ));
             }
         }
@@ -274,54 +569,43 @@ fn content_type(view: &RequestView, expected: &[&str], out: &mut Vec<Finding>) {
 }
 
 fn imds(view: &RequestView, out: &mut Vec<Finding>) {
-    match imds_refusal(view) {
-        Some(ImdsRefusal::ForwardedFor) => out.push(Finding::error(
-            "header.forbidden.x-forwarded-for",
-            "IMDS refuses requests with X-Forwarded-For (answered 400)",
-        )),
-        Some(ImdsRefusal::MetadataHeader) => match view.header("metadata") {
-            None => out.push(Finding::error(
-                "header.missing.metadata",
-                "IMDS request without `Metadata: true` (answered 400)",
-            )),
-            Some(v) => out.push(Finding::error(
-                "header.unusual.metadata",
-                format!("IMDS request with Metadata: {v:?}; expected \"true\" (answered 400)"),
-            )),
-        },
-        Some(ImdsRefusal::DuplicateQuery(k)) => out.push(Finding::error(
-            "query.duplicate",
-            format!("query parameter {k:?} given more than once (answered 400)"),
-        )),
-        Some(ImdsRefusal::ApiVersionMissing) => out.push(Finding::error(
-            "query.missing.api-version",
-            "IMDS request without api-version (answered 400)",
-        )),
-        Some(ImdsRefusal::ApiVersionUnsupported(v)) => out.push(Finding::error(
-            "query.unsupported.api-version",
-            format!("api-version {v:?} is not one the platform supports (answered 400)"),
-        )),
-        None => {}
-    }
-    if view.endpoint != IMDS_UNKNOWN {
-        expect_method(view, "GET", out);
+    // Every rule the platform refuses for, not only the first (the answer's reason).
+    for refusal in imds_refusals(view) {
+        out.push(match refusal {
+            ImdsRefusal::ForwardedFor => RequestId::HeaderForbiddenXForwardedFor
+                .error("IMDS request with X-Forwarded-For (the platform rejects it)"),
+            ImdsRefusal::MetadataHeader => match view.header("metadata") {
+                None => RequestId::HeaderMissingMetadata.error(
+                    "IMDS request without the Metadata: true header (the platform answers 400)",
+                ),
+                Some(v) => RequestId::HeaderUnusualMetadata.error(format!(
+                    "IMDS request with Metadata: {v:?}; expected \"true\" (the platform answers 400)"
+                )),
+            },
+            ImdsRefusal::DuplicateQuery(_) => RequestId::QueryDuplicate.error(
+                "IMDS request with a duplicate query parameter (the platform rejects it)",
+            ),
+            ImdsRefusal::ApiVersionMissing => RequestId::QueryMissingApiVersion
+                .error("IMDS request without api-version (the platform answers 400)"),
+            ImdsRefusal::ApiVersionUnsupported(v) => RequestId::QueryUnsupportedApiVersion
+                .error(format!(
+                    "api-version {v:?} is not one the platform supports (answered 400)"
+                )),
+        });
     }
     if view.header("x-ms-version").is_some() || view.header("x-ms-agent-name").is_some() {
-        out.push(Finding::info(
-            "header.unexpected.x-ms",
-            "wireserver x-ms-* headers sent to IMDS (afterburn does this; harmless)",
-        ));
+        out.push(
+            RequestId::HeaderUnexpectedXMs
+                .info("wireserver x-ms-* headers sent to IMDS (afterburn does this; harmless)"),
+        );
     }
     if view.endpoint == IMDS_UNKNOWN {
-        out.push(Finding::warning(
-            "path.unknown",
-            format!(
-                "{} {}{}: not an IMDS endpoint the fake serves (answered 404)",
-                view.method,
-                view.path,
-                query_suffix(view.query)
-            ),
-        ));
+        out.push(RequestId::PathUnknown.warning(format!(
+            "{} {}{}: not an IMDS endpoint the fake serves (answered 404)",
+            view.method,
+            view.path,
+            query_suffix(view.query)
+        )));
     }
 }
 
@@ -331,5 +615,357 @@ fn query_suffix(query: &[QueryPair]) -> String {
     } else {
         let parts: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
         format!("?{}", parts.join("&"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view_findings(
+        service: Service,
+        endpoint: &'static str,
+        method: &str,
+        target: &str,
+        headers: &[(&str, &str)],
+    ) -> Vec<Finding> {
+        let parts = split_target(target);
+        let query = decode_query(parts.query);
+        let headers: Vec<(String, String)> = std::iter::once(("Host", "h"))
+            .chain(headers.iter().copied())
+            .map(|(n, v)| (n.to_owned(), v.to_owned()))
+            .collect();
+        findings(&RequestView {
+            service,
+            endpoint,
+            method,
+            path: parts.path,
+            query: &query,
+            headers: &headers,
+            http_version: "HTTP/1.1",
+        })
+    }
+
+    #[test]
+    fn ids_round_trip_and_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for id in RequestId::ALL {
+            assert_eq!(RequestId::parse(id.as_str()), Some(id));
+            assert!(seen.insert(id.as_str()), "{id:?} twice");
+            assert!(!id.graded_by().is_empty(), "{id:?} graded by no check");
+        }
+        assert_eq!(RequestId::parse("header.missing"), None);
+        assert_eq!(RequestId::parse("header.missing.metadata.x"), None);
+    }
+
+    /// Every id of the rulebook is minted by some request (the ids the connection path mints
+    /// for what is not a classified request, `http.*`, `proxy.*` and the admin path, are
+    /// produced by `tests/hostile_input.rs`, `smoke.rs` and `admin_journal.rs`), so a check
+    /// grading an id cannot go blind after a rename here.
+    #[test]
+    fn every_rulebook_id_is_minted_with_the_severity_the_checks_grade() {
+        use Service::*;
+        use Severity::*;
+        let md = ("Metadata", "true");
+        let xv = ("x-ms-version", "2012-11-30");
+        let cases: &[(RequestId, Severity, Vec<Finding>)] = &[
+            (
+                RequestId::HeaderMissingHost,
+                Warning,
+                findings(&RequestView {
+                    service: Wireserver,
+                    endpoint: WIRESERVER_VERSIONS,
+                    method: "GET",
+                    path: "/",
+                    query: &[],
+                    headers: &[],
+                    http_version: "HTTP/1.1",
+                }),
+            ),
+            (
+                RequestId::HeaderMissingXMsVersion,
+                Warning,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_GOALSTATE,
+                    "GET",
+                    "/machine/?comp=goalstate",
+                    &[],
+                ),
+            ),
+            (
+                RequestId::HeaderUnusualXMsVersion,
+                Warning,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_GOALSTATE,
+                    "GET",
+                    "/machine/?comp=goalstate",
+                    &[("x-ms-version", "1")],
+                ),
+            ),
+            (
+                RequestId::HeaderMissingXMsAgentName,
+                Info,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_GOALSTATE,
+                    "GET",
+                    "/machine/?comp=goalstate",
+                    &[xv],
+                ),
+            ),
+            (
+                RequestId::HeaderMissingContentType,
+                Warning,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_HEALTH_XML,
+                    "POST",
+                    "/machine?comp=health",
+                    &[xv],
+                ),
+            ),
+            (
+                RequestId::HeaderUnusualContentType,
+                Error,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_HEALTH_JSON,
+                    "POST",
+                    "/provisioning/health",
+                    &[("Content-Type", "text/plain")],
+                ),
+            ),
+            (
+                RequestId::HeaderUnusualContentType,
+                Warning,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_TELEMETRY,
+                    "POST",
+                    "/machine?comp=telemetrydata",
+                    &[xv, ("Content-Type", "text/plain")],
+                ),
+            ),
+            (
+                RequestId::HeaderMissingXMsGuestAgentName,
+                Info,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_HEALTH_JSON,
+                    "POST",
+                    "/provisioning/health",
+                    &[("Content-Type", "application/json")],
+                ),
+            ),
+            (
+                RequestId::HeaderForbiddenXForwardedFor,
+                Error,
+                view_findings(
+                    Imds,
+                    IMDS_INSTANCE,
+                    "GET",
+                    "/metadata/instance?api-version=2021-08-01",
+                    &[md, ("X-Forwarded-For", "x")],
+                ),
+            ),
+            (
+                RequestId::HeaderMissingMetadata,
+                Error,
+                view_findings(
+                    Imds,
+                    IMDS_INSTANCE,
+                    "GET",
+                    "/metadata/instance?api-version=2021-08-01",
+                    &[],
+                ),
+            ),
+            (
+                RequestId::HeaderUnusualMetadata,
+                Error,
+                view_findings(
+                    Imds,
+                    IMDS_INSTANCE,
+                    "GET",
+                    "/metadata/instance?api-version=2021-08-01",
+                    &[("Metadata", "yes")],
+                ),
+            ),
+            (
+                RequestId::HeaderUnexpectedXMs,
+                Info,
+                view_findings(
+                    Imds,
+                    IMDS_INSTANCE,
+                    "GET",
+                    "/metadata/instance?api-version=2021-08-01",
+                    &[md, xv],
+                ),
+            ),
+            (
+                RequestId::MethodUnexpected,
+                Error,
+                view_findings(HostPlugin, HOSTPLUGIN_STATUS, "GET", "/status", &[]),
+            ),
+            (
+                RequestId::PathSpelling,
+                Warning,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_GOALSTATE,
+                    "GET",
+                    "/?comp=goalstate",
+                    &[xv],
+                ),
+            ),
+            (
+                RequestId::PathSpelling,
+                Info,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_HEALTH_XML,
+                    "POST",
+                    "/machine/?comp=health",
+                    &[xv, ("Content-Type", "text/xml")],
+                ),
+            ),
+            (
+                RequestId::PathUnknown,
+                Warning,
+                view_findings(
+                    Imds,
+                    IMDS_UNKNOWN,
+                    "GET",
+                    "/metadata/x?api-version=2021-08-01",
+                    &[md],
+                ),
+            ),
+            (
+                RequestId::PathImdsOnWireserver,
+                Info,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_METADATA,
+                    "GET",
+                    "/metadata/instance",
+                    &[],
+                ),
+            ),
+            (
+                RequestId::QueryDuplicate,
+                Error,
+                view_findings(
+                    Imds,
+                    IMDS_INSTANCE,
+                    "GET",
+                    "/metadata/instance?api-version=2021-08-01&x=1&x=2",
+                    &[md],
+                ),
+            ),
+            (
+                RequestId::QueryMissingApiVersion,
+                Error,
+                view_findings(Imds, IMDS_INSTANCE, "GET", "/metadata/instance", &[md]),
+            ),
+            (
+                RequestId::QueryUnsupportedApiVersion,
+                Error,
+                view_findings(
+                    Imds,
+                    IMDS_INSTANCE,
+                    "GET",
+                    "/metadata/instance?api-version=1",
+                    &[md],
+                ),
+            ),
+            (
+                RequestId::ConfigUnknownType,
+                Warning,
+                view_findings(
+                    Wireserver,
+                    WIRESERVER_CONFIG,
+                    "GET",
+                    "/machine/?comp=config&type=x",
+                    &[xv],
+                ),
+            ),
+        ];
+        for (id, severity, found) in cases {
+            assert!(
+                found
+                    .iter()
+                    .any(|f| f.id == id.as_str() && f.severity == *severity),
+                "{id:?} ({severity:?}) not in {found:?}"
+            );
+        }
+        let minted: std::collections::HashSet<RequestId> = cases.iter().map(|c| c.0).collect();
+        let elsewhere = [
+            RequestId::PathAdminOnAgentListener,
+            RequestId::ProxyConnect,
+            RequestId::ProxyUnknownHost,
+            RequestId::HttpMalformed,
+            RequestId::HttpHeadTooLarge,
+            RequestId::HttpBodyTooLarge,
+            RequestId::HttpIncomplete,
+        ];
+        for id in RequestId::ALL {
+            assert!(
+                minted.contains(&id) || elsewhere.contains(&id),
+                "{id:?} is minted by no request here"
+            );
+        }
+    }
+
+    /// Every reason the platform refuses for is recorded, the answer takes the first.
+    #[test]
+    fn every_imds_refusal_is_recorded_and_the_first_answers() {
+        let target = "/metadata/instance?x=1&x=2";
+        let found = view_findings(
+            Service::Imds,
+            IMDS_INSTANCE,
+            "GET",
+            target,
+            &[("X-Forwarded-For", "x")],
+        );
+        let ids: Vec<&str> = found.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "header.forbidden.x-forwarded-for",
+                "header.missing.metadata",
+                "query.duplicate",
+                "query.missing.api-version"
+            ]
+        );
+        let parts = split_target(target);
+        let query = decode_query(parts.query);
+        let headers = vec![("X-Forwarded-For".to_owned(), "x".to_owned())];
+        let view = RequestView {
+            service: Service::Imds,
+            endpoint: IMDS_INSTANCE,
+            method: "GET",
+            path: parts.path,
+            query: &query,
+            headers: &headers,
+            http_version: "HTTP/1.1",
+        };
+        assert_eq!(imds_refusal(&view), Some(ImdsRefusal::ForwardedFor));
+    }
+
+    #[test]
+    fn header_rules_apply_where_the_table_says() {
+        for (endpoint, judged) in [
+            (IMDS_INSTANCE, true),
+            (IMDS_UNKNOWN, true),
+            (WIRESERVER_GOALSTATE, true),
+            (WIRESERVER_CERTIFICATES, true),
+            (WIRESERVER_HEALTH_JSON, true),
+            (WIRESERVER_VERSIONS, false),
+            (WIRESERVER_UNKNOWN, false),
+            (HOSTPLUGIN_VMSETTINGS, false),
+        ] {
+            assert_eq!(judges_headers(endpoint), judged, "{endpoint}");
+        }
     }
 }

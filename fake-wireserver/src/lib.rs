@@ -227,8 +227,14 @@
 //! let report = entry.report.as_ref().unwrap();
 //! assert_eq!(report.kind, ReportKind::Json);
 //! assert_eq!(report.substatus.as_deref(), Some("ProvisioningFailed"));
-//! // An agent's header mistakes are findings (this client sent no User-Agent, for one).
-//! assert!(entry.findings.iter().any(|f| f.id.starts_with("header.")));
+//! // An agent's header mistakes are findings, with ids of the request rulebook
+//! // (this client sent no x-ms-guest-agent-name; informational).
+//! use fake_wireserver::inspect::{Aspect, RequestId};
+//! let header = |f: &fake_wireserver::oracle::Finding| {
+//!     RequestId::parse(&f.id).is_some_and(|id| id.graded_by().contains(&Aspect::Headers))
+//! };
+//! assert!(entry.findings.iter().any(header));
+//! assert_eq!(entry.findings[0].id, RequestId::HeaderMissingXMsGuestAgentName.as_str());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -340,7 +346,7 @@ pub mod files;
 pub mod hostplugin;
 mod http1;
 pub mod imds;
-mod inspect;
+pub mod inspect;
 pub mod journal;
 /// The independent parsers (crate `wirecheck-oracle`), re-exported for the journal's users.
 pub use wirecheck_oracle as oracle;

@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::finding::{Finding, Severity};
+use super::id;
 
 /// The only `documentation_url` either producer writes (§6.2).
 pub const DOCUMENTATION_URL: &str = "https://aka.ms/linuxprovisioningerror";
@@ -206,13 +207,13 @@ impl EncodedError {
     /// The finding id used when lenient mode downgrades this error.
     fn finding_id(&self) -> &'static str {
         match self {
-            EncodedError::Empty => "report.empty",
-            EncodedError::TextAfterClosingQuote { .. } => "report.syntax.after-closing-quote",
-            EncodedError::Unterminated { .. } => "report.truncated",
-            EncodedError::MissingEquals { .. } => "report.syntax.missing-equals",
-            EncodedError::WrongQuote { .. } => "report.quoting.wrong-quote",
-            EncodedError::NeedlessQuotes { .. } => "report.quoting.unneeded",
-            EncodedError::MissingQuotes { .. } => "report.quoting.missing",
+            EncodedError::Empty => id::report::EMPTY,
+            EncodedError::TextAfterClosingQuote { .. } => id::report::SYNTAX_AFTER_CLOSING_QUOTE,
+            EncodedError::Unterminated { .. } => id::report::TRUNCATED,
+            EncodedError::MissingEquals { .. } => id::report::SYNTAX_MISSING_EQUALS,
+            EncodedError::WrongQuote { .. } => id::report::QUOTING_WRONG_QUOTE,
+            EncodedError::NeedlessQuotes { .. } => id::report::QUOTING_UNNEEDED,
+            EncodedError::MissingQuotes { .. } => id::report::QUOTING_MISSING,
         }
     }
 }
@@ -262,7 +263,7 @@ pub fn parse_declared(
                     report.findings.insert(
                         0,
                         Finding::warning(
-                            "report.quote.lost-opening",
+                            id::report::QUOTE_LOST_OPENING,
                             format!(
                                 "the first field lost its opening `\"` (azure-init trims quotes off its KVP value, §7.3); parsed with it restored (offsets below are one byte later than in the input). As written: {err}"
                             ),
@@ -388,7 +389,7 @@ fn parse_as_written(
                 Mode::Lenient => {
                     truncated = true;
                     findings.push(Finding::warning(
-                        "report.truncated",
+                        id::report::TRUNCATED,
                         format!(
                             "{err}: the report was cut at a length limit, or it is an azure-init KVP value whose closing `\"` was trimmed (§7.3); the field is kept as far as it goes"
                         ),
@@ -412,7 +413,7 @@ fn parse_as_written(
                     if !truncated {
                         truncated = true;
                         findings.push(Finding::warning(
-                            "report.truncated",
+                            id::report::TRUNCATED,
                             format!(
                                 "{err}: the input ends inside a key, so the report was cut; the fragment is dropped"
                             ),
@@ -434,7 +435,7 @@ fn parse_as_written(
         && own != declared
     {
         findings.push(Finding::error(
-            "report.dialect.declared",
+            id::report::DIALECT_DECLARED,
             format!(
                 "the report is in the {own} dialect (quote {:?}), but its producer is declared to write the {declared} dialect (quote {:?}, §6.1)",
                 own.quote(),
@@ -533,7 +534,7 @@ fn check_trailing(
     }
     if input.ends_with(['\r', '\n']) {
         findings.push(Finding::warning(
-            "report.trailing-newline",
+            id::report::TRAILING_NEWLINE,
             format!(
                 "the record ends with a line terminator at byte {}; both producers remove it (§6.1)",
                 input.trim_end_matches(['\r', '\n']).len()
@@ -541,7 +542,7 @@ fn check_trailing(
         ));
     } else if dialect == Some(Dialect::CloudInit) && input.ends_with(char::is_whitespace) {
         findings.push(Finding::warning(
-            "report.trailing-whitespace",
+            id::report::TRAILING_WHITESPACE,
             format!(
                 "the record ends with whitespace from byte {}; cloud-init strips trailing whitespace (rstrip, §6.1), so it did not write this",
                 input.trim_end().len()
@@ -561,7 +562,7 @@ fn check_known_limits(input: &str, findings: &mut Vec<Finding>) {
     };
     if let Some(limit) = limit {
         findings.push(Finding::info(
-            "report.length.at-known-limit",
+            id::report::LENGTH_AT_KNOWN_LIMIT,
             format!(
                 "the report is exactly {limit} long, a known truncation limit (§6.5 step 7: 512 chars health description, 1023 chars cloud-init KVP, 1022-byte azure-init KVP chunks); the last field may be cut"
             ),
@@ -639,7 +640,7 @@ fn check_structure(
     for (index, key) in keys.iter().enumerate() {
         if !is_identifier(key) {
             findings.push(Finding::warning(
-                "report.key.invalid",
+                id::report::KEY_INVALID,
                 format!(
                     "field index {index}: key {key:?} is not an identifier ([A-Za-z_][A-Za-z0-9_]*, §6.5)"
                 ),
@@ -647,7 +648,7 @@ fn check_structure(
         }
         if keys[..index].contains(key) {
             findings.push(Finding::warning(
-                format!("report.duplicate.{key}"),
+                id::report::DUPLICATE.id(key),
                 format!("field index {index}: key `{key}` appears more than once"),
             ));
         }
@@ -655,7 +656,7 @@ fn check_structure(
 
     if dialect.is_none() {
         findings.push(Finding::warning(
-            "report.dialect.unknown",
+            id::report::DIALECT_UNKNOWN,
             "no `agent=Cloud-Init/…` or `agent=Azure-Init/…` field and no quoted field: the dialect cannot be told",
         ));
     }
@@ -670,7 +671,7 @@ fn check_structure(
         (Some("success"), None) => &UNKNOWN_SUCCESS,
         (Some(other), _) => {
             findings.push(Finding::error(
-                "report.result.unknown",
+                id::report::RESULT_UNKNOWN,
                 format!("`result` is {other:?}; expected `error` or `success` (§6.2)"),
             ));
             if keys.first() != Some(&"result") {
@@ -685,7 +686,7 @@ fn check_structure(
         }
         (None, _) => {
             findings.push(Finding::new(
-                "report.missing.result",
+                id::report::MISSING.id("result"),
                 missing_severity,
                 "no `result` field; every report starts with `result=error` or `result=success` (§6.2)",
             ));
@@ -697,7 +698,7 @@ fn check_structure(
     if result == Some("error") {
         match value("reason") {
             Some("") => findings.push(Finding::warning(
-                "report.reason.empty",
+                id::report::REASON_EMPTY,
                 "`reason` is empty; an error report names its reason (§6.3)",
             )),
             Some(_) => {}
@@ -711,7 +712,7 @@ fn check_structure(
                 // Cut at a limit: a prefix of the right value is all one can ask for.
             } else {
                 findings.push(Finding::warning(
-                    "report.documentation_url.value",
+                    id::report::DOCUMENTATION_URL_VALUE,
                     format!(
                         "`documentation_url` is {url:?}; expected {DOCUMENTATION_URL:?} (§6.2)"
                     ),
@@ -724,7 +725,7 @@ fn check_structure(
         && Dialect::from_agent(agent).is_none()
     {
         findings.push(Finding::warning(
-            "report.agent.unknown",
+            id::report::AGENT_UNKNOWN,
             format!(
                 "`agent` is {agent:?}; expected `Cloud-Init/<version>` or `Azure-Init/<version>` (§6.2)"
             ),
@@ -735,21 +736,21 @@ fn check_structure(
         && pps != "None"
     {
         findings.push(Finding::info(
-            "report.pps_type.value",
+            id::report::PPS_TYPE_VALUE,
             format!("`pps_type` is {pps:?}; azure-init always writes `None` today (§6.2)"),
         ));
     }
     match value("vm_id") {
         Some("") => findings.push(Finding::warning(
-            "report.vm_id.empty",
+            id::report::VM_ID_EMPTY,
             "`vm_id` is empty; expected the VM id",
         )),
         Some("None") => findings.push(Finding::warning(
-            "report.vm_id.none",
+            id::report::VM_ID_NONE,
             "`vm_id` is `None`: the agent did not know the VM id (cloud-init 25.2+ prints a missing id as None, §6.2)",
         )),
         Some(v) if v.starts_with("failed to read vm id") => findings.push(Finding::warning(
-            "report.vm_id.unreadable",
+            id::report::VM_ID_UNREADABLE,
             format!("`vm_id` is {v:?}: the agent could not read the VM id (§6.2)"),
         )),
         _ => {}
@@ -813,7 +814,7 @@ fn check_layout(
         for (index, key) in keys.iter().enumerate() {
             if !layout.head.contains(key) && !layout.tail.contains(key) {
                 findings.push(Finding::warning(
-                    format!("report.unexpected.{key}"),
+                    id::report::UNEXPECTED.id(key),
                     format!(
                         "field index {index}: `{key}` has no place in a {}; no other fields (§6.2)",
                         layout.name
@@ -826,7 +827,7 @@ fn check_layout(
 
 fn missing_finding(key: &str, layout: &Layout, severity: Severity) -> Finding {
     Finding::new(
-        format!("report.missing.{key}"),
+        id::report::MISSING.id(key),
         severity,
         format!("no `{key}` field; expected one per §6.2 ({})", layout.name),
     )
@@ -835,7 +836,7 @@ fn missing_finding(key: &str, layout: &Layout, severity: Severity) -> Finding {
 fn order_finding(key: &str, keys: &[&str], expected: usize, layout: &str) -> Finding {
     let at = keys.iter().position(|k| *k == key).unwrap_or_default();
     Finding::warning(
-        format!("report.order.{key}"),
+        id::report::ORDER.id(key),
         format!("`{key}` is at field index {at}; expected index {expected} per §6.2 ({layout})"),
     )
 }
@@ -917,7 +918,7 @@ fn check_timestamp(
 ) {
     let Some(parsed) = parse_timestamp(ts) else {
         findings.push(Finding::new(
-            "report.timestamp.invalid",
+            id::report::TIMESTAMP_INVALID,
             if cut { Severity::Info } else { Severity::Error },
             format!(
                 "`timestamp` is {ts:?}; expected YYYY-MM-DDTHH:MM:SS[.fraction][+00:00] (§6.2){}",
@@ -938,14 +939,14 @@ fn check_timestamp(
     };
     if parsed.offset == "Z" {
         complain(
-            "report.timestamp.zulu",
+            id::report::TIMESTAMP_ZULU,
             "ends in `Z`; neither producer writes `Z` (cloud-init 24.4+ and azure-init write `+00:00`)".into(),
         );
         return;
     }
     if !matches!(parsed.offset, "" | "+00:00") {
         complain(
-            "report.timestamp.offset",
+            id::report::TIMESTAMP_OFFSET,
             format!("offset {} is not UTC; expected `+00:00`", parsed.offset),
         );
         return;
@@ -954,7 +955,7 @@ fn check_timestamp(
         Some(Dialect::CloudInit) => {
             if !matches!(parsed.fraction_digits, 0 | 6) {
                 complain(
-                    "report.timestamp.format",
+                    id::report::TIMESTAMP_FORMAT,
                     format!(
                         "{} fractional digits; cloud-init (Python isoformat) writes 6, or none when the microseconds are 0",
                         parsed.fraction_digits
@@ -963,14 +964,14 @@ fn check_timestamp(
             }
             match agent.and_then(cloud_init_version) {
                 Some(version) if version >= (24, 4) && parsed.offset.is_empty() => complain(
-                    "report.timestamp.format",
+                    id::report::TIMESTAMP_FORMAT,
                     format!(
                         "no UTC offset, but cloud-init {}.{} (24.4+) writes `+00:00`",
                         version.0, version.1
                     ),
                 ),
                 Some(version) if version < (24, 4) && !parsed.offset.is_empty() => complain(
-                    "report.timestamp.format",
+                    id::report::TIMESTAMP_FORMAT,
                     format!(
                         "has an offset, but cloud-init {}.{} (before 24.4) writes a naive timestamp",
                         version.0, version.1
@@ -982,13 +983,13 @@ fn check_timestamp(
         Some(Dialect::AzureInit) => {
             if parsed.offset.is_empty() {
                 complain(
-                    "report.timestamp.format",
+                    id::report::TIMESTAMP_FORMAT,
                     "no UTC offset; azure-init writes RFC 3339 with `+00:00`".into(),
                 );
             }
             if !matches!(parsed.fraction_digits, 0 | 3 | 6 | 9) {
                 complain(
-                    "report.timestamp.format",
+                    id::report::TIMESTAMP_FORMAT,
                     format!(
                         "{} fractional digits; azure-init writes 0, 3, 6 or 9",
                         parsed.fraction_digits

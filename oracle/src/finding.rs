@@ -15,7 +15,7 @@ pub enum Severity {
 }
 
 /// One observation with a stable dotted id (e.g. `health.incarnation-mismatch`,
-/// `report.order.vm_id`, `kvp.value.over-host-limit`). The message names the field and what
+/// `report.order.vm_id`, `kvp.value.over-host-limit`; the oracle's are all in [`crate::id`]). The message names the field and what
 /// was expected.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Finding {
@@ -56,16 +56,6 @@ impl Finding {
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
-
-    /// The same finding with `prefix.` in front of its id (findings of a nested document,
-    /// e.g. the encoded report inside a health description).
-    pub fn prefixed(&self, prefix: &str) -> Self {
-        Finding {
-            id: format!("{prefix}.{}", self.id),
-            severity: self.severity,
-            message: self.message.clone(),
-        }
-    }
 }
 
 impl std::fmt::Display for Finding {
@@ -101,8 +91,8 @@ mod tests {
     }
 
     #[test]
-    fn prefixed_keeps_severity_and_message() {
-        let f = Finding::error("report.missing.reason", "no reason").prefixed("health.description");
+    fn in_description_keeps_severity_and_message() {
+        let f = Finding::error("report.missing.reason", "no reason").in_description();
         assert_eq!(f.id, "health.description.report.missing.reason");
         assert!(f.is_error());
         assert_eq!(

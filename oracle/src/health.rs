@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::encoded::{self, EncodedReport, Mode};
 use super::finding::Finding;
+use super::id;
 
 /// The platform keeps at most this many bytes of a description (§4.2).
 pub const DESCRIPTION_PLATFORM_CAP: usize = 4096;
@@ -63,7 +64,7 @@ pub struct HealthReport {
     /// XML only: the role instance's `InstanceId` echoed.
     pub instance_id: Option<String>,
     /// When the description looks encoded (`result=…`): its lenient parse; its findings are
-    /// also in `findings`, with ids prefixed `health.description.`.
+    /// also in `findings`, nested ([`Finding::in_description`]).
     pub encoded: Option<EncodedReport>,
     /// When the description is WALinuxAgent's exception text (`[ProvisionError] message`,
     /// §9.1): the exception's class name. A dialect of its own, not an encoded report.
@@ -194,7 +195,7 @@ pub fn parse_xml(body: &[u8], served: Option<&ServedIds>) -> HealthReport {
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     if text.trim().is_empty() {
         report.findings.push(Finding::error(
-            "health.body.empty",
+            id::health::BODY_EMPTY,
             "the body is empty; expected a <Health> document (§4.1)",
         ));
         return report;
@@ -212,7 +213,7 @@ pub fn parse_xml(body: &[u8], served: Option<&ServedIds>) -> HealthReport {
         let value = raw.trim();
         if value != raw {
             findings.push(Finding::warning(
-                format!("health.xml.whitespace.{}", leaf.id()),
+                id::health::XML_WHITESPACE.id(leaf.id()),
                 format!(
                     "<{}> is {raw:?}: surrounding whitespace is not part of the value; expected {value:?}",
                     leaf.element()
@@ -230,7 +231,7 @@ pub fn parse_xml(body: &[u8], served: Option<&ServedIds>) -> HealthReport {
 
     if values.roles > 1 {
         report.findings.push(Finding::warning(
-            "health.xml.multiple-roles",
+            id::health::XML_MULTIPLE_ROLES,
             format!(
                 "{} <Role> elements under RoleInstanceList; the first one is read (agents send one)",
                 values.roles
@@ -247,7 +248,7 @@ pub fn parse_xml(body: &[u8], served: Option<&ServedIds>) -> HealthReport {
     ] {
         if values.get(leaf).is_none() {
             report.findings.push(Finding::error(
-                format!("health.missing.{}", leaf.id()),
+                id::health::MISSING.id(leaf.id()),
                 format!("no <{}> element; expected {path} (§4.1)", leaf.element()),
             ));
         }
@@ -272,7 +273,7 @@ fn read_xml(text: &str, findings: &mut Vec<Finding>) -> Result<XmlValues, Findin
     let mut root_seen = false;
     let invalid = |reader: &quick_xml::Reader<&[u8]>, what: String| {
         Finding::error(
-            "health.xml.invalid",
+            id::health::XML_INVALID,
             format!(
                 "the body is not well-formed XML at byte {}: {what}",
                 reader.error_position()
@@ -322,7 +323,7 @@ fn read_xml(text: &str, findings: &mut Vec<Finding>) -> Result<XmlValues, Findin
                         Some(s) => s.to_string(),
                         None => {
                             findings.push(Finding::error(
-                                "health.xml.unknown-entity",
+                                id::health::XML_UNKNOWN_ENTITY,
                                 format!(
                                     "entity &{name}; is not one of XML's predefined entities (amp, lt, gt, quot, apos); kept as written"
                                 ),
@@ -349,7 +350,7 @@ fn read_xml(text: &str, findings: &mut Vec<Finding>) -> Result<XmlValues, Findin
             }
             if path.len() == 4 && path[..3] == ROLE[..3] && path[3] == "RoleInstance" {
                 findings.push(Finding::error(
-                    "health.xml.role-instance",
+                    id::health::XML_ROLE_INSTANCE,
                     "the health document lists <RoleInstance>; it uses RoleInstanceList/Role (the goal state's name is RoleInstance, §4)",
                 ));
             }
@@ -375,7 +376,7 @@ fn read_xml(text: &str, findings: &mut Vec<Finding>) -> Result<XmlValues, Findin
             if let Some((leaf, _, buf)) = capture.take_if(|(_, depth, _)| *depth == path.len()) {
                 if values.get(leaf).is_some() {
                     findings.push(Finding::warning(
-                        format!("health.xml.duplicate.{}", leaf.id()),
+                        id::health::XML_DUPLICATE.id(leaf.id()),
                         format!("more than one <{}>; the first one is read", leaf.element()),
                     ));
                 } else {
@@ -402,7 +403,7 @@ fn check_name_case(parent: &[String], name: &str, findings: &mut Vec<Finding>) {
     let expected = expected_children(parent);
     if parent.is_empty() && name != "Health" {
         findings.push(Finding::error(
-            "health.xml.root",
+            id::health::XML_ROOT,
             format!("the root element is <{name}>; expected <Health> (§4.1)"),
         ));
         return;
@@ -412,7 +413,7 @@ fn check_name_case(parent: &[String], name: &str, findings: &mut Vec<Finding>) {
         .find(|want| want.eq_ignore_ascii_case(name) && **want != name)
     {
         findings.push(Finding::error(
-            "health.xml.element-case",
+            id::health::XML_ELEMENT_CASE,
             format!(
                 "element <{name}> under {}: element names are case-sensitive; expected <{want}> (§4.3)",
                 if parent.is_empty() {
@@ -428,19 +429,19 @@ fn check_name_case(parent: &[String], name: &str, findings: &mut Vec<Finding>) {
 fn compare_ids(report: &mut HealthReport, served: &ServedIds) {
     let pairs = [
         (
-            "health.incarnation-mismatch",
+            id::health::INCARNATION_MISMATCH,
             "GoalStateIncarnation",
             &report.goal_state_incarnation,
             &served.incarnation,
         ),
         (
-            "health.container-id-mismatch",
+            id::health::CONTAINER_ID_MISMATCH,
             "ContainerId",
             &report.container_id,
             &served.container_id,
         ),
         (
-            "health.instance-id-mismatch",
+            id::health::INSTANCE_ID_MISMATCH,
             "InstanceId",
             &report.instance_id,
             &served.instance_id,
@@ -470,7 +471,7 @@ pub fn parse_json(body: &[u8]) -> HealthReport {
     let mut report = HealthReport::empty(ReportKind::Json);
     if body.iter().all(u8::is_ascii_whitespace) {
         report.findings.push(Finding::error(
-            "health.body.empty",
+            id::health::BODY_EMPTY,
             "the body is empty; expected a JSON object like {\"state\":\"Ready\"} (§5)",
         ));
         return report;
@@ -479,7 +480,7 @@ pub fn parse_json(body: &[u8]) -> HealthReport {
         Ok(value) => value,
         Err(e) => {
             report.findings.push(Finding::error(
-                "health.json.invalid",
+                id::health::JSON_INVALID,
                 format!("the body is not valid JSON: {e}"),
             ));
             return report;
@@ -487,7 +488,7 @@ pub fn parse_json(body: &[u8]) -> HealthReport {
     };
     let Some(object) = value.as_object() else {
         report.findings.push(Finding::error(
-            "health.json.not-object",
+            id::health::JSON_NOT_OBJECT,
             format!(
                 "the body is a JSON {}; expected an object with `state` (§5)",
                 json_type(&value)
@@ -531,7 +532,7 @@ pub fn parse_json(body: &[u8]) -> HealthReport {
             );
         }
         Some(other) => report.findings.push(Finding::error(
-            "health.json.type.details",
+            id::health::JSON_TYPE_DETAILS,
             format!(
                 "`details` is a JSON {}; expected an object (§5)",
                 json_type(other)
@@ -547,7 +548,7 @@ fn json_string(value: Option<&Value>, name: &str, findings: &mut Vec<Finding>) -
         Value::String(s) => Some(s.clone()),
         other => {
             findings.push(Finding::error(
-                format!("health.json.type.{name}"),
+                id::health::JSON_TYPE.id(name),
                 format!(
                     "`{name}` is a JSON {}; expected a string (§5)",
                     json_type(other)
@@ -565,7 +566,7 @@ fn unknown_key_finding(key: &str, prefix: &str, known: &[&str]) -> Finding {
         .map(|k| format!(" (keys are case-sensitive: did you mean `{prefix}{k}`?)"))
         .unwrap_or_default();
     Finding::warning(
-        "health.json.unknown-key",
+        id::health::JSON_UNKNOWN_KEY,
         format!(
             "unknown key `{prefix}{key}`; expected only {}{hint} (§5)",
             known
@@ -598,7 +599,7 @@ fn body_text(body: &[u8], findings: &mut Vec<Finding>) -> String {
         Ok(s) => s.to_string(),
         Err(e) => {
             findings.push(Finding::error(
-                "health.body.invalid-utf8",
+                id::health::BODY_INVALID_UTF8,
                 format!(
                     "the body is not valid UTF-8 (first bad byte at offset {}); read with replacement characters",
                     e.valid_up_to()
@@ -614,13 +615,13 @@ fn check_semantics(report: &mut HealthReport, details_present: bool, state_at: &
     let mut findings = Vec::new();
     match report.state.as_deref() {
         None => findings.push(Finding::error(
-            "health.missing.state",
+            id::health::MISSING_STATE,
             format!("no state; expected {state_at} = Ready or NotReady"),
         )),
         Some("Ready") => {
             if details_present {
                 findings.push(Finding::error(
-                    "health.ready-with-details",
+                    id::health::READY_WITH_DETAILS,
                     "state Ready carries Details; Details are sent only with NotReady (§4.1, §5)",
                 ));
             }
@@ -628,13 +629,13 @@ fn check_semantics(report: &mut HealthReport, details_present: bool, state_at: &
         Some("NotReady") => {
             if report.substatus.is_none() {
                 findings.push(Finding::error(
-                    "health.notready.missing-substatus",
+                    id::health::NOTREADY_MISSING_SUBSTATUS,
                     "state NotReady without a substatus; expected ProvisioningFailed or Provisioning (§4.1, §5)",
                 ));
             }
         }
         Some(other) => findings.push(Finding::error(
-            "health.state.unknown",
+            id::health::STATE_UNKNOWN,
             format!("state is {other:?}; expected Ready or NotReady (case-sensitive)"),
         )),
     }
@@ -642,14 +643,14 @@ fn check_semantics(report: &mut HealthReport, details_present: bool, state_at: &
         && !KNOWN_SUBSTATUSES.contains(&substatus.as_str())
     {
         findings.push(Finding::warning(
-            "health.substatus.unknown",
+            id::health::SUBSTATUS_UNKNOWN,
             format!("substatus is {substatus:?}; agents send ProvisioningFailed or Provisioning"),
         ));
     }
     if let Some(description) = &report.description {
         if description.len() > DESCRIPTION_PLATFORM_CAP {
             findings.push(Finding::error(
-                "health.description.over-platform-limit",
+                id::health::DESCRIPTION_OVER_PLATFORM_LIMIT,
                 format!(
                     "the description is {} bytes; the platform keeps {DESCRIPTION_PLATFORM_CAP} (§4.2)",
                     description.len()
@@ -658,7 +659,7 @@ fn check_semantics(report: &mut HealthReport, details_present: bool, state_at: &
         }
         if let Some(class) = exception_class(description) {
             findings.push(Finding::info(
-                "health.description.exception",
+                id::health::DESCRIPTION_EXCEPTION,
                 format!(
                     "the description is WALinuxAgent-style exception text ([{class}] ...), not an encoded report (§9.1)"
                 ),
@@ -666,7 +667,7 @@ fn check_semantics(report: &mut HealthReport, details_present: bool, state_at: &
             let chars = description.chars().count();
             if chars > WALA_DESCRIPTION_TRIM {
                 findings.push(Finding::warning(
-                    "health.description.over-wala-trim",
+                    id::health::DESCRIPTION_OVER_WALA_TRIM,
                     format!(
                         "exception text of {chars} characters; WALinuxAgent trims to {WALA_DESCRIPTION_TRIM} before escaping (§4.2)"
                     ),
@@ -676,11 +677,11 @@ fn check_semantics(report: &mut HealthReport, details_present: bool, state_at: &
         } else if encoded::looks_encoded(description) {
             match encoded::parse(description, Mode::Lenient) {
                 Ok(parsed) => {
-                    findings.extend(parsed.findings.iter().map(|f| f.prefixed("health.description")));
+                    findings.extend(parsed.findings.iter().cloned().map(Finding::in_description));
                     report.encoded = Some(parsed);
                 }
                 Err(e) => findings.push(Finding::error(
-                    "health.description.report.invalid",
+                    id::health::DESCRIPTION_REPORT_INVALID,
                     format!("the description starts with `result=` but is not an encoded report (§6.5): {e}"),
                 )),
             }
@@ -867,7 +868,7 @@ mod tests {
         let at = body.iter().position(|&b| b == 0xc3).unwrap();
         body.splice(at..at + 2, [0xe9]);
         let report = parse_xml(&body, None);
-        assert_eq!(ids(&report), ["health.body.invalid-utf8"]);
+        assert_eq!(ids(&report), [id::health::BODY_INVALID_UTF8]);
         assert_eq!(report.description.as_deref(), Some("caf\u{fffd}"));
     }
 

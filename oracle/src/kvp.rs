@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::encoded::{self, EncodedReport, Mode};
 use super::finding::Finding;
+use super::id;
 
 /// One record: key field + value field.
 pub const RECORD_SIZE: usize = 2560;
@@ -155,7 +156,7 @@ pub fn decode_pool(bytes: &[u8]) -> PoolView {
             .position(|&b| b == 0)
             .unwrap_or(partial.min(KEY_SIZE));
         findings.push(Finding::error(
-            "kvp.pool.size",
+            id::kvp::POOL_SIZE,
             format!(
                 "the pool is {} bytes, not a multiple of {RECORD_SIZE}: a partial record of {partial} bytes at offset {offset} (key {:?}) follows {} whole records; a reader of whole records drops it",
                 bytes.len(),
@@ -179,19 +180,19 @@ fn decode_record(index: usize, record: &[u8]) -> HostRecord {
     let mut findings = Vec::new();
     let key = &record[..KEY_SIZE];
     let value = &record[KEY_SIZE..];
-    let key_bytes = check_field(index, offset, 0, "key", key, HOST_KEY_MAX, &mut findings);
+    let key_bytes = check_field(index, offset, 0, &KEY_IDS, key, HOST_KEY_MAX, &mut findings);
     let value_bytes = check_field(
         index,
         offset,
         KEY_SIZE,
-        "value",
+        &VALUE_IDS,
         value,
         HOST_VALUE_MAX,
         &mut findings,
     );
     if key_bytes == 0 {
         findings.push(Finding::error(
-            "kvp.key.empty",
+            id::kvp::KEY_EMPTY,
             format!("record {index} (offset {offset}): the key is empty; every record needs a key"),
         ));
     }
@@ -206,22 +207,48 @@ fn decode_record(index: usize, record: &[u8]) -> HostRecord {
     }
 }
 
+/// The finding ids of one record field (key or value).
+struct FieldIds {
+    name: &'static str,
+    fills_field: &'static str,
+    padding: &'static str,
+    invalid_utf8: &'static str,
+    over_host_limit: &'static str,
+}
+
+const KEY_IDS: FieldIds = FieldIds {
+    name: "key",
+    fills_field: id::kvp::KEY_FILLS_FIELD,
+    padding: id::kvp::KEY_PADDING,
+    invalid_utf8: id::kvp::KEY_INVALID_UTF8,
+    over_host_limit: id::kvp::KEY_OVER_HOST_LIMIT,
+};
+
+const VALUE_IDS: FieldIds = FieldIds {
+    name: "value",
+    fills_field: id::kvp::VALUE_FILLS_FIELD,
+    padding: id::kvp::VALUE_PADDING,
+    invalid_utf8: id::kvp::VALUE_INVALID_UTF8,
+    over_host_limit: id::kvp::VALUE_OVER_HOST_LIMIT,
+};
+
 /// Length of one NUL-terminated field, with findings for what the host or the daemon would
 /// trip over. `field_start` is the field's offset within its record.
 fn check_field(
     index: usize,
     offset: usize,
     field_start: usize,
-    name: &str,
+    ids: &FieldIds,
     field: &[u8],
     host_max: usize,
     findings: &mut Vec<Finding>,
 ) -> usize {
+    let name = ids.name;
     let at = format!("record {index} (offset {offset})");
     let len = field.iter().position(|&b| b == 0).unwrap_or(field.len());
     if len == field.len() {
         findings.push(Finding::error(
-            format!("kvp.{name}.fills-field"),
+            ids.fills_field,
             format!(
                 "{at}: the {name} fills all {} bytes with no NUL; on disk a {name} holds at most {} bytes plus its NUL (hv_kvp_daemon rejects it)",
                 field.len(),
@@ -230,7 +257,7 @@ fn check_field(
         ));
     } else if let Some(junk) = field[len..].iter().position(|&b| b != 0) {
         findings.push(Finding::warning(
-            format!("kvp.{name}.padding"),
+            ids.padding,
             format!(
                 "{at}: non-NUL byte after the {name}'s terminating NUL at pool offset {}; the padding must be all NUL",
                 offset + field_start + len + junk
@@ -239,7 +266,7 @@ fn check_field(
     }
     if let Err(e) = std::str::from_utf8(&field[..len]) {
         findings.push(Finding::warning(
-            format!("kvp.{name}.invalid-utf8"),
+            ids.invalid_utf8,
             format!(
                 "{at}: the {name} is not valid UTF-8 from byte {} on (a chunk boundary inside a character?); the host sees replacement characters",
                 e.valid_up_to()
@@ -248,7 +275,7 @@ fn check_field(
     }
     if len > host_max {
         findings.push(Finding::warning(
-            format!("kvp.{name}.over-host-limit"),
+            ids.over_host_limit,
             format!(
                 "{at}: the {name} is {len} bytes; the host sees only the first {host_max} (§7.1)"
             ),
@@ -281,7 +308,7 @@ fn provisioning_report(
     let value = String::from_utf8_lossy(&value);
     if first != last {
         findings.push(Finding::info(
-            "kvp.provisioning-report.rejoined",
+            id::kvp::PROVISIONING_REPORT_REJOINED,
             format!(
                 "PROVISIONING_REPORT spans records {first}..={last} (azure-init 1022-byte chunks, §7.3); parsed rejoined"
             ),
@@ -290,7 +317,7 @@ fn provisioning_report(
     let earlier = records[..first].iter().filter(|r| is_report(r)).count();
     if earlier > 0 {
         findings.push(Finding::info(
-            "kvp.provisioning-report.multiple",
+            id::kvp::PROVISIONING_REPORT_MULTIPLE,
             format!(
                 "{} earlier PROVISIONING_REPORT record(s) before record {first}; the last report is the one parsed",
                 earlier
@@ -301,7 +328,7 @@ fn provisioning_report(
         Ok(report) => Some((first, report)),
         Err(e) => {
             findings.push(Finding::error(
-                "kvp.provisioning-report.invalid",
+                id::kvp::PROVISIONING_REPORT_INVALID,
                 format!("record {first}: PROVISIONING_REPORT is not an encoded report (§6.5): {e}"),
             ));
             None
@@ -359,7 +386,7 @@ pub fn cloud_init_split_events(view: &PoolView) -> Vec<SplitEvent> {
         let (event, slices) = &mut events[at];
         if suffix.parse::<u64>().ok() != Some(msg_i) {
             event.findings.push(Finding::warning(
-                "kvp.split.index-mismatch",
+                id::kvp::SPLIT_INDEX_MISMATCH,
                 format!(
                     "record {}: key suffix |{suffix} but \"msg_i\":{msg_i}; rebuilt in msg_i order",
                     record.index
@@ -379,7 +406,7 @@ pub fn cloud_init_split_events(view: &PoolView) -> Vec<SplitEvent> {
             let indexes: Vec<u64> = order.iter().map(|&i| slices[i].0).collect();
             if indexes.iter().enumerate().any(|(n, &i)| i != n as u64) {
                 event.findings.push(Finding::error(
-                    "kvp.split.gap",
+                    id::kvp::SPLIT_GAP,
                     format!(
                         "msg_i values {indexes:?}; expected 0..{} without gaps",
                         slices.len()
@@ -390,7 +417,7 @@ pub fn cloud_init_split_events(view: &PoolView) -> Vec<SplitEvent> {
             match serde_json::from_str::<String>(&format!("\"{raw}\"")) {
                 Ok(message) => event.message = Some(message),
                 Err(e) => event.findings.push(Finding::error(
-                    "kvp.split.invalid-json",
+                    id::kvp::SPLIT_INVALID_JSON,
                     format!("the rebuilt msg is not a valid JSON string body: {e}"),
                 )),
             }

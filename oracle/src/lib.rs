@@ -10,6 +10,7 @@
 pub mod encoded;
 pub mod finding;
 pub mod health;
+pub mod id;
 pub mod kvp;
 
 pub use encoded::{Dialect, EncodedError, EncodedReport, Mode};

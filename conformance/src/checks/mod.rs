@@ -307,9 +307,7 @@ impl Tally {
 /// dialect it cannot tell when no field needed quoting. Neither is a deviation for an agent
 /// with a name of its own (the quoting itself is still judged strictly), so both are notes.
 fn relaxed(f: &Finding) -> Finding {
-    let style_only =
-        f.id.ends_with("report.agent.unknown") || f.id.ends_with("report.dialect.unknown");
-    if style_only && f.severity != Severity::Info {
+    if f.is_style_only() && f.severity != Severity::Info {
         Finding {
             id: f.id.clone(),
             severity: Severity::Info,
@@ -329,14 +327,10 @@ pub fn trimmed(findings: &[Finding], description: &str) -> Vec<Finding> {
         .next()
         .and_then(|f| f.split_once('='))
         .map(|(k, _)| k);
-    let cut_value = |id: &str| last_key.is_some_and(|k| id.contains(&format!("report.{k}.")));
     findings
         .iter()
         .map(|f| {
-            let cut = f.id.contains("report.missing.")
-                || f.id.contains("report.order.")
-                || cut_value(&f.id);
-            if cut && f.severity != Severity::Info {
+            if f.is_cut_by_trim(last_key) && f.severity != Severity::Info {
                 Finding {
                     id: f.id.clone(),
                     severity: Severity::Info,

@@ -31,10 +31,6 @@ fn body_excerpt(e: &Entry) -> Option<String> {
     Some(clip(&e.body, 600))
 }
 
-fn is_length_finding(id: &str) -> bool {
-    id.contains("too-long") || id.contains("length") || id.contains("limit") || id.contains("size")
-}
-
 pub fn shape(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
     // A report on the other flow is not the one the scenario asked for; the other checks do
@@ -80,7 +76,7 @@ pub fn shape(obs: &Observation) -> Judgement {
         let mut findings: Vec<_> = report
             .findings
             .iter()
-            .filter(|f| !is_length_finding(&f.id))
+            .filter(|f| !f.is_length())
             .cloned()
             .collect();
         if cut_report(obs, run, report.description.as_deref().unwrap_or("")) {
@@ -89,7 +85,7 @@ pub fn shape(obs: &Observation) -> Judgement {
         // A 410 tells the agent its goal state moved on: a report echoing the old one is the
         // reason for the 410, not a deviation.
         if e.answer.status == Some(410) {
-            findings.retain(|f| !f.id.contains("mismatch"));
+            findings.retain(|f| !f.is_goal_state_mismatch());
         }
         // An agent that does not fetch the goal state again after a 410 (its profile says so;
         // behaviour.refresh judges that) keeps echoing the one it has.
@@ -100,9 +96,9 @@ pub fn shape(obs: &Observation) -> Judgement {
                     && g.answer.status == Some(410)
                     && obs.run_of(g) == obs.run_of(e)
             })
-            && findings.iter().any(|f| f.id.contains("mismatch"))
+            && findings.iter().any(|f| f.is_goal_state_mismatch())
         {
-            findings.retain(|f| !f.id.contains("mismatch"));
+            findings.retain(|f| !f.is_goal_state_mismatch());
             t.note(about(
                 format!(
                     "#{} echoes the goal state fetched before the 410 on #{}; {} does not refresh it",
@@ -630,7 +626,7 @@ pub fn limit(obs: &Observation) -> Judgement {
         let findings: Vec<_> = report
             .findings
             .iter()
-            .filter(|f| is_length_finding(&f.id))
+            .filter(|f| f.is_length())
             .cloned()
             .collect();
         t.findings(&findings, &[e.seq], &format!("report #{}", e.seq));

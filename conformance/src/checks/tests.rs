@@ -624,27 +624,440 @@ fn a_410_on_the_xml_report_needs_a_fresh_goal_state() {
     assert_eq!(fresh.verdict, Verdict::Pass);
 }
 
+/// `entry` as the fake journals it: with `Host`, these headers, and the findings the fake's
+/// request rulebook records for it (`fake_wireserver::inspect`).
+fn request(
+    seq: u64,
+    endpoint: &str,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> Entry {
+    let mut e = entry(
+        seq,
+        endpoint,
+        seq * 10,
+        Some(seq * 10 + 1),
+        "default",
+        Some(200),
+    );
+    e.method = method.into();
+    e.target = target.into();
+    e.headers = std::iter::once(("Host", "h"))
+        .chain(headers.iter().copied())
+        .map(|(n, v)| (n.to_owned(), v.to_owned()))
+        .collect();
+    e.findings = fake_wireserver::inspect::request_findings(&e);
+    e
+}
+
+fn protocol_verdicts(journal: Vec<Entry>) -> (Judgement, Judgement) {
+    let s = scenario("");
+    let runs = || vec![run(0, 1000, Exit::Code(0))];
+    (
+        judge("protocol.request", &s, journal.clone(), runs()),
+        judge("protocol.headers", &s, journal, runs()),
+    )
+}
+
 #[test]
 fn missing_metadata_header_and_wrong_content_type_are_caught() {
-    let s = scenario("");
-    let mut imds = entry(1, "imds.instance", 5, Some(6), "default", Some(200));
-    imds.headers.clear();
-    let mut post = health(2, 10, 201);
-    post.headers = vec![("Content-Type".into(), "text/xml".into())];
-    let j = judge(
-        "protocol.headers",
-        &s,
-        vec![imds, post],
-        vec![run(0, 20, Exit::Code(0))],
+    let imds = request(
+        1,
+        "imds.instance",
+        "GET",
+        "/metadata/instance?api-version=2021-08-01",
+        &[],
     );
+    let post = request(
+        2,
+        "wireserver.health.json",
+        "POST",
+        "/provisioning/health",
+        &[("Content-Type", "text/xml"), ("x-ms-guest-agent-name", "t")],
+    );
+    let (_, j) = protocol_verdicts(vec![imds, post]);
     assert_eq!(j.verdict, Verdict::Fail);
     let notes: Vec<&str> = j.evidence.iter().map(|e| e.note.as_str()).collect();
     assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(notes[0].contains("[header.missing.metadata]"), "{notes:?}");
     assert!(
-        j.reason
-            .unwrap()
-            .contains("without the Metadata: true header")
+        notes[1].contains("[header.unusual.content-type]"),
+        "{notes:?}"
     );
+    assert_eq!(
+        j.reason.as_deref(),
+        Some(
+            "IMDS request without the Metadata: true header (the platform answers 400) (and 1 more)"
+        )
+    );
+    assert!(
+        j.evidence[1]
+            .excerpt
+            .as_deref()
+            .unwrap()
+            .contains("Content-Type: text/xml")
+    );
+}
+
+/// The protocol checks grade what the fake's rulebook records: each rule gives the verdicts
+/// the checks gave when they derived the rules themselves (request, headers).
+#[test]
+fn the_protocol_checks_grade_the_fakes_request_findings() {
+    use Verdict::{Fail, NonStrict, Pass, Skipped};
+    const MD: (&str, &str) = ("Metadata", "true");
+    const XV: (&str, &str) = ("x-ms-version", "2012-11-30");
+    const XML: (&str, &str) = ("Content-Type", "text/xml; charset=utf-8");
+    const JSON: (&str, &str) = ("Content-Type", "application/json");
+    const GUEST: (&str, &str) = ("x-ms-guest-agent-name", "t");
+    let imds = "/metadata/instance?api-version=2021-08-01";
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        &'a str,
+        &'a str,
+        &'a [(&'a str, &'a str)],
+        Verdict,
+        Verdict,
+    );
+    let cases: &[Case] = &[
+        (
+            "right IMDS",
+            "imds.instance",
+            "GET",
+            imds,
+            &[MD],
+            Pass,
+            Pass,
+        ),
+        (
+            "Metadata: True",
+            "imds.instance",
+            "GET",
+            imds,
+            &[("Metadata", "True")],
+            Pass,
+            Pass,
+        ),
+        ("no Metadata", "imds.instance", "GET", imds, &[], Pass, Fail),
+        (
+            "Metadata: false",
+            "imds.instance",
+            "GET",
+            imds,
+            &[("Metadata", "false")],
+            Pass,
+            Fail,
+        ),
+        (
+            "X-Forwarded-For",
+            "imds.instance",
+            "GET",
+            imds,
+            &[MD, ("X-Forwarded-For", "1.2.3.4")],
+            Fail,
+            Fail,
+        ),
+        (
+            "no api-version",
+            "imds.instance",
+            "GET",
+            "/metadata/instance",
+            &[MD],
+            Fail,
+            Pass,
+        ),
+        (
+            "api-version twice",
+            "imds.instance",
+            "GET",
+            "/metadata/instance?api-version=2021-08-01&api-version=2021-08-01",
+            &[MD],
+            Fail,
+            Pass,
+        ),
+        (
+            "unsupported api-version",
+            "imds.instance",
+            "GET",
+            "/metadata/instance?api-version=1999-01-01",
+            &[MD],
+            Fail,
+            Pass,
+        ),
+        (
+            "IMDS POST",
+            "imds.instance",
+            "POST",
+            imds,
+            &[MD],
+            Fail,
+            Pass,
+        ),
+        (
+            "unknown IMDS path",
+            "imds.unknown",
+            "GET",
+            "/metadata/nothing?api-version=2021-08-01",
+            &[MD],
+            Fail,
+            Pass,
+        ),
+        (
+            "goal state",
+            "wireserver.goalstate",
+            "GET",
+            "/machine/?comp=goalstate",
+            &[XV],
+            Pass,
+            Pass,
+        ),
+        (
+            "goal state, no slash",
+            "wireserver.goalstate",
+            "GET",
+            "/machine?comp=goalstate",
+            &[XV],
+            Pass,
+            Pass,
+        ),
+        (
+            "goal state on /",
+            "wireserver.goalstate",
+            "GET",
+            "/?comp=goalstate",
+            &[XV],
+            NonStrict,
+            Pass,
+        ),
+        (
+            "goal state POST",
+            "wireserver.goalstate",
+            "POST",
+            "/machine/?comp=goalstate",
+            &[XV],
+            Fail,
+            Pass,
+        ),
+        (
+            "goal state, no x-ms-version",
+            "wireserver.goalstate",
+            "GET",
+            "/machine/?comp=goalstate",
+            &[],
+            Pass,
+            NonStrict,
+        ),
+        (
+            "goal state, x-ms-version 2015",
+            "wireserver.goalstate",
+            "GET",
+            "/machine/?comp=goalstate",
+            &[("x-ms-version", "2015-04-05")],
+            Pass,
+            NonStrict,
+        ),
+        (
+            "versions on /machine",
+            "wireserver.versions",
+            "GET",
+            "/machine?comp=versions",
+            &[],
+            NonStrict,
+            Skipped,
+        ),
+        (
+            "XML health",
+            "wireserver.health.xml",
+            "POST",
+            "/machine?comp=health",
+            &[XV, XML],
+            Pass,
+            Pass,
+        ),
+        (
+            "XML health, no Content-Type",
+            "wireserver.health.xml",
+            "POST",
+            "/machine?comp=health",
+            &[XV],
+            Pass,
+            NonStrict,
+        ),
+        (
+            "XML health as JSON",
+            "wireserver.health.xml",
+            "POST",
+            "/machine?comp=health",
+            &[XV, JSON],
+            Pass,
+            Fail,
+        ),
+        (
+            "JSON health",
+            "wireserver.health.json",
+            "POST",
+            "/provisioning/health",
+            &[JSON, GUEST],
+            Pass,
+            Pass,
+        ),
+        (
+            "JSON health as text",
+            "wireserver.health.json",
+            "POST",
+            "/provisioning/health",
+            &[("Content-Type", "text/plain"), GUEST],
+            Pass,
+            Fail,
+        ),
+        (
+            "JSON health GET",
+            "wireserver.health.json",
+            "GET",
+            "/provisioning/health",
+            &[JSON, GUEST],
+            Fail,
+            Pass,
+        ),
+        (
+            "telemetry as JSON",
+            "wireserver.telemetry",
+            "POST",
+            "/machine?comp=telemetrydata",
+            &[XV, JSON],
+            Pass,
+            NonStrict,
+        ),
+        (
+            "shared config",
+            "wireserver.config",
+            "GET",
+            "/machine/?comp=config&type=sharedConfig",
+            &[XV],
+            Pass,
+            Pass,
+        ),
+        (
+            "unknown config type",
+            "wireserver.config",
+            "GET",
+            "/machine/?comp=config&type=x",
+            &[XV],
+            NonStrict,
+            Pass,
+        ),
+        (
+            "unknown wireserver path",
+            "wireserver.unknown",
+            "GET",
+            "/nothing",
+            &[],
+            Fail,
+            Skipped,
+        ),
+        (
+            "everything wrong at IMDS",
+            "imds.instance",
+            "POST",
+            "/metadata/instance?a=1&a=2",
+            &[("X-Forwarded-For", "x")],
+            Fail,
+            Fail,
+        ),
+        (
+            "IMDS on the wireserver",
+            "wireserver.metadata",
+            "GET",
+            "/metadata/instance/compute?api-version=2018-02-01",
+            &[],
+            Pass,
+            Skipped,
+        ),
+        (
+            "health service GET",
+            "wireserver.healthservice",
+            "GET",
+            "/HealthService",
+            &[],
+            Fail,
+            Skipped,
+        ),
+        (
+            "hostplugin status GET",
+            "hostplugin.status",
+            "GET",
+            "/status",
+            &[],
+            Fail,
+            Skipped,
+        ),
+        (
+            "role properties, no Content-Type",
+            "wireserver.roleproperties",
+            "POST",
+            "/machine?comp=roleProperties",
+            &[XV, ("x-ms-agent-name", "a")],
+            Pass,
+            NonStrict,
+        ),
+        (
+            "hosting config, no x-ms-version",
+            "wireserver.config.hosting",
+            "GET",
+            "/machine/?comp=config&type=hostingEnvironmentConfig",
+            &[],
+            Pass,
+            NonStrict,
+        ),
+        (
+            "x-ms headers to IMDS",
+            "imds.instance",
+            "GET",
+            imds,
+            &[MD, XV],
+            Pass,
+            Pass,
+        ),
+        // The one change: the check failed this on its own while the fake serves it (200);
+        // the rulebook is the fake's, so `/metadata/versions` needs no api-version.
+        (
+            "IMDS versions, no api-version",
+            "imds.versions",
+            "GET",
+            "/metadata/versions",
+            &[MD],
+            Pass,
+            Pass,
+        ),
+    ];
+    for (what, endpoint, method, target, headers, request_verdict, headers_verdict) in cases {
+        let e = request(1, endpoint, method, target, headers);
+        let (r, h) = protocol_verdicts(vec![e.clone()]);
+        assert_eq!(
+            r.verdict, *request_verdict,
+            "{what}: protocol.request {r:?} from {:?}",
+            e.findings
+        );
+        assert_eq!(
+            h.verdict, *headers_verdict,
+            "{what}: protocol.headers {h:?} from {:?}",
+            e.findings
+        );
+    }
+}
+
+/// The checks grade the journal, they do not derive the rules again: a request the fake
+/// recorded no finding for is not held against the agent, and one it recorded is.
+#[test]
+fn the_protocol_checks_judge_the_journals_findings_only() {
+    let mut e = request(1, "imds.instance", "GET", "/metadata/instance", &[]);
+    assert!(!e.findings.is_empty());
+    let (r, h) = protocol_verdicts(vec![e.clone()]);
+    assert_eq!((r.verdict, h.verdict), (Verdict::Fail, Verdict::Fail));
+    e.findings.clear();
+    let (r, h) = protocol_verdicts(vec![e]);
+    assert_eq!((r.verdict, h.verdict), (Verdict::Pass, Verdict::Pass));
 }
 
 #[test]

@@ -22,8 +22,9 @@ use crate::documents::Documents;
 use crate::endpoint::{self, Service};
 use crate::engine::{Decision, Engine};
 use crate::http1::{self, Limits, Outgoing, Partial, ReadError, Request};
+use crate::inspect::RequestId;
 use crate::journal::{Answer, Entry, Journal, body_fields};
-use crate::oracle::{self, Finding, HealthReport, ServedIds};
+use crate::oracle::{self, HealthReport, ServedIds};
 use crate::scenario::Scenario;
 use crate::sync::lock;
 
@@ -234,16 +235,14 @@ async fn bad_request(shared: &Shared, conn: &Conn, stream: &mut TcpStream, err: 
         ReadError::Idle => return,
         ReadError::Malformed { reason, partial } => (
             Some(400),
-            Finding::error(
-                "http.malformed",
+            RequestId::HttpMalformed.error(
                 format!("malformed HTTP request: {reason} (answered 400, closed)"),
             ),
             partial,
         ),
         ReadError::HeadTooLarge { partial } => (
             Some(431),
-            Finding::error(
-                "http.head-too-large",
+            RequestId::HttpHeadTooLarge.error(
                 format!(
                     "request head or trailer section over {} bytes or over {} fields (answered 431, closed)",
                     shared.limits.max_head,
@@ -254,8 +253,7 @@ async fn bad_request(shared: &Shared, conn: &Conn, stream: &mut TcpStream, err: 
         ),
         ReadError::BodyTooLarge { partial, declared } => (
             Some(413),
-            Finding::error(
-                "http.body-too-large",
+            RequestId::HttpBodyTooLarge.error(
                 match declared {
                     Some(n) => format!(
                         "Content-Length {n} over the {} byte limit (answered 413, closed)",
@@ -271,8 +269,7 @@ async fn bad_request(shared: &Shared, conn: &Conn, stream: &mut TcpStream, err: 
         ),
         ReadError::Incomplete { reason, partial } => (
             None,
-            Finding::warning(
-                "http.incomplete",
+            RequestId::HttpIncomplete.warning(
                 format!("{reason}; connection closed without an answer"),
             ),
             partial,

@@ -1,11 +1,9 @@
 //! The first steps of an exchange: which service a request is for (by listener, or by target
 //! authority / Host in proxy mode), its endpoint id, and what the request itself gets wrong.
 
-use std::borrow::Cow;
-
 use crate::endpoint::{self, QueryPair, Service, TargetParts};
 use crate::http1::Request;
-use crate::inspect::{self, RequestView};
+use crate::inspect::{self, RequestId, RequestView};
 use crate::oracle::Finding;
 
 use super::ListenerKind;
@@ -61,13 +59,10 @@ pub(super) fn route(kind: ListenerKind, req: &Request, target: &TargetParts<'_>)
         ListenerKind::Imds => Route::Service(Service::Imds),
         ListenerKind::HostPlugin => Route::Service(Service::HostPlugin),
         ListenerKind::Proxy if req.method.eq_ignore_ascii_case("CONNECT") => {
-            findings.push(Finding::error(
-                "proxy.connect",
-                format!(
-                    "CONNECT {} through the proxy: tunnels are not served (answered 502)",
-                    req.target
-                ),
-            ));
+            findings.push(RequestId::ProxyConnect.error(format!(
+                "CONNECT {} through the proxy: tunnels are not served (answered 502)",
+                req.target
+            )));
             Route::UnknownHost
         }
         ListenerKind::Proxy => {
@@ -83,8 +78,7 @@ pub(super) fn route(kind: ListenerKind, req: &Request, target: &TargetParts<'_>)
                 Some(endpoint::IMDS_HOST) => Route::Service(Service::Imds),
                 other => {
                     let host = other.unwrap_or("").to_owned();
-                    findings.push(Finding::error(
-                        "proxy.unknown-host",
+                    findings.push(RequestId::ProxyUnknownHost.error(
                         format!(
                             "proxy request for host {host:?}: neither the wireserver ({}) nor IMDS ({}) (answered 502)",
                             endpoint::WIRESERVER_HOST,
@@ -114,8 +108,7 @@ pub(super) fn inspect(
 ) -> Vec<Finding> {
     let mut findings = Vec::new();
     if routed.admin_path {
-        findings.push(Finding::warning(
-            "path.admin-on-agent-listener",
+        findings.push(RequestId::PathAdminOnAgentListener.warning(
             format!(
                 "{} reached the {} listener; the admin API lives on its own loopback listener (answered 404)",
                 target.path,
@@ -136,19 +129,5 @@ pub(super) fn inspect(
         headers: &req.headers,
         http_version: req.http_version,
     }));
-    if endpoint_id == endpoint::WIRESERVER_CONFIG {
-        let config_type = query
-            .iter()
-            .find(|(k, _)| k == "type")
-            .map(|(_, v): &(Cow<'_, str>, Cow<'_, str>)| v.as_ref());
-        if !config_type.is_some_and(|t| t.eq_ignore_ascii_case("sharedConfig")) {
-            findings.push(Finding::warning(
-                "config.unknown-type",
-                format!(
-                    "config type {config_type:?} is not named in the goal state (answered 404)"
-                ),
-            ));
-        }
-    }
     findings
 }
