@@ -4,7 +4,7 @@
 
 use fake_wireserver::{EndPolicy, Fake, FakeConfig, Scenario, Step};
 use proptest::prelude::*;
-use wirecheck_test_support::http::{exchange, post, response};
+use wirecheck_test_support::http::{exchange_to_close, post};
 
 const STATUSES: [u16; 10] = [200, 201, 202, 400, 401, 404, 410, 429, 500, 503];
 
@@ -62,7 +62,9 @@ async fn report(addr: std::net::SocketAddr) -> String {
         &[("Content-Type", "application/json")],
         r#"{"state":"Ready"}"#,
     );
-    response(exchange(addr, &request, std::time::Duration::from_secs(10)).await).raw_text()
+    exchange_to_close(addr, &request, std::time::Duration::from_secs(10))
+        .await
+        .raw_text()
 }
 
 fn observed(steps: &[(u16, u32)], end: EndPolicy, n: usize) -> Vec<(u16, Option<(usize, u32)>)> {

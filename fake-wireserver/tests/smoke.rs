@@ -101,3 +101,21 @@ async fn proxy_routes_by_authority_or_host() {
     );
     assert!(j[3].findings.iter().any(|f| f.id == "proxy.unknown-host"));
 }
+
+/// An agent that asks for the close (HTTP/1.1 `Connection: close`, or HTTP/1.0 without
+/// keep-alive) gets `Connection: close` and then the end of the connection, not a connection
+/// left open for it to time out on.
+#[tokio::test]
+async fn a_request_that_asks_for_the_close_gets_it() {
+    use wirecheck_test_support::http::exchange_to_close;
+    let fake = Fake::start(FakeConfig::default()).await.unwrap();
+    let ws = fake.wireserver_addr().unwrap();
+    for request in [
+        "GET /?comp=versions HTTP/1.1\r\nHost: 168.63.129.16\r\nConnection: close\r\n\r\n",
+        "GET /?comp=versions HTTP/1.0\r\nHost: 168.63.129.16\r\n\r\n",
+    ] {
+        let r = exchange_to_close(ws, request.as_bytes(), std::time::Duration::from_secs(10)).await;
+        assert_eq!(r.status, 200, "{request:?}");
+        assert_eq!(r.header("connection"), Some("close"), "{request:?}");
+    }
+}

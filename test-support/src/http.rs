@@ -83,15 +83,56 @@ pub fn exchange_blocking(addr: SocketAddr, bytes: &[u8], timeout: Duration) -> O
         .block_on(exchange(addr, bytes, timeout))
 }
 
-/// One blocking exchange that must end in a complete response, within 10 s: the response as
-/// it came, as text (for tests that assert on the wire text).
+/// Sends `bytes` (a request that asks for `Connection: close`, or HTTP/1.0 without
+/// keep-alive) and requires, within `timeout`, one complete response and then the end of the
+/// connection with not one byte more: a server that keeps the connection open, or sends more,
+/// fails the test.
+pub async fn exchange_to_close(addr: SocketAddr, bytes: &[u8], timeout: Duration) -> Response {
+    let mut stream = TcpStream::connect(addr)
+        .await
+        .unwrap_or_else(|e| panic!("connect to {addr}: {e}"));
+    stream
+        .write_all(bytes)
+        .await
+        .unwrap_or_else(|e| panic!("sending the request to {addr}: {e}"));
+    let deadline = tokio::time::Instant::now() + timeout;
+    let (outcome, received) = read_counted(&mut stream, timeout, bytes.starts_with(b"HEAD ")).await;
+    let response = response(outcome);
+    let mut extra = received - response.raw.len();
+    let mut chunk = [0u8; 8192];
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut chunk)).await {
+            Err(_) => panic!(
+                "{addr} kept the connection open after its response to a request that asked it \
+                 to close"
+            ),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Ok(Err(e)) => panic!("unexpected read error after the response: {e}"),
+            Ok(Ok(0)) => break,
+            Ok(Ok(n)) => extra += n,
+        }
+    }
+    assert_eq!(
+        extra, 0,
+        "{addr} sent {extra} bytes after its response, before closing"
+    );
+    response
+}
+
+/// One blocking exchange that must end in a complete response and then the close, within
+/// 10 s ([`exchange_to_close`]): the response as it came, as text (for tests that assert on
+/// the wire text).
 pub fn wire_text(addr: SocketAddr, request: &str) -> String {
-    response(exchange_blocking(
-        addr,
-        request.as_bytes(),
-        Duration::from_secs(10),
-    ))
-    .raw_text()
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime for the exchange")
+        .block_on(exchange_to_close(
+            addr,
+            request.as_bytes(),
+            Duration::from_secs(10),
+        ))
+        .raw_text()
 }
 
 /// Reads from `stream` until a complete response (to a request other than HEAD), EOF, reset
@@ -101,11 +142,20 @@ pub async fn read_outcome(stream: &mut TcpStream, timeout: Duration) -> Outcome 
 }
 
 async fn read(stream: &mut TcpStream, timeout: Duration, head_request: bool) -> Outcome {
+    read_counted(stream, timeout, head_request).await.0
+}
+
+/// [`read`], and how many bytes were read (a response may be followed by more).
+async fn read_counted(
+    stream: &mut TcpStream,
+    timeout: Duration,
+    head_request: bool,
+) -> (Outcome, usize) {
     let mut buf = Vec::new();
     let deadline = tokio::time::Instant::now() + timeout;
-    loop {
+    let outcome = loop {
         if let Some(r) = parse_response(&buf, false, head_request) {
-            return Outcome::Response(r);
+            break Outcome::Response(r);
         }
         assert!(
             buf.len() <= MAX_RESPONSE_BYTES,
@@ -113,18 +163,19 @@ async fn read(stream: &mut TcpStream, timeout: Duration, head_request: bool) -> 
         );
         let mut chunk = [0u8; 8192];
         match tokio::time::timeout_at(deadline, stream.read(&mut chunk)).await {
-            Err(_) => return Outcome::TimedOut(buf),
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => return Outcome::Reset,
+            Err(_) => break Outcome::TimedOut(buf.clone()),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => break Outcome::Reset,
             Ok(Err(e)) => panic!("unexpected read error: {e}"),
             Ok(Ok(0)) => {
-                return match parse_response(&buf, true, head_request) {
+                break match parse_response(&buf, true, head_request) {
                     Some(r) => Outcome::Response(r),
-                    None => Outcome::Eof(buf),
+                    None => Outcome::Eof(buf.clone()),
                 };
             }
             Ok(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
         }
-    }
+    };
+    (outcome, buf.len())
 }
 
 /// The response at the start of `buf` if it is complete; `closed` says the connection ended
@@ -193,6 +244,17 @@ fn body(
         };
     }
     if let Some(len) = field("content-length") {
+        // Digits only (`usize::from_str` would take `+5`); conflicting values never complete.
+        if len.is_empty() || !len.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let all_agree = headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+            .all(|(_, v)| v.trim() == len);
+        if !all_agree {
+            return None;
+        }
         let len: usize = len.parse().ok()?;
         return (rest.len() >= len).then(|| (rest[..len].to_vec(), len));
     }
@@ -280,6 +342,66 @@ mod tests {
 
     fn parsed(wire: &[u8], closed: bool) -> Option<(u16, String, usize)> {
         parse_response(wire, closed, false).map(|r| (r.status, r.text(), r.raw.len()))
+    }
+
+    #[test]
+    fn a_content_length_that_is_not_digits_or_disagrees_never_completes() {
+        for wire in [
+            &b"HTTP/1.1 200 OK\r\nContent-Length: +5\r\n\r\nhello"[..],
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 4\r\n\r\nhello",
+            b"HTTP/1.1 200 OK\r\nContent-Length: \r\n\r\nhello",
+        ] {
+            assert_eq!(
+                parsed(wire, true),
+                None,
+                "{}",
+                String::from_utf8_lossy(wire)
+            );
+        }
+        let agreeing = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello";
+        assert_eq!(parsed(agreeing, false).map(|p| p.1), Some("hello".into()));
+    }
+
+    /// A one-connection server that answers `answer` and then does `then`.
+    async fn serve_once(answer: &'static [u8], close: bool) -> SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf).await;
+            s.write_all(answer).await.unwrap();
+            if close {
+                drop(s);
+            } else {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            }
+        });
+        addr
+    }
+
+    const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    const ANSWER: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+    #[tokio::test]
+    async fn a_response_then_the_close_is_what_exchange_to_close_wants() {
+        let addr = serve_once(ANSWER, true).await;
+        let r = exchange_to_close(addr, REQUEST, Duration::from_secs(5)).await;
+        assert_eq!((r.status, r.text()), (200, "ok".to_owned()));
+    }
+
+    #[tokio::test]
+    #[should_panic(expected = "kept the connection open")]
+    async fn a_server_that_keeps_the_connection_open_fails_exchange_to_close() {
+        let addr = serve_once(ANSWER, false).await;
+        exchange_to_close(addr, REQUEST, Duration::from_millis(300)).await;
+    }
+
+    #[tokio::test]
+    #[should_panic(expected = "sent 4 bytes after its response")]
+    async fn bytes_after_the_response_fail_exchange_to_close() {
+        let addr = serve_once(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokMORE", true).await;
+        exchange_to_close(addr, REQUEST, Duration::from_secs(5)).await;
     }
 
     #[test]

@@ -267,10 +267,18 @@ fn slug(text: &str) -> String {
         .collect()
 }
 
-/// `a/b/../c` → `a/c`, relative to the repository root; `None` when it climbs out of it.
+/// `a/b/../c` → `a/c`, relative to the repository root; `None` when it climbs out of it. A
+/// path starting with `/` starts at the repository root (as GitHub reads it), any other at the
+/// page's folder.
 fn normalize(page: &str, path: &str) -> Option<String> {
-    let mut parts: Vec<&str> = page.split('/').collect();
-    parts.pop(); // the page's own name
+    let mut parts: Vec<&str> = if path.starts_with('/') {
+        Vec::new()
+    } else {
+        page.split('/').collect()
+    };
+    if !path.starts_with('/') {
+        parts.pop(); // the page's own name
+    }
     for part in path.split('/') {
         match part {
             "" | "." => {}
@@ -503,6 +511,23 @@ fn a_missing_file_a_wrong_anchor_and_an_escape_are_reported_with_page_and_line()
     // folder, code text: the web link is not counted, the code examples are not links.
     assert_eq!(checked, 14);
     assert_eq!(anchored, 7);
+}
+
+#[test]
+fn a_leading_slash_starts_at_the_repository_root() {
+    let page = "[root](/docs/running.md) and [not at the root](/running.md)\n";
+    let tree = Memory(BTreeMap::from([
+        ("docs/ci.md", page),
+        ("docs/running.md", "# Running\n"),
+        ("docs/sub/running.md", "# Running\n"),
+    ]));
+    let pages = vec![("docs/ci.md".to_owned(), page.to_owned())];
+    let (bad, checked, _) = broken(&pages, &tree);
+    assert_eq!(
+        bad,
+        ["docs/ci.md:1: /running.md (no file running.md in the repository)"]
+    );
+    assert_eq!(checked, 2);
 }
 
 #[test]
