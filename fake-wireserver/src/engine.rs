@@ -11,7 +11,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::documents::Documents;
-use crate::endpoint::Patterns;
+use crate::endpoint::{EndpointId, Patterns};
 use crate::journal::StepRef;
 use crate::oracle::ServedIds;
 use crate::scenario::{Action, EndPolicy, Scenario, TriggerAction};
@@ -118,7 +118,8 @@ impl Engine {
         self.triggers_passed(TriggerAction::ReprovisionAvailable, now) > 0
     }
 
-    pub(crate) fn decide(&mut self, endpoint: &str, client: IpAddr, now: Instant) -> Decision {
+    pub(crate) fn decide(&mut self, endpoint: EndpointId, client: IpAddr, now: Instant) -> Decision {
+        let endpoint = endpoint.as_str();
         if let Some(rate) = self.rate.as_mut()
             && rate.patterns.matches(endpoint)
             && !rate.admit(client, now)
@@ -205,6 +206,7 @@ impl RateState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::journal::AnswerKind;
     use crate::scenario::{Preset, Step};
     use std::net::Ipv4Addr;
 
@@ -213,9 +215,9 @@ mod tests {
     fn kinds(engine: &mut Engine, endpoint: &str, n: usize) -> Vec<String> {
         let now = Instant::now();
         (0..n)
-            .map(|_| match engine.decide(endpoint, IP, now) {
-                Decision::Default => "default".to_owned(),
-                Decision::Throttled => "throttled".to_owned(),
+            .map(|_| match engine.decide(endpoint.parse().unwrap(), IP, now) {
+                Decision::Default => AnswerKind::Default.to_string(),
+                Decision::Throttled => AnswerKind::Throttled.to_string(),
                 Decision::Step { step, action } => {
                     format!("{}#{}.{}", action.kind(), step.index, step.repeat)
                 }

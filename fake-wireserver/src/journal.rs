@@ -11,7 +11,22 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::endpoint::EndpointId;
 use crate::oracle::{Finding, HealthReport};
+
+/// `as_str` of each value of an array, in order: the names serde and its error messages use,
+/// so a name is spelled once (in `as_str`).
+macro_rules! names_of {
+    ($all:expr, $n:expr) => {{
+        let mut out = [""; $n];
+        let mut i = 0;
+        while i < $n {
+            out[i] = $all[i].as_str();
+            i += 1;
+        }
+        out
+    }};
+}
 
 /// Bodies longer than this are cut in the journal (`body_truncated = true`); `body_len` keeps
 /// the received length.
@@ -53,8 +68,9 @@ pub struct Entry {
     pub at_ms: u64,
     /// When the answer finished (or the fault was applied); `None` while pending and for `hang`.
     pub done_ms: Option<u64>,
-    /// `"wireserver"`, `"imds"` or `"proxy"`: the listener that accepted the connection.
-    pub listener: String,
+    /// The listener that accepted the connection (`"wireserver"`, `"imds"`, `"hostplugin"`,
+    /// `"proxy"` in JSON).
+    pub listener: Listener,
     /// Peer address, e.g. `"127.0.0.1:50123"`.
     pub client: String,
     /// Request method as received.
@@ -73,9 +89,8 @@ pub struct Entry {
     pub body_len: usize,
     /// True when `body` holds less than `body_len` bytes.
     pub body_truncated: bool,
-    /// Endpoint id (see ARCHITECTURE.md, "Endpoint ids"); compares equal to its
-    /// [`EndpointId`](crate::EndpointId) (`entry.endpoint == EndpointId::ImdsInstance`).
-    pub endpoint: String,
+    /// Endpoint id (see ARCHITECTURE.md, "Endpoint ids"; the id string in JSON).
+    pub endpoint: EndpointId,
     /// What the fake answered.
     pub answer: Answer,
     /// Health POSTs only: the oracle's parse of the report.
@@ -91,13 +106,253 @@ pub struct Entry {
 /// What the fake did with a request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Answer {
-    /// `"respond" | "delay" | "hang" | "reset" | "close" | "malformed" | "partial" | "slow" |
-    /// "throttled" | "default"`.
-    pub kind: String,
+    /// What kind of answer: a scripted step's kind, the rate limiter's `throttled`, or
+    /// `default` (the default documents).
+    pub kind: AnswerKind,
     /// The status line sent, if any (`None` for hang/reset/close/malformed).
     pub status: Option<u16>,
     /// The scripted step that answered; `None` = default behaviour (or the rate limiter).
     pub step: Option<StepRef>,
+}
+
+/// The listener that accepted a connection: one per service the fake impersonates, plus the
+/// proxy (absolute-form targets for either service). Serialized as [`Listener::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Listener {
+    /// The wireserver listener (`168.63.129.16:80` in the sandbox).
+    Wireserver,
+    /// The IMDS listener (`169.254.169.254:80` in the sandbox).
+    Imds,
+    /// The HostGAPlugin listener (port 32526).
+    HostPlugin,
+    /// Proxy mode: one listener for both services, routed by target host.
+    Proxy,
+}
+
+impl Listener {
+    /// Every listener.
+    pub const ALL: [Listener; 4] = [
+        Listener::Wireserver,
+        Listener::Imds,
+        Listener::HostPlugin,
+        Listener::Proxy,
+    ];
+    const NAMES: [&'static str; 4] = names_of!(Listener::ALL, 4);
+
+    /// The name as the journal spells it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Listener::Wireserver => "wireserver",
+            Listener::Imds => "imds",
+            Listener::HostPlugin => "hostplugin",
+            Listener::Proxy => "proxy",
+        }
+    }
+}
+
+impl std::fmt::Display for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What kind of answer the fake gave: the kind of the scripted step that answered (the same
+/// names a scenario's `kind` takes), `throttled` (the `[rate_limit]`) or `default`.
+/// Serialized as [`AnswerKind::as_str`] (`"respond"`, `"hang"`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AnswerKind {
+    /// A scripted status/headers/body (`kind = "respond"`).
+    Respond,
+    /// Waited, then answered (`kind = "delay"`).
+    Delay,
+    /// Read the request and never answered.
+    Hang,
+    /// TCP RST.
+    Reset,
+    /// Closed without a byte.
+    Close,
+    /// Raw bytes, then closed.
+    Malformed,
+    /// The body cut short, then closed.
+    Partial,
+    /// The body dribbled.
+    Slow,
+    /// The rate limiter's 403 (not a step kind).
+    Throttled,
+    /// The default answer (not a step kind).
+    Default,
+}
+
+impl AnswerKind {
+    /// The kinds a scenario step may have (`[[endpoint.step]] kind`), in the order scenario
+    /// errors list them.
+    pub const STEP_KINDS: [AnswerKind; 8] = [
+        AnswerKind::Respond,
+        AnswerKind::Delay,
+        AnswerKind::Hang,
+        AnswerKind::Reset,
+        AnswerKind::Close,
+        AnswerKind::Malformed,
+        AnswerKind::Partial,
+        AnswerKind::Slow,
+    ];
+
+    /// Every kind.
+    pub const ALL: [AnswerKind; 10] = [
+        AnswerKind::Respond,
+        AnswerKind::Delay,
+        AnswerKind::Hang,
+        AnswerKind::Reset,
+        AnswerKind::Close,
+        AnswerKind::Malformed,
+        AnswerKind::Partial,
+        AnswerKind::Slow,
+        AnswerKind::Throttled,
+        AnswerKind::Default,
+    ];
+
+    const NAMES: [&'static str; 10] = names_of!(AnswerKind::ALL, 10);
+    /// The names of [`AnswerKind::STEP_KINDS`] (what a scenario's `kind` may say).
+    pub(crate) const STEP_NAMES: [&'static str; 8] = names_of!(AnswerKind::STEP_KINDS, 8);
+
+    /// The name as the journal and scenario files spell it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AnswerKind::Respond => "respond",
+            AnswerKind::Delay => "delay",
+            AnswerKind::Hang => "hang",
+            AnswerKind::Reset => "reset",
+            AnswerKind::Close => "close",
+            AnswerKind::Malformed => "malformed",
+            AnswerKind::Partial => "partial",
+            AnswerKind::Slow => "slow",
+            AnswerKind::Throttled => "throttled",
+            AnswerKind::Default => "default",
+        }
+    }
+
+    /// A kind a scenario step may have (not `throttled` or `default`).
+    pub const fn is_step(self) -> bool {
+        !matches!(self, AnswerKind::Throttled | AnswerKind::Default)
+    }
+
+    /// A transport fault: no complete answer in the normal way (never answered, cut, raw
+    /// bytes, or dribbled).
+    pub const fn is_transport_fault(self) -> bool {
+        matches!(
+            self,
+            AnswerKind::Hang
+                | AnswerKind::Reset
+                | AnswerKind::Close
+                | AnswerKind::Malformed
+                | AnswerKind::Partial
+                | AnswerKind::Slow
+        )
+    }
+
+    /// A fault whatever the status: a transport fault or the rate limiter.
+    pub const fn is_fault(self) -> bool {
+        self.is_transport_fault() || matches!(self, AnswerKind::Throttled)
+    }
+
+    /// Answered at once with a complete status line and body (`respond`, `default`,
+    /// `throttled`): no fault of timing or transport.
+    pub const fn is_immediate_reply(self) -> bool {
+        matches!(
+            self,
+            AnswerKind::Respond | AnswerKind::Default | AnswerKind::Throttled
+        )
+    }
+}
+
+impl std::fmt::Display for AnswerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Listener {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Listener {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserialize_name(deserializer, "Listener", &Listener::ALL, &Listener::NAMES)
+    }
+}
+
+impl Serialize for AnswerKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for AnswerKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserialize_name(deserializer, "AnswerKind", &AnswerKind::ALL, &AnswerKind::NAMES)
+    }
+}
+
+/// Deserializes one of a closed set of names as a unit enum variant would be, with serde's
+/// own errors (`unknown variant `x`, expected one of ...`; TOML's `wanted string or table`
+/// for a number), so the messages are those a derived enum gives.
+pub(crate) fn deserialize_name<'de, D, T>(
+    deserializer: D,
+    enum_name: &'static str,
+    all: &'static [T],
+    names: &'static [&'static str],
+) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Copy + 'static,
+{
+    use serde::de::{self, VariantAccess};
+
+    struct NameVisitor<T: 'static> {
+        enum_name: &'static str,
+        all: &'static [T],
+        names: &'static [&'static str],
+    }
+
+    impl<'de, T: Copy + 'static> de::Visitor<'de> for NameVisitor<T> {
+        type Value = T;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "enum {}", self.enum_name)
+        }
+
+        fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<T, A::Error> {
+            let (name, variant): (String, _) = data.variant()?;
+            let Some(i) = self.names.iter().position(|n| *n == name) else {
+                return Err(de::Error::unknown_variant(&name, self.names));
+            };
+            variant.unit_variant()?;
+            Ok(self.all[i])
+        }
+    }
+
+    deserializer.deserialize_enum(
+        enum_name,
+        names,
+        NameVisitor {
+            enum_name,
+            all,
+            names,
+        },
+    )
+}
+
+/// A journal line that is not an [`Entry`]: the field (dotted path, `answer.kind`) and what
+/// is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct EntryError {
+    /// The field's path from the entry (`answer.kind`; `.` when the line itself is not JSON).
+    pub field: String,
+    /// serde's message (what was found and what is expected, with line and column).
+    pub message: String,
 }
 
 /// Which scripted step answered: the `[[endpoint]]` id as written in the scenario, the step's
@@ -176,12 +431,19 @@ impl Entry {
         }
     }
 
-    /// True when the answer was a transport fault or an error status.
+    /// True when the answer was a transport fault, the rate limiter, or an error status.
     pub fn is_fault(&self) -> bool {
-        matches!(
-            self.answer.kind.as_str(),
-            "hang" | "reset" | "close" | "malformed" | "partial" | "slow" | "throttled"
-        ) || self.answer.status.is_some_and(|s| s >= 400)
+        self.answer.kind.is_fault() || self.answer.status.is_some_and(|s| s >= 400)
+    }
+
+    /// Parses one line of a `--journal` file (or one entry of the admin API's array). An
+    /// error names the field that is wrong (`answer.kind: unknown variant ...`).
+    pub fn from_json(text: &str) -> Result<Entry, EntryError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(de).map_err(|e| EntryError {
+            field: e.path().to_string(),
+            message: e.inner().to_string(),
+        })
     }
 }
 
@@ -409,7 +671,7 @@ mod tests {
             body_truncated: false,
             endpoint: "imds.instance".into(),
             answer: Answer {
-                kind: "default".into(),
+                kind: AnswerKind::Default,
                 status: Some(200),
                 step: None,
             },

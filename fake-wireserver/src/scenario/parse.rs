@@ -234,8 +234,9 @@ struct RawEndpoint {
     step: Vec<Spanned<RawStep>>,
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
+/// A step's `kind`: the step kinds of [`AnswerKind`] (named there, once), as their own type so
+/// `throttled` and `default` cannot be a step.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum StepKind {
     Respond,
     Delay,
@@ -245,6 +246,44 @@ enum StepKind {
     Malformed,
     Partial,
     Slow,
+}
+
+impl StepKind {
+    /// In the order of [`AnswerKind::STEP_KINDS`].
+    const ALL: [StepKind; 8] = [
+        StepKind::Respond,
+        StepKind::Delay,
+        StepKind::Hang,
+        StepKind::Reset,
+        StepKind::Close,
+        StepKind::Malformed,
+        StepKind::Partial,
+        StepKind::Slow,
+    ];
+
+    fn answer_kind(self) -> AnswerKind {
+        match self {
+            StepKind::Respond => AnswerKind::Respond,
+            StepKind::Delay => AnswerKind::Delay,
+            StepKind::Hang => AnswerKind::Hang,
+            StepKind::Reset => AnswerKind::Reset,
+            StepKind::Close => AnswerKind::Close,
+            StepKind::Malformed => AnswerKind::Malformed,
+            StepKind::Partial => AnswerKind::Partial,
+            StepKind::Slow => AnswerKind::Slow,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for StepKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        crate::journal::deserialize_name(
+            deserializer,
+            "StepKind",
+            &StepKind::ALL,
+            &AnswerKind::STEP_NAMES,
+        )
+    }
 }
 
 #[derive(Deserialize)]
@@ -381,16 +420,7 @@ impl RawScenario {
 impl RawStep {
     fn validate(self, ctx: &Ctx, field: &str) -> Result<Step, ScenarioError> {
         let kind = *self.kind.get_ref();
-        let kind_name = match kind {
-            StepKind::Respond => "respond",
-            StepKind::Delay => "delay",
-            StepKind::Hang => "hang",
-            StepKind::Reset => "reset",
-            StepKind::Close => "close",
-            StepKind::Malformed => "malformed",
-            StepKind::Partial => "partial",
-            StepKind::Slow => "slow",
-        };
+        let kind_name = kind.answer_kind().as_str();
         let err = |span: Range<usize>, name: &str, msg: String| {
             ctx.invalid(Some(span), format!("{field}.{name}"), msg)
         };
