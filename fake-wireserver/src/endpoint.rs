@@ -700,6 +700,29 @@ mod tests {
     }
 
     #[test]
+    fn typed_questions_agree_with_the_id_strings() {
+        for id in EndpointId::ALL {
+            let s = id.as_str();
+            assert_eq!(id.is_wireserver(), s.starts_with("wireserver."), "{s}");
+            assert_eq!(id.is_imds(), s.starts_with("imds."), "{s}");
+            assert_eq!(id.is_hostplugin(), s.starts_with("hostplugin."), "{s}");
+            assert_eq!(id.service().is_none(), s.starts_with("proxy."), "{s}");
+            assert_eq!(
+                id.is_unknown(),
+                s.ends_with(".unknown") || s == "proxy.unknown-host",
+                "{s}"
+            );
+            assert_eq!(id.is_health(), s.starts_with("wireserver.health."), "{s}");
+            assert_eq!(s.parse::<EndpointId>(), Ok(id));
+            if let Some(service) = id.service() {
+                assert_eq!(EndpointId::unknown_of(service).service(), Some(service));
+                assert!(EndpointId::unknown_of(service).is_unknown());
+            }
+        }
+        assert_eq!(ENDPOINT_IDS, EndpointId::ALL.map(EndpointId::as_str));
+    }
+
+    #[test]
     fn globs_match_ids() {
         assert!(pattern_matches("wireserver.*", WIRESERVER_HEALTH_JSON));
         assert!(pattern_matches(

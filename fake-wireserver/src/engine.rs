@@ -312,7 +312,7 @@ mod tests {
         assert_eq!(kinds(&mut e, "imds.instance", 3), ["default"; 3]);
         let later = Instant::now() + Duration::from_secs(11);
         assert_eq!(
-            e.decide("wireserver.goalstate", IP, later),
+            e.decide(EndpointId::WireserverGoalstate, IP, later),
             Decision::Default
         );
     }

@@ -652,13 +652,118 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::oracle::health::{HealthState, SubStatus};
+
+    /// A `--journal` file written by the fake before the journal's fields were typed (strings
+    /// then): every answer kind, every listener, a hang the client gave up on, a throttled
+    /// request, health reports with known and unknown spellings, a non-UTF-8 body.
+    const JOURNAL_V1: &str = include_str!("../tests/data/journal-v1.jsonl");
+
+    #[test]
+    fn journal_lines_written_before_typing_read_back_byte_identical() {
+        let mut kinds = std::collections::BTreeSet::new();
+        let mut listeners = std::collections::BTreeSet::new();
+        for (i, line) in JOURNAL_V1.lines().enumerate() {
+            let entry = Entry::from_json(line).unwrap_or_else(|e| panic!("line {}: {e}", i + 1));
+            assert_eq!(serde_json::to_string(&entry).unwrap(), line, "line {}", i + 1);
+            kinds.insert(entry.answer.kind.as_str());
+            listeners.insert(entry.listener.as_str());
+        }
+        let mut every_kind: Vec<&str> = AnswerKind::ALL.iter().map(|k| k.as_str()).collect();
+        every_kind.sort();
+        assert_eq!(kinds.into_iter().collect::<Vec<_>>(), every_kind);
+        assert_eq!(listeners.len(), Listener::ALL.len());
+
+        // The typed values are the ones the strings named.
+        let lines: Vec<Entry> = JOURNAL_V1
+            .lines()
+            .map(|l| Entry::from_json(l).unwrap())
+            .collect();
+        assert_eq!(lines[3].answer.kind, AnswerKind::Throttled);
+        assert_eq!(
+            (lines[10].listener, lines[10].endpoint),
+            (Listener::Proxy, EndpointId::ImdsInstance)
+        );
+        assert_eq!(lines[11].endpoint, EndpointId::ProxyUnknownHost);
+        assert_eq!(lines[9].listener, Listener::HostPlugin);
+        let xml = lines[4].report.as_ref().unwrap();
+        assert_eq!(xml.state, Some(HealthState::NotReady));
+        assert_eq!(xml.substatus, Some(SubStatus::ProvisioningFailed));
+        let json = lines[5].report.as_ref().unwrap();
+        assert_eq!(json.state, Some(HealthState::Other("ready".into())));
+        assert_eq!(json.substatus, Some(SubStatus::Other("Weird".into())));
+        assert_eq!(lines[13].answer.kind, AnswerKind::Hang);
+        assert!(lines[13].client_closed_ms.is_some());
+    }
+
+    #[test]
+    fn an_unknown_name_in_a_journal_line_is_an_error_naming_the_field() {
+        let line = JOURNAL_V1.lines().nth(7).unwrap(); // imds, imds.versions, close
+        let err = Entry::from_json(&line.replace(r#""listener":"imds""#, r#""listener":"imdz""#))
+            .unwrap_err();
+        assert_eq!(err.field, "listener");
+        assert!(
+            err.to_string().starts_with(
+                "listener: unknown variant `imdz`, expected one of `wireserver`, `imds`, `hostplugin`, `proxy`"
+            ),
+            "{err}"
+        );
+        let err = Entry::from_json(&line.replace(r#""kind":"close""#, r#""kind":"closed""#))
+            .unwrap_err();
+        assert_eq!(err.field, "answer.kind");
+        assert!(
+            err.to_string().starts_with(
+                "answer.kind: unknown variant `closed`, expected one of `respond`, `delay`, `hang`, `reset`, `close`, `malformed`, `partial`, `slow`, `throttled`, `default`"
+            ),
+            "{err}"
+        );
+        let err = Entry::from_json(&line.replace(
+            r#""endpoint":"imds.versions""#,
+            r#""endpoint":"imds.version""#,
+        ))
+        .unwrap_err();
+        assert_eq!(err.field, "endpoint");
+        assert!(
+            err.message.contains("\"imds.version\" matches no endpoint id; expected one of wireserver.versions"),
+            "{err}"
+        );
+        let err = Entry::from_json(&line.replace(r#""kind":"close""#, r#""kind":7"#)).unwrap_err();
+        assert_eq!(err.field, "answer.kind");
+        assert!(err.message.starts_with("invalid type: integer `7`"), "{err}");
+    }
+
+    #[test]
+    fn vocabulary_names_are_their_serde_strings() {
+        for kind in AnswerKind::ALL {
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{kind}\""));
+            assert_eq!(serde_json::from_str::<AnswerKind>(&json).unwrap(), kind);
+            assert_eq!(kind.is_step(), AnswerKind::STEP_KINDS.contains(&kind));
+            // A fault is a transport fault or the limiter; an immediate reply is neither.
+            assert_eq!(
+                kind.is_fault(),
+                kind.is_transport_fault() || kind == AnswerKind::Throttled
+            );
+            assert!(!(kind.is_immediate_reply() && kind.is_transport_fault()));
+        }
+        assert_eq!(
+            AnswerKind::STEP_NAMES,
+            ["respond", "delay", "hang", "reset", "close", "malformed", "partial", "slow"]
+        );
+        for listener in Listener::ALL {
+            let json = serde_json::to_string(&listener).unwrap();
+            assert_eq!(json, format!("\"{listener}\""));
+            assert_eq!(serde_json::from_str::<Listener>(&json).unwrap(), listener);
+        }
+        assert_eq!(Listener::HostPlugin.as_str(), "hostplugin");
+    }
 
     fn entry() -> Entry {
         Entry {
             seq: 0,
             at_ms: 0,
             done_ms: None,
-            listener: "wireserver".into(),
+            listener: Listener::Wireserver,
             client: "127.0.0.1:1".into(),
             method: "GET".into(),
             target: "http://169.254.169.254/metadata/instance?api-version=2021-02-01&extended=true"
@@ -669,7 +774,7 @@ mod tests {
             body_b64: None,
             body_len: 0,
             body_truncated: false,
-            endpoint: "imds.instance".into(),
+            endpoint: EndpointId::ImdsInstance,
             answer: Answer {
                 kind: AnswerKind::Default,
                 status: Some(200),
