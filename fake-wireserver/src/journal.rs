@@ -265,6 +265,49 @@ impl AnswerKind {
     }
 }
 
+impl std::str::FromStr for AnswerKind {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        AnswerKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| UnknownName::new("an answer kind", s, &AnswerKind::NAMES))
+    }
+}
+
+impl std::str::FromStr for Listener {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Listener::ALL
+            .into_iter()
+            .find(|l| l.as_str() == s)
+            .ok_or_else(|| UnknownName::new("a listener", s, &Listener::NAMES))
+    }
+}
+
+/// A string that names no value of a closed vocabulary ([`AnswerKind`], [`Listener`]); the
+/// message lists the valid names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{:?} is not {what}; expected one of {}", crate::text::clip(.name, 64), .expected.join(", "))]
+pub struct UnknownName {
+    /// What was being named (`"an answer kind"`, `"a listener"`).
+    pub what: &'static str,
+    /// The string as given.
+    pub name: String,
+    /// The valid names.
+    pub expected: &'static [&'static str],
+}
+
+impl UnknownName {
+    fn new(what: &'static str, name: &str, expected: &'static [&'static str]) -> Self {
+        UnknownName {
+            what,
+            name: name.to_owned(),
+            expected,
+        }
+    }
+}
+
 impl std::fmt::Display for AnswerKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -729,7 +772,8 @@ mod tests {
         );
         let err = Entry::from_json(&line.replace(r#""kind":"close""#, r#""kind":7"#)).unwrap_err();
         assert_eq!(err.field, "answer.kind");
-        assert!(err.message.starts_with("invalid type: integer `7`"), "{err}");
+        // serde_json's own message for a number where a name belongs (as for a derived enum).
+        assert!(err.message.starts_with("expected value at line 1"), "{err}");
     }
 
     #[test]
@@ -756,6 +800,16 @@ mod tests {
             assert_eq!(serde_json::from_str::<Listener>(&json).unwrap(), listener);
         }
         assert_eq!(Listener::HostPlugin.as_str(), "hostplugin");
+        assert_eq!("proxy".parse::<Listener>(), Ok(Listener::Proxy));
+        assert_eq!("slow".parse::<AnswerKind>(), Ok(AnswerKind::Slow));
+        assert_eq!(
+            "Slow".parse::<AnswerKind>().unwrap_err().to_string(),
+            "\"Slow\" is not an answer kind; expected one of respond, delay, hang, reset, close, malformed, partial, slow, throttled, default"
+        );
+        assert_eq!(
+            "ims".parse::<Listener>().unwrap_err().to_string(),
+            "\"ims\" is not a listener; expected one of wireserver, imds, hostplugin, proxy"
+        );
     }
 
     fn entry() -> Entry {

@@ -371,7 +371,9 @@ pub use fake::{
     FakeConfig, FakeError, Listeners, serve_on,
 };
 pub use files::FileAccess;
-pub use journal::{Answer, AnswerKind, Entry, EntryError, JournalStats, Listener, StepRef};
+pub use journal::{
+    Answer, AnswerKind, Entry, EntryError, JournalStats, Listener, StepRef, UnknownName,
+};
 pub use oracle::{Finding, HealthReport, HealthState, ServedIds, Severity, SubStatus};
 pub use scenario::{
     Action, Body, EndPolicy, EndpointPlan, Preset, RateLimit, Reply, Scenario, ScenarioError, Step,

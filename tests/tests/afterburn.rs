@@ -22,7 +22,7 @@ const HARNESS: &str = env!("CARGO_BIN_EXE_e2e-netns-run");
 fn assert_ready(run: &AgentRun) {
     let health = run.single("wireserver.health.xml");
     let report = health.report.as_ref().expect("parsed health report");
-    assert_eq!(report.state.as_deref(), Some("Ready"));
+    assert_eq!(report.state, Some(HealthState::Ready));
     assert_eq!(report.substatus, None);
     assert_eq!(report.description, None);
     // The ids echoed back are the ones the fake served (mismatches would be findings).
@@ -118,7 +118,7 @@ fn afterburn_reads_attributes_from_imds_inside_the_sandbox() {
     sandbox.run.assert_success();
 
     let imds = sandbox.run.single("imds.instance");
-    assert_eq!(imds.listener, "imds");
+    assert_eq!(imds.listener, Listener::Imds);
     assert_eq!(
         imds.target,
         "/metadata/instance/compute/vmSize?api-version=2017-08-01&format=text"

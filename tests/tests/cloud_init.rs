@@ -110,7 +110,7 @@ fn cloud_init_reports_ready_by_url() {
     );
     let health = run.single("wireserver.health.xml");
     let report = health.report.as_ref().expect("parsed health report");
-    assert_eq!(report.state.as_deref(), Some("Ready"));
+    assert_eq!(report.state, Some(HealthState::Ready));
     assert_eq!(report.substatus, None);
     assert_eq!(report.description, None);
     assert!(report.findings.is_empty(), "{:#?}", report.findings);
@@ -146,8 +146,8 @@ fn cloud_init_reports_failure_by_url_with_its_description_as_sent() {
 
     let health = run.single("wireserver.health.xml");
     let report = health.report.as_ref().expect("parsed health report");
-    assert_eq!(report.state.as_deref(), Some("NotReady"));
-    assert_eq!(report.substatus.as_deref(), Some("ProvisioningFailed"));
+    assert_eq!(report.state, Some(HealthState::NotReady));
+    assert_eq!(report.substatus, Some(SubStatus::ProvisioningFailed));
     assert_eq!(report.description.as_deref(), Some(description));
     assert_eq!(report.encoded, None, "22.4.2 sends no encoded report");
     assert_health_headers_match_vector(&run, "cloud-init-22.4.2/04-failure-tricky-health.json");
@@ -189,7 +189,7 @@ fn cloud_init_reports_ready_through_the_proxy() {
     let health = run.single("wireserver.health.xml");
     assert_eq!(health.header("Host"), Some("168.63.129.16"));
     let report = health.report.as_ref().unwrap();
-    assert_eq!(report.state.as_deref(), Some("Ready"));
+    assert_eq!(report.state, Some(HealthState::Ready));
     assert!(report.findings.is_empty(), "{:#?}", report.findings);
 
     judge_pool(&pool, &[("azure-ds/get_metadata_from_fabric", "SUCCESS")]);
@@ -207,11 +207,11 @@ fn cloud_init_reports_its_default_failure_through_the_proxy() {
     run.assert_success();
 
     let health = run.single("wireserver.health.xml");
-    assert_eq!(health.listener, "proxy");
+    assert_eq!(health.listener, Listener::Proxy);
     assert_eq!(health.target, "http://168.63.129.16/machine?comp=health");
     let report = health.report.as_ref().unwrap();
-    assert_eq!(report.state.as_deref(), Some("NotReady"));
-    assert_eq!(report.substatus.as_deref(), Some("ProvisioningFailed"));
+    assert_eq!(report.state, Some(HealthState::NotReady));
+    assert_eq!(report.substatus, Some(SubStatus::ProvisioningFailed));
     assert_eq!(report.description.as_deref(), Some(DEFAULT_DESCRIPTION));
 
     judge_pool(&pool, &[("azure-ds/report_failure_to_fabric", "SUCCESS")]);
@@ -246,7 +246,7 @@ status = 503
         "retry after {gap_ms} ms; cloud-init 22.4.2 sleeps 5 s between attempts"
     );
     let report = run.single("wireserver.health.xml").report.clone().unwrap();
-    assert_eq!(report.state.as_deref(), Some("Ready"));
+    assert_eq!(report.state, Some(HealthState::Ready));
     // The failed attempt is visible to the host as a diagnostic event.
     let events = normalize::cloud_init_events(&pool);
     assert!(

@@ -165,13 +165,13 @@ fn cloud_init_25_writes_its_success_report_to_kvp_before_reporting_ready() {
     let dir = tempfile::tempdir().unwrap();
     let Run25 { run, pool } = cloud_init_25(dir.path(), &["ready"]);
     run.assert_success();
-    let endpoints: Vec<&str> = run.journal.iter().map(|e| e.endpoint.as_str()).collect();
+    let endpoints: Vec<EndpointId> = run.journal.iter().map(|e| e.endpoint).collect();
     assert_eq!(
         endpoints,
         [
-            "imds.instance",
-            "wireserver.goalstate",
-            "wireserver.health.xml"
+            EndpointId::ImdsInstance,
+            EndpointId::WireserverGoalstate,
+            EndpointId::WireserverHealthXml
         ]
     );
     let view = kvp::decode_pool(&pool);
@@ -206,8 +206,8 @@ fn cloud_init_25_writes_its_success_report_to_kvp_before_reporting_ready() {
     );
     let health = run.single("wireserver.health.xml");
     assert_eq!(
-        health.report.as_ref().unwrap().state.as_deref(),
-        Some("Ready")
+        health.report.as_ref().unwrap().state,
+        Some(HealthState::Ready)
     );
 }
 

@@ -81,7 +81,7 @@ fn assert_xml_flow(run: &AgentRun) {
     assert_eq!(health.answer.status, Some(200));
 
     let report = health.report.as_ref().expect("parsed health report");
-    assert_eq!(report.state.as_deref(), Some("Ready"));
+    assert_eq!(report.state, Some(HealthState::Ready));
     assert_eq!(report.substatus, None);
     assert_eq!(report.description, None);
     // The ids echoed back are exactly the served ones (a mismatch would be a finding).
@@ -353,11 +353,11 @@ fn wirecheck_run_judges_libazureinit_0_1_1() {
         dir: artifacts.clone(),
     };
     let health = run.single("wireserver.health.xml");
-    assert_eq!(health.listener, "proxy");
+    assert_eq!(health.listener, Listener::Proxy);
     assert_eq!(health.target, "http://168.63.129.16/machine/?comp=health");
     assert_eq!(health.header("x-ms-agent-name"), Some("azure-init"));
     let report = health.report.as_ref().expect("parsed health report");
-    assert_eq!(report.state.as_deref(), Some("Ready"));
+    assert_eq!(report.state, Some(HealthState::Ready));
     assert!(report.findings.is_empty(), "{:#?}", report.findings);
     assert!(
         !run.stderr.contains("not isolated"),

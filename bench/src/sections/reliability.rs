@@ -85,7 +85,7 @@ impl Harness<'_> {
 fn reports_received(fake: &Fake) -> usize {
     fake.journal()
         .iter()
-        .filter(|e| e.endpoint == "wireserver.health.json")
+        .filter(|e| e.endpoint == EndpointId::WireserverHealthJson)
         .count()
 }
 

@@ -1,29 +1,34 @@
 //! Protocol checks: method, path spelling, query and headers per endpoint (docs/protocol.md §1, §2).
 
+use fake_wireserver::EndpointId;
 use fake_wireserver::journal::Entry;
 
 use super::{Judgement, Tally, about, line, request_excerpt};
 use crate::observe::Observation;
 
 /// The method each endpoint takes.
-fn expected_method(endpoint: &str) -> Option<&'static str> {
+fn expected_method(endpoint: EndpointId) -> Option<&'static str> {
     match endpoint {
-        "wireserver.versions"
-        | "wireserver.goalstate"
-        | "wireserver.config"
-        | "wireserver.certificates" => Some("GET"),
-        "wireserver.health.xml" | "wireserver.health.json" | "wireserver.telemetry" => Some("POST"),
-        e if e.starts_with("imds.") => Some("GET"),
+        EndpointId::WireserverVersions
+        | EndpointId::WireserverGoalstate
+        | EndpointId::WireserverConfig
+        | EndpointId::WireserverCertificates => Some("GET"),
+        EndpointId::WireserverHealthXml
+        | EndpointId::WireserverHealthJson
+        | EndpointId::WireserverTelemetry => Some("POST"),
+        e if e.is_imds() => Some("GET"),
         _ => None,
     }
 }
 
 /// Path spellings the reference agents use, per endpoint (`None`: not judged here).
-fn accepted_paths(endpoint: &str) -> Option<&'static [&'static str]> {
+fn accepted_paths(endpoint: EndpointId) -> Option<&'static [&'static str]> {
     match endpoint {
-        "wireserver.versions" => Some(&["/"]),
-        "wireserver.goalstate" | "wireserver.health.xml" => Some(&["/machine", "/machine/"]),
-        "wireserver.health.json" => Some(&["/provisioning/health"]),
+        EndpointId::WireserverVersions => Some(&["/"]),
+        EndpointId::WireserverGoalstate | EndpointId::WireserverHealthXml => {
+            Some(&["/machine", "/machine/"])
+        }
+        EndpointId::WireserverHealthJson => Some(&["/provisioning/health"]),
         _ => None,
     }
 }
@@ -33,14 +38,14 @@ pub fn request(obs: &Observation) -> Judgement {
     for e in &obs.journal {
         t.judged();
         let excerpt = Some(request_excerpt(e, &[]));
-        if e.endpoint.ends_with(".unknown") || e.endpoint == "proxy.unknown-host" {
+        if e.endpoint.is_unknown() {
             t.fail(
                 format!("{} is not a known endpoint ({})", e.target, e.endpoint),
                 about(line(e), &[e], excerpt.clone()),
             );
             continue;
         }
-        if let Some(method) = expected_method(&e.endpoint)
+        if let Some(method) = expected_method(e.endpoint)
             && e.method != method
         {
             t.fail(
@@ -48,7 +53,7 @@ pub fn request(obs: &Observation) -> Judgement {
                 about(line(e), &[e], excerpt.clone()),
             );
         }
-        if let Some(paths) = accepted_paths(&e.endpoint)
+        if let Some(paths) = accepted_paths(e.endpoint)
             && !paths.contains(&e.path())
         {
             t.non_strict(
@@ -65,7 +70,7 @@ pub fn request(obs: &Observation) -> Judgement {
                 about(line(e), &[e], excerpt.clone()),
             );
         }
-        if e.endpoint.starts_with("imds.") {
+        if e.endpoint.is_imds() {
             imds_query(&mut t, e);
         }
         let findings: Vec<_> = e
@@ -121,8 +126,8 @@ fn media_type(value: &str) -> String {
 pub fn headers(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
     for e in &obs.journal {
-        let ep = e.endpoint.as_str();
-        if ep.starts_with("imds.") {
+        let ep = e.endpoint;
+        if ep.is_imds() {
             t.judged();
             match e.header("metadata") {
                 Some(v) if v.eq_ignore_ascii_case("true") => {}
@@ -138,10 +143,10 @@ pub fn headers(obs: &Observation) -> Judgement {
         }
         if matches!(
             ep,
-            "wireserver.goalstate"
-                | "wireserver.health.xml"
-                | "wireserver.config"
-                | "wireserver.certificates"
+            EndpointId::WireserverGoalstate
+                | EndpointId::WireserverHealthXml
+                | EndpointId::WireserverConfig
+                | EndpointId::WireserverCertificates
         ) {
             t.judged();
             match e.header("x-ms-version") {
@@ -164,8 +169,8 @@ pub fn headers(obs: &Observation) -> Judgement {
             }
         }
         let wanted = match ep {
-            "wireserver.health.json" => Some("application/json"),
-            "wireserver.health.xml" => Some("text/xml"),
+            EndpointId::WireserverHealthJson => Some("application/json"),
+            EndpointId::WireserverHealthXml => Some("text/xml"),
             _ => None,
         };
         if let Some(wanted) = wanted {

@@ -297,10 +297,8 @@ fn split_at_terminal_report(
         .iter()
         .filter(|e| crate::observe::is_health(e))
         .find(|e| {
-            e.report.as_ref().is_some_and(|r| {
-                !(r.state.as_deref() == Some("NotReady")
-                    && r.substatus.as_deref() == Some("Provisioning"))
-            })
+            // Any report but the in-progress one ends the first invocation's part.
+            e.report.as_ref().is_some_and(|r| !r.is_in_progress())
         })
         .map(|e| e.at_ms);
     let split = terminal_at
@@ -331,7 +329,7 @@ fn read_journal(path: &Path) -> Result<Vec<Entry>, SessionError> {
         if line.trim().is_empty() {
             continue;
         }
-        let entry: Entry = serde_json::from_str(line).map_err(|e| {
+        let entry = Entry::from_json(line).map_err(|e| {
             SessionError::Harness(format!(
                 "{}:{}: not a journal entry: {e}",
                 path.display(),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use fake_wireserver::journal::Entry;
-use fake_wireserver::{Fake, FakeConfig, Scenario};
+use fake_wireserver::{EndpointId, Fake, FakeConfig, Scenario};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -320,12 +320,12 @@ fn compare(
 
     // Otherwise the fake answered normally: XML health 200, JSON health 201, the rest 2xx.
     if !expected.contains_key("fake_responded") {
-        let normal = match entry.endpoint.as_str() {
-            "wireserver.health.json" => Some(201),
-            "wireserver.health.xml" => Some(200),
-            "wireserver.roleproperties" => Some(202),
+        let normal = match entry.endpoint {
+            EndpointId::WireserverHealthJson => Some(201),
+            EndpointId::WireserverHealthXml => Some(200),
+            EndpointId::WireserverRoleProperties => Some(202),
             // No Fast Track; no IMDS documents on the wireserver (docs/protocol.md §1.1, §9.1).
-            "hostplugin.vmsettings" | "wireserver.metadata" => Some(404),
+            EndpointId::HostpluginVmsettings | EndpointId::WireserverMetadata => Some(404),
             _ => None,
         };
         let status = answer.map(|a| a.status);
