@@ -389,6 +389,30 @@ mod tests {
     }
 
     #[test]
+    fn a_journal_line_with_an_unknown_name_is_a_harness_error_naming_line_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let good = serde_json::to_string(&health(1, 10, "Ready", None)).unwrap();
+        let bad = serde_json::to_string(&health(2, 20, "Ready", None))
+            .unwrap()
+            .replace(r#""kind":"default""#, r#""kind":"defualt""#);
+        std::fs::write(&path, format!("{good}\n{bad}\n")).unwrap();
+        let Err(SessionError::Harness(message)) = read_journal(&path) else {
+            panic!("a bad journal line was read");
+        };
+        assert!(
+            message.starts_with(&format!(
+                "{}:2: not a journal entry: answer.kind: unknown variant `defualt`, expected one of `respond`,",
+                path.display()
+            )),
+            "{message}"
+        );
+        std::fs::write(&path, format!("{good}\n")).unwrap();
+        let journal = read_journal(&path).unwrap();
+        assert_eq!(journal[0].answer.kind, fake_wireserver::AnswerKind::Default);
+    }
+
+    #[test]
     fn one_invocation_is_split_before_its_terminal_report() {
         let journal = vec![
             health(1, 2000, "NotReady", Some("Provisioning")),
