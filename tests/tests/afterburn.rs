@@ -11,6 +11,7 @@
 
 use std::path::Path;
 
+use fake_wireserver::{EndpointId, HealthState, Listener};
 use conformance::snapshot::raw as normalize;
 use wirecheck_e2e::{
     AgentRun, Attach, NetnsRun, afterburn_binary, header_names, run_sandbox, vector,
@@ -20,7 +21,7 @@ use wirecheck_e2e::{
 const HARNESS: &str = env!("CARGO_BIN_EXE_e2e-netns-run");
 
 fn assert_ready(run: &AgentRun) {
-    let health = run.single("wireserver.health.xml");
+    let health = run.single(EndpointId::WireserverHealthXml);
     let report = health.report.as_ref().expect("parsed health report");
     assert_eq!(report.state, Some(HealthState::Ready));
     assert_eq!(report.substatus, None);
@@ -65,7 +66,7 @@ fn afterburn_checks_in_through_the_proxy() {
         ]
     );
     assert_ready(&run);
-    let health = run.single("wireserver.health.xml");
+    let health = run.single(EndpointId::WireserverHealthXml);
     assert_eq!(
         header_names(health),
         vector_header_names(&vector("afterburn-5.11.0/14-checkin-health-proxy.json")),
@@ -99,7 +100,7 @@ fn afterburn_checks_in_inside_the_sandbox() {
         ]
     );
     assert_ready(&sandbox.run);
-    let health = sandbox.run.single("wireserver.health.xml");
+    let health = sandbox.run.single(EndpointId::WireserverHealthXml);
     assert_eq!(health.header("host"), Some("168.63.129.16"));
     assert_eq!(
         header_names(health),
@@ -117,7 +118,7 @@ fn afterburn_reads_attributes_from_imds_inside_the_sandbox() {
     let sandbox = afterburn_in_sandbox(&out, &["--attributes", attributes.to_str().unwrap()]);
     sandbox.run.assert_success();
 
-    let imds = sandbox.run.single("imds.instance");
+    let imds = sandbox.run.single(EndpointId::ImdsInstance);
     assert_eq!(imds.listener, Listener::Imds);
     assert_eq!(
         imds.target,
@@ -126,11 +127,11 @@ fn afterburn_reads_attributes_from_imds_inside_the_sandbox() {
     assert_eq!(imds.header("Metadata"), Some("true"));
     assert_eq!(imds.answer.status, Some(200));
     assert!(
-        sandbox.run.entries("wireserver.config").len() == 1,
+        sandbox.run.entries(EndpointId::WireserverConfig).len() == 1,
         "SharedConfig fetched once"
     );
     assert!(
-        sandbox.run.entries("wireserver.health.xml").is_empty(),
+        sandbox.run.entries(EndpointId::WireserverHealthXml).is_empty(),
         "no check-in asked"
     );
 

@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use fake_wireserver::{EndpointId, HealthState, Listener, SubStatus};
 use conformance::snapshot::raw as normalize;
 use wirecheck_e2e::{
     AgentRun, Attach, NetnsRun, cloud_init_driver, cloud_init_python, header_names, vector,
@@ -87,7 +88,7 @@ fn judge_pool(pool: &[u8], finished: &[(&str, &str)]) {
 }
 
 fn assert_health_headers_match_vector(run: &AgentRun, vector_path: &str) {
-    let health = run.single("wireserver.health.xml");
+    let health = run.single(EndpointId::WireserverHealthXml);
     assert_eq!(
         header_names(health),
         vector_header_names(&vector(vector_path)),
@@ -108,7 +109,7 @@ fn cloud_init_reports_ready_by_url() {
             "POST /machine?comp=health [wireserver.health.xml via wireserver] -> 200",
         ]
     );
-    let health = run.single("wireserver.health.xml");
+    let health = run.single(EndpointId::WireserverHealthXml);
     let report = health.report.as_ref().expect("parsed health report");
     assert_eq!(report.state, Some(HealthState::Ready));
     assert_eq!(report.substatus, None);
@@ -144,7 +145,7 @@ fn cloud_init_reports_failure_by_url_with_its_description_as_sent() {
     );
     run.assert_success();
 
-    let health = run.single("wireserver.health.xml");
+    let health = run.single(EndpointId::WireserverHealthXml);
     let report = health.report.as_ref().expect("parsed health report");
     assert_eq!(report.state, Some(HealthState::NotReady));
     assert_eq!(report.substatus, Some(SubStatus::ProvisioningFailed));
@@ -168,7 +169,7 @@ fn cloud_init_trims_a_long_failure_description_to_512_characters() {
         None,
     );
     run.assert_success();
-    let report = run.single("wireserver.health.xml").report.clone().unwrap();
+    let report = run.single(EndpointId::WireserverHealthXml).report.clone().unwrap();
     assert_eq!(report.description.as_deref(), Some(&description[..512]));
 }
 
@@ -186,7 +187,7 @@ fn cloud_init_reports_ready_through_the_proxy() {
             "POST http://168.63.129.16/machine?comp=health [wireserver.health.xml via proxy] -> 200",
         ]
     );
-    let health = run.single("wireserver.health.xml");
+    let health = run.single(EndpointId::WireserverHealthXml);
     assert_eq!(health.header("Host"), Some("168.63.129.16"));
     let report = health.report.as_ref().unwrap();
     assert_eq!(report.state, Some(HealthState::Ready));
@@ -206,7 +207,7 @@ fn cloud_init_reports_its_default_failure_through_the_proxy() {
     let CloudInitRun { run, pool } = cloud_init(dir.path(), Attach::Proxy, &["failure"], None);
     run.assert_success();
 
-    let health = run.single("wireserver.health.xml");
+    let health = run.single(EndpointId::WireserverHealthXml);
     assert_eq!(health.listener, Listener::Proxy);
     assert_eq!(health.target, "http://168.63.129.16/machine?comp=health");
     let report = health.report.as_ref().unwrap();
@@ -237,7 +238,7 @@ status = 503
         cloud_init(dir.path(), Attach::Url, &["ready"], Some(scenario));
     run.assert_success();
 
-    let goal_states = run.entries("wireserver.goalstate");
+    let goal_states = run.entries(EndpointId::WireserverGoalstate);
     let statuses: Vec<_> = goal_states.iter().map(|e| e.answer.status).collect();
     assert_eq!(statuses, [Some(503), Some(200)]);
     let gap_ms = goal_states[1].at_ms - goal_states[0].at_ms;
@@ -245,7 +246,7 @@ status = 503
         (4_000..30_000).contains(&gap_ms),
         "retry after {gap_ms} ms; cloud-init 22.4.2 sleeps 5 s between attempts"
     );
-    let report = run.single("wireserver.health.xml").report.clone().unwrap();
+    let report = run.single(EndpointId::WireserverHealthXml).report.clone().unwrap();
     assert_eq!(report.state, Some(HealthState::Ready));
     // The failed attempt is visible to the host as a diagnostic event.
     let events = normalize::cloud_init_events(&pool);
