@@ -201,7 +201,12 @@ impl Observation<'_> {
     /// of these combinations when the scenario loads).
     pub fn expected_state(&self, run: &Run) -> (HealthState, Option<SubStatus>) {
         if let Some(state) = self.scenario.expect.state.as_deref() {
-            let substatus = self.scenario.expect.substatus.as_deref().map(SubStatus::from);
+            let substatus = self
+                .scenario
+                .expect
+                .substatus
+                .as_deref()
+                .map(SubStatus::from);
             return match (HealthState::from(state), substatus) {
                 (HealthState::NotReady, Some(SubStatus::Provisioning)) => {
                     (HealthState::NotReady, Some(SubStatus::Provisioning))

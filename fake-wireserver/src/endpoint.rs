@@ -678,8 +678,14 @@ mod tests {
             ws("/machine", "comp=roleProperties"),
             EndpointId::WireserverRoleProperties
         );
-        assert_eq!(ws("/machine", "comp=telemetrydata"), EndpointId::WireserverTelemetry);
-        assert_eq!(ws("/HealthService", ""), EndpointId::WireserverHealthService);
+        assert_eq!(
+            ws("/machine", "comp=telemetrydata"),
+            EndpointId::WireserverTelemetry
+        );
+        assert_eq!(
+            ws("/HealthService", ""),
+            EndpointId::WireserverHealthService
+        );
         assert_eq!(
             ws("/metadata/instance/compute", "api-version=2018-02-01"),
             EndpointId::WireserverMetadata

@@ -118,7 +118,12 @@ impl Engine {
         self.triggers_passed(TriggerAction::ReprovisionAvailable, now) > 0
     }
 
-    pub(crate) fn decide(&mut self, endpoint: EndpointId, client: IpAddr, now: Instant) -> Decision {
+    pub(crate) fn decide(
+        &mut self,
+        endpoint: EndpointId,
+        client: IpAddr,
+        now: Instant,
+    ) -> Decision {
         let endpoint = endpoint.as_str();
         if let Some(rate) = self.rate.as_mut()
             && rate.patterns.matches(endpoint)
@@ -215,13 +220,15 @@ mod tests {
     fn kinds(engine: &mut Engine, endpoint: &str, n: usize) -> Vec<String> {
         let now = Instant::now();
         (0..n)
-            .map(|_| match engine.decide(endpoint.parse().unwrap(), IP, now) {
-                Decision::Default => AnswerKind::Default.to_string(),
-                Decision::Throttled => AnswerKind::Throttled.to_string(),
-                Decision::Step { step, action } => {
-                    format!("{}#{}.{}", action.kind(), step.index, step.repeat)
-                }
-            })
+            .map(
+                |_| match engine.decide(endpoint.parse().unwrap(), IP, now) {
+                    Decision::Default => AnswerKind::Default.to_string(),
+                    Decision::Throttled => AnswerKind::Throttled.to_string(),
+                    Decision::Step { step, action } => {
+                        format!("{}#{}.{}", action.kind(), step.index, step.repeat)
+                    }
+                },
+            )
             .collect()
     }
 

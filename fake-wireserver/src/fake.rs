@@ -14,10 +14,10 @@ use tokio::task::JoinHandle;
 use crate::documents::Addresses;
 use crate::expect::Expectation;
 use crate::http1::Limits;
+use crate::journal::Listener;
 use crate::journal::{DEFAULT_CAPACITY, DEFAULT_MAX_BYTES, Entry, Journal, JournalStats};
 use crate::oracle::ServedIds;
 use crate::scenario::{Scenario, ScenarioError};
-use crate::journal::Listener;
 use crate::server::{EngineSlot, Shared, accept_loop};
 use crate::sync::lock;
 

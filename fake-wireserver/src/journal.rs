@@ -334,7 +334,12 @@ impl Serialize for AnswerKind {
 
 impl<'de> Deserialize<'de> for AnswerKind {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserialize_name(deserializer, "AnswerKind", &AnswerKind::ALL, &AnswerKind::NAMES)
+        deserialize_name(
+            deserializer,
+            "AnswerKind",
+            &AnswerKind::ALL,
+            &AnswerKind::NAMES,
+        )
     }
 }
 
@@ -708,7 +713,12 @@ mod tests {
         let mut listeners = std::collections::BTreeSet::new();
         for (i, line) in JOURNAL_V1.lines().enumerate() {
             let entry = Entry::from_json(line).unwrap_or_else(|e| panic!("line {}: {e}", i + 1));
-            assert_eq!(serde_json::to_string(&entry).unwrap(), line, "line {}", i + 1);
+            assert_eq!(
+                serde_json::to_string(&entry).unwrap(),
+                line,
+                "line {}",
+                i + 1
+            );
             kinds.insert(entry.answer.kind.as_str());
             listeners.insert(entry.listener.as_str());
         }
@@ -751,8 +761,8 @@ mod tests {
             ),
             "{err}"
         );
-        let err = Entry::from_json(&line.replace(r#""kind":"close""#, r#""kind":"closed""#))
-            .unwrap_err();
+        let err =
+            Entry::from_json(&line.replace(r#""kind":"close""#, r#""kind":"closed""#)).unwrap_err();
         assert_eq!(err.field, "answer.kind");
         assert!(
             err.to_string().starts_with(
@@ -767,7 +777,9 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.field, "endpoint");
         assert!(
-            err.message.contains("\"imds.version\" matches no endpoint id; expected one of wireserver.versions"),
+            err.message.contains(
+                "\"imds.version\" matches no endpoint id; expected one of wireserver.versions"
+            ),
             "{err}"
         );
         let err = Entry::from_json(&line.replace(r#""kind":"close""#, r#""kind":7"#)).unwrap_err();
@@ -792,7 +804,16 @@ mod tests {
         }
         assert_eq!(
             AnswerKind::STEP_NAMES,
-            ["respond", "delay", "hang", "reset", "close", "malformed", "partial", "slow"]
+            [
+                "respond",
+                "delay",
+                "hang",
+                "reset",
+                "close",
+                "malformed",
+                "partial",
+                "slow"
+            ]
         );
         for listener in Listener::ALL {
             let json = serde_json::to_string(&listener).unwrap();

@@ -66,7 +66,9 @@ async fn by_comp(
     };
     match id {
         EndpointId::WireserverVersions => get(crate::documents::VERSIONS_XML.to_owned()),
-        EndpointId::WireserverGoalstate => get(ctx.documents.goalstate_xml(&ctx.ids, &ctx.base_url)),
+        EndpointId::WireserverGoalstate => {
+            get(ctx.documents.goalstate_xml(&ctx.ids, &ctx.base_url))
+        }
         EndpointId::WireserverCertificates => get(ctx.documents.certificates_xml(&ctx.ids)),
         EndpointId::WireserverConfig => {
             let kind = query

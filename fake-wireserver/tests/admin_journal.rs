@@ -378,7 +378,11 @@ async fn pending_goalstate(fake: &Fake) -> tokio::net::TcpStream {
         .unwrap();
     stream.write_all(&goalstate_get()).await.unwrap();
     let until = std::time::Instant::now() + T;
-    while !fake.journal().iter().any(|e| e.answer.kind == AnswerKind::Delay) {
+    while !fake
+        .journal()
+        .iter()
+        .any(|e| e.answer.kind == AnswerKind::Delay)
+    {
         assert!(
             std::time::Instant::now() < until,
             "the request was not journaled"
@@ -416,14 +420,7 @@ async fn journal_file_keeps_requests_still_pending_when_the_fake_stops() {
     let lines = file_entries(&file);
     let summary: Vec<(u64, AnswerKind, Option<u16>, bool)> = lines
         .iter()
-        .map(|e| {
-            (
-                e.seq,
-                e.answer.kind,
-                e.answer.status,
-                e.done_ms.is_some(),
-            )
-        })
+        .map(|e| (e.seq, e.answer.kind, e.answer.status, e.done_ms.is_some()))
         .collect();
     // The answered request once, then the one still waiting for its answer: no done_ms.
     assert_eq!(

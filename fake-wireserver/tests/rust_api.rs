@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use fake_wireserver::endpoint::ENDPOINT_IDS;
 use fake_wireserver::{
-    AnswerKind, EndPolicy, EndpointId, Expectation, Fake, FakeConfig, Preset, Scenario, Step,
-    Times,
+    AnswerKind, EndPolicy, EndpointId, Expectation, Fake, FakeConfig, Preset, Scenario, Step, Times,
 };
 
 use wirecheck_test_support::http::exchange as send;

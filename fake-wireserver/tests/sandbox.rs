@@ -9,8 +9,8 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use fake_wireserver::{EndpointId, HealthState, Listener};
 use fake_wireserver::journal::Entry;
+use fake_wireserver::{EndpointId, HealthState, Listener};
 
 const FAKE: &str = env!("CARGO_BIN_EXE_fake-wireserver");
 

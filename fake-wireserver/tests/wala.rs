@@ -275,7 +275,13 @@ async fn the_proxy_routes_port_32526_of_the_wireserver_to_the_hostplugin() {
     );
     assert_eq!(r.status, 200);
     let ids: Vec<EndpointId> = fake.journal().iter().map(|e| e.endpoint).collect();
-    assert_eq!(ids, [EndpointId::HostpluginVmsettings, EndpointId::WireserverVersions]);
+    assert_eq!(
+        ids,
+        [
+            EndpointId::HostpluginVmsettings,
+            EndpointId::WireserverVersions
+        ]
+    );
 }
 
 #[tokio::test]

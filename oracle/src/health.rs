@@ -962,9 +962,8 @@ mod tests {
         let report = parse_xml(xml("<State>ready</State>").as_bytes(), None);
         assert_eq!(report.state, Some(HealthState::Other("ready".into())));
         assert_eq!(ids(&report), ["health.state.unknown"]);
-        let report = parse_json(
-            br#"{"state":"NotReady","details":{"subStatus":"provisioningfailed"}}"#,
-        );
+        let report =
+            parse_json(br#"{"state":"NotReady","details":{"subStatus":"provisioningfailed"}}"#);
         assert_eq!(report.state, Some(HealthState::NotReady));
         assert_eq!(
             report.substatus,

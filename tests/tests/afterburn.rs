@@ -11,8 +11,8 @@
 
 use std::path::Path;
 
-use fake_wireserver::{EndpointId, HealthState, Listener};
 use conformance::snapshot::raw as normalize;
+use fake_wireserver::{EndpointId, HealthState, Listener};
 use wirecheck_e2e::{
     AgentRun, Attach, NetnsRun, afterburn_binary, header_names, run_sandbox, vector,
     vector_header_names,
@@ -131,7 +131,10 @@ fn afterburn_reads_attributes_from_imds_inside_the_sandbox() {
         "SharedConfig fetched once"
     );
     assert!(
-        sandbox.run.entries(EndpointId::WireserverHealthXml).is_empty(),
+        sandbox
+            .run
+            .entries(EndpointId::WireserverHealthXml)
+            .is_empty(),
         "no check-in asked"
     );
 

@@ -7,8 +7,8 @@
 
 use std::path::Path;
 
-use fake_wireserver::{EndpointId, HealthState, Listener, SubStatus};
 use conformance::snapshot::raw as normalize;
+use fake_wireserver::{EndpointId, HealthState, Listener, SubStatus};
 use wirecheck_e2e::{
     AgentRun, Attach, NetnsRun, cloud_init_driver, cloud_init_python, header_names, vector,
     vector_header_names,
@@ -169,7 +169,11 @@ fn cloud_init_trims_a_long_failure_description_to_512_characters() {
         None,
     );
     run.assert_success();
-    let report = run.single(EndpointId::WireserverHealthXml).report.clone().unwrap();
+    let report = run
+        .single(EndpointId::WireserverHealthXml)
+        .report
+        .clone()
+        .unwrap();
     assert_eq!(report.description.as_deref(), Some(&description[..512]));
 }
 
@@ -246,7 +250,11 @@ status = 503
         (4_000..30_000).contains(&gap_ms),
         "retry after {gap_ms} ms; cloud-init 22.4.2 sleeps 5 s between attempts"
     );
-    let report = run.single(EndpointId::WireserverHealthXml).report.clone().unwrap();
+    let report = run
+        .single(EndpointId::WireserverHealthXml)
+        .report
+        .clone()
+        .unwrap();
     assert_eq!(report.state, Some(HealthState::Ready));
     // The failed attempt is visible to the host as a diagnostic event.
     let events = normalize::cloud_init_events(&pool);

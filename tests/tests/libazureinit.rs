@@ -18,9 +18,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use fake_wireserver::{EndpointId, HealthState, Listener};
 use conformance::snapshot::raw as normalize;
 use fake_wireserver::journal::Entry;
+use fake_wireserver::{EndpointId, HealthState, Listener};
 use serde_json::Value;
 use wirecheck_e2e::{AgentRun, Attach, NetnsRun, require_root, run_sandbox, workspace_binary};
 

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use fake_wireserver::EndpointId;
 use anyhow::{Context as _, bail};
+use fake_wireserver::EndpointId;
 use fake_wireserver::{Fake, FakeConfig};
 use wirecheck_e2e::kill_loop::{self, LoopStats, VM_ID};
 use wirecheck_oracle::encoded::{Mode, parse};

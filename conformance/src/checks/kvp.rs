@@ -1,8 +1,8 @@
 //! KVP checks: the pool file as the Azure host reads it, and the `PROVISIONING_REPORT` record
 //! (docs/protocol.md §7).
 
-use wirecheck_oracle::encoded::{Dialect, EncodedReport, Mode};
 use wirecheck_oracle::HealthState;
+use wirecheck_oracle::encoded::{Dialect, EncodedReport, Mode};
 use wirecheck_oracle::kvp::{KEY_SIZE, RECORD_SIZE};
 
 use super::dialect::{self, Cut};

@@ -2,9 +2,9 @@
 //! encoded report for failures, the given text for in-progress) and the platform's length limit
 //! (docs/protocol.md §4–§6).
 
+use fake_wireserver::EndpointId;
 use fake_wireserver::journal::Entry;
 use wirecheck_oracle::encoded::{self, EncodedReport, Mode};
-use fake_wireserver::EndpointId;
 use wirecheck_oracle::{HealthReport, HealthState, ReportKind, SubStatus};
 
 use super::dialect::{self, Cut};

@@ -491,7 +491,14 @@ fn exit_status_must_match_delivery() {
 #[test]
 fn waiting_on_a_hung_request_past_the_timeout_fails() {
     let s = scenario("");
-    let hung = entry(1, EndpointId::WireserverHealthJson, 10, None, AnswerKind::Hang, None);
+    let hung = entry(
+        1,
+        EndpointId::WireserverHealthJson,
+        10,
+        None,
+        AnswerKind::Hang,
+        None,
+    );
     let patient = judge(
         "behaviour.timeout",
         &s,
@@ -518,7 +525,14 @@ fn waiting_on_a_hung_request_past_the_timeout_fails() {
 #[test]
 fn closing_a_hung_connection_is_when_the_agent_gave_up() {
     let s = scenario("");
-    let mut hung = entry(1, EndpointId::WireserverHealthJson, 10, None, AnswerKind::Hang, None);
+    let mut hung = entry(
+        1,
+        EndpointId::WireserverHealthJson,
+        10,
+        None,
+        AnswerKind::Hang,
+        None,
+    );
     hung.client_closed_ms = Some(1_030);
     // Closed at its 1 s timeout, then a long back-off before the next attempt: not a wait on
     // the hung request (by the next request alone it looked like 2.89 s).
@@ -560,7 +574,14 @@ fn closing_a_hung_connection_is_when_the_agent_gave_up() {
 #[test]
 fn the_interval_after_a_closed_hang_counts_from_the_close() {
     let s = scenario("");
-    let mut hung = entry(1, EndpointId::WireserverHealthJson, 10, None, AnswerKind::Hang, None);
+    let mut hung = entry(
+        1,
+        EndpointId::WireserverHealthJson,
+        10,
+        None,
+        AnswerKind::Hang,
+        None,
+    );
     // It gave up after 0.5 s (its own timeout) and waited its 0.2 s interval.
     hung.client_closed_ms = Some(510);
     let j = judge(
@@ -631,7 +652,14 @@ fn a_410_on_the_xml_report_needs_a_fresh_goal_state() {
 #[test]
 fn missing_metadata_header_and_wrong_content_type_are_caught() {
     let s = scenario("");
-    let mut imds = entry(1, EndpointId::ImdsInstance, 5, Some(6), AnswerKind::Default, Some(200));
+    let mut imds = entry(
+        1,
+        EndpointId::ImdsInstance,
+        5,
+        Some(6),
+        AnswerKind::Default,
+        Some(200),
+    );
     imds.headers.clear();
     let mut post = health(2, 10, 201);
     post.headers = vec![("Content-Type".into(), "text/xml".into())];

@@ -48,8 +48,8 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::endpoint::{ENDPOINT_IDS, IntoEndpointPattern, UnknownEndpoint};
-use crate::journal::AnswerKind;
 pub use crate::files::FileAccess;
+use crate::journal::AnswerKind;
 
 /// A scenario file could not be used. The message names the file, line, column and field.
 #[derive(Debug, thiserror::Error)]
