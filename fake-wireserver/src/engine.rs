@@ -217,11 +217,11 @@ mod tests {
 
     const IP: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
-    fn kinds(engine: &mut Engine, endpoint: &str, n: usize) -> Vec<String> {
+    fn kinds(engine: &mut Engine, endpoint: EndpointId, n: usize) -> Vec<String> {
         let now = Instant::now();
         (0..n)
             .map(
-                |_| match engine.decide(endpoint.parse().unwrap(), IP, now) {
+                |_| match engine.decide(endpoint, IP, now) {
                     Decision::Default => AnswerKind::Default.to_string(),
                     Decision::Throttled => AnswerKind::Throttled.to_string(),
                     Decision::Step { step, action } => {
@@ -247,7 +247,7 @@ mod tests {
     fn end_policies() {
         let mut e = Engine::new(plan(EndPolicy::Default), Instant::now());
         assert_eq!(
-            kinds(&mut e, "wireserver.goalstate", 5),
+            kinds(&mut e, EndpointId::WireserverGoalstate, 5),
             [
                 "respond#0.1",
                 "respond#0.2",
@@ -258,7 +258,7 @@ mod tests {
         );
         let mut e = Engine::new(plan(EndPolicy::Cycle), Instant::now());
         assert_eq!(
-            kinds(&mut e, "wireserver.goalstate", 5),
+            kinds(&mut e, EndpointId::WireserverGoalstate, 5),
             [
                 "respond#0.1",
                 "respond#0.2",
@@ -269,7 +269,7 @@ mod tests {
         );
         let mut e = Engine::new(plan(EndPolicy::RepeatLast), Instant::now());
         assert_eq!(
-            kinds(&mut e, "wireserver.goalstate", 5),
+            kinds(&mut e, EndpointId::WireserverGoalstate, 5),
             [
                 "respond#0.1",
                 "respond#0.2",
@@ -278,7 +278,7 @@ mod tests {
                 "reset#1.3"
             ]
         );
-        assert_eq!(kinds(&mut e, "wireserver.versions", 1), ["default"]);
+        assert_eq!(kinds(&mut e, EndpointId::WireserverVersions, 1), ["default"]);
     }
 
     #[test]
@@ -290,19 +290,19 @@ mod tests {
         );
         let a = kinds(
             &mut Engine::new(scenario.clone(), Instant::now()),
-            "imds.instance",
+            EndpointId::ImdsInstance,
             64,
         );
         let b = kinds(
             &mut Engine::new(scenario.clone(), Instant::now()),
-            "imds.instance",
+            EndpointId::ImdsInstance,
             64,
         );
         assert_eq!(a, b);
         assert!(a.iter().any(|k| k == "default") && a.iter().any(|k| k.starts_with("close")));
         let c = kinds(
             &mut Engine::new(scenario.seed(8), Instant::now()),
-            "imds.instance",
+            EndpointId::ImdsInstance,
             64,
         );
         assert_ne!(a, c);
@@ -313,10 +313,10 @@ mod tests {
         let scenario = Scenario::new().rate_limit(2, 10.0, ["wireserver.*"]);
         let mut e = Engine::new(scenario, Instant::now());
         assert_eq!(
-            kinds(&mut e, "wireserver.goalstate", 3),
+            kinds(&mut e, EndpointId::WireserverGoalstate, 3),
             ["default", "default", "throttled"]
         );
-        assert_eq!(kinds(&mut e, "imds.instance", 3), ["default"; 3]);
+        assert_eq!(kinds(&mut e, EndpointId::ImdsInstance, 3), ["default"; 3]);
         let later = Instant::now() + Duration::from_secs(11);
         assert_eq!(
             e.decide(EndpointId::WireserverGoalstate, IP, later),
@@ -342,7 +342,7 @@ mod tests {
         });
         let mut e = Engine::new(scenario, Instant::now());
         assert_eq!(
-            kinds(&mut e, "imds.instance", 2),
+            kinds(&mut e, EndpointId::ImdsInstance, 2),
             ["delay#0.1", "throttled"]
         );
         assert_eq!(crate::scenario::seconds(-1.0), Duration::ZERO);
@@ -359,7 +359,7 @@ mod tests {
                 steps: Vec::new(),
             });
             let mut e = Engine::new(scenario.clone(), Instant::now());
-            assert_eq!(kinds(&mut e, "imds.instance", 2), ["default"; 2]);
+            assert_eq!(kinds(&mut e, EndpointId::ImdsInstance, 2), ["default"; 2]);
             scenario.endpoints.clear();
         }
     }

@@ -3,6 +3,26 @@
 //! Field names are a public interface (the admin API returns a JSON array of entries,
 //! `--journal FILE` writes JSON Lines, the conformance runner reads both). The in-memory window
 //! is bounded (oldest entries are dropped first); the JSON Lines file keeps everything.
+//!
+//! The names in an entry are typed ([`Listener`], [`EndpointId`], [`AnswerKind`], and the
+//! oracle's [`HealthState`](crate::oracle::HealthState) / [`SubStatus`](crate::oracle::SubStatus)
+//! in its report) and serialize as the strings the journal always had:
+//!
+//! ```
+//! use fake_wireserver::{AnswerKind, EndpointId, Entry, Listener};
+//!
+//! let line = r#"{"seq":1,"at_ms":0,"done_ms":1,"listener":"imds","client":"127.0.0.1:1","method":"GET","target":"/metadata/versions","http_version":"HTTP/1.1","headers":[],"body":"","body_b64":null,"body_len":0,"body_truncated":false,"endpoint":"imds.versions","answer":{"kind":"close","status":null,"step":null},"report":null,"findings":[]}"#;
+//! let entry = Entry::from_json(line)?;
+//! assert_eq!(entry.listener, Listener::Imds);
+//! assert_eq!(entry.endpoint, EndpointId::ImdsVersions);
+//! assert!(entry.answer.kind == AnswerKind::Close && entry.answer.kind.is_transport_fault());
+//! assert_eq!(serde_json::to_string(&entry)?, line);
+//!
+//! // A name the journal never writes is an error naming the field.
+//! let err = Entry::from_json(&line.replace(r#""kind":"close""#, r#""kind":"closed""#)).unwrap_err();
+//! assert_eq!(err.field, "answer.kind");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::collections::VecDeque;
 use std::fs::File;

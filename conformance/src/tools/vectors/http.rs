@@ -192,15 +192,16 @@ fn route(addresses: &Addresses, vector: &RequestVector) -> Option<SocketAddr> {
         return Some(addresses.hostplugin);
     }
     let host = host_header.map(fake_wireserver::endpoint::host_of);
+    // The vector's expected id, when it names one (data: an unknown id is compared later).
     let endpoint = vector
         .expected
         .get("endpoint")
         .and_then(Value::as_str)
-        .unwrap_or("");
+        .and_then(|id| id.parse::<EndpointId>().ok());
     Some(match host {
         Some(IMDS_HOST) => addresses.imds,
         Some(WIRESERVER_HOST) => addresses.wireserver,
-        _ if endpoint.starts_with("imds.") => addresses.imds,
+        _ if endpoint.is_some_and(EndpointId::is_imds) => addresses.imds,
         _ => addresses.wireserver,
     })
 }
