@@ -200,14 +200,8 @@ impl Observation<'_> {
     /// the scenario expects the agent to decide otherwise (`[expect] state`, validated to one
     /// of these combinations when the scenario loads).
     pub fn expected_state(&self, run: &Run) -> (HealthState, Option<SubStatus>) {
-        if let Some(state) = self.scenario.expect.state.as_deref() {
-            let substatus = self
-                .scenario
-                .expect
-                .substatus
-                .as_deref()
-                .map(SubStatus::from);
-            return match (HealthState::from(state), substatus) {
+        if let Some(state) = &self.scenario.expect.state {
+            return match (state, &self.scenario.expect.substatus) {
                 (HealthState::NotReady, Some(SubStatus::Provisioning)) => {
                     (HealthState::NotReady, Some(SubStatus::Provisioning))
                 }

@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use toml::Spanned;
+use wirecheck_oracle::{HealthState, SubStatus};
 
 use crate::agent::{Action, Capability};
 use crate::checks::{self, CheckDef};
@@ -120,9 +121,10 @@ pub struct Expect {
     /// The failure report's `reason` must contain this (e.g. an IMDS error the agent reports
     /// on its own).
     pub reason_contains: Option<String>,
-    /// The health report's state (when the agent decides it, e.g. IMDS unavailable).
-    pub state: Option<String>,
-    pub substatus: Option<String>,
+    /// The health report's state (when the agent decides it, e.g. IMDS unavailable); validated
+    /// to `Ready`, or `NotReady` with a known substatus.
+    pub state: Option<HealthState>,
+    pub substatus: Option<SubStatus>,
 }
 
 /// A loaded, validated scenario.
@@ -530,13 +532,13 @@ impl Scenario {
         let substatus = file.expect.substatus.as_ref();
         let valid_expectation = matches!(
             (
-                state.map(|s| s.get_ref().as_str()),
-                substatus.map(|s| s.get_ref().as_str()),
+                state.map(|s| HealthState::from(s.get_ref().as_str())),
+                substatus.map(|s| SubStatus::from(s.get_ref().as_str())),
             ),
-            (None | Some("Ready"), None)
+            (None | Some(HealthState::Ready), None)
                 | (
-                    Some("NotReady"),
-                    Some("ProvisioningFailed" | "Provisioning")
+                    Some(HealthState::NotReady),
+                    Some(SubStatus::ProvisioningFailed | SubStatus::Provisioning)
                 )
         );
         if !valid_expectation {
@@ -580,8 +582,11 @@ impl Scenario {
             expect: Expect {
                 outcome: file.expect.outcome,
                 reason_contains: file.expect.reason_contains,
-                state: file.expect.state.map(Spanned::into_inner),
-                substatus: file.expect.substatus.map(Spanned::into_inner),
+                state: file.expect.state.map(|s| HealthState::from(s.into_inner())),
+                substatus: file
+                    .expect
+                    .substatus
+                    .map(|s| SubStatus::from(s.into_inner())),
             },
             checks: selected.into_iter().map(|i| &checks::CATALOG[i]).collect(),
             fake,

@@ -220,15 +220,13 @@ mod tests {
     fn kinds(engine: &mut Engine, endpoint: EndpointId, n: usize) -> Vec<String> {
         let now = Instant::now();
         (0..n)
-            .map(
-                |_| match engine.decide(endpoint, IP, now) {
-                    Decision::Default => AnswerKind::Default.to_string(),
-                    Decision::Throttled => AnswerKind::Throttled.to_string(),
-                    Decision::Step { step, action } => {
-                        format!("{}#{}.{}", action.kind(), step.index, step.repeat)
-                    }
-                },
-            )
+            .map(|_| match engine.decide(endpoint, IP, now) {
+                Decision::Default => AnswerKind::Default.to_string(),
+                Decision::Throttled => AnswerKind::Throttled.to_string(),
+                Decision::Step { step, action } => {
+                    format!("{}#{}.{}", action.kind(), step.index, step.repeat)
+                }
+            })
             .collect()
     }
 
@@ -278,7 +276,10 @@ mod tests {
                 "reset#1.3"
             ]
         );
-        assert_eq!(kinds(&mut e, EndpointId::WireserverVersions, 1), ["default"]);
+        assert_eq!(
+            kinds(&mut e, EndpointId::WireserverVersions, 1),
+            ["default"]
+        );
     }
 
     #[test]
