@@ -249,7 +249,7 @@ enum StepKind {
 }
 
 impl StepKind {
-    /// In the order of [`AnswerKind::STEP_KINDS`].
+    /// In the order of [`AnswerKind::STEP_KINDS`] (the order scenario errors list them).
     const ALL: [StepKind; 8] = [
         StepKind::Respond,
         StepKind::Delay,
@@ -261,7 +261,13 @@ impl StepKind {
         StepKind::Slow,
     ];
 
-    fn answer_kind(self) -> AnswerKind {
+    const NAMES: [&'static str; 8] = crate::journal::names_of!(StepKind::ALL, 8);
+
+    const fn as_str(self) -> &'static str {
+        self.answer_kind().as_str()
+    }
+
+    const fn answer_kind(self) -> AnswerKind {
         match self {
             StepKind::Respond => AnswerKind::Respond,
             StepKind::Delay => AnswerKind::Delay,
@@ -277,12 +283,23 @@ impl StepKind {
 
 impl<'de> Deserialize<'de> for StepKind {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        crate::journal::deserialize_name(
-            deserializer,
-            "StepKind",
-            &StepKind::ALL,
-            &AnswerKind::STEP_NAMES,
-        )
+        crate::journal::deserialize_name(deserializer, "StepKind", &StepKind::ALL, &StepKind::NAMES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_kinds_are_the_answer_kinds_of_steps_in_order() {
+        assert_eq!(
+            StepKind::ALL.map(StepKind::answer_kind),
+            AnswerKind::STEP_KINDS
+        );
+        assert!(AnswerKind::STEP_KINDS.iter().all(|k| k.is_step()));
+        let steps = AnswerKind::ALL.iter().filter(|k| k.is_step()).count();
+        assert_eq!(steps, StepKind::ALL.len());
     }
 }
 
@@ -420,7 +437,7 @@ impl RawScenario {
 impl RawStep {
     fn validate(self, ctx: &Ctx, field: &str) -> Result<Step, ScenarioError> {
         let kind = *self.kind.get_ref();
-        let kind_name = kind.answer_kind().as_str();
+        let kind_name = kind.as_str();
         let err = |span: Range<usize>, name: &str, msg: String| {
             ctx.invalid(Some(span), format!("{field}.{name}"), msg)
         };
