@@ -2,7 +2,8 @@
 //! reading of it that checks build on: which run a request belongs to, and how the agent's
 //! profile classifies each answer (success, retryable, fatal).
 
-use fake_wireserver::journal::Entry;
+use fake_wireserver::journal::{AnswerKind, Entry};
+use fake_wireserver::{EndpointId, HealthState, SubStatus};
 use wirecheck_oracle::ServedIds;
 use wirecheck_oracle::kvp::PoolView;
 
@@ -71,9 +72,9 @@ pub enum Service {
 }
 
 pub fn service_of(entry: &Entry) -> Service {
-    if entry.endpoint.starts_with("wireserver.") {
+    if entry.endpoint.is_wireserver() {
         Service::Wireserver
-    } else if entry.endpoint.starts_with("imds.") {
+    } else if entry.endpoint.is_imds() {
         Service::Imds
     } else {
         Service::Other
@@ -81,11 +82,8 @@ pub fn service_of(entry: &Entry) -> Service {
 }
 
 pub fn is_health(entry: &Entry) -> bool {
-    entry.endpoint == HEALTH_JSON || entry.endpoint == HEALTH_XML
+    entry.endpoint.is_health()
 }
-
-const HEALTH_JSON: &str = "wireserver.health.json";
-const HEALTH_XML: &str = "wireserver.health.xml";
 
 /// How the agent's profile says an answer must be treated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,10 +161,10 @@ impl Observation<'_> {
     }
 
     /// The health endpoint of the flow the scenario tests (`agent.protocol`).
-    pub fn flow_endpoint(&self) -> &'static str {
+    pub fn flow_endpoint(&self) -> EndpointId {
         match self.scenario.agent.protocol {
-            Protocol::Json => HEALTH_JSON,
-            Protocol::Xml => HEALTH_XML,
+            Protocol::Json => EndpointId::WireserverHealthJson,
+            Protocol::Xml => EndpointId::WireserverHealthXml,
         }
     }
 
@@ -201,24 +199,28 @@ impl Observation<'_> {
     /// The report state (and substatus) a run must produce: what its action asks for, unless
     /// the scenario expects the agent to decide otherwise (`[expect] state`, validated to one
     /// of these combinations when the scenario loads).
-    pub fn expected_state(&self, run: &Run) -> (&'static str, Option<&'static str>) {
-        if let Some(state) = self.scenario.expect.state.as_deref() {
-            return match (state, self.scenario.expect.substatus.as_deref()) {
-                ("NotReady", Some("Provisioning")) => ("NotReady", Some("Provisioning")),
-                ("NotReady", _) => ("NotReady", Some("ProvisioningFailed")),
-                _ => ("Ready", None),
+    pub fn expected_state(&self, run: &Run) -> (HealthState, Option<SubStatus>) {
+        if let Some(state) = &self.scenario.expect.state {
+            return match (state, &self.scenario.expect.substatus) {
+                (HealthState::NotReady, Some(SubStatus::Provisioning)) => {
+                    (HealthState::NotReady, Some(SubStatus::Provisioning))
+                }
+                (HealthState::NotReady, _) => {
+                    (HealthState::NotReady, Some(SubStatus::ProvisioningFailed))
+                }
+                _ => (HealthState::Ready, None),
             };
         }
         match run.action {
-            Action::Ready => ("Ready", None),
-            Action::Failure => ("NotReady", Some("ProvisioningFailed")),
-            Action::InProgress => ("NotReady", Some("Provisioning")),
+            Action::Ready => (HealthState::Ready, None),
+            Action::Failure => (HealthState::NotReady, Some(SubStatus::ProvisioningFailed)),
+            Action::InProgress => (HealthState::NotReady, Some(SubStatus::Provisioning)),
         }
     }
 
     /// Whether a run's report ends provisioning (Ready or failure), as opposed to in-progress.
     pub fn is_terminal(&self, run: &Run) -> bool {
-        self.expected_state(run).1 != Some("Provisioning")
+        self.expected_state(run).1 != Some(SubStatus::Provisioning)
     }
 
     /// How the profile classifies the answer to `entry`.
@@ -230,13 +232,13 @@ impl Observation<'_> {
             Reaction::Fatal => Class::Fatal(what),
         };
         let took = entry.done_ms.map(|d| d.saturating_sub(entry.at_ms));
-        match entry.answer.kind.as_str() {
-            "hang" => return transport("no answer (hang)".into()),
-            "reset" => return transport("connection reset".into()),
-            "close" => return transport("connection closed without a reply".into()),
-            "malformed" => return transport("malformed HTTP reply".into()),
-            "partial" => return transport("reply cut short".into()),
-            "delay" | "slow" if took.is_some_and(|t| t > timeout_ms + 100) => {
+        match entry.answer.kind {
+            AnswerKind::Hang => return transport("no answer (hang)".into()),
+            AnswerKind::Reset => return transport("connection reset".into()),
+            AnswerKind::Close => return transport("connection closed without a reply".into()),
+            AnswerKind::Malformed => return transport("malformed HTTP reply".into()),
+            AnswerKind::Partial => return transport("reply cut short".into()),
+            AnswerKind::Delay | AnswerKind::Slow if took.is_some_and(|t| t > timeout_ms + 100) => {
                 return transport(format!(
                     "reply took {} ms, longer than the {} ms request timeout",
                     took.unwrap_or_default(),
@@ -249,7 +251,7 @@ impl Observation<'_> {
             return transport(format!("no status ({})", entry.answer.kind));
         };
         if (200..300).contains(&status) {
-            if entry.endpoint == "wireserver.goalstate"
+            if entry.endpoint == EndpointId::WireserverGoalstate
                 && self.scripted_body_is_broken_goal_state(entry)
             {
                 return Class::Retryable("a malformed goal state".into());
@@ -287,7 +289,7 @@ impl Observation<'_> {
     /// True when the 403 answer carried the platform's throttle body: from the rate limiter,
     /// or a scripted step with the `throttled` preset / a `RequestRateLimitExceeded` body.
     pub fn is_throttle_reply(&self, entry: &Entry) -> bool {
-        if entry.answer.kind == "throttled" {
+        if entry.answer.kind == AnswerKind::Throttled {
             return true;
         }
         use fake_wireserver::Preset;
@@ -329,7 +331,7 @@ impl Observation<'_> {
 
     /// Whether the answer was scripted (a fault the scenario injected).
     pub fn is_injected(&self, entry: &Entry) -> bool {
-        entry.answer.step.is_some() || entry.answer.kind == "throttled"
+        entry.answer.step.is_some() || entry.answer.kind == AnswerKind::Throttled
     }
 }
 
@@ -340,11 +342,10 @@ pub fn request_line(entry: &Entry) -> String {
 
 /// What the fake answered, short: `201`, `403 (throttled)`, `hang`.
 pub fn answer_label(entry: &Entry) -> String {
-    match (entry.answer.kind.as_str(), entry.answer.status) {
-        ("throttled", Some(s)) => format!("{s} (throttled)"),
-        ("respond" | "default", Some(s)) => s.to_string(),
+    match (entry.answer.kind, entry.answer.status) {
+        (AnswerKind::Respond | AnswerKind::Default, Some(s)) => s.to_string(),
         (kind, Some(s)) => format!("{s} ({kind})"),
-        (kind, None) => kind.to_owned(),
+        (kind, None) => kind.to_string(),
     }
 }
 

@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use toml::Spanned;
+use wirecheck_oracle::{HealthState, SubStatus};
 
 use crate::agent::{Action, Capability};
 use crate::catalog::{self, CheckId};
@@ -121,9 +122,10 @@ pub struct Expect {
     /// The failure report's `reason` must contain this (e.g. an IMDS error the agent reports
     /// on its own).
     pub reason_contains: Option<String>,
-    /// The health report's state (when the agent decides it, e.g. IMDS unavailable).
-    pub state: Option<String>,
-    pub substatus: Option<String>,
+    /// The health report's state (when the agent decides it, e.g. IMDS unavailable); validated
+    /// to `Ready`, or `NotReady` with a known substatus.
+    pub state: Option<HealthState>,
+    pub substatus: Option<SubStatus>,
 }
 
 /// A loaded, validated scenario.
@@ -629,13 +631,13 @@ impl Validate<'_> {
         let substatus = e.substatus.as_ref();
         let valid = matches!(
             (
-                state.map(|s| s.get_ref().as_str()),
-                substatus.map(|s| s.get_ref().as_str()),
+                state.map(|s| HealthState::from(s.get_ref().as_str())),
+                substatus.map(|s| SubStatus::from(s.get_ref().as_str())),
             ),
-            (None | Some("Ready"), None)
+            (None | Some(HealthState::Ready), None)
                 | (
-                    Some("NotReady"),
-                    Some("ProvisioningFailed" | "Provisioning")
+                    Some(HealthState::NotReady),
+                    Some(SubStatus::ProvisioningFailed | SubStatus::Provisioning)
                 )
         );
         if !valid {
@@ -649,8 +651,8 @@ impl Validate<'_> {
         Ok(Expect {
             outcome: e.outcome,
             reason_contains: e.reason_contains,
-            state: e.state.map(Spanned::into_inner),
-            substatus: e.substatus.map(Spanned::into_inner),
+            state: e.state.map(|s| HealthState::from(s.into_inner())),
+            substatus: e.substatus.map(|s| SubStatus::from(s.into_inner())),
         })
     }
 }

@@ -1,6 +1,8 @@
 //! The request timeline of a scenario run (for the report's SVG): requests and answers from the
 //! journal, injected faults marked, the budget, the deadline and the agent's exit.
 
+use fake_wireserver::AnswerKind;
+
 use crate::exec::Exit;
 use crate::observe::{Observation, answer_label};
 use crate::results::{RunEnd, Timeline, TimelineEvent};
@@ -14,12 +16,12 @@ pub fn build(obs: &Observation) -> Timeline {
             at_ms: e.at_ms,
             done_ms: e.done_ms,
             closed_ms: e.client_closed_ms,
-            endpoint: e.endpoint.clone(),
+            endpoint: e.endpoint.to_string(),
             label: format!("{} {}", e.method, short_target(&e.target)),
             answer: answer_label(e),
             fault: obs.is_injected(e)
                 && (e.answer.status.is_none_or(|s| s >= 400)
-                    || !matches!(e.answer.kind.as_str(), "respond" | "default")),
+                    || !matches!(e.answer.kind, AnswerKind::Respond | AnswerKind::Default)),
         })
         .collect();
     let last = obs.runs.last();

@@ -179,6 +179,81 @@ impl EndpointId {
     }
 }
 
+impl EndpointId {
+    /// The service the request reached (`None` for [`EndpointId::ProxyUnknownHost`]: the proxy
+    /// answered it itself). A request through the proxy still has its service's id.
+    pub const fn service(self) -> Option<Service> {
+        match self {
+            EndpointId::WireserverVersions
+            | EndpointId::WireserverGoalstate
+            | EndpointId::WireserverConfig
+            | EndpointId::WireserverConfigHosting
+            | EndpointId::WireserverConfigExtensions
+            | EndpointId::WireserverCertificates
+            | EndpointId::WireserverHealthXml
+            | EndpointId::WireserverHealthJson
+            | EndpointId::WireserverTelemetry
+            | EndpointId::WireserverRoleProperties
+            | EndpointId::WireserverHealthService
+            | EndpointId::WireserverMetadata
+            | EndpointId::WireserverUnknown => Some(Service::Wireserver),
+            EndpointId::HostpluginVmsettings
+            | EndpointId::HostpluginVersions
+            | EndpointId::HostpluginHealth
+            | EndpointId::HostpluginStatus
+            | EndpointId::HostpluginUnknown => Some(Service::HostPlugin),
+            EndpointId::ImdsInstance
+            | EndpointId::ImdsVersions
+            | EndpointId::ImdsReprovisiondata
+            | EndpointId::ImdsUnknown => Some(Service::Imds),
+            EndpointId::ProxyUnknownHost => None,
+        }
+    }
+
+    /// A wireserver endpoint (`wireserver.*`).
+    pub const fn is_wireserver(self) -> bool {
+        matches!(self.service(), Some(Service::Wireserver))
+    }
+
+    /// An IMDS endpoint (`imds.*`).
+    pub const fn is_imds(self) -> bool {
+        matches!(self.service(), Some(Service::Imds))
+    }
+
+    /// A HostGAPlugin endpoint (`hostplugin.*`).
+    pub const fn is_hostplugin(self) -> bool {
+        matches!(self.service(), Some(Service::HostPlugin))
+    }
+
+    /// One of the two health report endpoints (`wireserver.health.xml`, `wireserver.health.json`).
+    pub const fn is_health(self) -> bool {
+        matches!(
+            self,
+            EndpointId::WireserverHealthXml | EndpointId::WireserverHealthJson
+        )
+    }
+
+    /// A request the fake could not place: `*.unknown` of a service, or the proxy's unknown host.
+    pub const fn is_unknown(self) -> bool {
+        matches!(
+            self,
+            EndpointId::WireserverUnknown
+                | EndpointId::HostpluginUnknown
+                | EndpointId::ImdsUnknown
+                | EndpointId::ProxyUnknownHost
+        )
+    }
+
+    /// The `*.unknown` id of a service: what a request the service cannot place is journaled as.
+    pub const fn unknown_of(service: Service) -> EndpointId {
+        match service {
+            Service::Wireserver => EndpointId::WireserverUnknown,
+            Service::Imds => EndpointId::ImdsUnknown,
+            Service::HostPlugin => EndpointId::HostpluginUnknown,
+        }
+    }
+}
+
 impl fmt::Display for EndpointId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -205,24 +280,6 @@ impl<'de> Deserialize<'de> for EndpointId {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let s = <Cow<'de, str>>::deserialize(deserializer)?;
         s.parse().map_err(serde::de::Error::custom)
-    }
-}
-
-impl PartialEq<str> for EndpointId {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for EndpointId {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl PartialEq<EndpointId> for String {
-    fn eq(&self, other: &EndpointId) -> bool {
-        self == other.as_str()
     }
 }
 
@@ -285,9 +342,9 @@ pub const HOSTPLUGIN_PORT: u16 = 32526;
 /// The address agents use for IMDS (never contacted by the fake itself).
 pub const IMDS_HOST: &str = "169.254.169.254";
 
-/// The two services the fake impersonates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Service {
+/// The services the fake impersonates ([`EndpointId::service`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Service {
     /// `168.63.129.16:80`.
     Wireserver,
     /// `169.254.169.254:80`.
@@ -432,21 +489,21 @@ impl Patterns {
 }
 
 /// Wireserver `comp` values the fake knows.
-fn wireserver_comp(comp: &str) -> Option<&'static str> {
+fn wireserver_comp(comp: &str) -> Option<EndpointId> {
     match comp {
-        "versions" => Some(WIRESERVER_VERSIONS),
-        "goalstate" => Some(WIRESERVER_GOALSTATE),
-        "health" => Some(WIRESERVER_HEALTH_XML),
-        "telemetrydata" => Some(WIRESERVER_TELEMETRY),
-        "config" => Some(WIRESERVER_CONFIG),
-        "roleProperties" | "roleproperties" => Some(WIRESERVER_ROLE_PROPERTIES),
-        "certificates" => Some(WIRESERVER_CERTIFICATES),
+        "versions" => Some(EndpointId::WireserverVersions),
+        "goalstate" => Some(EndpointId::WireserverGoalstate),
+        "health" => Some(EndpointId::WireserverHealthXml),
+        "telemetrydata" => Some(EndpointId::WireserverTelemetry),
+        "config" => Some(EndpointId::WireserverConfig),
+        "roleProperties" | "roleproperties" => Some(EndpointId::WireserverRoleProperties),
+        "certificates" => Some(EndpointId::WireserverCertificates),
         _ => None,
     }
 }
 
 /// The endpoint id of a request that reached `service`.
-pub(crate) fn classify(service: Service, path: &str, query: &[QueryPair]) -> &'static str {
+pub(crate) fn classify(service: Service, path: &str, query: &[QueryPair]) -> EndpointId {
     let comp = query
         .iter()
         .find(|(k, _)| k == "comp")
@@ -454,48 +511,48 @@ pub(crate) fn classify(service: Service, path: &str, query: &[QueryPair]) -> &'s
     match service {
         Service::Wireserver => {
             if path == "/provisioning/health" {
-                return WIRESERVER_HEALTH_JSON;
+                return EndpointId::WireserverHealthJson;
             }
             // WALA's health service and its IMDS fallback (docs/protocol.md §1.1, §9.1).
             if path == "/HealthService" {
-                return WIRESERVER_HEALTH_SERVICE;
+                return EndpointId::WireserverHealthService;
             }
             if path == "/metadata" || path.starts_with("/metadata/") {
-                return WIRESERVER_METADATA;
+                return EndpointId::WireserverMetadata;
             }
             let comp_id = match comp.and_then(wireserver_comp) {
-                Some(WIRESERVER_CONFIG) => Some(config_id(query)),
+                Some(EndpointId::WireserverConfig) => Some(config_id(query)),
                 other => other,
             };
             match path {
                 // The routing rule (docs/protocol.md §1.1): `/`, `/machine`, `/machine/` alike.
-                "/" | "/machine" | "/machine/" => comp_id.unwrap_or(WIRESERVER_UNKNOWN),
+                "/" | "/machine" | "/machine/" => comp_id.unwrap_or(EndpointId::WireserverUnknown),
                 // Config and certificate URLs named in the goal state: /machine/{container}/{role}.
                 p if p.starts_with("/machine/") => match comp_id {
                     Some(
-                        id @ (WIRESERVER_CONFIG
-                        | WIRESERVER_CONFIG_HOSTING
-                        | WIRESERVER_CONFIG_EXTENSIONS
-                        | WIRESERVER_CERTIFICATES),
+                        id @ (EndpointId::WireserverConfig
+                        | EndpointId::WireserverConfigHosting
+                        | EndpointId::WireserverConfigExtensions
+                        | EndpointId::WireserverCertificates),
                     ) => id,
-                    _ => WIRESERVER_UNKNOWN,
+                    _ => EndpointId::WireserverUnknown,
                 },
-                _ => WIRESERVER_UNKNOWN,
+                _ => EndpointId::WireserverUnknown,
             }
         }
         Service::Imds => match path.trim_end_matches('/') {
-            "/metadata/instance" => IMDS_INSTANCE,
-            p if p.starts_with("/metadata/instance/") => IMDS_INSTANCE,
-            "/metadata/versions" => IMDS_VERSIONS,
-            "/metadata/reprovisiondata" => IMDS_REPROVISIONDATA,
-            _ => IMDS_UNKNOWN,
+            "/metadata/instance" => EndpointId::ImdsInstance,
+            p if p.starts_with("/metadata/instance/") => EndpointId::ImdsInstance,
+            "/metadata/versions" => EndpointId::ImdsVersions,
+            "/metadata/reprovisiondata" => EndpointId::ImdsReprovisiondata,
+            _ => EndpointId::ImdsUnknown,
         },
         Service::HostPlugin => match path {
-            "/vmSettings" => HOSTPLUGIN_VMSETTINGS,
-            "/versions" => HOSTPLUGIN_VERSIONS,
-            "/health" => HOSTPLUGIN_HEALTH,
-            "/status" => HOSTPLUGIN_STATUS,
-            _ => HOSTPLUGIN_UNKNOWN,
+            "/vmSettings" => EndpointId::HostpluginVmsettings,
+            "/versions" => EndpointId::HostpluginVersions,
+            "/health" => EndpointId::HostpluginHealth,
+            "/status" => EndpointId::HostpluginStatus,
+            _ => EndpointId::HostpluginUnknown,
         },
     }
 }
@@ -503,15 +560,19 @@ pub(crate) fn classify(service: Service, path: &str, query: &[QueryPair]) -> &'s
 /// Which config document a `comp=config` request names: `type=hostingEnvironmentConfig` and
 /// `type=extensionsConfig` have ids of their own (so a scenario can break each);
 /// `sharedConfig` and any other type stay `wireserver.config`.
-fn config_id(query: &[QueryPair]) -> &'static str {
+fn config_id(query: &[QueryPair]) -> EndpointId {
     let kind = query
         .iter()
         .find(|(k, _)| k == "type")
         .map(|(_, v)| v.as_ref());
     match kind {
-        Some(t) if t.eq_ignore_ascii_case("hostingEnvironmentConfig") => WIRESERVER_CONFIG_HOSTING,
-        Some(t) if t.eq_ignore_ascii_case("extensionsConfig") => WIRESERVER_CONFIG_EXTENSIONS,
-        _ => WIRESERVER_CONFIG,
+        Some(t) if t.eq_ignore_ascii_case("hostingEnvironmentConfig") => {
+            EndpointId::WireserverConfigHosting
+        }
+        Some(t) if t.eq_ignore_ascii_case("extensionsConfig") => {
+            EndpointId::WireserverConfigExtensions
+        }
+        _ => EndpointId::WireserverConfig,
     }
 }
 
@@ -548,11 +609,11 @@ mod tests {
         for path in ["/", "/machine", "/machine/"] {
             assert_eq!(
                 classify(Service::Wireserver, path, &q("comp=goalstate")),
-                WIRESERVER_GOALSTATE
+                EndpointId::WireserverGoalstate
             );
             assert_eq!(
                 classify(Service::Wireserver, path, &q("comp=health")),
-                WIRESERVER_HEALTH_XML
+                EndpointId::WireserverHealthXml
             );
         }
         assert_eq!(
@@ -561,31 +622,31 @@ mod tests {
                 "/machine/c/vm",
                 &q("comp=config&type=sharedConfig")
             ),
-            WIRESERVER_CONFIG
+            EndpointId::WireserverConfig
         );
         assert_eq!(
             classify(Service::Wireserver, "/provisioning/health", &[]),
-            WIRESERVER_HEALTH_JSON
+            EndpointId::WireserverHealthJson
         );
         assert_eq!(
             classify(Service::Wireserver, "/nope", &[]),
-            WIRESERVER_UNKNOWN
+            EndpointId::WireserverUnknown
         );
         assert_eq!(
             classify(Service::Wireserver, "/machine/x", &q("comp=health")),
-            WIRESERVER_UNKNOWN
+            EndpointId::WireserverUnknown
         );
         assert_eq!(
             classify(Service::Imds, "/metadata/instance/compute/name", &[]),
-            IMDS_INSTANCE
+            EndpointId::ImdsInstance
         );
         assert_eq!(
             classify(Service::Imds, "/metadata/instance/", &[]),
-            IMDS_INSTANCE
+            EndpointId::ImdsInstance
         );
         assert_eq!(
             classify(Service::Imds, "/metadata/identity", &[]),
-            IMDS_UNKNOWN
+            EndpointId::ImdsUnknown
         );
     }
 
@@ -597,45 +658,74 @@ mod tests {
                 "/machine/c/r",
                 "comp=config&type=hostingEnvironmentConfig&incarnation=1"
             ),
-            WIRESERVER_CONFIG_HOSTING
+            EndpointId::WireserverConfigHosting
         );
         assert_eq!(
             ws(
                 "/machine/c/r",
                 "comp=config&type=extensionsConfig&incarnation=1"
             ),
-            WIRESERVER_CONFIG_EXTENSIONS
+            EndpointId::WireserverConfigExtensions
         );
         assert_eq!(
             ws(
                 "/machine/c/r",
                 "comp=config&type=sharedConfig&incarnation=1"
             ),
-            WIRESERVER_CONFIG
+            EndpointId::WireserverConfig
         );
         assert_eq!(
             ws("/machine", "comp=roleProperties"),
-            WIRESERVER_ROLE_PROPERTIES
+            EndpointId::WireserverRoleProperties
         );
-        assert_eq!(ws("/machine", "comp=telemetrydata"), WIRESERVER_TELEMETRY);
-        assert_eq!(ws("/HealthService", ""), WIRESERVER_HEALTH_SERVICE);
+        assert_eq!(
+            ws("/machine", "comp=telemetrydata"),
+            EndpointId::WireserverTelemetry
+        );
+        assert_eq!(
+            ws("/HealthService", ""),
+            EndpointId::WireserverHealthService
+        );
         assert_eq!(
             ws("/metadata/instance/compute", "api-version=2018-02-01"),
-            WIRESERVER_METADATA
+            EndpointId::WireserverMetadata
         );
-        assert_eq!(ws("/metadataX", ""), WIRESERVER_UNKNOWN);
+        assert_eq!(ws("/metadataX", ""), EndpointId::WireserverUnknown);
         let hp = |path| classify(Service::HostPlugin, path, &[]);
-        assert_eq!(hp("/vmSettings"), HOSTPLUGIN_VMSETTINGS);
-        assert_eq!(hp("/versions"), HOSTPLUGIN_VERSIONS);
-        assert_eq!(hp("/health"), HOSTPLUGIN_HEALTH);
-        assert_eq!(hp("/status"), HOSTPLUGIN_STATUS);
-        assert_eq!(hp("/extensionArtifact"), HOSTPLUGIN_UNKNOWN);
+        assert_eq!(hp("/vmSettings"), EndpointId::HostpluginVmsettings);
+        assert_eq!(hp("/versions"), EndpointId::HostpluginVersions);
+        assert_eq!(hp("/health"), EndpointId::HostpluginHealth);
+        assert_eq!(hp("/status"), EndpointId::HostpluginStatus);
+        assert_eq!(hp("/extensionArtifact"), EndpointId::HostpluginUnknown);
         // A glob covers every config document.
         assert!(pattern_matches(
             "wireserver.config*",
             WIRESERVER_CONFIG_HOSTING
         ));
         assert!(pattern_matches("hostplugin.*", HOSTPLUGIN_STATUS));
+    }
+
+    #[test]
+    fn typed_questions_agree_with_the_id_strings() {
+        for id in EndpointId::ALL {
+            let s = id.as_str();
+            assert_eq!(id.is_wireserver(), s.starts_with("wireserver."), "{s}");
+            assert_eq!(id.is_imds(), s.starts_with("imds."), "{s}");
+            assert_eq!(id.is_hostplugin(), s.starts_with("hostplugin."), "{s}");
+            assert_eq!(id.service().is_none(), s.starts_with("proxy."), "{s}");
+            assert_eq!(
+                id.is_unknown(),
+                s.ends_with(".unknown") || s == "proxy.unknown-host",
+                "{s}"
+            );
+            assert_eq!(id.is_health(), s.starts_with("wireserver.health."), "{s}");
+            assert_eq!(s.parse::<EndpointId>(), Ok(id));
+            if let Some(service) = id.service() {
+                assert_eq!(EndpointId::unknown_of(service).service(), Some(service));
+                assert!(EndpointId::unknown_of(service).is_unknown());
+            }
+        }
+        assert_eq!(ENDPOINT_IDS, EndpointId::ALL.map(EndpointId::as_str));
     }
 
     #[test]

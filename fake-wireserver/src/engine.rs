@@ -11,7 +11,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::documents::Documents;
-use crate::endpoint::Patterns;
+use crate::endpoint::{EndpointId, Patterns};
 use crate::journal::StepRef;
 use crate::oracle::ServedIds;
 use crate::scenario::{Action, EndPolicy, Scenario, TriggerAction};
@@ -118,7 +118,13 @@ impl Engine {
         self.triggers_passed(TriggerAction::ReprovisionAvailable, now) > 0
     }
 
-    pub(crate) fn decide(&mut self, endpoint: &str, client: IpAddr, now: Instant) -> Decision {
+    pub(crate) fn decide(
+        &mut self,
+        endpoint: EndpointId,
+        client: IpAddr,
+        now: Instant,
+    ) -> Decision {
+        let endpoint = endpoint.as_str();
         if let Some(rate) = self.rate.as_mut()
             && rate.patterns.matches(endpoint)
             && !rate.admit(client, now)
@@ -205,17 +211,18 @@ impl RateState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::journal::AnswerKind;
     use crate::scenario::{Preset, Step};
     use std::net::Ipv4Addr;
 
     const IP: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
-    fn kinds(engine: &mut Engine, endpoint: &str, n: usize) -> Vec<String> {
+    fn kinds(engine: &mut Engine, endpoint: EndpointId, n: usize) -> Vec<String> {
         let now = Instant::now();
         (0..n)
             .map(|_| match engine.decide(endpoint, IP, now) {
-                Decision::Default => "default".to_owned(),
-                Decision::Throttled => "throttled".to_owned(),
+                Decision::Default => AnswerKind::Default.to_string(),
+                Decision::Throttled => AnswerKind::Throttled.to_string(),
                 Decision::Step { step, action } => {
                     format!("{}#{}.{}", action.kind(), step.index, step.repeat)
                 }
@@ -238,7 +245,7 @@ mod tests {
     fn end_policies() {
         let mut e = Engine::new(plan(EndPolicy::Default), Instant::now());
         assert_eq!(
-            kinds(&mut e, "wireserver.goalstate", 5),
+            kinds(&mut e, EndpointId::WireserverGoalstate, 5),
             [
                 "respond#0.1",
                 "respond#0.2",
@@ -249,7 +256,7 @@ mod tests {
         );
         let mut e = Engine::new(plan(EndPolicy::Cycle), Instant::now());
         assert_eq!(
-            kinds(&mut e, "wireserver.goalstate", 5),
+            kinds(&mut e, EndpointId::WireserverGoalstate, 5),
             [
                 "respond#0.1",
                 "respond#0.2",
@@ -260,7 +267,7 @@ mod tests {
         );
         let mut e = Engine::new(plan(EndPolicy::RepeatLast), Instant::now());
         assert_eq!(
-            kinds(&mut e, "wireserver.goalstate", 5),
+            kinds(&mut e, EndpointId::WireserverGoalstate, 5),
             [
                 "respond#0.1",
                 "respond#0.2",
@@ -269,7 +276,10 @@ mod tests {
                 "reset#1.3"
             ]
         );
-        assert_eq!(kinds(&mut e, "wireserver.versions", 1), ["default"]);
+        assert_eq!(
+            kinds(&mut e, EndpointId::WireserverVersions, 1),
+            ["default"]
+        );
     }
 
     #[test]
@@ -281,19 +291,19 @@ mod tests {
         );
         let a = kinds(
             &mut Engine::new(scenario.clone(), Instant::now()),
-            "imds.instance",
+            EndpointId::ImdsInstance,
             64,
         );
         let b = kinds(
             &mut Engine::new(scenario.clone(), Instant::now()),
-            "imds.instance",
+            EndpointId::ImdsInstance,
             64,
         );
         assert_eq!(a, b);
         assert!(a.iter().any(|k| k == "default") && a.iter().any(|k| k.starts_with("close")));
         let c = kinds(
             &mut Engine::new(scenario.seed(8), Instant::now()),
-            "imds.instance",
+            EndpointId::ImdsInstance,
             64,
         );
         assert_ne!(a, c);
@@ -304,13 +314,13 @@ mod tests {
         let scenario = Scenario::new().rate_limit(2, 10.0, ["wireserver.*"]);
         let mut e = Engine::new(scenario, Instant::now());
         assert_eq!(
-            kinds(&mut e, "wireserver.goalstate", 3),
+            kinds(&mut e, EndpointId::WireserverGoalstate, 3),
             ["default", "default", "throttled"]
         );
-        assert_eq!(kinds(&mut e, "imds.instance", 3), ["default"; 3]);
+        assert_eq!(kinds(&mut e, EndpointId::ImdsInstance, 3), ["default"; 3]);
         let later = Instant::now() + Duration::from_secs(11);
         assert_eq!(
-            e.decide("wireserver.goalstate", IP, later),
+            e.decide(EndpointId::WireserverGoalstate, IP, later),
             Decision::Default
         );
     }
@@ -333,7 +343,7 @@ mod tests {
         });
         let mut e = Engine::new(scenario, Instant::now());
         assert_eq!(
-            kinds(&mut e, "imds.instance", 2),
+            kinds(&mut e, EndpointId::ImdsInstance, 2),
             ["delay#0.1", "throttled"]
         );
         assert_eq!(crate::scenario::seconds(-1.0), Duration::ZERO);
@@ -350,7 +360,7 @@ mod tests {
                 steps: Vec::new(),
             });
             let mut e = Engine::new(scenario.clone(), Instant::now());
-            assert_eq!(kinds(&mut e, "imds.instance", 2), ["default"; 2]);
+            assert_eq!(kinds(&mut e, EndpointId::ImdsInstance, 2), ["default"; 2]);
             scenario.endpoints.clear();
         }
     }

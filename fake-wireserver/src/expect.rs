@@ -29,7 +29,7 @@ use std::ops::{RangeFrom, RangeInclusive, RangeToInclusive};
 use crate::EndpointId;
 use crate::endpoint::{IntoEndpointPattern, UnknownEndpoint};
 use crate::journal::Entry;
-use crate::oracle::health::{KNOWN_STATES, KNOWN_SUBSTATUSES};
+use crate::oracle::health::{HealthState, KNOWN_STATES, KNOWN_SUBSTATUSES, SubStatus};
 
 /// Panics, at the caller of `method`, when `value` is not one of `known`.
 #[track_caller]
@@ -125,8 +125,8 @@ enum Subject {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expectation {
     subject: Subject,
-    state: Option<String>,
-    substatus: Option<String>,
+    state: Option<HealthState>,
+    substatus: Option<SubStatus>,
     status: Option<u16>,
     times: Times,
 }
@@ -174,7 +174,7 @@ impl Expectation {
     #[track_caller]
     pub fn state(mut self, state: &str) -> Self {
         known("Expectation::state", "state", state, &KNOWN_STATES);
-        self.state = Some(state.to_owned());
+        self.state = Some(HealthState::from(state));
         self
     }
 
@@ -189,7 +189,7 @@ impl Expectation {
             substatus,
             &KNOWN_SUBSTATUSES,
         );
-        self.substatus = Some(substatus.to_owned());
+        self.substatus = Some(SubStatus::from(substatus));
         self
     }
 
@@ -230,7 +230,9 @@ impl Expectation {
 
     fn matches(&self, e: &Entry) -> bool {
         let subject = match &self.subject {
-            Subject::Requests(pattern) => crate::endpoint::pattern_matches(pattern, &e.endpoint),
+            Subject::Requests(pattern) => {
+                crate::endpoint::pattern_matches(pattern, e.endpoint.as_str())
+            }
             Subject::HealthReports => e.report.is_some(),
         };
         let report = e.report.as_ref();
@@ -262,9 +264,9 @@ impl Expectation {
                     .map(|r| {
                         format!(
                             " [{}{}]",
-                            r.state.as_deref().unwrap_or("?"),
+                            r.state.as_ref().map_or("?", HealthState::as_str),
                             r.substatus
-                                .as_deref()
+                                .as_ref()
                                 .map(|s| format!("/{s}"))
                                 .unwrap_or_default()
                         )
@@ -279,7 +281,7 @@ impl Expectation {
                     e.answer
                         .status
                         .map(|s| s.to_string())
-                        .unwrap_or_else(|| e.answer.kind.clone())
+                        .unwrap_or_else(|| e.answer.kind.to_string())
                 )
             })
             .collect();

@@ -14,10 +14,11 @@ use tokio::task::JoinHandle;
 use crate::documents::Addresses;
 use crate::expect::Expectation;
 use crate::http1::Limits;
+use crate::journal::Listener;
 use crate::journal::{DEFAULT_CAPACITY, DEFAULT_MAX_BYTES, Entry, Journal, JournalStats};
 use crate::oracle::ServedIds;
 use crate::scenario::{Scenario, ScenarioError};
-use crate::server::{EngineSlot, ListenerKind, Shared, accept_loop};
+use crate::server::{EngineSlot, Shared, accept_loop};
 use crate::sync::lock;
 
 /// Bodies over this many bytes are refused with 413 (default).
@@ -302,10 +303,10 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
                 })
         };
     let agent_listeners = [
-        (ListenerKind::Wireserver, listeners.wireserver),
-        (ListenerKind::Imds, listeners.imds),
-        (ListenerKind::HostPlugin, listeners.hostplugin),
-        (ListenerKind::Proxy, listeners.proxy),
+        (Listener::Wireserver, listeners.wireserver),
+        (Listener::Imds, listeners.imds),
+        (Listener::HostPlugin, listeners.hostplugin),
+        (Listener::Proxy, listeners.proxy),
     ];
     let count = agent_listeners.iter().filter(|(_, l)| l.is_some()).count();
     // Descriptors run out before the cap under a low open-file limit: `accept` would fail
@@ -325,18 +326,18 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
     }
     for (kind, listener) in agent_listeners {
         let Some(listener) = listener else { continue };
-        let listener = to_tokio(kind.name(), listener)?;
+        let listener = to_tokio(kind.as_str(), listener)?;
         let addr = listener
             .local_addr()
             .map_err(|source| FakeError::Listener {
-                listener: kind.name(),
+                listener: kind.as_str(),
                 source,
             })?;
         match kind {
-            ListenerKind::Wireserver => addrs.wireserver = Some(addr),
-            ListenerKind::Imds => addrs.imds = Some(addr),
-            ListenerKind::HostPlugin => addrs.hostplugin = Some(addr),
-            ListenerKind::Proxy => addrs.proxy = Some(addr),
+            Listener::Wireserver => addrs.wireserver = Some(addr),
+            Listener::Imds => addrs.imds = Some(addr),
+            Listener::HostPlugin => addrs.hostplugin = Some(addr),
+            Listener::Proxy => addrs.proxy = Some(addr),
         }
         tasks.push(tokio::spawn(accept_loop(
             shared.clone(),

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 
 use crate::documents::{HOSTPLUGIN_VERSIONS_JSON, JSON_CONTENT_TYPE};
-use crate::endpoint::{self, Service};
+use crate::endpoint::{self, EndpointId, Service};
 
 /// The HostGAPlugin's default answers as an axum router (no sockets needed).
 pub fn router() -> Router {
@@ -44,16 +44,16 @@ fn only(method: &Method, allowed: Method, ok: Response) -> Response {
 async fn answer(method: Method, uri: Uri) -> Response {
     match endpoint::classify(Service::HostPlugin, uri.path(), &[]) {
         // Fast Track off: "vmSettings is not supported" (WALA asks again after 6 h).
-        endpoint::HOSTPLUGIN_VMSETTINGS => {
+        EndpointId::HostpluginVmsettings => {
             only(&method, Method::GET, reply(StatusCode::NOT_FOUND, ""))
         }
-        endpoint::HOSTPLUGIN_VERSIONS => only(
+        EndpointId::HostpluginVersions => only(
             &method,
             Method::GET,
             reply(StatusCode::OK, HOSTPLUGIN_VERSIONS_JSON.trim_end()),
         ),
-        endpoint::HOSTPLUGIN_HEALTH => only(&method, Method::GET, reply(StatusCode::OK, "")),
-        endpoint::HOSTPLUGIN_STATUS => only(&method, Method::PUT, reply(StatusCode::OK, "")),
+        EndpointId::HostpluginHealth => only(&method, Method::GET, reply(StatusCode::OK, "")),
+        EndpointId::HostpluginStatus => only(&method, Method::PUT, reply(StatusCode::OK, "")),
         _ => reply(StatusCode::NOT_FOUND, ""),
     }
 }

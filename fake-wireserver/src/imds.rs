@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::context::RequestCtx;
 use crate::documents::{JSON_CONTENT_TYPE, TEXT_CONTENT_TYPE, XML_CONTENT_TYPE};
-use crate::endpoint::{self, QueryPair, Service};
+use crate::endpoint::{self, EndpointId, QueryPair, Service};
 use crate::inspect::{ImdsRefusal, RequestView, imds_api_versions, imds_refusal};
 
 /// IMDS's default answers as an axum router (the connection loop skips it for the same answers).
@@ -145,7 +145,7 @@ pub(crate) fn answer(
     if let Some(refusal) = imds_refusal(&view) {
         return refusal_response(&refusal);
     }
-    if id == endpoint::IMDS_UNKNOWN {
+    if id == EndpointId::ImdsUnknown {
         return error(StatusCode::NOT_FOUND, "Not found");
     }
     if method != Method::GET.as_str() {
@@ -160,12 +160,12 @@ pub(crate) fn answer(
             .map(|(_, v)| v.as_ref())
     };
     match id {
-        endpoint::IMDS_VERSIONS => with_type(
+        EndpointId::ImdsVersions => with_type(
             StatusCode::OK,
             JSON_CONTENT_TYPE,
             crate::documents::IMDS_VERSIONS_JSON.trim().to_owned(),
         ),
-        endpoint::IMDS_REPROVISIONDATA => {
+        EndpointId::ImdsReprovisiondata => {
             if ctx.reprovision_available {
                 with_type(
                     StatusCode::OK,

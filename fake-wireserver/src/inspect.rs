@@ -7,6 +7,7 @@
 //! `api-version`, duplicate parameters, `X-Forwarded-For`); it records them.
 
 use crate::endpoint::*;
+use crate::EndpointId;
 use crate::journal::Entry;
 use crate::oracle::{Finding, Severity};
 
@@ -30,7 +31,7 @@ pub fn imds_api_versions() -> &'static [String] {
 
 pub(crate) struct RequestView<'a> {
     pub service: Service,
-    pub endpoint: &'static str,
+    pub endpoint: EndpointId,
     pub method: &'a str,
     pub path: &'a str,
     pub query: &'a [QueryPair<'a>],
@@ -90,7 +91,7 @@ fn imds_refusals(view: &RequestView) -> Vec<ImdsRefusal> {
         out.push(ImdsRefusal::DuplicateQuery(k.to_string()));
     }
     // `/metadata/versions` is the one IMDS path served without an api-version.
-    if view.endpoint != IMDS_VERSIONS {
+    if view.endpoint != EndpointId::ImdsVersions {
         match view.query_value("api-version") {
             None => out.push(ImdsRefusal::ApiVersionMissing),
             Some(v) if !imds_api_versions().iter().any(|s| s == v) => {
@@ -309,62 +310,62 @@ const NONE: Rules = Rules {
 const MACHINE: &[&str] = &["/machine", "/machine/"];
 
 /// The per-endpoint table (docs/protocol.md §1.1, §2).
-fn rules(endpoint: &str) -> Rules {
+fn rules(endpoint: EndpointId) -> Rules {
     let get = Some("GET");
     let post = Some("POST");
     let xml = Some(("text/xml", Severity::Warning));
     match endpoint {
-        WIRESERVER_VERSIONS => Rules {
+        EndpointId::WireserverVersions => Rules {
             method: get,
             paths: Some((&["/"], &[])),
             ..NONE
         },
-        WIRESERVER_GOALSTATE => Rules {
+        EndpointId::WireserverGoalstate => Rules {
             method: get,
             xml_call: true,
             paths: Some((MACHINE, &["/machine"])),
             ..NONE
         },
-        WIRESERVER_CONFIG
-        | WIRESERVER_CONFIG_HOSTING
-        | WIRESERVER_CONFIG_EXTENSIONS
-        | WIRESERVER_CERTIFICATES => Rules {
+        EndpointId::WireserverConfig
+        | EndpointId::WireserverConfigHosting
+        | EndpointId::WireserverConfigExtensions
+        | EndpointId::WireserverCertificates => Rules {
             method: get,
             xml_call: true,
             ..NONE
         },
-        WIRESERVER_HEALTH_XML => Rules {
+        EndpointId::WireserverHealthXml => Rules {
             method: post,
             xml_call: true,
             // The platform reads the report by its media type: another one is an error.
             content_type: Some(("text/xml", Severity::Error)),
             paths: Some((MACHINE, &["/machine/"])),
         },
-        WIRESERVER_TELEMETRY | WIRESERVER_ROLE_PROPERTIES => Rules {
+        EndpointId::WireserverTelemetry | EndpointId::WireserverRoleProperties => Rules {
             method: post,
             xml_call: true,
             content_type: xml,
             ..NONE
         },
-        WIRESERVER_HEALTH_JSON => Rules {
+        EndpointId::WireserverHealthJson => Rules {
             method: post,
             content_type: Some(("application/json", Severity::Error)),
             paths: Some((&["/provisioning/health"], &[])),
             ..NONE
         },
-        WIRESERVER_HEALTH_SERVICE => Rules {
+        EndpointId::WireserverHealthService => Rules {
             method: post,
             ..NONE
         },
-        IMDS_INSTANCE | IMDS_VERSIONS | IMDS_REPROVISIONDATA => Rules {
+        EndpointId::ImdsInstance | EndpointId::ImdsVersions | EndpointId::ImdsReprovisiondata => Rules {
             method: get,
             ..NONE
         },
-        HOSTPLUGIN_VMSETTINGS | HOSTPLUGIN_VERSIONS | HOSTPLUGIN_HEALTH => Rules {
+        EndpointId::HostpluginVmsettings | EndpointId::HostpluginVersions | EndpointId::HostpluginHealth => Rules {
             method: get,
             ..NONE
         },
-        HOSTPLUGIN_STATUS => Rules {
+        EndpointId::HostpluginStatus => Rules {
             method: Some("PUT"),
             ..NONE
         },
@@ -375,22 +376,20 @@ fn rules(endpoint: &str) -> Rules {
 /// True when the rulebook judges the headers of requests to `endpoint` (IMDS's `Metadata`,
 /// the wireserver's `x-ms-version`, a body's Content-Type): what `protocol.headers` counts as
 /// judged even when a request has no header finding.
-pub fn judges_headers(endpoint: &str) -> bool {
+pub fn judges_headers(endpoint: EndpointId) -> bool {
     let r = rules(endpoint);
     r.xml_call
         || r.content_type.is_some()
         || matches!(
             endpoint,
-            IMDS_INSTANCE | IMDS_VERSIONS | IMDS_REPROVISIONDATA | IMDS_UNKNOWN
+            EndpointId::ImdsInstance | EndpointId::ImdsVersions | EndpointId::ImdsReprovisiondata | EndpointId::ImdsUnknown
         )
 }
 
 /// The findings the fake records for a journal entry's request (what its `findings` hold for a
 /// request it classified as `entry.endpoint`), e.g. to build a journal by hand.
 pub fn request_findings(entry: &Entry) -> Vec<Finding> {
-    let Ok(id) = entry.endpoint.as_str().parse::<crate::EndpointId>() else {
-        return Vec::new();
-    };
+    let id = entry.endpoint;
     use crate::EndpointId as E;
     let service = match id {
         E::ImdsInstance | E::ImdsVersions | E::ImdsReprovisiondata | E::ImdsUnknown => {
@@ -405,7 +404,7 @@ pub fn request_findings(entry: &Entry) -> Vec<Finding> {
         E::ProxyUnknownHost => return Vec::new(),
         _ => Service::Wireserver,
     };
-    let endpoint = id.as_str();
+    let endpoint = id;
     let target = split_target(&entry.target);
     let query = decode_query(target.query);
     findings(&RequestView {
@@ -447,7 +446,7 @@ pub(crate) fn findings(view: &RequestView) -> Vec<Finding> {
         Service::Wireserver => wireserver(view, &mut out),
         Service::Imds => imds(view, &mut out),
         Service::HostPlugin => {
-            if view.endpoint == HOSTPLUGIN_UNKNOWN {
+            if view.endpoint == EndpointId::HostpluginUnknown {
                 out.push(RequestId::PathUnknown.warning(format!(
                     "{} {}{}: not a HostGAPlugin endpoint the fake serves (answered 404)",
                     view.method,
@@ -502,7 +501,7 @@ fn path_spelling(view: &RequestView, accepted: &[&str], noted: &[&str], out: &mu
         return;
     }
     let message = match view.endpoint {
-        WIRESERVER_GOALSTATE => {
+        EndpointId::WireserverGoalstate => {
             "goal state requested as /machine?comp=goalstate (no slash; linuxkit style); cloud-init, afterburn and WALA use /machine/?comp=goalstate"
         }
         _ => {
@@ -514,18 +513,18 @@ fn path_spelling(view: &RequestView, accepted: &[&str], noted: &[&str], out: &mu
 
 fn wireserver(view: &RequestView, out: &mut Vec<Finding>) {
     match view.endpoint {
-        WIRESERVER_METADATA => out.push(RequestId::PathImdsOnWireserver.info(format!(
+        EndpointId::WireserverMetadata => out.push(RequestId::PathImdsOnWireserver.info(format!(
             "{} {}{}: an IMDS request sent to the wireserver (WALA's fallback when 169.254.169.254 is unreachable; answered 404)",
             view.method,
             view.path,
             query_suffix(view.query)
         ))),
-        WIRESERVER_HEALTH_JSON if view.header("x-ms-guest-agent-name").is_none() => {
+        EndpointId::WireserverHealthJson if view.header("x-ms-guest-agent-name").is_none() => {
             out.push(RequestId::HeaderMissingXMsGuestAgentName.info(
                 "wireserver.health.json: no x-ms-guest-agent-name header (azure-init sends \"azure-init v<version>\")",
             ))
         }
-        WIRESERVER_CONFIG => {
+        EndpointId::WireserverConfig => {
             let config_type = view.query_value("type");
             if !config_type.is_some_and(|t| t.eq_ignore_ascii_case("sharedConfig")) {
                 out.push(RequestId::ConfigUnknownType.warning(format!(
@@ -533,7 +532,7 @@ fn wireserver(view: &RequestView, out: &mut Vec<Finding>) {
                 )));
             }
         }
-        WIRESERVER_UNKNOWN => out.push(RequestId::PathUnknown.warning(format!(
+        EndpointId::WireserverUnknown => out.push(RequestId::PathUnknown.warning(format!(
             "{} {}{}: not a wireserver endpoint (answered 404, as the platform does)",
             view.method,
             view.path,
@@ -599,7 +598,7 @@ fn imds(view: &RequestView, out: &mut Vec<Finding>) {
                 .info("wireserver x-ms-* headers sent to IMDS (afterburn does this; harmless)"),
         );
     }
-    if view.endpoint == IMDS_UNKNOWN {
+    if view.endpoint == EndpointId::ImdsUnknown {
         out.push(RequestId::PathUnknown.warning(format!(
             "{} {}{}: not an IMDS endpoint the fake serves (answered 404)",
             view.method,
@@ -624,7 +623,7 @@ mod tests {
 
     fn view_findings(
         service: Service,
-        endpoint: &'static str,
+        endpoint: EndpointId,
         method: &str,
         target: &str,
         headers: &[(&str, &str)],
@@ -674,7 +673,7 @@ mod tests {
                 Warning,
                 findings(&RequestView {
                     service: Wireserver,
-                    endpoint: WIRESERVER_VERSIONS,
+                    endpoint: EndpointId::WireserverVersions,
                     method: "GET",
                     path: "/",
                     query: &[],
@@ -687,7 +686,7 @@ mod tests {
                 Warning,
                 view_findings(
                     Wireserver,
-                    WIRESERVER_GOALSTATE,
+                    EndpointId::WireserverGoalstate,
                     "GET",
                     "/machine/?comp=goalstate",
                     &[],
@@ -698,7 +697,7 @@ mod tests {
                 Warning,
                 view_findings(
                     Wireserver,
-                    WIRESERVER_GOALSTATE,
+                    EndpointId::WireserverGoalstate,
                     "GET",
                     "/machine/?comp=goalstate",
                     &[("x-ms-version", "1")],
@@ -709,7 +708,7 @@ mod tests {
                 Info,
                 view_findings(
                     Wireserver,
-                    WIRESERVER_GOALSTATE,
+                    EndpointId::WireserverGoalstate,
                     "GET",
                     "/machine/?comp=goalstate",
                     &[xv],
@@ -720,7 +719,7 @@ mod tests {
                 Warning,
                 view_findings(
                     Wireserver,
-                    WIRESERVER_HEALTH_XML,
+                    EndpointId::WireserverHealthXml,
                     "POST",
                     "/machine?comp=health",
                     &[xv],
@@ -731,7 +730,7 @@ mod tests {
                 Error,
                 view_findings(
                     Wireserver,
-                    WIRESERVER_HEALTH_JSON,
+                    EndpointId::WireserverHealthJson,
                     "POST",
                     "/provisioning/health",
                     &[("Content-Type", "text/plain")],
@@ -742,7 +741,7 @@ mod tests {
                 Warning,
                 view_findings(
                     Wireserver,
-                    WIRESERVER_TELEMETRY,
+                    EndpointId::WireserverTelemetry,
                     "POST",
                     "/machine?comp=telemetrydata",
                     &[xv, ("Content-Type", "text/plain")],
@@ -753,7 +752,7 @@ mod tests {
                 Info,
                 view_findings(
                     Wireserver,
-                    WIRESERVER_HEALTH_JSON,
+                    EndpointId::WireserverHealthJson,
                     "POST",
                     "/provisioning/health",
                     &[("Content-Type", "application/json")],
@@ -764,7 +763,7 @@ mod tests {
                 Error,
                 view_findings(
                     Imds,
-                    IMDS_INSTANCE,
+                    EndpointId::ImdsInstance,
                     "GET",
                     "/metadata/instance?api-version=2021-08-01",
                     &[md, ("X-Forwarded-For", "x")],
@@ -775,7 +774,7 @@ mod tests {
                 Error,
                 view_findings(
                     Imds,
-                    IMDS_INSTANCE,
+                    EndpointId::ImdsInstance,
                     "GET",
                     "/metadata/instance?api-version=2021-08-01",
                     &[],
@@ -786,7 +785,7 @@ mod tests {
                 Error,
                 view_findings(
                     Imds,
-                    IMDS_INSTANCE,
+                    EndpointId::ImdsInstance,
                     "GET",
                     "/metadata/instance?api-version=2021-08-01",
                     &[("Metadata", "yes")],
@@ -797,7 +796,7 @@ mod tests {
                 Info,
                 view_findings(
                     Imds,
-                    IMDS_INSTANCE,
+                    EndpointId::ImdsInstance,
                     "GET",
                     "/metadata/instance?api-version=2021-08-01",
                     &[md, xv],
@@ -806,14 +805,14 @@ mod tests {
             (
                 RequestId::MethodUnexpected,
                 Error,
-                view_findings(HostPlugin, HOSTPLUGIN_STATUS, "GET", "/status", &[]),
+                view_findings(HostPlugin, EndpointId::HostpluginStatus, "GET", "/status", &[]),
             ),
             (
                 RequestId::PathSpelling,
                 Warning,
                 view_findings(
                     Wireserver,
-                    WIRESERVER_GOALSTATE,
+                    EndpointId::WireserverGoalstate,
                     "GET",
                     "/?comp=goalstate",
                     &[xv],
@@ -824,7 +823,7 @@ mod tests {
                 Info,
                 view_findings(
                     Wireserver,
-                    WIRESERVER_HEALTH_XML,
+                    EndpointId::WireserverHealthXml,
                     "POST",
                     "/machine/?comp=health",
                     &[xv, ("Content-Type", "text/xml")],
@@ -835,7 +834,7 @@ mod tests {
                 Warning,
                 view_findings(
                     Imds,
-                    IMDS_UNKNOWN,
+                    EndpointId::ImdsUnknown,
                     "GET",
                     "/metadata/x?api-version=2021-08-01",
                     &[md],
@@ -846,7 +845,7 @@ mod tests {
                 Info,
                 view_findings(
                     Wireserver,
-                    WIRESERVER_METADATA,
+                    EndpointId::WireserverMetadata,
                     "GET",
                     "/metadata/instance",
                     &[],
@@ -857,7 +856,7 @@ mod tests {
                 Error,
                 view_findings(
                     Imds,
-                    IMDS_INSTANCE,
+                    EndpointId::ImdsInstance,
                     "GET",
                     "/metadata/instance?api-version=2021-08-01&x=1&x=2",
                     &[md],
@@ -866,14 +865,14 @@ mod tests {
             (
                 RequestId::QueryMissingApiVersion,
                 Error,
-                view_findings(Imds, IMDS_INSTANCE, "GET", "/metadata/instance", &[md]),
+                view_findings(Imds, EndpointId::ImdsInstance, "GET", "/metadata/instance", &[md]),
             ),
             (
                 RequestId::QueryUnsupportedApiVersion,
                 Error,
                 view_findings(
                     Imds,
-                    IMDS_INSTANCE,
+                    EndpointId::ImdsInstance,
                     "GET",
                     "/metadata/instance?api-version=1",
                     &[md],
@@ -884,7 +883,7 @@ mod tests {
                 Warning,
                 view_findings(
                     Wireserver,
-                    WIRESERVER_CONFIG,
+                    EndpointId::WireserverConfig,
                     "GET",
                     "/machine/?comp=config&type=x",
                     &[xv],
@@ -923,7 +922,7 @@ mod tests {
         let target = "/metadata/instance?x=1&x=2";
         let found = view_findings(
             Service::Imds,
-            IMDS_INSTANCE,
+            EndpointId::ImdsInstance,
             "GET",
             target,
             &[("X-Forwarded-For", "x")],
@@ -943,7 +942,7 @@ mod tests {
         let headers = vec![("X-Forwarded-For".to_owned(), "x".to_owned())];
         let view = RequestView {
             service: Service::Imds,
-            endpoint: IMDS_INSTANCE,
+            endpoint: EndpointId::ImdsInstance,
             method: "GET",
             path: parts.path,
             query: &query,
@@ -956,14 +955,14 @@ mod tests {
     #[test]
     fn header_rules_apply_where_the_table_says() {
         for (endpoint, judged) in [
-            (IMDS_INSTANCE, true),
-            (IMDS_UNKNOWN, true),
-            (WIRESERVER_GOALSTATE, true),
-            (WIRESERVER_CERTIFICATES, true),
-            (WIRESERVER_HEALTH_JSON, true),
-            (WIRESERVER_VERSIONS, false),
-            (WIRESERVER_UNKNOWN, false),
-            (HOSTPLUGIN_VMSETTINGS, false),
+            (EndpointId::ImdsInstance, true),
+            (EndpointId::ImdsUnknown, true),
+            (EndpointId::WireserverGoalstate, true),
+            (EndpointId::WireserverCertificates, true),
+            (EndpointId::WireserverHealthJson, true),
+            (EndpointId::WireserverVersions, false),
+            (EndpointId::WireserverUnknown, false),
+            (EndpointId::HostpluginVmsettings, false),
         ] {
             assert_eq!(judges_headers(endpoint), judged, "{endpoint}");
         }

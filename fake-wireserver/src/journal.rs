@@ -3,6 +3,26 @@
 //! Field names are a public interface (the admin API returns a JSON array of entries,
 //! `--journal FILE` writes JSON Lines, the conformance runner reads both). The in-memory window
 //! is bounded (oldest entries are dropped first); the JSON Lines file keeps everything.
+//!
+//! The names in an entry are typed ([`Listener`], [`EndpointId`], [`AnswerKind`], and the
+//! oracle's [`HealthState`](crate::oracle::HealthState) / [`SubStatus`](crate::oracle::SubStatus)
+//! in its report) and serialize as the strings the journal always had:
+//!
+//! ```
+//! use fake_wireserver::{AnswerKind, EndpointId, Entry, Listener};
+//!
+//! let line = r#"{"seq":1,"at_ms":0,"done_ms":1,"listener":"imds","client":"127.0.0.1:1","method":"GET","target":"/metadata/versions","http_version":"HTTP/1.1","headers":[],"body":"","body_b64":null,"body_len":0,"body_truncated":false,"endpoint":"imds.versions","answer":{"kind":"close","status":null,"step":null},"report":null,"findings":[]}"#;
+//! let entry = Entry::from_json(line)?;
+//! assert_eq!(entry.listener, Listener::Imds);
+//! assert_eq!(entry.endpoint, EndpointId::ImdsVersions);
+//! assert!(entry.answer.kind == AnswerKind::Close && entry.answer.kind.is_transport_fault());
+//! assert_eq!(serde_json::to_string(&entry)?, line);
+//!
+//! // A name the journal never writes is an error naming the field.
+//! let err = Entry::from_json(&line.replace(r#""kind":"close""#, r#""kind":"closed""#)).unwrap_err();
+//! assert_eq!(err.field, "answer.kind");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -11,7 +31,23 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::endpoint::EndpointId;
 use crate::oracle::{Finding, HealthReport};
+
+/// `as_str` of each value of an array, in order: the names serde and its error messages use,
+/// so a name is spelled once (in `as_str`).
+macro_rules! names_of {
+    ($all:expr, $n:expr) => {{
+        let mut out = [""; $n];
+        let mut i = 0;
+        while i < $n {
+            out[i] = $all[i].as_str();
+            i += 1;
+        }
+        out
+    }};
+}
+pub(crate) use names_of;
 
 /// Bodies longer than this are cut in the journal (`body_truncated = true`); `body_len` keeps
 /// the received length.
@@ -53,8 +89,9 @@ pub struct Entry {
     pub at_ms: u64,
     /// When the answer finished (or the fault was applied); `None` while pending and for `hang`.
     pub done_ms: Option<u64>,
-    /// `"wireserver"`, `"imds"` or `"proxy"`: the listener that accepted the connection.
-    pub listener: String,
+    /// The listener that accepted the connection (`"wireserver"`, `"imds"`, `"hostplugin"`,
+    /// `"proxy"` in JSON).
+    pub listener: Listener,
     /// Peer address, e.g. `"127.0.0.1:50123"`.
     pub client: String,
     /// Request method as received.
@@ -73,9 +110,8 @@ pub struct Entry {
     pub body_len: usize,
     /// True when `body` holds less than `body_len` bytes.
     pub body_truncated: bool,
-    /// Endpoint id (see ARCHITECTURE.md, "Endpoint ids"); compares equal to its
-    /// [`EndpointId`](crate::EndpointId) (`entry.endpoint == EndpointId::ImdsInstance`).
-    pub endpoint: String,
+    /// Endpoint id (see ARCHITECTURE.md, "Endpoint ids"; the id string in JSON).
+    pub endpoint: EndpointId,
     /// What the fake answered.
     pub answer: Answer,
     /// Health POSTs only: the oracle's parse of the report.
@@ -91,13 +127,299 @@ pub struct Entry {
 /// What the fake did with a request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Answer {
-    /// `"respond" | "delay" | "hang" | "reset" | "close" | "malformed" | "partial" | "slow" |
-    /// "throttled" | "default"`.
-    pub kind: String,
+    /// What kind of answer: a scripted step's kind, the rate limiter's `throttled`, or
+    /// `default` (the default documents).
+    pub kind: AnswerKind,
     /// The status line sent, if any (`None` for hang/reset/close/malformed).
     pub status: Option<u16>,
     /// The scripted step that answered; `None` = default behaviour (or the rate limiter).
     pub step: Option<StepRef>,
+}
+
+/// The listener that accepted a connection: one per service the fake impersonates, plus the
+/// proxy (absolute-form targets for either service). Serialized as [`Listener::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Listener {
+    /// The wireserver listener (`168.63.129.16:80` in the sandbox).
+    Wireserver,
+    /// The IMDS listener (`169.254.169.254:80` in the sandbox).
+    Imds,
+    /// The HostGAPlugin listener (port 32526).
+    HostPlugin,
+    /// Proxy mode: one listener for both services, routed by target host.
+    Proxy,
+}
+
+impl Listener {
+    /// Every listener.
+    pub const ALL: [Listener; 4] = [
+        Listener::Wireserver,
+        Listener::Imds,
+        Listener::HostPlugin,
+        Listener::Proxy,
+    ];
+    const NAMES: [&'static str; 4] = names_of!(Listener::ALL, 4);
+
+    /// The name as the journal spells it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Listener::Wireserver => "wireserver",
+            Listener::Imds => "imds",
+            Listener::HostPlugin => "hostplugin",
+            Listener::Proxy => "proxy",
+        }
+    }
+}
+
+impl std::fmt::Display for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What kind of answer the fake gave: the kind of the scripted step that answered (the same
+/// names a scenario's `kind` takes), `throttled` (the `[rate_limit]`) or `default`.
+/// Serialized as [`AnswerKind::as_str`] (`"respond"`, `"hang"`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AnswerKind {
+    /// A scripted status/headers/body (`kind = "respond"`).
+    Respond,
+    /// Waited, then answered (`kind = "delay"`).
+    Delay,
+    /// Read the request and never answered.
+    Hang,
+    /// TCP RST.
+    Reset,
+    /// Closed without a byte.
+    Close,
+    /// Raw bytes, then closed.
+    Malformed,
+    /// The body cut short, then closed.
+    Partial,
+    /// The body dribbled.
+    Slow,
+    /// The rate limiter's 403 (not a step kind).
+    Throttled,
+    /// The default answer (not a step kind).
+    Default,
+}
+
+impl AnswerKind {
+    /// The kinds a scenario step may have (`[[endpoint.step]] kind`), in the order scenario
+    /// errors list them.
+    pub const STEP_KINDS: [AnswerKind; 8] = [
+        AnswerKind::Respond,
+        AnswerKind::Delay,
+        AnswerKind::Hang,
+        AnswerKind::Reset,
+        AnswerKind::Close,
+        AnswerKind::Malformed,
+        AnswerKind::Partial,
+        AnswerKind::Slow,
+    ];
+
+    /// Every kind.
+    pub const ALL: [AnswerKind; 10] = [
+        AnswerKind::Respond,
+        AnswerKind::Delay,
+        AnswerKind::Hang,
+        AnswerKind::Reset,
+        AnswerKind::Close,
+        AnswerKind::Malformed,
+        AnswerKind::Partial,
+        AnswerKind::Slow,
+        AnswerKind::Throttled,
+        AnswerKind::Default,
+    ];
+
+    const NAMES: [&'static str; 10] = names_of!(AnswerKind::ALL, 10);
+
+    /// The name as the journal and scenario files spell it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AnswerKind::Respond => "respond",
+            AnswerKind::Delay => "delay",
+            AnswerKind::Hang => "hang",
+            AnswerKind::Reset => "reset",
+            AnswerKind::Close => "close",
+            AnswerKind::Malformed => "malformed",
+            AnswerKind::Partial => "partial",
+            AnswerKind::Slow => "slow",
+            AnswerKind::Throttled => "throttled",
+            AnswerKind::Default => "default",
+        }
+    }
+
+    /// A kind a scenario step may have (not `throttled` or `default`).
+    pub const fn is_step(self) -> bool {
+        !matches!(self, AnswerKind::Throttled | AnswerKind::Default)
+    }
+
+    /// A transport fault: no complete answer in the normal way (never answered, cut, raw
+    /// bytes, or dribbled).
+    pub const fn is_transport_fault(self) -> bool {
+        matches!(
+            self,
+            AnswerKind::Hang
+                | AnswerKind::Reset
+                | AnswerKind::Close
+                | AnswerKind::Malformed
+                | AnswerKind::Partial
+                | AnswerKind::Slow
+        )
+    }
+
+    /// A fault whatever the status: a transport fault or the rate limiter.
+    pub const fn is_fault(self) -> bool {
+        self.is_transport_fault() || matches!(self, AnswerKind::Throttled)
+    }
+
+    /// Answered at once with a complete status line and body (`respond`, `default`,
+    /// `throttled`): no fault of timing or transport.
+    pub const fn is_immediate_reply(self) -> bool {
+        matches!(
+            self,
+            AnswerKind::Respond | AnswerKind::Default | AnswerKind::Throttled
+        )
+    }
+}
+
+impl std::str::FromStr for AnswerKind {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        AnswerKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| UnknownName::new("an answer kind", s, &AnswerKind::NAMES))
+    }
+}
+
+impl std::str::FromStr for Listener {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Listener::ALL
+            .into_iter()
+            .find(|l| l.as_str() == s)
+            .ok_or_else(|| UnknownName::new("a listener", s, &Listener::NAMES))
+    }
+}
+
+/// A string that names no value of a closed vocabulary ([`AnswerKind`], [`Listener`]); the
+/// message lists the valid names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{:?} is not {what}; expected one of {}", crate::text::clip(.name, 64), .expected.join(", "))]
+pub struct UnknownName {
+    /// What was being named (`"an answer kind"`, `"a listener"`).
+    pub what: &'static str,
+    /// The string as given.
+    pub name: String,
+    /// The valid names.
+    pub expected: &'static [&'static str],
+}
+
+impl UnknownName {
+    fn new(what: &'static str, name: &str, expected: &'static [&'static str]) -> Self {
+        UnknownName {
+            what,
+            name: name.to_owned(),
+            expected,
+        }
+    }
+}
+
+impl std::fmt::Display for AnswerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Listener {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Listener {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserialize_name(deserializer, "Listener", &Listener::ALL, &Listener::NAMES)
+    }
+}
+
+impl Serialize for AnswerKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for AnswerKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserialize_name(
+            deserializer,
+            "AnswerKind",
+            &AnswerKind::ALL,
+            &AnswerKind::NAMES,
+        )
+    }
+}
+
+/// Deserializes one of a closed set of names as a unit enum variant would be, with serde's
+/// own errors (`unknown variant `x`, expected one of ...`; TOML's `wanted string or table`
+/// for a number), so the messages are those a derived enum gives.
+pub(crate) fn deserialize_name<'de, D, T>(
+    deserializer: D,
+    enum_name: &'static str,
+    all: &'static [T],
+    names: &'static [&'static str],
+) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Copy + 'static,
+{
+    use serde::de::{self, VariantAccess};
+
+    struct NameVisitor<T: 'static> {
+        enum_name: &'static str,
+        all: &'static [T],
+        names: &'static [&'static str],
+    }
+
+    impl<'de, T: Copy + 'static> de::Visitor<'de> for NameVisitor<T> {
+        type Value = T;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "enum {}", self.enum_name)
+        }
+
+        fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<T, A::Error> {
+            let (name, variant): (String, _) = data.variant()?;
+            let Some(i) = self.names.iter().position(|n| *n == name) else {
+                return Err(de::Error::unknown_variant(&name, self.names));
+            };
+            variant.unit_variant()?;
+            Ok(self.all[i])
+        }
+    }
+
+    deserializer.deserialize_enum(
+        enum_name,
+        names,
+        NameVisitor {
+            enum_name,
+            all,
+            names,
+        },
+    )
+}
+
+/// A journal line that is not an [`Entry`]: the field (dotted path, `answer.kind`) and what
+/// is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct EntryError {
+    /// The field's path from the entry (`answer.kind`; `.` when the line itself is not JSON).
+    pub field: String,
+    /// serde's message (what was found and what is expected, with line and column).
+    pub message: String,
 }
 
 /// Which scripted step answered: the `[[endpoint]]` id as written in the scenario, the step's
@@ -176,12 +498,19 @@ impl Entry {
         }
     }
 
-    /// True when the answer was a transport fault or an error status.
+    /// True when the answer was a transport fault, the rate limiter, or an error status.
     pub fn is_fault(&self) -> bool {
-        matches!(
-            self.answer.kind.as_str(),
-            "hang" | "reset" | "close" | "malformed" | "partial" | "slow" | "throttled"
-        ) || self.answer.status.is_some_and(|s| s >= 400)
+        self.answer.kind.is_fault() || self.answer.status.is_some_and(|s| s >= 400)
+    }
+
+    /// Parses one line of a `--journal` file (or one entry of the admin API's array). An
+    /// error names the field that is wrong (`answer.kind: unknown variant ...`).
+    pub fn from_json(text: &str) -> Result<Entry, EntryError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(de).map_err(|e| EntryError {
+            field: e.path().to_string(),
+            message: e.inner().to_string(),
+        })
     }
 }
 
@@ -390,13 +719,145 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::oracle::health::{HealthState, SubStatus};
+
+    /// A `--journal` file written by the fake before the journal's fields were typed (strings
+    /// then): every answer kind, every listener, a hang the client gave up on, a throttled
+    /// request, health reports with known and unknown spellings, a non-UTF-8 body.
+    const JOURNAL_V1: &str = include_str!("../tests/data/journal-v1.jsonl");
+
+    #[test]
+    fn journal_lines_written_before_typing_read_back_byte_identical() {
+        let mut kinds = std::collections::BTreeSet::new();
+        let mut listeners = std::collections::BTreeSet::new();
+        for (i, line) in JOURNAL_V1.lines().enumerate() {
+            let entry = Entry::from_json(line).unwrap_or_else(|e| panic!("line {}: {e}", i + 1));
+            assert_eq!(
+                serde_json::to_string(&entry).unwrap(),
+                line,
+                "line {}",
+                i + 1
+            );
+            kinds.insert(entry.answer.kind.as_str());
+            listeners.insert(entry.listener.as_str());
+        }
+        let mut every_kind: Vec<&str> = AnswerKind::ALL.iter().map(|k| k.as_str()).collect();
+        every_kind.sort();
+        assert_eq!(kinds.into_iter().collect::<Vec<_>>(), every_kind);
+        assert_eq!(listeners.len(), Listener::ALL.len());
+
+        // The typed values are the ones the strings named.
+        let lines: Vec<Entry> = JOURNAL_V1
+            .lines()
+            .map(|l| Entry::from_json(l).unwrap())
+            .collect();
+        assert_eq!(lines[3].answer.kind, AnswerKind::Throttled);
+        assert_eq!(
+            (lines[10].listener, lines[10].endpoint),
+            (Listener::Proxy, EndpointId::ImdsInstance)
+        );
+        assert_eq!(lines[11].endpoint, EndpointId::ProxyUnknownHost);
+        assert_eq!(lines[9].listener, Listener::HostPlugin);
+        let xml = lines[4].report.as_ref().unwrap();
+        assert_eq!(xml.state, Some(HealthState::NotReady));
+        assert_eq!(xml.substatus, Some(SubStatus::ProvisioningFailed));
+        let json = lines[5].report.as_ref().unwrap();
+        assert_eq!(json.state, Some(HealthState::Other("ready".into())));
+        assert_eq!(json.substatus, Some(SubStatus::Other("Weird".into())));
+        assert_eq!(lines[13].answer.kind, AnswerKind::Hang);
+        assert!(lines[13].client_closed_ms.is_some());
+    }
+
+    #[test]
+    fn an_unknown_name_in_a_journal_line_is_an_error_naming_the_field() {
+        let line = JOURNAL_V1.lines().nth(7).unwrap(); // imds, imds.versions, close
+        let err = Entry::from_json(&line.replace(r#""listener":"imds""#, r#""listener":"imdz""#))
+            .unwrap_err();
+        assert_eq!(err.field, "listener");
+        assert!(
+            err.to_string().starts_with(
+                "listener: unknown variant `imdz`, expected one of `wireserver`, `imds`, `hostplugin`, `proxy`"
+            ),
+            "{err}"
+        );
+        let err =
+            Entry::from_json(&line.replace(r#""kind":"close""#, r#""kind":"closed""#)).unwrap_err();
+        assert_eq!(err.field, "answer.kind");
+        assert!(
+            err.to_string().starts_with(
+                "answer.kind: unknown variant `closed`, expected one of `respond`, `delay`, `hang`, `reset`, `close`, `malformed`, `partial`, `slow`, `throttled`, `default`"
+            ),
+            "{err}"
+        );
+        let err = Entry::from_json(&line.replace(
+            r#""endpoint":"imds.versions""#,
+            r#""endpoint":"imds.version""#,
+        ))
+        .unwrap_err();
+        assert_eq!(err.field, "endpoint");
+        assert!(
+            err.message.contains(
+                "\"imds.version\" matches no endpoint id; expected one of wireserver.versions"
+            ),
+            "{err}"
+        );
+        let err = Entry::from_json(&line.replace(r#""kind":"close""#, r#""kind":7"#)).unwrap_err();
+        assert_eq!(err.field, "answer.kind");
+        // serde_json's own message for a number where a name belongs (as for a derived enum).
+        assert!(err.message.starts_with("expected value at line 1"), "{err}");
+    }
+
+    #[test]
+    fn vocabulary_names_are_their_serde_strings() {
+        for kind in AnswerKind::ALL {
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{kind}\""));
+            assert_eq!(serde_json::from_str::<AnswerKind>(&json).unwrap(), kind);
+            assert_eq!(kind.is_step(), AnswerKind::STEP_KINDS.contains(&kind));
+            // A fault is a transport fault or the limiter; an immediate reply is neither.
+            assert_eq!(
+                kind.is_fault(),
+                kind.is_transport_fault() || kind == AnswerKind::Throttled
+            );
+            assert!(!(kind.is_immediate_reply() && kind.is_transport_fault()));
+        }
+        assert_eq!(
+            AnswerKind::STEP_KINDS.map(AnswerKind::as_str),
+            [
+                "respond",
+                "delay",
+                "hang",
+                "reset",
+                "close",
+                "malformed",
+                "partial",
+                "slow"
+            ]
+        );
+        for listener in Listener::ALL {
+            let json = serde_json::to_string(&listener).unwrap();
+            assert_eq!(json, format!("\"{listener}\""));
+            assert_eq!(serde_json::from_str::<Listener>(&json).unwrap(), listener);
+        }
+        assert_eq!(Listener::HostPlugin.as_str(), "hostplugin");
+        assert_eq!("proxy".parse::<Listener>(), Ok(Listener::Proxy));
+        assert_eq!("slow".parse::<AnswerKind>(), Ok(AnswerKind::Slow));
+        assert_eq!(
+            "Slow".parse::<AnswerKind>().unwrap_err().to_string(),
+            "\"Slow\" is not an answer kind; expected one of respond, delay, hang, reset, close, malformed, partial, slow, throttled, default"
+        );
+        assert_eq!(
+            "ims".parse::<Listener>().unwrap_err().to_string(),
+            "\"ims\" is not a listener; expected one of wireserver, imds, hostplugin, proxy"
+        );
+    }
 
     fn entry() -> Entry {
         Entry {
             seq: 0,
             at_ms: 0,
             done_ms: None,
-            listener: "wireserver".into(),
+            listener: Listener::Wireserver,
             client: "127.0.0.1:1".into(),
             method: "GET".into(),
             target: "http://169.254.169.254/metadata/instance?api-version=2021-02-01&extended=true"
@@ -407,9 +868,9 @@ mod tests {
             body_b64: None,
             body_len: 0,
             body_truncated: false,
-            endpoint: "imds.instance".into(),
+            endpoint: EndpointId::ImdsInstance,
             answer: Answer {
-                kind: "default".into(),
+                kind: AnswerKind::Default,
                 status: Some(200),
                 step: None,
             },

@@ -200,15 +200,16 @@
 //! ## The journal
 //!
 //! One [`journal::Entry`] per request: what arrived (headers in order and case, body), the
-//! endpoint id, what the fake answered (`answer.kind`/`status`/`step`), request-level
+//! [endpoint id](EndpointId), the [listener](journal::Listener) it reached, what the fake
+//! answered (`answer.kind`, an [`AnswerKind`]; `status`; `step`), request-level
 //! [findings](oracle::Finding), and for health POSTs the oracle's parse of the report
 //! ([`oracle::HealthReport`]) including mismatches against the goal state that was served.
 //! [`FakeConfig::journal_file`] also writes it as JSON Lines.
 //!
 //! ```
 //! use std::io::{Read, Write};
-//! use fake_wireserver::oracle::ReportKind;
-//! use fake_wireserver::{EndpointId, Fake, FakeConfig};
+//! use fake_wireserver::oracle::{HealthState, ReportKind, SubStatus};
+//! use fake_wireserver::{AnswerKind, EndpointId, Fake, FakeConfig, Listener};
 //!
 //! let fake = Fake::start_blocking(FakeConfig::default())?;
 //! let body = r#"{"state":"NotReady","details":{"subStatus":"ProvisioningFailed","description":"no disk"}}"#;
@@ -223,10 +224,17 @@
 //! let journal = fake.journal();
 //! let entry = &journal[0];
 //! assert_eq!(entry.endpoint, EndpointId::WireserverHealthJson);
-//! assert_eq!((entry.answer.kind.as_str(), entry.answer.status), ("default", Some(201)));
+//! assert!(entry.endpoint.is_health() && entry.endpoint.is_wireserver());
+//! assert_eq!(entry.listener, Listener::Wireserver);
+//! assert_eq!((entry.answer.kind, entry.answer.status), (AnswerKind::Default, Some(201)));
 //! let report = entry.report.as_ref().unwrap();
 //! assert_eq!(report.kind, ReportKind::Json);
-//! assert_eq!(report.substatus.as_deref(), Some("ProvisioningFailed"));
+//! assert_eq!(report.state, Some(HealthState::NotReady));
+//! assert_eq!(report.substatus, Some(SubStatus::ProvisioningFailed));
+//! // Serialized, every field is the string the journal always had.
+//! let line = serde_json::to_value(entry)?;
+//! assert_eq!((&line["endpoint"], &line["listener"]), (&"wireserver.health.json".into(), &"wireserver".into()));
+//! assert_eq!(line["answer"]["kind"], "default");
 //! // An agent's header mistakes are findings, with ids of the request rulebook
 //! // (this client sent no x-ms-guest-agent-name; informational).
 //! use fake_wireserver::inspect::{Aspect, RequestId};
@@ -290,8 +298,11 @@
 //! assert_eq!(report.get("vm_id"), Some("v"));
 //!
 //! let json = health::parse_json(br#"{"state":"Ready"}"#);
-//! assert_eq!(json.state.as_deref(), Some("Ready"));
+//! assert_eq!(json.state, Some(health::HealthState::Ready));
+//! assert!(json.is_terminal());
+//! // An unknown state is kept as sent, with an error finding.
 //! let bad = health::parse_json(br#"{"state":"Done"}"#);
+//! assert_eq!(bad.state, Some(health::HealthState::Other("Done".into())));
 //! assert!(bad.findings.iter().any(|f| f.is_error()));
 //! # Ok::<(), fake_wireserver::oracle::EncodedError>(())
 //! ```
@@ -359,15 +370,17 @@ pub mod text;
 pub mod wireserver;
 
 pub use documents::Addresses;
-pub use endpoint::{EndpointId, IntoEndpointPattern, UnknownEndpoint};
+pub use endpoint::{EndpointId, IntoEndpointPattern, Service, UnknownEndpoint};
 pub use expect::{Expectation, Times};
 pub use fake::{
     DEFAULT_HEAD_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT, Fake,
     FakeConfig, FakeError, Listeners, serve_on,
 };
 pub use files::FileAccess;
-pub use journal::{Answer, Entry, JournalStats, StepRef};
-pub use oracle::{Finding, HealthReport, ServedIds, Severity};
+pub use journal::{
+    Answer, AnswerKind, Entry, EntryError, JournalStats, Listener, StepRef, UnknownName,
+};
+pub use oracle::{Finding, HealthReport, HealthState, ServedIds, Severity, SubStatus};
 pub use scenario::{
     Action, Body, EndPolicy, EndpointPlan, Preset, RateLimit, Reply, Scenario, ScenarioError, Step,
     Trigger, TriggerAction,

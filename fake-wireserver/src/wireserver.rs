@@ -11,7 +11,7 @@ use axum::routing::any;
 
 use crate::context::RequestCtx;
 use crate::documents::{SERVER_HEADER, XML_CONTENT_TYPE};
-use crate::endpoint::{self, Service};
+use crate::endpoint::{self, EndpointId, Service};
 
 /// The wireserver's default answers as an axum router (no sockets needed).
 pub fn router() -> Router {
@@ -65,10 +65,12 @@ async fn by_comp(
         }
     };
     match id {
-        endpoint::WIRESERVER_VERSIONS => get(crate::documents::VERSIONS_XML.to_owned()),
-        endpoint::WIRESERVER_GOALSTATE => get(ctx.documents.goalstate_xml(&ctx.ids, &ctx.base_url)),
-        endpoint::WIRESERVER_CERTIFICATES => get(ctx.documents.certificates_xml(&ctx.ids)),
-        endpoint::WIRESERVER_CONFIG => {
+        EndpointId::WireserverVersions => get(crate::documents::VERSIONS_XML.to_owned()),
+        EndpointId::WireserverGoalstate => {
+            get(ctx.documents.goalstate_xml(&ctx.ids, &ctx.base_url))
+        }
+        EndpointId::WireserverCertificates => get(ctx.documents.certificates_xml(&ctx.ids)),
+        EndpointId::WireserverConfig => {
             let kind = query
                 .iter()
                 .find(|(k, _)| k == "type")
@@ -83,17 +85,17 @@ async fn by_comp(
             }
         }
         // Served when the goal state lists them (a scenario can leave each out).
-        endpoint::WIRESERVER_CONFIG_HOSTING if ctx.documents.hosting_environment_config => {
+        EndpointId::WireserverConfigHosting if ctx.documents.hosting_environment_config => {
             get(ctx.documents.hosting_environment_config_xml(&ctx.ids))
         }
-        endpoint::WIRESERVER_CONFIG_EXTENSIONS if ctx.documents.extensions_config => {
+        EndpointId::WireserverConfigExtensions if ctx.documents.extensions_config => {
             get(ctx.documents.extensions_config_xml(&ctx.ids))
         }
         // The platform accepts health reports with 200 and no body; no client reads it.
         // WALA's /HealthService posts are answered alike.
-        endpoint::WIRESERVER_HEALTH_XML
-        | endpoint::WIRESERVER_TELEMETRY
-        | endpoint::WIRESERVER_HEALTH_SERVICE => {
+        EndpointId::WireserverHealthXml
+        | EndpointId::WireserverTelemetry
+        | EndpointId::WireserverHealthService => {
             if method == Method::POST {
                 reply(StatusCode::OK, "")
             } else {
@@ -101,7 +103,7 @@ async fn by_comp(
             }
         }
         // WALA accepts nothing but 202 here (docs/protocol.md §1.1).
-        endpoint::WIRESERVER_ROLE_PROPERTIES => {
+        EndpointId::WireserverRoleProperties => {
             if method == Method::POST {
                 reply(StatusCode::ACCEPTED, "")
             } else {

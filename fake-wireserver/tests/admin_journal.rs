@@ -6,7 +6,7 @@ mod common;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use fake_wireserver::{Entry, Fake, FakeConfig, Scenario, Severity};
+use fake_wireserver::{AnswerKind, EndpointId, Entry, Fake, FakeConfig, Scenario, Severity};
 
 use common::{exchange, get, goalstate_get, post, response};
 
@@ -39,31 +39,31 @@ async fn admin_paths_are_plain_404_on_agent_listeners_and_the_proxy() {
             fake.wireserver_addr().unwrap(),
             "/__admin/journal".to_owned(),
             "168.63.129.16",
-            "wireserver.unknown",
+            EndpointId::WireserverUnknown,
         ),
         (
             fake.imds_addr().unwrap(),
             "/__admin/journal".to_owned(),
             "169.254.169.254",
-            "imds.unknown",
+            EndpointId::ImdsUnknown,
         ),
         (
             fake.proxy_addr().unwrap(),
             "http://168.63.129.16/__admin/journal".to_owned(),
             "168.63.129.16",
-            "wireserver.unknown",
+            EndpointId::WireserverUnknown,
         ),
         (
             fake.proxy_addr().unwrap(),
             format!("http://{admin}/__admin/journal"),
             "x",
-            "proxy.unknown-host",
+            EndpointId::ProxyUnknownHost,
         ),
         (
             fake.proxy_addr().unwrap(),
             "/__admin/reset".to_owned(),
             "169.254.169.254",
-            "imds.unknown",
+            EndpointId::ImdsUnknown,
         ),
     ];
     for (addr, target, host, endpoint) in &cases {
@@ -114,7 +114,7 @@ async fn admin_api_journal_scenario_reset() {
     assert_eq!(r.status, 200);
     let entries: Vec<Entry> = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(entries.len(), 1);
-    assert_eq!(entries[0].endpoint, "wireserver.goalstate");
+    assert_eq!(entries[0].endpoint, EndpointId::WireserverGoalstate);
 
     // A bad scenario: 400 naming the origin, line and field; the old scenario stays.
     let r = admin_call(
@@ -378,7 +378,11 @@ async fn pending_goalstate(fake: &Fake) -> tokio::net::TcpStream {
         .unwrap();
     stream.write_all(&goalstate_get()).await.unwrap();
     let until = std::time::Instant::now() + T;
-    while !fake.journal().iter().any(|e| e.answer.kind == "delay") {
+    while !fake
+        .journal()
+        .iter()
+        .any(|e| e.answer.kind == AnswerKind::Delay)
+    {
         assert!(
             std::time::Instant::now() < until,
             "the request was not journaled"
@@ -414,23 +418,19 @@ async fn journal_file_keeps_requests_still_pending_when_the_fake_stops() {
     fake.shutdown().await;
 
     let lines = file_entries(&file);
-    let summary: Vec<(u64, &str, Option<u16>, bool)> = lines
+    let summary: Vec<(u64, AnswerKind, Option<u16>, bool)> = lines
         .iter()
-        .map(|e| {
-            (
-                e.seq,
-                e.answer.kind.as_str(),
-                e.answer.status,
-                e.done_ms.is_some(),
-            )
-        })
+        .map(|e| (e.seq, e.answer.kind, e.answer.status, e.done_ms.is_some()))
         .collect();
     // The answered request once, then the one still waiting for its answer: no done_ms.
     assert_eq!(
         summary,
-        [(2, "default", Some(200), true), (1, "delay", None, false)]
+        [
+            (2, AnswerKind::Default, Some(200), true),
+            (1, AnswerKind::Delay, None, false)
+        ]
     );
-    assert_eq!(lines[1].endpoint, "wireserver.goalstate");
+    assert_eq!(lines[1].endpoint, EndpointId::WireserverGoalstate);
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use fake_wireserver::Entry;
+use fake_wireserver::{AnswerKind, EndpointId, Entry, HealthState};
 use serde_json::Value;
 
 use common::{exchange, get, goalstate_get, post, response};
@@ -125,21 +125,21 @@ async fn serves_reports_ready_and_journals() {
     );
     assert_eq!(r.status, 200, "{}", r.text());
     let entries: Vec<Entry> = serde_json::from_slice(&r.body).unwrap();
-    let endpoints: Vec<&str> = entries.iter().map(|e| e.endpoint.as_str()).collect();
+    let endpoints: Vec<EndpointId> = entries.iter().map(|e| e.endpoint).collect();
     assert_eq!(
         endpoints,
         [
-            "wireserver.goalstate",
-            "imds.instance",
-            "wireserver.versions",
-            "proxy.unknown-host",
-            "wireserver.health.json"
+            EndpointId::WireserverGoalstate,
+            EndpointId::ImdsInstance,
+            EndpointId::WireserverVersions,
+            EndpointId::ProxyUnknownHost,
+            EndpointId::WireserverHealthJson
         ]
     );
-    assert_eq!(entries[4].answer.kind, "respond");
+    assert_eq!(entries[4].answer.kind, AnswerKind::Respond);
     assert_eq!(
-        entries[4].report.as_ref().unwrap().state.as_deref(),
-        Some("Ready")
+        entries[4].report.as_ref().unwrap().state,
+        Some(HealthState::Ready)
     );
 
     // SIGTERM: a clean exit; the JSON Lines file has every entry.

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use fake_wireserver::{Fake, FakeConfig, Scenario};
+use fake_wireserver::{AnswerKind, EndpointId, Fake, FakeConfig, HealthState, Scenario};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -53,7 +53,7 @@ async fn throttled_preset_is_the_platform_reply() {
         "the platform sends no Retry-After"
     );
     let e = &fake.journal()[0];
-    assert_eq!(e.answer.kind, "respond");
+    assert_eq!(e.answer.kind, AnswerKind::Respond);
     assert_eq!(e.answer.status, Some(403));
     let step = e.answer.step.as_ref().unwrap();
     assert_eq!(
@@ -113,7 +113,7 @@ async fn delay_answers_after_the_delay() {
     assert_eq!(r.status, 200, "a delay without a reply answers normally");
     assert!(r.text().contains("<GoalState"));
     let e = &fake.journal()[0];
-    assert_eq!(e.answer.kind, "delay");
+    assert_eq!(e.answer.kind, AnswerKind::Delay);
     assert!(e.done_ms.unwrap() >= e.at_ms + 500);
 }
 
@@ -141,7 +141,7 @@ async fn hang_never_answers() {
     // The plan's single hang step was consumed; the second request got the default answer.
     assert_eq!(err.unwrap().status(), 200);
     let e = &fake.journal()[0];
-    assert_eq!(e.answer.kind, "hang");
+    assert_eq!(e.answer.kind, AnswerKind::Hang);
     assert_eq!((e.answer.status, e.done_ms), (None, None));
     // The client gave up after 700 ms and closed: the journal says when (the fake notices
     // the close on its own task, so allow it a moment).
@@ -193,7 +193,7 @@ async fn reset_sends_rst() {
         .unwrap_err();
     assert!(!err.is_timeout() && err.status().is_none(), "{err:?}");
     let j = fake.journal();
-    assert_eq!(j[1].answer.kind, "reset");
+    assert_eq!(j[1].answer.kind, AnswerKind::Reset);
     assert_eq!(j[1].answer.step.as_ref().unwrap().repeat, 2);
 }
 
@@ -353,7 +353,7 @@ async fn chaos_run(seed: u64) -> Vec<&'static str> {
         .journal()
         .iter()
         .map(|e| {
-            if e.answer.kind == "close" {
+            if e.answer.kind == AnswerKind::Close {
                 "closed"
             } else {
                 "ok"
@@ -390,7 +390,7 @@ async fn rate_limiter_answers_with_the_platform_403() {
     assert_eq!(r.text(), platform_throttle_body());
     assert_eq!(r.header("server"), Some("Microsoft-IIS/10.0"));
     let j = fake.journal();
-    assert_eq!(j[2].answer.kind, "throttled");
+    assert_eq!(j[2].answer.kind, AnswerKind::Throttled);
     assert_eq!(j[2].answer.step, None);
     // Only wireserver endpoints by default.
     let imds = response(
@@ -458,7 +458,7 @@ async fn triggers_bump_incarnation_and_release_reprovision_data() {
     assert_eq!(r.status, 200, "mismatches are recorded, never rejected");
     let e = fake.journal().into_iter().last().unwrap();
     let report = e.report.unwrap();
-    assert_eq!(report.state.as_deref(), Some("Ready"));
+    assert_eq!(report.state, Some(HealthState::Ready));
     assert!(
         report.findings.iter().any(|f| f.id.contains("incarnation")),
         "{:?}",
@@ -504,7 +504,7 @@ async fn malformed_http_gets_400_and_a_finding() {
     assert_eq!(r.status, 400);
     assert_eq!(r.header("connection"), Some("close"));
     let e = &fake.journal()[0];
-    assert_eq!(e.endpoint, "wireserver.unknown");
+    assert_eq!(e.endpoint, EndpointId::WireserverUnknown);
     assert!(
         e.findings.iter().any(|f| f.id == "http.malformed"),
         "{:?}",
@@ -520,7 +520,7 @@ async fn chunked_request_bodies_are_read() {
     assert_eq!(r.status, 201);
     let e = &fake.journal()[0];
     assert_eq!(e.body, "{\"state\":\"Ready\"}");
-    assert_eq!(e.report.as_ref().unwrap().state.as_deref(), Some("Ready"));
+    assert_eq!(e.report.as_ref().unwrap().state, Some(HealthState::Ready));
 }
 
 #[tokio::test]

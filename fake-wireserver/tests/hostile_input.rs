@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use fake_wireserver::{Fake, FakeConfig};
+use fake_wireserver::{EndpointId, Fake, FakeConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -234,7 +234,7 @@ async fn idle_connections_1024_do_not_starve_the_wireserver() {
     // The idle connections are not requests.
     let journal = fake.journal();
     assert_eq!(journal.len(), 1, "{journal:?}");
-    assert_eq!(journal[0].endpoint, "wireserver.goalstate");
+    assert_eq!(journal[0].endpoint, EndpointId::WireserverGoalstate);
     drop(idle);
 }
 

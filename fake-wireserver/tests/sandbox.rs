@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use fake_wireserver::journal::Entry;
+use fake_wireserver::{EndpointId, HealthState, Listener};
 
 const FAKE: &str = env!("CARGO_BIN_EXE_fake-wireserver");
 
@@ -62,13 +63,17 @@ fn sandbox_command_reaches_the_fake_on_both_platform_addresses() {
     let journal = journal(out.path());
     let seen: Vec<_> = journal
         .iter()
-        .map(|e| (e.listener.as_str(), e.endpoint.as_str(), e.answer.status))
+        .map(|e| (e.listener, e.endpoint, e.answer.status))
         .collect();
     assert_eq!(
         seen,
         [
-            ("wireserver", "wireserver.versions", Some(200)),
-            ("imds", "imds.instance", Some(200)),
+            (
+                Listener::Wireserver,
+                EndpointId::WireserverVersions,
+                Some(200)
+            ),
+            (Listener::Imds, EndpointId::ImdsInstance, Some(200)),
         ]
     );
     let summary = summary(out.path());
@@ -475,7 +480,7 @@ fn sandbox_stops_a_daemon_once_its_terminal_report_is_in() {
         .iter()
         .filter_map(|e| e.report.as_ref().and_then(|r| r.state.clone()))
         .collect();
-    assert_eq!(states, ["NotReady", "Ready"]);
+    assert_eq!(states, [HealthState::NotReady, HealthState::Ready]);
 }
 
 #[test]

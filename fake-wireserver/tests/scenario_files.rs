@@ -392,3 +392,43 @@ fn an_instance_file_that_is_not_a_json_object_is_refused_naming_it() {
         )
     );
 }
+#[test]
+fn step_kinds_are_the_answer_kinds_a_step_can_have() {
+    // `throttled` and `default` name answers in the journal, never a step: refused with the
+    // step kinds listed (the names come from `AnswerKind`, the list from its step kinds).
+    for kind in ["throttled", "default", "Hang", "5"] {
+        let doc = format!("[[endpoint]]\nid = \"imds.*\"\n[[endpoint.step]]\nkind = \"{kind}\"\n");
+        let err = Scenario::from_toml_str(&doc, "k.toml").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "k.toml:4:8: endpoint[1].step[1].kind: unknown variant `{kind}`, expected one of `respond`, `delay`, `hang`, `reset`, `close`, `malformed`, `partial`, `slow`"
+            )
+        );
+    }
+    // Not a string at all: TOML's own message, as for any enum field.
+    let err = Scenario::from_toml_str(
+        "[[endpoint]]\nid = \"imds.*\"\n[[endpoint.step]]\nkind = 5\n",
+        "k.toml",
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "k.toml:4:8: endpoint[1].step[1].kind: wanted string or table"
+    );
+    // Every step kind parses, and the step's kind is that answer kind.
+    for kind in fake_wireserver::AnswerKind::STEP_KINDS {
+        let extra = match kind {
+            fake_wireserver::AnswerKind::Respond => "status = 200\n",
+            fake_wireserver::AnswerKind::Delay => "seconds = 0.1\n",
+            fake_wireserver::AnswerKind::Malformed => "bytes = \"x\"\n",
+            fake_wireserver::AnswerKind::Partial => "bytes_sent = 1\n",
+            fake_wireserver::AnswerKind::Slow => "chunk = 1\ninterval = 0.1\n",
+            _ => "",
+        };
+        let doc =
+            format!("[[endpoint]]\nid = \"imds.*\"\n[[endpoint.step]]\nkind = \"{kind}\"\n{extra}");
+        let s = Scenario::from_toml_str(&doc, "k.toml").unwrap_or_else(|e| panic!("{kind}: {e}"));
+        assert_eq!(s.endpoints[0].steps[0].action.kind(), kind);
+    }
+}

@@ -1,6 +1,6 @@
 //! The handle starts real listeners that serve the default documents.
 
-use fake_wireserver::{Fake, FakeConfig};
+use fake_wireserver::{EndpointId, Fake, FakeConfig, Listener};
 
 #[tokio::test]
 async fn serves_default_documents_on_loopback() {
@@ -28,8 +28,8 @@ async fn serves_default_documents_on_loopback() {
     assert_eq!(md.text().await.unwrap(), "Standard_D2s_v3");
     let j = fake.journal();
     assert_eq!(j.len(), 2);
-    assert_eq!(j[0].endpoint, "wireserver.goalstate");
-    assert_eq!(j[1].endpoint, "imds.instance");
+    assert_eq!(j[0].endpoint, EndpointId::WireserverGoalstate);
+    assert_eq!(j[1].endpoint, EndpointId::ImdsInstance);
     assert_eq!(j[1].answer.status, Some(200));
 }
 
@@ -79,17 +79,17 @@ async fn proxy_routes_by_authority_or_host() {
     let r = proxy.get("http://10.0.0.1/").send().await.unwrap();
     assert_eq!(r.status(), 502);
     let j = fake.journal();
-    let endpoints: Vec<&str> = j.iter().map(|e| e.endpoint.as_str()).collect();
+    let endpoints: Vec<EndpointId> = j.iter().map(|e| e.endpoint).collect();
     assert_eq!(
         endpoints,
         [
-            "wireserver.goalstate",
-            "imds.instance",
-            "imds.versions",
-            "proxy.unknown-host"
+            EndpointId::WireserverGoalstate,
+            EndpointId::ImdsInstance,
+            EndpointId::ImdsVersions,
+            EndpointId::ProxyUnknownHost
         ]
     );
-    assert!(j.iter().all(|e| e.listener == "proxy"));
+    assert!(j.iter().all(|e| e.listener == Listener::Proxy));
     assert!(
         j[0].target.starts_with("http://168.63.129.16/"),
         "absolute-form: {}",

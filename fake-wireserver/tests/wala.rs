@@ -8,7 +8,7 @@ mod common;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use fake_wireserver::{Fake, FakeConfig, Scenario};
+use fake_wireserver::{AnswerKind, EndpointId, Fake, FakeConfig, Listener, Scenario};
 
 use common::{exchange, get, post, response};
 
@@ -91,7 +91,7 @@ async fn goal_state_names_a_hosting_environment_config_wala_can_read() {
     let journal = fake.journal();
     assert_eq!(
         journal.last().unwrap().endpoint,
-        "wireserver.config.hosting"
+        EndpointId::WireserverConfigHosting
     );
     assert!(
         journal.last().unwrap().findings.is_empty(),
@@ -121,7 +121,7 @@ async fn a_scenario_leaves_out_or_adds_each_config_document() {
     );
     assert_eq!(
         fake.journal().last().unwrap().endpoint,
-        "wireserver.config.extensions"
+        EndpointId::WireserverConfigExtensions
     );
     // What is not listed is not served.
     let hosting = url.replace("extensionsConfig", "hostingEnvironmentConfig");
@@ -161,14 +161,14 @@ body = "<SharedConfig"
     let ids: Vec<_> = fake
         .journal()
         .iter()
-        .map(|e| (e.endpoint.clone(), e.answer.kind.clone()))
+        .map(|e| (e.endpoint, e.answer.kind))
         .collect();
     assert!(
-        ids.contains(&("wireserver.config.hosting".into(), "respond".into())),
+        ids.contains(&(EndpointId::WireserverConfigHosting, AnswerKind::Respond)),
         "{ids:?}"
     );
     assert!(
-        ids.contains(&("wireserver.config".into(), "respond".into())),
+        ids.contains(&(EndpointId::WireserverConfig, AnswerKind::Respond)),
         "{ids:?}"
     );
 }
@@ -199,19 +199,19 @@ async fn hostplugin_listener_answers_like_a_platform_without_fast_track() {
     assert_eq!(r.status, 404);
 
     let journal = fake.journal();
-    let ids: Vec<&str> = journal.iter().map(|e| e.endpoint.as_str()).collect();
+    let ids: Vec<EndpointId> = journal.iter().map(|e| e.endpoint).collect();
     assert_eq!(
         ids,
         [
-            "hostplugin.vmsettings",
-            "hostplugin.versions",
-            "hostplugin.health",
-            "hostplugin.status",
-            "hostplugin.vmsettings",
-            "hostplugin.unknown",
+            EndpointId::HostpluginVmsettings,
+            EndpointId::HostpluginVersions,
+            EndpointId::HostpluginHealth,
+            EndpointId::HostpluginStatus,
+            EndpointId::HostpluginVmsettings,
+            EndpointId::HostpluginUnknown,
         ]
     );
-    assert!(journal.iter().all(|e| e.listener == "hostplugin"));
+    assert!(journal.iter().all(|e| e.listener == Listener::HostPlugin));
     assert!(
         journal[..4].iter().all(|e| e.findings.is_empty()),
         "{journal:?}"
@@ -274,8 +274,14 @@ async fn the_proxy_routes_port_32526_of_the_wireserver_to_the_hostplugin() {
         .await,
     );
     assert_eq!(r.status, 200);
-    let ids: Vec<String> = fake.journal().iter().map(|e| e.endpoint.clone()).collect();
-    assert_eq!(ids, ["hostplugin.vmsettings", "wireserver.versions"]);
+    let ids: Vec<EndpointId> = fake.journal().iter().map(|e| e.endpoint).collect();
+    assert_eq!(
+        ids,
+        [
+            EndpointId::HostpluginVmsettings,
+            EndpointId::WireserverVersions
+        ]
+    );
 }
 
 #[tokio::test]
@@ -346,14 +352,14 @@ async fn wala_only_wireserver_paths_are_classified_and_answered() {
     assert_eq!(r.status, 404);
 
     let journal = fake.journal();
-    let ids: Vec<&str> = journal.iter().map(|e| e.endpoint.as_str()).collect();
+    let ids: Vec<EndpointId> = journal.iter().map(|e| e.endpoint).collect();
     assert_eq!(
         ids,
         [
-            "wireserver.roleproperties",
-            "wireserver.telemetry",
-            "wireserver.healthservice",
-            "wireserver.metadata",
+            EndpointId::WireserverRoleProperties,
+            EndpointId::WireserverTelemetry,
+            EndpointId::WireserverHealthService,
+            EndpointId::WireserverMetadata,
         ]
     );
     assert!(

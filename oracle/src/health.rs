@@ -19,11 +19,147 @@ pub const DESCRIPTION_PLATFORM_CAP: usize = 4096;
 /// cap minus 10 %, §4.2).
 pub const WALA_DESCRIPTION_TRIM: usize = 3686;
 
+const READY: &str = "Ready";
+const NOT_READY: &str = "NotReady";
+const PROVISIONING_FAILED: &str = "ProvisioningFailed";
+const PROVISIONING: &str = "Provisioning";
+
 /// Health states a report may carry (§4.1, §5); anything else is a finding.
-pub const KNOWN_STATES: [&str; 2] = ["Ready", "NotReady"];
+pub const KNOWN_STATES: [&str; 2] = [READY, NOT_READY];
 
 /// Substatus values agents send (§4.2, §5); anything else is a finding.
-pub const KNOWN_SUBSTATUSES: [&str; 2] = ["ProvisioningFailed", "Provisioning"];
+pub const KNOWN_SUBSTATUSES: [&str; 2] = [PROVISIONING_FAILED, PROVISIONING];
+
+/// A report's state as the agent spelled it: one of the two the platform knows (§4.1, §5,
+/// case-sensitive), or whatever else arrived (`"ready"`, garbage), kept verbatim so a finding
+/// and the journal can show it. Serialized as exactly the received string; equal values have
+/// equal spellings (`Other("Ready")` is `Ready`).
+#[derive(Debug, Clone)]
+pub enum HealthState {
+    /// `Ready`.
+    Ready,
+    /// `NotReady`.
+    NotReady,
+    /// Any other spelling (a finding says so).
+    Other(String),
+}
+
+impl HealthState {
+    /// The state exactly as sent.
+    pub fn as_str(&self) -> &str {
+        match self {
+            HealthState::Ready => READY,
+            HealthState::NotReady => NOT_READY,
+            HealthState::Other(s) => s,
+        }
+    }
+
+    /// `Ready` or `NotReady`.
+    pub fn is_known(&self) -> bool {
+        KNOWN_STATES.contains(&self.as_str())
+    }
+}
+
+impl From<&str> for HealthState {
+    fn from(s: &str) -> Self {
+        match s {
+            READY => HealthState::Ready,
+            NOT_READY => HealthState::NotReady,
+            other => HealthState::Other(other.to_owned()),
+        }
+    }
+}
+
+impl From<String> for HealthState {
+    fn from(s: String) -> Self {
+        match HealthState::from(s.as_str()) {
+            HealthState::Other(_) => HealthState::Other(s),
+            known => known,
+        }
+    }
+}
+
+/// A report's substatus as the agent spelled it (§4.2, §5): `ProvisioningFailed`,
+/// `Provisioning`, or anything else, kept verbatim (a warning). Serialized as exactly the
+/// received string; equal values have equal spellings.
+#[derive(Debug, Clone)]
+pub enum SubStatus {
+    /// `ProvisioningFailed`.
+    ProvisioningFailed,
+    /// `Provisioning` (still in progress).
+    Provisioning,
+    /// Any other spelling (a finding says so).
+    Other(String),
+}
+
+impl SubStatus {
+    /// The substatus exactly as sent.
+    pub fn as_str(&self) -> &str {
+        match self {
+            SubStatus::ProvisioningFailed => PROVISIONING_FAILED,
+            SubStatus::Provisioning => PROVISIONING,
+            SubStatus::Other(s) => s,
+        }
+    }
+
+    /// `ProvisioningFailed` or `Provisioning`.
+    pub fn is_known(&self) -> bool {
+        KNOWN_SUBSTATUSES.contains(&self.as_str())
+    }
+}
+
+impl From<&str> for SubStatus {
+    fn from(s: &str) -> Self {
+        match s {
+            PROVISIONING_FAILED => SubStatus::ProvisioningFailed,
+            PROVISIONING => SubStatus::Provisioning,
+            other => SubStatus::Other(other.to_owned()),
+        }
+    }
+}
+
+impl From<String> for SubStatus {
+    fn from(s: String) -> Self {
+        match SubStatus::from(s.as_str()) {
+            SubStatus::Other(_) => SubStatus::Other(s),
+            known => known,
+        }
+    }
+}
+
+/// Equality, hashing, display and serde by the spelling: one implementation for both types.
+macro_rules! by_spelling {
+    ($t:ty) => {
+        impl PartialEq for $t {
+            fn eq(&self, other: &Self) -> bool {
+                self.as_str() == other.as_str()
+            }
+        }
+        impl Eq for $t {}
+        impl std::hash::Hash for $t {
+            fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+                self.as_str().hash(state)
+            }
+        }
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+        impl Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                String::deserialize(deserializer).map(<$t>::from)
+            }
+        }
+    };
+}
+by_spelling!(HealthState);
+by_spelling!(SubStatus);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -52,9 +188,9 @@ pub struct HealthReport {
     /// XML or JSON.
     pub kind: ReportKind,
     /// `Ready` | `NotReady` | anything else (with a finding).
-    pub state: Option<String>,
+    pub state: Option<HealthState>,
     /// `ProvisioningFailed` | `Provisioning` | anything else (with a finding).
-    pub substatus: Option<String>,
+    pub substatus: Option<SubStatus>,
     /// Unescaped, verbatim (not trimmed).
     pub description: Option<String>,
     /// XML only.
@@ -87,6 +223,21 @@ impl HealthReport {
             encoded: None,
             exception_class: None,
             findings: Vec::new(),
+        }
+    }
+
+    /// `NotReady` with substatus `Provisioning`: the agent says it is still working (§4.1).
+    pub fn is_in_progress(&self) -> bool {
+        self.state == Some(HealthState::NotReady) && self.substatus == Some(SubStatus::Provisioning)
+    }
+
+    /// The report ends provisioning: `Ready`, or `NotReady` with any substatus but
+    /// `Provisioning` (a failure). An unknown or missing state is neither.
+    pub fn is_terminal(&self) -> bool {
+        match &self.state {
+            Some(HealthState::Ready) => true,
+            Some(HealthState::NotReady) => self.substatus != Some(SubStatus::Provisioning),
+            _ => false,
         }
     }
 
@@ -225,8 +376,8 @@ pub fn parse_xml(body: &[u8], served: Option<&ServedIds>) -> HealthReport {
     report.goal_state_incarnation = trimmed(Leaf::Incarnation, &mut report.findings);
     report.container_id = trimmed(Leaf::ContainerId, &mut report.findings);
     report.instance_id = trimmed(Leaf::InstanceId, &mut report.findings);
-    report.state = trimmed(Leaf::State, &mut report.findings);
-    report.substatus = trimmed(Leaf::SubStatus, &mut report.findings);
+    report.state = trimmed(Leaf::State, &mut report.findings).map(HealthState::from);
+    report.substatus = trimmed(Leaf::SubStatus, &mut report.findings).map(SubStatus::from);
     report.description = values.get(Leaf::Description).map(str::to_string);
 
     if values.roles > 1 {
@@ -504,7 +655,8 @@ pub fn parse_json(body: &[u8]) -> HealthReport {
                 .push(unknown_key_finding(key, "", &["state", "details"]));
         }
     }
-    report.state = json_string(object.get("state"), "state", &mut report.findings);
+    report.state =
+        json_string(object.get("state"), "state", &mut report.findings).map(HealthState::from);
 
     let mut details_present = false;
     match object.get("details") {
@@ -524,7 +676,8 @@ pub fn parse_json(body: &[u8]) -> HealthReport {
                 details.get("subStatus"),
                 "details.subStatus",
                 &mut report.findings,
-            );
+            )
+            .map(SubStatus::from);
             report.description = json_string(
                 details.get("description"),
                 "details.description",
@@ -613,12 +766,12 @@ fn body_text(body: &[u8], findings: &mut Vec<Finding>) -> String {
 /// Checks shared by both formats: state, details, substatus, description.
 fn check_semantics(report: &mut HealthReport, details_present: bool, state_at: &str) {
     let mut findings = Vec::new();
-    match report.state.as_deref() {
+    match &report.state {
         None => findings.push(Finding::error(
             id::health::MISSING_STATE,
             format!("no state; expected {state_at} = Ready or NotReady"),
         )),
-        Some("Ready") => {
+        Some(HealthState::Ready) => {
             if details_present {
                 findings.push(Finding::error(
                     id::health::READY_WITH_DETAILS,
@@ -626,7 +779,7 @@ fn check_semantics(report: &mut HealthReport, details_present: bool, state_at: &
                 ));
             }
         }
-        Some("NotReady") => {
+        Some(HealthState::NotReady) => {
             if report.substatus.is_none() {
                 findings.push(Finding::error(
                     id::health::NOTREADY_MISSING_SUBSTATUS,
@@ -634,14 +787,12 @@ fn check_semantics(report: &mut HealthReport, details_present: bool, state_at: &
                 ));
             }
         }
-        Some(other) => findings.push(Finding::error(
+        Some(HealthState::Other(other)) => findings.push(Finding::error(
             id::health::STATE_UNKNOWN,
             format!("state is {other:?}; expected Ready or NotReady (case-sensitive)"),
         )),
     }
-    if let Some(substatus) = &report.substatus
-        && !KNOWN_SUBSTATUSES.contains(&substatus.as_str())
-    {
+    if let Some(SubStatus::Other(substatus)) = &report.substatus {
         findings.push(Finding::warning(
             id::health::SUBSTATUS_UNKNOWN,
             format!("substatus is {substatus:?}; agents send ProvisioningFailed or Provisioning"),
@@ -763,7 +914,7 @@ mod tests {
     #[test]
     fn compact_xml_without_prolog_or_namespaces() {
         let report = parse_xml(xml("<State>Ready</State>").as_bytes(), Some(&served()));
-        assert_eq!(report.state.as_deref(), Some("Ready"));
+        assert_eq!(report.state, Some(HealthState::Ready));
         assert_eq!(report.goal_state_incarnation.as_deref(), Some("7"));
         assert_eq!(report.container_id.as_deref(), Some("c"));
         assert_eq!(report.instance_id.as_deref(), Some("i"));
@@ -784,7 +935,7 @@ mod tests {
         let report = parse_xml(body.as_bytes(), Some(&served()));
         assert_eq!(ids(&report), ["health.incarnation-mismatch"]);
         assert!(!report.has_errors());
-        assert_eq!(report.state.as_deref(), Some("Ready"));
+        assert_eq!(report.state, Some(HealthState::Ready));
     }
 
     #[test]
@@ -805,6 +956,40 @@ mod tests {
             None,
         );
         assert_eq!(ids(&report), ["health.substatus.unknown"]);
+    }
+
+    #[test]
+    fn unknown_spellings_are_kept_verbatim_and_serialized_as_received() {
+        let report = parse_xml(xml("<State>ready</State>").as_bytes(), None);
+        assert_eq!(report.state, Some(HealthState::Other("ready".into())));
+        assert_eq!(ids(&report), ["health.state.unknown"]);
+        let report =
+            parse_json(br#"{"state":"NotReady","details":{"subStatus":"provisioningfailed"}}"#);
+        assert_eq!(report.state, Some(HealthState::NotReady));
+        assert_eq!(
+            report.substatus,
+            Some(SubStatus::Other("provisioningfailed".into()))
+        );
+        assert_eq!(ids(&report), ["health.substatus.unknown"]);
+        // The JSON shape is the received string, known or not, and reads back equal.
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["state"], "NotReady");
+        assert_eq!(json["substatus"], "provisioningfailed");
+        let back: HealthReport = serde_json::from_value(json).unwrap();
+        assert_eq!(back, report);
+        // A known spelling is its variant however it was built.
+        assert_eq!(HealthState::Other("Ready".into()), HealthState::Ready);
+        assert_eq!(HealthState::from("Ready".to_string()), HealthState::Ready);
+        assert!(!HealthState::Other("Ready ".into()).is_known());
+        assert_eq!(SubStatus::from("Provisioning"), SubStatus::Provisioning);
+        assert!(SubStatus::ProvisioningFailed.is_known());
+        for name in KNOWN_STATES {
+            assert_eq!(HealthState::from(name).as_str(), name);
+            assert!(!matches!(HealthState::from(name), HealthState::Other(_)));
+        }
+        for name in KNOWN_SUBSTATUSES {
+            assert!(!matches!(SubStatus::from(name), SubStatus::Other(_)));
+        }
     }
 
     #[test]
@@ -887,13 +1072,13 @@ mod tests {
     #[test]
     fn json_shapes() {
         let report = parse_json(br#"{"state":"Ready"}"#);
-        assert_eq!(report.state.as_deref(), Some("Ready"));
+        assert_eq!(report.state, Some(HealthState::Ready));
         assert!(report.findings.is_empty());
 
         let report = parse_json(
             br#"{"details":{"description":"Provisioning is still in progress for vm_id=x.","subStatus":"Provisioning"},"state":"NotReady"}"#,
         );
-        assert_eq!(report.substatus.as_deref(), Some("Provisioning"));
+        assert_eq!(report.substatus, Some(SubStatus::Provisioning));
         assert!(report.findings.is_empty(), "{:?}", report.findings);
 
         let report =

@@ -144,12 +144,12 @@ fn health_request_vectors_parse_to_their_expected_values() {
                 _ => continue,
             };
             assert_eq!(
-                report.state.as_deref(),
+                report.state.as_ref().map(|s| s.as_str()),
                 expected["state"].as_str(),
                 "{agent}/{name}: state"
             );
             assert_eq!(
-                report.substatus.as_deref(),
+                report.substatus.as_ref().map(|s| s.as_str()),
                 expected["substatus"].as_str(),
                 "{agent}/{name}: substatus"
             );

@@ -11,6 +11,7 @@ pub mod kill_loop;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use fake_wireserver::EndpointId;
 use fake_wireserver::journal::Entry;
 
 /// The repository root (this crate lives in `<root>/tests`).
@@ -204,7 +205,7 @@ impl AgentRun {
     }
 
     /// The entries for one endpoint id, in order.
-    pub fn entries(&self, endpoint: &str) -> Vec<&Entry> {
+    pub fn entries(&self, endpoint: EndpointId) -> Vec<&Entry> {
         self.journal
             .iter()
             .filter(|e| e.endpoint == endpoint)
@@ -212,7 +213,7 @@ impl AgentRun {
     }
 
     /// The one health report of the run (panics unless there is exactly one).
-    pub fn single(&self, endpoint: &str) -> &Entry {
+    pub fn single(&self, endpoint: EndpointId) -> &Entry {
         let entries = self.entries(endpoint);
         assert_eq!(
             entries.len(),

@@ -12,6 +12,7 @@
 use std::path::Path;
 
 use conformance::snapshot::raw as normalize;
+use fake_wireserver::{EndpointId, HealthState, Listener};
 use wirecheck_e2e::{
     AgentRun, Attach, NetnsRun, afterburn_binary, header_names, run_sandbox, vector,
     vector_header_names,
@@ -20,9 +21,9 @@ use wirecheck_e2e::{
 const HARNESS: &str = env!("CARGO_BIN_EXE_e2e-netns-run");
 
 fn assert_ready(run: &AgentRun) {
-    let health = run.single("wireserver.health.xml");
+    let health = run.single(EndpointId::WireserverHealthXml);
     let report = health.report.as_ref().expect("parsed health report");
-    assert_eq!(report.state.as_deref(), Some("Ready"));
+    assert_eq!(report.state, Some(HealthState::Ready));
     assert_eq!(report.substatus, None);
     assert_eq!(report.description, None);
     // The ids echoed back are the ones the fake served (mismatches would be findings).
@@ -65,7 +66,7 @@ fn afterburn_checks_in_through_the_proxy() {
         ]
     );
     assert_ready(&run);
-    let health = run.single("wireserver.health.xml");
+    let health = run.single(EndpointId::WireserverHealthXml);
     assert_eq!(
         header_names(health),
         vector_header_names(&vector("afterburn-5.11.0/14-checkin-health-proxy.json")),
@@ -99,7 +100,7 @@ fn afterburn_checks_in_inside_the_sandbox() {
         ]
     );
     assert_ready(&sandbox.run);
-    let health = sandbox.run.single("wireserver.health.xml");
+    let health = sandbox.run.single(EndpointId::WireserverHealthXml);
     assert_eq!(health.header("host"), Some("168.63.129.16"));
     assert_eq!(
         header_names(health),
@@ -117,8 +118,8 @@ fn afterburn_reads_attributes_from_imds_inside_the_sandbox() {
     let sandbox = afterburn_in_sandbox(&out, &["--attributes", attributes.to_str().unwrap()]);
     sandbox.run.assert_success();
 
-    let imds = sandbox.run.single("imds.instance");
-    assert_eq!(imds.listener, "imds");
+    let imds = sandbox.run.single(EndpointId::ImdsInstance);
+    assert_eq!(imds.listener, Listener::Imds);
     assert_eq!(
         imds.target,
         "/metadata/instance/compute/vmSize?api-version=2017-08-01&format=text"
@@ -126,11 +127,14 @@ fn afterburn_reads_attributes_from_imds_inside_the_sandbox() {
     assert_eq!(imds.header("Metadata"), Some("true"));
     assert_eq!(imds.answer.status, Some(200));
     assert!(
-        sandbox.run.entries("wireserver.config").len() == 1,
+        sandbox.run.entries(EndpointId::WireserverConfig).len() == 1,
         "SharedConfig fetched once"
     );
     assert!(
-        sandbox.run.entries("wireserver.health.xml").is_empty(),
+        sandbox
+            .run
+            .entries(EndpointId::WireserverHealthXml)
+            .is_empty(),
         "no check-in asked"
     );
 

@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use conformance::snapshot::raw as normalize;
+use fake_wireserver::{EndpointId, HealthState, Listener, SubStatus};
 use wirecheck_e2e::{
     AgentRun, Attach, NetnsRun, cloud_init_driver, cloud_init_python, header_names, vector,
     vector_header_names,
@@ -87,7 +88,7 @@ fn judge_pool(pool: &[u8], finished: &[(&str, &str)]) {
 }
 
 fn assert_health_headers_match_vector(run: &AgentRun, vector_path: &str) {
-    let health = run.single("wireserver.health.xml");
+    let health = run.single(EndpointId::WireserverHealthXml);
     assert_eq!(
         header_names(health),
         vector_header_names(&vector(vector_path)),
@@ -108,9 +109,9 @@ fn cloud_init_reports_ready_by_url() {
             "POST /machine?comp=health [wireserver.health.xml via wireserver] -> 200",
         ]
     );
-    let health = run.single("wireserver.health.xml");
+    let health = run.single(EndpointId::WireserverHealthXml);
     let report = health.report.as_ref().expect("parsed health report");
-    assert_eq!(report.state.as_deref(), Some("Ready"));
+    assert_eq!(report.state, Some(HealthState::Ready));
     assert_eq!(report.substatus, None);
     assert_eq!(report.description, None);
     assert!(report.findings.is_empty(), "{:#?}", report.findings);
@@ -144,10 +145,10 @@ fn cloud_init_reports_failure_by_url_with_its_description_as_sent() {
     );
     run.assert_success();
 
-    let health = run.single("wireserver.health.xml");
+    let health = run.single(EndpointId::WireserverHealthXml);
     let report = health.report.as_ref().expect("parsed health report");
-    assert_eq!(report.state.as_deref(), Some("NotReady"));
-    assert_eq!(report.substatus.as_deref(), Some("ProvisioningFailed"));
+    assert_eq!(report.state, Some(HealthState::NotReady));
+    assert_eq!(report.substatus, Some(SubStatus::ProvisioningFailed));
     assert_eq!(report.description.as_deref(), Some(description));
     assert_eq!(report.encoded, None, "22.4.2 sends no encoded report");
     assert_health_headers_match_vector(&run, "cloud-init-22.4.2/04-failure-tricky-health.json");
@@ -168,7 +169,11 @@ fn cloud_init_trims_a_long_failure_description_to_512_characters() {
         None,
     );
     run.assert_success();
-    let report = run.single("wireserver.health.xml").report.clone().unwrap();
+    let report = run
+        .single(EndpointId::WireserverHealthXml)
+        .report
+        .clone()
+        .unwrap();
     assert_eq!(report.description.as_deref(), Some(&description[..512]));
 }
 
@@ -186,10 +191,10 @@ fn cloud_init_reports_ready_through_the_proxy() {
             "POST http://168.63.129.16/machine?comp=health [wireserver.health.xml via proxy] -> 200",
         ]
     );
-    let health = run.single("wireserver.health.xml");
+    let health = run.single(EndpointId::WireserverHealthXml);
     assert_eq!(health.header("Host"), Some("168.63.129.16"));
     let report = health.report.as_ref().unwrap();
-    assert_eq!(report.state.as_deref(), Some("Ready"));
+    assert_eq!(report.state, Some(HealthState::Ready));
     assert!(report.findings.is_empty(), "{:#?}", report.findings);
 
     judge_pool(&pool, &[("azure-ds/get_metadata_from_fabric", "SUCCESS")]);
@@ -206,12 +211,12 @@ fn cloud_init_reports_its_default_failure_through_the_proxy() {
     let CloudInitRun { run, pool } = cloud_init(dir.path(), Attach::Proxy, &["failure"], None);
     run.assert_success();
 
-    let health = run.single("wireserver.health.xml");
-    assert_eq!(health.listener, "proxy");
+    let health = run.single(EndpointId::WireserverHealthXml);
+    assert_eq!(health.listener, Listener::Proxy);
     assert_eq!(health.target, "http://168.63.129.16/machine?comp=health");
     let report = health.report.as_ref().unwrap();
-    assert_eq!(report.state.as_deref(), Some("NotReady"));
-    assert_eq!(report.substatus.as_deref(), Some("ProvisioningFailed"));
+    assert_eq!(report.state, Some(HealthState::NotReady));
+    assert_eq!(report.substatus, Some(SubStatus::ProvisioningFailed));
     assert_eq!(report.description.as_deref(), Some(DEFAULT_DESCRIPTION));
 
     judge_pool(&pool, &[("azure-ds/report_failure_to_fabric", "SUCCESS")]);
@@ -237,7 +242,7 @@ status = 503
         cloud_init(dir.path(), Attach::Url, &["ready"], Some(scenario));
     run.assert_success();
 
-    let goal_states = run.entries("wireserver.goalstate");
+    let goal_states = run.entries(EndpointId::WireserverGoalstate);
     let statuses: Vec<_> = goal_states.iter().map(|e| e.answer.status).collect();
     assert_eq!(statuses, [Some(503), Some(200)]);
     let gap_ms = goal_states[1].at_ms - goal_states[0].at_ms;
@@ -245,8 +250,12 @@ status = 503
         (4_000..30_000).contains(&gap_ms),
         "retry after {gap_ms} ms; cloud-init 22.4.2 sleeps 5 s between attempts"
     );
-    let report = run.single("wireserver.health.xml").report.clone().unwrap();
-    assert_eq!(report.state.as_deref(), Some("Ready"));
+    let report = run
+        .single(EndpointId::WireserverHealthXml)
+        .report
+        .clone()
+        .unwrap();
+    assert_eq!(report.state, Some(HealthState::Ready));
     // The failed attempt is visible to the host as a diagnostic event.
     let events = normalize::cloud_init_events(&pool);
     assert!(

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
+use fake_wireserver::{EndpointId, HealthState};
 use wirecheck_e2e::{
     AgentRun, Attach, NetnsRun, cloud_init_25_driver, cloud_init_25_pythonpath, require_root,
     workspace_binary,
@@ -133,7 +134,7 @@ fn hostile_reasons_and_data_round_trip_through_cloud_init_25_and_the_oracle() {
     // escapes only `&`, `<`, `>` (xml.sax.saxutils.escape, sources/helpers/azure.py:655), so a
     // CR goes out raw, and XML 1.0 end-of-line handling (any parser's, the platform's too)
     // reads CR LF and a lone CR as LF: the CRs of a reason never reach the platform.
-    let health = run.single("wireserver.health.xml");
+    let health = run.single(EndpointId::WireserverHealthXml);
     let sent = chars(&full, 512);
     assert!(sent.contains('\r'));
     assert!(
@@ -165,13 +166,13 @@ fn cloud_init_25_writes_its_success_report_to_kvp_before_reporting_ready() {
     let dir = tempfile::tempdir().unwrap();
     let Run25 { run, pool } = cloud_init_25(dir.path(), &["ready"]);
     run.assert_success();
-    let endpoints: Vec<&str> = run.journal.iter().map(|e| e.endpoint.as_str()).collect();
+    let endpoints: Vec<EndpointId> = run.journal.iter().map(|e| e.endpoint).collect();
     assert_eq!(
         endpoints,
         [
-            "imds.instance",
-            "wireserver.goalstate",
-            "wireserver.health.xml"
+            EndpointId::ImdsInstance,
+            EndpointId::WireserverGoalstate,
+            EndpointId::WireserverHealthXml
         ]
     );
     let view = kvp::decode_pool(&pool);
@@ -204,10 +205,10 @@ fn cloud_init_25_writes_its_success_report_to_kvp_before_reporting_ready() {
         *index < ready_event,
         "PROVISIONING_REPORT at {index}, ready at {ready_event}"
     );
-    let health = run.single("wireserver.health.xml");
+    let health = run.single(EndpointId::WireserverHealthXml);
     assert_eq!(
-        health.report.as_ref().unwrap().state.as_deref(),
-        Some("Ready")
+        health.report.as_ref().unwrap().state,
+        Some(HealthState::Ready)
     );
 }
 

@@ -20,6 +20,7 @@ use std::process::Command;
 
 use conformance::snapshot::raw as normalize;
 use fake_wireserver::journal::Entry;
+use fake_wireserver::{EndpointId, HealthState, Listener};
 use serde_json::Value;
 use wirecheck_e2e::{AgentRun, Attach, NetnsRun, require_root, run_sandbox, workspace_binary};
 
@@ -38,7 +39,7 @@ fn header_names(entry: &Entry) -> Vec<&str> {
 
 /// The IMDS query of 0.1.1: api-version 2021-02-01, no `extended`, `Metadata: true`.
 fn assert_imds_query(run: &AgentRun) {
-    let imds = run.single("imds.instance");
+    let imds = run.single(EndpointId::ImdsInstance);
     assert_eq!(imds.method, "GET");
     assert_eq!(imds.path(), "/metadata/instance");
     assert_eq!(
@@ -53,13 +54,13 @@ fn assert_imds_query(run: &AgentRun) {
 
 /// The goal state GET and the Ready POST as azure-init ≤ Aug 2025 sends them.
 fn assert_xml_flow(run: &AgentRun) {
-    let goal_state = run.single("wireserver.goalstate");
+    let goal_state = run.single(EndpointId::WireserverGoalstate);
     assert_eq!(goal_state.path(), "/machine/");
     assert_eq!(goal_state.header("x-ms-agent-name"), Some("azure-init"));
     assert_eq!(goal_state.header("x-ms-version"), Some("2012-11-30"));
     assert_eq!(goal_state.answer.status, Some(200));
 
-    let health = run.single("wireserver.health.xml");
+    let health = run.single(EndpointId::WireserverHealthXml);
     assert_eq!(health.method, "POST");
     assert_eq!(
         health.path(),
@@ -81,7 +82,7 @@ fn assert_xml_flow(run: &AgentRun) {
     assert_eq!(health.answer.status, Some(200));
 
     let report = health.report.as_ref().expect("parsed health report");
-    assert_eq!(report.state.as_deref(), Some("Ready"));
+    assert_eq!(report.state, Some(HealthState::Ready));
     assert_eq!(report.substatus, None);
     assert_eq!(report.description, None);
     // The ids echoed back are exactly the served ones (a mismatch would be a finding).
@@ -121,7 +122,7 @@ fn libazureinit_reports_ready_through_the_proxy_in_a_netns() {
     );
     assert_imds_query(&run);
     assert_xml_flow(&run);
-    let health = run.single("wireserver.health.xml");
+    let health = run.single(EndpointId::WireserverHealthXml);
     assert_eq!(health.header("host"), Some("168.63.129.16"));
     assert_eq!(
         header_names(health),
@@ -161,10 +162,10 @@ fn libazureinit_reports_ready_inside_the_sandbox() {
     );
     assert_imds_query(&sandbox.run);
     assert_xml_flow(&sandbox.run);
-    let health = sandbox.run.single("wireserver.health.xml");
+    let health = sandbox.run.single(EndpointId::WireserverHealthXml);
     assert_eq!(health.header("host"), Some("168.63.129.16"));
     assert_eq!(
-        sandbox.run.single("imds.instance").header("host"),
+        sandbox.run.single(EndpointId::ImdsInstance).header("host"),
         Some("169.254.169.254")
     );
     assert!(sandbox.pools.is_empty(), "libazureinit 0.1.1 writes no KVP");
@@ -352,12 +353,12 @@ fn wirecheck_run_judges_libazureinit_0_1_1() {
         journal,
         dir: artifacts.clone(),
     };
-    let health = run.single("wireserver.health.xml");
-    assert_eq!(health.listener, "proxy");
+    let health = run.single(EndpointId::WireserverHealthXml);
+    assert_eq!(health.listener, Listener::Proxy);
     assert_eq!(health.target, "http://168.63.129.16/machine/?comp=health");
     assert_eq!(health.header("x-ms-agent-name"), Some("azure-init"));
     let report = health.report.as_ref().expect("parsed health report");
-    assert_eq!(report.state.as_deref(), Some("Ready"));
+    assert_eq!(report.state, Some(HealthState::Ready));
     assert!(report.findings.is_empty(), "{:#?}", report.findings);
     assert!(
         !run.stderr.contains("not isolated"),

@@ -57,7 +57,7 @@ fn assert_reported_without_kvp(what: &str, finished: &Finished, fake: &Fake) {
     let health = fake
         .journal()
         .iter()
-        .filter(|e| e.endpoint.starts_with("wireserver.health"))
+        .filter(|e| e.endpoint.is_health())
         .count();
     assert_eq!(
         health,

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use fake_wireserver::{Fake, FakeConfig, Scenario};
+use fake_wireserver::{AnswerKind, Fake, FakeConfig, Scenario, Service};
 use reliability_support::{provision_report, read_pool, run_with_hard_stop, runtime};
 use wirecheck_test_support::net::ClosedPort;
 
@@ -32,7 +32,7 @@ const MARGIN: f64 = 1.5;
 enum Fault {
     Step {
         /// `answer.kind` the journal records when the fault is played.
-        kind: &'static str,
+        kind: AnswerKind,
         step: &'static str,
     },
     Unreachable,
@@ -164,20 +164,20 @@ fn check(fault: Fault, target: Target, fake: &Fake, dir: &Path) {
 
     // The fault was really played (not bypassed by an earlier error).
     if let Fault::Step { kind, .. } = fault {
-        let prefix = if target == Target::ImdsAndWireserver {
-            "imds."
+        let (service, prefix) = if target == Target::ImdsAndWireserver {
+            (Service::Imds, "imds.")
         } else {
-            "wireserver."
+            (Service::Wireserver, "wireserver.")
         };
         let journal = fake.journal();
         assert!(
             journal
                 .iter()
-                .any(|e| e.endpoint.starts_with(prefix) && e.answer.kind == kind),
+                .any(|e| e.endpoint.service() == Some(service) && e.answer.kind == kind),
             "{what}: no {prefix}* request was answered with {kind}; journal: {:?}",
             journal
                 .iter()
-                .map(|e| (&e.endpoint, &e.answer.kind, e.answer.status))
+                .map(|e| (e.endpoint.as_str(), e.answer.kind.as_str(), e.answer.status))
                 .collect::<Vec<_>>()
         );
     }
@@ -233,7 +233,7 @@ macro_rules! status_fault {
         #[test]
         fn $name() {
             fault_everywhere(Fault::Step {
-                kind: "respond",
+                kind: AnswerKind::Respond,
                 step: $step,
             });
         }
@@ -260,7 +260,7 @@ status_fault!(status_503, "kind = \"respond\"\npreset = \"unavailable\"");
 #[test]
 fn hang() {
     fault_everywhere(Fault::Step {
-        kind: "hang",
+        kind: AnswerKind::Hang,
         step: "kind = \"hang\"",
     });
 }
@@ -268,7 +268,7 @@ fn hang() {
 #[test]
 fn reset() {
     fault_everywhere(Fault::Step {
-        kind: "reset",
+        kind: AnswerKind::Reset,
         step: "kind = \"reset\"",
     });
 }
@@ -276,7 +276,7 @@ fn reset() {
 #[test]
 fn close_without_reply() {
     fault_everywhere(Fault::Step {
-        kind: "close",
+        kind: AnswerKind::Close,
         step: "kind = \"close\"",
     });
 }
@@ -284,7 +284,7 @@ fn close_without_reply() {
 #[test]
 fn malformed_bytes() {
     fault_everywhere(Fault::Step {
-        kind: "malformed",
+        kind: AnswerKind::Malformed,
         step: "kind = \"malformed\"\nbytes = \"HTTP/1.1 2OO OK\\r\\nContent-Length: -5\\r\\n\\r\\n\"",
     });
 }
@@ -294,7 +294,7 @@ fn partial_body() {
     // A complete 200 head with a body cut after 3 of its 16 bytes, on every attempt: an
     // incomplete response, so no flow may count it as accepted.
     fault_everywhere(Fault::Step {
-        kind: "partial",
+        kind: AnswerKind::Partial,
         step: "kind = \"partial\"\nbytes_sent = 3\nstatus = 200\nbody = \"0123456789abcdef\"",
     });
 }
@@ -304,7 +304,7 @@ fn slow_body() {
     // One byte a second of a 64-byte body, on every attempt: the 200 head comes at once but the
     // body cannot finish within the request timeout, so it is never a delivery.
     fault_everywhere(Fault::Step {
-        kind: "slow",
+        kind: AnswerKind::Slow,
         step: "kind = \"slow\"\nchunk = 1\ninterval = 1.0\nstatus = 200\nbody = \"________________________________________________________________\"",
     });
 }

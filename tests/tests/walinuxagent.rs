@@ -41,13 +41,13 @@ fn flow(entries: &[Entry]) -> Vec<String> {
             Some(r) => format!(
                 "{} {}{}",
                 e.endpoint,
-                r.state.as_deref().unwrap_or("?"),
+                r.state.as_ref().map_or("?", |s| s.as_str()),
                 r.substatus
-                    .as_deref()
+                    .as_ref()
                     .map(|s| format!("/{s}"))
                     .unwrap_or_default()
             ),
-            None => e.endpoint.clone(),
+            None => e.endpoint.to_string(),
         })
         .collect()
 }

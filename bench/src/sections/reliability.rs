@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use fake_wireserver::{Fake, FakeConfig};
+use fake_wireserver::{EndpointId, Fake, FakeConfig};
 use wirecheck_e2e::kill_loop::{self, LoopStats, VM_ID};
 use wirecheck_oracle::encoded::{Mode, parse};
 use wirecheck_oracle::kvp::{RECORD_SIZE, decode_pool, encode_record};
@@ -85,7 +85,7 @@ impl Harness<'_> {
 fn reports_received(fake: &Fake) -> usize {
     fake.journal()
         .iter()
-        .filter(|e| e.endpoint == "wireserver.health.json")
+        .filter(|e| e.endpoint == EndpointId::WireserverHealthJson)
         .count()
 }
 

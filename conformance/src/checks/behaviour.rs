@@ -4,7 +4,8 @@
 //! Timing margins are generous on purpose: they catch an agent that ignores a rule (retries in
 //! a tight loop, runs for minutes past its budget), not scheduler jitter.
 
-use fake_wireserver::journal::Entry;
+use fake_wireserver::EndpointId;
+use fake_wireserver::journal::{AnswerKind, Entry};
 
 use super::{Judgement, Tally, about, line, note, stderr_tail};
 use crate::agent::Done;
@@ -64,8 +65,7 @@ fn requests<'a>(obs: &'a Observation, run: usize, service: Service) -> Vec<&'a E
 /// arrived: the fake records `done_ms` after writing, which on a loaded machine can be well
 /// after the agent already has the answer.
 fn finished_ms(obs: &Observation, e: &Entry) -> u64 {
-    if matches!(e.answer.kind.as_str(), "respond" | "default" | "throttled") && e.done_ms.is_some()
-    {
+    if e.answer.kind.is_immediate_reply() && e.done_ms.is_some() {
         return e.at_ms;
     }
     let timeout_end = e.at_ms + ms(obs.request_timeout());
@@ -305,13 +305,14 @@ pub fn rate(obs: &Observation) -> Judgement {
         Some(rate) => rate.floor() as usize + 1,
         None => (WINDOW_MS / ms(obs.interval_min()).max(1)) as usize + 1,
     };
-    let mut endpoints: Vec<&str> = obs
+    let mut endpoints: Vec<EndpointId> = obs
         .journal
         .iter()
         .filter(|e| service_of(e) == Service::Wireserver)
-        .map(|e| e.endpoint.as_str())
+        .map(|e| e.endpoint)
         .collect();
-    endpoints.sort_unstable();
+    // In the order of the id strings, as the evidence always listed them.
+    endpoints.sort_unstable_by_key(|e| e.as_str());
     endpoints.dedup();
     for endpoint in endpoints {
         let reqs: Vec<&Entry> = obs
@@ -706,9 +707,9 @@ pub fn timeout(obs: &Observation) -> Judgement {
         for service in [Service::Wireserver, Service::Imds] {
             let reqs = requests(obs, ri, service);
             for (k, e) in reqs.iter().enumerate() {
-                let slow = match e.answer.kind.as_str() {
-                    "hang" => true,
-                    "delay" | "slow" => e
+                let slow = match e.answer.kind {
+                    AnswerKind::Hang => true,
+                    AnswerKind::Delay | AnswerKind::Slow => e
                         .done_ms
                         .is_none_or(|d| d.saturating_sub(e.at_ms) > timeout + 100),
                     _ => false,
@@ -794,12 +795,12 @@ pub fn refresh(obs: &Observation) -> Judgement {
     for ri in 0..obs.runs.len() {
         let reqs = requests(obs, ri, Service::Wireserver);
         for (k, e) in reqs.iter().enumerate() {
-            if e.endpoint != "wireserver.health.xml" || e.answer.status != Some(410) {
+            if e.endpoint != EndpointId::WireserverHealthXml || e.answer.status != Some(410) {
                 continue;
             }
             t.judged();
             let next = reqs.get(k + 1);
-            let refreshed = next.is_some_and(|n| n.endpoint == "wireserver.goalstate");
+            let refreshed = next.is_some_and(|n| n.endpoint == EndpointId::WireserverGoalstate);
             match (obs.profile.reactions.refresh_goal_state_on_410, next) {
                 (true, Some(n)) if !refreshed => t.fail(
                     format!(

@@ -1,6 +1,7 @@
 //! KVP checks: the pool file as the Azure host reads it, and the `PROVISIONING_REPORT` record
 //! (docs/protocol.md §7).
 
+use wirecheck_oracle::HealthState;
 use wirecheck_oracle::encoded::{Dialect, EncodedReport, Mode};
 use wirecheck_oracle::kvp::{KEY_SIZE, RECORD_SIZE};
 
@@ -110,7 +111,7 @@ pub fn report(obs: &Observation) -> Judgement {
         .filter_map(|e| e.report.as_ref().map(|r| (e, r)))
         .next_back();
     let (state, _) = obs.expected_state(run);
-    let failed = state == "NotReady";
+    let failed = state == HealthState::NotReady;
     let kvp_cut = match run.action {
         Action::Failure => dialect::cut_for(run, dialect::declared(obs).and_then(|d| d.kvp_cut)),
         // A success report is short: the cut, if declared, may apply but is never needed.

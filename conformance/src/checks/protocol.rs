@@ -13,7 +13,7 @@ pub fn request(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
     for e in &obs.journal {
         t.judged();
-        if e.endpoint.ends_with(".unknown") || e.endpoint == "proxy.unknown-host" {
+        if e.endpoint.is_unknown() {
             t.fail(
                 format!("{} is not a known endpoint ({})", e.target, e.endpoint),
                 about(line(e), &[e], Some(request_excerpt(e, &[]))),
@@ -28,7 +28,7 @@ pub fn request(obs: &Observation) -> Judgement {
 pub fn headers(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
     for e in &obs.journal {
-        if inspect::judges_headers(e.endpoint.as_str())
+        if inspect::judges_headers(e.endpoint)
             || graded(e, Aspect::Headers).next().is_some()
         {
             t.judged();

@@ -2,9 +2,10 @@
 //! encoded report for failures, the given text for in-progress) and the platform's length limit
 //! (docs/protocol.md §4–§6).
 
+use fake_wireserver::EndpointId;
 use fake_wireserver::journal::Entry;
 use wirecheck_oracle::encoded::{self, EncodedReport, Mode};
-use wirecheck_oracle::{HealthReport, ReportKind};
+use wirecheck_oracle::{HealthReport, HealthState, ReportKind, SubStatus};
 
 use super::dialect::{self, Cut};
 use super::{Judgement, Tally, about, clip, line, trimmed};
@@ -61,7 +62,7 @@ pub fn shape(obs: &Observation) -> Judgement {
             );
             continue;
         };
-        let want = if e.endpoint == "wireserver.health.json" {
+        let want = if e.endpoint == EndpointId::WireserverHealthJson {
             ReportKind::Json
         } else {
             ReportKind::Xml
@@ -123,15 +124,18 @@ pub fn state(obs: &Observation) -> Judgement {
         let Some(report) = &e.report else { continue };
         t.judged();
         let (state, substatus) = obs.expected_state(run);
-        let got_state = report.state.as_deref();
-        let got_sub = report.substatus.as_deref();
-        if got_state != Some(state) || got_sub != substatus {
+        let got_state = report.state.as_ref().map(HealthState::as_str);
+        let got_sub = report.substatus.as_ref().map(SubStatus::as_str);
+        if report.state.as_ref() != Some(&state) || report.substatus != substatus {
             t.fail(
                 format!(
                     "#{}: asked for `{}`, so expected {state}{}; got {}{}",
                     e.seq,
                     run.action,
-                    substatus.map(|s| format!("/{s}")).unwrap_or_default(),
+                    substatus
+                        .as_ref()
+                        .map(|s| format!("/{s}"))
+                        .unwrap_or_default(),
                     got_state.unwrap_or("no state"),
                     got_sub.map(|s| format!("/{s}")).unwrap_or_default()
                 ),
@@ -210,7 +214,7 @@ pub fn description(obs: &Observation) -> Judgement {
                     );
                 }
             }
-            Some("Provisioning") => in_progress(&mut t, e, run, desc),
+            Some(SubStatus::Provisioning) => in_progress(&mut t, e, run, desc),
             Some(_) => {
                 if obs.profile.failure_description == FailureDescription::ExceptionText {
                     exception_text = exception_text.or(report.exception_class.clone());

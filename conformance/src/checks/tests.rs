@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use fake_wireserver::journal::{Answer, Entry, StepRef};
+use fake_wireserver::EndpointId;
+use fake_wireserver::journal::{Answer, AnswerKind, Entry, Listener, StepRef};
 use wirecheck_oracle::ServedIds;
 use wirecheck_oracle::kvp::decode_pool;
 
@@ -45,27 +46,27 @@ pub(crate) fn profile() -> AgentProfile {
 /// A request at `at` ms answered `status` (None: `kind` without a status) at `done`.
 pub(crate) fn entry(
     seq: u64,
-    endpoint: &str,
+    endpoint: EndpointId,
     at: u64,
     done: Option<u64>,
-    kind: &str,
+    kind: AnswerKind,
     status: Option<u16>,
 ) -> Entry {
     let (method, target) = match endpoint {
-        "wireserver.health.json" => ("POST", "/provisioning/health"),
-        "wireserver.health.xml" => ("POST", "/machine?comp=health"),
-        "wireserver.goalstate" => ("GET", "/machine/?comp=goalstate"),
+        EndpointId::WireserverHealthJson => ("POST", "/provisioning/health"),
+        EndpointId::WireserverHealthXml => ("POST", "/machine?comp=health"),
+        EndpointId::WireserverGoalstate => ("GET", "/machine/?comp=goalstate"),
         _ => ("GET", "/metadata/instance?api-version=2021-08-01"),
     };
     let mut headers = vec![("Content-Type".to_owned(), "application/json".to_owned())];
-    if endpoint.starts_with("imds") {
+    if endpoint.is_imds() {
         headers = vec![("Metadata".to_owned(), "true".to_owned())];
     }
     Entry {
         seq,
         at_ms: at,
         done_ms: done,
-        listener: "wireserver".into(),
+        listener: Listener::Wireserver,
         client: "127.0.0.1:1".into(),
         method: method.into(),
         target: target.into(),
@@ -75,18 +76,17 @@ pub(crate) fn entry(
         body_b64: None,
         body_len: 17,
         body_truncated: false,
-        endpoint: endpoint.into(),
+        endpoint,
         answer: Answer {
-            kind: kind.into(),
+            kind,
             status,
-            step: (kind != "default").then(|| StepRef {
-                endpoint: endpoint.into(),
+            step: (kind != AnswerKind::Default).then(|| StepRef {
+                endpoint: endpoint.to_string(),
                 index: 0,
                 repeat: 1,
             }),
         },
-        report: endpoint
-            .starts_with("wireserver.health.json")
+        report: (endpoint == EndpointId::WireserverHealthJson)
             .then(|| wirecheck_oracle::health::parse_json(br#"{"state":"Ready"}"#)),
         findings: vec![],
         client_closed_ms: None,
@@ -94,10 +94,14 @@ pub(crate) fn entry(
 }
 
 pub(crate) fn health(seq: u64, at: u64, status: u16) -> Entry {
-    let kind = if status == 201 { "default" } else { "respond" };
+    let kind = if status == 201 {
+        AnswerKind::Default
+    } else {
+        AnswerKind::Respond
+    };
     entry(
         seq,
-        "wireserver.health.json",
+        EndpointId::WireserverHealthJson,
         at,
         Some(at + 2),
         kind,
@@ -420,10 +424,10 @@ fn a_resend_after_a_late_acceptance_on_a_stalled_machine_is_not_called() {
     let slow_accept = |seq, at, done| {
         entry(
             seq,
-            "wireserver.health.json",
+            EndpointId::WireserverHealthJson,
             at,
             Some(done),
-            "default",
+            AnswerKind::Default,
             Some(201),
         )
     };
@@ -487,7 +491,14 @@ fn exit_status_must_match_delivery() {
 #[test]
 fn waiting_on_a_hung_request_past_the_timeout_fails() {
     let s = scenario("");
-    let hung = entry(1, "wireserver.health.json", 10, None, "hang", None);
+    let hung = entry(
+        1,
+        EndpointId::WireserverHealthJson,
+        10,
+        None,
+        AnswerKind::Hang,
+        None,
+    );
     let patient = judge(
         "behaviour.timeout",
         &s,
@@ -514,7 +525,14 @@ fn waiting_on_a_hung_request_past_the_timeout_fails() {
 #[test]
 fn closing_a_hung_connection_is_when_the_agent_gave_up() {
     let s = scenario("");
-    let mut hung = entry(1, "wireserver.health.json", 10, None, "hang", None);
+    let mut hung = entry(
+        1,
+        EndpointId::WireserverHealthJson,
+        10,
+        None,
+        AnswerKind::Hang,
+        None,
+    );
     hung.client_closed_ms = Some(1_030);
     // Closed at its 1 s timeout, then a long back-off before the next attempt: not a wait on
     // the hung request (by the next request alone it looked like 2.89 s).
@@ -556,7 +574,14 @@ fn closing_a_hung_connection_is_when_the_agent_gave_up() {
 #[test]
 fn the_interval_after_a_closed_hang_counts_from_the_close() {
     let s = scenario("");
-    let mut hung = entry(1, "wireserver.health.json", 10, None, "hang", None);
+    let mut hung = entry(
+        1,
+        EndpointId::WireserverHealthJson,
+        10,
+        None,
+        AnswerKind::Hang,
+        None,
+    );
     // It gave up after 0.5 s (its own timeout) and waited its 0.2 s interval.
     hung.client_closed_ms = Some(510);
     let j = judge(
@@ -582,29 +607,29 @@ fn a_410_on_the_xml_report_needs_a_fresh_goal_state() {
     let s = scenario("");
     let gone = entry(
         2,
-        "wireserver.health.xml",
+        EndpointId::WireserverHealthXml,
         20,
         Some(22),
-        "respond",
+        AnswerKind::Respond,
         Some(410),
     );
     let gs = |seq, at| {
         entry(
             seq,
-            "wireserver.goalstate",
+            EndpointId::WireserverGoalstate,
             at,
             Some(at + 2),
-            "default",
+            AnswerKind::Default,
             Some(200),
         )
     };
     let xml_ok = |seq, at| {
         entry(
             seq,
-            "wireserver.health.xml",
+            EndpointId::WireserverHealthXml,
             at,
             Some(at + 2),
-            "default",
+            AnswerKind::Default,
             Some(200),
         )
     };
@@ -628,7 +653,7 @@ fn a_410_on_the_xml_report_needs_a_fresh_goal_state() {
 /// request rulebook records for it (`fake_wireserver::inspect`).
 fn request(
     seq: u64,
-    endpoint: &str,
+    endpoint: EndpointId,
     method: &str,
     target: &str,
     headers: &[(&str, &str)],
@@ -638,7 +663,7 @@ fn request(
         endpoint,
         seq * 10,
         Some(seq * 10 + 1),
-        "default",
+        AnswerKind::Default,
         Some(200),
     );
     e.method = method.into();
@@ -664,14 +689,14 @@ fn protocol_verdicts(journal: Vec<Entry>) -> (Judgement, Judgement) {
 fn missing_metadata_header_and_wrong_content_type_are_caught() {
     let imds = request(
         1,
-        "imds.instance",
+        EndpointId::ImdsInstance,
         "GET",
         "/metadata/instance?api-version=2021-08-01",
         &[],
     );
     let post = request(
         2,
-        "wireserver.health.json",
+        EndpointId::WireserverHealthJson,
         "POST",
         "/provisioning/health",
         &[("Content-Type", "text/xml"), ("x-ms-guest-agent-name", "t")],
@@ -1032,6 +1057,7 @@ fn the_protocol_checks_grade_the_fakes_request_findings() {
         ),
     ];
     for (what, endpoint, method, target, headers, request_verdict, headers_verdict) in cases {
+        let endpoint: EndpointId = endpoint.parse().expect("an endpoint id");
         let e = request(1, endpoint, method, target, headers);
         let (r, h) = protocol_verdicts(vec![e.clone()]);
         assert_eq!(
@@ -1051,7 +1077,7 @@ fn the_protocol_checks_grade_the_fakes_request_findings() {
 /// recorded no finding for is not held against the agent, and one it recorded is.
 #[test]
 fn the_protocol_checks_judge_the_journals_findings_only() {
-    let mut e = request(1, "imds.instance", "GET", "/metadata/instance", &[]);
+    let mut e = request(1, EndpointId::ImdsInstance, "GET", "/metadata/instance", &[]);
     assert!(!e.findings.is_empty());
     let (r, h) = protocol_verdicts(vec![e.clone()]);
     assert_eq!((r.verdict, h.verdict), (Verdict::Fail, Verdict::Fail));
@@ -1336,10 +1362,10 @@ fn a_503_and_imds_may_have_waits_of_their_own() {
     let imds = |seq, at, status| {
         entry(
             seq,
-            "imds.instance",
+            EndpointId::ImdsInstance,
             at,
             Some(at + 2),
-            "respond",
+            AnswerKind::Respond,
             Some(status),
         )
     };
@@ -1440,10 +1466,10 @@ fn xml_failure(seq: u64, description: &str) -> Entry {
     );
     let mut e = entry(
         seq,
-        "wireserver.health.xml",
+        EndpointId::WireserverHealthXml,
         10,
         Some(12),
-        "default",
+        AnswerKind::Default,
         Some(200),
     );
     e.report = Some(wirecheck_oracle::health::parse_xml(

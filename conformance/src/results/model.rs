@@ -2,6 +2,7 @@
 //! `results.json` holds. Field names are a public, versioned interface
 //! (`schema_version`, documented in `conformance/schema/results.schema.json`).
 
+use fake_wireserver::AnswerKind;
 use serde::{Deserialize, Serialize};
 
 /// Version of the `results.json` shape. Bump it on any change a consumer
@@ -337,10 +338,6 @@ impl RunResults {
 }
 
 impl TimelineEvent {
-    /// Transport behaviours: the agent got no usable HTTP answer, whatever the status line said.
-    pub const TRANSPORT_FAULTS: [&'static str; 6] =
-        ["hang", "reset", "close", "malformed", "partial", "slow"];
-
     /// How the report colours this answer: a transport fault anywhere in it
     /// (`"hang"`, `"200 (partial)"`) wins, else the family of its leading status
     /// (`"403 (throttled)"` is a client error, `"201 (delay)"` a success).
@@ -351,7 +348,12 @@ impl TimelineEvent {
             .filter(|w| !w.is_empty());
         let mut status = None;
         for (index, word) in words.enumerate() {
-            if Self::TRANSPORT_FAULTS.contains(&word) {
+            // Transport behaviours: the agent got no usable HTTP answer, whatever the status
+            // line said. The label names them as the journal does.
+            if word
+                .parse::<AnswerKind>()
+                .is_ok_and(AnswerKind::is_transport_fault)
+            {
                 return AnswerClass::Transport;
             }
             if index == 0 {

@@ -84,7 +84,7 @@ pub fn exchange(journal: &[Entry]) -> Vec<String> {
             let status = e
                 .answer
                 .status
-                .map_or_else(|| e.answer.kind.clone(), |s| s.to_string());
+                .map_or_else(|| e.answer.kind.to_string(), |s| s.to_string());
             ports(&format!(
                 "{} {} [{} via {}] -> {}",
                 e.method, e.target, e.endpoint, e.listener, status

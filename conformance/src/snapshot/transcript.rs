@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use fake_wireserver::journal::Entry;
 use wirecheck_oracle::encoded::{EncodedReport, Mode};
-use wirecheck_oracle::health::ReportKind;
+use wirecheck_oracle::health::{HealthState, ReportKind, SubStatus};
 
 use super::redact::{Redaction, Redactor};
 use crate::checks::dialect;
@@ -155,8 +155,8 @@ pub fn transcript(obs: &Observation) -> String {
                 let _ = writeln!(
                     out,
                     "  last report: {}/{}",
-                    r.state.as_deref().unwrap_or("-"),
-                    r.substatus.as_deref().unwrap_or("-")
+                    r.state.as_ref().map_or("-", HealthState::as_str),
+                    r.substatus.as_ref().map_or("-", SubStatus::as_str)
                 );
             }
             None => out.push_str("  last report: none\n"),
@@ -194,11 +194,7 @@ pub fn timing_free(obs: &Observation) -> bool {
 
 fn is_terminal(entry: &Entry) -> bool {
     entry.answer.status.is_some_and(|s| (200..300).contains(&s))
-        && entry.report.as_ref().is_some_and(|r| {
-            r.state.as_deref() == Some("Ready")
-                || (r.state.as_deref() == Some("NotReady")
-                    && r.substatus.as_deref() != Some("Provisioning"))
-        })
+        && entry.report.as_ref().is_some_and(|r| r.is_terminal())
 }
 
 fn exit(exit: &Exit) -> String {
@@ -263,11 +259,14 @@ fn request(
                 }
             }
             let fields = [
-                ("state", &report.state),
-                ("substatus", &report.substatus),
-                ("incarnation", &report.goal_state_incarnation),
-                ("container_id", &report.container_id),
-                ("instance_id", &report.instance_id),
+                ("state", report.state.as_ref().map(HealthState::as_str)),
+                (
+                    "substatus",
+                    report.substatus.as_ref().map(SubStatus::as_str),
+                ),
+                ("incarnation", report.goal_state_incarnation.as_deref()),
+                ("container_id", report.container_id.as_deref()),
+                ("instance_id", report.instance_id.as_deref()),
             ];
             for (name, v) in fields {
                 if let Some(v) = v {

@@ -264,7 +264,7 @@ impl Step {
             | Action::Partial { reply, .. }
             | Action::Slow { reply, .. } => reply.get_or_insert_with(Reply::default),
             Action::Hang | Action::Reset | Action::Close | Action::Malformed { .. } => {
-                panic!("Step::{what}: a {kind:?} step sends no reply")
+                panic!("Step::{what}: a {:?} step sends no reply", kind.as_str())
             }
         }
     }

@@ -49,6 +49,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::endpoint::{ENDPOINT_IDS, IntoEndpointPattern, UnknownEndpoint};
 pub use crate::files::FileAccess;
+use crate::journal::AnswerKind;
 
 /// A scenario file could not be used. The message names the file, line, column and field.
 #[derive(Debug, thiserror::Error)]
@@ -251,17 +252,18 @@ pub enum Action {
 }
 
 impl Action {
-    /// The `kind` string of the step (also the journal's `answer.kind`).
-    pub fn kind(&self) -> &'static str {
+    /// The step's `kind` (also the journal's `answer.kind`); always one of
+    /// [`AnswerKind::STEP_KINDS`].
+    pub fn kind(&self) -> AnswerKind {
         match self {
-            Action::Respond(_) => "respond",
-            Action::Delay { .. } => "delay",
-            Action::Hang => "hang",
-            Action::Reset => "reset",
-            Action::Close => "close",
-            Action::Malformed { .. } => "malformed",
-            Action::Partial { .. } => "partial",
-            Action::Slow { .. } => "slow",
+            Action::Respond(_) => AnswerKind::Respond,
+            Action::Delay { .. } => AnswerKind::Delay,
+            Action::Hang => AnswerKind::Hang,
+            Action::Reset => AnswerKind::Reset,
+            Action::Close => AnswerKind::Close,
+            Action::Malformed { .. } => AnswerKind::Malformed,
+            Action::Partial { .. } => AnswerKind::Partial,
+            Action::Slow { .. } => AnswerKind::Slow,
         }
     }
 }

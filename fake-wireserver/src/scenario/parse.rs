@@ -234,8 +234,9 @@ struct RawEndpoint {
     step: Vec<Spanned<RawStep>>,
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
+/// A step's `kind`: the step kinds of [`AnswerKind`] (named there, once), as their own type so
+/// `throttled` and `default` cannot be a step.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum StepKind {
     Respond,
     Delay,
@@ -245,6 +246,61 @@ enum StepKind {
     Malformed,
     Partial,
     Slow,
+}
+
+impl StepKind {
+    /// In the order of [`AnswerKind::STEP_KINDS`] (the order scenario errors list them).
+    const ALL: [StepKind; 8] = [
+        StepKind::Respond,
+        StepKind::Delay,
+        StepKind::Hang,
+        StepKind::Reset,
+        StepKind::Close,
+        StepKind::Malformed,
+        StepKind::Partial,
+        StepKind::Slow,
+    ];
+
+    const NAMES: [&'static str; 8] = crate::journal::names_of!(StepKind::ALL, 8);
+
+    const fn as_str(self) -> &'static str {
+        self.answer_kind().as_str()
+    }
+
+    const fn answer_kind(self) -> AnswerKind {
+        match self {
+            StepKind::Respond => AnswerKind::Respond,
+            StepKind::Delay => AnswerKind::Delay,
+            StepKind::Hang => AnswerKind::Hang,
+            StepKind::Reset => AnswerKind::Reset,
+            StepKind::Close => AnswerKind::Close,
+            StepKind::Malformed => AnswerKind::Malformed,
+            StepKind::Partial => AnswerKind::Partial,
+            StepKind::Slow => AnswerKind::Slow,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for StepKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        crate::journal::deserialize_name(deserializer, "StepKind", &StepKind::ALL, &StepKind::NAMES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_kinds_are_the_answer_kinds_of_steps_in_order() {
+        assert_eq!(
+            StepKind::ALL.map(StepKind::answer_kind),
+            AnswerKind::STEP_KINDS
+        );
+        assert!(AnswerKind::STEP_KINDS.iter().all(|k| k.is_step()));
+        let steps = AnswerKind::ALL.iter().filter(|k| k.is_step()).count();
+        assert_eq!(steps, StepKind::ALL.len());
+    }
 }
 
 #[derive(Deserialize)]
@@ -393,20 +449,6 @@ fn validate_triggers(
 }
 
 impl StepKind {
-    /// The kind as a file spells it.
-    fn name(self) -> &'static str {
-        match self {
-            StepKind::Respond => "respond",
-            StepKind::Delay => "delay",
-            StepKind::Hang => "hang",
-            StepKind::Reset => "reset",
-            StepKind::Close => "close",
-            StepKind::Malformed => "malformed",
-            StepKind::Partial => "partial",
-            StepKind::Slow => "slow",
-        }
-    }
-
     /// Whether the kind answers with a reply (status, preset, headers, body).
     fn takes_reply(self) -> bool {
         matches!(
@@ -442,7 +484,7 @@ impl StepAt<'_, '_> {
             Some(span) if !used => Err(self.err(
                 span,
                 name,
-                format!("not used by kind = \"{}\"", self.kind.name()),
+                format!("not used by kind = \"{}\"", self.kind.as_str()),
             )),
             _ => Ok(()),
         }
@@ -460,7 +502,7 @@ impl StepAt<'_, '_> {
             self.err(
                 self.kind_span.clone(),
                 name,
-                format!("required for kind = \"{}\"{why}", self.kind.name()),
+                format!("required for kind = \"{}\"{why}", self.kind.as_str()),
             )
         })
     }

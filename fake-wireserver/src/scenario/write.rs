@@ -144,7 +144,7 @@ impl<'a> From<&'a Scenario> for ScenarioToml<'a> {
 impl<'a> From<&'a Step> for StepToml<'a> {
     fn from(step: &'a Step) -> Self {
         let mut out = StepToml {
-            kind: step.action.kind(),
+            kind: step.action.kind().as_str(),
             times: step.times,
             probability: step.probability,
             ..StepToml::default()

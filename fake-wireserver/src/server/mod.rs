@@ -19,34 +19,14 @@ use tokio::task::JoinSet;
 use crate::conns::{ConnHandle, ConnTable, Room};
 use crate::context::RequestCtx;
 use crate::documents::Documents;
-use crate::endpoint::{self, Service};
+use crate::endpoint::{self, EndpointId, Service};
 use crate::engine::{Decision, Engine};
 use crate::http1::{self, Limits, Outgoing, Partial, ReadError, Request};
 use crate::inspect::RequestId;
-use crate::journal::{Answer, Entry, Journal, body_fields};
+use crate::journal::{Answer, AnswerKind, Entry, Journal, Listener, body_fields};
 use crate::oracle::{self, HealthReport, ServedIds};
 use crate::scenario::Scenario;
 use crate::sync::lock;
-
-/// Which listener accepted a connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ListenerKind {
-    Wireserver,
-    Imds,
-    HostPlugin,
-    Proxy,
-}
-
-impl ListenerKind {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            ListenerKind::Wireserver => "wireserver",
-            ListenerKind::Imds => "imds",
-            ListenerKind::HostPlugin => "hostplugin",
-            ListenerKind::Proxy => "proxy",
-        }
-    }
-}
 
 /// State shared by every listener of one fake.
 pub(crate) struct Shared {
@@ -95,7 +75,7 @@ impl Shared {
 /// for any to end when all are busy.
 pub(crate) async fn accept_loop(
     shared: Arc<Shared>,
-    kind: ListenerKind,
+    kind: Listener,
     listener: TcpListener,
     cap: usize,
     mut shutdown: watch::Receiver<bool>,
@@ -116,7 +96,7 @@ pub(crate) async fn accept_loop(
                             if warn {
                                 tracing::warn!(
                                     "{}: out of file descriptors ({e}); closed an idle connection to make room ({total} closed so far)",
-                                    kind.name()
+                                    kind.as_str()
                                 );
                             }
                             let _ = tokio::time::timeout(
@@ -126,7 +106,7 @@ pub(crate) async fn accept_loop(
                             .await;
                         }
                         Room::Free | Room::Full => {
-                            tracing::warn!("{} accept: {e}", kind.name());
+                            tracing::warn!("{} accept: {e}", kind.as_str());
                             tokio::time::sleep(Duration::from_millis(50)).await;
                         }
                     }
@@ -134,7 +114,7 @@ pub(crate) async fn accept_loop(
                 }
                 Err(e) => {
                     // Other failures: back off instead of spinning.
-                    tracing::warn!("{} accept: {e}", kind.name());
+                    tracing::warn!("{} accept: {e}", kind.as_str());
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
@@ -151,7 +131,7 @@ pub(crate) async fn accept_loop(
                     if warn {
                         tracing::warn!(
                             "{}: at its {}-connection limit; closed the connection idle the longest to make room ({total} closed so far)",
-                            kind.name(),
+                            kind.as_str(),
                             table.cap()
                         );
                     }
@@ -184,7 +164,7 @@ enum Flow {
 
 /// Who is at both ends of a connection (the client string formatted once, not per request).
 struct Conn {
-    kind: ListenerKind,
+    kind: Listener,
     peer: SocketAddr,
     /// `peer` as the journal writes it.
     client: String,
@@ -193,7 +173,7 @@ struct Conn {
 
 async fn serve_connection(
     shared: Arc<Shared>,
-    kind: ListenerKind,
+    kind: Listener,
     mut stream: TcpStream,
     peer: SocketAddr,
     handle: ConnHandle,
@@ -276,16 +256,20 @@ async fn bad_request(shared: &Shared, conn: &Conn, stream: &mut TcpStream, err: 
         ),
     };
     let endpoint = match conn.kind {
-        ListenerKind::Wireserver => endpoint::WIRESERVER_UNKNOWN,
-        ListenerKind::Imds => endpoint::IMDS_UNKNOWN,
-        ListenerKind::HostPlugin => endpoint::HOSTPLUGIN_UNKNOWN,
-        ListenerKind::Proxy => endpoint::PROXY_UNKNOWN_HOST,
+        Listener::Wireserver => EndpointId::WireserverUnknown,
+        Listener::Imds => EndpointId::ImdsUnknown,
+        Listener::HostPlugin => EndpointId::HostpluginUnknown,
+        Listener::Proxy => EndpointId::ProxyUnknownHost,
     };
     let at = Instant::now();
     let mut entry = new_entry(shared, conn, &partial_request(partial, at), endpoint);
     entry.findings.push(finding);
     entry.answer = Answer {
-        kind: if status.is_some() { "default" } else { "close" }.into(),
+        kind: if status.is_some() {
+            AnswerKind::Default
+        } else {
+            AnswerKind::Close
+        },
         status,
         step: None,
     };
@@ -318,13 +302,13 @@ fn partial_request(p: Partial, at: Instant) -> Request {
     }
 }
 
-fn new_entry(shared: &Shared, conn: &Conn, req: &Request, endpoint: &str) -> Entry {
+fn new_entry(shared: &Shared, conn: &Conn, req: &Request, endpoint: EndpointId) -> Entry {
     let (body, body_b64, body_len, body_truncated) = body_fields(&req.body);
     Entry {
         seq: 0,
         at_ms: shared.ms(req.head_at),
         done_ms: None,
-        listener: conn.kind.name().into(),
+        listener: conn.kind,
         client: conn.client.clone(),
         method: req.method.clone(),
         target: req.target.clone(),
@@ -334,9 +318,9 @@ fn new_entry(shared: &Shared, conn: &Conn, req: &Request, endpoint: &str) -> Ent
         body_b64,
         body_len,
         body_truncated,
-        endpoint: endpoint.into(),
+        endpoint,
         answer: Answer {
-            kind: "default".into(),
+            kind: AnswerKind::Default,
             status: None,
             step: None,
         },
@@ -416,7 +400,7 @@ struct Decided {
 fn decide(
     shared: &Shared,
     routed: &route::Routed,
-    endpoint_id: &'static str,
+    endpoint_id: EndpointId,
     client_ip: IpAddr,
 ) -> Decided {
     let now = Instant::now();
@@ -443,13 +427,13 @@ fn decide(
 }
 
 /// The oracle's reading of a health report (a POST to either health endpoint).
-fn health_report(req: &Request, endpoint_id: &str, ids: &ServedIds) -> Option<HealthReport> {
+fn health_report(req: &Request, endpoint_id: EndpointId, ids: &ServedIds) -> Option<HealthReport> {
     if req.method != "POST" {
         return None;
     }
     match endpoint_id {
-        endpoint::WIRESERVER_HEALTH_XML => Some(oracle::health::parse_xml(&req.body, Some(ids))),
-        endpoint::WIRESERVER_HEALTH_JSON => Some(oracle::health::parse_json(&req.body)),
+        EndpointId::WireserverHealthXml => Some(oracle::health::parse_xml(&req.body, Some(ids))),
+        EndpointId::WireserverHealthJson => Some(oracle::health::parse_json(&req.body)),
         _ => None,
     }
 }
@@ -458,17 +442,17 @@ fn health_report(req: &Request, endpoint_id: &str, ids: &ServedIds) -> Option<He
 fn answer_of(decision: &Decision) -> Answer {
     match decision {
         Decision::Default => Answer {
-            kind: "default".into(),
+            kind: AnswerKind::Default,
             status: None,
             step: None,
         },
         Decision::Throttled => Answer {
-            kind: "throttled".into(),
+            kind: AnswerKind::Throttled,
             status: Some(403),
             step: None,
         },
         Decision::Step { step, action } => Answer {
-            kind: action.kind().into(),
+            kind: action.kind(),
             status: None,
             step: Some(step.clone()),
         },

@@ -1,12 +1,12 @@
 //! The first steps of an exchange: which service a request is for (by listener, or by target
 //! authority / Host in proxy mode), its endpoint id, and what the request itself gets wrong.
 
-use crate::endpoint::{self, QueryPair, Service, TargetParts};
+use crate::endpoint::{self, EndpointId, QueryPair, Service, TargetParts};
 use crate::http1::Request;
 use crate::inspect::{self, RequestId, RequestView};
 use crate::oracle::Finding;
 
-use super::ListenerKind;
+use crate::journal::Listener;
 
 /// Where a request goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,33 +39,31 @@ impl Routed {
     }
 
     /// The endpoint id the journal, the scenario plans and the checks key on.
-    pub fn endpoint(&self, path: &str, query: &[QueryPair<'_>]) -> &'static str {
+    pub fn endpoint(&self, path: &str, query: &[QueryPair<'_>]) -> EndpointId {
         match self.route {
-            Route::Service(Service::Imds) if self.admin_path => endpoint::IMDS_UNKNOWN,
-            Route::Service(Service::Wireserver) if self.admin_path => endpoint::WIRESERVER_UNKNOWN,
-            Route::Service(Service::HostPlugin) if self.admin_path => endpoint::HOSTPLUGIN_UNKNOWN,
+            Route::Service(service) if self.admin_path => EndpointId::unknown_of(service),
             Route::Service(service) => endpoint::classify(service, path, query),
-            Route::UnknownHost => endpoint::PROXY_UNKNOWN_HOST,
+            Route::UnknownHost => EndpointId::ProxyUnknownHost,
         }
     }
 }
 
 /// Routes `req`, received on a `kind` listener.
-pub(super) fn route(kind: ListenerKind, req: &Request, target: &TargetParts<'_>) -> Routed {
+pub(super) fn route(kind: Listener, req: &Request, target: &TargetParts<'_>) -> Routed {
     let mut findings = Vec::new();
     let host_header = req.header("host");
     let route = match kind {
-        ListenerKind::Wireserver => Route::Service(Service::Wireserver),
-        ListenerKind::Imds => Route::Service(Service::Imds),
-        ListenerKind::HostPlugin => Route::Service(Service::HostPlugin),
-        ListenerKind::Proxy if req.method.eq_ignore_ascii_case("CONNECT") => {
+        Listener::Wireserver => Route::Service(Service::Wireserver),
+        Listener::Imds => Route::Service(Service::Imds),
+        Listener::HostPlugin => Route::Service(Service::HostPlugin),
+        Listener::Proxy if req.method.eq_ignore_ascii_case("CONNECT") => {
             findings.push(RequestId::ProxyConnect.error(format!(
                 "CONNECT {} through the proxy: tunnels are not served (answered 502)",
                 req.target
             )));
             Route::UnknownHost
         }
-        ListenerKind::Proxy => {
+        Listener::Proxy => {
             let authority = target.authority.or(host_header);
             match authority.map(endpoint::host_of) {
                 // The HostGAPlugin is the wireserver address on port 32526.
@@ -100,8 +98,8 @@ pub(super) fn route(kind: ListenerKind, req: &Request, target: &TargetParts<'_>)
 /// What the request gets wrong for its endpoint (headers, query, method, path spelling).
 pub(super) fn inspect(
     routed: &Routed,
-    kind: ListenerKind,
-    endpoint_id: &'static str,
+    kind: Listener,
+    endpoint_id: EndpointId,
     req: &Request,
     target: &TargetParts<'_>,
     query: &[QueryPair<'_>],
@@ -112,7 +110,7 @@ pub(super) fn inspect(
             format!(
                 "{} reached the {} listener; the admin API lives on its own loopback listener (answered 404)",
                 target.path,
-                kind.name()
+                kind.as_str()
             ),
         ));
         return findings;

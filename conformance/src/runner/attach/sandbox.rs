@@ -293,10 +293,8 @@ fn split_at_terminal_report(
         .iter()
         .filter(|e| crate::observe::is_health(e))
         .find(|e| {
-            e.report.as_ref().is_some_and(|r| {
-                !(r.state.as_deref() == Some("NotReady")
-                    && r.substatus.as_deref() == Some("Provisioning"))
-            })
+            // Any report but the in-progress one ends the first invocation's part.
+            e.report.as_ref().is_some_and(|r| !r.is_in_progress())
         })
         .map(|e| e.at_ms);
     let split = terminal_at
@@ -327,7 +325,7 @@ fn read_journal(path: &Path) -> Result<Vec<Entry>, SessionError> {
         if line.trim().is_empty() {
             continue;
         }
-        let entry: Entry = serde_json::from_str(line).map_err(|e| {
+        let entry = Entry::from_json(line).map_err(|e| {
             SessionError::Harness(format!(
                 "{}:{}: not a journal entry: {e}",
                 path.display(),
@@ -384,6 +382,30 @@ mod tests {
             stdout: Captured::default(),
             stderr: Captured::default(),
         }
+    }
+
+    #[test]
+    fn a_journal_line_with_an_unknown_name_is_a_harness_error_naming_line_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let good = serde_json::to_string(&health(1, 10, "Ready", None)).unwrap();
+        let bad = serde_json::to_string(&health(2, 20, "Ready", None))
+            .unwrap()
+            .replace(r#""kind":"default""#, r#""kind":"defualt""#);
+        std::fs::write(&path, format!("{good}\n{bad}\n")).unwrap();
+        let Err(SessionError::Harness(message)) = read_journal(&path) else {
+            panic!("a bad journal line was read");
+        };
+        assert!(
+            message.starts_with(&format!(
+                "{}:2: not a journal entry: answer.kind: unknown variant `defualt`, expected one of `respond`,",
+                path.display()
+            )),
+            "{message}"
+        );
+        std::fs::write(&path, format!("{good}\n")).unwrap();
+        let journal = read_journal(&path).unwrap();
+        assert_eq!(journal[0].answer.kind, fake_wireserver::AnswerKind::Default);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use fake_wireserver::journal::Entry;
-use fake_wireserver::{Fake, FakeConfig, Scenario};
+use fake_wireserver::{EndpointId, Fake, FakeConfig, Scenario};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -192,15 +192,16 @@ fn route(addresses: &Addresses, vector: &RequestVector) -> Option<SocketAddr> {
         return Some(addresses.hostplugin);
     }
     let host = host_header.map(fake_wireserver::endpoint::host_of);
+    // The vector's expected id, when it names one (data: an unknown id is compared later).
     let endpoint = vector
         .expected
         .get("endpoint")
         .and_then(Value::as_str)
-        .unwrap_or("");
+        .and_then(|id| id.parse::<EndpointId>().ok());
     Some(match host {
         Some(IMDS_HOST) => addresses.imds,
         Some(WIRESERVER_HOST) => addresses.wireserver,
-        _ if endpoint.starts_with("imds.") => addresses.imds,
+        _ if endpoint.is_some_and(EndpointId::is_imds) => addresses.imds,
         _ => addresses.wireserver,
     })
 }
@@ -320,12 +321,12 @@ fn compare(
 
     // Otherwise the fake answered normally: XML health 200, JSON health 201, the rest 2xx.
     if !expected.contains_key("fake_responded") {
-        let normal = match entry.endpoint.as_str() {
-            "wireserver.health.json" => Some(201),
-            "wireserver.health.xml" => Some(200),
-            "wireserver.roleproperties" => Some(202),
+        let normal = match entry.endpoint {
+            EndpointId::WireserverHealthJson => Some(201),
+            EndpointId::WireserverHealthXml => Some(200),
+            EndpointId::WireserverRoleProperties => Some(202),
             // No Fast Track; no IMDS documents on the wireserver (docs/protocol.md §1.1, §9.1).
-            "hostplugin.vmsettings" | "wireserver.metadata" => Some(404),
+            EndpointId::HostpluginVmsettings | EndpointId::WireserverMetadata => Some(404),
             _ => None,
         };
         let status = answer.map(|a| a.status);

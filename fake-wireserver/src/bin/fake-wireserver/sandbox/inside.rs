@@ -18,7 +18,7 @@ use super::{
 };
 use fake_wireserver::endpoint::HOSTPLUGIN_PORT;
 use fake_wireserver::sandbox::POOL_COPY_MAX;
-use fake_wireserver::{Fake, FakeConfig, Scenario};
+use fake_wireserver::{AnswerKind, Fake, FakeConfig, Scenario};
 
 /// Entries kept in memory for the journal written at the end (a run is finite; the fake's
 /// default window is smaller).
@@ -173,11 +173,7 @@ const DONE_KILL_GRACE: Duration = Duration::from_secs(5);
 pub(crate) fn has_terminal_report(journal: &[fake_wireserver::journal::Entry]) -> bool {
     journal.iter().any(|e| {
         let accepted = e.answer.status.is_some_and(|s| (200..300).contains(&s));
-        let terminal = e.report.as_ref().is_some_and(|r| match r.state.as_deref() {
-            Some("Ready") => true,
-            Some("NotReady") => r.substatus.as_deref() != Some("Provisioning"),
-            _ => false,
-        });
+        let terminal = e.report.as_ref().is_some_and(|r| r.is_terminal());
         accepted && terminal
     })
 }
@@ -242,7 +238,7 @@ async fn settled_journal(fake: &Fake) -> Vec<fake_wireserver::journal::Entry> {
         let journal = fake.journal();
         let pending = journal
             .iter()
-            .any(|e| e.done_ms.is_none() && e.answer.kind != "hang");
+            .any(|e| e.done_ms.is_none() && e.answer.kind != AnswerKind::Hang);
         if !pending || tokio::time::Instant::now() >= until {
             return journal;
         }
