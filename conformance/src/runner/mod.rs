@@ -645,8 +645,11 @@ pub fn case_title(scenario: &Scenario, check: CheckId) -> String {
 }
 
 /// Every selected case of a pair that does not run: skipped for `skip`, or unimplemented
-/// where the profile declares so for what the agent does not claim.
+/// where the profile declares so for what the agent does not claim. A pair the agent does
+/// not claim is that whatever else stopped it (an interruption): its cases read as they do in
+/// a run that was not interrupted.
 fn skipped_cases(p: &Planned, skip: Skip) -> Vec<CaseResult> {
+    let skip = Skip::unclaimed(&p.profile, &p.scenario).unwrap_or(skip);
     cases_not_run(p, |id| {
         Disposition::of_case(&p.profile, id, Some(skip.clone()), None)
     })
@@ -774,6 +777,32 @@ mod tests {
                 .map(|c| c.as_str())
                 .collect::<Vec<_>>(),
             ["report.state"]
+        );
+    }
+
+    #[test]
+    fn an_interrupted_pair_the_agent_does_not_claim_keeps_its_declared_deviation() {
+        let text = "name = \"d\"\ndescription = \"d\"\ncapabilities = [\"json\"]\n\
+                    [commands]\nready = [\"true\"]\n\
+                    [reactions]\nretryable = [503]\ntransport_errors = \"retry\"\nstatus_403 = \"fatal\"\n\
+                    [[deviation]]\ncases = \"f.*\"\nverdict = \"unimplemented\"\nreason = \"no failures\"\n";
+        let profile = Arc::new(AgentProfile::from_toml_str(text, Path::new("d.toml")).unwrap());
+        let failure = Arc::new(
+            Scenario::from_toml_str(
+                "id = \"f\"\ntitle = \"t\"\nchecks = [\"report.state\"]\n[agent]\naction = \"failure\"\nreason = \"r\"\n",
+                Path::new("f.toml"),
+            )
+            .unwrap(),
+        );
+        let planned = plan(&[profile], &[failure], &CaseFilter::default(), None);
+        let interrupted = skipped_cases(&planned[0], interrupted_reason(libc::SIGINT, false));
+        let uninterrupted = skipped_cases(&planned[0], skip_reason(&planned[0]).unwrap());
+        assert_eq!(interrupted.len(), 1);
+        assert_eq!(interrupted[0].verdict, Verdict::Unimplemented);
+        assert_eq!(interrupted[0].reason, uninterrupted[0].reason);
+        assert_eq!(
+            interrupted[0].reason.as_deref(),
+            Some("known deviation (f.*): no failures; agent d does not claim \"failure\" (failure reports)")
         );
     }
 
