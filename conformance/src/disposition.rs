@@ -9,7 +9,7 @@
 use std::fmt;
 
 use crate::agent::{AgentProfile, Capability, Deviation, DeviationVerdict};
-use crate::results::Verdict;
+use crate::results::{NotJudged, Verdict};
 
 /// Why a case is not run (its verdict is `skipped`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -228,6 +228,15 @@ impl<'a> Disposition<'a> {
         }
     }
 
+    /// Why the case has no verdict about the agent, if that is what this disposition means.
+    pub fn not_judged(&self) -> Option<NotJudged> {
+        match self {
+            Disposition::Harness(_) => Some(NotJudged::Harness),
+            Disposition::Skipped(Skip::Interrupted { .. }) => Some(NotJudged::Interrupted),
+            _ => None,
+        }
+    }
+
     /// The verdict and reason of a case that is not run; `None` for [`Disposition::Run`].
     pub fn not_run(&self) -> Option<(Verdict, String)> {
         match self {
@@ -306,16 +315,29 @@ pub enum NotRun {
     /// Its scenario is not run for this agent.
     Skipped(Skip),
     Harness(HarnessError),
-    /// A generated case was not judged: that case's reason (a harness error, an interruption).
-    Unjudged(String),
+    /// A generated case was not judged: why, and that case's reason.
+    Unjudged {
+        why: NotJudged,
+        reason: String,
+    },
 }
 
 impl NotRun {
     pub fn is_harness_error(&self) -> bool {
         match self {
             NotRun::Harness(_) => true,
-            NotRun::Unjudged(reason) => is_harness_error(reason),
+            NotRun::Unjudged { why, .. } => *why == NotJudged::Harness,
             NotRun::Skipped(_) => false,
+        }
+    }
+
+    /// Why the property has no verdict about the agent, if it has none for that reason.
+    pub fn not_judged(&self) -> Option<NotJudged> {
+        match self {
+            NotRun::Harness(_) => Some(NotJudged::Harness),
+            NotRun::Unjudged { why, .. } => Some(*why),
+            NotRun::Skipped(Skip::Interrupted { .. }) => Some(NotJudged::Interrupted),
+            NotRun::Skipped(_) => None,
         }
     }
 }
@@ -325,7 +347,7 @@ impl fmt::Display for NotRun {
         match self {
             NotRun::Skipped(skip) => skip.fmt(f),
             NotRun::Harness(e) => e.fmt(f),
-            NotRun::Unjudged(reason) => f.write_str(reason),
+            NotRun::Unjudged { reason, .. } => f.write_str(reason),
         }
     }
 }

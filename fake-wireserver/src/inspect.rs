@@ -6,8 +6,8 @@
 //! rules again. The fake never rejects for these unless the platform would (IMDS `Metadata`,
 //! `api-version`, duplicate parameters, `X-Forwarded-For`); it records them.
 
-use crate::endpoint::*;
 use crate::EndpointId;
+use crate::endpoint::*;
 use crate::journal::Entry;
 use crate::oracle::{Finding, Severity};
 
@@ -357,11 +357,15 @@ fn rules(endpoint: EndpointId) -> Rules {
             method: post,
             ..NONE
         },
-        EndpointId::ImdsInstance | EndpointId::ImdsVersions | EndpointId::ImdsReprovisiondata => Rules {
-            method: get,
-            ..NONE
-        },
-        EndpointId::HostpluginVmsettings | EndpointId::HostpluginVersions | EndpointId::HostpluginHealth => Rules {
+        EndpointId::ImdsInstance | EndpointId::ImdsVersions | EndpointId::ImdsReprovisiondata => {
+            Rules {
+                method: get,
+                ..NONE
+            }
+        }
+        EndpointId::HostpluginVmsettings
+        | EndpointId::HostpluginVersions
+        | EndpointId::HostpluginHealth => Rules {
             method: get,
             ..NONE
         },
@@ -382,7 +386,10 @@ pub fn judges_headers(endpoint: EndpointId) -> bool {
         || r.content_type.is_some()
         || matches!(
             endpoint,
-            EndpointId::ImdsInstance | EndpointId::ImdsVersions | EndpointId::ImdsReprovisiondata | EndpointId::ImdsUnknown
+            EndpointId::ImdsInstance
+                | EndpointId::ImdsVersions
+                | EndpointId::ImdsReprovisiondata
+                | EndpointId::ImdsUnknown
         )
 }
 
@@ -805,7 +812,13 @@ mod tests {
             (
                 RequestId::MethodUnexpected,
                 Error,
-                view_findings(HostPlugin, EndpointId::HostpluginStatus, "GET", "/status", &[]),
+                view_findings(
+                    HostPlugin,
+                    EndpointId::HostpluginStatus,
+                    "GET",
+                    "/status",
+                    &[],
+                ),
             ),
             (
                 RequestId::PathSpelling,
@@ -865,7 +878,13 @@ mod tests {
             (
                 RequestId::QueryMissingApiVersion,
                 Error,
-                view_findings(Imds, EndpointId::ImdsInstance, "GET", "/metadata/instance", &[md]),
+                view_findings(
+                    Imds,
+                    EndpointId::ImdsInstance,
+                    "GET",
+                    "/metadata/instance",
+                    &[md],
+                ),
             ),
             (
                 RequestId::QueryUnsupportedApiVersion,

@@ -28,9 +28,7 @@ pub fn request(obs: &Observation) -> Judgement {
 pub fn headers(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
     for e in &obs.journal {
-        if inspect::judges_headers(e.endpoint)
-            || graded(e, Aspect::Headers).next().is_some()
-        {
+        if inspect::judges_headers(e.endpoint) || graded(e, Aspect::Headers).next().is_some() {
             t.judged();
         }
         grade(&mut t, e, Aspect::Headers);

@@ -1077,7 +1077,13 @@ fn the_protocol_checks_grade_the_fakes_request_findings() {
 /// recorded no finding for is not held against the agent, and one it recorded is.
 #[test]
 fn the_protocol_checks_judge_the_journals_findings_only() {
-    let mut e = request(1, EndpointId::ImdsInstance, "GET", "/metadata/instance", &[]);
+    let mut e = request(
+        1,
+        EndpointId::ImdsInstance,
+        "GET",
+        "/metadata/instance",
+        &[],
+    );
     assert!(!e.findings.is_empty());
     let (r, h) = protocol_verdicts(vec![e.clone()]);
     assert_eq!((r.verdict, h.verdict), (Verdict::Fail, Verdict::Fail));

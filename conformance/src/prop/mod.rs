@@ -22,6 +22,7 @@ pub use property::Property;
 pub use search::{Finding, PropSettings, PropertyReport, run_property};
 
 use crate::agent::{AgentProfile, DeviationVerdict};
+use crate::disposition::NotRun;
 use crate::results::{CaseResult, Evidence, Timeline, Verdict};
 use crate::tools::text::visible;
 use judge::Class;
@@ -204,6 +205,7 @@ pub fn case_result(
         duration_ms: report.duration_ms,
         timeline,
         artifacts,
+        not_judged: report.skipped.as_ref().and_then(NotRun::not_judged),
     }
 }
 

@@ -434,10 +434,14 @@ fn finish(mut report: PropertyReport, started: Instant) -> PropertyReport {
 }
 
 fn not_judged_reason(cases: &[CaseResult]) -> NotRun {
-    NotRun::Unjudged(
-        cases
-            .iter()
-            .find_map(|c| c.reason.clone())
+    let unjudged = cases.iter().find(|c| c.not_judged.is_some());
+    NotRun::Unjudged {
+        why: unjudged
+            .and_then(|c| c.not_judged)
+            .unwrap_or(crate::results::NotJudged::Interrupted),
+        reason: unjudged
+            .or(cases.first())
+            .and_then(|c| c.reason.clone())
             .unwrap_or_else(|| "not judged".into()),
-    )
+    }
 }

@@ -65,5 +65,63 @@ pub fn from_str(text: &str, origin: &Path) -> Result<RunResults, ResultsError> {
         }
         None => {} // let serde name the missing/mistyped field
     }
-    serde_json::from_value(value).map_err(parse_err)
+    let mut results: RunResults = serde_json::from_value(value).map_err(parse_err)?;
+    for case in results.agents.iter_mut().flat_map(|a| &mut a.cases) {
+        case.not_judged = super::NotJudged::of_reason(case.verdict, case.reason.as_deref());
+    }
+    Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{AgentResults, CaseResult, NotJudged, Timeline, Verdict};
+
+    fn case(verdict: Verdict, reason: &str, not_judged: Option<NotJudged>) -> CaseResult {
+        CaseResult {
+            id: "s.report.state".into(),
+            title: "t".into(),
+            scenario: "s".into(),
+            verdict,
+            reason: Some(reason.into()),
+            evidence: Vec::new(),
+            duration_ms: 0,
+            timeline: Timeline::default(),
+            artifacts: None,
+            not_judged,
+        }
+    }
+
+    /// `not_judged` is not written to results.json; reading the file back (what `wirecheck
+    /// merge` does) gives each case the kind the runner had set.
+    #[test]
+    fn reading_results_back_restores_why_cases_were_not_judged() {
+        let cases = vec![
+            case(
+                Verdict::Skipped,
+                "harness error: the fake did not start",
+                Some(NotJudged::Harness),
+            ),
+            case(
+                Verdict::Skipped,
+                "not run: wirecheck was interrupted (SIGINT)",
+                Some(NotJudged::Interrupted),
+            ),
+            case(
+                Verdict::Skipped,
+                "agent a does not claim \"xml\" (the XML flow)",
+                None,
+            ),
+            case(Verdict::Fail, "harness error: an agent printed this", None),
+        ];
+        let mut results = RunResults::new("2026-12-01T00:00:00Z", "0");
+        results.agents = vec![AgentResults {
+            agent: "a".into(),
+            cases: cases.clone(),
+        }];
+        let text = render(&results).unwrap();
+        assert!(!text.contains("not_judged"), "{text}");
+        let back = from_str(&text, Path::new("results.json")).unwrap();
+        assert_eq!(back.agents[0].cases, cases);
+    }
 }

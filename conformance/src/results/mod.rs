@@ -15,8 +15,8 @@ pub mod problems;
 pub mod summary;
 
 pub use model::{
-    AgentResults, AnswerClass, CaseResult, Evidence, NeverStartedAgent, PartInfo, RunEnd, RunInfo,
-    RunResults, SCHEMA_VERSION, Timeline, TimelineEvent, Verdict, VerdictCounts,
+    AgentResults, AnswerClass, CaseResult, Evidence, NeverStartedAgent, NotJudged, PartInfo,
+    RunEnd, RunInfo, RunResults, SCHEMA_VERSION, Timeline, TimelineEvent, Verdict, VerdictCounts,
 };
 pub use output::ResultsError;
 

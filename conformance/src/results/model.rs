@@ -137,6 +137,39 @@ pub struct CaseResult {
     pub timeline: Timeline,
     /// Folder of this case's artifacts, relative to the results folder.
     pub artifacts: Option<String>,
+    /// Set on a `skipped` case that has no verdict about the agent (wirecheck's machinery
+    /// failed, or it was interrupted). Not a results.json field: the runner sets it where it
+    /// decides, and reading results.json back derives it from `reason`
+    /// ([`NotJudged::of_reason`], the one place that wording is parsed).
+    #[serde(skip)]
+    pub not_judged: Option<NotJudged>,
+}
+
+/// Why a case has no verdict about the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotJudged {
+    /// wirecheck's own machinery failed (`harness error: ...`): `run`, `merge` and `prop` exit 2.
+    Harness,
+    /// wirecheck was interrupted before or while the case ran.
+    Interrupted,
+}
+
+impl NotJudged {
+    /// The kind of a `skipped` case's reason as results.json has it (`wirecheck merge` reads
+    /// results another process wrote); `None` for a case that was judged or did not apply.
+    pub fn of_reason(verdict: Verdict, reason: Option<&str>) -> Option<NotJudged> {
+        let reason = reason?;
+        if verdict != Verdict::Skipped {
+            return None;
+        }
+        if crate::disposition::is_harness_error(reason) {
+            Some(NotJudged::Harness)
+        } else if crate::disposition::is_unjudged(reason) {
+            Some(NotJudged::Interrupted)
+        } else {
+            None
+        }
+    }
 }
 
 /// One piece of evidence behind a verdict.

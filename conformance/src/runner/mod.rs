@@ -588,12 +588,7 @@ pub fn harness_errors(results: &RunResults) -> usize {
         .agents
         .iter()
         .flat_map(|a| &a.cases)
-        .filter(|c| {
-            c.verdict == Verdict::Skipped
-                && c.reason
-                    .as_deref()
-                    .is_some_and(crate::disposition::is_harness_error)
-        })
+        .filter(|c| c.not_judged == Some(crate::results::NotJudged::Harness))
         .count()
 }
 
@@ -668,10 +663,13 @@ fn cases_not_run<'a>(
         .iter()
         .map(|c| {
             let id = p.scenario.case_id(*c);
-            let (verdict, reason) = disposition(&id)
+            let disposition = disposition(&id);
+            let (verdict, reason) = disposition
                 .not_run()
                 .unwrap_or((Verdict::Skipped, String::new()));
-            uniform_case(p, *c, id, verdict, reason)
+            let mut case = uniform_case(p, *c, id, verdict, reason);
+            case.not_judged = disposition.not_judged();
+            case
         })
         .collect()
 }
@@ -710,6 +708,7 @@ fn uniform_case(
         duration_ms: 0,
         timeline: Timeline::default(),
         artifacts: None,
+        not_judged: None,
     }
 }
 
@@ -802,7 +801,9 @@ mod tests {
         assert_eq!(interrupted[0].reason, uninterrupted[0].reason);
         assert_eq!(
             interrupted[0].reason.as_deref(),
-            Some("known deviation (f.*): no failures; agent d does not claim \"failure\" (failure reports)")
+            Some(
+                "known deviation (f.*): no failures; agent d does not claim \"failure\" (failure reports)"
+            )
         );
     }
 

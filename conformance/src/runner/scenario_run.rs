@@ -126,6 +126,7 @@ async fn execute(
                 duration_ms,
                 timeline: timeline.clone(),
                 artifacts: artifacts.clone(),
+                not_judged: None,
             }
         });
 
@@ -162,6 +163,7 @@ async fn execute(
                 duration_ms,
                 timeline: timeline.clone(),
                 artifacts: artifacts.clone(),
+                not_judged: None,
             }
         })
         .collect();

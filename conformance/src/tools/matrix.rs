@@ -123,6 +123,7 @@ mod tests {
             duration_ms: 0,
             timeline: Timeline::default(),
             artifacts: None,
+            not_judged: None,
         }
     }
 

@@ -47,6 +47,7 @@ fn case(
         duration_ms: timeline.agent_exit_ms.unwrap_or(timeline.deadline_ms),
         timeline,
         artifacts: None,
+        not_judged: None,
     }
 }
 
