@@ -1243,7 +1243,7 @@ fn encoded_dialect(
         description_trim: limit(
             &e.description_trim,
             "encoded.description_trim",
-            crate::checks::DESCRIPTION_LIMIT,
+            wirecheck_oracle::health::DESCRIPTION_PLATFORM_CAP,
             "characters of a description the platform caps at 4096 bytes",
         )?,
         kvp_cut: limit(

@@ -14,8 +14,9 @@ use crate::observe::{Observation, is_health};
 use crate::results::Verdict;
 use crate::scenario::Run;
 
-/// The platform caps descriptions at this many bytes (docs/protocol.md §4.2).
-pub const DESCRIPTION_LIMIT: usize = 4096;
+/// The platform caps descriptions at this many bytes (docs/protocol.md §4.2): the oracle's
+/// number, spelled once.
+pub const DESCRIPTION_LIMIT: usize = wirecheck_oracle::health::DESCRIPTION_PLATFORM_CAP;
 
 const DOCUMENTATION_URL: &str = "https://aka.ms/linuxprovisioningerror";
 
