@@ -603,13 +603,15 @@ impl Validate<'_> {
     /// selection in catalog order.
     fn checks(&self, checks: &Spanned<Vec<Spanned<String>>>) -> Result<Vec<CheckId>, FileError> {
         let mut selected: BTreeSet<CheckId> = BTreeSet::new();
-        for pattern in checks.get_ref() {
+        for (i, pattern) in checks.get_ref().iter().enumerate() {
+            // Named as a type error at the same element is (`checks[2]`).
+            let field = nth("checks", i);
             let matched = catalog::matching(pattern.get_ref())
-                .map_err(|msg| self.at(pattern.span(), "checks", msg))?;
+                .map_err(|msg| self.at(pattern.span(), &field, msg))?;
             if matched.is_empty() {
                 return Err(self.at(
                     pattern.span(),
-                    "checks",
+                    &field,
                     format!(
                         "{:?} matches no check; known: {}",
                         pattern.get_ref(),
@@ -808,7 +810,7 @@ action = "ready"
         );
 
         let e = load(&BASE.replace("\"behaviour.exit\"", "\"behaviour.nope\"")).unwrap_err();
-        assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("checks")));
+        assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("checks[2]")));
         assert!(e.message.contains("matches no check"), "{e}");
 
         let e = load(&BASE.replace("action = \"ready\"", "action = \"failure\"")).unwrap_err();
@@ -896,7 +898,7 @@ data = ["K=V", "nokey"]
     #[test]
     fn a_check_typo_lists_the_valid_ids() {
         let e = load(&BASE.replace("\"behaviour.exit\"", "\"behavior.exit\"")).unwrap_err();
-        assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("checks")));
+        assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("checks[2]")));
         assert!(
             e.message
                 .starts_with("\"behavior.exit\" matches no check; known: protocol.request, "),
