@@ -64,6 +64,12 @@ pub enum Outcome {
 /// Sends `bytes` on a fresh connection and waits (up to `timeout`) for one complete response
 /// or for the connection to end.
 pub async fn exchange(addr: SocketAddr, bytes: &[u8], timeout: Duration) -> Outcome {
+    let mut stream = send(addr, bytes).await;
+    read(&mut stream, timeout, bytes.starts_with(b"HEAD ")).await
+}
+
+/// A fresh connection to `addr` with `bytes` written on it.
+async fn send(addr: SocketAddr, bytes: &[u8]) -> TcpStream {
     let mut stream = TcpStream::connect(addr)
         .await
         .unwrap_or_else(|e| panic!("connect to {addr}: {e}"));
@@ -71,7 +77,7 @@ pub async fn exchange(addr: SocketAddr, bytes: &[u8], timeout: Duration) -> Outc
         .write_all(bytes)
         .await
         .unwrap_or_else(|e| panic!("sending the request to {addr}: {e}"));
-    read(&mut stream, timeout, bytes.starts_with(b"HEAD ")).await
+    stream
 }
 
 /// [`exchange`] for a test without a runtime (on a runtime of its own; not from inside one).
@@ -88,13 +94,7 @@ pub fn exchange_blocking(addr: SocketAddr, bytes: &[u8], timeout: Duration) -> O
 /// connection with not one byte more: a server that keeps the connection open, or sends more,
 /// fails the test.
 pub async fn exchange_to_close(addr: SocketAddr, bytes: &[u8], timeout: Duration) -> Response {
-    let mut stream = TcpStream::connect(addr)
-        .await
-        .unwrap_or_else(|e| panic!("connect to {addr}: {e}"));
-    stream
-        .write_all(bytes)
-        .await
-        .unwrap_or_else(|e| panic!("sending the request to {addr}: {e}"));
+    let mut stream = send(addr, bytes).await;
     let deadline = tokio::time::Instant::now() + timeout;
     let (outcome, received) = read_counted(&mut stream, timeout, bytes.starts_with(b"HEAD ")).await;
     let response = response(outcome);
