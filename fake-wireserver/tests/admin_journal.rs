@@ -456,3 +456,19 @@ async fn journal_file_keeps_a_pending_request_the_window_drops() {
     fake.shutdown().await;
     assert_eq!(file_entries(&file).len(), 2);
 }
+
+/// An admin path sent to IMDS is still an IMDS request: without `Metadata: true` it gets the
+/// refusal finding the checks grade (`protocol.headers`), not only the admin-path one.
+#[tokio::test]
+async fn an_admin_path_on_imds_is_still_held_to_the_imds_header_rules() {
+    let fake = full_fake().await;
+    let imds = fake.imds_addr().unwrap();
+    let r = response(exchange(imds, &get("/__admin/journal", "169.254.169.254", &[]), T).await);
+    assert_eq!(r.status, 404);
+    let e = fake.journal().into_iter().last().unwrap();
+    let ids: Vec<&str> = e.findings.iter().map(|f| f.id.as_str()).collect();
+    assert!(ids.contains(&"path.admin-on-agent-listener"), "{ids:?}");
+    assert!(ids.contains(&"header.missing.metadata"), "{ids:?}");
+    // The admin finding says why the path is unknown; no second finding says it again.
+    assert!(!ids.contains(&"path.unknown"), "{ids:?}");
+}
