@@ -181,12 +181,11 @@ impl Scenario {
                 .endpoints
                 .iter()
                 .any(|p| p.end != EndPolicy::Default);
-        let imds_down = a.imds == Target::Closed
-            || self
-                .fake
-                .endpoints
-                .iter()
-                .any(|p| p.id.starts_with("imds") && p.end != EndPolicy::Default);
+        let imds_down =
+            a.imds == Target::Closed
+                || self.fake.endpoints.iter().any(|p| {
+                    p.covers(fake_wireserver::Service::Imds) && p.end != EndPolicy::Default
+                });
         let mut wait = 0.0;
         if endless {
             wait += a.budget;

@@ -103,63 +103,85 @@ fn imds_refusals(view: &RequestView) -> Vec<ImdsRefusal> {
     out
 }
 
-/// Every request finding id the fake mints. Each serializes as its dotted id
-/// ([`RequestId::as_str`]); the checks match these exactly ([`RequestId::parse`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RequestId {
+/// Declares [`RequestId`] from one list: each variant with its dotted id, so the enum,
+/// [`RequestId::ALL`] and [`RequestId::as_str`] cannot drift apart.
+macro_rules! request_ids {
+    ($($(#[doc = $doc:literal])* $variant:ident => $id:literal,)*) => {
+        /// Every request finding id the fake mints. Each serializes as its dotted id
+        /// ([`RequestId::as_str`]); the checks match these exactly ([`RequestId::parse`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum RequestId {
+            $($(#[doc = $doc])* $variant,)*
+        }
+
+        impl RequestId {
+            /// Every request finding id.
+            pub const ALL: &'static [RequestId] = &[$(RequestId::$variant,)*];
+
+            /// The dotted id, as the journal spells it.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(RequestId::$variant => $id,)*
+                }
+            }
+        }
+    };
+}
+
+request_ids! {
     /// `header.missing.host`: an HTTP/1.1 request without `Host`.
-    HeaderMissingHost,
+    HeaderMissingHost => "header.missing.host",
     /// `header.missing.x-ms-version` on a wireserver XML call.
-    HeaderMissingXMsVersion,
+    HeaderMissingXMsVersion => "header.missing.x-ms-version",
     /// `header.unusual.x-ms-version`: not `2012-11-30`.
-    HeaderUnusualXMsVersion,
+    HeaderUnusualXMsVersion => "header.unusual.x-ms-version",
     /// `header.missing.x-ms-agent-name` on a wireserver XML call (informational).
-    HeaderMissingXMsAgentName,
+    HeaderMissingXMsAgentName => "header.missing.x-ms-agent-name",
     /// `header.missing.content-type` on a POST endpoint.
-    HeaderMissingContentType,
+    HeaderMissingContentType => "header.missing.content-type",
     /// `header.unusual.content-type`: not the endpoint's media type.
-    HeaderUnusualContentType,
+    HeaderUnusualContentType => "header.unusual.content-type",
     /// `header.missing.x-ms-guest-agent-name` on the JSON health endpoint (informational).
-    HeaderMissingXMsGuestAgentName,
+    HeaderMissingXMsGuestAgentName => "header.missing.x-ms-guest-agent-name",
     /// `header.forbidden.x-forwarded-for`: IMDS refuses it.
-    HeaderForbiddenXForwardedFor,
+    HeaderForbiddenXForwardedFor => "header.forbidden.x-forwarded-for",
     /// `header.missing.metadata`: IMDS refuses it.
-    HeaderMissingMetadata,
+    HeaderMissingMetadata => "header.missing.metadata",
     /// `header.unusual.metadata`: not `true` (any case); IMDS refuses it.
-    HeaderUnusualMetadata,
+    HeaderUnusualMetadata => "header.unusual.metadata",
     /// `header.unexpected.x-ms`: wireserver headers sent to IMDS (informational).
-    HeaderUnexpectedXMs,
+    HeaderUnexpectedXMs => "header.unexpected.x-ms",
     /// `method.unexpected`: not the endpoint's method.
-    MethodUnexpected,
+    MethodUnexpected => "method.unexpected",
     /// `path.spelling`: a path spelling the reference agents do not use (warning), or a less
     /// common one they do (info).
-    PathSpelling,
+    PathSpelling => "path.spelling",
     /// `path.unknown`: not an endpoint of the service.
-    PathUnknown,
+    PathUnknown => "path.unknown",
     /// `path.imds-on-wireserver`: WALA's IMDS fallback (informational).
-    PathImdsOnWireserver,
+    PathImdsOnWireserver => "path.imds-on-wireserver",
     /// `path.admin-on-agent-listener`: the admin API asked on an agent's listener.
-    PathAdminOnAgentListener,
+    PathAdminOnAgentListener => "path.admin-on-agent-listener",
     /// `query.duplicate`: a query parameter given twice; IMDS refuses it.
-    QueryDuplicate,
+    QueryDuplicate => "query.duplicate",
     /// `query.missing.api-version`: IMDS refuses it.
-    QueryMissingApiVersion,
+    QueryMissingApiVersion => "query.missing.api-version",
     /// `query.unsupported.api-version`: IMDS refuses it.
-    QueryUnsupportedApiVersion,
+    QueryUnsupportedApiVersion => "query.unsupported.api-version",
     /// `config.unknown-type`: a config type the goal state does not name.
-    ConfigUnknownType,
+    ConfigUnknownType => "config.unknown-type",
     /// `proxy.connect`: a CONNECT tunnel through the proxy.
-    ProxyConnect,
+    ProxyConnect => "proxy.connect",
     /// `proxy.unknown-host`: a proxy request for neither service.
-    ProxyUnknownHost,
+    ProxyUnknownHost => "proxy.unknown-host",
     /// `http.malformed`: not an HTTP/1.x request.
-    HttpMalformed,
+    HttpMalformed => "http.malformed",
     /// `http.head-too-large`: over the head limits.
-    HttpHeadTooLarge,
+    HttpHeadTooLarge => "http.head-too-large",
     /// `http.body-too-large`: over the body limit.
-    HttpBodyTooLarge,
+    HttpBodyTooLarge => "http.body-too-large",
     /// `http.incomplete`: the connection closed mid-request.
-    HttpIncomplete,
+    HttpIncomplete => "http.incomplete",
 }
 
 /// Which conformance check grades a request finding.
@@ -172,71 +194,9 @@ pub enum Aspect {
 }
 
 impl RequestId {
-    /// Every request finding id.
-    pub const ALL: [RequestId; 26] = [
-        RequestId::HeaderMissingHost,
-        RequestId::HeaderMissingXMsVersion,
-        RequestId::HeaderUnusualXMsVersion,
-        RequestId::HeaderMissingXMsAgentName,
-        RequestId::HeaderMissingContentType,
-        RequestId::HeaderUnusualContentType,
-        RequestId::HeaderMissingXMsGuestAgentName,
-        RequestId::HeaderForbiddenXForwardedFor,
-        RequestId::HeaderMissingMetadata,
-        RequestId::HeaderUnusualMetadata,
-        RequestId::HeaderUnexpectedXMs,
-        RequestId::MethodUnexpected,
-        RequestId::PathSpelling,
-        RequestId::PathUnknown,
-        RequestId::PathImdsOnWireserver,
-        RequestId::PathAdminOnAgentListener,
-        RequestId::QueryDuplicate,
-        RequestId::QueryMissingApiVersion,
-        RequestId::QueryUnsupportedApiVersion,
-        RequestId::ConfigUnknownType,
-        RequestId::ProxyConnect,
-        RequestId::ProxyUnknownHost,
-        RequestId::HttpMalformed,
-        RequestId::HttpHeadTooLarge,
-        RequestId::HttpBodyTooLarge,
-        RequestId::HttpIncomplete,
-    ];
-
-    /// The dotted id, as the journal spells it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            RequestId::HeaderMissingHost => "header.missing.host",
-            RequestId::HeaderMissingXMsVersion => "header.missing.x-ms-version",
-            RequestId::HeaderUnusualXMsVersion => "header.unusual.x-ms-version",
-            RequestId::HeaderMissingXMsAgentName => "header.missing.x-ms-agent-name",
-            RequestId::HeaderMissingContentType => "header.missing.content-type",
-            RequestId::HeaderUnusualContentType => "header.unusual.content-type",
-            RequestId::HeaderMissingXMsGuestAgentName => "header.missing.x-ms-guest-agent-name",
-            RequestId::HeaderForbiddenXForwardedFor => "header.forbidden.x-forwarded-for",
-            RequestId::HeaderMissingMetadata => "header.missing.metadata",
-            RequestId::HeaderUnusualMetadata => "header.unusual.metadata",
-            RequestId::HeaderUnexpectedXMs => "header.unexpected.x-ms",
-            RequestId::MethodUnexpected => "method.unexpected",
-            RequestId::PathSpelling => "path.spelling",
-            RequestId::PathUnknown => "path.unknown",
-            RequestId::PathImdsOnWireserver => "path.imds-on-wireserver",
-            RequestId::PathAdminOnAgentListener => "path.admin-on-agent-listener",
-            RequestId::QueryDuplicate => "query.duplicate",
-            RequestId::QueryMissingApiVersion => "query.missing.api-version",
-            RequestId::QueryUnsupportedApiVersion => "query.unsupported.api-version",
-            RequestId::ConfigUnknownType => "config.unknown-type",
-            RequestId::ProxyConnect => "proxy.connect",
-            RequestId::ProxyUnknownHost => "proxy.unknown-host",
-            RequestId::HttpMalformed => "http.malformed",
-            RequestId::HttpHeadTooLarge => "http.head-too-large",
-            RequestId::HttpBodyTooLarge => "http.body-too-large",
-            RequestId::HttpIncomplete => "http.incomplete",
-        }
-    }
-
     /// The id a journal finding carries, if it is a request finding (exact match).
     pub fn parse(id: &str) -> Option<RequestId> {
-        RequestId::ALL.into_iter().find(|r| r.as_str() == id)
+        RequestId::ALL.iter().copied().find(|r| r.as_str() == id)
     }
 
     /// The checks that grade it. `X-Forwarded-For` is both a header and a request the
@@ -254,7 +214,22 @@ impl RequestId {
             | RequestId::HeaderMissingMetadata
             | RequestId::HeaderUnusualMetadata
             | RequestId::HeaderUnexpectedXMs => &[Aspect::Headers],
-            _ => &[Aspect::Request],
+            // Listed, not `_`: a new id must be given its check.
+            RequestId::MethodUnexpected
+            | RequestId::PathSpelling
+            | RequestId::PathUnknown
+            | RequestId::PathImdsOnWireserver
+            | RequestId::PathAdminOnAgentListener
+            | RequestId::QueryDuplicate
+            | RequestId::QueryMissingApiVersion
+            | RequestId::QueryUnsupportedApiVersion
+            | RequestId::ConfigUnknownType
+            | RequestId::ProxyConnect
+            | RequestId::ProxyUnknownHost
+            | RequestId::HttpMalformed
+            | RequestId::HttpHeadTooLarge
+            | RequestId::HttpBodyTooLarge
+            | RequestId::HttpIncomplete => &[Aspect::Request],
         }
     }
 
@@ -337,7 +312,8 @@ fn rules(endpoint: EndpointId) -> Rules {
         EndpointId::WireserverHealthXml => Rules {
             method: post,
             xml_call: true,
-            // The platform reads the report by its media type: another one is an error.
+            // Every reference agent sends this media type (docs/protocol.md §2); no source says
+            // how the platform treats another, so wirecheck takes the strict reading: an error.
             content_type: Some(("text/xml", Severity::Error)),
             paths: Some((MACHINE, &["/machine/"])),
         },
@@ -373,7 +349,12 @@ fn rules(endpoint: EndpointId) -> Rules {
             method: Some("PUT"),
             ..NONE
         },
-        _ => NONE,
+        // Listed, not `_`: a new endpoint must be given its rules (or none, on purpose).
+        EndpointId::WireserverMetadata
+        | EndpointId::WireserverUnknown
+        | EndpointId::HostpluginUnknown
+        | EndpointId::ImdsUnknown
+        | EndpointId::ProxyUnknownHost => NONE,
     }
 }
 
@@ -382,36 +363,18 @@ fn rules(endpoint: EndpointId) -> Rules {
 /// judged even when a request has no header finding.
 pub fn judges_headers(endpoint: EndpointId) -> bool {
     let r = rules(endpoint);
-    r.xml_call
-        || r.content_type.is_some()
-        || matches!(
-            endpoint,
-            EndpointId::ImdsInstance
-                | EndpointId::ImdsVersions
-                | EndpointId::ImdsReprovisiondata
-                | EndpointId::ImdsUnknown
-        )
+    r.xml_call || r.content_type.is_some() || endpoint.is_imds()
 }
 
 /// The findings the fake records for a journal entry's request (what its `findings` hold for a
 /// request it classified as `entry.endpoint`), e.g. to build a journal by hand.
 pub fn request_findings(entry: &Entry) -> Vec<Finding> {
-    let id = entry.endpoint;
-    use crate::EndpointId as E;
-    let service = match id {
-        E::ImdsInstance | E::ImdsVersions | E::ImdsReprovisiondata | E::ImdsUnknown => {
-            Service::Imds
-        }
-        E::HostpluginVmsettings
-        | E::HostpluginVersions
-        | E::HostpluginHealth
-        | E::HostpluginStatus
-        | E::HostpluginUnknown => Service::HostPlugin,
-        // Routed by host, not classified: what it gets wrong is the route's (`proxy.*`).
-        E::ProxyUnknownHost => return Vec::new(),
-        _ => Service::Wireserver,
+    // `proxy.unknown-host` has no service: routed by host, not classified, what it gets
+    // wrong is the route's (`proxy.*`).
+    let Some(service) = entry.endpoint.service() else {
+        return Vec::new();
     };
-    let endpoint = id;
+    let endpoint = entry.endpoint;
     let target = split_target(&entry.target);
     let query = decode_query(target.query);
     findings(&RequestView {
@@ -655,7 +618,7 @@ mod tests {
     #[test]
     fn ids_round_trip_and_are_unique() {
         let mut seen = std::collections::HashSet::new();
-        for id in RequestId::ALL {
+        for &id in RequestId::ALL {
             assert_eq!(RequestId::parse(id.as_str()), Some(id));
             assert!(seen.insert(id.as_str()), "{id:?} twice");
             assert!(!id.graded_by().is_empty(), "{id:?} graded by no check");
@@ -927,7 +890,7 @@ mod tests {
             RequestId::HttpBodyTooLarge,
             RequestId::HttpIncomplete,
         ];
-        for id in RequestId::ALL {
+        for &id in RequestId::ALL {
             assert!(
                 minted.contains(&id) || elsewhere.contains(&id),
                 "{id:?} is minted by no request here"

@@ -762,8 +762,8 @@ mod tests {
         assert_eq!(xml.state, Some(HealthState::NotReady));
         assert_eq!(xml.substatus, Some(SubStatus::ProvisioningFailed));
         let json = lines[5].report.as_ref().unwrap();
-        assert_eq!(json.state, Some(HealthState::Other("ready".into())));
-        assert_eq!(json.substatus, Some(SubStatus::Other("Weird".into())));
+        assert_eq!(json.state, Some(HealthState::from("ready")));
+        assert_eq!(json.substatus, Some(SubStatus::from("Weird")));
         assert_eq!(lines[13].answer.kind, AnswerKind::Hang);
         assert!(lines[13].client_closed_ms.is_some());
     }

@@ -302,7 +302,7 @@
 //! assert!(json.is_terminal());
 //! // An unknown state is kept as sent, with an error finding.
 //! let bad = health::parse_json(br#"{"state":"Done"}"#);
-//! assert_eq!(bad.state, Some(health::HealthState::Other("Done".into())));
+//! assert_eq!(bad.state, Some(health::HealthState::from("Done")));
 //! assert!(bad.findings.iter().any(|f| f.is_error()));
 //! # Ok::<(), fake_wireserver::oracle::EncodedError>(())
 //! ```

@@ -30,10 +30,28 @@ pub const KNOWN_STATES: [&str; 2] = [READY, NOT_READY];
 /// Substatus values agents send (§4.2, §5); anything else is a finding.
 pub const KNOWN_SUBSTATUSES: [&str; 2] = [PROVISIONING_FAILED, PROVISIONING];
 
+/// A spelling that is none of the known ones, kept verbatim. Only `From` makes one (it has no
+/// public constructor), so an `Other` never holds a known spelling and matching on the known
+/// variants is exact.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Unknown(String);
+
+impl Unknown {
+    /// The spelling as received.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Unknown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.0, f)
+    }
+}
+
 /// A report's state as the agent spelled it: one of the two the platform knows (§4.1, §5,
 /// case-sensitive), or whatever else arrived (`"ready"`, garbage), kept verbatim so a finding
-/// and the journal can show it. Serialized as exactly the received string; equal values have
-/// equal spellings (`Other("Ready")` is `Ready`).
+/// and the journal can show it. Serialized as exactly the received string.
 #[derive(Debug, Clone)]
 pub enum HealthState {
     /// `Ready`.
@@ -41,7 +59,7 @@ pub enum HealthState {
     /// `NotReady`.
     NotReady,
     /// Any other spelling (a finding says so).
-    Other(String),
+    Other(Unknown),
 }
 
 impl HealthState {
@@ -50,7 +68,7 @@ impl HealthState {
         match self {
             HealthState::Ready => READY,
             HealthState::NotReady => NOT_READY,
-            HealthState::Other(s) => s,
+            HealthState::Other(s) => s.as_str(),
         }
     }
 
@@ -65,7 +83,7 @@ impl From<&str> for HealthState {
         match s {
             READY => HealthState::Ready,
             NOT_READY => HealthState::NotReady,
-            other => HealthState::Other(other.to_owned()),
+            other => HealthState::Other(Unknown(other.to_owned())),
         }
     }
 }
@@ -73,7 +91,7 @@ impl From<&str> for HealthState {
 impl From<String> for HealthState {
     fn from(s: String) -> Self {
         match HealthState::from(s.as_str()) {
-            HealthState::Other(_) => HealthState::Other(s),
+            HealthState::Other(_) => HealthState::Other(Unknown(s)),
             known => known,
         }
     }
@@ -81,7 +99,7 @@ impl From<String> for HealthState {
 
 /// A report's substatus as the agent spelled it (§4.2, §5): `ProvisioningFailed`,
 /// `Provisioning`, or anything else, kept verbatim (a warning). Serialized as exactly the
-/// received string; equal values have equal spellings.
+/// received string.
 #[derive(Debug, Clone)]
 pub enum SubStatus {
     /// `ProvisioningFailed`.
@@ -89,7 +107,7 @@ pub enum SubStatus {
     /// `Provisioning` (still in progress).
     Provisioning,
     /// Any other spelling (a finding says so).
-    Other(String),
+    Other(Unknown),
 }
 
 impl SubStatus {
@@ -98,7 +116,7 @@ impl SubStatus {
         match self {
             SubStatus::ProvisioningFailed => PROVISIONING_FAILED,
             SubStatus::Provisioning => PROVISIONING,
-            SubStatus::Other(s) => s,
+            SubStatus::Other(s) => s.as_str(),
         }
     }
 
@@ -113,7 +131,7 @@ impl From<&str> for SubStatus {
         match s {
             PROVISIONING_FAILED => SubStatus::ProvisioningFailed,
             PROVISIONING => SubStatus::Provisioning,
-            other => SubStatus::Other(other.to_owned()),
+            other => SubStatus::Other(Unknown(other.to_owned())),
         }
     }
 }
@@ -121,7 +139,7 @@ impl From<&str> for SubStatus {
 impl From<String> for SubStatus {
     fn from(s: String) -> Self {
         match SubStatus::from(s.as_str()) {
-            SubStatus::Other(_) => SubStatus::Other(s),
+            SubStatus::Other(_) => SubStatus::Other(Unknown(s)),
             known => known,
         }
     }
@@ -789,13 +807,13 @@ fn check_semantics(report: &mut HealthReport, details_present: bool, state_at: &
         }
         Some(HealthState::Other(other)) => findings.push(Finding::error(
             id::health::STATE_UNKNOWN,
-            format!("state is {other:?}; expected Ready or NotReady (case-sensitive)"),
+            format!("state is {other}; expected Ready or NotReady (case-sensitive)"),
         )),
     }
     if let Some(SubStatus::Other(substatus)) = &report.substatus {
         findings.push(Finding::warning(
             id::health::SUBSTATUS_UNKNOWN,
-            format!("substatus is {substatus:?}; agents send ProvisioningFailed or Provisioning"),
+            format!("substatus is {substatus}; agents send ProvisioningFailed or Provisioning"),
         ));
     }
     if let Some(description) = &report.description {
@@ -961,14 +979,14 @@ mod tests {
     #[test]
     fn unknown_spellings_are_kept_verbatim_and_serialized_as_received() {
         let report = parse_xml(xml("<State>ready</State>").as_bytes(), None);
-        assert_eq!(report.state, Some(HealthState::Other("ready".into())));
+        assert_eq!(report.state, Some(HealthState::from("ready")));
         assert_eq!(ids(&report), ["health.state.unknown"]);
         let report =
             parse_json(br#"{"state":"NotReady","details":{"subStatus":"provisioningfailed"}}"#);
         assert_eq!(report.state, Some(HealthState::NotReady));
         assert_eq!(
             report.substatus,
-            Some(SubStatus::Other("provisioningfailed".into()))
+            Some(SubStatus::from("provisioningfailed"))
         );
         assert_eq!(ids(&report), ["health.substatus.unknown"]);
         // The JSON shape is the received string, known or not, and reads back equal.
@@ -978,9 +996,12 @@ mod tests {
         let back: HealthReport = serde_json::from_value(json).unwrap();
         assert_eq!(back, report);
         // A known spelling is its variant however it was built.
-        assert_eq!(HealthState::Other("Ready".into()), HealthState::Ready);
+        assert!(matches!(
+            HealthState::from("Ready".to_owned()),
+            HealthState::Ready
+        ));
         assert_eq!(HealthState::from("Ready".to_string()), HealthState::Ready);
-        assert!(!HealthState::Other("Ready ".into()).is_known());
+        assert!(!HealthState::from("Ready ").is_known());
         assert_eq!(SubStatus::from("Provisioning"), SubStatus::Provisioning);
         assert!(SubStatus::ProvisioningFailed.is_known());
         for name in KNOWN_STATES {

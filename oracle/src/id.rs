@@ -450,6 +450,31 @@ mod tests {
         assert!(!bare.is_length());
     }
 
+    /// Keys an agent chooses end up in ids (`report.unexpected.<key>`, `report.duplicate.<key>`):
+    /// none of them makes a finding look like a length, mismatch or cut finding (the substring
+    /// rules before issue 14 took `|size=1|size=2` for a length finding).
+    #[test]
+    fn keys_an_agent_chooses_do_not_change_a_findings_class() {
+        for key in [
+            "size", "length", "limit", "too-long", "mismatch", "missing", "order",
+        ] {
+            let input = format!("{GOOD}|{key}=1|{key}=2");
+            let f = health_findings(&xml("7", "c", "i", &input));
+            let keyed: Vec<&Finding> = f
+                .iter()
+                .filter(|f| f.id.ends_with(&format!(".{key}")))
+                .collect();
+            assert!(!keyed.is_empty(), "{key}: {f:?}");
+            for finding in keyed {
+                assert!(!finding.is_length(), "{key}: {finding:?}");
+                assert!(!finding.is_goal_state_mismatch(), "{key}: {finding:?}");
+                // As the last key of a cut report, only that field's value findings are the
+                // cut's; an unexpected or duplicate key named like a family is not.
+                assert!(!finding.is_cut_by_trim(Some(key)), "{key}: {finding:?}");
+            }
+        }
+    }
+
     #[test]
     fn every_goal_state_mismatch_id_is_minted_and_classified() {
         let f = health_findings(&xml("1", "d", "j", GOOD));

@@ -15,5 +15,5 @@ pub mod kvp;
 
 pub use encoded::{Dialect, EncodedError, EncodedReport, Mode};
 pub use finding::{Finding, Severity};
-pub use health::{HealthReport, HealthState, ReportKind, ServedIds, SubStatus};
+pub use health::{HealthReport, HealthState, ReportKind, ServedIds, SubStatus, Unknown};
 pub use kvp::{HostRecord, KvpError, PoolView, SplitEvent};

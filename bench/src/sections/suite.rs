@@ -92,7 +92,9 @@ pub fn mandated_wait(s: &Scenario, r: &Reactions) -> f64 {
         per_service[1] = a.budget;
     }
     for plan in &s.fake.endpoints {
-        let imds = plan.id.starts_with("imds");
+        // A plan for both services (`"*"`) is counted as the wireserver's.
+        let imds = plan.covers(fake_wireserver::Service::Imds)
+            && !plan.covers(fake_wireserver::Service::Wireserver);
         let service = &mut per_service[usize::from(imds)];
         let mut wait = 0.0;
         for step in &plan.steps {

@@ -1044,6 +1044,27 @@ fn the_protocol_checks_grade_the_fakes_request_findings() {
             Pass,
             Pass,
         ),
+        // Several refusals in one request: each is recorded and graded by its check (before
+        // issue 14 the fake journaled only the first, so an unsupported api-version behind a
+        // missing Metadata header went unjudged).
+        (
+            "no Metadata and an unsupported api-version",
+            "imds.instance",
+            "GET",
+            "/metadata/instance?api-version=1999-01-01",
+            &[],
+            Fail,
+            Fail,
+        ),
+        (
+            "X-Forwarded-For and a duplicate query parameter",
+            "imds.instance",
+            "GET",
+            "/metadata/instance?api-version=2021-08-01&api-version=2021-08-01",
+            &[MD, ("X-Forwarded-For", "10.0.0.1")],
+            Fail,
+            Fail,
+        ),
         // The one change: the check failed this on its own while the fake serves it (200);
         // the rulebook is the fake's, so `/metadata/versions` needs no api-version.
         (

@@ -121,7 +121,7 @@ fn never_succeeds(scenario: &Scenario) -> bool {
             .fake
             .endpoints
             .iter()
-            .any(|p| p.id.starts_with("wireserver") && p.end != EndPolicy::Default)
+            .any(|p| p.covers(fake_wireserver::Service::Wireserver) && p.end != EndPolicy::Default)
 }
 
 #[cfg(test)]
@@ -193,6 +193,23 @@ mod tests {
             "id = \"wireserver.health.xml\"\nend = \"repeat-last\"",
         ));
         assert!(case_timing(&profile("budget = 1200.0"), &repeat).is_err());
+        // Decided on the endpoints a pattern matches, not on how it starts: `*` and
+        // `?ireserver.*` script the wireserver too; an IMDS-only plan does not.
+        for (pattern, endless) in [
+            ("*", true),
+            ("?ireserver.health.*", true),
+            ("imds.*", false),
+        ] {
+            let s = scenario(&THREE_500S.replace(
+                "id = \"wireserver.health.xml\"",
+                &format!("id = \"{pattern}\"\nend = \"repeat-last\""),
+            ));
+            assert_eq!(
+                case_timing(&profile("budget = 1200.0"), &s).is_err(),
+                endless,
+                "{pattern}"
+            );
+        }
         // A short fixed budget, or the scenario's own budget: run it.
         assert!(case_timing(&profile("budget = 30.0"), &closed).is_ok());
         assert!(case_timing(&profile(""), &closed).is_ok());

@@ -198,6 +198,21 @@ pub struct EndpointPlan {
     pub steps: Vec<Step>,
 }
 
+impl EndpointPlan {
+    /// The endpoints this plan's `id` matches (`"*"` matches every one).
+    pub fn endpoints(&self) -> impl Iterator<Item = crate::EndpointId> + '_ {
+        crate::EndpointId::ALL
+            .into_iter()
+            .filter(|id| crate::endpoint::pattern_matches(&self.id, id.as_str()))
+    }
+
+    /// Whether the plan scripts some endpoint of `service`: decided on the ids the pattern
+    /// matches, not on how the pattern starts (`"*"` and `"?mds.*"` script IMDS too).
+    pub fn covers(&self, service: crate::endpoint::Service) -> bool {
+        self.endpoints().any(|id| id.service() == Some(service))
+    }
+}
+
 /// One step of a plan: an action, applied `times` times, each time with `probability`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
