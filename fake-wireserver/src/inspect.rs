@@ -233,6 +233,22 @@ impl RequestId {
         }
     }
 
+    /// A finding of this id means the rulebook did not look at the request's headers and
+    /// query: the admin API asked on an agent listener, a request that was not HTTP (or over
+    /// the limits), a proxy request for neither service.
+    pub const fn stops_the_rulebook(self) -> bool {
+        matches!(
+            self,
+            RequestId::PathAdminOnAgentListener
+                | RequestId::ProxyConnect
+                | RequestId::ProxyUnknownHost
+                | RequestId::HttpMalformed
+                | RequestId::HttpHeadTooLarge
+                | RequestId::HttpBodyTooLarge
+                | RequestId::HttpIncomplete
+        )
+    }
+
     /// The request headers a finding of this id is about (what an excerpt should show).
     pub const fn headers(self) -> &'static [&'static str] {
         match self {
@@ -364,6 +380,16 @@ fn rules(endpoint: EndpointId) -> Rules {
 pub fn judges_headers(endpoint: EndpointId) -> bool {
     let r = rules(endpoint);
     r.xml_call || r.content_type.is_some() || endpoint.is_imds()
+}
+
+/// Whether the rulebook judged this entry's request ([`RequestId::stops_the_rulebook`]): what
+/// a check may count as judged, even when no finding says something is wrong.
+pub fn inspected(entry: &Entry) -> bool {
+    !entry
+        .findings
+        .iter()
+        .filter_map(|f| RequestId::parse(&f.id))
+        .any(RequestId::stops_the_rulebook)
 }
 
 /// The findings the fake records for a journal entry's request (what its `findings` hold for a

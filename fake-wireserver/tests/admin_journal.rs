@@ -457,18 +457,15 @@ async fn journal_file_keeps_a_pending_request_the_window_drops() {
     assert_eq!(file_entries(&file).len(), 2);
 }
 
-/// An admin path sent to IMDS is still an IMDS request: without `Metadata: true` it gets the
-/// refusal finding the checks grade (`protocol.headers`), not only the admin-path one.
+/// An admin path on an agent listener is not inspected further (as before issue 14): its one
+/// finding says so, whatever else the request gets wrong.
 #[tokio::test]
-async fn an_admin_path_on_imds_is_still_held_to_the_imds_header_rules() {
+async fn an_admin_path_on_an_agent_listener_has_only_the_admin_finding() {
     let fake = full_fake().await;
     let imds = fake.imds_addr().unwrap();
     let r = response(exchange(imds, &get("/__admin/journal", "169.254.169.254", &[]), T).await);
     assert_eq!(r.status, 404);
     let e = fake.journal().into_iter().last().unwrap();
     let ids: Vec<&str> = e.findings.iter().map(|f| f.id.as_str()).collect();
-    assert!(ids.contains(&"path.admin-on-agent-listener"), "{ids:?}");
-    assert!(ids.contains(&"header.missing.metadata"), "{ids:?}");
-    // The admin finding says why the path is unknown; no second finding says it again.
-    assert!(!ids.contains(&"path.unknown"), "{ids:?}");
+    assert_eq!(ids, ["path.admin-on-agent-listener"]);
 }

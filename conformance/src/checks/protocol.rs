@@ -28,7 +28,10 @@ pub fn request(obs: &Observation) -> Judgement {
 pub fn headers(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
     for e in &obs.journal {
-        if inspect::judges_headers(e.endpoint) || graded(e, Aspect::Headers).next().is_some() {
+        // A request the rulebook did not inspect (an admin path, not HTTP) is not a judged
+        // one: no header finding there means nothing.
+        let inspected = inspect::judges_headers(e.endpoint) && inspect::inspected(e);
+        if inspected || graded(e, Aspect::Headers).next().is_some() {
             t.judged();
         }
         grade(&mut t, e, Aspect::Headers);

@@ -685,6 +685,23 @@ fn protocol_verdicts(journal: Vec<Entry>) -> (Judgement, Judgement) {
     )
 }
 
+/// A request the rulebook did not inspect (the admin API asked on IMDS, a request that was not
+/// HTTP) says nothing about headers: `protocol.headers` does not count it as judged, so a journal
+/// of only such requests is not a pass. `protocol.request` fails them on their own finding.
+#[test]
+fn requests_the_rulebook_did_not_inspect_are_not_judged_for_headers() {
+    for (target, id) in [
+        ("/__admin/journal", "path.admin-on-agent-listener"),
+        ("/metadata/instance", "http.malformed"),
+    ] {
+        let mut e = request(1, EndpointId::ImdsUnknown, "GET", target, &[]);
+        e.findings = vec![wirecheck_oracle::Finding::warning(id, "not inspected")];
+        let (r, h) = protocol_verdicts(vec![e]);
+        assert_eq!(h.verdict, Verdict::Skipped, "{id}: {h:?}");
+        assert_ne!(r.verdict, Verdict::Pass, "{id}: {r:?}");
+    }
+}
+
 #[test]
 fn missing_metadata_header_and_wrong_content_type_are_caught() {
     let imds = request(

@@ -113,11 +113,12 @@ pub(super) fn inspect(
                 kind.as_str()
             ),
         ));
+        return findings;
     }
     let Route::Service(service) = routed.route else {
         return findings;
     };
-    let rulebook = inspect::findings(&RequestView {
+    findings.extend(inspect::findings(&RequestView {
         service,
         endpoint: endpoint_id,
         method: &req.method,
@@ -125,14 +126,6 @@ pub(super) fn inspect(
         query,
         headers: &req.headers,
         http_version: req.http_version,
-    });
-    // An admin path on an agent listener is still a request to that service: its header
-    // rules apply (IMDS refuses it without Metadata); that the path is unknown, the admin
-    // finding already says.
-    findings.extend(
-        rulebook
-            .into_iter()
-            .filter(|f| !(routed.admin_path && f.id == RequestId::PathUnknown.as_str())),
-    );
+    }));
     findings
 }
