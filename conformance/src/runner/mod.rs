@@ -640,30 +640,36 @@ pub fn case_title(scenario: &Scenario, check: CheckId) -> String {
 }
 
 /// Every selected case of a pair that does not run: skipped for `skip`, or unimplemented
-/// where the profile declares so for what the agent does not claim. A pair the agent does
-/// not claim is that whatever else stopped it (an interruption): its cases read as they do in
-/// a run that was not interrupted.
+/// where the profile declares so for what the agent does not claim. A case the agent does not
+/// claim (its scenario, or its check) is that whatever else stopped it (an interruption): it
+/// reads as it does in a run that was not interrupted.
 fn skipped_cases(p: &Planned, skip: Skip) -> Vec<CaseResult> {
-    let skip = Skip::unclaimed(&p.profile, &p.scenario).unwrap_or(skip);
-    cases_not_run(p, |id| {
-        Disposition::of_case(&p.profile, id, Some(skip.clone()), None)
+    let unclaimed = Skip::unclaimed(&p.profile, &p.scenario);
+    cases_not_run(p, |check, id| {
+        let needs = crate::checks::get(check).needs;
+        match Disposition::of_case(&p.profile, id, unclaimed.clone(), needs) {
+            Disposition::Run { .. } => {
+                Disposition::of_case(&p.profile, id, Some(skip.clone()), None)
+            }
+            unclaimed => unclaimed,
+        }
     })
 }
 
 /// Every selected case of a pair that could not be run because wirecheck's machinery failed.
 fn harness_cases(p: &Planned, error: HarnessError) -> Vec<CaseResult> {
-    cases_not_run(p, |_| Disposition::Harness(error.clone()))
+    cases_not_run(p, |_, _| Disposition::Harness(error.clone()))
 }
 
 fn cases_not_run<'a>(
     p: &'a Planned,
-    disposition: impl Fn(&str) -> Disposition<'a>,
+    disposition: impl Fn(CheckId, &str) -> Disposition<'a>,
 ) -> Vec<CaseResult> {
     p.checks
         .iter()
         .map(|c| {
             let id = p.scenario.case_id(*c);
-            let disposition = disposition(&id);
+            let disposition = disposition(*c, &id);
             let (verdict, reason) = disposition
                 .not_run()
                 .unwrap_or((Verdict::Skipped, String::new()));
@@ -803,6 +809,45 @@ mod tests {
             interrupted[0].reason.as_deref(),
             Some(
                 "known deviation (f.*): no failures; agent d does not claim \"failure\" (failure reports)"
+            )
+        );
+    }
+
+    #[test]
+    fn an_interrupted_case_whose_check_the_agent_does_not_claim_keeps_its_deviation() {
+        let text = "name = \"d\"\ndescription = \"d\"\ncapabilities = [\"json\"]\n\
+                    [commands]\nready = [\"true\"]\n\
+                    [reactions]\nretryable = [503]\ntransport_errors = \"retry\"\nstatus_403 = \"fatal\"\n\
+                    [[deviation]]\ncases = \"*.kvp.*\"\nverdict = \"unimplemented\"\nreason = \"no kvp\"\n";
+        let profile = Arc::new(AgentProfile::from_toml_str(text, Path::new("d.toml")).unwrap());
+        let s = Arc::new(
+            Scenario::from_toml_str(
+                "id = \"k\"\ntitle = \"t\"\nchecks = [\"kvp.report\", \"report.state\"]\n[agent]\naction = \"ready\"\nprotocol = \"json\"\n",
+                Path::new("k.toml"),
+            )
+            .unwrap(),
+        );
+        let planned = plan(&[profile], &[s], &CaseFilter::default(), None);
+        let cases = skipped_cases(&planned[0], interrupted_reason(libc::SIGINT, false));
+        let got: Vec<(&str, Verdict, Option<crate::results::NotJudged>)> = cases
+            .iter()
+            .map(|c| (c.id.as_str(), c.verdict, c.not_judged))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "k.report.state",
+                    Verdict::Skipped,
+                    Some(crate::results::NotJudged::Interrupted)
+                ),
+                ("k.kvp.report", Verdict::Unimplemented, None),
+            ]
+        );
+        assert_eq!(
+            cases[1].reason.as_deref(),
+            Some(
+                "known deviation (*.kvp.*): no kvp; agent d does not claim \"kvp\" (the KVP PROVISIONING_REPORT)"
             )
         );
     }
