@@ -181,11 +181,12 @@ impl Scenario {
                 .endpoints
                 .iter()
                 .any(|p| p.end != EndPolicy::Default);
-        let imds_down =
-            a.imds == Target::Closed
-                || self.fake.endpoints.iter().any(|p| {
-                    p.covers(fake_wireserver::Service::Imds) && p.end != EndPolicy::Default
-                });
+        let imds_down = a.imds == Target::Closed
+            || self
+                .fake
+                .plans_for(fake_wireserver::Service::Imds)
+                .iter()
+                .any(|p| p.end != EndPolicy::Default);
         let mut wait = 0.0;
         if endless {
             wait += a.budget;

@@ -30,28 +30,50 @@ pub const KNOWN_STATES: [&str; 2] = [READY, NOT_READY];
 /// Substatus values agents send (§4.2, §5); anything else is a finding.
 pub const KNOWN_SUBSTATUSES: [&str; 2] = [PROVISIONING_FAILED, PROVISIONING];
 
-/// A spelling that is none of the known ones, kept verbatim. Only `From` makes one (it has no
-/// public constructor), so an `Other` never holds a known spelling and matching on the known
-/// variants is exact.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Unknown(String);
+/// Declares a verbatim unknown spelling of one value type. Only `From` on that type makes one
+/// (no public constructor, and one type per value), so an `Other` never holds a known spelling
+/// and matching on the known variants is exact.
+macro_rules! unknown_spelling {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub struct $name(String);
 
-impl Unknown {
-    /// The spelling as received.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
+        impl $name {
+            /// The spelling as received.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Debug::fmt(&self.0, f)
+            }
+        }
+    };
 }
 
-impl std::fmt::Display for Unknown {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(&self.0, f)
-    }
-}
+unknown_spelling!(
+    /// A state that is neither `Ready` nor `NotReady`, as received.
+    UnknownState
+);
+unknown_spelling!(
+    /// A substatus that is neither `ProvisioningFailed` nor `Provisioning`, as received.
+    UnknownSubStatus
+);
 
 /// A report's state as the agent spelled it: one of the two the platform knows (§4.1, §5,
 /// case-sensitive), or whatever else arrived (`"ready"`, garbage), kept verbatim so a finding
 /// and the journal can show it. Serialized as exactly the received string.
+///
+/// A substatus's unknown spelling is another type, so it cannot become a state:
+///
+/// ```compile_fail
+/// use wirecheck_oracle::{HealthState, SubStatus};
+/// let SubStatus::Other(spelling) = SubStatus::from("Ready") else { unreachable!() };
+/// let _state = HealthState::Other(spelling);
+/// ```
 #[derive(Debug, Clone)]
 pub enum HealthState {
     /// `Ready`.
@@ -59,7 +81,7 @@ pub enum HealthState {
     /// `NotReady`.
     NotReady,
     /// Any other spelling (a finding says so).
-    Other(Unknown),
+    Other(UnknownState),
 }
 
 impl HealthState {
@@ -83,7 +105,7 @@ impl From<&str> for HealthState {
         match s {
             READY => HealthState::Ready,
             NOT_READY => HealthState::NotReady,
-            other => HealthState::Other(Unknown(other.to_owned())),
+            other => HealthState::Other(UnknownState(other.to_owned())),
         }
     }
 }
@@ -91,7 +113,7 @@ impl From<&str> for HealthState {
 impl From<String> for HealthState {
     fn from(s: String) -> Self {
         match HealthState::from(s.as_str()) {
-            HealthState::Other(_) => HealthState::Other(Unknown(s)),
+            HealthState::Other(_) => HealthState::Other(UnknownState(s)),
             known => known,
         }
     }
@@ -107,7 +129,7 @@ pub enum SubStatus {
     /// `Provisioning` (still in progress).
     Provisioning,
     /// Any other spelling (a finding says so).
-    Other(Unknown),
+    Other(UnknownSubStatus),
 }
 
 impl SubStatus {
@@ -131,7 +153,7 @@ impl From<&str> for SubStatus {
         match s {
             PROVISIONING_FAILED => SubStatus::ProvisioningFailed,
             PROVISIONING => SubStatus::Provisioning,
-            other => SubStatus::Other(Unknown(other.to_owned())),
+            other => SubStatus::Other(UnknownSubStatus(other.to_owned())),
         }
     }
 }
@@ -139,7 +161,7 @@ impl From<&str> for SubStatus {
 impl From<String> for SubStatus {
     fn from(s: String) -> Self {
         match SubStatus::from(s.as_str()) {
-            SubStatus::Other(_) => SubStatus::Other(Unknown(s)),
+            SubStatus::Other(_) => SubStatus::Other(UnknownSubStatus(s)),
             known => known,
         }
     }

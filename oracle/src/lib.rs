@@ -15,5 +15,7 @@ pub mod kvp;
 
 pub use encoded::{Dialect, EncodedError, EncodedReport, Mode};
 pub use finding::{Finding, Severity};
-pub use health::{HealthReport, HealthState, ReportKind, ServedIds, SubStatus, Unknown};
+pub use health::{
+    HealthReport, HealthState, ReportKind, ServedIds, SubStatus, UnknownState, UnknownSubStatus,
+};
 pub use kvp::{HostRecord, KvpError, PoolView, SplitEvent};

@@ -91,10 +91,14 @@ pub fn mandated_wait(s: &Scenario, r: &Reactions) -> f64 {
     if a.imds == Target::Closed && retry_transport {
         per_service[1] = a.budget;
     }
+    let wireserver_plans = s.fake.plans_for(fake_wireserver::Service::Wireserver);
+    let imds_plans = s.fake.plans_for(fake_wireserver::Service::Imds);
+    let answers = |plans: &[&fake_wireserver::EndpointPlan], plan| {
+        plans.iter().any(|p| std::ptr::eq(*p, plan))
+    };
     for plan in &s.fake.endpoints {
         // A plan for both services (`"*"`) is counted as the wireserver's.
-        let imds = plan.covers(fake_wireserver::Service::Imds)
-            && !plan.covers(fake_wireserver::Service::Wireserver);
+        let imds = answers(&imds_plans, plan) && !answers(&wireserver_plans, plan);
         let service = &mut per_service[usize::from(imds)];
         let mut wait = 0.0;
         for step in &plan.steps {

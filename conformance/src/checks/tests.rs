@@ -1074,11 +1074,11 @@ fn the_protocol_checks_grade_the_fakes_request_findings() {
             Fail,
         ),
         (
-            "X-Forwarded-For and a duplicate query parameter",
+            "Metadata not true and a duplicate query parameter",
             "imds.instance",
             "GET",
             "/metadata/instance?api-version=2021-08-01&api-version=2021-08-01",
-            &[MD, ("X-Forwarded-For", "10.0.0.1")],
+            &[("Metadata", "yes")],
             Fail,
             Fail,
         ),

@@ -119,9 +119,9 @@ fn never_succeeds(scenario: &Scenario) -> bool {
     scenario.agent.wireserver == Target::Closed
         || scenario
             .fake
-            .endpoints
+            .plans_for(fake_wireserver::Service::Wireserver)
             .iter()
-            .any(|p| p.covers(fake_wireserver::Service::Wireserver) && p.end != EndPolicy::Default)
+            .any(|p| p.end != EndPolicy::Default)
 }
 
 #[cfg(test)]
@@ -210,6 +210,12 @@ mod tests {
                 "{pattern}"
             );
         }
+        // A plan shadowed by an earlier one for every wireserver endpoint never answers it.
+        let shadowed = scenario(&format!(
+            "{}[[fake.endpoint]]\nid = \"*\"\nend = \"repeat-last\"\n[[fake.endpoint.step]]\nkind = \"respond\"\nstatus = 500\n",
+            THREE_500S.replace("wireserver.health.xml", "wireserver.*")
+        ));
+        assert!(case_timing(&profile("budget = 1200.0"), &shadowed).is_ok());
         // A short fixed budget, or the scenario's own budget: run it.
         assert!(case_timing(&profile("budget = 30.0"), &closed).is_ok());
         assert!(case_timing(&profile(""), &closed).is_ok());

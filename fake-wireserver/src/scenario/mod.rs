@@ -187,6 +187,38 @@ pub enum EndPolicy {
     Default,
 }
 
+impl Scenario {
+    /// The plan that answers requests for `id`: the first whose pattern matches it, as the
+    /// fake decides at request time (a later plan that also matches never sees them).
+    pub fn plan_for(&self, id: crate::EndpointId) -> Option<&EndpointPlan> {
+        self.endpoints
+            .iter()
+            .find(|p| crate::endpoint::Patterns::new([p.id.as_str()]).matches(id.as_str()))
+    }
+
+    /// The plans that answer some endpoint of `service` ([`Scenario::plan_for`]), in file
+    /// order, each once: decided on the endpoints they get, not on how a pattern starts (`"*"`
+    /// and `"?mds.*"` script IMDS too; a plan shadowed by an earlier one scripts nothing).
+    pub fn plans_for(&self, service: crate::endpoint::Service) -> Vec<&EndpointPlan> {
+        let mut plans: Vec<&EndpointPlan> = Vec::new();
+        for id in crate::EndpointId::ALL {
+            if id.service() == Some(service)
+                && let Some(plan) = self.plan_for(id)
+                && !plans.iter().any(|p| std::ptr::eq(*p, plan))
+            {
+                plans.push(plan);
+            }
+        }
+        plans.sort_by_key(|p| {
+            self.endpoints
+                .iter()
+                .position(|q| std::ptr::eq(q, *p))
+                .unwrap_or(usize::MAX)
+        });
+        plans
+    }
+}
+
 /// An ordered plan of steps for the endpoints matching `id` (an endpoint id or a glob).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EndpointPlan {
@@ -196,21 +228,6 @@ pub struct EndpointPlan {
     pub end: EndPolicy,
     /// The steps, in order.
     pub steps: Vec<Step>,
-}
-
-impl EndpointPlan {
-    /// The endpoints this plan's `id` matches (`"*"` matches every one).
-    pub fn endpoints(&self) -> impl Iterator<Item = crate::EndpointId> + '_ {
-        crate::EndpointId::ALL
-            .into_iter()
-            .filter(|id| crate::endpoint::pattern_matches(&self.id, id.as_str()))
-    }
-
-    /// Whether the plan scripts some endpoint of `service`: decided on the ids the pattern
-    /// matches, not on how the pattern starts (`"*"` and `"?mds.*"` script IMDS too).
-    pub fn covers(&self, service: crate::endpoint::Service) -> bool {
-        self.endpoints().any(|id| id.service() == Some(service))
-    }
 }
 
 /// One step of a plan: an action, applied `times` times, each time with `probability`.
