@@ -159,7 +159,7 @@ fn glob_of_200000_stars_is_a_clear_error_not_a_panic() {
             ("agents/demo.toml", PROFILE),
         ],
         "scenarios/ok.toml:3:",
-        "checks",
+        "checks[1]",
         "longer than 1024 bytes",
     );
     // A profile's deviation.
