@@ -640,19 +640,21 @@ pub fn case_title(scenario: &Scenario, check: CheckId) -> String {
 }
 
 /// Every selected case of a pair that does not run: skipped for `skip`, or unimplemented
-/// where the profile declares so for what the agent does not claim. A case the agent does not
-/// claim (its scenario, or its check) is that whatever else stopped it (an interruption): it
-/// reads as it does in a run that was not interrupted.
+/// where the profile declares so for what the agent does not claim. An interrupted case the
+/// agent does not claim (its scenario, or its check) reads as it does in a run that was not
+/// interrupted: the interruption did not change its fate.
 fn skipped_cases(p: &Planned, skip: Skip) -> Vec<CaseResult> {
+    let interrupted = matches!(skip, Skip::Interrupted { .. });
     let unclaimed = Skip::unclaimed(&p.profile, &p.scenario);
     cases_not_run(p, |check, id| {
-        let needs = crate::checks::get(check).needs;
-        match Disposition::of_case(&p.profile, id, unclaimed.clone(), needs) {
-            Disposition::Run { .. } => {
-                Disposition::of_case(&p.profile, id, Some(skip.clone()), None)
+        if interrupted {
+            let needs = crate::checks::get(check).needs;
+            let uninterrupted = Disposition::of_case(&p.profile, id, unclaimed.clone(), needs);
+            if !matches!(uninterrupted, Disposition::Run { .. }) {
+                return uninterrupted;
             }
-            unclaimed => unclaimed,
         }
+        Disposition::of_case(&p.profile, id, Some(skip.clone()), None)
     })
 }
 
