@@ -1601,6 +1601,19 @@ reason = "known"
         );
     }
 
+    /// The ready command's words as written (no groups in these templates).
+    fn ready_words(p: &AgentProfile) -> Vec<String> {
+        p.commands[&Action::Ready]
+            .template
+            .args
+            .iter()
+            .map(|a| match a {
+                template::Arg::Word(w) => w.source().to_owned(),
+                template::Arg::Group(_) => unreachable!(),
+            })
+            .collect()
+    }
+
     #[test]
     fn ad_hoc_paths_that_exist_here_are_made_absolute() {
         let dir = tempfile::tempdir().unwrap();
@@ -1614,15 +1627,7 @@ reason = "known"
             dir.path(),
         )
         .unwrap();
-        let words: Vec<String> = p.commands[&Action::Ready]
-            .template
-            .args
-            .iter()
-            .map(|a| match a {
-                template::Arg::Word(w) => w.source().to_owned(),
-                template::Arg::Group(_) => unreachable!(),
-            })
-            .collect();
+        let words: Vec<String> = ready_words(&p);
         let abs = dir.path().join("my_agent.py").display().to_string();
         // A bare program name stays a PATH lookup even when a file of that name is here.
         assert_eq!(
@@ -1642,15 +1647,7 @@ reason = "known"
         std::fs::write(dir.path().join("code"), "").unwrap();
         let p = AgentProfile::ad_hoc("python3 -m mypkg mypkg -c code {action}", &[], dir.path())
             .unwrap();
-        let args: Vec<String> = p.commands[&Action::Ready]
-            .template
-            .args
-            .iter()
-            .map(|a| match a {
-                template::Arg::Word(w) => w.source().to_owned(),
-                template::Arg::Group(_) => unreachable!(),
-            })
-            .collect();
+        let args: Vec<String> = ready_words(&p);
         assert_eq!(
             args,
             ["python3", "-m", "mypkg", "mypkg", "-c", "code", "{action}"]

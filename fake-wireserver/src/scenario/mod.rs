@@ -200,22 +200,15 @@ impl Scenario {
     /// order, each once: decided on the endpoints they get, not on how a pattern starts (`"*"`
     /// and `"?mds.*"` script IMDS too; a plan shadowed by an earlier one scripts nothing).
     pub fn plans_for(&self, service: crate::endpoint::Service) -> Vec<&EndpointPlan> {
-        let mut plans: Vec<&EndpointPlan> = Vec::new();
-        for id in crate::EndpointId::ALL {
-            if id.service() == Some(service)
-                && let Some(plan) = self.plan_for(id)
-                && !plans.iter().any(|p| std::ptr::eq(*p, plan))
-            {
-                plans.push(plan);
-            }
-        }
-        plans.sort_by_key(|p| {
-            self.endpoints
-                .iter()
-                .position(|q| std::ptr::eq(q, *p))
-                .unwrap_or(usize::MAX)
-        });
-        plans
+        self.endpoints
+            .iter()
+            .filter(|plan| {
+                crate::EndpointId::ALL.into_iter().any(|id| {
+                    id.service() == Some(service)
+                        && self.plan_for(id).is_some_and(|p| std::ptr::eq(p, *plan))
+                })
+            })
+            .collect()
     }
 }
 
