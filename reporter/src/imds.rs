@@ -11,7 +11,7 @@ use thiserror::Error;
 
 use crate::http::{Answer, Http, error_chain};
 use crate::retry::{Attempt, Budget, RetryError, RetryPolicy, Retryable, StatusClass};
-use crate::wireserver::join;
+use crate::wireserver::{join, parenthesized};
 
 pub const INSTANCE_PATH: &str = "/metadata/instance?api-version=2021-08-01&extended=true";
 pub const FALLBACK_INSTANCE_PATH: &str = "/metadata/instance?api-version=2019-06-01";
@@ -27,11 +27,15 @@ pub struct InstanceMetadata {
 /// Why IMDS gave no usable answer.
 #[derive(Debug, Error)]
 pub enum ImdsError {
-    #[error("{url}: IMDS answered HTTP {status}, which is not retried{}", if body.is_empty() { String::new() } else { format!(" (body: {body})") })]
+    #[error(
+        "{url}: IMDS answered HTTP {status}, which is not retried{}",
+        parenthesized(detail)
+    )]
     Rejected {
         url: String,
         status: u16,
-        body: String,
+        /// [`Answer::detail`]: a redirect's `Location`, the start of the body.
+        detail: String,
     },
     #[error("{url}: gave up after {attempts} attempt(s) in {:.1} s; last failure: {last}", elapsed.as_secs_f64())]
     Exhausted {
@@ -97,11 +101,11 @@ async fn fetch(
 ) -> Result<Fetched, ImdsError> {
     let label = format!("GET {}", url.path());
     budget
-        .run(&label, || {
+        .run(&label, |attempt| {
             let request = http.client().get(url.clone()).header("Metadata", "true");
             let label = &label;
             async move {
-                match http.execute(label, request).await {
+                match http.execute(label, attempt, request).await {
                     Err(e) => Attempt::Retry(error_chain(&e)),
                     Ok(answer) if answer.status == 200 => match parse_instance(&answer.body) {
                         Ok(metadata) => Attempt::Done(Fetched::Metadata(metadata)),
@@ -136,7 +140,7 @@ fn classify<T>(url: &Url, answer: &Answer) -> Attempt<T, ImdsError> {
         StatusClass::Fatal => Attempt::Fail(ImdsError::Rejected {
             url: url.to_string(),
             status: answer.status,
-            body: answer.body_excerpt(),
+            detail: answer.detail(),
         }),
     }
 }
