@@ -9,8 +9,10 @@ use reqwest::Url;
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::bounded_log::{Excerpt, ID_MAX};
 use crate::http::{Answer, Http, error_chain};
 use crate::retry::{Attempt, Budget, RetryError, RetryPolicy, Retryable, StatusClass};
+use crate::vm_id::check_vm_id;
 use crate::wireserver::{join, parenthesized};
 
 pub const INSTANCE_PATH: &str = "/metadata/instance?api-version=2021-08-01&extended=true";
@@ -46,7 +48,14 @@ pub enum ImdsError {
     },
 }
 
-/// Extracts vmId and ppsType from an instance document.
+/// The longest `ppsType` taken into the report (the platform's longest, `PreprovisionedOSDisk`,
+/// is 20 bytes).
+pub const PPS_TYPE_MAX_BYTES: usize = 64;
+
+/// Extracts vmId and ppsType from an instance document. A vmId that [`check_vm_id`] refuses
+/// makes the document unusable (as a missing one does); a ppsType that is not a word of ASCII
+/// letters and digits of at most [`PPS_TYPE_MAX_BYTES`] is left out, with a warning: either
+/// would otherwise crowd the rest of the 4096-byte description out, or reach the log whole.
 pub fn parse_instance(body: &[u8]) -> Result<InstanceMetadata, String> {
     let doc: Value =
         serde_json::from_slice(body).map_err(|e| format!("instance document is not JSON: {e}"))?;
@@ -56,14 +65,31 @@ pub fn parse_instance(body: &[u8]) -> Result<InstanceMetadata, String> {
         .map(str::trim)
         .filter(|id| !id.is_empty())
         .ok_or("instance document has no compute.vmId string")?;
-    let pps_type = doc
+    check_vm_id(vm_id).map_err(|e| format!("instance document's compute.vmId is unusable: {e}"))?;
+    let pps_type = match doc
         .pointer("/extended/compute/ppsType")
         .and_then(Value::as_str)
-        .map(str::to_owned);
+    {
+        Some(pps_type) if is_pps_type(pps_type) => Some(pps_type.to_owned()),
+        Some(other) => {
+            tracing::warn!(
+                "IMDS: extended.compute.ppsType \"{}\" is not a word of at most \
+                 {PPS_TYPE_MAX_BYTES} ASCII letters and digits; the report leaves pps_type out",
+                Excerpt::new(other, ID_MAX)
+            );
+            None
+        }
+        None => None,
+    };
     Ok(InstanceMetadata {
         vm_id: vm_id.to_owned(),
         pps_type,
     })
+}
+
+fn is_pps_type(text: &str) -> bool {
+    (1..=PPS_TYPE_MAX_BYTES).contains(&text.len())
+        && text.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
 enum Fetched {
@@ -162,6 +188,20 @@ mod tests {
         let old = br#"{"compute":{"vmId":"abc"}}"#;
         assert_eq!(parse_instance(old).unwrap().pps_type, None);
         assert!(parse_instance(br#"{"compute":{}}"#).is_err());
+        let newline = br#"{"compute":{"vmId":"abc\ndef"}}"#;
+        assert!(
+            parse_instance(newline)
+                .unwrap_err()
+                .contains("control character")
+        );
+        let long = format!(r#"{{"compute":{{"vmId":"{}"}}}}"#, "9".repeat(255));
+        assert!(
+            parse_instance(long.as_bytes())
+                .unwrap_err()
+                .contains("255 bytes")
+        );
+        let odd_pps = br#"{"compute":{"vmId":"abc"},"extended":{"compute":{"ppsType":"a|b"}}}"#;
+        assert_eq!(parse_instance(odd_pps).unwrap().pps_type, None);
         assert!(parse_instance(b"<html>").is_err());
     }
 }

@@ -301,6 +301,84 @@ fn log_flood_a_huge_error_body_is_clipped_saying_by_how_much() {
 }
 
 #[test]
+fn log_flood_a_huge_vm_id_from_imds_is_refused_not_logged() {
+    let server = Server::start();
+    let huge = "9".repeat(200_000);
+    server.on(
+        "GET /metadata/instance",
+        vec![Reply::json(
+            200,
+            format!(r#"{{"compute":{{"vmId":"{huge}"}}}}"#),
+        )],
+    );
+    server.on("POST /provisioning/health", vec![Reply::Status(201)]);
+    let scratch = Scratch::new();
+    let run = run(&server, &scratch, &["failure", "--reason", "boom"]);
+    assert_eq!(run.code, 0, "{}", &run.stderr[..2000.min(run.stderr.len())]);
+    assert_lines_bounded(&run.stderr);
+    assert!(run.stderr.len() < 16 * 1024, "{} bytes", run.stderr.len());
+    let report = parse_encoded(&pool_records(&scratch.pool())[0].1);
+    assert_eq!(
+        value(&report, "vm_id"),
+        Some("00000000-0000-0000-0000-000000000000")
+    );
+    assert!(run.stderr.contains("vmId"), "{}", run.stderr);
+}
+
+#[test]
+fn a_vm_id_from_imds_with_a_newline_is_refused() {
+    let server = Server::start();
+    server.on(
+        "GET /metadata/instance",
+        vec![Reply::json(
+            200,
+            r#"{"compute":{"vmId":"abc\n2026-01-01T00:00:00Z  INFO forged"}}"#,
+        )],
+    );
+    server.on("POST /provisioning/health", vec![Reply::Status(201)]);
+    let scratch = Scratch::new();
+    let run = run(&server, &scratch, &["ready"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        !run.stderr.lines().any(|l| l.starts_with("2026-01-01")),
+        "{}",
+        run.stderr
+    );
+    let report = parse_encoded(&pool_records(&scratch.pool())[0].1);
+    assert_eq!(
+        value(&report, "vm_id"),
+        Some("00000000-0000-0000-0000-000000000000")
+    );
+}
+
+#[test]
+fn a_huge_pps_type_from_imds_cannot_crowd_the_report_out() {
+    let server = Server::start();
+    let huge = "P".repeat(100_000);
+    server.on(
+        "GET /metadata/instance",
+        vec![Reply::json(
+            200,
+            format!(
+                r#"{{"compute":{{"vmId":"{VM_ID}"}},"extended":{{"compute":{{"ppsType":"{huge}"}}}}}}"#
+            ),
+        )],
+    );
+    server.on("POST /provisioning/health", vec![Reply::Status(201)]);
+    let scratch = Scratch::new();
+    let run = run(&server, &scratch, &["failure", "--reason", "boom"]);
+    assert_eq!(run.code, 0, "{}", &run.stderr[..2000.min(run.stderr.len())]);
+    let post = &server.requests_to("POST", "/provisioning/health")[0];
+    let body: serde_json::Value = serde_json::from_str(&post.body).unwrap();
+    let report = parse_encoded(body["details"]["description"].as_str().unwrap());
+    assert_eq!(value(&report, "vm_id"), Some(VM_ID));
+    assert!(value(&report, "timestamp").is_some(), "{report:?}");
+    assert_eq!(value(&report, "pps_type"), None);
+    assert_lines_bounded(&run.stderr);
+    assert!(run.stderr.contains("ppsType"), "{}", run.stderr);
+}
+
+#[test]
 fn log_flood_huge_goal_state_ids_are_clipped_in_the_debug_log() {
     let server = Server::start();
     server.with_imds();
