@@ -3,7 +3,9 @@
 //!
 //! `GET /metadata/instance?api-version=2021-08-01&extended=true` with `Metadata: true`; on a 400
 //! once more with `api-version=2019-06-01` (as cloud-init does); 404, 410, 429, 500 and
-//! transport errors are retried within the IMDS budget.
+//! transport errors are retried within the IMDS budget, and so is a document without a usable
+//! `vmId` ([`crate::vm_id::check_vm_id`]). A `ppsType` that is not a short ASCII word is left
+//! out. Any other status, a redirect included, is not retried.
 
 use reqwest::Url;
 use serde_json::Value;

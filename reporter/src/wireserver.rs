@@ -1,5 +1,6 @@
 //! The wireserver client: the JSON endpoint (docs/protocol.md §5) and the legacy XML flow
-//! (versions → goal state → health, §3, §4), under one retry budget.
+//! (versions → goal state → health, §3, §4), under one retry budget. A status outside the
+//! retry set (a redirect included: none is followed) fails the report at once.
 
 use std::fmt;
 use std::time::Duration;
