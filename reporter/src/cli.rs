@@ -13,6 +13,7 @@ use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use reporter::kvp::record::validate_key;
 use reporter::report::{DEFAULT_IMDS, DEFAULT_WIRESERVER};
+use reporter::vm_id::VmIdError;
 use reporter::{Dmi, Failure, KvpTarget, Protocol, Report, ReporterConfig, RetryPolicy};
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
@@ -503,21 +504,13 @@ fn parse_base_url(text: &str) -> Result<Url, String> {
 }
 
 fn check_vm_id(id: &str) -> Result<String, String> {
-    if id.is_empty() {
-        return Err("the vm id is empty".to_owned());
-    }
-    if id.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!(
+    match reporter::vm_id::check_vm_id(id) {
+        Ok(()) => Ok(id.to_owned()),
+        Err(VmIdError::WhitespaceOrControl) => Err(format!(
             "{id:?} contains whitespace or a control character; expected an id such as 11111111-2222-3333-4444-555555555555"
-        ));
+        )),
+        Err(error) => Err(error.to_string()),
     }
-    if id.len() > 254 {
-        return Err(format!(
-            "the vm id is {} bytes; expected at most 254",
-            id.len()
-        ));
-    }
-    Ok(id.to_owned())
 }
 
 fn parse_seconds_value(value: f64, allow_zero: bool) -> Result<Duration, String> {

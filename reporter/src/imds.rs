@@ -3,15 +3,19 @@
 //!
 //! `GET /metadata/instance?api-version=2021-08-01&extended=true` with `Metadata: true`; on a 400
 //! once more with `api-version=2019-06-01` (as cloud-init does); 404, 410, 429, 500 and
-//! transport errors are retried within the IMDS budget.
+//! transport errors are retried within the IMDS budget, and so is a document without a usable
+//! `vmId` ([`crate::vm_id::check_vm_id`]). A `ppsType` that is not a short ASCII word is left
+//! out. Any other status, a redirect included, is not retried.
 
 use reqwest::Url;
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::bounded_log::{Excerpt, ID_MAX};
 use crate::http::{Answer, Http, error_chain};
 use crate::retry::{Attempt, Budget, RetryError, RetryPolicy, Retryable, StatusClass};
-use crate::wireserver::join;
+use crate::vm_id::check_vm_id;
+use crate::wireserver::{join, parenthesized};
 
 pub const INSTANCE_PATH: &str = "/metadata/instance?api-version=2021-08-01&extended=true";
 pub const FALLBACK_INSTANCE_PATH: &str = "/metadata/instance?api-version=2019-06-01";
@@ -27,11 +31,15 @@ pub struct InstanceMetadata {
 /// Why IMDS gave no usable answer.
 #[derive(Debug, Error)]
 pub enum ImdsError {
-    #[error("{url}: IMDS answered HTTP {status}, which is not retried{}", if body.is_empty() { String::new() } else { format!(" (body: {body})") })]
+    #[error(
+        "{url}: IMDS answered HTTP {status}, which is not retried{}",
+        parenthesized(detail)
+    )]
     Rejected {
         url: String,
         status: u16,
-        body: String,
+        /// [`Answer::detail`]: a redirect's `Location`, the start of the body.
+        detail: String,
     },
     #[error("{url}: gave up after {attempts} attempt(s) in {:.1} s; last failure: {last}", elapsed.as_secs_f64())]
     Exhausted {
@@ -42,7 +50,14 @@ pub enum ImdsError {
     },
 }
 
-/// Extracts vmId and ppsType from an instance document.
+/// The longest `ppsType` taken into the report (the platform's longest, `PreprovisionedOSDisk`,
+/// is 20 bytes).
+pub const PPS_TYPE_MAX_BYTES: usize = 64;
+
+/// Extracts vmId and ppsType from an instance document. A vmId that [`check_vm_id`] refuses
+/// makes the document unusable (as a missing one does); a ppsType that is not a word of ASCII
+/// letters and digits of at most [`PPS_TYPE_MAX_BYTES`] is left out, with a warning: either
+/// would otherwise crowd the rest of the 4096-byte description out, or reach the log whole.
 pub fn parse_instance(body: &[u8]) -> Result<InstanceMetadata, String> {
     let doc: Value =
         serde_json::from_slice(body).map_err(|e| format!("instance document is not JSON: {e}"))?;
@@ -52,14 +67,31 @@ pub fn parse_instance(body: &[u8]) -> Result<InstanceMetadata, String> {
         .map(str::trim)
         .filter(|id| !id.is_empty())
         .ok_or("instance document has no compute.vmId string")?;
-    let pps_type = doc
+    check_vm_id(vm_id).map_err(|e| format!("instance document's compute.vmId is unusable: {e}"))?;
+    let pps_type = match doc
         .pointer("/extended/compute/ppsType")
         .and_then(Value::as_str)
-        .map(str::to_owned);
+    {
+        Some(pps_type) if is_pps_type(pps_type) => Some(pps_type.to_owned()),
+        Some(other) => {
+            tracing::warn!(
+                "IMDS: extended.compute.ppsType \"{}\" is not a word of at most \
+                 {PPS_TYPE_MAX_BYTES} ASCII letters and digits; the report leaves pps_type out",
+                Excerpt::new(other, ID_MAX)
+            );
+            None
+        }
+        None => None,
+    };
     Ok(InstanceMetadata {
         vm_id: vm_id.to_owned(),
         pps_type,
     })
+}
+
+fn is_pps_type(text: &str) -> bool {
+    (1..=PPS_TYPE_MAX_BYTES).contains(&text.len())
+        && text.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
 enum Fetched {
@@ -97,11 +129,11 @@ async fn fetch(
 ) -> Result<Fetched, ImdsError> {
     let label = format!("GET {}", url.path());
     budget
-        .run(&label, || {
+        .run(&label, |attempt| {
             let request = http.client().get(url.clone()).header("Metadata", "true");
             let label = &label;
             async move {
-                match http.execute(label, request).await {
+                match http.execute(label, attempt, request).await {
                     Err(e) => Attempt::Retry(error_chain(&e)),
                     Ok(answer) if answer.status == 200 => match parse_instance(&answer.body) {
                         Ok(metadata) => Attempt::Done(Fetched::Metadata(metadata)),
@@ -136,7 +168,7 @@ fn classify<T>(url: &Url, answer: &Answer) -> Attempt<T, ImdsError> {
         StatusClass::Fatal => Attempt::Fail(ImdsError::Rejected {
             url: url.to_string(),
             status: answer.status,
-            body: answer.body_excerpt(),
+            detail: answer.detail(),
         }),
     }
 }
@@ -158,6 +190,20 @@ mod tests {
         let old = br#"{"compute":{"vmId":"abc"}}"#;
         assert_eq!(parse_instance(old).unwrap().pps_type, None);
         assert!(parse_instance(br#"{"compute":{}}"#).is_err());
+        let newline = br#"{"compute":{"vmId":"abc\ndef"}}"#;
+        assert!(
+            parse_instance(newline)
+                .unwrap_err()
+                .contains("control character")
+        );
+        let long = format!(r#"{{"compute":{{"vmId":"{}"}}}}"#, "9".repeat(255));
+        assert!(
+            parse_instance(long.as_bytes())
+                .unwrap_err()
+                .contains("255 bytes")
+        );
+        let odd_pps = br#"{"compute":{"vmId":"abc"},"extended":{"compute":{"ppsType":"a|b"}}}"#;
+        assert_eq!(parse_instance(odd_pps).unwrap().pps_type, None);
         assert!(parse_instance(b"<html>").is_err());
     }
 }

@@ -25,8 +25,10 @@
 //!
 //! Layout: [`format`] and [`kvp::record`] are pure (inputs, injected clock and vm id in,
 //! bytes out); [`http`], [`wireserver`], [`imds`] and [`kvp::pool`] do the I/O; [`retry`] is
-//! the one retry engine; [`report`] ties them together.
+//! the one retry engine; [`report`] ties them together; [`bounded_log`] is how much of the
+//! servers' text reaches the log.
 
+pub mod bounded_log;
 pub mod clock;
 pub mod failure;
 pub mod format;

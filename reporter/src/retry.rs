@@ -5,10 +5,13 @@
 //!   stalled server, a dribbled body or any header cannot extend it.
 //! * A fixed interval between attempts; no sleep that would end past the deadline.
 //! * A declared set of retryable statuses; `Retry-After` is ignored.
+//! * A failed attempt is logged only when [sampled](crate::bounded_log::is_sampled), its reason
+//!   clipped to [`REASON_MAX`]: a hostile server cannot flood the log however long the budget.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use crate::bounded_log::{Excerpt, LOGGED_IN_FULL, REASON_MAX, is_sampled};
 use crate::format::xml::is_throttling_body;
 use crate::http::Answer;
 
@@ -109,6 +112,8 @@ pub struct Budget {
     started: Instant,
     deadline: Instant,
     attempts: u32,
+    /// Attempts that failed and were worth another one (what the log samples).
+    failures: u32,
     last_failure: String,
 }
 
@@ -121,6 +126,7 @@ impl Budget {
             started,
             deadline: started + policy.budget,
             attempts: 0,
+            failures: 0,
             last_failure: String::from("no attempt made"),
         }
     }
@@ -138,14 +144,15 @@ impl Budget {
         self.started.elapsed()
     }
 
-    /// Runs `attempt` until it is done or fails for good, or the budget runs out.
+    /// Runs `attempt` (given its number in this budget) until it is done or fails for good, or
+    /// the budget runs out.
     pub async fn run<T, E, F, Fut>(
         &mut self,
         step: &str,
         mut attempt: F,
     ) -> Result<T, RetryError<E>>
     where
-        F: FnMut() -> Fut,
+        F: FnMut(u32) -> Fut,
         Fut: Future<Output = Attempt<T, E>>,
     {
         loop {
@@ -155,7 +162,12 @@ impl Budget {
             }
             let attempt_deadline = (now + self.policy.request_timeout).min(self.deadline);
             self.attempts += 1;
-            let outcome = match tokio::time::timeout_at(attempt_deadline.into(), attempt()).await {
+            let outcome = match tokio::time::timeout_at(
+                attempt_deadline.into(),
+                attempt(self.attempts),
+            )
+            .await
+            {
                 Ok(outcome) => outcome,
                 Err(_) => Attempt::Retry(format!(
                     "no complete answer within {:.1} s",
@@ -166,25 +178,43 @@ impl Budget {
                 Attempt::Done(value) => return Ok(value),
                 Attempt::Fail(error) => return Err(RetryError::Failed(error)),
                 Attempt::Retry(why) => {
-                    let retrying = self.next_attempt_fits();
-                    tracing::warn!(
-                        step,
-                        attempt = self.attempts,
-                        elapsed_s = format_args!("{:.1}", self.elapsed().as_secs_f64()),
-                        "{why}; {}",
-                        if retrying {
-                            format!("retrying in {:.1} s", self.policy.interval.as_secs_f64())
-                        } else {
-                            "no time left in the budget for another attempt".to_owned()
-                        }
-                    );
-                    self.last_failure = why;
+                    self.failed(step, &why);
                     if !self.pause().await {
                         return Err(self.exhausted());
                     }
                 }
             }
         }
+    }
+
+    /// Records why the last attempt failed and logs it, with what happens next, when this
+    /// failure is [sampled](is_sampled) (counted over the budget's failures, not its attempts:
+    /// in the XML flow's 410 loop, only every other attempt fails). The reason is escaped and
+    /// clipped to [`REASON_MAX`] (it may quote the server).
+    pub fn failed(&mut self, step: &str, why: &str) {
+        let why = Excerpt::new(why, REASON_MAX).to_string();
+        self.failures += 1;
+        if is_sampled(self.failures) {
+            tracing::warn!(
+                step,
+                attempt = self.attempts,
+                elapsed_s = format_args!("{:.1}", self.elapsed().as_secs_f64()),
+                "{why}; {}",
+                if self.next_attempt_fits() {
+                    format!("retrying in {:.1} s", self.policy.interval.as_secs_f64())
+                } else {
+                    "no time left in the budget for another attempt".to_owned()
+                }
+            );
+        } else if self.failures == LOGGED_IN_FULL + 1 {
+            tracing::warn!(
+                step,
+                attempt = self.attempts,
+                "still failing; from now on only the 16th, 32nd, 64th, … failure is logged (the \
+                 final message gives the attempt count and the last failure)"
+            );
+        }
+        self.last_failure = why;
     }
 
     /// Sleeps one interval before the next attempt. Returns `false`, without sleeping, when
@@ -200,11 +230,6 @@ impl Budget {
     /// Whether an attempt started one interval from now would still be inside the budget.
     fn next_attempt_fits(&self) -> bool {
         Instant::now() + self.policy.interval < self.deadline
-    }
-
-    /// Records why a step gave up outside [`Budget::run`] (e.g. a 410 before a refetch).
-    pub fn note_failure(&mut self, why: String) {
-        self.last_failure = why;
     }
 
     /// The error for an exhausted budget.
@@ -234,7 +259,7 @@ mod tests {
         let mut budget = Budget::start(policy(300, 50, 10_000));
         let started = Instant::now();
         let result: Result<(), RetryError<()>> = budget
-            .run("hang", || async {
+            .run("hang", |_| async {
                 std::future::pending::<()>().await;
                 Attempt::Done(())
             })
@@ -253,7 +278,7 @@ mod tests {
         let mut budget = Budget::start(policy(10_000, 100, 1_000));
         let mut calls = Vec::new();
         let value: Result<u32, RetryError<()>> = budget
-            .run("flaky", || {
+            .run("flaky", |_| {
                 calls.push(Instant::now());
                 let n = calls.len() as u32;
                 async move {
@@ -275,8 +300,9 @@ mod tests {
     #[tokio::test]
     async fn a_fatal_answer_stops_at_once() {
         let mut budget = Budget::start(policy(10_000, 100, 1_000));
-        let result: Result<(), RetryError<&str>> =
-            budget.run("fatal", || async { Attempt::Fail("401") }).await;
+        let result: Result<(), RetryError<&str>> = budget
+            .run("fatal", |_| async { Attempt::Fail("401") })
+            .await;
         assert!(matches!(result, Err(RetryError::Failed("401"))));
         assert_eq!(budget.attempts(), 1);
     }

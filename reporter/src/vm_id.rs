@@ -1,4 +1,5 @@
-//! Where the vm id comes from: the command line, IMDS, the DMI system UUID, or nothing.
+//! Where the vm id comes from: the command line, IMDS, the DMI system UUID, or nothing; and
+//! which ids are accepted from the command line and IMDS ([`check_vm_id`]).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -7,6 +8,35 @@ use thiserror::Error;
 
 /// Used when no source gave a vm id.
 pub const ZERO_GUID: &str = "00000000-0000-0000-0000-000000000000";
+
+/// The longest vm id accepted from `--vm-id` or IMDS (a vm id is a 36-byte GUID).
+pub const VM_ID_MAX_BYTES: usize = 254;
+
+/// Why a vm id from `--vm-id` or IMDS is refused.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum VmIdError {
+    #[error("the vm id is empty")]
+    Empty,
+    #[error("the vm id contains whitespace or a control character")]
+    WhitespaceOrControl,
+    #[error("the vm id is {0} bytes; expected at most {VM_ID_MAX_BYTES}")]
+    TooLong(usize),
+}
+
+/// A vm id fit for the report and the log: not empty, no whitespace or control character (it
+/// is a field of the encoded report and of log lines), at most [`VM_ID_MAX_BYTES`] (so that a
+/// hostile IMDS cannot crowd the timestamp out of the 4096-byte description).
+pub fn check_vm_id(id: &str) -> Result<(), VmIdError> {
+    if id.is_empty() {
+        Err(VmIdError::Empty)
+    } else if id.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        Err(VmIdError::WhitespaceOrControl)
+    } else if id.len() > VM_ID_MAX_BYTES {
+        Err(VmIdError::TooLong(id.len()))
+    } else {
+        Ok(())
+    }
+}
 
 /// The source of the vm id in a report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

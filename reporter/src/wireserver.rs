@@ -1,5 +1,6 @@
 //! The wireserver client: the JSON endpoint (docs/protocol.md §5) and the legacy XML flow
-//! (versions → goal state → health, §3, §4), under one retry budget.
+//! (versions → goal state → health, §3, §4), under one retry budget. A status outside the
+//! retry set (a redirect included: none is followed) fails the report at once.
 
 use std::fmt;
 use std::time::Duration;
@@ -8,6 +9,7 @@ use reqwest::Url;
 use reqwest::header::CONTENT_TYPE;
 use thiserror::Error;
 
+use crate::bounded_log::{Excerpt, ID_MAX};
 use crate::format::HealthState;
 use crate::format::json::health_body;
 use crate::format::xml::{
@@ -66,12 +68,13 @@ pub struct Delivered {
 pub enum WireserverError {
     #[error(
         "{step}: the wireserver answered HTTP {status}, which is not retried{}",
-        excerpt(body)
+        parenthesized(detail)
     )]
     Rejected {
         step: &'static str,
         status: u16,
-        body: String,
+        /// [`Answer::detail`]: a redirect's `Location`, the start of the body.
+        detail: String,
     },
     #[error("{step}: gave up after {attempts} attempt(s) in {:.1} s; last failure: {last}", elapsed.as_secs_f64())]
     Exhausted {
@@ -85,15 +88,17 @@ pub enum WireserverError {
     )]
     UnsupportedVersion {
         step: &'static str,
+        /// The versions listed, joined, escaped and clipped ([`crate::bounded_log`]).
         supported: String,
     },
 }
 
-fn excerpt(body: &str) -> String {
-    if body.is_empty() {
+/// ` (detail)`, or nothing for an empty detail.
+pub(crate) fn parenthesized(detail: &str) -> String {
+    if detail.is_empty() {
         String::new()
     } else {
-        format!(" (body: {body})")
+        format!(" ({detail})")
     }
 }
 
@@ -191,7 +196,7 @@ impl<'a> Wireserver<'a> {
         let url = self.url("/provisioning/health");
         let body = health_body(state);
         budget
-            .run(STEP_JSON, || {
+            .run(STEP_JSON, |attempt| {
                 let request = self
                     .http
                     .client()
@@ -200,7 +205,7 @@ impl<'a> Wireserver<'a> {
                     .header(CONTENT_TYPE, "application/json")
                     .body(body.clone());
                 async move {
-                    match self.http.execute(STEP_JSON, request).await {
+                    match self.http.execute(STEP_JSON, attempt, request).await {
                         Err(e) => Attempt::Retry(error_chain(&e)),
                         Ok(answer) if answer.is_success() => {
                             Attempt::Done(JsonOutcome::Accepted(answer.status))
@@ -224,17 +229,20 @@ impl<'a> Wireserver<'a> {
         self.check_versions(budget).await?;
         loop {
             let goal_state = self.goal_state(budget).await?;
-            tracing::debug!(?goal_state, "goal state");
+            tracing::debug!(
+                incarnation = %Excerpt::new(&goal_state.incarnation, ID_MAX),
+                container_id = %Excerpt::new(&goal_state.container_id, ID_MAX),
+                instance_id = %Excerpt::new(&goal_state.instance_id, ID_MAX),
+                "goal state"
+            );
             let document = health_document(&goal_state, state);
             match self.post_health(&document, budget).await? {
                 HealthOutcome::Accepted(status) => return Ok(status),
                 HealthOutcome::Gone => {
-                    tracing::warn!(
-                        step = STEP_HEALTH,
-                        attempt = budget.attempts(),
-                        "HTTP 410: the goal state changed; fetching it again"
+                    budget.failed(
+                        STEP_HEALTH,
+                        "HTTP 410: the goal state changed; fetching it again",
                     );
-                    budget.note_failure("HTTP 410 (goal state changed)".to_owned());
                     if !budget.pause().await {
                         return Err(flatten(STEP_HEALTH, budget.exhausted()));
                     }
@@ -254,10 +262,10 @@ impl<'a> Wireserver<'a> {
     async fn check_versions(&self, budget: &mut Budget) -> Result<(), WireserverError> {
         let url = self.url("/?comp=versions");
         let versions = budget
-            .run(STEP_VERSIONS, || {
+            .run(STEP_VERSIONS, |attempt| {
                 let request = self.xml_request(reqwest::Method::GET, url.clone());
                 async move {
-                    match self.http.execute(STEP_VERSIONS, request).await {
+                    match self.http.execute(STEP_VERSIONS, attempt, request).await {
                         Err(e) => Attempt::Retry(error_chain(&e)),
                         Ok(answer) if answer.is_success() => {
                             match parse_versions(&String::from_utf8_lossy(&answer.body)) {
@@ -279,7 +287,7 @@ impl<'a> Wireserver<'a> {
                 supported: if versions.supported.is_empty() {
                     "nothing".to_owned()
                 } else {
-                    versions.supported.join(", ")
+                    Excerpt::new(&versions.supported.join(", "), ID_MAX).to_string()
                 },
             })
         }
@@ -288,10 +296,10 @@ impl<'a> Wireserver<'a> {
     async fn goal_state(&self, budget: &mut Budget) -> Result<GoalState, WireserverError> {
         let url = self.url("/machine/?comp=goalstate");
         budget
-            .run(STEP_GOAL_STATE, || {
+            .run(STEP_GOAL_STATE, |attempt| {
                 let request = self.xml_request(reqwest::Method::GET, url.clone());
                 async move {
-                    match self.http.execute(STEP_GOAL_STATE, request).await {
+                    match self.http.execute(STEP_GOAL_STATE, attempt, request).await {
                         Err(e) => Attempt::Retry(error_chain(&e)),
                         Ok(answer) if answer.is_success() => {
                             // A truncated or garbled goal state is as transient as a 500.
@@ -315,13 +323,13 @@ impl<'a> Wireserver<'a> {
     ) -> Result<HealthOutcome, WireserverError> {
         let url = self.url("/machine?comp=health");
         budget
-            .run(STEP_HEALTH, || {
+            .run(STEP_HEALTH, |attempt| {
                 let request = self
                     .xml_request(reqwest::Method::POST, url.clone())
                     .header(CONTENT_TYPE, "text/xml; charset=utf-8")
                     .body(document.to_owned());
                 async move {
-                    match self.http.execute(STEP_HEALTH, request).await {
+                    match self.http.execute(STEP_HEALTH, attempt, request).await {
                         Err(e) => Attempt::Retry(error_chain(&e)),
                         Ok(answer) if answer.is_success() => {
                             Attempt::Done(HealthOutcome::Accepted(answer.status))
@@ -342,7 +350,7 @@ fn retry_or_reject<T>(step: &'static str, answer: &Answer) -> Attempt<T, Wireser
         StatusClass::Fatal => Attempt::Fail(WireserverError::Rejected {
             step,
             status: answer.status,
-            body: answer.body_excerpt(),
+            detail: answer.detail(),
         }),
     }
 }

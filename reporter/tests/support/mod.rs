@@ -79,6 +79,12 @@ pub enum Reply {
         status: u16,
         headers: Vec<(&'static str, &'static str)>,
     },
+    /// Any status, headers and body, all owned (hostile answers: huge or odd values).
+    Custom {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
     /// Read the request, never answer.
     Hang,
 }
@@ -297,6 +303,20 @@ async fn handle(
                 response
                     .headers_mut()
                     .insert(name, axum::http::HeaderValue::from_static(value));
+            }
+            response
+        }
+        Reply::Custom {
+            status,
+            headers,
+            body,
+        } => {
+            let mut response = (StatusCode::from_u16(status).unwrap(), body).into_response();
+            for (name, value) in headers {
+                response.headers_mut().append(
+                    axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                    axum::http::HeaderValue::from_str(&value).unwrap(),
+                );
             }
             response
         }
