@@ -28,7 +28,8 @@ const RUN_AFTER_HELP: &str = "\
 Exit status: 0 no case failed; 1 at least one case failed (with --strict: or was non-strict); \
 2 usage error or bad input (a profile, a scenario, a missing agent command), a case that \
 could not be run because wirecheck's own fake or sandbox failed, an agent none of whose \
-cases was judged (all skipped), or an agent that never got going (in none of its scenarios \
+cases was judged (a verdict from observing it: pass, non-strict, fail or informational; \
+skipped cases and the `unimplemented` its profile declares do not count), or an agent that never got going (in none of its scenarios \
 did it send a request or exit 0: its case folder and stderr are named); results are still \
 written.
 

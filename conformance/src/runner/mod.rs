@@ -592,48 +592,6 @@ pub fn harness_errors(results: &RunResults) -> usize {
         .count()
 }
 
-/// An agent all of whose cases were skipped: nothing about it was judged, so a green run
-/// would be a false one (`wirecheck run` exits 2 and says why).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NothingJudged {
-    pub agent: String,
-    pub cases: usize,
-    /// The most common skip reason, with how many cases it covers.
-    pub reason: String,
-    pub reason_cases: usize,
-}
-
-/// The agents none of whose cases got a verdict other than `skipped`.
-pub fn nothing_judged(results: &RunResults) -> Vec<NothingJudged> {
-    results
-        .agents
-        .iter()
-        .filter(|a| !a.cases.is_empty() && a.cases.iter().all(|c| c.verdict == Verdict::Skipped))
-        .map(|a| {
-            let mut reasons: Vec<(&str, usize)> = Vec::new();
-            for c in &a.cases {
-                let r = c.reason.as_deref().unwrap_or("no reason given");
-                match reasons.iter_mut().find(|(x, _)| *x == r) {
-                    Some((_, n)) => *n += 1,
-                    None => reasons.push((r, 1)),
-                }
-            }
-            // Most frequent first; the first seen among equals.
-            let (reason, reason_cases) = reasons
-                .iter()
-                .copied()
-                .reduce(|best, r| if r.1 > best.1 { r } else { best })
-                .unwrap_or(("no reason given", 0));
-            NothingJudged {
-                agent: a.agent.clone(),
-                cases: a.cases.len(),
-                reason: reason.to_owned(),
-                reason_cases,
-            }
-        })
-        .collect()
-}
-
 /// Case title: `<scenario title>: <check title>`.
 pub fn case_title(scenario: &Scenario, check: CheckId) -> String {
     format!("{}: {}", scenario.title, check.title())
