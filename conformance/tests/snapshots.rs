@@ -486,3 +486,45 @@ fn the_snapshot_case_follows_cases_and_exclude() {
     assert!(!ids.is_empty() && !ids.contains(&CASE), "{ids:?}");
     assert!(!snaps.join("layout").exists());
 }
+
+/// The finding: `wirecheck snapshots accept/reject` followed a symlinked agent folder (one a
+/// repository can hold), renaming and removing files wherever it pointed. Links are refused,
+/// saying so, and nothing outside the folder is touched; the same for a linked snapshot file.
+#[test]
+fn snapshots_accept_and_reject_refuse_a_symlinked_agent_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let snaps = dir.path().join("snaps");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&snaps).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let pending = conformance::snapshot::store::Snapshot::new("a", "x", "run 1:\n".into());
+    std::fs::write(elsewhere.join("x.snap.new"), pending.render()).unwrap();
+    std::fs::write(elsewhere.join("x.snap"), "precious\n").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, snaps.join("a")).unwrap();
+    for command in ["accept", "reject", "pending"] {
+        let o = snapshots(&[command], &snaps);
+        assert_eq!(o.status.code(), Some(2), "{command}: {}", show(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!(
+                "{}: is a symbolic link",
+                snaps.join("a").display()
+            )),
+            "{command}: {err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(elsewhere.join("x.snap")).unwrap(),
+            "precious\n"
+        );
+        assert!(elsewhere.join("x.snap.new").is_file(), "{command}");
+    }
+
+    // A linked snapshot file inside a real agent folder: refused the same way.
+    std::fs::remove_file(snaps.join("a")).unwrap();
+    std::fs::create_dir(snaps.join("a")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("x.snap.new"), snaps.join("a/x.snap.new")).unwrap();
+    let o = snapshots(&["reject"], &snaps);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("is a symbolic link"), "{}", show(&o));
+    assert!(elsewhere.join("x.snap.new").is_file());
+}
