@@ -754,7 +754,10 @@ fn report_outcome(outcome: &crate::results::outcome::Outcome, out: &Path) {
         ),
         Outcome::NotJudged(messages) => {
             for m in messages {
-                eprintln!("wirecheck: error: {}", crate::tools::text::visible_lines(m));
+                eprintln!(
+                    "wirecheck: error: {}",
+                    crate::console::shown_lines(m, OUTCOME_LINE_CHARS, usize::MAX)
+                );
             }
         }
         Outcome::Failed | Outcome::Passed => {}
@@ -1087,21 +1090,39 @@ fn prop_progress(enabled: bool, total: u64) -> indicatif::ProgressBar {
     bar
 }
 
-/// The diff of every snapshot case that failed, after the summary (escaped: agent text).
+/// Longest line of a snapshot diff shown on the terminal (a transcript line holds a report's
+/// description, 4096 bytes on the platform); the `.snap.new` file has it whole.
+const DIFF_LINE_CHARS: usize = 4200;
+/// Longest line of why a run was not judged (a never-started agent's command and stderr).
+const OUTCOME_LINE_CHARS: usize = 2000;
+
+fn shown(text: &str) -> String {
+    crate::console::shown(text)
+}
+
+/// The diff of every snapshot case that failed, after the summary (escaped and clipped: agent
+/// text).
 fn print_snapshot_diffs(results: &crate::results::RunResults) {
     let suffix = format!(".{}", crate::snapshot::CHECK_ID);
     for agent in &results.agents {
         for case in &agent.cases {
             if case.id.ends_with(&suffix) && case.verdict == crate::results::Verdict::Fail {
-                println!(
-                    "\n{} / {}: {}",
-                    agent.agent,
-                    case.id,
-                    crate::tools::text::visible(case.reason.as_deref().unwrap_or_default())
-                );
+                crate::tools::write_stdout(&format!(
+                    "\n{} / {}: {}\n",
+                    shown(&agent.agent),
+                    shown(&case.id),
+                    shown(case.reason.as_deref().unwrap_or_default())
+                ));
                 for e in &case.evidence {
                     if let Some(excerpt) = &e.excerpt {
-                        println!("{}", crate::tools::text::visible_lines(excerpt));
+                        crate::tools::write_stdout(&format!(
+                            "{}\n",
+                            crate::console::shown_lines(
+                                excerpt,
+                                DIFF_LINE_CHARS,
+                                crate::console::MAX_SHOWN_LINES
+                            )
+                        ));
                     }
                 }
             }
@@ -1144,7 +1165,11 @@ fn snapshots(command: SnapshotsCommand) -> u8 {
                     println!(
                         "{}\n{}",
                         f.name,
-                        crate::tools::text::visible_lines(&store::pending_diff(f)?)
+                        crate::console::shown_lines(
+                            &store::pending_diff(f)?,
+                            DIFF_LINE_CHARS,
+                            usize::MAX
+                        )
                     );
                 }
                 println!("{} pending snapshot(s) in {}", pending.len(), dir.display());
@@ -1186,7 +1211,11 @@ fn snapshots(command: SnapshotsCommand) -> u8 {
                     println!(
                         "{}\n{}",
                         f.name,
-                        crate::tools::text::visible_lines(&store::pending_diff(f)?)
+                        crate::console::shown_lines(
+                            &store::pending_diff(f)?,
+                            DIFF_LINE_CHARS,
+                            usize::MAX
+                        )
                     );
                     loop {
                         print!("[a]ccept, [r]eject, [s]kip? ");

@@ -75,3 +75,43 @@ fn many_causes_are_bounded() {
         "{text}"
     );
 }
+
+/// The finding: agent text was not clipped on the console (a reason quoting a 1 MB report
+/// was a 1 MB line per case). It is clipped, saying how much was left out; results.json
+/// keeps it whole.
+#[test]
+fn agent_text_is_clipped_on_the_console_saying_how_much() {
+    let mut results = fixture();
+    let huge = format!("state is \"{}\"", "A".repeat(1_000_000));
+    for agent in &mut results.agents {
+        for case in &mut agent.cases {
+            case.reason = Some(huge.clone());
+        }
+    }
+    results.agents[0].agent = "N".repeat(10_000);
+    let text = summary(&results, Path::new("out"), false, false);
+    let longest = text.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(longest < 1_000, "a line of {longest} characters");
+    let cut = huge.chars().count() - conformance::console::MAX_SHOWN_CHARS;
+    assert!(
+        text.contains(&format!(
+            "… [{cut} more characters not shown; results.json has the whole text]"
+        )),
+        "{text}"
+    );
+    assert!(text.len() < 20_000, "{} bytes", text.len());
+}
+
+#[test]
+fn clipping_counts_characters_and_escapes_what_it_keeps() {
+    use conformance::console::{shown_at_most, shown_lines};
+    assert_eq!(shown_at_most("é\u{1b}[2J", 10), "é\\u{1b}[2J");
+    assert_eq!(
+        shown_at_most("ééé\u{1b}x", 3),
+        "ééé… [2 more characters not shown; results.json has the whole text]"
+    );
+    assert_eq!(
+        shown_lines("a\nbbbb\nc\nd", 2, 3),
+        "a\nbb… [2 more characters not shown; results.json has the whole text]\nc\n… [1 more line(s) not shown]"
+    );
+}
