@@ -250,7 +250,9 @@ pub struct RunArgs {
     /// Leave out cases whose id matches this glob (repeatable)
     #[arg(long = "exclude", value_name = "GLOB", env = "WIRECHECK_EXCLUDE")]
     pub exclude: Vec<String>,
-    /// Results folder (results.json, junit.xml, report.html, artifacts/)
+    /// Results folder (results.json, junit.xml, report.html, artifacts/): made if missing;
+    /// an earlier wirecheck run's results in it are replaced; a file or a folder of other
+    /// files is refused
     #[arg(
         long,
         value_name = "DIR",
@@ -672,6 +674,10 @@ fn run(args: RunArgs) -> u8 {
         },
         None => None,
     };
+    // Before any case runs: the results folder holds only this run's results afterwards.
+    if let Err(e) = crate::results::folder::claim(&args.out) {
+        return usage(format!("--out: {e}"));
+    }
     let settings = RunSettings {
         out: args.out.clone(),
         jobs: args.jobs.map_or_else(runner::default_jobs, usize::from),
@@ -847,6 +853,9 @@ fn merge(args: MergeArgs) -> u8 {
         Ok(r) => r,
         Err(e) => return usage(e),
     };
+    if let Err(e) = crate::results::folder::claim(&args.out) {
+        return usage(e);
+    }
     if let Err(e) = merge::copy_artifacts(&args.out, &parts) {
         return usage(e);
     }
@@ -980,6 +989,9 @@ fn prop(args: PropArgs) -> u8 {
         starts: runner::StartWatch::default(),
         artifacts: false,
     };
+    if let Err(e) = crate::results::folder::claim(&args.out) {
+        return usage(format!("--out: {e}"));
+    }
     let started_wall = chrono::Utc::now();
     let started = std::time::Instant::now();
     let in_process = profile.attach != agent::Attach::Sandbox;

@@ -423,3 +423,88 @@ fn run_print_config_shows_what_would_run_and_runs_nothing() {
     );
     assert!(value["plan"]["cases"].as_integer().unwrap() > 0);
 }
+
+/// `wirecheck run` of the bundled reporter's `wire.health.<flow>.ready` cases into `out`.
+fn run_ready(cwd: &Path, flow: &str, out: &Path) -> std::process::Output {
+    provision_report();
+    wirecheck(cwd)
+        .args(["run", "--quiet", "--cases"])
+        .arg(format!("wire.health.{flow}.ready.*"))
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+/// The finding: `--out FILE` said "cannot start the runtime: File exists", naming neither the
+/// path nor what is expected.
+#[test]
+fn out_that_is_a_file_names_the_path_and_what_is_expected() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("results.txt");
+    std::fs::write(&file, "mine").unwrap();
+    let o = run_ready(dir.path(), "json", &file);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "--out: cannot use {} as the results folder: it is a regular file, not a folder",
+            file.display()
+        )) && err.contains("give a new path"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+}
+
+/// The finding: a reused `--out` kept the previous run's artifacts (of cases this run did not
+/// have) beside this run's results. The folder now holds this run's results only; a file of
+/// the user's in it is left alone, and so is a folder that is not wirecheck's (refused).
+#[test]
+fn a_reused_out_reflects_only_this_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let json_case = out.join("artifacts/provision-report/wire.health.json.ready");
+    let xml_case = out.join("artifacts/provision-report/wire.health.xml.ready");
+    let o = run_ready(dir.path(), "json", &out);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(json_case.is_dir());
+    std::fs::write(out.join("notes.txt"), "mine").unwrap();
+
+    let o = run_ready(dir.path(), "xml", &out);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        xml_case.is_dir() && !json_case.exists(),
+        "stale artifacts kept"
+    );
+    let r = results(&out);
+    for case in r["agents"][0]["cases"].as_array().unwrap() {
+        assert!(case["id"].as_str().unwrap().starts_with("wire.health.xml"));
+    }
+    assert_eq!(
+        std::fs::read_to_string(out.join("notes.txt")).unwrap(),
+        "mine"
+    );
+
+    // A run killed before its results were written left artifacts only: still wirecheck's.
+    std::fs::remove_file(out.join("results.json")).unwrap();
+    let o = run_ready(dir.path(), "json", &out);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(json_case.is_dir() && !xml_case.exists());
+
+    // Someone else's folder: refused, nothing in it deleted or added.
+    let theirs = dir.path().join("theirs");
+    std::fs::create_dir_all(theirs.join("artifacts")).unwrap();
+    std::fs::write(theirs.join("artifacts/build.log"), "theirs").unwrap();
+    let o = run_ready(dir.path(), "json", &theirs);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("holds \"artifacts\" but no results of an earlier wirecheck run"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(theirs.join("artifacts/build.log")).unwrap(),
+        "theirs"
+    );
+    assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 1);
+}
