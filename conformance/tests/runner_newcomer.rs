@@ -508,3 +508,26 @@ fn a_reused_out_reflects_only_this_run() {
     );
     assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 1);
 }
+
+/// The finding: an agent whose program is there but not executable was reported "not found".
+#[test]
+fn a_non_executable_agent_is_reported_not_executable_with_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("agent.sh");
+    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+    let o = wirecheck(dir.path())
+        .args(["run", "--quiet", "--cases", "wire.health.json.ready.*"])
+        .args(["--out", "out", "--agent-cmd", "./agent.sh {action}"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "program \"{0}\" cannot be run: {0} is not executable",
+            script.display()
+        )) && !err.contains("not found"),
+        "{err}"
+    );
+    assert!(!dir.path().join("out/results.json").exists());
+}

@@ -1267,7 +1267,13 @@ fn absolute_if_here(word: &str, program: bool, cwd: &Path) -> String {
         && !word.contains('=')
         && (!program || word.contains('/'));
     if candidate && cwd.join(path).metadata().is_ok_and(|m| m.is_file()) {
-        return cwd.join(path).display().to_string();
+        // `./agent.sh` becomes `<cwd>/agent.sh` (components() drops the `.`).
+        return cwd
+            .join(path)
+            .components()
+            .collect::<PathBuf>()
+            .display()
+            .to_string();
     }
     word.to_owned()
 }

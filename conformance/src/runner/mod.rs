@@ -149,12 +149,9 @@ pub fn check_command(
         // The program depends on per-case values; it is resolved when the case runs.
         return Ok(PathBuf::from(program.source()));
     };
-    exec::resolve_program(&name, bin_dir).ok_or_else(|| {
-        profile_error(
-            profile,
-            command.line,
-            &command.field,
-            format!(
+    exec::resolve_program(&name, bin_dir).map_err(|why| {
+        let message = match why {
+            exec::Unresolved::NotFound => format!(
                 "program {name:?} not found{} (the bundled reporter: cargo build --release --workspace; cloud-init and afterburn: scripts/install-agents.sh)",
                 if name.contains('/') {
                     String::new()
@@ -162,7 +159,11 @@ pub fn check_command(
                     format!(" next to wirecheck ({}) or on PATH", bin_dir.display())
                 }
             ),
-        )
+            exec::Unresolved::NotExecutable { path, why } => {
+                format!("program {name:?} cannot be run: {} is {why}", path.display())
+            }
+        };
+        profile_error(profile, command.line, &command.field, message)
     })
 }
 
