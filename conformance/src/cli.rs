@@ -1014,7 +1014,7 @@ fn prop(args: PropArgs) -> u8 {
         bar.set_message(p.name());
         let report = prop::run_property(&pair_runner, &profile, *p, &settings, &bar);
         let case = prop::case_result(&report, &profile, &settings);
-        bar.suspend(|| print!("{}", prop::describe(&report, &case)));
+        bar.suspend(|| crate::tools::write_stdout(&prop::describe(&report, &case)));
         cases.push(case);
         reports.push(report);
     }
@@ -1036,10 +1036,10 @@ fn prop(args: PropArgs) -> u8 {
     if let Err(e) = crate::results::write_all(&args.out, &results) {
         return usage(format!("cannot write the results: {e}"));
     }
-    println!(
+    say(format!(
         "results: {} (seed {seed}: `--seed {seed}` generates the same inputs again)",
         args.out.display()
-    );
+    ));
     if let Some(signal) = &results.interrupted {
         eprintln!("wirecheck: interrupted ({signal}): the results are partial");
         return runner::interrupted_exit_status(signal);
@@ -1156,6 +1156,12 @@ fn orphaned_snapshots(
         .collect())
 }
 
+/// One line on stdout; a reader that went away (`wirecheck snapshots pending | head`) is not
+/// an error ([`crate::tools::write_stdout`]), where `println!` panics on the broken pipe.
+fn say(line: String) {
+    crate::tools::write_stdout(&(line + "\n"));
+}
+
 fn snapshots(command: SnapshotsCommand) -> u8 {
     use crate::snapshot::store;
     let pending_in = |dir: &Path, cases: &[String]| -> Result<Vec<store::Found>, String> {
@@ -1174,17 +1180,21 @@ fn snapshots(command: SnapshotsCommand) -> u8 {
             SnapshotsCommand::Pending { dir } => {
                 let pending = pending_in(&dir, &[])?;
                 for f in &pending {
-                    println!(
+                    say(format!(
                         "{}\n{}",
-                        f.name,
+                        shown(&f.name),
                         crate::console::shown_lines(
                             &store::pending_diff(f)?,
                             DIFF_LINE_CHARS,
                             usize::MAX
                         )
-                    );
+                    ));
                 }
-                println!("{} pending snapshot(s) in {}", pending.len(), dir.display());
+                say(format!(
+                    "{} pending snapshot(s) in {}",
+                    pending.len(),
+                    dir.display()
+                ));
                 Ok(if pending.is_empty() {
                     EXIT_OK
                 } else {
@@ -1199,18 +1209,18 @@ fn snapshots(command: SnapshotsCommand) -> u8 {
                 }
                 for f in &pending {
                     store::accept(f)?;
-                    println!("accepted {}", f.name);
+                    say(format!("accepted {}", shown(&f.name)));
                 }
-                println!("{} snapshot(s) accepted", pending.len());
+                say(format!("{} snapshot(s) accepted", pending.len()));
                 Ok(EXIT_OK)
             }
             SnapshotsCommand::Reject { dir, cases } => {
                 let pending = pending_in(&dir, &cases)?;
                 for f in &pending {
                     store::reject(f)?;
-                    println!("rejected {}", f.name);
+                    say(format!("rejected {}", shown(&f.name)));
                 }
-                println!("{} snapshot(s) rejected", pending.len());
+                say(format!("{} snapshot(s) rejected", pending.len()));
                 Ok(EXIT_OK)
             }
             SnapshotsCommand::Review { dir } => {
@@ -1220,18 +1230,17 @@ fn snapshots(command: SnapshotsCommand) -> u8 {
                 let pending = pending_in(&dir, &[])?;
                 let (mut accepted, mut rejected, mut skipped) = (0, 0, 0);
                 for f in &pending {
-                    println!(
+                    say(format!(
                         "{}\n{}",
-                        f.name,
+                        shown(&f.name),
                         crate::console::shown_lines(
                             &store::pending_diff(f)?,
                             DIFF_LINE_CHARS,
                             usize::MAX
                         )
-                    );
+                    ));
                     loop {
-                        print!("[a]ccept, [r]eject, [s]kip? ");
-                        std::io::Write::flush(&mut std::io::stdout()).map_err(|e| e.to_string())?;
+                        crate::tools::write_stdout("[a]ccept, [r]eject, [s]kip? ");
                         let mut answer = String::new();
                         if std::io::stdin()
                             .read_line(&mut answer)
@@ -1261,7 +1270,9 @@ fn snapshots(command: SnapshotsCommand) -> u8 {
                         }
                     }
                 }
-                println!("{accepted} accepted, {rejected} rejected, {skipped} skipped");
+                say(format!(
+                    "{accepted} accepted, {rejected} rejected, {skipped} skipped"
+                ));
                 Ok(EXIT_OK)
             }
         }

@@ -528,3 +528,35 @@ fn snapshots_accept_and_reject_refuse_a_symlinked_agent_folder() {
     assert!(stderr(&o).contains("is a symbolic link"), "{}", show(&o));
     assert!(elsewhere.join("x.snap.new").is_file());
 }
+
+/// The finding: `wirecheck snapshots pending | head` panicked on the broken pipe. A reader
+/// that goes away is not an error: no panic, no message, the usual exit status.
+#[test]
+fn snapshots_pending_into_a_closed_pipe_exits_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let snaps = dir.path().join("snaps");
+    std::fs::create_dir_all(snaps.join("a")).unwrap();
+    // More than a pipe holds (64 KiB), so writing goes on after the reader is gone.
+    for i in 0..40 {
+        let scenario = format!("s{i}");
+        let pending =
+            conformance::snapshot::store::Snapshot::new("a", &scenario, "line\n".repeat(800));
+        std::fs::write(
+            snaps.join(format!("a/{scenario}.snap.new")),
+            pending.render(),
+        )
+        .unwrap();
+    }
+    let mut child = wirecheck(&repo())
+        .args(["snapshots", "pending"])
+        .arg(&snaps)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // As `| head -0`: the reader is gone before wirecheck writes.
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert_eq!(stderr(&o), "");
+}
