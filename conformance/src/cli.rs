@@ -642,7 +642,13 @@ fn run(args: RunArgs) -> u8 {
         Ok(f) => f,
         Err(e) => return usage(e),
     };
-    let planned = runner::plan(&profiles, &scenarios, &filter, args.partition);
+    let planned = runner::plan(
+        &profiles,
+        &scenarios,
+        &filter,
+        args.partition,
+        args.snapshots.is_some(),
+    );
     if args.print_config {
         return match crate::run_config::render(&args, &profiles, &scenarios, &planned, &bin_dir()) {
             Ok(text) => {
@@ -668,7 +674,6 @@ fn run(args: RunArgs) -> u8 {
             Ok(()) => Some(runner::SnapshotSettings {
                 dir: dir.clone(),
                 strict: args.snapshots_strict,
-                filter: filter.clone(),
             }),
             Err(e) => return usage(e),
         },
@@ -778,7 +783,7 @@ fn run_info(
     filter: &CaseFilter,
     args: &RunArgs,
 ) -> crate::results::RunInfo {
-    let whole = runner::plan(profiles, scenarios, filter, None);
+    let whole = runner::plan(profiles, scenarios, filter, None, args.snapshots.is_some());
     let cases: Vec<(&str, String)> = whole
         .iter()
         .flat_map(|p| {
@@ -1348,6 +1353,7 @@ fn case_status(
         profile: Arc::clone(profile),
         scenario: Arc::clone(s),
         checks: vec![],
+        snapshot: false,
     };
     // As `run` decides it, but for whether this machine can run the attach mode.
     crate::disposition::Disposition::of_case(

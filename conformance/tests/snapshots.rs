@@ -560,3 +560,58 @@ fn snapshots_pending_into_a_closed_pipe_exits_quietly() {
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
     assert_eq!(stderr(&o), "");
 }
+
+/// The finding: `--cases '*.snapshot.transcript'` was refused ("no case matches") although
+/// docs/snapshots.md says the snapshot case is selected by `--cases` like any case. It selects
+/// the snapshot cases alone; a pair that is not run gives its snapshot case its reason.
+#[test]
+fn cases_can_select_the_snapshot_cases_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = layout_agent(dir.path());
+    let snaps = dir.path().join("snaps");
+    let run = |cases: &str, out: &str| {
+        wirecheck(&repo())
+            .args(["run", "--quiet", "--agent", "layout", "--agents-dir"])
+            .arg(&agents)
+            .arg("--snapshots")
+            .arg(&snaps)
+            .arg("--out")
+            .arg(dir.path().join(out))
+            .args(["--cases", cases])
+            .env("SNAPSHOTS", &snaps)
+            .output()
+            .unwrap()
+    };
+    let o = run("wire.health.xml.*.snapshot.transcript", "out");
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = results(&dir.path().join("out"));
+    let cases = r["agents"][0]["cases"].as_array().unwrap();
+    assert!(!cases.is_empty());
+    for c in cases {
+        assert!(
+            c["id"].as_str().unwrap().ends_with(".snapshot.transcript"),
+            "{c}"
+        );
+    }
+    assert_eq!(case(&r, "layout", CASE)["verdict"], "informational");
+    assert!(
+        snaps
+            .join("layout/wire.health.xml.ready.snap.new")
+            .is_file()
+    );
+
+    // A JSON scenario the XML agent does not claim: its snapshot case is skipped, saying why,
+    // and with nothing judged the run says so (exit 2).
+    let o = run("wire.health.json.ready.snapshot.transcript", "json");
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let r = results(&dir.path().join("json"));
+    let c = case(&r, "layout", "wire.health.json.ready.snapshot.transcript");
+    assert_eq!(c["verdict"], "skipped", "{c}");
+    assert!(
+        c["reason"]
+            .as_str()
+            .unwrap()
+            .contains("does not claim \"json\""),
+        "{c}"
+    );
+}
