@@ -755,12 +755,14 @@ mod tests {
             &scenarios,
             &CaseFilter::default(),
             Some("1/2".parse().unwrap()),
+            false,
         );
         let two = plan(
             &[profile()],
             &scenarios,
             &CaseFilter::default(),
             Some("2/2".parse().unwrap()),
+            false,
         );
         assert_eq!(ids(&one), ["a", "c", "e"]);
         assert_eq!(ids(&two), ["b", "d"]);
