@@ -44,8 +44,13 @@ and --agent-cmd the bundled reporter `provision-report` runs, found next to wire
 --agent-cmd takes one command line for every action, split like a shell would; {action} is \
 `ready`, `failure` or `in-progress`, and the other placeholders ({wireserver_url}, {imds_url}, \
 {kvp_pool}, {vm_id}, {reason}, {description}, {data}, {protocol}, {budget}, {request_timeout}, \
-{retry_interval}, {proxy_url}, {bin_dir}, {case_dir}) are filled in per case. Every value is \
-also in the agent's environment as WIRECHECK_CASE_<NAME> (WIRECHECK_CASE_DATA: KEY=VALUE \
+{retry_interval}, {proxy_url}, {bin_dir}, {case_dir}) are filled in per case; one without a \
+value in a case ({reason} but in failure reports, {description}, {vm_id} when the agent must \
+ask IMDS) is an empty word. {data} is one word per KEY=VALUE item of a failure report (none \
+when there are none). Words in unquoted square brackets are an optional group, dropped when a \
+placeholder in it has no value and repeated per {data} item: `[--data {data}]` gives `--data \
+a=1 --data b=2` or nothing, `[--reason {reason}]` appears only in failure reports. Every value \
+is also in the agent's environment as WIRECHECK_CASE_<NAME> (WIRECHECK_CASE_DATA: KEY=VALUE \
 lines). Agents run inside their case folder: a word of the command line that is a relative \
 path to a file where wirecheck was started is made absolute (`python3 my_agent.py` works); a \
 bare program name is looked up next to wirecheck, then on PATH. The ad-hoc agent claims every \

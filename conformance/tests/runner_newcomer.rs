@@ -531,3 +531,41 @@ fn a_non_executable_agent_is_reported_not_executable_with_its_path() {
     );
     assert!(!dir.path().join("out/results.json").exists());
 }
+
+/// The finding: `{data}` in `--agent-cmd` was undocumented, and `--data {data}` left a dangling
+/// `--data` where a scenario gives no data (the agent exited 2 on its arguments). The optional
+/// group of profiles works on the command line: `[--data {data}]`, as `run --help` says.
+#[test]
+fn agent_cmd_data_in_a_group_leaves_no_dangling_flag() {
+    provision_report();
+    let help = stdout(&wirecheck(&repo()).args(["run", "--help"]).output().unwrap());
+    assert!(help.contains("`[--data {data}]` gives `--data"), "{help}");
+    let dir = tempfile::tempdir().unwrap();
+    let o = wirecheck(dir.path())
+        .args(["run", "--quiet", "--cases", "report.*", "--out", "out"])
+        .args([
+            "--agent-cmd",
+            "provision-report --wireserver {wireserver_url} --imds {imds_url} \
+             --kvp-pool {kvp_pool} [--vm-id {vm_id}] --protocol {protocol} {action} \
+             [--reason {reason}] [--data {data}] [--description {description}]",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let r = results(&dir.path().join("out"));
+    // Scenarios with data and without: every invocation got arguments it could read.
+    let mut with_data = 0;
+    for c in r["agents"][0]["cases"].as_array().unwrap() {
+        for run in c["timeline"]["runs"].as_array().into_iter().flatten() {
+            assert_eq!(run["exit_code"], 0, "{c}");
+        }
+        with_data += usize::from(c["id"] == "report.description.long.report.description");
+    }
+    assert_eq!(with_data, 1);
+    let command = std::fs::read_to_string(
+        dir.path()
+            .join("out/artifacts/agent-cmd/report.description.long/run-1.command"),
+    )
+    .unwrap();
+    assert!(command.contains("--data device=/dev/sdb"), "{command}");
+}

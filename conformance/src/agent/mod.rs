@@ -622,17 +622,26 @@ impl AgentProfile {
         claims: &[Capability],
         cwd: &Path,
     ) -> Result<AgentProfile, String> {
-        let words = template::split_words(command_line).map_err(|e| format!("--agent-cmd: {e}"))?;
-        let words: Vec<RawArg> = words
+        let args =
+            template::split_command_line(command_line).map_err(|e| format!("--agent-cmd: {e}"))?;
+        // Words that name a file here are made absolute, in groups too, but for the argument
+        // of `-m` / `-c` (a module, a script's text).
+        let mut previous = String::new();
+        let mut absolute = |w: &String, program: bool| {
+            let after_flag = matches!(previous.as_str(), "-m" | "-c");
+            previous = w.clone();
+            if after_flag {
+                w.clone()
+            } else {
+                absolute_if_here(w, program, cwd)
+            }
+        };
+        let words: Vec<RawArg> = args
             .iter()
             .enumerate()
-            .map(|(i, w)| {
-                let after_flag = i > 0 && matches!(words[i - 1].as_str(), "-m" | "-c");
-                RawArg::Word(if after_flag {
-                    w.clone()
-                } else {
-                    absolute_if_here(w, i == 0, cwd)
-                })
+            .map(|(i, arg)| match arg {
+                RawArg::Word(w) => RawArg::Word(absolute(w, i == 0)),
+                RawArg::Group(ws) => RawArg::Group(ws.iter().map(|w| absolute(w, false)).collect()),
             })
             .collect();
         let template = Template::parse(&words).map_err(|e| format!("--agent-cmd: {e}"))?;
