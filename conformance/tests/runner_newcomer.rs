@@ -569,3 +569,37 @@ fn agent_cmd_data_in_a_group_leaves_no_dangling_flag() {
     .unwrap();
     assert!(command.contains("--data device=/dev/sdb"), "{command}");
 }
+
+/// The finding, as a run shows it: an agent that exited 2 on its arguments (`--data {data}`:
+/// a dangling `--data` where a scenario gives no data, a second item taken for an argument
+/// where it gives two) before sending anything, in some scenarios. The summary leads with that,
+/// not with the checks it failed.
+#[test]
+fn a_failed_run_leads_with_the_agents_exit_before_any_request() {
+    provision_report();
+    let dir = tempfile::tempdir().unwrap();
+    let o = wirecheck(dir.path())
+        .args(["run", "--quiet", "--out", "out"])
+        .args(["--cases", "report.description.*"])
+        .args([
+            "--agent-cmd",
+            "provision-report --wireserver {wireserver_url} --imds {imds_url} \
+             --kvp-pool {kvp_pool} --protocol {protocol} {action} [--reason {reason}] --data {data}",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}\n{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    let groups: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert!(
+        groups[0].contains(
+            "every check (1 agent): the agent exited 2 before any request reached the fake; its stderr: error: unexpected argument"
+        ),
+        "{out}"
+    );
+    assert_eq!(
+        groups.iter().filter(|g| g.contains("exited 2")).count(),
+        1,
+        "{out}"
+    );
+}
