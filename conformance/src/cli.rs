@@ -28,7 +28,8 @@ const RUN_AFTER_HELP: &str = "\
 Exit status: 0 no case failed; 1 at least one case failed (with --strict: or was non-strict); \
 2 usage error or bad input (a profile, a scenario, a missing agent command), a case that \
 could not be run because wirecheck's own fake or sandbox failed, an agent none of whose \
-cases was judged (all skipped), or an agent that never got going (in none of its scenarios \
+cases was judged (a verdict from observing it: pass, non-strict, fail or informational; \
+skipped cases and the `unimplemented` its profile declares do not count), or an agent that never got going (in none of its scenarios \
 did it send a request or exit 0: its case folder and stderr are named); results are still \
 written.
 
@@ -43,8 +44,13 @@ and --agent-cmd the bundled reporter `provision-report` runs, found next to wire
 --agent-cmd takes one command line for every action, split like a shell would; {action} is \
 `ready`, `failure` or `in-progress`, and the other placeholders ({wireserver_url}, {imds_url}, \
 {kvp_pool}, {vm_id}, {reason}, {description}, {data}, {protocol}, {budget}, {request_timeout}, \
-{retry_interval}, {proxy_url}, {bin_dir}, {case_dir}) are filled in per case. Every value is \
-also in the agent's environment as WIRECHECK_CASE_<NAME> (WIRECHECK_CASE_DATA: KEY=VALUE \
+{retry_interval}, {proxy_url}, {bin_dir}, {case_dir}) are filled in per case; one without a \
+value in a case ({reason} but in failure reports, {description}, {vm_id} when the agent must \
+ask IMDS) is an empty word. {data} is one word per KEY=VALUE item of a failure report (none \
+when there are none). Words in unquoted square brackets are an optional group, dropped when a \
+placeholder in it has no value and repeated per {data} item: `[--data {data}]` gives `--data \
+a=1 --data b=2` or nothing, `[--reason {reason}]` appears only in failure reports. Every value \
+is also in the agent's environment as WIRECHECK_CASE_<NAME> (WIRECHECK_CASE_DATA: KEY=VALUE \
 lines). Agents run inside their case folder: a word of the command line that is a relative \
 path to a file where wirecheck was started is made absolute (`python3 my_agent.py` works); a \
 bare program name is looked up next to wirecheck, then on PATH. The ad-hoc agent claims every \
@@ -249,7 +255,9 @@ pub struct RunArgs {
     /// Leave out cases whose id matches this glob (repeatable)
     #[arg(long = "exclude", value_name = "GLOB", env = "WIRECHECK_EXCLUDE")]
     pub exclude: Vec<String>,
-    /// Results folder (results.json, junit.xml, report.html, artifacts/)
+    /// Results folder (results.json, junit.xml, report.html, artifacts/): made if missing;
+    /// an earlier wirecheck run's results in it are replaced; a file or a folder of other
+    /// files is refused
     #[arg(
         long,
         value_name = "DIR",
@@ -639,7 +647,13 @@ fn run(args: RunArgs) -> u8 {
         Ok(f) => f,
         Err(e) => return usage(e),
     };
-    let planned = runner::plan(&profiles, &scenarios, &filter, args.partition);
+    let planned = runner::plan(
+        &profiles,
+        &scenarios,
+        &filter,
+        args.partition,
+        args.snapshots.is_some(),
+    );
     if args.print_config {
         return match crate::run_config::render(&args, &profiles, &scenarios, &planned, &bin_dir()) {
             Ok(text) => {
@@ -665,12 +679,15 @@ fn run(args: RunArgs) -> u8 {
             Ok(()) => Some(runner::SnapshotSettings {
                 dir: dir.clone(),
                 strict: args.snapshots_strict,
-                filter: filter.clone(),
             }),
             Err(e) => return usage(e),
         },
         None => None,
     };
+    // Before any case runs: the results folder holds only this run's results afterwards.
+    if let Err(e) = crate::results::folder::claim(&args.out) {
+        return usage(format!("--out: {e}"));
+    }
     let settings = RunSettings {
         out: args.out.clone(),
         jobs: args.jobs.map_or_else(runner::default_jobs, usize::from),
@@ -753,7 +770,10 @@ fn report_outcome(outcome: &crate::results::outcome::Outcome, out: &Path) {
         ),
         Outcome::NotJudged(messages) => {
             for m in messages {
-                eprintln!("wirecheck: error: {}", crate::tools::text::visible_lines(m));
+                eprintln!(
+                    "wirecheck: error: {}",
+                    crate::console::shown_lines(m, OUTCOME_LINE_CHARS, usize::MAX)
+                );
             }
         }
         Outcome::Failed | Outcome::Passed => {}
@@ -768,7 +788,7 @@ fn run_info(
     filter: &CaseFilter,
     args: &RunArgs,
 ) -> crate::results::RunInfo {
-    let whole = runner::plan(profiles, scenarios, filter, None);
+    let whole = runner::plan(profiles, scenarios, filter, None, args.snapshots.is_some());
     let cases: Vec<(&str, String)> = whole
         .iter()
         .flat_map(|p| {
@@ -843,6 +863,9 @@ fn merge(args: MergeArgs) -> u8 {
         Ok(r) => r,
         Err(e) => return usage(e),
     };
+    if let Err(e) = crate::results::folder::claim(&args.out) {
+        return usage(e);
+    }
     if let Err(e) = merge::copy_artifacts(&args.out, &parts) {
         return usage(e);
     }
@@ -976,6 +999,9 @@ fn prop(args: PropArgs) -> u8 {
         starts: runner::StartWatch::default(),
         artifacts: false,
     };
+    if let Err(e) = crate::results::folder::claim(&args.out) {
+        return usage(format!("--out: {e}"));
+    }
     let started_wall = chrono::Utc::now();
     let started = std::time::Instant::now();
     let in_process = profile.attach != agent::Attach::Sandbox;
@@ -998,7 +1024,7 @@ fn prop(args: PropArgs) -> u8 {
         bar.set_message(p.name());
         let report = prop::run_property(&pair_runner, &profile, *p, &settings, &bar);
         let case = prop::case_result(&report, &profile, &settings);
-        bar.suspend(|| print!("{}", prop::describe(&report, &case)));
+        bar.suspend(|| crate::tools::write_stdout(&prop::describe(&report, &case)));
         cases.push(case);
         reports.push(report);
     }
@@ -1020,10 +1046,10 @@ fn prop(args: PropArgs) -> u8 {
     if let Err(e) = crate::results::write_all(&args.out, &results) {
         return usage(format!("cannot write the results: {e}"));
     }
-    println!(
+    say(format!(
         "results: {} (seed {seed}: `--seed {seed}` generates the same inputs again)",
         args.out.display()
-    );
+    ));
     if let Some(signal) = &results.interrupted {
         eprintln!("wirecheck: interrupted ({signal}): the results are partial");
         return runner::interrupted_exit_status(signal);
@@ -1086,21 +1112,39 @@ fn prop_progress(enabled: bool, total: u64) -> indicatif::ProgressBar {
     bar
 }
 
-/// The diff of every snapshot case that failed, after the summary (escaped: agent text).
+/// Longest line of a snapshot diff shown on the terminal (a transcript line holds a report's
+/// description, 4096 bytes on the platform); the `.snap.new` file has it whole.
+const DIFF_LINE_CHARS: usize = 4200;
+/// Longest line of why a run was not judged (a never-started agent's command and stderr).
+const OUTCOME_LINE_CHARS: usize = 2000;
+
+fn shown(text: &str) -> String {
+    crate::console::shown(text)
+}
+
+/// The diff of every snapshot case that failed, after the summary (escaped and clipped: agent
+/// text).
 fn print_snapshot_diffs(results: &crate::results::RunResults) {
     let suffix = format!(".{}", crate::snapshot::CHECK_ID);
     for agent in &results.agents {
         for case in &agent.cases {
             if case.id.ends_with(&suffix) && case.verdict == crate::results::Verdict::Fail {
-                println!(
-                    "\n{} / {}: {}",
-                    agent.agent,
-                    case.id,
-                    crate::tools::text::visible(case.reason.as_deref().unwrap_or_default())
-                );
+                crate::tools::write_stdout(&format!(
+                    "\n{} / {}: {}\n",
+                    shown(&agent.agent),
+                    shown(&case.id),
+                    shown(case.reason.as_deref().unwrap_or_default())
+                ));
                 for e in &case.evidence {
                     if let Some(excerpt) = &e.excerpt {
-                        println!("{}", crate::tools::text::visible_lines(excerpt));
+                        crate::tools::write_stdout(&format!(
+                            "{}\n",
+                            crate::console::shown_lines(
+                                excerpt,
+                                DIFF_LINE_CHARS,
+                                crate::console::MAX_SHOWN_LINES
+                            )
+                        ));
                     }
                 }
             }
@@ -1122,6 +1166,12 @@ fn orphaned_snapshots(
         .collect())
 }
 
+/// One line on stdout; a reader that went away (`wirecheck snapshots pending | head`) is not
+/// an error ([`crate::tools::write_stdout`]), where `println!` panics on the broken pipe.
+fn say(line: String) {
+    crate::tools::write_stdout(&(line + "\n"));
+}
+
 fn snapshots(command: SnapshotsCommand) -> u8 {
     use crate::snapshot::store;
     let pending_in = |dir: &Path, cases: &[String]| -> Result<Vec<store::Found>, String> {
@@ -1140,13 +1190,21 @@ fn snapshots(command: SnapshotsCommand) -> u8 {
             SnapshotsCommand::Pending { dir } => {
                 let pending = pending_in(&dir, &[])?;
                 for f in &pending {
-                    println!(
+                    say(format!(
                         "{}\n{}",
-                        f.name,
-                        crate::tools::text::visible_lines(&store::pending_diff(f)?)
-                    );
+                        shown(&f.name),
+                        crate::console::shown_lines(
+                            &store::pending_diff(f)?,
+                            DIFF_LINE_CHARS,
+                            usize::MAX
+                        )
+                    ));
                 }
-                println!("{} pending snapshot(s) in {}", pending.len(), dir.display());
+                say(format!(
+                    "{} pending snapshot(s) in {}",
+                    pending.len(),
+                    dir.display()
+                ));
                 Ok(if pending.is_empty() {
                     EXIT_OK
                 } else {
@@ -1161,18 +1219,18 @@ fn snapshots(command: SnapshotsCommand) -> u8 {
                 }
                 for f in &pending {
                     store::accept(f)?;
-                    println!("accepted {}", f.name);
+                    say(format!("accepted {}", shown(&f.name)));
                 }
-                println!("{} snapshot(s) accepted", pending.len());
+                say(format!("{} snapshot(s) accepted", pending.len()));
                 Ok(EXIT_OK)
             }
             SnapshotsCommand::Reject { dir, cases } => {
                 let pending = pending_in(&dir, &cases)?;
                 for f in &pending {
                     store::reject(f)?;
-                    println!("rejected {}", f.name);
+                    say(format!("rejected {}", shown(&f.name)));
                 }
-                println!("{} snapshot(s) rejected", pending.len());
+                say(format!("{} snapshot(s) rejected", pending.len()));
                 Ok(EXIT_OK)
             }
             SnapshotsCommand::Review { dir } => {
@@ -1182,14 +1240,17 @@ fn snapshots(command: SnapshotsCommand) -> u8 {
                 let pending = pending_in(&dir, &[])?;
                 let (mut accepted, mut rejected, mut skipped) = (0, 0, 0);
                 for f in &pending {
-                    println!(
+                    say(format!(
                         "{}\n{}",
-                        f.name,
-                        crate::tools::text::visible_lines(&store::pending_diff(f)?)
-                    );
+                        shown(&f.name),
+                        crate::console::shown_lines(
+                            &store::pending_diff(f)?,
+                            DIFF_LINE_CHARS,
+                            usize::MAX
+                        )
+                    ));
                     loop {
-                        print!("[a]ccept, [r]eject, [s]kip? ");
-                        std::io::Write::flush(&mut std::io::stdout()).map_err(|e| e.to_string())?;
+                        crate::tools::write_stdout("[a]ccept, [r]eject, [s]kip? ");
                         let mut answer = String::new();
                         if std::io::stdin()
                             .read_line(&mut answer)
@@ -1219,7 +1280,9 @@ fn snapshots(command: SnapshotsCommand) -> u8 {
                         }
                     }
                 }
-                println!("{accepted} accepted, {rejected} rejected, {skipped} skipped");
+                say(format!(
+                    "{accepted} accepted, {rejected} rejected, {skipped} skipped"
+                ));
                 Ok(EXIT_OK)
             }
         }
@@ -1295,6 +1358,7 @@ fn case_status(
         profile: Arc::clone(profile),
         scenario: Arc::clone(s),
         checks: vec![],
+        snapshot: false,
     };
     // As `run` decides it, but for whether this machine can run the attach mode.
     crate::disposition::Disposition::of_case(

@@ -1,5 +1,9 @@
 //! What `wirecheck run` shows on the terminal: a progress bar while it runs (stderr, only on a
 //! terminal) and a summary table at the end. `NO_COLOR` turns colours off.
+//!
+//! Text from agents, profiles and scenarios is shown escaped and clipped ([`shown`],
+//! [`shown_lines`]): a reason that quotes a 1 MB report is a few hundred characters here,
+//! saying how much was left out; results.json and report.html keep it whole.
 
 use std::io::IsTerminal as _;
 use std::path::Path;
@@ -8,6 +12,45 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::results::{CaseResult, RunResults, Verdict, problems};
 use crate::tools::text::visible;
+
+/// Most characters of one piece of someone else's text (a reason, a name, an id, one line of
+/// an excerpt) shown on the terminal.
+pub const MAX_SHOWN_CHARS: usize = 400;
+/// Most lines of a multi-line excerpt (a snapshot diff) shown on the terminal.
+pub const MAX_SHOWN_LINES: usize = 200;
+
+/// `text` for one line of the terminal: control characters escaped ([`visible`], line breaks
+/// included) and at most [`MAX_SHOWN_CHARS`] of its characters, saying how many were cut.
+pub fn shown(text: &str) -> String {
+    shown_at_most(text, MAX_SHOWN_CHARS)
+}
+
+/// [`shown`] with another bound.
+pub fn shown_at_most(text: &str, max_chars: usize) -> String {
+    let Some((cut_at, _)) = text.char_indices().nth(max_chars) else {
+        return visible(text);
+    };
+    let left_out = text[cut_at..].chars().count();
+    format!(
+        "{}… [{left_out} more characters not shown; results.json has the whole text]",
+        visible(&text[..cut_at])
+    )
+}
+
+/// A multi-line excerpt for the terminal: each line [`shown_at_most`] `line_chars`, at most
+/// `max_lines` lines, saying how many were left out.
+pub fn shown_lines(text: &str, line_chars: usize, max_lines: usize) -> String {
+    let mut out: Vec<String> = text
+        .lines()
+        .take(max_lines)
+        .map(|line| shown_at_most(line, line_chars))
+        .collect();
+    let lines = text.lines().count();
+    if lines > max_lines {
+        out.push(format!("… [{} more line(s) not shown]", lines - max_lines));
+    }
+    out.join("\n")
+}
 
 /// Colours only on a terminal, and never with `NO_COLOR` set (https://no-color.org).
 pub fn colors_enabled(stream_is_terminal: bool) -> bool {
@@ -47,11 +90,11 @@ impl Progress {
         if failed > 0 {
             bar.println(format!(
                 "FAIL {} {}: {failed} failed case(s)",
-                visible(agent),
-                visible(scenario)
+                shown(agent),
+                shown(scenario)
             ));
         }
-        bar.set_message(visible(scenario));
+        bar.set_message(shown(scenario));
         bar.inc(1);
     }
 
@@ -86,13 +129,13 @@ const LISTED_CASES: usize = 5;
 /// cause (the same check with the same reason but for numbers, paths and quoted values:
 /// [`crate::results::problems`], as in report.html), most frequent first, and where the
 /// results are. Names and reasons come from profiles, scenarios and the agents themselves:
-/// their control characters are escaped ([`visible`]).
+/// their control characters are escaped and they are clipped ([`shown`]).
 pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> String {
     let mut s = String::new();
     let name_width = results
         .agents
         .iter()
-        .map(|a| visible(&a.agent).chars().count())
+        .map(|a| shown(&a.agent).chars().count())
         .chain(std::iter::once("agent".len()))
         .max()
         .unwrap_or(5);
@@ -107,7 +150,7 @@ pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> S
     s.push('\n');
     for agent in &results.agents {
         let counts = agent.counts();
-        s.push_str(&format!("{:<name_width$}", visible(&agent.agent)));
+        s.push_str(&format!("{:<name_width$}", shown(&agent.agent)));
         for v in Verdict::ALL {
             let n = counts.get(v);
             let cell = format!("{:>w$}", n, w = v.as_str().len().max(4));
@@ -137,25 +180,25 @@ pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> S
             if let [only] = group.cases.as_slice() {
                 s.push_str(&format!(
                     "{tag} {} {}: {}\n",
-                    visible(only.agent),
-                    visible(&only.case.id),
-                    visible(only.case.reason.as_deref().unwrap_or(""))
+                    shown(only.agent),
+                    shown(&only.case.id),
+                    shown(only.case.reason.as_deref().unwrap_or(""))
                 ));
                 continue;
             }
             s.push_str(&format!(
                 "{tag} ×{} {} ({} agent{}): {}\n",
                 group.cases.len(),
-                visible(group.check),
+                shown(group.check),
                 group.agent_count(),
                 if group.agent_count() == 1 { "" } else { "s" },
-                visible(group.example())
+                shown(group.example())
             ));
             for member in group.cases.iter().take(LISTED_CASES) {
                 s.push_str(&format!(
                     "    {} {}\n",
-                    visible(member.agent),
-                    visible(&member.case.id)
+                    shown(member.agent),
+                    shown(&member.case.id)
                 ));
             }
             if group.cases.len() > LISTED_CASES {

@@ -43,10 +43,10 @@ impl fmt::Display for Skip {
         match self {
             Skip::Unclaimed { agent, missing } => {
                 let missing: Vec<String> = missing.iter().map(|c| claim(*c)).collect();
-                write!(f, "agent {agent} does not claim {}", missing.join(", "))
+                write!(f, "agent {agent}{UNCLAIMED}{}", missing.join(", "))
             }
             Skip::CheckUnclaimed { agent, capability } => {
-                write!(f, "agent {agent} does not claim {}", claim(*capability))
+                write!(f, "agent {agent}{UNCLAIMED}{}", claim(*capability))
             }
             Skip::CannotArrange(why) => why.fmt(f),
             Skip::TooLong(why) => f.write_str(why),
@@ -174,6 +174,15 @@ impl fmt::Display for HarnessError {
 pub fn is_harness_error(reason: &str) -> bool {
     reason.starts_with(HARNESS_PREFIX)
 }
+
+/// Whether a skipped case's reason (as results.json has it) is that the agent does not claim
+/// what the case needs ([`Skip::Unclaimed`], [`Skip::CheckUnclaimed`]): a skip every agent
+/// has, rarely the reason a whole run judged nothing.
+pub fn is_unclaimed(reason: &str) -> bool {
+    reason.starts_with("agent ") && reason.contains(UNCLAIMED)
+}
+
+const UNCLAIMED: &str = " does not claim ";
 
 /// Whether a skipped case's reason says it was not judged at all (a harness error, an
 /// interruption), rather than not applying.
@@ -406,6 +415,8 @@ mod tests {
         );
         assert!(is_unjudged(&stopped.to_string()) && is_unjudged(&before.to_string()));
         assert!(!is_unjudged(&unclaimed.to_string()));
+        assert!(is_unclaimed(&unclaimed.to_string()) && is_unclaimed(&check.to_string()));
+        assert!(!is_unclaimed(&stopped.to_string()));
         let harness = HarnessError("fake did not start".into()).to_string();
         assert_eq!(harness, "harness error: fake did not start");
         assert!(is_harness_error(&harness) && is_unjudged(&harness));
@@ -448,7 +459,10 @@ mod tests {
         ];
         for (skip, text) in cases {
             assert_eq!(skip.to_string(), text);
-            assert!(!skip.is_unclaimed() && !is_unjudged(text), "{text}");
+            assert!(
+                !skip.is_unclaimed() && !is_unjudged(text) && !is_unclaimed(text),
+                "{text}"
+            );
         }
     }
 

@@ -1154,26 +1154,56 @@ async fn capture<R: AsyncRead + Unpin>(stream: Option<R>) -> Captured {
 }
 
 /// Finds a program: a path (with a `/`) is used as is; a bare name is looked up next to the
-/// wirecheck executable first (`bin_dir`), then on `PATH`.
-pub fn resolve_program(name: &str, bin_dir: &Path) -> Option<PathBuf> {
-    if name.contains('/') {
-        let p = PathBuf::from(name);
-        return is_executable(&p).then_some(p);
+/// wirecheck executable first (`bin_dir`), then on `PATH`. Where no executable file is found,
+/// the first file that is there but cannot be run says why ([`Unresolved::NotExecutable`]).
+pub fn resolve_program(name: &str, bin_dir: &Path) -> Result<PathBuf, Unresolved> {
+    let candidates: Vec<PathBuf> = if name.contains('/') {
+        vec![PathBuf::from(name)]
+    } else {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::iter::once(bin_dir.join(name))
+            .chain(std::env::split_paths(&path).map(|dir| dir.join(name)))
+            .collect()
+    };
+    let mut unrunnable = None;
+    for candidate in candidates {
+        match runnable(&candidate) {
+            Ok(()) => return Ok(candidate),
+            Err(Some(why)) if unrunnable.is_none() => {
+                unrunnable = Some(Unresolved::NotExecutable {
+                    path: candidate,
+                    why,
+                })
+            }
+            Err(_) => {}
+        }
     }
-    let beside = bin_dir.join(name);
-    if is_executable(&beside) {
-        return Some(beside);
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|p| is_executable(p))
+    Err(unrunnable.unwrap_or(Unresolved::NotFound))
 }
 
-fn is_executable(path: &Path) -> bool {
+/// Why [`resolve_program`] found no program to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unresolved {
+    /// No file of that name where it was looked for.
+    NotFound,
+    /// A file of that name that cannot be run: where, and why.
+    NotExecutable { path: PathBuf, why: &'static str },
+}
+
+/// `Ok` for an executable regular file; `Err(None)` when nothing is there, `Err(Some(why))`
+/// when something is that cannot be run.
+fn runnable(path: &Path) -> Result<(), Option<&'static str>> {
     use std::os::unix::fs::PermissionsExt as _;
-    path.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    let meta = path.metadata().map_err(|_| None)?;
+    if meta.is_dir() {
+        Err(Some("a folder"))
+    } else if !meta.is_file() {
+        Err(Some("not a regular file"))
+    } else if meta.permissions().mode() & 0o111 == 0 {
+        Err(Some("not executable (no x permission bit; chmod +x it)"))
+    } else {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -1346,12 +1376,39 @@ mod tests {
         std::fs::write(&agent, "#!/bin/sh\n").unwrap();
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(resolve_program("my-agent", dir.path()), Some(agent.clone()));
-        assert!(resolve_program("sh", dir.path()).is_some());
-        assert_eq!(resolve_program("no-such-agent-xyz", dir.path()), None);
+        assert_eq!(resolve_program("my-agent", dir.path()), Ok(agent.clone()));
+        assert!(resolve_program("sh", dir.path()).is_ok());
+        assert_eq!(
+            resolve_program("no-such-agent-xyz", dir.path()),
+            Err(Unresolved::NotFound)
+        );
         assert_eq!(
             resolve_program(agent.to_str().unwrap(), Path::new("/")),
-            Some(agent)
+            Ok(agent)
         );
+    }
+
+    #[test]
+    fn a_program_that_is_there_but_cannot_run_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = dir.path().join("my-agent");
+        std::fs::write(&agent, "#!/bin/sh\n").unwrap();
+        let not_executable = Err(Unresolved::NotExecutable {
+            path: agent.clone(),
+            why: "not executable (no x permission bit; chmod +x it)",
+        });
+        assert_eq!(resolve_program("my-agent", dir.path()), not_executable);
+        assert_eq!(
+            resolve_program(agent.to_str().unwrap(), Path::new("/")),
+            not_executable
+        );
+        let folder = dir.path().to_str().unwrap();
+        assert!(matches!(
+            resolve_program(folder, Path::new("/")),
+            Err(Unresolved::NotExecutable {
+                why: "a folder",
+                ..
+            })
+        ));
     }
 }

@@ -223,6 +223,20 @@ impl fmt::Display for Scenario {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Text(String);
 
+impl AsRef<str> for Text {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Longest text a scenario hands the agent, in bytes: a failure's `reason`, a `description`,
+/// a `vm_id`, one `data` item and all of them together. Each becomes one argument and one
+/// environment variable (`WIRECHECK_CASE_REASON=...`), and Linux starts no program with a
+/// string over 128 KiB (`MAX_ARG_STRLEN`); 8 KiB are left for a flag or a variable name
+/// around it. Refused when the scenario loads, never a failure to start the agent.
+pub const MAX_AGENT_TEXT: usize = 120 * 1024;
+const AGENT_TEXT_WHY: &str = "it is passed as one argument and one environment variable, and Linux refuses strings over 128 KiB";
+
 impl<'de> Deserialize<'de> for Text {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
         #[derive(Deserialize)]
@@ -291,10 +305,10 @@ struct ScenarioFile {
 #[serde(deny_unknown_fields)]
 struct AgentFile {
     action: Option<Action>,
-    reason: Option<Text>,
+    reason: Option<Spanned<Text>>,
     #[serde(default)]
     data: Vec<Spanned<String>>,
-    description: Option<Text>,
+    description: Option<Spanned<Text>>,
     #[serde(default, rename = "run")]
     runs: Vec<Spanned<RunFile>>,
     #[serde(default)]
@@ -306,7 +320,7 @@ struct AgentFile {
     #[serde(default = "default_request_timeout")]
     request_timeout: Spanned<f64>,
     deadline: Option<Spanned<f64>>,
-    vm_id: Option<String>,
+    vm_id: Option<Spanned<String>>,
     #[serde(default)]
     vm_id_from_imds: bool,
     #[serde(default)]
@@ -319,10 +333,10 @@ struct AgentFile {
 #[serde(deny_unknown_fields)]
 struct RunFile {
     action: Action,
-    reason: Option<Text>,
+    reason: Option<Spanned<Text>>,
     #[serde(default)]
     data: Vec<Spanned<String>>,
-    description: Option<Text>,
+    description: Option<Spanned<Text>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -444,7 +458,10 @@ impl Validate<'_> {
         let vm_id = if a.vm_id_from_imds {
             None
         } else {
-            Some(a.vm_id.unwrap_or_else(|| DEFAULT_VM_ID.to_owned()))
+            Some(
+                self.agent_text(a.vm_id.as_ref(), "agent.vm_id")?
+                    .unwrap_or_else(|| DEFAULT_VM_ID.to_owned()),
+            )
         };
         Ok(AgentPlan {
             runs,
@@ -469,9 +486,9 @@ impl Validate<'_> {
             (Some(action), true) => Ok(vec![WrittenRun {
                 run: Run {
                     action,
-                    reason: a.reason.clone().map(|t| t.0),
+                    reason: self.agent_text(a.reason.as_ref(), "agent.reason")?,
                     data: self.data(&a.data, "agent.data")?,
-                    description: a.description.clone().map(|t| t.0),
+                    description: self.agent_text(a.description.as_ref(), "agent.description")?,
                 },
                 span: span.clone(),
                 field: "agent".into(),
@@ -493,9 +510,13 @@ impl Validate<'_> {
                         Ok(WrittenRun {
                             run: Run {
                                 action: run.action,
-                                reason: run.reason.clone().map(|t| t.0),
+                                reason: self
+                                    .agent_text(run.reason.as_ref(), &format!("{field}.reason"))?,
                                 data: self.data(&run.data, &format!("{field}.data"))?,
-                                description: run.description.clone().map(|t| t.0),
+                                description: self.agent_text(
+                                    run.description.as_ref(),
+                                    &format!("{field}.description"),
+                                )?,
                             },
                             span: r.span(),
                             field,
@@ -516,24 +537,76 @@ impl Validate<'_> {
         }
     }
 
-    /// `data = ["KEY=VALUE", ...]`, in order.
+    /// `data = ["KEY=VALUE", ...]`, in order; each item, and all of them together, at most
+    /// [`MAX_AGENT_TEXT`] bytes.
     fn data(
         &self,
         items: &[Spanned<String>],
         field: &str,
     ) -> Result<Vec<(String, String)>, FileError> {
-        items
+        let mut total = 0;
+        let data = items
             .iter()
             .enumerate()
-            .map(|(i, item)| match item.get_ref().split_once('=') {
-                Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
-                _ => Err(self.at(
-                    item.span(),
-                    &nth(field, i),
-                    format!("{:?} is not KEY=VALUE", item.get_ref()),
-                )),
+            .map(|(i, item)| {
+                self.within_agent_text(item, &nth(field, i))?;
+                // {data} as one environment variable: the items, a line each.
+                total += item.get_ref().len() + 1;
+                if total > MAX_AGENT_TEXT {
+                    return Err(self.at(
+                        item.span(),
+                        field,
+                        format!(
+                            "the items up to this one are {total} bytes together, over the {MAX_AGENT_TEXT}-byte limit of one value handed to the agent ({AGENT_TEXT_WHY})"
+                        ),
+                    ));
+                }
+                match item.get_ref().split_once('=') {
+                    Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+                    _ => Err(self.at(
+                        item.span(),
+                        &nth(field, i),
+                        format!(
+                            "{:?} is not KEY=VALUE",
+                            crate::tools::text::clip(item.get_ref(), 80)
+                        ),
+                    )),
+                }
             })
-            .collect()
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(data)
+    }
+
+    /// A text the agent is handed (a reason, a description, a VM id), within
+    /// [`MAX_AGENT_TEXT`].
+    fn agent_text<T: AsRef<str>>(
+        &self,
+        text: Option<&Spanned<T>>,
+        field: &str,
+    ) -> Result<Option<String>, FileError> {
+        text.map(|t| {
+            self.within_agent_text(t, field)?;
+            Ok(t.get_ref().as_ref().to_owned())
+        })
+        .transpose()
+    }
+
+    fn within_agent_text<T: AsRef<str>>(
+        &self,
+        text: &Spanned<T>,
+        field: &str,
+    ) -> Result<(), FileError> {
+        let len = text.get_ref().as_ref().len();
+        if len > MAX_AGENT_TEXT {
+            return Err(self.at(
+                text.span(),
+                field,
+                format!(
+                    "{len} bytes, over the {MAX_AGENT_TEXT}-byte limit of one value handed to the agent ({AGENT_TEXT_WHY})"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// What each report kind takes: a failure its reason (and data), an in-progress report

@@ -363,3 +363,89 @@ fn huge_or_special_input_files_are_refused_not_read_whole() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("larger than"), "{}", stderr(&out));
 }
+
+/// The finding: a scenario reason over 128 KiB (Linux's limit on one argument or environment
+/// variable) was not refused: the agent could not be started, and that was scored as the
+/// agent's failure. It is refused when the scenario loads, naming the file, line, field and
+/// the limit.
+/// The demo profile, claiming failure reports too (its failure command prints the reason).
+fn failure_profile(command: &str) -> String {
+    PROFILE
+        .replace("[\"json\"]", "[\"json\", \"failure\"]")
+        .replace(
+            "ready = [\"true\"]",
+            &format!("ready = [\"true\"]\n{command}"),
+        )
+}
+
+#[test]
+fn a_scenario_reason_over_128_kib_is_refused_at_load_not_the_agents_failure() {
+    let profile = failure_profile("failure = [\"echo\", \"{reason}\"]");
+    let over = "{ text = \"x\", repeat = \"abcd\", times = 50000 }";
+    let failure = format!(
+        "id = \"ok\"\ntitle = \"ok\"\nchecks = [\"report.state\"]\n[agent]\naction = \"failure\"\nreason = {over}\n"
+    );
+    refused(
+        &[
+            ("scenarios/ok.toml", &failure),
+            ("agents/demo.toml", &profile),
+        ],
+        "scenarios/ok.toml:6:",
+        "agent.reason",
+        "200001 bytes, over the 122880-byte limit",
+    );
+    let in_progress = format!(
+        "id = \"ok\"\ntitle = \"ok\"\nchecks = [\"report.state\"]\n[agent]\n[[agent.run]]\naction = \"in-progress\"\ndescription = {over}\n[[agent.run]]\naction = \"ready\"\n"
+    );
+    refused(
+        &[
+            ("scenarios/ok.toml", &in_progress),
+            ("agents/demo.toml", &profile),
+        ],
+        "scenarios/ok.toml:7:",
+        "agent.run[1].description",
+        "over the 122880-byte limit",
+    );
+    // Items small one by one, too large together ({data} is one environment variable).
+    let item = format!("\"k={}\"", "v".repeat(60_000));
+    let data = format!(
+        "id = \"ok\"\ntitle = \"ok\"\nchecks = [\"report.state\"]\n[agent]\naction = \"failure\"\nreason = \"r\"\ndata = [{item}, {item}, {item}]\n"
+    );
+    refused(
+        &[("scenarios/ok.toml", &data), ("agents/demo.toml", &profile)],
+        "scenarios/ok.toml:7:",
+        "agent.data",
+        "over the 122880-byte limit",
+    );
+}
+
+/// Just under the limit still runs: the bound is the kernel's, not a guess.
+#[test]
+fn a_scenario_reason_just_under_the_limit_reaches_the_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let reason = format!(
+        "{{ text = \"\", repeat = \"a\", times = {} }}",
+        conformance::scenario::MAX_AGENT_TEXT
+    );
+    let scenario = format!(
+        "id = \"ok\"\ntitle = \"ok\"\nchecks = [\"behaviour.exit\"]\n[agent]\naction = \"failure\"\nreason = {reason}\n"
+    );
+    let profile = failure_profile(
+        "failure = [\"sh\", \"-c\", \"test ${{#1}} -eq $((120 * 1024)) && test ${{#WIRECHECK_CASE_REASON}} -eq ${{#1}}\", \"sh\", \"{reason}\"]",
+    );
+    let out = run(
+        dir.path(),
+        &[
+            ("scenarios/ok.toml", &scenario),
+            ("agents/demo.toml", &profile),
+        ],
+    );
+    let r = results(&dir.path().join("out"));
+    let case = &r["agents"][0]["cases"][0];
+    assert_eq!(
+        case["timeline"]["runs"][0]["exit_code"],
+        0,
+        "{case}\n{}",
+        stderr(&out)
+    );
+}

@@ -75,3 +75,129 @@ fn many_causes_are_bounded() {
         "{text}"
     );
 }
+
+/// The finding: agent text was not clipped on the console (a reason quoting a 1 MB report
+/// was a 1 MB line per case). It is clipped, saying how much was left out; results.json
+/// keeps it whole.
+#[test]
+fn agent_text_is_clipped_on_the_console_saying_how_much() {
+    let mut results = fixture();
+    let huge = format!("state is \"{}\"", "A".repeat(1_000_000));
+    for agent in &mut results.agents {
+        for case in &mut agent.cases {
+            case.reason = Some(huge.clone());
+        }
+    }
+    results.agents[0].agent = "N".repeat(10_000);
+    let text = summary(&results, Path::new("out"), false, false);
+    let longest = text.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(longest < 1_000, "a line of {longest} characters");
+    let cut = huge.chars().count() - conformance::console::MAX_SHOWN_CHARS;
+    assert!(
+        text.contains(&format!(
+            "… [{cut} more characters not shown; results.json has the whole text]"
+        )),
+        "{text}"
+    );
+    assert!(text.len() < 20_000, "{} bytes", text.len());
+}
+
+#[test]
+fn clipping_counts_characters_and_escapes_what_it_keeps() {
+    use conformance::console::{shown_at_most, shown_lines};
+    assert_eq!(shown_at_most("é\u{1b}[2J", 10), "é\\u{1b}[2J");
+    assert_eq!(
+        shown_at_most("ééé\u{1b}x", 3),
+        "ééé… [2 more characters not shown; results.json has the whole text]"
+    );
+    assert_eq!(
+        shown_lines("a\nbbbb\nc\nd", 2, 3),
+        "a\nbb… [2 more characters not shown; results.json has the whole text]\nc\n… [1 more line(s) not shown]"
+    );
+}
+
+/// The fixture plus an agent that exited 2 on its arguments before any request, in a scenario
+/// of four checks that each fail in their own words, and a more frequent unrelated failure.
+fn with_an_agent_that_exited_on_its_arguments() -> RunResults {
+    use conformance::results::{RunEnd, Timeline, Verdict};
+    let mut results = with_naive_agents(8);
+    let template = results.agents[0].cases[1].clone();
+    let mut cases = Vec::new();
+    for (scenario, stderr) in [
+        (
+            "report.description.special.json",
+            "error: unexpected argument 'pipe=a|b' found",
+        ),
+        (
+            "report.description.long.xml",
+            "error: unexpected argument 'detail=it's a \"quote\"' found",
+        ),
+    ] {
+        for (check, reason) in [
+            (
+                "kvp.report",
+                "no PROVISIONING_REPORT record in the pool file",
+            ),
+            ("behaviour.terminal", "run 1 never sent its health report"),
+            ("behaviour.exit", "run 1: exit status 2, expected 0"),
+        ] {
+            let mut case = template.clone();
+            case.id = format!("{scenario}.{check}");
+            case.verdict = Verdict::Fail;
+            case.reason = Some(reason.into());
+            case.timeline = Timeline {
+                runs: vec![RunEnd {
+                    exit: "exit status 2".into(),
+                    exit_code: Some(2),
+                    stderr_tail: format!(
+                        "{stderr}\n\nUsage: provision-report failure [OPTIONS] --reason <TEXT>\n\nFor more information, try '--help'."
+                    ),
+                    stderr_bytes: 120,
+                }],
+                ..Timeline::default()
+            };
+            cases.push(case);
+        }
+    }
+    results.agents.push(AgentResults {
+        agent: "agent-cmd".into(),
+        cases,
+    });
+    results
+}
+
+/// The findings: a failed run led its summary with "×33 no PROVISIONING_REPORT record" while
+/// the root cause (the agent exited 2 on its arguments before any request) was only in the
+/// artifacts, and that one cause showed as several problem groups, one per check. It is one
+/// group, first, saying the exit status and the start of the agent's stderr.
+#[test]
+fn one_root_cause_is_one_problem_group_and_leads_the_summary() {
+    let results = with_an_agent_that_exited_on_its_arguments();
+    let text = summary(&results, Path::new("out"), false, false);
+    let groups: Vec<&str> = text.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert!(
+        groups[0].starts_with(
+            "FAIL ×6 every check (1 agent): the agent exited 2 before any request reached the fake; its stderr: error: unexpected argument 'pipe=a|b' found / Usage: provision-report failure"
+        ),
+        "{text}"
+    );
+    // The more frequent failure comes after it; no group per check of the agent's cases.
+    assert!(groups[1].starts_with("FAIL ×9 health.interval"), "{text}");
+    assert_eq!(groups.len(), 2, "{text}");
+
+    // report.html and the Markdown summary group them the same way, root cause first.
+    let page = conformance::results::html::render(&results);
+    let problems = &page[page.find("<section id=\"problems\"").unwrap()..];
+    let first = &problems[problems.find("<details").unwrap()..];
+    assert!(
+        first.contains("×6</span> <code>every check</code> the agent exited 2"),
+        "{}",
+        &first[..600]
+    );
+    let md = conformance::results::summary::render(&results, false);
+    assert!(
+        md.contains("in 2 group(s)")
+            && md.contains("- **fail** every check × 6: the agent exited 2"),
+        "{md}"
+    );
+}

@@ -362,3 +362,92 @@ proptest::proptest! {
         }
     }
 }
+
+/// Every `href` of the page.
+fn hrefs(page: &str) -> Vec<&str> {
+    page.split("href=\"")
+        .skip(1)
+        .map(|rest| &rest[..rest.find('"').unwrap()])
+        .collect()
+}
+
+/// A link that stays on the page or goes to a folder below `artifacts/`, written in
+/// characters no browser reads as a scheme, a host or a way up.
+fn stays_home(href: &str) -> bool {
+    if href.starts_with('#') {
+        return href[1..]
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-=,".contains(c));
+    }
+    href.starts_with("artifacts/")
+        && href
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._~%/".contains(c))
+        && !href.split('/').any(|part| part == "..")
+}
+
+/// Every case's artifacts folder set to `dir`.
+fn with_artifacts(dir: &str) -> RunResults {
+    let mut results = fixture();
+    for case in results.agents.iter_mut().flat_map(|a| &mut a.cases) {
+        case.artifacts = Some(dir.to_string());
+    }
+    results
+}
+
+/// The finding: a crafted `wirecheck merge` part (its results.json) put an off-site link into
+/// report.html: `\\host` and ` //host` are links to another host once a browser has read them.
+#[test]
+fn crafted_artifacts_paths_never_link_off_site() {
+    for crafted in [
+        "\\\\evil.example/x",
+        "/\\evil.example/x",
+        "\\/evil.example/x",
+        " //evil.example/x",
+        "\t//evil.example/x",
+        "/\t/evil.example/x",
+        "\u{1}//evil.example/x",
+        "//evil.example/x",
+        "https://evil.example/x",
+        "javascript:alert(1)",
+        "JaVaScRiPt\t:alert(1)",
+        "artifacts/../../../etc",
+        "artifacts/a/\\\\evil.example",
+        "artifacts//evil.example/x",
+        "artifacts/a b/c?d#e",
+    ] {
+        let page = html::render(&with_artifacts(crafted));
+        for href in hrefs(&page) {
+            assert!(stays_home(href), "{crafted:?} made the link {href:?}");
+        }
+        assert!(!page.contains("href=\"javascript"), "{crafted:?}");
+    }
+    // The runner's own paths are still links, characters a URL cannot hold encoded.
+    let page = html::render(&with_artifacts("artifacts/my agent/wire.x?y"));
+    assert!(
+        page.contains("<a href=\"artifacts/my%20agent/wire.x%3Fy/\">artifacts</a>"),
+        "{page}"
+    );
+}
+
+proptest::proptest! {
+    /// Whatever a results.json says a case's artifacts folder is, the page links nowhere else.
+    #[test]
+    fn no_artifacts_path_links_off_site(
+        chars in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::sample::select(vec!['/', '\\', ':', '.', ' ', '\t', '\n', '#', '?', '@', '%', 'a']),
+                proptest::prelude::any::<char>(),
+            ],
+            0..24,
+        ),
+        prefixed in proptest::prelude::any::<bool>(),
+    ) {
+        let tail: String = chars.into_iter().collect();
+        let dir = if prefixed { format!("artifacts/{tail}") } else { tail };
+        let page = html::render(&with_artifacts(&dir));
+        for href in hrefs(&page) {
+            proptest::prop_assert!(stays_home(href), "{:?} made the link {:?}", dir, href);
+        }
+    }
+}

@@ -105,8 +105,8 @@ fn hostile_strings_are_escaped_and_survive_as_text() {
     let case = &suite.test_cases[0];
     let out = case.system_out.as_deref().unwrap();
     assert!(out.starts_with(&format!("non-strict: {HOSTILE}")), "{out}");
-    // NUL is not representable in XML: dropped, the rest kept.
-    assert!(out.contains("\\u0000\"}"), "{out}");
+    // NUL is not representable in XML: shown escaped, the rest kept.
+    assert!(out.contains("\\u0000\"}\\u{0}"), "{out}");
     assert!(!out.contains('\0'));
 }
 
@@ -125,4 +125,64 @@ fn written_to_the_out_folder() {
 fn snapshot() {
     let (xml, _) = parsed();
     insta::assert_snapshot!("junit_xml", xml);
+}
+
+/// Every character XML 1.0 cannot carry, where an agent's text can put it.
+const NOT_XML: &str = "end\u{FFFF} \u{FFFE} \u{1}\u{8}\u{B}\u{C}\u{1F} \u{0}";
+
+/// Parses `xml` with a strict XML 1.0 parser (xml-rs: characters outside the `Char`
+/// production are errors) and returns the text and attribute values it holds.
+fn strict_parse(xml: &str) -> Result<String, String> {
+    let mut seen = String::new();
+    for event in xml::reader::EventReader::new(xml.as_bytes()) {
+        match event.map_err(|e| e.to_string())? {
+            xml::reader::XmlEvent::StartElement { attributes, .. } => {
+                for a in attributes {
+                    seen.push_str(&a.value);
+                    seen.push('\n');
+                }
+            }
+            xml::reader::XmlEvent::Characters(text) | xml::reader::XmlEvent::CData(text) => {
+                seen.push_str(&text);
+                seen.push('\n');
+            }
+            _ => {}
+        }
+    }
+    Ok(seen)
+}
+
+/// The finding: junit.xml was invalid XML when agent text held U+FFFF (CI report viewers
+/// reject the whole file, hiding every verdict).
+#[test]
+fn junit_stays_valid_xml_when_agent_text_holds_characters_xml_cannot_carry() {
+    let mut results = fixture();
+    results.agents[0].agent = format!("agent{NOT_XML}");
+    for case in &mut results.agents[0].cases {
+        case.title = format!("title {NOT_XML}");
+        case.reason = Some(format!("reason {NOT_XML}"));
+        case.artifacts = Some(format!("artifacts/{NOT_XML}"));
+        case.evidence.push(conformance::results::Evidence {
+            note: format!("note {NOT_XML}"),
+            journal_seq: vec![1],
+            excerpt: Some(format!("excerpt {NOT_XML}")),
+        });
+    }
+    let xml = junit::render(&results).unwrap();
+    let text = strict_parse(&xml).unwrap_or_else(|e| panic!("not XML 1.0: {e}"));
+    // The characters are shown escaped, where a reader can see what the agent sent.
+    for shown in ["reason end\\u{ffff} \\u{fffe} \\u{1}\\u{8}\\u{b}\\u{c}\\u{1f} \\u{0}"] {
+        assert!(text.contains(shown), "{shown} not in {text}");
+    }
+    assert!(text.contains("agentend\\u{ffff}"), "{text}");
+    // The rest of the document is what it was.
+    let report = Report::deserialize_from_str(&xml).expect("junit.xml parses back");
+    assert_eq!(report.tests, 7);
+    assert_eq!(report.failures, 1);
+}
+
+#[test]
+fn the_fixture_is_strict_xml() {
+    let (xml, _) = parsed();
+    strict_parse(&xml).unwrap();
 }

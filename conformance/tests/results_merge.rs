@@ -447,3 +447,45 @@ fn parts_of_two_different_agents_of_one_name_are_refused() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("another run"), "{}", stderr(&out));
 }
+
+/// The finding: a crafted part (its results.json) put an off-site link into the merged
+/// report.html (`\\evil.example` is a link to another host once a browser reads it).
+#[test]
+fn a_crafted_merge_part_puts_no_off_site_link_into_report_html() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let whole = d.join("whole");
+    let out = run_part(&whole, &["--cases", "wire.health.json.ready.*"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let crafted = d.join("crafted");
+    std::fs::create_dir_all(&crafted).unwrap();
+    let mut r = results(&whole);
+    for (i, c) in r["agents"][0]["cases"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        c["artifacts"] = [
+            "\\\\evil.example/x",
+            " //evil.example/x",
+            "javascript:alert(1)",
+        ][i % 3]
+            .into();
+    }
+    std::fs::write(crafted.join("results.json"), r.to_string()).unwrap();
+    let out = merge(&d.join("merged"), &[&crafted]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let page = std::fs::read_to_string(d.join("merged/report.html")).unwrap();
+    let hrefs: Vec<&str> = page
+        .split("href=\"")
+        .skip(1)
+        .map(|rest| &rest[..rest.find('"').unwrap()])
+        .collect();
+    assert!(!hrefs.is_empty());
+    for href in hrefs {
+        assert!(href.starts_with('#'), "off the page: {href:?}");
+    }
+    // Shown as text instead, escaped.
+    assert!(page.contains("artifacts <code>\\\\evil.example/x</code>"));
+}

@@ -423,3 +423,183 @@ fn run_print_config_shows_what_would_run_and_runs_nothing() {
     );
     assert!(value["plan"]["cases"].as_integer().unwrap() > 0);
 }
+
+/// `wirecheck run` of the bundled reporter's `wire.health.<flow>.ready` cases into `out`.
+fn run_ready(cwd: &Path, flow: &str, out: &Path) -> std::process::Output {
+    provision_report();
+    wirecheck(cwd)
+        .args(["run", "--quiet", "--cases"])
+        .arg(format!("wire.health.{flow}.ready.*"))
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+/// The finding: `--out FILE` said "cannot start the runtime: File exists", naming neither the
+/// path nor what is expected.
+#[test]
+fn out_that_is_a_file_names_the_path_and_what_is_expected() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("results.txt");
+    std::fs::write(&file, "mine").unwrap();
+    let o = run_ready(dir.path(), "json", &file);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "--out: cannot use {} as the results folder: it is a regular file, not a folder",
+            file.display()
+        )) && err.contains("give a new path"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+}
+
+/// The finding: a reused `--out` kept the previous run's artifacts (of cases this run did not
+/// have) beside this run's results. The folder now holds this run's results only; a file of
+/// the user's in it is left alone, and so is a folder that is not wirecheck's (refused).
+#[test]
+fn a_reused_out_reflects_only_this_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let json_case = out.join("artifacts/provision-report/wire.health.json.ready");
+    let xml_case = out.join("artifacts/provision-report/wire.health.xml.ready");
+    let o = run_ready(dir.path(), "json", &out);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(json_case.is_dir());
+    std::fs::write(out.join("notes.txt"), "mine").unwrap();
+
+    let o = run_ready(dir.path(), "xml", &out);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        xml_case.is_dir() && !json_case.exists(),
+        "stale artifacts kept"
+    );
+    let r = results(&out);
+    for case in r["agents"][0]["cases"].as_array().unwrap() {
+        assert!(case["id"].as_str().unwrap().starts_with("wire.health.xml"));
+    }
+    assert_eq!(
+        std::fs::read_to_string(out.join("notes.txt")).unwrap(),
+        "mine"
+    );
+
+    // A run killed before its results were written left artifacts only: still wirecheck's.
+    std::fs::remove_file(out.join("results.json")).unwrap();
+    let o = run_ready(dir.path(), "json", &out);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(json_case.is_dir() && !xml_case.exists());
+
+    // Someone else's folder: refused, nothing in it deleted or added.
+    let theirs = dir.path().join("theirs");
+    std::fs::create_dir_all(theirs.join("artifacts")).unwrap();
+    std::fs::write(theirs.join("artifacts/build.log"), "theirs").unwrap();
+    let o = run_ready(dir.path(), "json", &theirs);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("holds \"artifacts\" but no results of an earlier wirecheck run"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(theirs.join("artifacts/build.log")).unwrap(),
+        "theirs"
+    );
+    assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 1);
+}
+
+/// The finding: an agent whose program is there but not executable was reported "not found".
+#[test]
+fn a_non_executable_agent_is_reported_not_executable_with_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("agent.sh");
+    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+    let o = wirecheck(dir.path())
+        .args(["run", "--quiet", "--cases", "wire.health.json.ready.*"])
+        .args(["--out", "out", "--agent-cmd", "./agent.sh {action}"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "program \"{0}\" cannot be run: {0} is not executable",
+            script.display()
+        )) && !err.contains("not found"),
+        "{err}"
+    );
+    assert!(!dir.path().join("out/results.json").exists());
+}
+
+/// The finding: `{data}` in `--agent-cmd` was undocumented, and `--data {data}` left a dangling
+/// `--data` where a scenario gives no data (the agent exited 2 on its arguments). The optional
+/// group of profiles works on the command line: `[--data {data}]`, as `run --help` says.
+#[test]
+fn agent_cmd_data_in_a_group_leaves_no_dangling_flag() {
+    provision_report();
+    let help = stdout(&wirecheck(&repo()).args(["run", "--help"]).output().unwrap());
+    assert!(help.contains("`[--data {data}]` gives `--data"), "{help}");
+    let dir = tempfile::tempdir().unwrap();
+    let o = wirecheck(dir.path())
+        .args(["run", "--quiet", "--cases", "report.*", "--out", "out"])
+        .args([
+            "--agent-cmd",
+            "provision-report --wireserver {wireserver_url} --imds {imds_url} \
+             --kvp-pool {kvp_pool} [--vm-id {vm_id}] --protocol {protocol} {action} \
+             [--reason {reason}] [--data {data}] [--description {description}]",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let r = results(&dir.path().join("out"));
+    // Scenarios with data and without: every invocation got arguments it could read.
+    let mut with_data = 0;
+    for c in r["agents"][0]["cases"].as_array().unwrap() {
+        for run in c["timeline"]["runs"].as_array().into_iter().flatten() {
+            assert_eq!(run["exit_code"], 0, "{c}");
+        }
+        with_data += usize::from(c["id"] == "report.description.long.report.description");
+    }
+    assert_eq!(with_data, 1);
+    let command = std::fs::read_to_string(
+        dir.path()
+            .join("out/artifacts/agent-cmd/report.description.long/run-1.command"),
+    )
+    .unwrap();
+    assert!(command.contains("--data device=/dev/sdb"), "{command}");
+}
+
+/// The finding, as a run shows it: an agent that exited 2 on its arguments (`--data {data}`:
+/// a dangling `--data` where a scenario gives no data, a second item taken for an argument
+/// where it gives two) before sending anything, in some scenarios. The summary leads with that,
+/// not with the checks it failed.
+#[test]
+fn a_failed_run_leads_with_the_agents_exit_before_any_request() {
+    provision_report();
+    let dir = tempfile::tempdir().unwrap();
+    let o = wirecheck(dir.path())
+        .args(["run", "--quiet", "--out", "out"])
+        .args(["--cases", "report.description.*"])
+        .args([
+            "--agent-cmd",
+            "provision-report --wireserver {wireserver_url} --imds {imds_url} \
+             --kvp-pool {kvp_pool} --protocol {protocol} {action} [--reason {reason}] --data {data}",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}\n{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    let groups: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert!(
+        groups[0].contains(
+            "every check (1 agent): the agent exited 2 before any request reached the fake; its stderr: error: unexpected argument"
+        ),
+        "{out}"
+    );
+    assert_eq!(
+        groups.iter().filter(|g| g.contains("exited 2")).count(),
+        1,
+        "{out}"
+    );
+}

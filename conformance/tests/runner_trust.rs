@@ -150,6 +150,98 @@ fn a_run_in_which_every_case_was_skipped_exits_non_zero_saying_why() {
     assert_eq!(counts.keys().collect::<Vec<_>>(), ["skipped"], "{counts:?}");
 }
 
+/// A JSON agent whose profile declares every case unimplemented: the JSON cases run (and are
+/// graded `unimplemented` whatever the agent did), the XML ones never run (`unimplemented`, the
+/// agent does not claim xml), the KVP checks are skipped. Nothing about it is judged.
+fn declared_unimplemented_agent(dir: &Path) -> std::path::PathBuf {
+    let agents = script_agent(dir, "declared", "url", "\"json\"", JSON_ONLY_AGENT);
+    let profile = agents.join("declared.toml");
+    let mut text = std::fs::read_to_string(&profile).unwrap();
+    text.push_str(
+        "\n[[deviation]]\ncases = \"*\"\nverdict = \"unimplemented\"\nreason = \"says it does nothing\"\n",
+    );
+    std::fs::write(&profile, text).unwrap();
+    agents
+}
+
+/// The finding: `wirecheck run --agent afterburn` as an ordinary user skipped 431 cases
+/// ("sandbox attach needs root"), graded 91 `unimplemented` from the profile's declarations,
+/// and exited 0 in 0.0 s: declared deviations on cases that never ran counted as judged.
+/// Here the same shape without needing root or not: declarations and skips only.
+#[test]
+fn false_green_nothing_judged_exits_2() {
+    let _machine = quiet_machine();
+    let dir = tempfile::tempdir().unwrap();
+    let agents = declared_unimplemented_agent(dir.path());
+    let o = run(
+        dir.path(),
+        "declared",
+        &agents,
+        &["--cases", "wire.health.{json,xml}.ready.*"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let r = results(&dir.path().join("out"));
+    let counts = runner_support::counts(&r, "declared");
+    assert!(
+        counts
+            .keys()
+            .all(|v| v == "skipped" || v == "unimplemented")
+            && counts.len() == 2,
+        "{counts:?}"
+    );
+    // One line, naming the agent and both kinds of cases that are not judged.
+    let err = stderr(&o);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("nothing about it was judged"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].starts_with("wirecheck: error: agent declared:")
+            && lines[0].contains(&format!("{} skipped", counts["skipped"]))
+            && lines[0].contains(&format!(
+                "{} declared unimplemented",
+                counts["unimplemented"]
+            )),
+        "{}",
+        lines[0]
+    );
+}
+
+/// One agent judged, another not: the run is not green on the strength of the first.
+#[test]
+fn false_green_one_agent_judged_and_one_not_exits_2() {
+    let _machine = quiet_machine();
+    let dir = tempfile::tempdir().unwrap();
+    let agents = declared_unimplemented_agent(dir.path());
+    std::fs::copy(
+        repo().join("conformance/agents/provision-report.toml"),
+        agents.join("provision-report.toml"),
+    )
+    .unwrap();
+    let o = run(
+        dir.path(),
+        "declared",
+        &agents,
+        &[
+            "--agent",
+            "provision-report",
+            "--cases",
+            "wire.health.json.ready.*",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let r = results(&dir.path().join("out"));
+    assert!(runner_support::counts(&r, "provision-report")["pass"] > 0);
+    let err = stderr(&o);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("nothing about it was judged"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("agent declared:"), "{}", lines[0]);
+}
+
 /// A JSON-flow agent that starts slowly (an interpreter taking its time, longer than the
 /// scenario's whole deadline), then reports Ready, retrying 429/500/503 and transport errors
 /// within its budget, half an interval more than the scenario's interval apart (a conforming

@@ -486,3 +486,132 @@ fn the_snapshot_case_follows_cases_and_exclude() {
     assert!(!ids.is_empty() && !ids.contains(&CASE), "{ids:?}");
     assert!(!snaps.join("layout").exists());
 }
+
+/// The finding: `wirecheck snapshots accept/reject` followed a symlinked agent folder (one a
+/// repository can hold), renaming and removing files wherever it pointed. Links are refused,
+/// saying so, and nothing outside the folder is touched; the same for a linked snapshot file.
+#[test]
+fn snapshots_accept_and_reject_refuse_a_symlinked_agent_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let snaps = dir.path().join("snaps");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&snaps).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let pending = conformance::snapshot::store::Snapshot::new("a", "x", "run 1:\n".into());
+    std::fs::write(elsewhere.join("x.snap.new"), pending.render()).unwrap();
+    std::fs::write(elsewhere.join("x.snap"), "precious\n").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, snaps.join("a")).unwrap();
+    for command in ["accept", "reject", "pending"] {
+        let o = snapshots(&[command], &snaps);
+        assert_eq!(o.status.code(), Some(2), "{command}: {}", show(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!(
+                "{}: is a symbolic link",
+                snaps.join("a").display()
+            )),
+            "{command}: {err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(elsewhere.join("x.snap")).unwrap(),
+            "precious\n"
+        );
+        assert!(elsewhere.join("x.snap.new").is_file(), "{command}");
+    }
+
+    // A linked snapshot file inside a real agent folder: refused the same way.
+    std::fs::remove_file(snaps.join("a")).unwrap();
+    std::fs::create_dir(snaps.join("a")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("x.snap.new"), snaps.join("a/x.snap.new")).unwrap();
+    let o = snapshots(&["reject"], &snaps);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("is a symbolic link"), "{}", show(&o));
+    assert!(elsewhere.join("x.snap.new").is_file());
+}
+
+/// The finding: `wirecheck snapshots pending | head` panicked on the broken pipe. A reader
+/// that goes away is not an error: no panic, no message, the usual exit status.
+#[test]
+fn snapshots_pending_into_a_closed_pipe_exits_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let snaps = dir.path().join("snaps");
+    std::fs::create_dir_all(snaps.join("a")).unwrap();
+    // More than a pipe holds (64 KiB), so writing goes on after the reader is gone.
+    for i in 0..40 {
+        let scenario = format!("s{i}");
+        let pending =
+            conformance::snapshot::store::Snapshot::new("a", &scenario, "line\n".repeat(800));
+        std::fs::write(
+            snaps.join(format!("a/{scenario}.snap.new")),
+            pending.render(),
+        )
+        .unwrap();
+    }
+    let mut child = wirecheck(&repo())
+        .args(["snapshots", "pending"])
+        .arg(&snaps)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // As `| head -0`: the reader is gone before wirecheck writes.
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert_eq!(stderr(&o), "");
+}
+
+/// The finding: `--cases '*.snapshot.transcript'` was refused ("no case matches") although
+/// docs/snapshots.md says the snapshot case is selected by `--cases` like any case. It selects
+/// the snapshot cases alone; a pair that is not run gives its snapshot case its reason.
+#[test]
+fn cases_can_select_the_snapshot_cases_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = layout_agent(dir.path());
+    let snaps = dir.path().join("snaps");
+    let run = |cases: &str, out: &str| {
+        wirecheck(&repo())
+            .args(["run", "--quiet", "--agent", "layout", "--agents-dir"])
+            .arg(&agents)
+            .arg("--snapshots")
+            .arg(&snaps)
+            .arg("--out")
+            .arg(dir.path().join(out))
+            .args(["--cases", cases])
+            .env("SNAPSHOTS", &snaps)
+            .output()
+            .unwrap()
+    };
+    let o = run("wire.health.xml.*.snapshot.transcript", "out");
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = results(&dir.path().join("out"));
+    let cases = r["agents"][0]["cases"].as_array().unwrap();
+    assert!(!cases.is_empty());
+    for c in cases {
+        assert!(
+            c["id"].as_str().unwrap().ends_with(".snapshot.transcript"),
+            "{c}"
+        );
+    }
+    assert_eq!(case(&r, "layout", CASE)["verdict"], "informational");
+    assert!(
+        snaps
+            .join("layout/wire.health.xml.ready.snap.new")
+            .is_file()
+    );
+
+    // A JSON scenario the XML agent does not claim: its snapshot case is skipped, saying why,
+    // and with nothing judged the run says so (exit 2).
+    let o = run("wire.health.json.ready.snapshot.transcript", "json");
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let r = results(&dir.path().join("json"));
+    let c = case(&r, "layout", "wire.health.json.ready.snapshot.transcript");
+    assert_eq!(c["verdict"], "skipped", "{c}");
+    assert!(
+        c["reason"]
+            .as_str()
+            .unwrap()
+            .contains("does not claim \"json\""),
+        "{c}"
+    );
+}

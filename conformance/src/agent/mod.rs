@@ -622,17 +622,26 @@ impl AgentProfile {
         claims: &[Capability],
         cwd: &Path,
     ) -> Result<AgentProfile, String> {
-        let words = template::split_words(command_line).map_err(|e| format!("--agent-cmd: {e}"))?;
-        let words: Vec<RawArg> = words
+        let args =
+            template::split_command_line(command_line).map_err(|e| format!("--agent-cmd: {e}"))?;
+        // Words that name a file here are made absolute, in groups too, but for the argument
+        // of `-m` / `-c` (a module, a script's text).
+        let mut previous = String::new();
+        let mut absolute = |w: &String, program: bool| {
+            let after_flag = matches!(previous.as_str(), "-m" | "-c");
+            previous = w.clone();
+            if after_flag {
+                w.clone()
+            } else {
+                absolute_if_here(w, program, cwd)
+            }
+        };
+        let words: Vec<RawArg> = args
             .iter()
             .enumerate()
-            .map(|(i, w)| {
-                let after_flag = i > 0 && matches!(words[i - 1].as_str(), "-m" | "-c");
-                RawArg::Word(if after_flag {
-                    w.clone()
-                } else {
-                    absolute_if_here(w, i == 0, cwd)
-                })
+            .map(|(i, arg)| match arg {
+                RawArg::Word(w) => RawArg::Word(absolute(w, i == 0)),
+                RawArg::Group(ws) => RawArg::Group(ws.iter().map(|w| absolute(w, false)).collect()),
             })
             .collect();
         let template = Template::parse(&words).map_err(|e| format!("--agent-cmd: {e}"))?;
@@ -1267,7 +1276,13 @@ fn absolute_if_here(word: &str, program: bool, cwd: &Path) -> String {
         && !word.contains('=')
         && (!program || word.contains('/'));
     if candidate && cwd.join(path).metadata().is_ok_and(|m| m.is_file()) {
-        return cwd.join(path).display().to_string();
+        // `./agent.sh` becomes `<cwd>/agent.sh` (components() drops the `.`).
+        return cwd
+            .join(path)
+            .components()
+            .collect::<PathBuf>()
+            .display()
+            .to_string();
     }
     word.to_owned()
 }

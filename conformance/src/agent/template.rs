@@ -7,7 +7,8 @@
 //! one argument per `KEY=VALUE` item: as a whole word it becomes N words; inside a group the
 //! group is repeated once per item (`["--data", "{data}"]` → `--data a=1 --data b=2`;
 //! `["--data={data}"]` → `--data=a=1 --data=b=2`).
-//! `{{` and `}}` are literal braces.
+//! `{{` and `}}` are literal braces. On a command line (`--agent-cmd`) a group is written in
+//! unquoted square brackets: `[--data {data}]`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -121,6 +122,12 @@ pub enum TemplateError {
     ProgramIsGroup,
     #[error("unterminated quote in {0:?}")]
     UnterminatedQuote(String),
+    #[error(
+        "a `[` group is not closed in {0:?} (an optional group is written `[--flag {{placeholder}}]`; quote a literal bracket: '[')"
+    )]
+    UnclosedGroup(String),
+    #[error("a `[` group inside another in {0:?}: groups do not nest")]
+    NestedGroup(String),
 }
 
 impl Word {
@@ -289,12 +296,11 @@ impl Template {
     }
 
     /// Splits a shell-like command line (`--agent-cmd`): words separated by whitespace,
-    /// `'single'` and `"double"` quotes, backslash escapes outside single quotes. Every word is
-    /// a plain word (no groups).
+    /// `'single'` and `"double"` quotes, backslash escapes outside single quotes; words in
+    /// unquoted square brackets are an optional group, as a profile's arrays are
+    /// (`[--data {data}]`: `--data` before each item, nothing when there is none).
     pub fn parse_command_line(line: &str) -> Result<Template, TemplateError> {
-        let words = split_words(line)?;
-        let raw: Vec<RawArg> = words.into_iter().map(RawArg::Word).collect();
-        Template::parse(&raw)
+        Template::parse(&split_command_line(line)?)
     }
 
     /// The program word (first argument).
@@ -445,26 +451,88 @@ impl Values {
     }
 }
 
-pub(crate) fn split_words(line: &str) -> Result<Vec<String>, TemplateError> {
-    let mut words = Vec::new();
-    let mut current = String::new();
+/// A word of a command line, and whether an unquoted `[` opened a group before it or an
+/// unquoted `]` closed one after it (the brackets are not part of the word).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Token {
+    word: String,
+    opens: bool,
+    closes: bool,
+}
+
+/// Splits a command line into shell words (see [`Template::parse_command_line`]) and groups:
+/// `[--data {data}]` is one group of two words, `[ --vm-id {vm_id} ]` too; quoted or escaped
+/// brackets (`'['`, `\[`) are literal, as is a `]` that closes no group.
+pub(crate) fn split_command_line(line: &str) -> Result<Vec<RawArg>, TemplateError> {
+    let mut args = Vec::new();
+    let mut group: Option<Vec<String>> = None;
+    for token in tokens(line)? {
+        if token.opens {
+            if group.is_some() {
+                return Err(TemplateError::NestedGroup(line.to_owned()));
+            }
+            group = Some(Vec::new());
+        }
+        let empty = token.word.is_empty() && (token.opens || token.closes);
+        match &mut group {
+            Some(words) if !empty => words.push(token.word),
+            Some(_) => {}
+            None if token.closes => args.push(RawArg::Word(format!("{}]", token.word))),
+            None => args.push(RawArg::Word(token.word)),
+        }
+        if token.closes
+            && let Some(words) = group.take()
+        {
+            args.push(RawArg::Group(words));
+        }
+    }
+    if group.is_some() {
+        return Err(TemplateError::UnclosedGroup(line.to_owned()));
+    }
+    Ok(args)
+}
+
+/// The words of a command line, with the brackets of groups marked.
+fn tokens(line: &str) -> Result<Vec<Token>, TemplateError> {
+    let mut tokens = Vec::new();
+    let mut current = Token {
+        word: String::new(),
+        opens: false,
+        closes: false,
+    };
     let mut in_word = false;
-    let mut chars = line.chars();
+    let mut chars = line.chars().peekable();
+    let unterminated = || TemplateError::UnterminatedQuote(line.to_owned());
     while let Some(c) = chars.next() {
         match c {
             c if c.is_whitespace() => {
                 if in_word {
-                    words.push(std::mem::take(&mut current));
+                    tokens.push(std::mem::replace(
+                        &mut current,
+                        Token {
+                            word: String::new(),
+                            opens: false,
+                            closes: false,
+                        },
+                    ));
                     in_word = false;
                 }
+            }
+            '[' if !in_word => {
+                in_word = true;
+                current.opens = true;
+            }
+            ']' if chars.peek().is_none_or(|n| n.is_whitespace()) => {
+                in_word = true;
+                current.closes = true;
             }
             '\'' => {
                 in_word = true;
                 loop {
                     match chars.next() {
                         Some('\'') => break,
-                        Some(c) => current.push(c),
-                        None => return Err(TemplateError::UnterminatedQuote(line.to_owned())),
+                        Some(c) => current.word.push(c),
+                        None => return Err(unterminated()),
                     }
                 }
             }
@@ -474,34 +542,34 @@ pub(crate) fn split_words(line: &str) -> Result<Vec<String>, TemplateError> {
                     match chars.next() {
                         Some('"') => break,
                         Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => current.push(c),
+                            Some(c @ ('"' | '\\' | '$' | '`')) => current.word.push(c),
                             Some(c) => {
-                                current.push('\\');
-                                current.push(c);
+                                current.word.push('\\');
+                                current.word.push(c);
                             }
-                            None => return Err(TemplateError::UnterminatedQuote(line.to_owned())),
+                            None => return Err(unterminated()),
                         },
-                        Some(c) => current.push(c),
-                        None => return Err(TemplateError::UnterminatedQuote(line.to_owned())),
+                        Some(c) => current.word.push(c),
+                        None => return Err(unterminated()),
                     }
                 }
             }
             '\\' => {
                 in_word = true;
                 if let Some(c) = chars.next() {
-                    current.push(c);
+                    current.word.push(c);
                 }
             }
             c => {
                 in_word = true;
-                current.push(c);
+                current.word.push(c);
             }
         }
     }
     if in_word {
-        words.push(current);
+        tokens.push(current);
     }
-    Ok(words)
+    Ok(tokens)
 }
 
 #[cfg(test)]
@@ -622,5 +690,47 @@ mod tests {
             ]
         );
         assert!(Template::parse_command_line("a 'b").is_err());
+    }
+
+    #[test]
+    fn command_lines_write_optional_groups_in_brackets() {
+        let t = Template::parse_command_line(
+            "agent {action} [--data {data}] [ --vm-id {vm_id} ] [--reason={reason}] '[' \\[x] a[0] b]",
+        )
+        .unwrap();
+        let mut v = values();
+        v.set(Placeholder::Action, "failure");
+        v.data = vec!["a=1".into(), "b=2".into()];
+        assert_eq!(
+            t.expand(&v, UnsetPolicy::Empty).unwrap(),
+            [
+                "agent",
+                "failure",
+                "--data",
+                "a=1",
+                "--data",
+                "b=2",
+                "--reason=disk full",
+                "[",
+                "[x]",
+                "a[0]",
+                "b]"
+            ]
+        );
+        // No data, no VM id, no reason: the groups are gone, no flag is left dangling.
+        let mut v = Values::default();
+        v.set(Placeholder::Action, "ready");
+        assert_eq!(
+            t.expand(&v, UnsetPolicy::Empty).unwrap(),
+            ["agent", "ready", "[", "[x]", "a[0]", "b]"]
+        );
+        for (bad, expected) in [
+            ("a [--data {data}", "is not closed"),
+            ("a [--x [y]]", "groups do not nest"),
+            ("a []", "empty group"),
+        ] {
+            let e = Template::parse_command_line(bad).unwrap_err().to_string();
+            assert!(e.contains(expected), "{bad}: {e}");
+        }
     }
 }

@@ -217,6 +217,7 @@ pub fn describe(report: &PropertyReport, case: &CaseResult) -> String {
         case.id,
         match case.verdict {
             Verdict::Pass => "every check passed".to_owned(),
+            // Not clipped: it ends with the replay command, which must stay whole.
             _ => visible(case.reason.as_deref().unwrap_or("")),
         },
         report.generated,
@@ -225,7 +226,7 @@ pub fn describe(report: &PropertyReport, case: &CaseResult) -> String {
     );
     if case.verdict != Verdict::Pass && case.verdict != Verdict::Skipped {
         for e in &case.evidence {
-            out.push_str(&format!("  {}\n", visible(&e.note)));
+            out.push_str(&format!("  {}\n", crate::console::shown(&e.note)));
             if let Some(x) = &e.excerpt {
                 out.push_str(&format!("    {}\n", visible(&crate::checks::clip(x, 600))));
             }

@@ -147,6 +147,7 @@ pub fn planned(profile: &Arc<AgentProfile>, property: Property, input: &Input) -
         profile: Arc::clone(profile),
         checks: scenario.checks.clone(),
         scenario,
+        snapshot: false,
     }
 }
 

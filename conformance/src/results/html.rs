@@ -7,8 +7,9 @@
 //!
 //! Every string that came from an agent or the wire is hostile input: it goes
 //! through [`escape`] before it reaches the page, ids and classes are built
-//! only from indexes and fixed vocabularies, and the page's Content Security
-//! Policy forbids every fetch. Output is a pure function of the input.
+//! only from indexes and fixed vocabularies, the one link built from data (a case's
+//! artifacts folder, [`artifacts_href`]) cannot leave the results folder, and the page's
+//! Content Security Policy forbids every fetch. Output is a pure function of the input.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -603,12 +604,38 @@ fn run_text(case: &CaseResult) -> String {
 
 fn artifacts_link(page: &mut String, dir: Option<&str>) {
     let Some(dir) = dir else { return };
-    // Only a relative path becomes a link (the runner writes these, but be safe).
-    if dir.contains(':') || dir.starts_with('/') || dir.starts_with("//") {
-        let _ = write!(page, " · artifacts <code>{}</code>", escape(dir));
-    } else {
-        let _ = write!(page, " · <a href=\"{}/\">artifacts</a>", escape(dir));
+    match artifacts_href(dir) {
+        Some(href) => {
+            let _ = write!(page, " · <a href=\"{href}/\">artifacts</a>");
+        }
+        None => {
+            let _ = write!(page, " · artifacts <code>{}</code>", escape(dir));
+        }
     }
+}
+
+/// The link to a case's artifacts folder, when `dir` is one as the runner writes them
+/// (`artifacts/<agent>/<scenario id>`): a path below `artifacts/` without `.` or `..` parts,
+/// every byte but `A-Z a-z 0-9 - . _ ~` percent-encoded. Whatever a results.json says
+/// (`wirecheck merge` reads others'), the link stays inside the results folder: no scheme, no
+/// host (`//`, `\\`, a tab or space a browser strips), no way up. `None`: shown as text.
+pub fn artifacts_href(dir: &str) -> Option<String> {
+    let rest = dir.strip_prefix("artifacts/")?;
+    let mut href = String::from("artifacts");
+    for part in rest.split('/') {
+        if part.is_empty() || part == "." || part == ".." {
+            return None;
+        }
+        href.push('/');
+        for byte in part.bytes() {
+            if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+                href.push(char::from(byte));
+            } else {
+                let _ = write!(href, "%{byte:02X}");
+            }
+        }
+    }
+    Some(href)
 }
 
 /// Each invocation's end and the tail of its stderr (the whole of it is in the artifacts).

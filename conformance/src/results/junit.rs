@@ -4,7 +4,12 @@
 //! Mapping: fail -> `<failure>` (reason + evidence); skipped and
 //! unimplemented -> `<skipped>` (reason); non-strict and informational ->
 //! passed, with the reason in `<system-out>` so nobody's CI goes red on them.
+//!
+//! Every string is someone else's text (agents, profiles, scenarios): the characters XML 1.0
+//! cannot carry (C0 controls but tab, LF and CR; U+FFFE, U+FFFF) are written as `\u{ffff}`
+//! ([`xml_text`]), so the document always parses; `results.json` keeps them exact.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -24,13 +29,13 @@ pub fn render(results: &RunResults) -> Result<String, ResultsError> {
     }
     report.set_time(Duration::from_millis(results.duration_ms));
     for agent in &results.agents {
-        let mut suite = TestSuite::new(agent.agent.as_str());
+        let mut suite = TestSuite::new(xml_text(&agent.agent));
         suite.set_time(Duration::from_millis(
             agent.cases.iter().map(|c| c.duration_ms).sum(),
         ));
         suite.add_property(Property::new(
             "wirecheck_version",
-            results.wirecheck_version.as_str(),
+            xml_text(&results.wirecheck_version),
         ));
         for case in &agent.cases {
             suite.add_test_case(test_case(&agent.agent, case));
@@ -49,10 +54,10 @@ pub fn write(dir: impl AsRef<Path>, results: &RunResults) -> Result<PathBuf, Res
 }
 
 fn test_case(agent: &str, case: &CaseResult) -> TestCase {
-    let reason = case
-        .reason
-        .clone()
-        .unwrap_or_else(|| format!("{} (no reason given)", case.verdict));
+    let reason = case.reason.as_deref().map_or_else(
+        || format!("{} (no reason given)", case.verdict),
+        |r| xml_text(r).into_owned(),
+    );
     let status = match case.verdict {
         Verdict::Pass | Verdict::NonStrict | Verdict::Informational => TestCaseStatus::success(),
         Verdict::Fail => {
@@ -71,14 +76,14 @@ fn test_case(agent: &str, case: &CaseResult) -> TestCase {
             status
         }
     };
-    let mut test_case = TestCase::new(case.id.as_str(), status);
+    let mut test_case = TestCase::new(xml_text(&case.id), status);
     test_case
-        .set_classname(format!("{agent}.{}", case.scenario))
+        .set_classname(xml_text(&format!("{agent}.{}", case.scenario)))
         .set_time(Duration::from_millis(case.duration_ms))
-        .add_property(Property::new("title", case.title.as_str()))
+        .add_property(Property::new("title", xml_text(&case.title)))
         .add_property(Property::new("verdict", case.verdict.as_str()));
     if let Some(dir) = &case.artifacts {
-        test_case.add_property(Property::new("artifacts", dir.as_str()));
+        test_case.add_property(Property::new("artifacts", xml_text(dir)));
     }
     if matches!(case.verdict, Verdict::NonStrict | Verdict::Informational) {
         test_case.set_system_out(format!("{}: {reason}\n{}", case.verdict, details(case)));
@@ -86,8 +91,35 @@ fn test_case(agent: &str, case: &CaseResult) -> TestCase {
     test_case
 }
 
-/// Evidence as plain text: one block per item.
+/// `text` with each character XML 1.0 cannot carry (outside its `Char` production) written
+/// as `\u{hex}`, as the terminal shows control characters.
+pub fn xml_text(text: &str) -> Cow<'_, str> {
+    let allowed = |c: char| {
+        matches!(c, '\t' | '\n' | '\r')
+            || ('\u{20}'..='\u{D7FF}').contains(&c)
+            || ('\u{E000}'..='\u{FFFD}').contains(&c)
+            || c >= '\u{10000}'
+    };
+    if text.chars().all(allowed) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if allowed(c) {
+            out.push(c);
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Evidence as plain text: one block per item (XML-safe: [`xml_text`]).
 fn details(case: &CaseResult) -> String {
+    xml_text(&raw_details(case)).into_owned()
+}
+
+fn raw_details(case: &CaseResult) -> String {
     let mut out = String::new();
     for evidence in &case.evidence {
         out.push_str("- ");

@@ -4,6 +4,7 @@
 //! writes one file into the `--out` folder, atomically (a temporary file in
 //! the same folder, then a rename), so a crash never leaves half a report.
 
+pub mod folder;
 pub mod html;
 pub mod json;
 pub mod junit;

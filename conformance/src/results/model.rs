@@ -19,7 +19,7 @@ pub enum Verdict {
     NonStrict,
     /// The agent did something wrong.
     Fail,
-    /// Observed and recorded, never judged.
+    /// Observed and recorded, neither a pass nor a failure.
     Informational,
     /// The agent's profile says it does not implement this.
     Unimplemented,
@@ -37,6 +37,17 @@ impl Verdict {
         Verdict::Unimplemented,
         Verdict::Skipped,
     ];
+
+    /// Whether the verdict was reached by observing the agent: `pass`, `non-strict`, `fail`,
+    /// `informational`. A profile's declaration (`unimplemented`, whether or not the case ran)
+    /// and `skipped` say nothing about what the agent did. An agent with no judged case makes
+    /// the run end "not judged" (`results::outcome`).
+    pub fn is_judged(self) -> bool {
+        matches!(
+            self,
+            Verdict::Pass | Verdict::NonStrict | Verdict::Fail | Verdict::Informational
+        )
+    }
 
     /// The serde spelling (`"non-strict"`), also used in reports and CSS classes.
     pub fn as_str(self) -> &'static str {

@@ -1,7 +1,10 @@
 //! How a run ends, decided once from its results, so `wirecheck run`, `wirecheck merge` and the
 //! Markdown summary always say the same: a run that could not be judged is never "passed".
+//! "Judged" is a verdict reached by observing the agent ([`Verdict::is_judged`]): an agent
+//! none of whose cases has one (every case skipped, or declared `unimplemented` by its
+//! profile) makes the run "not judged", whatever the other agents got.
 
-use super::model::RunResults;
+use super::model::{AgentResults, RunResults, Verdict};
 
 /// The end of a run, in order of precedence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -9,7 +12,7 @@ pub enum Outcome {
     /// Cut short by this signal (`SIGINT`, `SIGTERM`): the results are partial.
     Interrupted(String),
     /// Nothing trustworthy to say about some agent: a harness error, an agent that never got
-    /// going, or one none of whose cases was judged. Each message says which and why.
+    /// going, or one none of whose cases was judged. Each message (one line) says which and why.
     NotJudged(Vec<String>),
     /// A case failed (with `--strict`: or was non-strict).
     Failed,
@@ -30,21 +33,11 @@ impl Outcome {
             ));
         }
         not_judged.extend(results.never_started.iter().map(|n| n.message.clone()));
-        for n in crate::runner::nothing_judged(results) {
-            if results.never_started.iter().any(|s| s.agent == n.agent) {
+        for agent in &results.agents {
+            if results.never_started.iter().any(|s| s.agent == agent.agent) {
                 continue;
             }
-            let also = if n.reason_cases < n.cases {
-                format!(" (reason of {} of them)", n.reason_cases)
-            } else {
-                String::new()
-            };
-            not_judged.push(format!(
-                "every one of the {} case(s) of agent {} was skipped, so nothing about it was judged: {}{also}",
-                n.cases,
-                n.agent,
-                crate::tools::text::visible(&n.reason)
-            ));
+            not_judged.extend(nothing_judged(agent));
         }
         if !not_judged.is_empty() {
             return Outcome::NotJudged(not_judged);
@@ -63,6 +56,123 @@ impl Outcome {
             Outcome::NotJudged(_) => crate::cli::EXIT_USAGE,
             Outcome::Failed => crate::cli::EXIT_FAILED,
             Outcome::Passed => crate::cli::EXIT_OK,
+        }
+    }
+}
+
+/// One line saying why nothing about `agent` was judged, when nothing was: how many of its
+/// cases were skipped (with the most common reason) and how many its profile declares
+/// unimplemented.
+fn nothing_judged(agent: &AgentResults) -> Option<String> {
+    if agent.cases.is_empty() || agent.cases.iter().any(|c| c.verdict.is_judged()) {
+        return None;
+    }
+    let counts = agent.counts();
+    let mut parts = Vec::new();
+    if counts.skipped > 0 {
+        let (reason, reason_cases) = most_common_skip_reason(agent);
+        let also = if reason_cases < counts.skipped {
+            format!(" (the reason of {reason_cases} of them)")
+        } else {
+            String::new()
+        };
+        parts.push(format!(
+            "{} skipped: {}{also}",
+            counts.skipped,
+            crate::tools::text::visible(reason)
+        ));
+    }
+    if counts.unimplemented > 0 {
+        parts.push(format!(
+            "{} declared unimplemented by its profile (a declaration, not a verdict)",
+            counts.unimplemented
+        ));
+    }
+    Some(format!(
+        "agent {}: nothing about it was judged (none of its {} case(s) got a verdict from observing it): {}",
+        crate::tools::text::visible(&agent.agent),
+        agent.cases.len(),
+        parts.join("; ")
+    ))
+}
+
+/// The reason most skipped cases of `agent` give, with how many give it (the first seen among
+/// equals). Not claiming something is every agent's reason for some cases, so another reason
+/// (no root for the sandbox, say) is preferred when there is one: that is why the cases the
+/// agent claims were not run.
+fn most_common_skip_reason(agent: &AgentResults) -> (&str, usize) {
+    let mut reasons: Vec<(&str, usize)> = Vec::new();
+    for c in agent.cases.iter().filter(|c| c.verdict == Verdict::Skipped) {
+        let r = c.reason.as_deref().unwrap_or("no reason given");
+        match reasons.iter_mut().find(|(x, _)| *x == r) {
+            Some((_, n)) => *n += 1,
+            None => reasons.push((r, 1)),
+        }
+    }
+    let rank = |(reason, n): (&str, usize)| (!crate::disposition::is_unclaimed(reason), n);
+    reasons
+        .into_iter()
+        .reduce(|best, r| if rank(r) > rank(best) { r } else { best })
+        .unwrap_or(("no reason given", 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{CaseResult, Timeline};
+
+    fn case(verdict: Verdict, reason: &str) -> CaseResult {
+        CaseResult {
+            id: "s.report.state".into(),
+            title: "t".into(),
+            scenario: "s".into(),
+            verdict,
+            reason: Some(reason.into()),
+            evidence: Vec::new(),
+            duration_ms: 0,
+            timeline: Timeline::default(),
+            artifacts: None,
+            not_judged: None,
+        }
+    }
+
+    fn run_of(cases: Vec<CaseResult>) -> RunResults {
+        let mut r = RunResults::new("2025-01-01T00:00:00Z", "0");
+        r.agents = vec![AgentResults {
+            agent: "afterburn".into(),
+            cases,
+        }];
+        r
+    }
+
+    #[test]
+    fn declarations_and_skips_are_not_judged_and_the_machine_reason_leads() {
+        let unclaimed = "agent afterburn does not claim \"json\" (the JSON health endpoint)";
+        let root = "sandbox attach needs root";
+        let r = run_of(vec![
+            case(Verdict::Skipped, unclaimed),
+            case(Verdict::Skipped, unclaimed),
+            case(Verdict::Skipped, root),
+            case(Verdict::Unimplemented, "known deviation (*): no KVP"),
+        ]);
+        let Outcome::NotJudged(lines) = Outcome::of(&r, false) else {
+            panic!("{:?}", Outcome::of(&r, false))
+        };
+        assert_eq!(
+            lines,
+            [
+                "agent afterburn: nothing about it was judged (none of its 4 case(s) got a verdict from observing it): 3 skipped: sandbox attach needs root (the reason of 1 of them); 1 declared unimplemented by its profile (a declaration, not a verdict)"
+            ]
+        );
+        // One observed verdict is enough, informational included.
+        for judged in [Verdict::Pass, Verdict::Fail, Verdict::Informational] {
+            let mut r = r.clone();
+            r.agents[0].cases.push(case(judged, "x"));
+            assert_ne!(
+                Outcome::of(&r, false).exit_status(),
+                crate::cli::EXIT_USAGE,
+                "{judged}"
+            );
         }
     }
 }

@@ -4,6 +4,11 @@
 //! placeholders, so that "status 415 on attempt 3" and "status 415 on attempt 7" are one cause
 //! and "status 415" and "no request" are two. Shared by report.html and the terminal summary.
 //!
+//! One cause is above the checks: an agent that exited with an error before any request
+//! reached the fake (a bad argument, a missing file) fails every check of its scenario, each in
+//! its own words. Those cases are grouped by that root cause ([`root_cause`]: the exit status
+//! and the start of the agent's stderr), whatever the check, and such groups come first.
+//!
 //! Pure: a function of the [`RunResults`] only; groups are ordered most frequent first, ties in
 //! order of first appearance, so the output is deterministic.
 
@@ -19,8 +24,11 @@ pub const PROBLEM_VERDICTS: [Verdict; 2] = [Verdict::Fail, Verdict::NonStrict];
 pub struct Problem<'a> {
     pub verdict: Verdict,
     /// The check part of the case ids (`protocol.headers`): the last two dot-separated parts,
-    /// as every check id has them (`catalog::CheckId`, `catalog::SNAPSHOT_CHECK`).
+    /// as every check id has them (`catalog::CheckId`, `catalog::SNAPSHOT_CHECK`); for a root
+    /// cause, [`EVERY_CHECK`].
     pub check: &'a str,
+    /// The root cause its cases share, as its first case has it ([`root_cause`]).
+    pub root_cause: Option<String>,
     /// The reason with its variable parts as placeholders (`#` a number, `PATH`, `"…"` a
     /// quoted value, `AGENT` the agent's name).
     pub shape: String,
@@ -38,8 +46,11 @@ pub struct ProblemCase<'a> {
 }
 
 impl Problem<'_> {
-    /// The reason of the group's first case: a real example of the shape.
+    /// The root cause, else the reason of the group's first case: a real example of the shape.
     pub fn example(&self) -> &str {
+        if let Some(cause) = &self.root_cause {
+            return cause;
+        }
         self.cases
             .first()
             .and_then(|c| c.case.reason.as_deref())
@@ -62,8 +73,73 @@ pub fn check_of(case_id: &str) -> &str {
     crate::catalog::split_case_id(case_id).1
 }
 
-/// Groups the cases whose verdict is in `verdicts` by (verdict, check, reason shape), most
-/// frequent first (ties: first seen first).
+/// What a root-cause group names instead of a check.
+pub const EVERY_CHECK: &str = "every check";
+
+/// The cause every check of a case's scenario shares, when there is one: the agent exited with
+/// an error before any request reached the fake. The exit status and the first lines of its
+/// stderr (clipped) say why; that is what a user fixes, not the checks it failed.
+pub fn root_cause(case: &CaseResult) -> Option<String> {
+    root_cause_of(case).map(|c| c.text)
+}
+
+/// A root cause, and what groups it: the exit status and the first line of stderr up to its
+/// first quoted value (`error: unexpected argument '--x' found` and `... 'y' found` are one
+/// cause, whatever the value, even one holding an apostrophe).
+struct RootCause {
+    text: String,
+    key: String,
+}
+
+fn root_cause_of(case: &CaseResult) -> Option<RootCause> {
+    if !case.timeline.events.is_empty() {
+        return None;
+    }
+    let (run, code) = case
+        .timeline
+        .runs
+        .iter()
+        .find_map(|r| r.exit_code.filter(|c| *c != 0).map(|c| (r, c)))?;
+    let first_lines: Vec<&str> = run
+        .stderr_tail
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(ROOT_CAUSE_LINES)
+        .collect();
+    let stderr = if first_lines.is_empty() {
+        "; it wrote nothing to stderr".to_owned()
+    } else {
+        format!(
+            "; its stderr: {}",
+            crate::tools::text::clip(&first_lines.join(" / "), ROOT_CAUSE_CHARS)
+        )
+    };
+    let first = first_lines.first().copied().unwrap_or("");
+    Some(RootCause {
+        text: format!("the agent exited {code} before any request reached the fake{stderr}"),
+        key: format!("{code} {}", before_first_quote(first)),
+    })
+}
+
+/// `line` up to its first opening quote (a quote after a letter is an apostrophe).
+fn before_first_quote(line: &str) -> &str {
+    let mut previous = ' ';
+    for (at, c) in line.char_indices() {
+        if matches!(c, '"' | '`') || (c == '\'' && !previous.is_alphanumeric()) {
+            return &line[..at];
+        }
+        previous = c;
+    }
+    line
+}
+
+/// Lines of the agent's stderr, and characters of them, a root cause quotes.
+const ROOT_CAUSE_LINES: usize = 2;
+const ROOT_CAUSE_CHARS: usize = 240;
+
+/// Groups the cases whose verdict is in `verdicts` by (verdict, check, reason shape), or by
+/// their [`root_cause`]; root causes first, then most frequent first (ties: first seen first).
 pub fn group<'a>(results: &'a RunResults, verdicts: &[Verdict]) -> Vec<Problem<'a>> {
     let mut groups: Vec<Problem<'a>> = Vec::new();
     let mut index: HashMap<(Verdict, &'a str, String), usize> = HashMap::new();
@@ -72,13 +148,17 @@ pub fn group<'a>(results: &'a RunResults, verdicts: &[Verdict]) -> Vec<Problem<'
             if !verdicts.contains(&case.verdict) {
                 continue;
             }
-            let check = check_of(&case.id);
-            let shape = shape(case.reason.as_deref().unwrap_or(""), &agent.agent);
-            let key = (case.verdict, check, shape);
+            let cause = root_cause_of(case);
+            let (check, reason) = match &cause {
+                Some(cause) => (EVERY_CHECK, cause.key.as_str()),
+                None => (check_of(&case.id), case.reason.as_deref().unwrap_or("")),
+            };
+            let key = (case.verdict, check, shape(reason, &agent.agent));
             let slot = *index.entry(key.clone()).or_insert_with(|| {
                 groups.push(Problem {
                     verdict: key.0,
                     check,
+                    root_cause: cause.map(|c| c.text),
                     shape: key.2,
                     cases: Vec::new(),
                 });
@@ -92,11 +172,13 @@ pub fn group<'a>(results: &'a RunResults, verdicts: &[Verdict]) -> Vec<Problem<'
             });
         }
     }
-    // Stable: equal counts keep first-seen order; fail before non-strict at equal counts.
+    // Stable: root causes first; equal counts keep first-seen order; fail before non-strict at
+    // equal counts.
     groups.sort_by(|a, b| {
-        b.cases
-            .len()
-            .cmp(&a.cases.len())
+        b.root_cause
+            .is_some()
+            .cmp(&a.root_cause.is_some())
+            .then_with(|| b.cases.len().cmp(&a.cases.len()))
             .then_with(|| rank(a.verdict).cmp(&rank(b.verdict)))
     });
     groups
@@ -363,6 +445,59 @@ mod tests {
         );
         assert_eq!(check_of("a.b"), "a.b");
         assert_eq!(check_of("single"), "single");
+    }
+
+    #[test]
+    fn a_root_cause_is_an_error_exit_before_any_request() {
+        use crate::results::{RunEnd, Timeline, TimelineEvent};
+        let mut case = CaseResult {
+            id: "s.kvp.report".into(),
+            title: "t".into(),
+            scenario: "s".into(),
+            verdict: Verdict::Fail,
+            reason: Some("no record".into()),
+            evidence: Vec::new(),
+            duration_ms: 0,
+            timeline: Timeline {
+                runs: vec![RunEnd {
+                    exit: "exit status 2".into(),
+                    exit_code: Some(2),
+                    stderr_tail: "\nerror: bad 'x'\nusage: a\nmore\n".into(),
+                    stderr_bytes: 30,
+                }],
+                ..Timeline::default()
+            },
+            artifacts: None,
+            not_judged: None,
+        };
+        assert_eq!(
+            root_cause(&case).as_deref(),
+            Some(
+                "the agent exited 2 before any request reached the fake; its stderr: error: bad 'x' / usage: a"
+            )
+        );
+        case.timeline.runs[0].stderr_tail.clear();
+        assert!(
+            root_cause(&case)
+                .unwrap()
+                .ends_with("it wrote nothing to stderr")
+        );
+        // Exit 0, or a request that reached the fake: the checks say what went wrong.
+        case.timeline.runs[0].exit_code = Some(0);
+        assert_eq!(root_cause(&case), None);
+        case.timeline.runs[0].exit_code = Some(1);
+        case.timeline.events.push(TimelineEvent {
+            at_ms: 1,
+            done_ms: Some(2),
+            closed_ms: None,
+            endpoint: "wireserver.versions".into(),
+            label: "GET /?comp=versions".into(),
+            answer: "200".into(),
+            fault: false,
+        });
+        assert_eq!(root_cause(&case), None);
+        assert_eq!(before_first_quote("can't open 'x' here"), "can't open ");
+        assert_eq!(before_first_quote("no quote"), "no quote");
     }
 
     #[test]

@@ -28,12 +28,16 @@ pub use attach::in_process::ClosedPort;
 pub use start_watch::{NeverStarted, StartWatch};
 pub use timing::{CASE_LIMIT_SECONDS, CaseTiming};
 
-/// One scenario to run against one agent, with the checks selected for it.
+/// One scenario to run against one agent, with the cases selected for it: its checks', and
+/// its snapshot case (`--snapshots`).
 #[derive(Debug, Clone)]
 pub struct Planned {
     pub profile: Arc<AgentProfile>,
     pub scenario: Arc<Scenario>,
     pub checks: Vec<CheckId>,
+    /// Case `<scenario id>.snapshot.transcript` is selected: its transcript is compared when
+    /// the pair runs, and it shares the pair's fate when it does not.
+    pub snapshot: bool,
 }
 
 impl Planned {
@@ -45,12 +49,14 @@ impl Planned {
 }
 
 /// Every (agent, scenario) pair with at least one selected case, in a stable order: agents
-/// as given, scenarios by id.
+/// as given, scenarios by id. With `snapshots`, each pair's snapshot case is selected by the
+/// filter like any case (`--cases '*.snapshot.transcript'` selects only those).
 pub fn plan(
     profiles: &[Arc<AgentProfile>],
     scenarios: &[Arc<Scenario>],
     filter: &CaseFilter,
     partition: Option<Partition>,
+    snapshots: bool,
 ) -> Vec<Planned> {
     let mut ordered: Vec<&Arc<Scenario>> = scenarios.iter().collect();
     ordered.sort_by(|a, b| a.id.cmp(&b.id));
@@ -66,11 +72,13 @@ pub fn plan(
                 .copied()
                 .filter(|c| filter.matches(&scenario.case_id(*c)))
                 .collect();
-            if !checks.is_empty() {
+            let snapshot = snapshots && filter.matches(&snapshot_case_id(scenario));
+            if !checks.is_empty() || snapshot {
                 planned.push(Planned {
                     profile: Arc::clone(profile),
                     scenario: Arc::clone(scenario),
                     checks,
+                    snapshot,
                 });
             }
         }
@@ -149,12 +157,9 @@ pub fn check_command(
         // The program depends on per-case values; it is resolved when the case runs.
         return Ok(PathBuf::from(program.source()));
     };
-    exec::resolve_program(&name, bin_dir).ok_or_else(|| {
-        profile_error(
-            profile,
-            command.line,
-            &command.field,
-            format!(
+    exec::resolve_program(&name, bin_dir).map_err(|why| {
+        let message = match why {
+            exec::Unresolved::NotFound => format!(
                 "program {name:?} not found{} (the bundled reporter: cargo build --release --workspace; cloud-init and afterburn: scripts/install-agents.sh)",
                 if name.contains('/') {
                     String::new()
@@ -162,7 +167,11 @@ pub fn check_command(
                     format!(" next to wirecheck ({}) or on PATH", bin_dir.display())
                 }
             ),
-        )
+            exec::Unresolved::NotExecutable { path, why } => {
+                format!("program {name:?} cannot be run: {} is {why}", path.display())
+            }
+        };
+        profile_error(profile, command.line, &command.field, message)
     })
 }
 
@@ -199,8 +208,6 @@ pub struct SnapshotSettings {
     pub dir: PathBuf,
     /// A missing snapshot fails (CI), instead of being `informational` and written as new.
     pub strict: bool,
-    /// `--cases` / `--exclude`: a pair's snapshot case is made only when its id matches.
-    pub filter: crate::select::CaseFilter,
 }
 
 /// Scenarios run at the same time by default: [`JOBS_PER_CORE`] per core of the machine, at
@@ -592,51 +599,42 @@ pub fn harness_errors(results: &RunResults) -> usize {
         .count()
 }
 
-/// An agent all of whose cases were skipped: nothing about it was judged, so a green run
-/// would be a false one (`wirecheck run` exits 2 and says why).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NothingJudged {
-    pub agent: String,
-    pub cases: usize,
-    /// The most common skip reason, with how many cases it covers.
-    pub reason: String,
-    pub reason_cases: usize,
-}
-
-/// The agents none of whose cases got a verdict other than `skipped`.
-pub fn nothing_judged(results: &RunResults) -> Vec<NothingJudged> {
-    results
-        .agents
-        .iter()
-        .filter(|a| !a.cases.is_empty() && a.cases.iter().all(|c| c.verdict == Verdict::Skipped))
-        .map(|a| {
-            let mut reasons: Vec<(&str, usize)> = Vec::new();
-            for c in &a.cases {
-                let r = c.reason.as_deref().unwrap_or("no reason given");
-                match reasons.iter_mut().find(|(x, _)| *x == r) {
-                    Some((_, n)) => *n += 1,
-                    None => reasons.push((r, 1)),
-                }
-            }
-            // Most frequent first; the first seen among equals.
-            let (reason, reason_cases) = reasons
-                .iter()
-                .copied()
-                .reduce(|best, r| if r.1 > best.1 { r } else { best })
-                .unwrap_or(("no reason given", 0));
-            NothingJudged {
-                agent: a.agent.clone(),
-                cases: a.cases.len(),
-                reason: reason.to_owned(),
-                reason_cases,
-            }
-        })
-        .collect()
-}
-
 /// Case title: `<scenario title>: <check title>`.
 pub fn case_title(scenario: &Scenario, check: CheckId) -> String {
     format!("{}: {}", scenario.title, check.title())
+}
+
+/// `<scenario id>.snapshot.transcript`.
+pub fn snapshot_case_id(scenario: &Scenario) -> String {
+    format!("{}.{}", scenario.id, crate::snapshot::CHECK_ID)
+}
+
+/// The snapshot case's title.
+pub fn snapshot_case_title(scenario: &Scenario) -> String {
+    format!("{}: snapshot of what the agent emitted", scenario.name)
+}
+
+/// A selected case of a pair, as a pair that is not run reports it.
+struct Selected {
+    id: String,
+    title: String,
+    /// The capability its check needs (none for the snapshot case).
+    needs: Option<crate::agent::Capability>,
+}
+
+/// The pair's selected cases: its checks', then its snapshot case.
+fn selected(p: &Planned) -> Vec<Selected> {
+    let checks = p.checks.iter().map(|c| Selected {
+        id: p.scenario.case_id(*c),
+        title: case_title(&p.scenario, *c),
+        needs: crate::checks::get(*c).needs,
+    });
+    let snapshot = p.snapshot.then(|| Selected {
+        id: snapshot_case_id(&p.scenario),
+        title: snapshot_case_title(&p.scenario),
+        needs: None,
+    });
+    checks.chain(snapshot).collect()
 }
 
 /// Every selected case of a pair that does not run: skipped for `skip`, or unimplemented
@@ -646,9 +644,8 @@ pub fn case_title(scenario: &Scenario, check: CheckId) -> String {
 fn skipped_cases(p: &Planned, skip: Skip) -> Vec<CaseResult> {
     let interrupted = matches!(skip, Skip::Interrupted { .. });
     let unclaimed = Skip::unclaimed(&p.profile, &p.scenario);
-    cases_not_run(p, |check, id| {
+    cases_not_run(p, |needs, id| {
         if interrupted {
-            let needs = crate::checks::get(check).needs;
             let uninterrupted = Disposition::of_case(&p.profile, id, unclaimed.clone(), needs);
             if !matches!(uninterrupted, Disposition::Run { .. }) {
                 return uninterrupted;
@@ -665,17 +662,16 @@ fn harness_cases(p: &Planned, error: HarnessError) -> Vec<CaseResult> {
 
 fn cases_not_run<'a>(
     p: &'a Planned,
-    disposition: impl Fn(CheckId, &str) -> Disposition<'a>,
+    disposition: impl Fn(Option<crate::agent::Capability>, &str) -> Disposition<'a>,
 ) -> Vec<CaseResult> {
-    p.checks
-        .iter()
+    selected(p)
+        .into_iter()
         .map(|c| {
-            let id = p.scenario.case_id(*c);
-            let disposition = disposition(*c, &id);
+            let disposition = disposition(c.needs, &c.id);
             let (verdict, reason) = disposition
                 .not_run()
                 .unwrap_or((Verdict::Skipped, String::new()));
-            let mut case = uniform_case(p, *c, id, verdict, reason);
+            let mut case = uniform_case(p, c, verdict, reason);
             case.not_judged = disposition.not_judged();
             case
         })
@@ -685,30 +681,23 @@ fn cases_not_run<'a>(
 /// Every selected case of a pair failed by one reason that is the agent's (it could not be
 /// started, the scenario task failed), each graded by its declared deviation.
 fn failed_cases(p: &Planned, reason: &str) -> Vec<CaseResult> {
-    p.checks
-        .iter()
+    selected(p)
+        .into_iter()
         .map(|c| {
-            let id = p.scenario.case_id(*c);
             let (verdict, reason) = Disposition::grade(
-                p.profile.deviation_for(&id),
+                p.profile.deviation_for(&c.id),
                 Verdict::Fail,
                 Some(reason.to_owned()),
             );
-            uniform_case(p, *c, id, verdict, reason.unwrap_or_default())
+            uniform_case(p, c, verdict, reason.unwrap_or_default())
         })
         .collect()
 }
 
-fn uniform_case(
-    p: &Planned,
-    check: CheckId,
-    id: String,
-    verdict: Verdict,
-    reason: String,
-) -> CaseResult {
+fn uniform_case(p: &Planned, case: Selected, verdict: Verdict, reason: String) -> CaseResult {
     CaseResult {
-        id,
-        title: case_title(&p.scenario, check),
+        id: case.id,
+        title: case.title,
         scenario: p.scenario.name.clone(),
         verdict,
         reason: Some(reason),
@@ -753,19 +742,27 @@ mod tests {
     #[test]
     fn partitions_split_scenarios_deterministically_and_completely() {
         let scenarios: Vec<Arc<Scenario>> = ["e", "a", "d", "b", "c"].map(scenario).into();
-        let all = plan(&[profile()], &scenarios, &CaseFilter::default(), None);
+        let all = plan(
+            &[profile()],
+            &scenarios,
+            &CaseFilter::default(),
+            None,
+            false,
+        );
         assert_eq!(ids(&all), ["a", "b", "c", "d", "e"]);
         let one = plan(
             &[profile()],
             &scenarios,
             &CaseFilter::default(),
             Some("1/2".parse().unwrap()),
+            false,
         );
         let two = plan(
             &[profile()],
             &scenarios,
             &CaseFilter::default(),
             Some("2/2".parse().unwrap()),
+            false,
         );
         assert_eq!(ids(&one), ["a", "c", "e"]);
         assert_eq!(ids(&two), ["b", "d"]);
@@ -775,7 +772,7 @@ mod tests {
     fn case_filters_select_checks_and_drop_empty_scenarios() {
         let scenarios = vec![scenario("a"), scenario("b")];
         let filter = CaseFilter::new(&["a.*".into()], &["*.behaviour.exit".into()]).unwrap();
-        let planned = plan(&[profile()], &scenarios, &filter, None);
+        let planned = plan(&[profile()], &scenarios, &filter, None, false);
         assert_eq!(ids(&planned), ["a"]);
         assert_eq!(
             planned[0]
@@ -801,7 +798,7 @@ mod tests {
             )
             .unwrap(),
         );
-        let planned = plan(&[profile], &[failure], &CaseFilter::default(), None);
+        let planned = plan(&[profile], &[failure], &CaseFilter::default(), None, false);
         let interrupted = skipped_cases(&planned[0], interrupted_reason(libc::SIGINT, false));
         let uninterrupted = skipped_cases(&planned[0], skip_reason(&planned[0]).unwrap());
         assert_eq!(interrupted.len(), 1);
@@ -829,7 +826,7 @@ mod tests {
             )
             .unwrap(),
         );
-        let planned = plan(&[profile], &[s], &CaseFilter::default(), None);
+        let planned = plan(&[profile], &[s], &CaseFilter::default(), None, false);
         let cases = skipped_cases(&planned[0], interrupted_reason(libc::SIGINT, false));
         let got: Vec<(&str, Verdict, Option<crate::results::NotJudged>)> = cases
             .iter()

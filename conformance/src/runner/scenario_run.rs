@@ -106,19 +106,18 @@ async fn execute(
         }
     };
     let duration_ms = started.elapsed().as_millis() as u64;
-    let snapshot_id = format!("{}.{}", scenario.id, crate::snapshot::CHECK_ID);
     let snapshot = settings
         .snapshots
         .as_ref()
-        .filter(|s| s.filter.matches(&snapshot_id))
+        .filter(|_| p.snapshot)
         .map(|snapshots| {
             let j = match &unjudgeable {
                 Some(why) => Judgement::fail(why.clone(), Vec::new()),
                 None => snapshot_judgement(snapshots, &obs),
             };
             CaseResult {
-                id: snapshot_id.clone(),
-                title: format!("{}: snapshot of what the agent emitted", scenario.name),
+                id: super::snapshot_case_id(scenario),
+                title: super::snapshot_case_title(scenario),
                 scenario: scenario.name.clone(),
                 verdict: j.verdict,
                 reason: j.reason,

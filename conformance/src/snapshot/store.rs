@@ -13,7 +13,8 @@
 //! ```
 //!
 //! Only the format and the transcript are compared: a snapshot written by another wirecheck
-//! version matches as long as the format is the same. A transcript's shape changes only with
+//! version matches as long as the format is the same. Links inside the folder (an agent's
+//! folder, a snapshot file) are refused, never followed. A transcript's shape changes only with
 //! [`FORMAT`], and a snapshot of another format is reported as such, not as a wall of diffs.
 
 use std::path::{Path, PathBuf};
@@ -149,6 +150,19 @@ pub fn path(dir: &Path, agent: &str, scenario: &str) -> PathBuf {
     dir.join(agent).join(format!("{scenario}.{EXTENSION}"))
 }
 
+/// An error when `path` (an agent's folder or a snapshot file inside the snapshots folder) is
+/// a symbolic link: it would have wirecheck read, rename, remove or write files outside the
+/// folder (a link committed to a repository says where). The folder given is used as is.
+fn refuse_link(path: &Path) -> Result<(), String> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(format!(
+            "{}: is a symbolic link; wirecheck does not follow links inside a snapshots folder (it would read, accept, reject or write snapshots elsewhere): replace it with a folder or file of its own",
+            path.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The pending file beside `snap`.
 pub fn pending_path(snap: &Path) -> PathBuf {
     let mut name = snap.file_name().unwrap_or_default().to_os_string();
@@ -187,6 +201,7 @@ pub fn compare(dir: &Path, snapshot: &Snapshot) -> Result<Outcome, String> {
     }
     let snap = path(dir, &snapshot.agent, &snapshot.scenario);
     let pending = pending_path(&snap);
+    refuse_link(&dir.join(&snapshot.agent))?;
     let old = match read(&snap) {
         Ok(text) => Some(Snapshot::parse(&snap, &text)?.expect_to_be(&snap, snapshot)?),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -277,9 +292,11 @@ pub fn list(dir: &Path) -> Result<Vec<Found>, String> {
     let mut found = Vec::new();
     let agents = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for agent in agents.flatten() {
+        // A link to a file is not an agent's folder (skipped, as any file); to a folder, refused.
         if !agent.path().is_dir() {
             continue;
         }
+        refuse_link(&agent.path())?;
         let agent_name = agent.file_name().to_string_lossy().into_owned();
         for file in std::fs::read_dir(agent.path())
             .map_err(|e| format!("{}: {e}", agent.path().display()))?
@@ -294,6 +311,7 @@ pub fn list(dir: &Path) -> Result<Vec<Found>, String> {
                 } else {
                     continue;
                 };
+            refuse_link(&file.path())?;
             found.push(Found {
                 name: format!("{agent_name}/{scenario}"),
                 snap: path(dir, &agent_name, &scenario),

@@ -190,7 +190,7 @@ fn agent_invocation(
         .expand(&values, policy)
         .map_err(|e| SessionError::Agent(format!("{} {}: {e}", profile.source, command.field)))?;
     let program = exec::resolve_program(&argv[0], &settings.bin_dir)
-        .unwrap_or_else(|| PathBuf::from(&argv[0]));
+        .unwrap_or_else(|_| PathBuf::from(&argv[0]));
 
     let mut env = profile.render_env(&values);
     env.extend(case_env(&values, run.action));

@@ -97,7 +97,7 @@ pub fn unavailable(bin_dir: &Path) -> Option<Unavailable> {
     if !rustix::process::geteuid().is_root() {
         return Some(Unavailable::SandboxNeedsRoot);
     }
-    if exec::resolve_program(FAKE_BINARY, bin_dir).is_none() {
+    if exec::resolve_program(FAKE_BINARY, bin_dir).is_err() {
         return Some(Unavailable::MissingBinary {
             binary: FAKE_BINARY,
             bin_dir: bin_dir.to_path_buf(),
@@ -134,7 +134,7 @@ pub async fn run(
         }
     };
     let fake_binary = exec::resolve_program(FAKE_BINARY, &settings.bin_dir)
-        .ok_or_else(|| SessionError::Harness(format!("{FAKE_BINARY} not found")))?;
+        .map_err(|_| SessionError::Harness(format!("{FAKE_BINARY} not found")))?;
 
     // The [fake] table as a scenario file of its own (the files it loaded copied beside it,
     // where the sandbox may read them), checked by reading it back so a problem is the
