@@ -1,5 +1,5 @@
 //! Containment that fails closed (issue 23): each test is one way an agent got out of its
-//! containment, named after that finding. As root and as
+//! containment, or a run went on without it, named after that finding. As root and as
 //! `nobody` where the finding was both.
 
 mod runner_support;
@@ -20,7 +20,8 @@ fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
-/// Whether agents can be contained here; says why not.
+/// Whether agents can be contained here; says why not (a run then refuses: see
+/// `a_run_that_cannot_contain_its_agents_refuses_to_start_as_root`).
 fn containment_available() -> bool {
     match conformance::netns::unavailable() {
         None => true,
@@ -270,4 +271,158 @@ fn an_agent_run_as_root_cannot_read_etc_shadow_into_the_artifacts() {
             path.display()
         );
     }
+}
+
+/// A machine that refuses user namespaces, as Docker's default seccomp profile does in a
+/// container (and as `kernel.apparmor_restrict_unprivileged_userns` or a zero
+/// `user.max_user_namespaces` do): `unshare` and `clone` with `CLONE_NEWUSER` fail with EPERM,
+/// `clone3` with ENOSYS (so the C library falls back to `clone`). Installed on `cmd` (and
+/// everything it starts) before it execs.
+fn refuse_user_namespaces(cmd: &mut Command) {
+    use fake_wireserver::contain::seccomp::{AUDIT_ARCH, Instruction};
+    const LD: u16 = 0x20;
+    const JEQ: u16 = 0x15;
+    const JSET: u16 = 0x45;
+    const RET: u16 = 0x06;
+    const ALLOW: u32 = 0x7fff_0000;
+    const EPERM: u32 = 0x0005_0000 | libc::EPERM as u32;
+    const ENOSYS: u32 = 0x0005_0000 | libc::ENOSYS as u32;
+    let op = |code, k, jt, jf| Instruction { code, jt, jf, k };
+    let program = [
+        op(LD, 4, 0, 0),
+        op(JEQ, AUDIT_ARCH, 1, 0),
+        op(RET, ALLOW, 0, 0),
+        op(LD, 0, 0, 0),
+        op(JEQ, libc::SYS_clone3 as u32, 5, 0),
+        op(JEQ, libc::SYS_unshare as u32, 1, 0),
+        op(JEQ, libc::SYS_clone as u32, 0, 4),
+        op(LD, 16, 0, 0),
+        op(JSET, libc::CLONE_NEWUSER as u32, 0, 2),
+        op(RET, EPERM, 0, 0),
+        op(RET, ENOSYS, 0, 0),
+        op(RET, ALLOW, 0, 0),
+    ];
+    #[repr(C)]
+    struct Fprog {
+        len: u16,
+        filter: *const Instruction,
+    }
+    // SAFETY: prctl(2) only, between fork and exec, on a program that lives in the closure.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(cmd, move || {
+            let prog = Fprog {
+                len: program.len() as u16,
+                filter: program.as_ptr(),
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(
+                    libc::PR_SET_SECCOMP,
+                    libc::SECCOMP_MODE_FILTER,
+                    &prog as *const Fprog,
+                ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// `wirecheck run` of the bundled reporter on the JSON health scenarios where user namespaces
+/// are refused, as an ordinary user when `ordinary`, with `extra` arguments and variables.
+fn run_without_user_namespaces(
+    out: &Path,
+    ordinary: bool,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
+    let mut cmd = wirecheck(&repo());
+    cmd.args(["run", "--quiet", "--cases", "wire.health.json.*", "--out"])
+        .arg(out)
+        .args(extra)
+        .envs(env.iter().copied());
+    let mut cmd = if ordinary { as_ordinary_user(cmd) } else { cmd };
+    refuse_user_namespaces(&mut cmd);
+    cmd.output().unwrap()
+}
+
+/// Refused, exit 2, one message naming what is missing and the ways to get it; nothing run,
+/// no results written.
+fn assert_refused_without_user_namespaces(ordinary: bool) {
+    let dir = shared_tempdir();
+    let out = dir.path().join("out");
+    let o = run_without_user_namespaces(&out, ordinary, &[], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = stderr(&o);
+    let errors: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("wirecheck: error:"))
+        .collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(
+        errors[0].contains("cannot contain the agents on this machine"),
+        "{err}"
+    );
+    for advice in [
+        "user namespaces",
+        "run wirecheck as root",
+        "kernel.apparmor_restrict_unprivileged_userns=0",
+        "user.max_user_namespaces",
+        "--uncontained",
+    ] {
+        assert!(err.contains(advice), "no {advice:?} in:\n{err}");
+    }
+    assert!(!out.join("results.json").exists(), "{}", show(&o));
+}
+
+#[test]
+fn a_run_that_cannot_contain_its_agents_refuses_to_start_as_root() {
+    if !is_root() {
+        eprintln!("not run: needs root (the tests run as root in CI)");
+        return;
+    }
+    assert_refused_without_user_namespaces(false);
+}
+
+#[test]
+fn a_run_that_cannot_contain_its_agents_refuses_to_start_as_nobody() {
+    assert_refused_without_user_namespaces(true);
+}
+
+/// With the user's consent (`--uncontained`, or `WIRECHECK_UNCONTAINED=1`) the run goes on, and
+/// results.json, the console summary and report.html say the agents ran uncontained.
+fn assert_uncontained_run_is_flagged(ordinary: bool, consent: (&[&str], &[(&str, &str)])) {
+    let dir = shared_tempdir();
+    let out = dir.path().join("out");
+    let o = run_without_user_namespaces(&out, ordinary, consent.0, consent.1);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = results(&out);
+    let why = r["uncontained"].as_str().unwrap_or_default();
+    assert!(why.contains("user namespace"), "{}", r["uncontained"]);
+    let summary = stdout(&o);
+    assert!(
+        summary.contains("UNCONTAINED: the agents ran without containment (--uncontained)"),
+        "{summary}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("<strong>Uncontained:</strong> the agents ran without containment"),
+        "report.html does not say so"
+    );
+    let counts = runner_support::counts(&r, "provision-report");
+    assert!(counts.get("pass").is_some_and(|n| *n > 0), "{counts:?}");
+}
+
+#[test]
+fn an_uncontained_run_is_flagged_in_results_summary_and_report_as_root() {
+    if !is_root() {
+        eprintln!("not run: needs root (the tests run as root in CI)");
+        return;
+    }
+    assert_uncontained_run_is_flagged(false, (&["--uncontained"], &[]));
+}
+
+#[test]
+fn an_uncontained_run_is_flagged_in_results_summary_and_report_as_nobody() {
+    assert_uncontained_run_is_flagged(true, (&[], &[("WIRECHECK_UNCONTAINED", "1")]));
 }
