@@ -196,6 +196,7 @@ fn an_agent_run_as_root_does_not_share_roots_kernel_keyring() {
     );
     // The agent never reports: its cases fail (how the run ends is not what is judged here).
     let o = run_one_case(dir.path(), "keys", &agents, false);
+    let left = take_keys(&tag);
     let outputs = agent_stdout(&dir.path().join("out"), "keys");
     assert!(!outputs.is_empty(), "no output kept: {}", show(&o));
     for text in outputs {
@@ -206,9 +207,19 @@ fn an_agent_run_as_root_does_not_share_roots_kernel_keyring() {
             );
         }
     }
+    assert!(left.is_empty(), "keys of the agent's are left: {left:?}");
+}
+
+/// The keys described with `tag` in the keyrings the test (root) can see, invalidated
+/// (KEYCTL_INVALIDATE) so that a failing run leaves root's keyring as it was.
+fn take_keys(tag: &str) -> Vec<String> {
     let keys = std::fs::read_to_string("/proc/keys").unwrap();
-    // Leave root's keyring as it was, whatever the verdict (KEYCTL_INVALIDATE).
-    for line in keys.lines().filter(|l| l.contains(&tag)) {
+    let found: Vec<String> = keys
+        .lines()
+        .filter(|l| l.contains(tag))
+        .map(str::to_owned)
+        .collect();
+    for line in &found {
         let serial = line
             .split(' ')
             .next()
@@ -218,10 +229,7 @@ fn an_agent_run_as_root_does_not_share_roots_kernel_keyring() {
             unsafe { libc::syscall(libc::SYS_keyctl, 21, serial) };
         }
     }
-    assert!(
-        !keys.contains(&tag),
-        "a key of the agent's is left:\n{keys}"
-    );
+    found
 }
 
 /// Prints who it is and tries to read the host's password hashes onto its stdout (which its
@@ -425,4 +433,79 @@ fn an_uncontained_run_is_flagged_in_results_summary_and_report_as_root() {
 #[test]
 fn an_uncontained_run_is_flagged_in_results_summary_and_report_as_nobody() {
     assert_uncontained_run_is_flagged(true, (&[], &[("WIRECHECK_UNCONTAINED", "1")]));
+}
+
+/// A sandbox agent (attach = "sandbox", as WALinuxAgent and afterburn are) tries the same: it
+/// must be nobody on the host under the same filter, with a case folder of its own it can
+/// write, and no way to the sandbox's journal it is judged by (its working folder is root's).
+const SANDBOXED: &str = r#"
+import os, subprocess
+print("uid", os.getuid())
+try:
+    open("/etc/shadow").read()
+    print("shadow: read")
+except OSError as e:
+    print("shadow:", e)
+with open(os.path.join(os.environ["WIRECHECK_CASE_CASE_DIR"], "mine"), "w") as f:
+    f.write("x")
+print("case folder: written")
+try:
+    with open("sandbox/journal.jsonl", "a") as f:
+        f.write("forged")
+    print("journal: written")
+except OSError as e:
+    print("journal:", e)
+hostile = os.environ["HOSTILE"]
+for args in (["uring-connect", os.environ["ATTACK_SOCKET"]], ["add-keys", os.environ["KEY_TAG"]]):
+    print(subprocess.run([hostile] + args, capture_output=True, text=True).stdout)
+"#;
+
+#[test]
+fn a_sandbox_agent_is_nobody_on_the_host_under_the_same_filter() {
+    if !is_root() {
+        eprintln!("not run: the sandbox needs root");
+        return;
+    }
+    let dir = shared_tempdir();
+    let hostile = build_hostile(dir.path());
+    let socket_path = dir.path().join("machine.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket_path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::fs::set_permissions(
+        &socket_path,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let tag = format!("wirecheck-sandbox-keyring-test-{}", std::process::id());
+    let agents = script_agent(dir.path(), "boxed", "sandbox", "\"xml\"", SANDBOXED);
+    let mut cmd = wirecheck(&repo());
+    cmd.args(["run", "--quiet", "--agent", "boxed", "--agents-dir"])
+        .arg(&agents)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .args(["--cases", "wire.health.xml.ready.*"])
+        .env("HOSTILE", &hostile)
+        .env("ATTACK_SOCKET", &socket_path)
+        .env("KEY_TAG", &tag);
+    let o = cmd.output().unwrap();
+    let left = take_keys(&tag);
+    assert!(
+        listener.accept().is_err(),
+        "the sandbox agent connected to a Unix socket of the host"
+    );
+    let outputs = agent_stdout(&dir.path().join("out"), "boxed");
+    assert_eq!(outputs.len(), 1, "{}", show(&o));
+    let text = &outputs[0];
+    for expected in [
+        "uid 0",
+        "shadow: [Errno 13] Permission denied",
+        "case folder: written",
+        "journal: [Errno 13] Permission denied",
+        "io_uring_setup: Operation not permitted",
+        "add_key user: Operation not permitted",
+        "add_key session: Operation not permitted",
+    ] {
+        assert!(text.contains(expected), "no {expected:?} in:\n{text}");
+    }
+    assert!(left.is_empty(), "keys of the agent's are left: {left:?}");
 }
