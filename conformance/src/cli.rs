@@ -278,6 +278,12 @@ pub struct RunArgs {
     /// No progress bar
     #[arg(long, env = "WIRECHECK_QUIET", value_parser = env_bool())]
     pub quiet: bool,
+    /// Run url and proxy agents even where this machine cannot contain them (it refuses user
+    /// namespaces): url agents then run in wirecheck's own namespaces, as its user, proxy
+    /// cases are skipped, and results.json, the summary and report.html say so. Without it,
+    /// such a run refuses to start
+    #[arg(long, env = "WIRECHECK_UNCONTAINED", value_parser = env_bool())]
+    pub uncontained: bool,
     /// Compare each (agent, scenario)'s transcript with DIR/<agent>/<scenario id>.snap; a
     /// mismatch fails case `<scenario id>.snapshot.transcript` and writes a `.snap.new`
     #[arg(long, value_name = "DIR", env = "WIRECHECK_SNAPSHOTS")]
@@ -419,6 +425,10 @@ pub struct PropArgs {
     /// No progress bar
     #[arg(long, env = "WIRECHECK_QUIET")]
     pub quiet: bool,
+    /// Run the agent even where this machine cannot contain it (as `wirecheck run
+    /// --uncontained`)
+    #[arg(long, env = "WIRECHECK_UNCONTAINED", value_parser = env_bool())]
+    pub uncontained: bool,
 }
 
 #[derive(Debug, Args)]
@@ -672,6 +682,12 @@ fn run(args: RunArgs) -> u8 {
     if let Err(e) = runner::preflight(&planned, &bin_dir) {
         return usage(e);
     }
+    let in_process = planned
+        .iter()
+        .any(|p| p.profile.attach != agent::Attach::Sandbox);
+    if let Err(refused) = runner::uncontained(in_process, args.uncontained) {
+        return usage(refused);
+    }
     // Before any case runs: a snapshots folder that is a file, or cannot be written, is the
     // user's to fix, not a verdict.
     let snapshots = match &args.snapshots {
@@ -699,6 +715,7 @@ fn run(args: RunArgs) -> u8 {
         snapshots: snapshots.clone(),
         starts: runner::StartWatch::default(),
         artifacts: true,
+        allow_uncontained: args.uncontained,
     };
     let run_info = run_info(&profiles, &scenarios, &filter, &args);
     let mut results = match runner::run(planned, &settings) {
@@ -998,6 +1015,7 @@ fn prop(args: PropArgs) -> u8 {
         snapshots: None,
         starts: runner::StartWatch::default(),
         artifacts: false,
+        allow_uncontained: args.uncontained,
     };
     if let Err(e) = crate::results::folder::claim(&args.out) {
         return usage(format!("--out: {e}"));
@@ -1005,6 +1023,9 @@ fn prop(args: PropArgs) -> u8 {
     let started_wall = chrono::Utc::now();
     let started = std::time::Instant::now();
     let in_process = profile.attach != agent::Attach::Sandbox;
+    if let Err(refused) = runner::uncontained(in_process, args.uncontained) {
+        return usage(refused);
+    }
     let pair_runner = match runner::PairRunner::start(&run_settings, in_process) {
         Ok(r) => r,
         Err(e) => return usage(format!("cannot start the runtime: {e}")),

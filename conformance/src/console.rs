@@ -128,8 +128,9 @@ const LISTED_CASES: usize = 5;
 /// The end-of-run summary: a table of verdict counts per agent, the failing cases grouped by
 /// cause (the same check with the same reason but for numbers, paths and quoted values:
 /// [`crate::results::problems`], as in report.html), most frequent first, and where the
-/// results are. Names and reasons come from profiles, scenarios and the agents themselves:
-/// their control characters are escaped and they are clipped ([`shown`]).
+/// results are (and, loudly, that the agents ran uncontained when they did). Names and reasons
+/// come from profiles, scenarios and the agents themselves: their control characters are escaped
+/// and they are clipped ([`shown`]).
 pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> String {
     let mut s = String::new();
     let name_width = results
@@ -233,6 +234,13 @@ pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> S
             ""
         }
     ));
+    if let Some(why) = &results.uncontained {
+        s.push_str(&format!(
+            "{}: the agents ran without containment (--uncontained): {}\n",
+            paint("UNCONTAINED", Verdict::Fail, color),
+            visible(why)
+        ));
+    }
     s.push_str(&format!(
         "results: {}/results.json, junit.xml, report.html\n",
         out.display()

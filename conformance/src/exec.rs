@@ -14,6 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
 use crate::netns::NetNs;
+use fake_wireserver::contain::userns::{self, UnprivilegedRoot};
 
 /// Bytes of stdout/stderr kept per stream; the rest is counted and dropped.
 pub const OUTPUT_LIMIT: usize = 256 * 1024;
@@ -77,6 +78,10 @@ pub struct Invocation {
     /// What of the file system the agent may not see (needs the same privileges as
     /// `pid_namespace`).
     pub confine: Option<Confine>,
+    /// With `pid_namespace`, when wirecheck runs as root: the agent runs as root of this user
+    /// namespace, nobody on the host. Required then: a contained agent is never the host's
+    /// root.
+    pub unprivileged_root: Option<UnprivilegedRoot>,
 }
 
 /// A private mount namespace for the agent: the whole file system is read-only, each folder
@@ -86,7 +91,7 @@ pub struct Invocation {
 /// lists only the agent's own processes. Its neighbours' case folders and pools, and the
 /// results folder, are then out of its sight.
 ///
-/// The agent execs without any capability (`drop_capabilities`), root included, so it cannot
+/// The agent execs without any capability (`contain::drop_capabilities`), root included, so it cannot
 /// undo these mounts.
 #[derive(Debug, Clone)]
 pub struct Confine {
@@ -542,6 +547,13 @@ pub async fn run(inv: &Invocation) -> Finished {
     }
     let netns = inv.netns.clone();
     let pid_namespace = inv.pid_namespace;
+    let agent_root = inv.unprivileged_root.clone();
+    if pid_namespace && agent_root.is_none() && rustix::process::geteuid().is_root() {
+        return never_ran(Exit::ContainmentFailed(
+            "as root, a contained agent needs a user namespace of its own (it is never the host's root)"
+                .into(),
+        ));
+    }
     let confine = match inv.confine.as_ref().map(Confine::prepare).transpose() {
         Ok(c) => c.map(std::sync::Arc::new),
         Err(e) => {
@@ -590,7 +602,11 @@ pub async fn run(inv: &Invocation) -> Finished {
                         c.enter()?;
                     }
                     if pid_namespace {
-                        enter_pid_namespace(confine.is_some(), write.as_raw_fd())?;
+                        enter_pid_namespace(
+                            confine.is_some(),
+                            write.as_raw_fd(),
+                            agent_root.as_ref(),
+                        )?;
                     }
                     Ok(())
                 };
@@ -641,7 +657,15 @@ pub async fn run(inv: &Invocation) -> Finished {
             let exit = if containment_failed(&setup_failed) {
                 Exit::ContainmentFailed(e.to_string())
             } else {
-                Exit::SpawnFailed(format!("{}: {e}", inv.program.display()))
+                let hint = if inv.unprivileged_root.is_some()
+                    && e.kind() == std::io::ErrorKind::PermissionDenied
+                {
+                    " (started by root, the agent runs as nobody on the host: the program and \
+                     every folder above it must be readable and executable by others)"
+                } else {
+                    ""
+                };
+                Exit::SpawnFailed(format!("{}: {e}{hint}", inv.program.display()))
             };
             return Finished {
                 exit,
@@ -725,6 +749,19 @@ pub async fn run(inv: &Invocation) -> Finished {
     }
 }
 
+/// An invocation that ended before it started.
+fn never_ran(exit: Exit) -> Finished {
+    let now = Instant::now();
+    Finished {
+        exit,
+        started: now,
+        clock_started: now,
+        ended: now,
+        stdout: Captured::default(),
+        stderr: Captured::default(),
+    }
+}
+
 /// A pipe whose ends are closed on exec: (read, write).
 fn cloexec_pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
     use std::os::fd::FromRawFd as _;
@@ -742,10 +779,12 @@ fn cloexec_pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd
     })
 }
 
-/// Runs `/bin/sh -c 'exit 0'` contained as an agent would be (network, PID and mount
-/// namespaces, hidden folders, a fresh `/proc`, no capabilities): `Err` says how it ended when
+/// Runs `/bin/sh -c ': > written'` contained as an agent would be (network, PID and mount
+/// namespaces, hidden folders, a fresh `/proc`, no capabilities, the system-call filter and,
+/// as root, a user namespace whose root is nobody on the host): `Err` says how it ended when
 /// that is not possible here. Runs its own runtime; call it off any runtime thread.
 pub fn probe_containment() -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt as _;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -756,6 +795,17 @@ pub fn probe_containment() -> Result<(), String> {
     std::fs::create_dir_all(&keep).map_err(|e| format!("{}: {e}", keep.display()))?;
     let (netns, _listeners) =
         NetNs::with_loopback_listeners(0).map_err(|e| format!("no network namespace: {e}"))?;
+    // As root, the agent is root of a user namespace of its own, nobody on the host.
+    let as_root = rustix::process::geteuid().is_root();
+    let unprivileged_root = if as_root {
+        fake_wireserver::contain::userns::hand_over(&keep).map_err(|e| e.to_string())?;
+        Some(
+            UnprivilegedRoot::new()
+                .map_err(|e| format!("no user namespace for agents run by root: {e}"))?,
+        )
+    } else {
+        None
+    };
     let invocation = Invocation {
         program: PathBuf::from("/bin/sh"),
         // The one place it can write is its case folder.
@@ -772,11 +822,18 @@ pub fn probe_containment() -> Result<(), String> {
             hide: vec![hidden],
             keep: keep.clone(),
         }),
+        unprivileged_root,
     };
-    match runtime.block_on(run(&invocation)).exit {
-        Exit::Code(0) if keep.join("written").is_file() => Ok(()),
-        Exit::Code(0) => Err("its case folder is not the one it wrote to".into()),
-        other => Err(other.describe()),
+    let exit = runtime.block_on(run(&invocation)).exit;
+    let written = std::fs::symlink_metadata(keep.join("written"));
+    match (exit, written) {
+        (Exit::Code(0), Ok(file)) if as_root && file.uid() != userns::OUTSIDE_UID => Err(format!(
+            "it ran as uid {} on the host, not as nobody",
+            file.uid()
+        )),
+        (Exit::Code(0), Ok(file)) if file.is_file() => Ok(()),
+        (Exit::Code(0), _) => Err("its case folder is not the one it wrote to".into()),
+        (other, _) => Err(other.describe()),
     }
 }
 
@@ -790,7 +847,11 @@ pub fn probe_containment() -> Result<(), String> {
 ///
 /// # Safety
 /// Only between fork and exec: system calls only.
-unsafe fn enter_pid_namespace(own_proc: bool, marker: libc::c_int) -> std::io::Result<()> {
+unsafe fn enter_pid_namespace(
+    own_proc: bool,
+    marker: libc::c_int,
+    agent_root: Option<&UnprivilegedRoot>,
+) -> std::io::Result<()> {
     // SAFETY: system calls on our own processes and on local buffers.
     unsafe {
         if libc::unshare(libc::CLONE_NEWPID) != 0 {
@@ -834,8 +895,12 @@ unsafe fn enter_pid_namespace(own_proc: bool, marker: libc::c_int) -> std::io::R
         }
         if agent == 0 {
             libc::close(write_end);
-            drop_capabilities()?;
-            deny_unix_sockets()?;
+            // Nobody on the host (root started it), then no capabilities and the system-call
+            // filter (`fake_wireserver::contain`).
+            if let Some(root) = agent_root {
+                root.enter()?;
+            }
+            fake_wireserver::contain::lock_down()?;
             // A session of its own: no controlling terminal, so nothing it does reaches the
             // user's (TIOCSTI, `/dev/tty`). The PID namespace ends it, not a group kill.
             if libc::setsid() < 0 {
@@ -861,131 +926,9 @@ unsafe fn enter_pid_namespace(own_proc: bool, marker: libc::c_int) -> std::io::R
     }
 }
 
-/// The agent's architecture as seccomp names it (`AUDIT_ARCH_*` of `<linux/audit.h>`).
-#[cfg(target_arch = "x86_64")]
-const AUDIT_ARCH: u32 = 0xC000_003E;
-#[cfg(target_arch = "aarch64")]
-const AUDIT_ARCH: u32 = 0xC000_00B7;
-
-/// In the agent, after `no_new_privs`: a seccomp filter that refuses `socket(AF_UNIX, ...)`
-/// with EACCES. A read-only mount does not stop `connect()` to a named socket, and the ones on
-/// a machine lead out of any namespace: the Docker and systemd sockets (as root), the user's
-/// D-Bus session and `systemd --user` (as the user). Abstract sockets are the network
-/// namespace's own; `socketpair` (no name) stays allowed. Anything else than the native
-/// architecture's system calls (a 32-bit `socketcall`) is refused too.
-///
-/// # Safety
-/// Only between fork and exec: system calls only.
-unsafe fn deny_unix_sockets() -> std::io::Result<()> {
-    #[repr(C)]
-    struct SockFilter {
-        code: u16,
-        jt: u8,
-        jf: u8,
-        k: u32,
-    }
-    #[repr(C)]
-    struct SockFprog {
-        len: u16,
-        filter: *const SockFilter,
-    }
-    const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
-    const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
-    const JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
-    const RET_K: u16 = 0x06; // BPF_RET | BPF_K
-    const ALLOW: u32 = 0x7fff_0000; // SECCOMP_RET_ALLOW
-    const REFUSE: u32 = 0x0005_0000 | libc::EACCES as u32; // SECCOMP_RET_ERRNO
-    // struct seccomp_data: nr at 0, arch at 4, args[0] (low half, little-endian) at 16.
-    let op = |code, k, jt, jf| SockFilter { code, jt, jf, k };
-    let program = [
-        op(LD_W_ABS, 4, 0, 0),
-        op(JEQ_K, AUDIT_ARCH, 1, 0),
-        op(RET_K, REFUSE, 0, 0),
-        op(LD_W_ABS, 0, 0, 0),
-        // x32 system calls (x86_64 only) carry this bit: refused.
-        op(JGE_K, 0x4000_0000, 4, 0),
-        op(JEQ_K, libc::SYS_socket as u32, 0, 2),
-        op(LD_W_ABS, 16, 0, 0),
-        op(JEQ_K, libc::AF_UNIX as u32, 1, 0),
-        op(RET_K, ALLOW, 0, 0),
-        op(RET_K, REFUSE, 0, 0),
-    ];
-    let prog = SockFprog {
-        len: program.len() as u16,
-        filter: program.as_ptr(),
-    };
-    // SAFETY: the program outlives the call, which copies it.
-    let r = unsafe {
-        libc::prctl(
-            libc::PR_SET_SECCOMP,
-            libc::SECCOMP_MODE_FILTER,
-            &prog as *const SockFprog,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
 /// `CLOSE_RANGE_CLOEXEC` of `<linux/close_range.h>`: mark, do not close (std's exec-error pipe
 /// must stay open until the exec).
 const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
-
-/// In the agent, just before exec: no capabilities now or after exec, whatever its uid (root
-/// included: uid 0 then gets none from the emptied bounding set), and no way to gain any
-/// (`no_new_privs`: set-uid programs do not elevate). An agent run as root can then neither
-/// undo its mounts, nor mount a `/proc` of the host, nor join another namespace.
-///
-/// # Safety
-/// Only between fork and exec: system calls only.
-unsafe fn drop_capabilities() -> std::io::Result<()> {
-    #[repr(C)]
-    struct CapHeader {
-        version: u32,
-        pid: libc::c_int,
-    }
-    #[repr(C)]
-    #[derive(Clone, Copy)]
-    struct CapData {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
-    // SAFETY: prctl(2) and capset(2) on our own process, with structures that live through
-    // the calls.
-    unsafe {
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        for cap in 0..64 {
-            // EINVAL past the kernel's last capability.
-            libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
-        }
-        libc::prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_CLEAR_ALL,
-            0,
-            0,
-            0,
-        );
-        let mut header = CapHeader {
-            version: LINUX_CAPABILITY_VERSION_3,
-            pid: 0,
-        };
-        let data = [CapData {
-            effective: 0,
-            permitted: 0,
-            inheritable: 0,
-        }; 2];
-        if libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
 
 /// Closes every descriptor but `fd` (the agent's pipes and the exec-status pipe then close when
 /// the agent's side does).
@@ -1154,31 +1097,64 @@ async fn capture<R: AsyncRead + Unpin>(stream: Option<R>) -> Captured {
 }
 
 /// Finds a program: a path (with a `/`) is used as is; a bare name is looked up next to the
-/// wirecheck executable first (`bin_dir`), then on `PATH`. Where no executable file is found,
-/// the first file that is there but cannot be run says why ([`Unresolved::NotExecutable`]).
+/// wirecheck executable first (`bin_dir`), then on `PATH`. As root, the `PATH` entry a contained
+/// agent can run is preferred (it runs as nobody: a `python3` in root's own `~/.pyenv` is not
+/// one), the first one found else. Where no executable file is found, the first file that is
+/// there but cannot be run says why ([`Unresolved::NotExecutable`]).
 pub fn resolve_program(name: &str, bin_dir: &Path) -> Result<PathBuf, Unresolved> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
     let candidates: Vec<PathBuf> = if name.contains('/') {
         vec![PathBuf::from(name)]
     } else {
-        let path = std::env::var_os("PATH").unwrap_or_default();
         std::iter::once(bin_dir.join(name))
             .chain(std::env::split_paths(&path).map(|dir| dir.join(name)))
             .collect()
     };
-    let mut unrunnable = None;
-    for candidate in candidates {
-        match runnable(&candidate) {
-            Ok(()) => return Ok(candidate),
-            Err(Some(why)) if unrunnable.is_none() => {
-                unrunnable = Some(Unresolved::NotExecutable {
-                    path: candidate,
-                    why,
-                })
-            }
-            Err(_) => {}
+    if runnable(&candidates[0]).is_ok() {
+        return Ok(candidates[0].clone());
+    }
+    if !name.contains('/') {
+        if let Some(found) = on_path(name, &path, rustix::process::geteuid().is_root()) {
+            return Ok(found);
         }
     }
+    // Nothing runnable: the first file that is there says why it cannot be run.
+    let unrunnable = candidates.into_iter().find_map(|candidate| match runnable(&candidate) {
+        Err(Some(why)) => Some(Unresolved::NotExecutable {
+            path: candidate,
+            why,
+        }),
+        _ => None,
+    });
     Err(unrunnable.unwrap_or(Unresolved::NotFound))
+}
+
+/// `name` on `path` (a `PATH` value): the first runnable entry, or with `for_nobody` the
+/// first that anyone may run, when there is one.
+fn on_path(name: &str, path: &std::ffi::OsStr, for_nobody: bool) -> Option<PathBuf> {
+    let found: Vec<PathBuf> = std::env::split_paths(path)
+        .map(|dir| dir.join(name))
+        .filter(|p| runnable(p).is_ok())
+        .collect();
+    found
+        .iter()
+        .find(|p| !for_nobody || runs_for_others(p))
+        .or(found.first())
+        .cloned()
+}
+
+/// Whether anyone may run `path`: every folder above it searchable by others, and the file
+/// executable by others (ACLs aside).
+fn runs_for_others(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = |p: &Path| p.metadata().map_or(0, |m| m.permissions().mode());
+    mode(path) & 0o001 != 0
+        && path
+            .ancestors()
+            .skip(1)
+            .filter(|d| !d.as_os_str().is_empty())
+            .all(|d| mode(d) & 0o001 != 0)
+}
 }
 
 /// Why [`resolve_program`] found no program to run.
@@ -1223,6 +1199,7 @@ mod tests {
             pid_namespace: false,
             stop: None,
             confine: None,
+            unprivileged_root: None,
         }
     }
 
@@ -1313,9 +1290,11 @@ mod tests {
         if !rustix::process::geteuid().is_root() {
             return;
         }
+        let root = UnprivilegedRoot::new().unwrap();
         let contained = |script: &str| {
             let mut inv = sh(script, Duration::from_secs(20));
             inv.pid_namespace = true;
+            inv.unprivileged_root = Some(root.clone());
             inv
         };
         let f = run(&contained("echo $$ $PPID; exit 3")).await;
@@ -1346,12 +1325,32 @@ mod tests {
         std::fs::create_dir(&keep).unwrap();
         let mut inv = sh("exit 0", Duration::from_secs(20));
         inv.pid_namespace = true;
+        inv.unprivileged_root = Some(UnprivilegedRoot::new().unwrap());
         inv.confine = Some(Confine {
             hide: vec![not_a_folder],
             keep,
         });
         let exit = run(&inv).await.exit;
+        assert!(
+            matches!(&exit, Exit::ContainmentFailed(why) if why.contains("Not a directory")),
+            "{exit:?}"
+        );
+    }
+
+    /// Root only: a caller that asks for a contained agent but gives it no user namespace gets
+    /// a containment failure, never an agent run as the host's root.
+    #[tokio::test]
+    async fn a_contained_agent_is_never_run_as_the_hosts_root() {
+        if !rustix::process::geteuid().is_root() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let ran = dir.path().join("ran");
+        let mut inv = sh(&format!("touch {}", ran.display()), Duration::from_secs(20));
+        inv.pid_namespace = true;
+        let exit = run(&inv).await.exit;
         assert!(matches!(exit, Exit::ContainmentFailed(_)), "{exit:?}");
+        assert!(!ran.exists());
     }
 
     #[tokio::test]
@@ -1367,6 +1366,33 @@ mod tests {
         let mut inv = sh("", Duration::from_secs(1));
         inv.program = "/nonexistent/agent".into();
         assert!(matches!(run(&inv).await.exit, Exit::SpawnFailed(_)));
+    }
+
+    /// As root, agents run as nobody: a program only root can reach (root's own `~/.pyenv`
+    /// first on `PATH`) is passed over for one anyone can run.
+    #[test]
+    fn for_nobody_the_path_entry_anyone_can_run_is_preferred() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let private = dir.path().join("private");
+        let public = dir.path().join("public");
+        for (folder, mode) in [(&private, 0o700), (&public, 0o755)] {
+            std::fs::create_dir(folder).unwrap();
+            let program = folder.join("agent");
+            std::fs::write(&program, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::set_permissions(folder, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let path = std::env::join_paths([&private, &public]).unwrap();
+        assert_eq!(on_path("agent", &path, false), Some(private.join("agent")));
+        assert_eq!(on_path("agent", &path, true), Some(public.join("agent")));
+        // Nothing anyone can run: the first one, whose exec then fails saying why.
+        let only_private = std::env::join_paths([&private]).unwrap();
+        assert_eq!(
+            on_path("agent", &only_private, true),
+            Some(private.join("agent"))
+        );
     }
 
     #[test]

@@ -17,8 +17,10 @@
 //! gid) with a network namespace inside, binds the listeners there and hands them and both
 //! namespaces back over a socket (`SCM_RIGHTS`); the agent then joins the user namespace
 //! first. Where unprivileged user namespaces are not allowed (some distributions restrict
-//! them), [`unavailable`] says so: proxy agents are then skipped, url agents run in the
-//! runner's namespace.
+//! them), [`unavailable`] says so: a run then refuses to start (`runner::uncontained`) unless
+//! the user chose `--uncontained`, when proxy agents are skipped and url agents run in the
+//! runner's namespace. As root, agents need a user namespace too (`exec::probe_containment`
+//! makes one: they are nobody on the host), so the same refusal covers root.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -365,7 +367,8 @@ fn loopback_up() -> io::Result<()> {
 
 /// Why agents cannot be isolated in namespaces of their own on this machine, if they cannot:
 /// without root when this kernel or its policy refuses unprivileged user namespaces (asked
-/// once, by making one); as anyone when the rest of the containment fails its trial run.
+/// once, by making one); as anyone when the rest of the containment (as root: the agent's
+/// user namespace too) fails its trial run.
 pub fn unavailable() -> Option<String> {
     if rustix::process::geteuid().is_root() {
         return containment_unavailable();
@@ -375,9 +378,9 @@ pub fn unavailable() -> Option<String> {
         .get_or_init(|| {
             NetNs::in_user_namespace(0).err().map(|e| {
                 format!(
-                    "attach = \"proxy\" runs the agent in a private network namespace (so a request \
-                     that ignores the proxy cannot reach the real 168.63.129.16), which needs root \
-                     or unprivileged user namespaces, and this machine refuses them: {e}"
+                    "agents run in a user namespace of their own (with a private network namespace, \
+                     so a request that ignores the proxy cannot reach the real 168.63.129.16), and \
+                     this machine refuses user namespaces to this user: {e}"
                 )
             })
         })
@@ -398,7 +401,7 @@ fn containment_unavailable() -> Option<String> {
                 .unwrap_or_else(|_| Err("the containment probe panicked".into()));
             tried.err().map(|e| {
                 format!(
-                    "agents run in namespaces of their own (network, PID, mount), and this machine \
+                    "agents run in namespaces of their own (user, network, PID, mount), and this machine \
                      refuses part of that: a trial run ended with {e}"
                 )
             })

@@ -17,6 +17,7 @@ struct RunConfig {
     jobs: usize,
     strict: bool,
     quiet: bool,
+    uncontained: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     partition: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -67,6 +68,7 @@ pub fn render(
         jobs: args.jobs.map_or_else(runner::default_jobs, usize::from),
         strict: args.strict,
         quiet: args.quiet,
+        uncontained: args.uncontained,
         partition: args.partition.map(|p| p.to_string()),
         run_id: args.run_id.clone(),
         summary: args.summary.as_deref().map(shown),

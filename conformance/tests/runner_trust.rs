@@ -6,7 +6,10 @@ mod runner_support;
 use std::path::Path;
 use std::process::Output;
 
-use runner_support::{case, repo, results, script_agent, stderr, stdout, wirecheck};
+use runner_support::{
+    as_ordinary_user, case, open_to_all, repo, results, script_agent, shared_tempdir, stderr,
+    stdout, wirecheck,
+};
 
 /// The load test keeps every core busy; the other tests here have deadlines of their own, so
 /// they do not run while it does (it takes the lock for writing, they for reading).
@@ -73,42 +76,8 @@ fn an_agent_claiming_xml_that_posts_json_fails_the_xml_scenarios() {
     );
 }
 
-/// `wirecheck` as an ordinary user: `nobody` when the tests run as root (CI), else as is.
-fn as_ordinary_user(mut cmd: std::process::Command) -> std::process::Command {
-    if !rustix::process::geteuid().is_root() {
-        return cmd;
-    }
-    let mut wrapped = std::process::Command::new("setpriv");
-    wrapped.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
-    wrapped.arg(cmd.get_program()).args(cmd.get_args());
-    if let Some(dir) = cmd.get_current_dir() {
-        wrapped.current_dir(dir);
-    }
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => wrapped.env(k, v),
-            None => wrapped.env_remove(k),
-        };
-    }
-    cmd = wrapped;
-    cmd
-}
-
-/// A folder an ordinary user can write to.
-fn shared_tempdir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    open_to_all(dir.path());
-    dir
-}
-
-/// Makes `dir` writable by anyone (the agents of an ordinary user's run write there).
-fn open_to_all(dir: &Path) {
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-}
-
-/// Whether agents can be contained here; says why not (the run itself says so too: see
-/// `a_machine_that_refuses_part_of_the_containment_runs_agents_uncontained_saying_so`).
+/// Whether agents can be contained here; says why not (the run itself refuses then: see
+/// `a_machine_that_refuses_part_of_the_containment_refuses_the_run_unless_uncontained`).
 fn containment_available() -> bool {
     match conformance::netns::unavailable() {
         None => true,
@@ -943,10 +912,11 @@ fn a_forging_agent_reaches_no_other_case_as_an_ordinary_user() {
 
 /// Root only (CI runs as root; setting the machine up needs it): in a container that masks
 /// `/proc` (here a read-only tmpfs over `/proc/sys`, in a mount namespace of the test's own),
-/// an ordinary user's run cannot give agents a fresh `/proc`. It says so once and runs them
-/// uncontained, instead of failing every case and blaming the agent.
+/// an ordinary user's run cannot give agents a fresh `/proc`. The run refuses to start, saying
+/// why (never failing every case and blaming the agent); with `--uncontained` it says so once,
+/// runs the agents uncontained and the results record why.
 #[test]
-fn a_machine_that_refuses_part_of_the_containment_runs_agents_uncontained_saying_so() {
+fn a_machine_that_refuses_part_of_the_containment_refuses_the_run_unless_uncontained() {
     let _machine = quiet_machine();
     if !rustix::process::geteuid().is_root() {
         eprintln!("not run: masking /proc for the test needs root");
@@ -954,25 +924,37 @@ fn a_machine_that_refuses_part_of_the_containment_runs_agents_uncontained_saying
     }
     let dir = shared_tempdir();
     let out = dir.path().join("out");
-    let run = format!(
-        "mount -t tmpfs -o ro none /proc/sys && exec setpriv --reuid=65534 --regid=65534 --clear-groups -- {} run --quiet --cases 'wire.health.*' --out {}",
-        runner_support::wirecheck_path().display(),
-        out.display()
+    let run = |extra: &str| {
+        let run = format!(
+            "mount -t tmpfs -o ro none /proc/sys && exec setpriv --reuid=65534 --regid=65534 --clear-groups -- {} run --quiet --cases 'wire.health.*' --out {} {extra}",
+            runner_support::wirecheck_path().display(),
+            out.display()
+        );
+        std::process::Command::new("unshare")
+            .args([
+                "--mount",
+                "--propagation",
+                "private",
+                "--",
+                "sh",
+                "-c",
+                &run,
+            ])
+            .current_dir(repo())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    let refused = run("");
+    assert_eq!(refused.status.code(), Some(2), "{}", show(&refused));
+    assert!(
+        stderr(&refused).contains("cannot contain the agents on this machine")
+            && stderr(&refused).contains("refuses part of that"),
+        "{}",
+        show(&refused)
     );
-    let o = std::process::Command::new("unshare")
-        .args([
-            "--mount",
-            "--propagation",
-            "private",
-            "--",
-            "sh",
-            "-c",
-            &run,
-        ])
-        .current_dir(repo())
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
+    assert!(!out.join("results.json").exists());
+    let o = run("--uncontained");
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let warnings: Vec<&str> = std::str::from_utf8(&o.stderr)
         .unwrap()

@@ -346,6 +346,7 @@
 mod admin;
 pub mod config;
 mod conns;
+pub mod contain;
 mod context;
 pub mod documents;
 pub mod endpoint;

@@ -13,6 +13,10 @@
 //!   up the wireserver address in DHCP option 245 (afterburn) find it at once (docs/protocol.md §9);
 //! * mounts a private, empty tmpfs on `/var/lib/hyperv` for the KVP pool files, bounded to
 //!   [`HYPERV_TMPFS_SIZE`] of memory;
+//! * with `--unprivileged`, runs COMMAND as root of a user namespace of its own that is nobody
+//!   (65534) on the host, without capabilities, under the agent system-call filter
+//!   (`fake_wireserver::contain`), with `/var/lib/hyperv` nobody's (what else it must write,
+//!   the caller hands to nobody and binds in; a `--bind` target below `/run` is made);
 //! * runs COMMAND, then writes the journal (`journal.jsonl`, JSON Lines) and copies of
 //!   `/var/lib/hyperv/.kvp_pool_*` into `--out DIR`: regular files of at most
 //!   [`POOL_COPY_MAX`] bytes only, never followed through a link; the others are listed in

@@ -626,3 +626,48 @@ fn sandbox_does_not_copy_an_8_gib_sparse_pool_or_a_symlinked_pool_and_says_why()
         "the sandbox says why: {stderr}"
     );
 }
+
+/// `--unprivileged`: COMMAND is root of a user namespace of its own, nobody on the host, under
+/// the agent filter; the private KVP folder is nobody's, so the pool can still be written, and
+/// a `--bind` target below the private /run is made.
+#[test]
+fn sandbox_unprivileged_runs_the_command_as_nobody_on_the_host_under_the_agent_filter() {
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    std::os::unix::fs::chown(scratch.path(), Some(65534), Some(65534)).unwrap();
+    let spec = format!("{}:/run/sandbox-test-work", scratch.path().display());
+    let script = r#"
+        echo "uid $(id -u) $(awk '{print $2}' /proc/self/uid_map)"
+        cat /etc/shadow >/dev/null 2>&1 && echo read-shadow
+        printf pool > /var/lib/hyperv/.kvp_pool_1 && echo pool-written
+        echo mine > /run/sandbox-test-work/mine && echo work-written
+        python3 -c 'import socket; socket.socket(socket.AF_UNIX)' 2>&1 | grep -q PermissionError && echo unix-refused
+        exit 0
+    "#;
+    let output = sandbox(
+        out.path(),
+        &["--unprivileged", "--bind", &spec],
+        &["sh", "-c", script],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    for expected in [
+        "uid 0 65534",
+        "pool-written",
+        "work-written",
+        "unix-refused",
+    ] {
+        assert!(
+            text.contains(expected),
+            "no {expected:?}: {}",
+            describe(&output)
+        );
+    }
+    assert!(!text.contains("read-shadow"), "{}", describe(&output));
+    assert_eq!(
+        std::fs::read(out.path().join(".kvp_pool_1")).unwrap(),
+        b"pool"
+    );
+    assert!(scratch.path().join("mine").is_file());
+}

@@ -189,7 +189,7 @@ fn header(page: &mut String, results: &RunResults) {
     if let Some(why) = &results.uncontained {
         let _ = writeln!(
             page,
-            "<p class=\"warning\">Agents ran uncontained: {}</p>",
+            "<p class=\"warning\"><strong>Uncontained:</strong> the agents ran without containment (--uncontained): {}</p>",
             escape(why)
         );
     }

@@ -113,7 +113,7 @@ pub fn render(results: &RunResults, strict: bool) -> String {
     }
     if let Some(why) = &results.uncontained {
         out.push_str(&format!(
-            "**Uncontained**: {}\n\n",
+            "⚠️ **Uncontained**: the agents ran without containment (`--uncontained`): {}\n\n",
             escape(why, MAX_REASON_CHARS)
         ));
     }

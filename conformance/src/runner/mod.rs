@@ -200,6 +200,9 @@ pub struct RunSettings {
     /// Write each pair's artifacts (`wirecheck prop` keeps only those of the smallest failing
     /// input: hundreds of generated cases share one scenario id).
     pub artifacts: bool,
+    /// `--uncontained`: run url and proxy agents even where they cannot be contained (else
+    /// such a run refuses to start: [`uncontained`]).
+    pub allow_uncontained: bool,
 }
 
 /// `--snapshots DIR` and `--snapshots-strict`.
@@ -266,14 +269,11 @@ fn prepare(settings: &RunSettings, in_process: bool) -> std::io::Result<Prepared
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(case_root.path(), std::fs::Permissions::from_mode(0o700))?;
     }
-    let uncontained = if in_process {
-        crate::netns::unavailable()
-    } else {
-        None
-    };
+    let uncontained =
+        uncontained(in_process, settings.allow_uncontained).map_err(std::io::Error::other)?;
     if let Some(why) = &uncontained {
         eprintln!(
-            "wirecheck: warning: {why}; url agents run uncontained (wirecheck's own namespaces, only their process group is killed) and proxy cases are skipped"
+            "wirecheck: warning: running agents uncontained (--uncontained): {why}; url agents run in wirecheck's own namespaces, as its user, with only their process group killed, and proxy cases are skipped"
         );
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -295,6 +295,32 @@ fn prepare(settings: &RunSettings, in_process: bool) -> std::io::Result<Prepared
         stop_tx,
         stop,
     })
+}
+
+/// Whether a run may start on this machine. `Ok(None)`: its agents are contained.
+/// `Ok(Some(why))`: they cannot be, and the user chose to run them anyway (`--uncontained`).
+/// `Err`: they cannot be and the user did not choose so: what is missing and how to get it.
+/// Only url and proxy agents (`in_process`) are contained by the runner; sandbox agents by
+/// `fake-wireserver sandbox --unprivileged`, which fails their cases where it cannot.
+pub fn uncontained(in_process: bool, allow: bool) -> Result<Option<String>, String> {
+    let Some(why) = in_process.then(crate::netns::unavailable).flatten() else {
+        return Ok(None);
+    };
+    if allow {
+        return Ok(Some(why));
+    }
+    Err(format!(
+        "cannot contain the agents on this machine: {why}.\n\
+         wirecheck runs url and proxy agents in namespaces of their own (user, network, PID, \
+         mount), which needs user namespaces. To allow them: where \
+         /proc/sys/user/max_user_namespaces is 0, `sysctl user.max_user_namespaces=15000`; \
+         Ubuntu 24.04 refuses them to ordinary users only: run wirecheck as root, or \
+         `sysctl kernel.apparmor_restrict_unprivileged_userns=0`; in a container, a seccomp \
+         profile that allows unshare and clone with CLONE_NEWUSER (and a /proc that is not \
+         masked).\n\
+         Or pass --uncontained (WIRECHECK_UNCONTAINED=1) to run them uncontained: results.json, \
+         the summary and report.html then say so."
+    ))
 }
 
 /// Runs every planned pair and collects the results (the caller writes them).

@@ -133,3 +133,37 @@ reported = [0]
     );
     dir.join("agents")
 }
+
+/// `wirecheck` as an ordinary user: `nobody` when the tests run as root (CI), else as is.
+pub fn as_ordinary_user(mut cmd: std::process::Command) -> std::process::Command {
+    if !rustix::process::geteuid().is_root() {
+        return cmd;
+    }
+    let mut wrapped = std::process::Command::new("setpriv");
+    wrapped.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+    wrapped.arg(cmd.get_program()).args(cmd.get_args());
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    cmd = wrapped;
+    cmd
+}
+
+/// A folder an ordinary user can write to.
+pub fn shared_tempdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    open_to_all(dir.path());
+    dir
+}
+
+/// Makes `dir` writable by anyone (the agents of an ordinary user's run write there).
+pub fn open_to_all(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+}

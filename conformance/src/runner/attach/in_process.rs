@@ -1,9 +1,14 @@
 //! `attach = "url"` and `"proxy"`: the fake runs in this process on ephemeral loopback ports,
 //! and the agent's invocations run one after the other against it.
+//!
+//! Started by root, a contained agent is root of a user namespace of its own that is nobody on
+//! the host (`fake_wireserver::contain::userns`): its case folder, its `tmp/` and its pool
+//! file are handed to nobody before it runs.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use fake_wireserver::contain::userns::{self, UnprivilegedRoot};
 use fake_wireserver::{AnswerKind, Fake, FakeConfig, Listeners, serve_on};
 
 use super::agent_file::{POOL_READ_MAX, read_agent_file};
@@ -144,6 +149,14 @@ pub async fn run(
         kvp_pool: pool_path.clone(),
     };
 
+    // Started by root, the agent is root of a user namespace of its own, nobody on the host:
+    // what it must write is handed to nobody.
+    let unprivileged_root = match &netns {
+        Some(_) if rustix::process::geteuid().is_root() => {
+            Some(agent_root(&[case_dir, &pool_path]).await?)
+        }
+        _ => None,
+    };
     let mut runs = Vec::new();
     for run in &scenario.agent.runs {
         let (argv, mut invocation) =
@@ -183,11 +196,15 @@ pub async fn run(
             std::fs::create_dir_all(&tmp).map_err(|e| {
                 SessionError::Harness(format!("cannot create {}: {e}", tmp.display()))
             })?;
+            if unprivileged_root.is_some() {
+                userns::hand_over(&tmp).map_err(|e| SessionError::Harness(e.to_string()))?;
+            }
             invocation
                 .env
                 .push(("TMPDIR".into(), tmp.to_string_lossy().into_owned()));
         }
         invocation.netns = netns.clone();
+        invocation.unprivileged_root = unprivileged_root.clone();
         invocation.activity = Some(activity.clone());
         let finished = exec::run(&invocation).await;
         if let Exit::ContainmentFailed(why) = &finished.exit {
@@ -248,6 +265,23 @@ pub async fn run(
         clock_origin: t0,
         unjudgeable,
     })
+}
+
+/// A user namespace for an agent started by root, with `paths` handed to its host identity.
+async fn agent_root(paths: &[&Path]) -> Result<UnprivilegedRoot, SessionError> {
+    for path in paths {
+        userns::hand_over(path).map_err(|e| SessionError::Harness(e.to_string()))?;
+    }
+    // Off the runtime's workers: making the namespace forks and waits.
+    tokio::task::spawn_blocking(UnprivilegedRoot::new)
+        .await
+        .map_err(std::io::Error::other)
+        .and_then(|made| made)
+        .map_err(|e| {
+            SessionError::Harness(format!(
+                "cannot give the agent a user namespace of its own: {e}"
+            ))
+        })
 }
 
 /// The journal once every answer is final. The fake records an answer after writing it, so an

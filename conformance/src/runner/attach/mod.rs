@@ -217,6 +217,7 @@ fn agent_invocation(
         pid_namespace: false,
         stop: settings.stop.clone(),
         confine: None,
+        unprivileged_root: None,
     };
     Ok((argv, invocation))
 }

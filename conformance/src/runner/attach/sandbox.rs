@@ -5,6 +5,12 @@
 //! `http://169.254.169.254` and `/var/lib/hyperv/.kvp_pool_1`. Afterwards the journal
 //! (`journal.jsonl`), the pool copies (`.kvp_pool_N`) and the summary (`sandbox.json`) are read
 //! back from `--out`.
+//!
+//! The agent runs `--unprivileged`: root of a user namespace of its own, nobody on the host,
+//! without capabilities, under the agent system-call filter. Its `{case_dir}` is
+//! `/run/wirecheck-case` inside the sandbox, the case folder's `agent/` (handed to nobody, as
+//! are its private folders); the case folder itself, with the sandbox's scenario and `--out`,
+//! is root's, so the agent cannot rewrite the journal it is judged by.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -21,6 +27,7 @@ use crate::exec::{self, Exit, Invocation};
 use crate::observe::RunRecord;
 use crate::runner::{Planned, RunSettings};
 use crate::scenario::Target;
+use fake_wireserver::contain::userns;
 
 /// The sandbox binary (a workspace binary, found next to wirecheck, else on PATH).
 const FAKE_BINARY: &str = "fake-wireserver";
@@ -28,6 +35,10 @@ const FAKE_BINARY: &str = "fake-wireserver";
 const POOL_PATH: &str = "/var/lib/hyperv/.kvp_pool_1";
 /// Its copy in `--out`.
 const POOL_COPY: &str = ".kvp_pool_1";
+/// The agent's own folder in the case folder (nobody's), and where the sandbox binds it: the
+/// agent's `{case_dir}`.
+const AGENT_FOLDER: &str = "agent";
+const AGENT_CASE_DIR: &str = "/run/wirecheck-case";
 /// Time the sandbox gets beyond the agent's deadline to set up, kill and write its files.
 const SANDBOX_GRACE: Duration = Duration::from_secs(15);
 
@@ -167,9 +178,29 @@ pub async fn run(
         proxy_url: None,
         kvp_pool: PathBuf::from(POOL_PATH),
     };
-    let (argv, agent) = agent_invocation(p, settings, run, &endpoints, case_dir, deadline)?;
+    // The agent is nobody on the host (`--unprivileged`): it cannot reach the case folder
+    // (inside this run's folder, root's alone), so its own folder is bound into the sandbox's
+    // private /run; the sandbox's files (its scenario, its journal) stay out of its reach.
+    let agent_dir = case_dir.join(AGENT_FOLDER);
+    let hand_over = |dir: &Path| {
+        std::fs::create_dir_all(dir)
+            .and_then(|()| userns::hand_over(dir))
+            .map_err(|e| SessionError::Harness(format!("{}: {e}", dir.display())))
+    };
+    hand_over(&agent_dir)?;
+    let (argv, agent) = agent_invocation(
+        p,
+        settings,
+        run,
+        &endpoints,
+        Path::new(AGENT_CASE_DIR),
+        deadline,
+    )?;
     let mut args: Vec<String> = vec![
         "sandbox".into(),
+        "--unprivileged".into(),
+        "--bind".into(),
+        format!("{}:{AGENT_CASE_DIR}", agent_dir.display()),
         "--scenario".into(),
         scenario_file.display().to_string(),
         "--out".into(),
@@ -185,9 +216,7 @@ pub async fn run(
     }
     for dir in &p.profile.sandbox_private_dirs {
         let scratch = private_dir(case_dir, dir);
-        std::fs::create_dir_all(&scratch).map_err(|e| {
-            SessionError::Harness(format!("cannot create {}: {e}", scratch.display()))
-        })?;
+        hand_over(&scratch)?;
         args.push("--bind".into());
         args.push(format!("{}:{}", scratch.display(), dir.display()));
     }
@@ -197,6 +226,7 @@ pub async fn run(
         program: fake_binary,
         args,
         deadline: agent.deadline + SANDBOX_GRACE,
+        cwd: case_dir.to_path_buf(),
         ..agent
     };
 

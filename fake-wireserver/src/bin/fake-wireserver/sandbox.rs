@@ -12,6 +12,10 @@
 //!   up the wireserver address in DHCP option 245 (afterburn) find it at once (docs/protocol.md §9);
 //! * mounts a private, empty tmpfs on `/var/lib/hyperv` for the KVP pool files, bounded to
 //!   [`HYPERV_TMPFS_SIZE`] of memory;
+//! * with `--unprivileged`, runs COMMAND as root of a user namespace of its own that is nobody
+//!   (65534) on the host, without capabilities, under the agent system-call filter
+//!   (`fake_wireserver::contain`), with `/var/lib/hyperv` nobody's (what else it must write,
+//!   the caller hands to nobody and binds in; a `--bind` target below `/run` is made);
 //! * runs COMMAND, then writes the journal (`journal.jsonl`, JSON Lines) and copies of
 //!   `/var/lib/hyperv/.kvp_pool_*` into `--out DIR`: regular files of at most
 //!   [`POOL_COPY_MAX`] bytes only, never followed through a link; the others are listed in
@@ -59,7 +63,8 @@ pub struct SandboxArgs {
     pub startup: Option<f64>,
 
     /// Bind-mount the host folder SRC over the folder DST inside the sandbox's mount namespace
-    /// (e.g. a scratch folder over `/var/log` for agents with a fixed log path). Repeatable.
+    /// (e.g. a scratch folder over `/var/log` for agents with a fixed log path). A DST below
+    /// `/run` (the sandbox's own tmpfs) is made when missing. Repeatable.
     #[arg(long = "bind", value_name = "SRC:DST", value_parser = parse_bind)]
     pub binds: Vec<Bind>,
 
@@ -69,6 +74,14 @@ pub struct SandboxArgs {
     /// sleeps forever). `sandbox.json` then says `"stopped_when_done": true`.
     #[arg(long, value_name = "SECONDS", value_parser = parse_grace)]
     pub stop_after_report: Option<f64>,
+
+    /// Run COMMAND as root of a user namespace of its own whose root is nobody (65534) on the
+    /// host, without capabilities, under the agent system-call filter (no io_uring, keyrings,
+    /// Unix sockets, mounts or new namespaces): it reads and writes only what any local user
+    /// may, and `/var/lib/hyperv` is nobody's. Folders it must write are the caller's to hand
+    /// to nobody (a `--bind` source).
+    #[arg(long)]
+    pub unprivileged: bool,
 
     /// Internal: set when the sandbox re-executes itself inside the new namespaces; the value
     /// names the host's namespaces (`NET_INODE:MNT_INODE`) so the inner half can verify it is

@@ -16,6 +16,7 @@ use super::{
     EXIT_SANDBOX_FAILED, EXIT_TIMEOUT, IMDS_ADDR, JOURNAL_FILE, NamespaceIds, SandboxArgs,
     WIRESERVER_ADDR, error,
 };
+use fake_wireserver::contain::userns;
 use fake_wireserver::endpoint::HOSTPLUGIN_PORT;
 use fake_wireserver::sandbox::POOL_COPY_MAX;
 use fake_wireserver::{AnswerKind, Fake, FakeConfig, Scenario};
@@ -90,7 +91,12 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
 
     let lo = setup::configure_loopback().context("setting up the loopback interface")?;
     setup::mount_private_run(lo).context("mounting the private /run")?;
-    setup::mount_private_hyperv().context("mounting the private /var/lib/hyperv")?;
+    let pool_owner = if args.unprivileged {
+        (userns::OUTSIDE_UID, userns::OUTSIDE_GID)
+    } else {
+        (0, 0)
+    };
+    setup::mount_private_hyperv(pool_owner).context("mounting the private /var/lib/hyperv")?;
     for bind in &args.binds {
         setup::bind_mount(&bind.source, &bind.target).with_context(|| {
             format!("--bind {}:{}", bind.source.display(), bind.target.display())
@@ -257,7 +263,20 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut hangup = signal(SignalKind::hangup())?;
 
-    let mut child = match tokio::process::Command::new(program).args(rest).spawn() {
+    let mut command = tokio::process::Command::new(program);
+    command.args(rest);
+    if args.unprivileged {
+        let root = userns::UnprivilegedRoot::new()
+            .context("--unprivileged: cannot make COMMAND's user namespace")?;
+        // SAFETY: between fork and exec, `enter` and `lock_down` only make system calls.
+        unsafe {
+            command.pre_exec(move || {
+                root.enter()?;
+                fake_wireserver::contain::lock_down()
+            });
+        }
+    }
+    let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
             let code = if e.kind() == std::io::ErrorKind::NotFound {

@@ -15,7 +15,7 @@ use std::process::ExitStatus;
 use anyhow::Context as _;
 use tokio::signal::unix::{SignalKind, signal};
 
-use super::setup::find_in_path;
+use super::setup::{self, find_in_path};
 use super::{EXIT_SANDBOX_FAILED, EXIT_USAGE, NamespaceIds, SandboxArgs, error};
 use fake_wireserver::Scenario;
 
@@ -58,7 +58,9 @@ pub(super) fn run(args: SandboxArgs) -> i32 {
     }
     for bind in &args.binds {
         for (what, path) in [("SRC", &bind.source), ("DST", &bind.target)] {
-            if !path.is_dir() {
+            // Made inside the private /run when missing (the host's /run is never touched).
+            let made_inside = what == "DST" && setup::below_private_run(path);
+            if !made_inside && !path.is_dir() {
                 error(format!(
                     "--bind {}:{}: {what} {} is not an existing folder",
                     bind.source.display(),
@@ -163,6 +165,9 @@ fn unshare_command(
     }
     if let Some(g) = args.stop_after_report {
         cmd.arg("--stop-after-report").arg(g.to_string());
+    }
+    if args.unprivileged {
+        cmd.arg("--unprivileged");
     }
     cmd.arg("--").args(&args.command);
     Ok(cmd)

@@ -137,8 +137,22 @@ pub(crate) fn mount_private_run(lo_ifindex: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--bind SRC:DST`: SRC over DST, in this (private) mount namespace only.
+/// Whether `path` lies below `/run` (which the sandbox replaces with a tmpfs of its own), with
+/// no `..` that could lead out of it.
+pub(crate) fn below_private_run(path: &Path) -> bool {
+    path.starts_with("/run")
+        && path != Path::new("/run")
+        && path
+            .components()
+            .all(|c| !matches!(c, std::path::Component::ParentDir))
+}
+
+/// `--bind SRC:DST`: SRC over DST, in this (private) mount namespace only. A DST below the
+/// private `/run` is made when missing.
 pub(crate) fn bind_mount(source: &Path, target: &Path) -> anyhow::Result<()> {
+    if below_private_run(target) && !target.exists() {
+        make_dirs(target)?;
+    }
     tool(
         "mount",
         &["-n", "--bind", path_str(source)?, path_str(target)?],
@@ -151,13 +165,20 @@ pub(crate) fn bind_mount(source: &Path, target: &Path) -> anyhow::Result<()> {
 /// When the host has no `/var/lib/hyperv`, there is no mount point, and creating one would
 /// change the host's file system. Then `/var/lib` itself is replaced by a tmpfs in which every
 /// host entry is bind-mounted back (symlinks are copied), plus the new `hyperv` folder.
-pub(crate) fn mount_private_hyperv() -> anyhow::Result<()> {
+/// `owner`: the uid and gid it belongs to (the agent's: nobody, with `--unprivileged`).
+pub(crate) fn mount_private_hyperv(owner: (u32, u32)) -> anyhow::Result<()> {
     let hyperv = Path::new(HYPERV_DIR);
     if !hyperv.is_dir() {
         rebuild_var_lib_with_hyperv()?;
     }
     // Bounded: the agent may fill it (sparse files cost nothing, written ones do).
-    mount_tmpfs(HYPERV_DIR, 0o755, 0, 0, Some(super::HYPERV_TMPFS_SIZE))
+    mount_tmpfs(
+        HYPERV_DIR,
+        0o755,
+        owner.0,
+        owner.1,
+        Some(super::HYPERV_TMPFS_SIZE),
+    )
 }
 
 fn rebuild_var_lib_with_hyperv() -> anyhow::Result<()> {

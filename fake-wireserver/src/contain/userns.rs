@@ -1,0 +1,197 @@
+//! A user namespace for an agent started by root: uid 0 and gid 0 inside are nobody (65534)
+//! and nogroup (65534) on the host, so the agent still runs "as root" (programs that insist on
+//! uid 0 start), but every permission check on the host's files is nobody's: it cannot read
+//! `/etc/shadow`, root's keys or root's private folders, nor write anything root owns. What it
+//! must write (its case folder, its pool) is handed to it ([`hand_over`]).
+//!
+//! Made by a forked child that unshares the namespace, whose maps the parent (root) writes:
+//! a process cannot map an id other than its own into a namespace it is in. The namespace then
+//! lives while the handle does; each agent joins it between fork and exec ([`UnprivilegedRoot::
+//! enter`]), after everything that needs the host's root (mounts, its PID namespace's `/proc`).
+
+use std::io;
+use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The host uid an agent's root is (the kernel's overflow uid: nobody).
+pub const OUTSIDE_UID: u32 = 65534;
+/// The host gid an agent's root group is (nogroup).
+pub const OUTSIDE_GID: u32 = 65534;
+
+/// A user namespace whose root is [`OUTSIDE_UID`]/[`OUTSIDE_GID`] on the host.
+#[derive(Debug, Clone)]
+pub struct UnprivilegedRoot {
+    namespace: Arc<OwnedFd>,
+}
+
+impl UnprivilegedRoot {
+    /// A new one; needs root (`CAP_SETUID`, `CAP_SETGID` and `CAP_SYS_ADMIN`), and a kernel
+    /// and policy that allow user namespaces. Blocks for a fork and a few writes: call it off
+    /// an async runtime's workers.
+    pub fn new() -> io::Result<UnprivilegedRoot> {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
+        // SAFETY: the child only makes system calls on memory made before the fork, then
+        // `_exit`s; it never returns into Rust code.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if pid == 0 {
+            // SAFETY: see above; the parent's end is closed here, so the child sees the end of
+            // the stream once the parent closes its own copy.
+            unsafe {
+                libc::close(ours.as_raw_fd());
+                unshare_and_wait(theirs.as_raw_fd())
+            }
+        }
+        drop(theirs);
+        let made = map_and_keep(pid, &ours);
+        // Its end of the pair closes: the child exits.
+        drop(ours);
+        let mut status = 0;
+        // SAFETY: waits for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        made.map(|namespace| UnprivilegedRoot {
+            namespace: Arc::new(namespace),
+        })
+    }
+
+    /// Between fork and exec, in a child of root, after everything that needs the host's
+    /// root: leaves every supplementary group (root's, such as `shadow` or `disk`, would stay
+    /// otherwise), joins the namespace and becomes its root (nobody on the host). Keeps the
+    /// capabilities the namespace gives: drop them next ([`super::drop_capabilities`]).
+    ///
+    /// # Safety
+    /// Only between fork and exec: system calls only.
+    pub unsafe fn enter(&self) -> io::Result<()> {
+        let check = |r: libc::c_long| {
+            if r == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        };
+        // SAFETY: raw system calls on this (single-threaded) process: libc's set*id wrappers
+        // would try to reach threads a forked child does not have.
+        unsafe {
+            check(libc::syscall(
+                libc::SYS_setgroups,
+                0usize,
+                std::ptr::null::<libc::gid_t>(),
+            ))?;
+            check(libc::c_long::from(libc::setns(
+                self.namespace.as_raw_fd(),
+                libc::CLONE_NEWUSER,
+            )))?;
+            check(libc::syscall(libc::SYS_setresgid, 0u32, 0u32, 0u32))?;
+            check(libc::syscall(libc::SYS_setresuid, 0u32, 0u32, 0u32))?;
+        }
+        Ok(())
+    }
+}
+
+/// The child of [`UnprivilegedRoot::new`]: unshares a user namespace, says so on `socket` (0,
+/// or the errno), waits until the parent closes its end, exits.
+///
+/// # Safety
+/// Only in a freshly forked child.
+unsafe fn unshare_and_wait(socket: libc::c_int) -> ! {
+    // SAFETY: system calls on our own process and a local buffer.
+    unsafe {
+        let errno = if libc::unshare(libc::CLONE_NEWUSER) == 0 {
+            0
+        } else {
+            io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EINVAL)
+        };
+        libc::write(socket, errno.to_ne_bytes().as_ptr().cast(), 4);
+        let mut byte = 0u8;
+        libc::read(socket, (&mut byte as *mut u8).cast(), 1);
+        libc::_exit(0)
+    }
+}
+
+/// In the parent: once the child `pid` said it unshared, writes its maps and opens its
+/// namespace.
+fn map_and_keep(pid: libc::pid_t, socket: &std::os::unix::net::UnixStream) -> io::Result<OwnedFd> {
+    use std::io::Read as _;
+    let mut status = [0u8; 4];
+    (&*socket).read_exact(&mut status).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("the user namespace helper ended early: {e}"),
+        )
+    })?;
+    let errno = i32::from_ne_bytes(status);
+    if errno != 0 {
+        let e = io::Error::from_raw_os_error(errno);
+        return Err(io::Error::new(
+            e.kind(),
+            format!("unshare(CLONE_NEWUSER): {e}"),
+        ));
+    }
+    let proc = Path::new("/proc").join(pid.to_string());
+    for (file, text) in [
+        ("setgroups", "deny".to_owned()),
+        ("uid_map", format!("0 {OUTSIDE_UID} 1\n")),
+        ("gid_map", format!("0 {OUTSIDE_GID} 1\n")),
+    ] {
+        let path = proc.join(file);
+        std::fs::write(&path, text)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    }
+    let path = proc.join("ns/user");
+    let fd = rustix::fs::open(
+        &path,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    Ok(fd)
+}
+
+/// Gives `path` to the agent's host identity ([`OUTSIDE_UID`], [`OUTSIDE_GID`]), without
+/// following a link: what the agent must be able to write (its case folder, its pool file).
+pub fn hand_over(path: &Path) -> io::Result<()> {
+    std::os::unix::fs::lchown(path, Some(OUTSIDE_UID), Some(OUTSIDE_GID)).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot hand {} to the agent: {e}", path.display()),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Root only (CI): a child that entered the namespace is root inside, nobody outside, in no
+    /// supplementary group, and cannot read what only root may.
+    #[test]
+    fn an_agent_in_the_namespace_is_root_inside_and_nobody_on_the_host() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("not run: making the namespace needs root");
+            return;
+        }
+        let root = UnprivilegedRoot::new().unwrap();
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args([
+            "-c",
+            "id -u; id -g; id -G; cat /proc/self/uid_map; cat /etc/shadow >/dev/null 2>&1 && echo read-shadow; exit 0",
+        ]);
+        let entering = root.clone();
+        // SAFETY: `enter` only makes system calls.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || entering.enter());
+        }
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        assert_eq!(lines[..3], ["0", "0", "0"], "{text}");
+        let map: Vec<&str> = lines[3].split_whitespace().collect();
+        assert_eq!(map, ["0", "65534", "1"], "{text}");
+        assert!(!text.contains("read-shadow"), "{text}");
+    }
+}
