@@ -1,5 +1,6 @@
 //! Running one agent invocation: its own process group, output captured up to a bound, and the
-//! whole group killed at the deadline (or when it leaves children behind).
+//! whole group killed at the deadline (or when it leaves children behind). It dies with
+//! wirecheck, whatever ends wirecheck ([`crate::lifetime`]).
 //!
 //! The deadline is counted from what the agent did, not from its spawn: its clock starts at
 //! the agent's first request (see [`Activity`]), or after [`STARTUP_ALLOWANCE`] when none
@@ -416,7 +417,7 @@ unsafe fn mount_own_proc() -> std::io::Result<()> {
     }
 }
 
-/// Tells running invocations that wirecheck was interrupted (SIGINT, SIGTERM).
+/// Tells running invocations that wirecheck was interrupted (SIGINT, SIGTERM, SIGHUP).
 #[derive(Debug, Clone)]
 pub struct Stop(tokio::sync::watch::Receiver<Option<i32>>);
 
@@ -534,6 +535,9 @@ pub async fn run(inv: &Invocation) -> Finished {
         // Its own process group, so the whole tree can be killed at the deadline.
         .process_group(0)
         .kill_on_drop(true);
+    // First of the hooks: its waiter, and with it the agent's PID namespace, dies with
+    // wirecheck however wirecheck ends (crate::lifetime).
+    crate::lifetime::die_with_wirecheck(&mut cmd);
     for key in &inv.env_remove {
         cmd.env_remove(key);
     }
@@ -620,23 +624,12 @@ pub async fn run(inv: &Invocation) -> Finished {
             .is_some_and(|mut read| matches!(std::io::Read::read(&mut read, &mut byte), Ok(1)))
     };
     let started = Instant::now();
-    // Off the runtime's workers: spawning waits for the child's exec, containment set-up
-    // included, and a worker that waits serves no fake meanwhile. The hook (and its write
-    // end) is dropped with the command: a read then sees the byte or the end of the pipe,
-    // never blocks.
-    let spawned = tokio::task::spawn_blocking(move || {
-        let spawned = cmd.spawn();
-        drop(cmd);
-        spawned
-    })
-    .await
-    .unwrap_or_else(|e| {
-        Err(std::io::Error::other(format!(
-            "the spawning task failed: {e}"
-        )))
-    });
-    let mut child = match spawned {
-        Ok(child) => child,
+    // Off the runtime's workers (spawning waits for the child's exec, containment set-up
+    // included), on a thread that lives as long as the child (its parent-death signal). The
+    // hook (and its write end) is dropped with the command: a read then sees the byte or the
+    // end of the pipe, never blocks.
+    let (mut child, _tether) = match crate::lifetime::spawn(cmd).await {
+        Ok(spawned) => spawned,
         Err(e) => {
             let exit = if containment_failed(&setup_failed) {
                 Exit::ContainmentFailed(e.to_string())
@@ -816,9 +809,14 @@ unsafe fn enter_pid_namespace(own_proc: bool, marker: libc::c_int) -> std::io::R
                 init_status
             });
         }
-        // The init, PID 1: dies with the waiter (a deadline kill of the group).
+        // The init, PID 1: dies with the waiter (a deadline kill of the group, or wirecheck's
+        // end, which the waiter dies with). A waiter that ended before this shows as a status
+        // pipe nobody reads.
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         libc::close(read_end);
+        if unread(write_end) {
+            libc::_exit(125);
+        }
         // Its failures are the containment's, not the agent's: said on the marker pipe, so
         // that its exit status is not taken for the agent's.
         let failed = || {
@@ -859,6 +857,20 @@ unsafe fn enter_pid_namespace(own_proc: bool, marker: libc::c_int) -> std::io::R
             }
         }
     }
+}
+
+/// Whether the pipe `write_end` belongs to has no reader left.
+///
+/// # Safety
+/// A system call only.
+unsafe fn unread(write_end: libc::c_int) -> bool {
+    let mut fd = libc::pollfd {
+        fd: write_end,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: poll(2) on one descriptor of ours, not waiting.
+    unsafe { libc::poll(&mut fd, 1, 0) == 1 && fd.revents & libc::POLLERR != 0 }
 }
 
 /// The agent's architecture as seccomp names it (`AUDIT_ARCH_*` of `<linux/audit.h>`).

@@ -6,7 +6,10 @@ mod runner_support;
 use std::path::Path;
 use std::process::Output;
 
-use runner_support::{case, repo, results, script_agent, stderr, stdout, wirecheck};
+use runner_support::{
+    STUCK_AGENT, as_ordinary_user, case, open_to_all, processes_running, repo, results,
+    script_agent, shared_tempdir, stderr, stdout, wirecheck,
+};
 
 /// The load test keeps every core busy; the other tests here have deadlines of their own, so
 /// they do not run while it does (it takes the lock for writing, they for reading).
@@ -71,40 +74,6 @@ fn an_agent_claiming_xml_that_posts_json_fails_the_xml_scenarios() {
         case(&r, "jsononly", "wire.health.xml.ready.report.state")["verdict"],
         "skipped"
     );
-}
-
-/// `wirecheck` as an ordinary user: `nobody` when the tests run as root (CI), else as is.
-fn as_ordinary_user(mut cmd: std::process::Command) -> std::process::Command {
-    if !rustix::process::geteuid().is_root() {
-        return cmd;
-    }
-    let mut wrapped = std::process::Command::new("setpriv");
-    wrapped.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
-    wrapped.arg(cmd.get_program()).args(cmd.get_args());
-    if let Some(dir) = cmd.get_current_dir() {
-        wrapped.current_dir(dir);
-    }
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => wrapped.env(k, v),
-            None => wrapped.env_remove(k),
-        };
-    }
-    cmd = wrapped;
-    cmd
-}
-
-/// A folder an ordinary user can write to.
-fn shared_tempdir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    open_to_all(dir.path());
-    dir
-}
-
-/// Makes `dir` writable by anyone (the agents of an ordinary user's run write there).
-fn open_to_all(dir: &Path) {
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
 }
 
 /// Whether agents can be contained here; says why not (the run itself says so too: see
@@ -456,29 +425,6 @@ fn a_setsid_daemon_does_not_outlive_its_case_without_root_either() {
     assert_no_daemon_survives(true);
 }
 
-/// Keeps a child process going and never reports: wirecheck has to be interrupted to end it.
-const STUCK_AGENT: &str = r#"
-import os, time
-if os.fork() == 0:
-    while True:
-        time.sleep(0.05)
-time.sleep(600)
-"#;
-
-/// The processes whose command line names `script` (an agent's, or its children's).
-fn processes_running(script: &Path) -> Vec<u32> {
-    let needle = script.to_str().unwrap().as_bytes();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| c.windows(needle.len()).any(|w| w == needle))
-        })
-        .collect()
-}
-
 /// Interrupts a run of stuck agents with `signal` once they are all going, and checks what a
 /// user gets: the shell's status for the signal, partial results marked as interrupted, and no
 /// agent process left.
@@ -551,6 +497,14 @@ fn sigint_mid_run_stops_every_agent_and_writes_partial_results() {
 fn sigterm_mid_run_stops_every_agent_and_writes_partial_results() {
     let _machine = quiet_machine();
     assert_interrupted_cleanly(rustix::process::Signal::TERM, 143, "SIGTERM");
+}
+
+/// A closed terminal (or a CI's cancel) sends SIGHUP: it used to end wirecheck at once, with
+/// no results and every agent left running.
+#[test]
+fn sighup_mid_run_stops_every_agent_and_writes_partial_results() {
+    let _machine = quiet_machine();
+    assert_interrupted_cleanly(rustix::process::Signal::HUP, 129, "SIGHUP");
 }
 
 /// Tries to unmount what hides its neighbours (and the host's `/proc`), then for three

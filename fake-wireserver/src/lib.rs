@@ -359,6 +359,7 @@ mod http1;
 pub mod imds;
 pub mod inspect;
 pub mod journal;
+pub mod lifeline;
 /// The independent parsers (crate `wirecheck-oracle`), re-exported for the journal's users.
 pub use wirecheck_oracle as oracle;
 pub mod proxy;

@@ -626,3 +626,33 @@ fn sandbox_does_not_copy_an_8_gib_sparse_pool_or_a_symlinked_pool_and_says_why()
         "the sandbox says why: {stderr}"
     );
 }
+
+/// SIGKILL to the sandbox (a CI timeout's last word) used to leave `unshare`, the inner half and
+/// COMMAND running: COMMAND, and a daemon it started in a session of its own, now end with it.
+#[test]
+fn sandbox_killed_with_sigkill_leaves_no_process_of_its_command() {
+    use wirecheck_test_support::procs;
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    let marker = format!("WIRECHECK_SANDBOX_KILL_TEST={}", out.path().display());
+    let (key, value) = marker.split_once('=').unwrap();
+    let mut sandbox = Command::new(FAKE)
+        .args(["sandbox", "--out"])
+        .arg(out.path())
+        .args(["--", "bash", "-c", "setsid sleep 600 & sleep 600"])
+        .env(key, value)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The outer half, `unshare`, the inner half, bash and both sleeps.
+    assert!(
+        procs::wait_for(&marker, 6, std::time::Duration::from_secs(30)),
+        "the command never started: {:?}",
+        procs::marked(&marker)
+    );
+    sandbox.kill().unwrap();
+    sandbox.wait().unwrap();
+    let left = procs::left_after(&marker, std::time::Duration::from_secs(20));
+    assert!(left.is_empty(), "outlived the sandbox: {left:#?}");
+}

@@ -540,38 +540,48 @@ fn own_cases_folder() -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
-/// Raises `stop` at the first SIGINT or SIGTERM.
+/// Raises `stop` at the first SIGINT, SIGTERM or SIGHUP (a closed terminal, a CI's cancel):
+/// the agents are stopped and the results still written (crate::lifetime).
 async fn raise_on_signal(stop: tokio::sync::watch::Sender<Option<i32>>) {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
     ) else {
         return;
     };
     let sig = tokio::select! {
         _ = int.recv() => libc::SIGINT,
         _ = term.recv() => libc::SIGTERM,
+        _ = hup.recv() => libc::SIGHUP,
     };
     let _ = stop.send(Some(sig));
 }
 
-/// `SIGINT` for 2, `SIGTERM` for 15.
+/// The signals that interrupt a run, with their names.
+const INTERRUPTIONS: [(i32, &str); 3] = [
+    (libc::SIGINT, "SIGINT"),
+    (libc::SIGTERM, "SIGTERM"),
+    (libc::SIGHUP, "SIGHUP"),
+];
+
+/// `SIGINT` for 2, `SIGTERM` for 15, `SIGHUP` for 1.
 pub fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        libc::SIGINT => "SIGINT",
-        libc::SIGTERM => "SIGTERM",
-        _ => "a signal",
-    }
+    INTERRUPTIONS
+        .iter()
+        .find(|(n, _)| *n == sig)
+        .map_or("a signal", |(_, name)| name)
 }
 
 /// The exit status of a run interrupted by `interrupted` (`RunResults::interrupted`): 130 for
-/// SIGINT, 143 for SIGTERM, as shells report them.
+/// SIGINT, 143 for SIGTERM, 129 for SIGHUP, as shells report them.
 pub fn interrupted_exit_status(interrupted: &str) -> u8 {
-    match interrupted {
-        "SIGTERM" => 128 + libc::SIGTERM as u8,
-        _ => 128 + libc::SIGINT as u8,
-    }
+    let sig = INTERRUPTIONS
+        .iter()
+        .find(|(_, name)| *name == interrupted)
+        .map_or(libc::SIGINT, |(n, _)| *n);
+    128 + sig as u8
 }
 
 /// Why a case has no verdict after an interruption.

@@ -133,3 +133,52 @@ reported = [0]
     );
     dir.join("agents")
 }
+
+/// `wirecheck` as an ordinary user: `nobody` when the tests run as root (CI), else as is.
+pub fn as_ordinary_user(mut cmd: std::process::Command) -> std::process::Command {
+    if !rustix::process::geteuid().is_root() {
+        return cmd;
+    }
+    let mut wrapped = std::process::Command::new("setpriv");
+    wrapped.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+    wrapped.arg(cmd.get_program()).args(cmd.get_args());
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    cmd = wrapped;
+    cmd
+}
+
+/// A folder an ordinary user can write to.
+pub fn shared_tempdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    open_to_all(dir.path());
+    dir
+}
+
+/// Makes `dir` writable by anyone (the agents of an ordinary user's run write there).
+pub fn open_to_all(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+}
+
+/// Keeps a child process going and never reports: wirecheck has to be interrupted to end it.
+pub const STUCK_AGENT: &str = r#"
+import os, time
+if os.fork() == 0:
+    while True:
+        time.sleep(0.05)
+time.sleep(600)
+"#;
+
+/// The processes whose command line or environment names `script` (an agent's, or its
+/// children's).
+pub fn processes_running(script: &Path) -> Vec<u32> {
+    wirecheck_test_support::procs::marked(script.to_str().unwrap())
+}
