@@ -68,7 +68,10 @@ mod tests {
         let _ = std::fs::remove_file(&ended_marker);
         std::thread::sleep(std::time::Duration::from_millis(300));
         assert!(!ended_marker.exists());
-        assert!(alive_marker.exists(), "the child of a live thread was killed");
+        assert!(
+            alive_marker.exists(),
+            "the child of a live thread was killed"
+        );
         long.kill().unwrap();
         long.wait().unwrap();
     }

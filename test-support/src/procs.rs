@@ -14,7 +14,8 @@ pub fn marked(marker: &str) -> Vec<u32> {
     dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
-            let read = |what: &str| std::fs::read(format!("/proc/{pid}/{what}")).unwrap_or_default();
+            let read =
+                |what: &str| std::fs::read(format!("/proc/{pid}/{what}")).unwrap_or_default();
             !zombie(*pid) && (holds(&read("cmdline")) || holds(&read("environ")))
         })
         .collect()
@@ -46,7 +47,10 @@ pub fn left_after(marker: &str, bound: Duration) -> Vec<String> {
                 .into_iter()
                 .map(|pid| {
                     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                    format!("{pid}: {}", String::from_utf8_lossy(&cmdline).replace('\0', " "))
+                    format!(
+                        "{pid}: {}",
+                        String::from_utf8_lossy(&cmdline).replace('\0', " ")
+                    )
                 })
                 .collect();
         }

@@ -4,6 +4,7 @@
 
 mod artifacts;
 pub mod attach;
+pub mod case_root;
 pub mod lag;
 mod scenario_run;
 pub mod start_watch;
@@ -25,6 +26,7 @@ use crate::scenario::Scenario;
 use crate::select::{CaseFilter, Partition};
 
 pub use attach::in_process::ClosedPort;
+pub use case_root::{CASE_ROOT_PREFIX, CASES_FOLDER, CaseRoot};
 pub use start_watch::{NeverStarted, StartWatch};
 pub use timing::{CASE_LIMIT_SECONDS, CaseTiming};
 
@@ -220,7 +222,7 @@ pub const MAX_DEFAULT_JOBS: usize = 64;
 /// folders (hidden from every agent but for its own case folder), containment, a runtime.
 struct Prepared {
     settings: RunSettings,
-    case_root: tempfile::TempDir,
+    case_root: CaseRoot,
     uncontained: Option<String>,
     runtime: tokio::runtime::Runtime,
     stop_tx: tokio::sync::watch::Sender<Option<i32>>,
@@ -233,23 +235,22 @@ fn prepare(settings: &RunSettings, in_process: bool) -> std::io::Result<Prepared
     std::fs::create_dir_all(&settings.out)?;
     // The shared folder, else (someone else made it) one of this user's own, which hides this
     // user's other runs just as well; the shared one is hidden from our agents either way.
-    let parent = shared_cases_folder().or_else(|shared| {
-        own_cases_folder().map_err(|own| std::io::Error::other(format!("{shared}; {own}")))
+    let parent = case_root::shared_cases_folder().or_else(|shared| {
+        case_root::own_cases_folder()
+            .map_err(|own| std::io::Error::other(format!("{shared}; {own}")))
     });
     let (cases_parent, case_root) = match parent {
         Ok(parent) => {
-            let root = tempfile::Builder::new()
-                .prefix(CASE_ROOT_PREFIX)
-                .tempdir_in(&parent)?;
+            // What runs that could not clean up (killed) left there goes first.
+            case_root::remove_abandoned(&parent);
+            let root = CaseRoot::create(&parent)?;
             (parent, root)
         }
         Err(e) => {
             eprintln!(
                 "wirecheck: warning: {e}; this run's case folders go to a private temporary folder instead"
             );
-            let root = tempfile::Builder::new()
-                .prefix(CASE_ROOT_PREFIX)
-                .tempdir()?;
+            let root = CaseRoot::create(&std::env::temp_dir())?;
             (std::env::temp_dir().join(CASES_FOLDER), root)
         }
     };
@@ -487,57 +488,6 @@ impl Drop for PairRunner {
     fn drop(&mut self) {
         self.shut_down();
     }
-}
-
-/// The name prefix of a run's folder of case folders.
-pub const CASE_ROOT_PREFIX: &str = "run-";
-
-/// The folder, in the temporary folder, that every wirecheck run's case folders live in.
-pub const CASES_FOLDER: &str = "wirecheck-cases";
-
-/// `<temp>/wirecheck-cases`, shared by every run on the machine (sticky and world-writable, as
-/// `/tmp` is; each run's folder inside is its own, mode 0700): hiding it from an agent hides
-/// every run's case folders, those of runs started after the agent included.
-fn shared_cases_folder() -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
-    let dir = std::env::temp_dir().join(CASES_FOLDER);
-    match std::fs::create_dir(&dir) {
-        Ok(()) => std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777))?,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    // Only a folder root or we made is trusted: its owner could replace our run's folder
-    // with a link, sticky bit or not.
-    let meta = std::fs::symlink_metadata(&dir)?;
-    let owner_trusted = meta.uid() == 0 || meta.uid() == rustix::process::geteuid().as_raw();
-    if !meta.is_dir() || !owner_trusted || meta.mode() & 0o1000 == 0 {
-        return Err(std::io::Error::other(format!(
-            "{} is not a sticky folder owned by root or by this user",
-            dir.display()
-        )));
-    }
-    Ok(dir)
-}
-
-/// `<temp>/wirecheck-cases-<uid>`: this user's own folder of case folders (mode 0700), when
-/// the shared one cannot be trusted.
-fn own_cases_folder() -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
-    let uid = rustix::process::geteuid().as_raw();
-    let dir = std::env::temp_dir().join(format!("{CASES_FOLDER}-{uid}"));
-    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    let meta = std::fs::symlink_metadata(&dir)?;
-    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
-        return Err(std::io::Error::other(format!(
-            "{} is not a folder of this user's that only it can enter",
-            dir.display()
-        )));
-    }
-    Ok(dir)
 }
 
 /// Raises `stop` at the first SIGINT, SIGTERM or SIGHUP (a closed terminal, a CI's cancel):
