@@ -507,6 +507,76 @@ fn sighup_mid_run_stops_every_agent_and_writes_partial_results() {
     assert_interrupted_cleanly(rustix::process::Signal::HUP, 129, "SIGHUP");
 }
 
+/// Reports Ready whatever it is asked (wrong for its in-progress run), and in its in-progress
+/// run breaks its case folder's `tmp/` (BREAK: replaces it with a file, with a dangling link,
+/// or makes it mode 000).
+const TMP_BREAKER_AGENT: &str = r#"
+import os, shutil, sys, urllib.request
+if sys.argv[1] == "in-progress":
+    tmp = os.environ["TMPDIR"]
+    mode = os.environ["BREAK"]
+    if mode == "chmod":
+        os.chmod(tmp, 0)
+    else:
+        shutil.rmtree(tmp)
+        if mode == "file":
+            open(tmp, "w").close()
+        else:
+            os.symlink("/nonexistent", tmp)
+url = os.environ["WIRECHECK_CASE_WIRESERVER_URL"] + "/provisioning/health"
+request = urllib.request.Request(url, data=b'{"state":"Ready"}', method="POST",
+                                 headers={"Content-Type": "application/json"})
+urllib.request.urlopen(request, timeout=5).read()
+"#;
+
+/// An agent used to turn its own failure (Ready when asked for in-progress) into harness-error
+/// skips by breaking its case folder's `tmp/`, which the harness made again for its next run:
+/// it is judged, whatever it did to the folder, as root and as an ordinary user.
+#[test]
+fn an_agent_that_breaks_its_tmp_folder_is_judged_not_skipped() {
+    let _machine = quiet_machine();
+    if !containment_available() {
+        return;
+    }
+    for ordinary in [false, true] {
+        for mode in ["file", "link", "chmod"] {
+            let dir = shared_tempdir();
+            let agents = script_agent(
+                dir.path(),
+                "breaker",
+                "url",
+                "\"json\", \"in-progress\"",
+                TMP_BREAKER_AGENT,
+            );
+            let mut cmd = wirecheck(&repo());
+            cmd.args(["run", "--quiet", "--agent", "breaker", "--agents-dir"])
+                .arg(&agents)
+                .arg("--out")
+                .arg(dir.path().join("out"))
+                .args(["--cases", "wire.health.json.in-progress-then-ready.*"])
+                .env("BREAK", mode);
+            let mut cmd = if ordinary { as_ordinary_user(cmd) } else { cmd };
+            let o = cmd.output().unwrap();
+            let what = format!("{mode}, ordinary user: {ordinary}\n{}", show(&o));
+            assert_eq!(o.status.code(), Some(1), "{what}");
+            let r = results(&dir.path().join("out"));
+            let cases = r["agents"][0]["cases"].as_array().unwrap();
+            assert!(
+                cases
+                    .iter()
+                    .all(|c| !c["reason"].as_str().unwrap_or("").contains("harness error")),
+                "{what}"
+            );
+            let state = case(
+                &r,
+                "breaker",
+                "wire.health.json.in-progress-then-ready.report.state",
+            );
+            assert_eq!(state["verdict"], "fail", "{what}\n{state}");
+        }
+    }
+}
+
 /// Tries to unmount what hides its neighbours (and the host's `/proc`), then for three
 /// seconds attacks every neighbour it can find: posts forged failure reports to
 /// every port listening on 127.0.0.1 but its own fake's, appends to every other case's pool

@@ -95,7 +95,8 @@ pub fn write_files(dir: &Path, files: &[(&str, &str)]) {
 }
 
 /// Writes a Python agent `name` with a profile (`capabilities`, every action running the
-/// script with the action as its argument) into `dir`, and returns the agents folder.
+/// script with the action as its argument: `ready`, `failure`, `in-progress`) into `dir`, and
+/// returns the agents folder.
 pub fn script_agent(
     dir: &Path,
     name: &str,
@@ -113,6 +114,7 @@ capabilities = [{capabilities}]
 [commands]
 ready = ["python3", "{p}", "ready"]
 failure = ["python3", "{p}", "failure"]
+in-progress = ["python3", "{p}", "in-progress"]
 
 [reactions]
 retryable = [429, 500, 503]

@@ -144,6 +144,15 @@ pub async fn run(
         kvp_pool: pool_path.clone(),
     };
 
+    // A contained agent may write only its case folder: its temporary files go to `tmp/`
+    // there, made once, while the folder is still the harness's alone. What the agent makes of
+    // it later (a file, a link, mode 000) is its own doing: a later invocation finds it as it
+    // was left, and nothing the harness decides depends on it.
+    let tmp = case_dir.join("tmp");
+    if netns.is_some() {
+        std::fs::create_dir(&tmp)
+            .map_err(|e| SessionError::Harness(format!("cannot create {}: {e}", tmp.display())))?;
+    }
     let mut runs = Vec::new();
     for run in &scenario.agent.runs {
         let (argv, mut invocation) =
@@ -178,11 +187,6 @@ pub async fn run(
                 hide,
                 keep: case_dir.to_path_buf(),
             });
-            // Everything else is read-only to it: its temporary files go to its case folder.
-            let tmp = case_dir.join("tmp");
-            std::fs::create_dir_all(&tmp).map_err(|e| {
-                SessionError::Harness(format!("cannot create {}: {e}", tmp.display()))
-            })?;
             invocation
                 .env
                 .push(("TMPDIR".into(), tmp.to_string_lossy().into_owned()));
