@@ -15,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
 use crate::netns::NetNs;
+use fake_wireserver::limits::{Limits, TreeLimits};
 
 /// Bytes of stdout/stderr kept per stream; the rest is counted and dropped.
 pub const OUTPUT_LIMIT: usize = 256 * 1024;
@@ -78,6 +79,9 @@ pub struct Invocation {
     /// What of the file system the agent may not see (needs the same privileges as
     /// `pid_namespace`).
     pub confine: Option<Confine>,
+    /// What its process tree may use (processes, memory, file size, open files):
+    /// `fake_wireserver::limits`, a cgroup of its own where the machine allows.
+    pub limits: Option<Limits>,
 }
 
 /// A private mount namespace for the agent: the whole file system is read-only, each folder
@@ -538,6 +542,29 @@ pub async fn run(inv: &Invocation) -> Finished {
     // First of the hooks: its waiter, and with it the agent's PID namespace, dies with
     // wirecheck however wirecheck ends (crate::lifetime).
     crate::lifetime::die_with_wirecheck(&mut cmd);
+    // Its limits: its cgroup joined before anything of its tree is forked (the waiter and the
+    // init included, an allowance of their own), its rlimits set in the process that execs.
+    let own_user_namespace = inv.netns.as_ref().is_some_and(NetNs::has_user_namespace);
+    let tree = match inv
+        .limits
+        .as_ref()
+        .map(|l| TreeLimits::new(l, own_user_namespace))
+        .transpose()
+    {
+        Ok(tree) => tree,
+        Err(e) => {
+            let now = Instant::now();
+            return Finished {
+                exit: Exit::ContainmentFailed(format!("cannot set up its limits: {e}")),
+                started: now,
+                clock_started: now,
+                ended: now,
+                stdout: Captured::default(),
+                stderr: Captured::default(),
+            };
+        }
+    };
+    let rlimits_last = tree.as_ref().map(|t| t.join(&mut cmd));
     for key in &inv.env_remove {
         cmd.env_remove(key);
     }
@@ -616,6 +643,10 @@ pub async fn run(inv: &Invocation) -> Finished {
             };
         }
         setup_failed = Some(std::fs::File::from(read));
+    }
+    // Last: only the process that execs gets here (the waiter and the init never return).
+    if let Some(last) = rlimits_last {
+        last.then_rlimits(&mut cmd);
     }
     let containment_failed = |marker: &Option<std::fs::File>| {
         let mut byte = [0u8; 1];
@@ -698,6 +729,10 @@ pub async fn run(inv: &Invocation) -> Finished {
     if !pid_namespace {
         kill_group(pgid);
     }
+    // What is left in its cgroup (a daemon of an uncontained agent) goes too.
+    if let Some(tree) = tree {
+        let _ = tokio::task::spawn_blocking(move || tree.finish()).await;
+    }
     // The agent never ran when its namespace's init could not start it.
     let exit = if containment_failed(&setup_failed) {
         Exit::ContainmentFailed(format!(
@@ -765,6 +800,7 @@ pub fn probe_containment() -> Result<(), String> {
             hide: vec![hidden],
             keep: keep.clone(),
         }),
+        limits: None,
     };
     match runtime.block_on(run(&invocation)).exit {
         Exit::Code(0) if keep.join("written").is_file() => Ok(()),
@@ -1205,6 +1241,7 @@ mod tests {
             pid_namespace: false,
             stop: None,
             confine: None,
+            limits: None,
         }
     }
 

@@ -243,6 +243,7 @@ fn prepare(settings: &RunSettings, in_process: bool) -> std::io::Result<Prepared
         Ok(parent) => {
             // What runs that could not clean up (killed) left there goes first.
             case_root::remove_abandoned(&parent);
+            fake_wireserver::limits::cgroup::remove_abandoned();
             let root = CaseRoot::create(&parent)?;
             (parent, root)
         }
@@ -270,6 +271,7 @@ fn prepare(settings: &RunSettings, in_process: bool) -> std::io::Result<Prepared
             "wirecheck: warning: {why}; url agents run uncontained (wirecheck's own namespaces, only their process group is killed) and proxy cases are skipped"
         );
     }
+    warn_if_limits_are_weaker();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -289,6 +291,21 @@ fn prepare(settings: &RunSettings, in_process: bool) -> std::io::Result<Prepared
         stop_tx,
         stop,
     })
+}
+
+/// Says once, as root, when agents cannot get a cgroup of their own here: an agent run as root
+/// is then not held to its process limit (root is exempt from RLIMIT_NPROC), and its memory
+/// limit holds per process, not for its whole tree (`fake_wireserver::limits`). Without root,
+/// an agent's process limit holds in its user namespace either way.
+fn warn_if_limits_are_weaker() {
+    if !rustix::process::geteuid().is_root() {
+        return;
+    }
+    if let Some(why) = fake_wireserver::limits::cgroup::available() {
+        eprintln!(
+            "wirecheck: warning: agents get no cgroup of their own here ({why}): an agent run as root is not held to its profile's processes limit, and its memory limit holds per process"
+        );
+    }
 }
 
 /// Runs every planned pair and collects the results (the caller writes them).

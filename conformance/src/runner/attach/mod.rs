@@ -217,6 +217,7 @@ fn agent_invocation(
         pid_namespace: false,
         stop: settings.stop.clone(),
         confine: None,
+        limits: Some(profile.limits),
     };
     Ok((argv, invocation))
 }

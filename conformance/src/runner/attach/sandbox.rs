@@ -179,6 +179,9 @@ pub async fn run(
         "--startup".into(),
         format!("{}", p.profile.sandbox_startup),
     ];
+    // The agent's limits, on the agent alone (not the sandbox's fake).
+    args.push("--limits".into());
+    args.push(p.profile.limits.to_string());
     if p.profile.done == Done::TerminalReport {
         args.push("--stop-after-report".into());
         args.push(format!("{}", p.profile.done_grace));
@@ -197,6 +200,7 @@ pub async fn run(
         program: fake_binary,
         args,
         deadline: agent.deadline + SANDBOX_GRACE,
+        limits: None,
         ..agent
     };
 

@@ -12,7 +12,8 @@
 //!   up the wireserver address in DHCP option 245 (afterburn) find it at once (docs/protocol.md §9);
 //! * mounts a private, empty tmpfs on `/var/lib/hyperv` for the KVP pool files, bounded to
 //!   [`HYPERV_TMPFS_SIZE`] of memory;
-//! * runs COMMAND, then writes the journal (`journal.jsonl`, JSON Lines) and copies of
+//! * runs COMMAND (within `--limits`, in a cgroup of its own where the machine allows), then
+//!   writes the journal (`journal.jsonl`, JSON Lines) and copies of
 //!   `/var/lib/hyperv/.kvp_pool_*` into `--out DIR`: regular files of at most
 //!   [`POOL_COPY_MAX`] bytes only, never followed through a link; the others are listed in
 //!   `sandbox.json` (`pools_not_copied`, with the reason).
@@ -70,6 +71,14 @@ pub struct SandboxArgs {
     #[arg(long, value_name = "SECONDS", value_parser = parse_grace)]
     pub stop_after_report: Option<f64>,
 
+    /// Limit what COMMAND's process tree may use (every field optional, the others at their
+    /// defaults): `processes=N` (processes and threads), `memory_mib=N`, `file_size_mib=N`
+    /// (a write past it gets SIGXFSZ), `open_files=N`. The processes and memory are held by a
+    /// cgroup of COMMAND's own where the machine allows (fake_wireserver::limits), else by
+    /// rlimits per process; the fake itself is outside them.
+    #[arg(long, value_name = "NAME=N,...", value_parser = parse_limits)]
+    pub limits: Option<fake_wireserver::limits::Limits>,
+
     /// Internal: set when the sandbox re-executes itself inside the new namespaces; the value
     /// names the host's namespaces (`NET_INODE:MNT_INODE`) so the inner half can verify it is
     /// not in them.
@@ -101,6 +110,10 @@ fn parse_bind(s: &str) -> Result<Bind, String> {
         return Err(format!("expected SRC:DST with absolute paths, got {s:?}"));
     }
     Ok(Bind { source, target })
+}
+
+fn parse_limits(s: &str) -> Result<fake_wireserver::limits::Limits, String> {
+    fake_wireserver::limits::Limits::parse(s)
 }
 
 fn parse_grace(s: &str) -> Result<f64, String> {

@@ -17,6 +17,7 @@ use super::{
     WIRESERVER_ADDR, error,
 };
 use fake_wireserver::endpoint::HOSTPLUGIN_PORT;
+use fake_wireserver::limits::TreeLimits;
 use fake_wireserver::sandbox::POOL_COPY_MAX;
 use fake_wireserver::{AnswerKind, Fake, FakeConfig, Scenario};
 
@@ -257,7 +258,18 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut hangup = signal(SignalKind::hangup())?;
 
-    let mut child = match tokio::process::Command::new(program).args(rest).spawn() {
+    let mut command = tokio::process::Command::new(program);
+    command.args(rest);
+    let tree = match &args.limits {
+        Some(limits) => {
+            fake_wireserver::limits::cgroup::remove_abandoned();
+            let tree = TreeLimits::new(limits, false).context("cannot set up --limits")?;
+            tree.join(&mut command).then_rlimits(&mut command);
+            Some(tree)
+        }
+        None => None,
+    };
+    let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
             let code = if e.kind() == std::io::ErrorKind::NotFound {
@@ -370,6 +382,12 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
     if stopped_when_done {
         // Whatever COMMAND left running goes too, before the journal is read.
         signal_all(rustix::process::Signal::KILL);
+    }
+    if let Some(tree) = tree {
+        for limit in tree.reached() {
+            eprintln!("fake-wireserver sandbox: COMMAND reached its {limit} limit (--limits)");
+        }
+        let _ = tokio::task::spawn_blocking(move || tree.finish()).await;
     }
     Ok(Outcome::from_status(status, timed_out, stopped_when_done))
 }

@@ -169,6 +169,9 @@ fn unshare_command(
         spec.push(&bind.target);
         cmd.arg("--bind").arg(spec);
     }
+    if let Some(limits) = &args.limits {
+        cmd.arg("--limits").arg(limits.to_string());
+    }
     if let Some(g) = args.stop_after_report {
         cmd.arg("--stop-after-report").arg(g.to_string());
     }
