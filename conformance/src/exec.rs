@@ -1,5 +1,6 @@
 //! Running one agent invocation: its own process group, output captured up to a bound, and the
-//! whole group killed at the deadline (or when it leaves children behind).
+//! whole group killed at the deadline (or when it leaves children behind). It dies with
+//! wirecheck, whatever ends wirecheck ([`crate::lifetime`]).
 //!
 //! The deadline is counted from what the agent did, not from its spawn: its clock starts at
 //! the agent's first request (see [`Activity`]), or after [`STARTUP_ALLOWANCE`] when none
@@ -15,6 +16,7 @@ use tokio::process::Command;
 
 use crate::netns::NetNs;
 use fake_wireserver::contain::userns::{self, UnprivilegedRoot};
+use fake_wireserver::limits::{Limits, TreeLimits};
 
 /// Bytes of stdout/stderr kept per stream; the rest is counted and dropped.
 pub const OUTPUT_LIMIT: usize = 256 * 1024;
@@ -82,6 +84,9 @@ pub struct Invocation {
     /// namespace, nobody on the host. Required then: a contained agent is never the host's
     /// root.
     pub unprivileged_root: Option<UnprivilegedRoot>,
+    /// What its process tree may use (processes, memory, file size, open files):
+    /// `fake_wireserver::limits`, a cgroup of its own where the machine allows.
+    pub limits: Option<Limits>,
 }
 
 /// A private mount namespace for the agent: the whole file system is read-only, each folder
@@ -421,7 +426,7 @@ unsafe fn mount_own_proc() -> std::io::Result<()> {
     }
 }
 
-/// Tells running invocations that wirecheck was interrupted (SIGINT, SIGTERM).
+/// Tells running invocations that wirecheck was interrupted (SIGINT, SIGTERM, SIGHUP).
 #[derive(Debug, Clone)]
 pub struct Stop(tokio::sync::watch::Receiver<Option<i32>>);
 
@@ -539,6 +544,32 @@ pub async fn run(inv: &Invocation) -> Finished {
         // Its own process group, so the whole tree can be killed at the deadline.
         .process_group(0)
         .kill_on_drop(true);
+    // First of the hooks: its waiter, and with it the agent's PID namespace, dies with
+    // wirecheck however wirecheck ends (crate::lifetime).
+    crate::lifetime::die_with_wirecheck(&mut cmd);
+    // Its limits: its cgroup joined before anything of its tree is forked (the waiter and the
+    // init included, an allowance of their own), its rlimits set in the process that execs.
+    let own_user_namespace = inv.netns.as_ref().is_some_and(NetNs::has_user_namespace);
+    let tree = match inv
+        .limits
+        .as_ref()
+        .map(|l| TreeLimits::new(l, own_user_namespace))
+        .transpose()
+    {
+        Ok(tree) => tree,
+        Err(e) => {
+            let now = Instant::now();
+            return Finished {
+                exit: Exit::ContainmentFailed(format!("cannot set up its limits: {e}")),
+                started: now,
+                clock_started: now,
+                ended: now,
+                stdout: Captured::default(),
+                stderr: Captured::default(),
+            };
+        }
+    };
+    let rlimits_last = tree.as_ref().map(|t| t.join(&mut cmd));
     for key in &inv.env_remove {
         cmd.env_remove(key);
     }
@@ -629,6 +660,10 @@ pub async fn run(inv: &Invocation) -> Finished {
         }
         setup_failed = Some(std::fs::File::from(read));
     }
+    // Last: only the process that execs gets here (the waiter and the init never return).
+    if let Some(last) = rlimits_last {
+        last.then_rlimits(&mut cmd);
+    }
     let containment_failed = |marker: &Option<std::fs::File>| {
         let mut byte = [0u8; 1];
         marker
@@ -636,23 +671,12 @@ pub async fn run(inv: &Invocation) -> Finished {
             .is_some_and(|mut read| matches!(std::io::Read::read(&mut read, &mut byte), Ok(1)))
     };
     let started = Instant::now();
-    // Off the runtime's workers: spawning waits for the child's exec, containment set-up
-    // included, and a worker that waits serves no fake meanwhile. The hook (and its write
-    // end) is dropped with the command: a read then sees the byte or the end of the pipe,
-    // never blocks.
-    let spawned = tokio::task::spawn_blocking(move || {
-        let spawned = cmd.spawn();
-        drop(cmd);
-        spawned
-    })
-    .await
-    .unwrap_or_else(|e| {
-        Err(std::io::Error::other(format!(
-            "the spawning task failed: {e}"
-        )))
-    });
-    let mut child = match spawned {
-        Ok(child) => child,
+    // Off the runtime's workers (spawning waits for the child's exec, containment set-up
+    // included), on a thread that lives as long as the child (its parent-death signal). The
+    // hook (and its write end) is dropped with the command: a read then sees the byte or the
+    // end of the pipe, never blocks.
+    let (mut child, _tether) = match crate::lifetime::spawn(cmd).await {
+        Ok(spawned) => spawned,
         Err(e) => {
             let exit = if containment_failed(&setup_failed) {
                 Exit::ContainmentFailed(e.to_string())
@@ -728,6 +752,10 @@ pub async fn run(inv: &Invocation) -> Finished {
     // group, its leader reaped, may be someone else's by now.
     if !pid_namespace {
         kill_group(pgid);
+    }
+    // What is left in its cgroup (a daemon of an uncontained agent) goes too.
+    if let Some(tree) = tree {
+        let _ = tokio::task::spawn_blocking(move || tree.finish()).await;
     }
     // The agent never ran when its namespace's init could not start it.
     let exit = if containment_failed(&setup_failed) {
@@ -823,6 +851,7 @@ pub fn probe_containment() -> Result<(), String> {
             keep: keep.clone(),
         }),
         unprivileged_root,
+        limits: None,
     };
     let exit = runtime.block_on(run(&invocation)).exit;
     let written = std::fs::symlink_metadata(keep.join("written"));
@@ -877,9 +906,14 @@ unsafe fn enter_pid_namespace(
                 init_status
             });
         }
-        // The init, PID 1: dies with the waiter (a deadline kill of the group).
+        // The init, PID 1: dies with the waiter (a deadline kill of the group, or wirecheck's
+        // end, which the waiter dies with). A waiter that ended before this shows as a status
+        // pipe nobody reads.
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         libc::close(read_end);
+        if unread(write_end) {
+            libc::_exit(125);
+        }
         // Its failures are the containment's, not the agent's: said on the marker pipe, so
         // that its exit status is not taken for the agent's.
         let failed = || {
@@ -924,6 +958,20 @@ unsafe fn enter_pid_namespace(
             }
         }
     }
+}
+
+/// Whether the pipe `write_end` belongs to has no reader left.
+///
+/// # Safety
+/// A system call only.
+unsafe fn unread(write_end: libc::c_int) -> bool {
+    let mut fd = libc::pollfd {
+        fd: write_end,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: poll(2) on one descriptor of ours, not waiting.
+    unsafe { libc::poll(&mut fd, 1, 0) == 1 && fd.revents & libc::POLLERR != 0 }
 }
 
 /// `CLOSE_RANGE_CLOEXEC` of `<linux/close_range.h>`: mark, do not close (std's exec-error pipe
@@ -1200,6 +1248,7 @@ mod tests {
             stop: None,
             confine: None,
             unprivileged_root: None,
+            limits: None,
         }
     }
 

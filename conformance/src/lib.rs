@@ -24,6 +24,7 @@ pub mod diag;
 pub mod disposition;
 pub mod embedded;
 pub mod exec;
+pub mod lifetime;
 pub mod netns;
 pub mod observe;
 pub mod prop;

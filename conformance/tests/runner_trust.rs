@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::Output;
 
 use runner_support::{
-    as_ordinary_user, case, open_to_all, repo, results, script_agent, shared_tempdir, stderr,
-    stdout, wirecheck,
+    STUCK_AGENT, as_ordinary_user, case, open_to_all, processes_running, repo, results,
+    script_agent, shared_tempdir, stderr, stdout, wirecheck,
 };
 
 /// The load test keeps every core busy; the other tests here have deadlines of their own, so
@@ -517,29 +517,6 @@ fn a_setsid_daemon_does_not_outlive_its_case_without_root_either() {
     assert_no_daemon_survives(true);
 }
 
-/// Keeps a child process going and never reports: wirecheck has to be interrupted to end it.
-const STUCK_AGENT: &str = r#"
-import os, time
-if os.fork() == 0:
-    while True:
-        time.sleep(0.05)
-time.sleep(600)
-"#;
-
-/// The processes whose command line names `script` (an agent's, or its children's).
-fn processes_running(script: &Path) -> Vec<u32> {
-    let needle = script.to_str().unwrap().as_bytes();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| c.windows(needle.len()).any(|w| w == needle))
-        })
-        .collect()
-}
-
 /// Interrupts a run of stuck agents with `signal` once they are all going, and checks what a
 /// user gets: the shell's status for the signal, partial results marked as interrupted, and no
 /// agent process left.
@@ -612,6 +589,84 @@ fn sigint_mid_run_stops_every_agent_and_writes_partial_results() {
 fn sigterm_mid_run_stops_every_agent_and_writes_partial_results() {
     let _machine = quiet_machine();
     assert_interrupted_cleanly(rustix::process::Signal::TERM, 143, "SIGTERM");
+}
+
+/// A closed terminal (or a CI's cancel) sends SIGHUP: it used to end wirecheck at once, with
+/// no results and every agent left running.
+#[test]
+fn sighup_mid_run_stops_every_agent_and_writes_partial_results() {
+    let _machine = quiet_machine();
+    assert_interrupted_cleanly(rustix::process::Signal::HUP, 129, "SIGHUP");
+}
+
+/// Reports Ready whatever it is asked (wrong for its in-progress run), and in its in-progress
+/// run breaks its case folder's `tmp/` (BREAK: replaces it with a file, with a dangling link,
+/// or makes it mode 000).
+const TMP_BREAKER_AGENT: &str = r#"
+import os, shutil, sys, urllib.request
+if sys.argv[1] == "in-progress":
+    tmp = os.environ["TMPDIR"]
+    mode = os.environ["BREAK"]
+    if mode == "chmod":
+        os.chmod(tmp, 0)
+    else:
+        shutil.rmtree(tmp)
+        if mode == "file":
+            open(tmp, "w").close()
+        else:
+            os.symlink("/nonexistent", tmp)
+url = os.environ["WIRECHECK_CASE_WIRESERVER_URL"] + "/provisioning/health"
+request = urllib.request.Request(url, data=b'{"state":"Ready"}', method="POST",
+                                 headers={"Content-Type": "application/json"})
+urllib.request.urlopen(request, timeout=5).read()
+"#;
+
+/// An agent used to turn its own failure (Ready when asked for in-progress) into harness-error
+/// skips by breaking its case folder's `tmp/`, which the harness made again for its next run:
+/// it is judged, whatever it did to the folder, as root and as an ordinary user.
+#[test]
+fn an_agent_that_breaks_its_tmp_folder_is_judged_not_skipped() {
+    let _machine = quiet_machine();
+    if !containment_available() {
+        return;
+    }
+    for ordinary in [false, true] {
+        for mode in ["file", "link", "chmod"] {
+            let dir = shared_tempdir();
+            let agents = script_agent(
+                dir.path(),
+                "breaker",
+                "url",
+                "\"json\", \"in-progress\"",
+                TMP_BREAKER_AGENT,
+            );
+            let mut cmd = wirecheck(&repo());
+            cmd.args(["run", "--quiet", "--agent", "breaker", "--agents-dir"])
+                .arg(&agents)
+                .arg("--out")
+                .arg(dir.path().join("out"))
+                .args(["--cases", "wire.health.json.in-progress-then-ready.*"])
+                .env("BREAK", mode);
+            let mut cmd = if ordinary { as_ordinary_user(cmd) } else { cmd };
+            let o = cmd.output().unwrap();
+            let what = format!("{mode}, ordinary user: {ordinary}\n{}", show(&o));
+            assert_eq!(o.status.code(), Some(1), "{what}");
+            let r = results(&dir.path().join("out"));
+            let cases = r["agents"][0]["cases"].as_array().unwrap();
+            assert!(
+                cases
+                    .iter()
+                    .all(|c| !c["reason"].as_str().unwrap_or("").contains("harness error")),
+                "{what}"
+            );
+            let state = case(
+                &r,
+                "breaker",
+                "wire.health.json.in-progress-then-ready.report.state",
+            );
+            assert_eq!(state["verdict"], "fail", "{what}\n{state}");
+        }
+    }
 }
 
 /// Tries to unmount what hides its neighbours (and the host's `/proc`), then for three

@@ -360,6 +360,8 @@ mod http1;
 pub mod imds;
 pub mod inspect;
 pub mod journal;
+pub mod lifeline;
+pub mod limits;
 /// The independent parsers (crate `wirecheck-oracle`), re-exported for the journal's users.
 pub use wirecheck_oracle as oracle;
 pub mod proxy;

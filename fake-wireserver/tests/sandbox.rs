@@ -670,4 +670,82 @@ fn sandbox_unprivileged_runs_the_command_as_nobody_on_the_host_under_the_agent_f
         b"pool"
     );
     assert!(scratch.path().join("mine").is_file());
+/// SIGKILL to the sandbox (a CI timeout's last word) used to leave `unshare`, the inner half and
+/// COMMAND running: COMMAND, and a daemon it started in a session of its own, now end with it.
+#[test]
+fn sandbox_killed_with_sigkill_leaves_no_process_of_its_command() {
+    use wirecheck_test_support::procs;
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    let marker = format!("WIRECHECK_SANDBOX_KILL_TEST={}", out.path().display());
+    let (key, value) = marker.split_once('=').unwrap();
+    let mut sandbox = Command::new(FAKE)
+        .args(["sandbox", "--out"])
+        .arg(out.path())
+        .args(["--", "bash", "-c", "setsid sleep 600 & sleep 600"])
+        .env(key, value)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The outer half, `unshare`, the inner half, bash and both sleeps.
+    assert!(
+        procs::wait_for(&marker, 6, std::time::Duration::from_secs(30)),
+        "the command never started: {:?}",
+        procs::marked(&marker)
+    );
+    sandbox.kill().unwrap();
+    sandbox.wait().unwrap();
+    let left = procs::left_after(&marker, std::time::Duration::from_secs(20));
+    assert!(left.is_empty(), "outlived the sandbox: {left:#?}");
+}
+
+/// `--limits`: COMMAND's processes are held by a cgroup of its own (here, as root, the machine
+/// must allow one), and a file past its size limit ends the writer with SIGXFSZ.
+#[test]
+fn sandbox_limits_hold_the_commands_processes_and_file_size() {
+    require_root();
+    if let Some(why) = fake_wireserver::limits::cgroup::available() {
+        panic!("as root, a cgroup per process tree must be possible here: {why}");
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let big = scratch.path().join("big");
+    let out = tempfile::tempdir().unwrap();
+    let output = sandbox(
+        out.path(),
+        &["--limits", "file_size_mib=1"],
+        &[
+            "sh",
+            "-c",
+            &format!("exec head -c 3000000 /dev/zero > {}", big.display()),
+        ],
+    );
+    assert_eq!(summary(out.path())["signal"], 25, "{}", describe(&output));
+    assert_eq!(std::fs::metadata(&big).unwrap().len(), 1 << 20);
+    // dash gives up at the first fork that fails; `count` says how far it got.
+    let count = scratch.path().join("count");
+    let out = tempfile::tempdir().unwrap();
+    let output = sandbox(
+        out.path(),
+        &["--limits", "processes=16"],
+        &[
+            "sh",
+            "-c",
+            &format!(
+                "i=0; while [ $i -lt 200 ]; do sleep 600 & i=$((i+1)); echo $i > {}; done",
+                count.display()
+            ),
+        ],
+    );
+    let forked: u64 = std::fs::read_to_string(&count)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!((14..=17).contains(&forked), "{forked}: {}", describe(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("COMMAND reached its processes limit"),
+        "{stderr}"
+    );
 }

@@ -16,6 +16,7 @@ use toml::Spanned;
 use wirecheck_oracle::encoded::Dialect;
 
 use crate::diag::FileError;
+pub use fake_wireserver::limits::Limits;
 use template::{Placeholder, RawArg, Template, Values, Word};
 
 /// What the agent is asked to report.
@@ -405,6 +406,8 @@ pub struct AgentProfile {
     pub lenient_placeholders: bool,
     /// `[snapshot]`: the headers its transcripts keep and its own redactions.
     pub snapshot: crate::snapshot::SnapshotOptions,
+    /// `[limits]`: what each invocation's process tree may use (defaults where not given).
+    pub limits: Limits,
 }
 
 #[derive(Debug, Deserialize)]
@@ -435,6 +438,18 @@ struct ProfileFile {
     encoded: Option<Spanned<EncodedFile>>,
     #[serde(default)]
     snapshot: SnapshotFile,
+    #[serde(default)]
+    limits: LimitsFile,
+}
+
+/// `[limits]`: each a whole number in the unit its name says (`Limits::RANGES`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsFile {
+    processes: Option<Spanned<i64>>,
+    memory_mib: Option<Spanned<i64>>,
+    file_size_mib: Option<Spanned<i64>>,
+    open_files: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -582,6 +597,7 @@ impl AgentProfile {
         let snapshot = v.snapshot(&file.snapshot)?;
         let daemon = v.daemon(&file, &commands)?;
         let (sandbox_startup, sandbox_private_dirs) = v.sandbox(&file.sandbox, file.attach)?;
+        let limits = v.limits(&file.limits)?;
 
         Ok(AgentProfile {
             name,
@@ -604,6 +620,7 @@ impl AgentProfile {
             limitations,
             encoded,
             lenient_placeholders: false,
+            limits,
         })
     }
 
@@ -694,6 +711,7 @@ impl AgentProfile {
             limitations: Vec::new(),
             encoded: None,
             lenient_placeholders: true,
+            limits: Limits::DEFAULT,
         })
     }
 
@@ -1103,6 +1121,25 @@ impl Validate<'_> {
             private_dirs.push(dir.clone());
         }
         Ok((startup, private_dirs))
+    }
+}
+
+impl Validate<'_> {
+    /// `[limits]`: each given value within its range, the others at their defaults.
+    fn limits(&self, file: &LimitsFile) -> Result<Limits, FileError> {
+        let mut limits = Limits::DEFAULT;
+        for (name, value) in [
+            ("processes", &file.processes),
+            ("memory_mib", &file.memory_mib),
+            ("file_size_mib", &file.file_size_mib),
+            ("open_files", &file.open_files),
+        ] {
+            let Some(value) = value else { continue };
+            limits
+                .set(name, *value.get_ref())
+                .map_err(|e| self.at(value.span(), &format!("limits.{name}"), e))?;
+        }
+        Ok(limits)
     }
 }
 
@@ -1592,6 +1629,50 @@ reason = "known"
         }
         let err = load(&daemon("failure_description = \"prose\"\n")).unwrap_err();
         assert!(err.to_string().contains("exception-text"), "{err}");
+    }
+
+    #[test]
+    fn limits_load_default_and_name_their_field_when_out_of_range() {
+        assert_eq!(load(&valid()).unwrap().limits, Limits::DEFAULT);
+        let p = load(&format!(
+            "{}\n[limits]\nprocesses = 64\nmemory_mib = 256\nfile_size_mib = 8\nopen_files = 128\n",
+            valid()
+        ))
+        .unwrap();
+        assert_eq!(
+            p.limits,
+            Limits {
+                processes: 64,
+                memory: 256 << 20,
+                file_size: 8 << 20,
+                open_files: 128,
+            }
+        );
+        assert_eq!(
+            load(&format!("{}\n[limits]\nmemory_mib = 512\n", valid()))
+                .unwrap()
+                .limits,
+            Limits {
+                memory: 512 << 20,
+                ..Limits::DEFAULT
+            }
+        );
+        for (line, field, says) in [
+            ("processes = 4", "limits.processes", "from 16 to 32768, got 4"),
+            ("processes = -1", "limits.processes", "got -1"),
+            ("memory_mib = 0", "limits.memory_mib", "from 64 to 1048576, got 0"),
+            ("file_size_mib = 9999999", "limits.file_size_mib", "got 9999999"),
+            ("open_files = 10", "limits.open_files", "from 64 to 1048576"),
+        ] {
+            let err = load(&format!("{}\n[limits]\n{line}\n", valid())).unwrap_err();
+            assert_eq!(err.field.as_deref(), Some(field), "{line}: {err}");
+            assert!(err.message.contains(says), "{line}: {err}");
+            assert!(err.line.is_some(), "{line}: {err}");
+        }
+        let err = load(&format!("{}\n[limits]\nthreads = 9\n", valid())).unwrap_err();
+        assert!(err.to_string().contains("threads"), "{err}");
+        let err = load(&format!("{}\n[limits]\nprocesses = \"many\"\n", valid())).unwrap_err();
+        assert!(err.to_string().contains("limits.processes"), "{err}");
     }
 
     #[test]

@@ -76,7 +76,7 @@ pub struct RunResults {
     pub started: String,
     pub duration_ms: u64,
     pub wirecheck_version: String,
-    /// Set when the run was cut short by a signal (`SIGINT`, `SIGTERM`): the results are
+    /// Set when the run was cut short by a signal (`SIGINT`, `SIGTERM`, `SIGHUP`): the results are
     /// partial; cases not run, or cut off, are `skipped` saying so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<String>,

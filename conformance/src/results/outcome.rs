@@ -9,7 +9,7 @@ use super::model::{AgentResults, RunResults, Verdict};
 /// The end of a run, in order of precedence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// Cut short by this signal (`SIGINT`, `SIGTERM`): the results are partial.
+    /// Cut short by this signal (`SIGINT`, `SIGTERM`, `SIGHUP`): the results are partial.
     Interrupted(String),
     /// Nothing trustworthy to say about some agent: a harness error, an agent that never got
     /// going, or one none of whose cases was judged. Each message (one line) says which and why.

@@ -4,6 +4,7 @@
 
 mod artifacts;
 pub mod attach;
+pub mod case_root;
 pub mod lag;
 mod scenario_run;
 pub mod start_watch;
@@ -25,6 +26,7 @@ use crate::scenario::Scenario;
 use crate::select::{CaseFilter, Partition};
 
 pub use attach::in_process::ClosedPort;
+pub use case_root::{CASE_ROOT_PREFIX, CASES_FOLDER, CaseRoot};
 pub use start_watch::{NeverStarted, StartWatch};
 pub use timing::{CASE_LIMIT_SECONDS, CaseTiming};
 
@@ -230,7 +232,7 @@ pub const MAX_DEFAULT_JOBS: usize = 64;
 /// folders (hidden from every agent but for its own case folder), containment, a runtime.
 struct Prepared {
     settings: RunSettings,
-    case_root: tempfile::TempDir,
+    case_root: CaseRoot,
     uncontained: Option<String>,
     runtime: tokio::runtime::Runtime,
     stop_tx: tokio::sync::watch::Sender<Option<i32>>,
@@ -243,23 +245,23 @@ fn prepare(settings: &RunSettings, in_process: bool) -> std::io::Result<Prepared
     std::fs::create_dir_all(&settings.out)?;
     // The shared folder, else (someone else made it) one of this user's own, which hides this
     // user's other runs just as well; the shared one is hidden from our agents either way.
-    let parent = shared_cases_folder().or_else(|shared| {
-        own_cases_folder().map_err(|own| std::io::Error::other(format!("{shared}; {own}")))
+    let parent = case_root::shared_cases_folder().or_else(|shared| {
+        case_root::own_cases_folder()
+            .map_err(|own| std::io::Error::other(format!("{shared}; {own}")))
     });
     let (cases_parent, case_root) = match parent {
         Ok(parent) => {
-            let root = tempfile::Builder::new()
-                .prefix(CASE_ROOT_PREFIX)
-                .tempdir_in(&parent)?;
+            // What runs that could not clean up (killed) left there goes first.
+            case_root::remove_abandoned(&parent);
+            fake_wireserver::limits::cgroup::remove_abandoned();
+            let root = CaseRoot::create(&parent)?;
             (parent, root)
         }
         Err(e) => {
             eprintln!(
                 "wirecheck: warning: {e}; this run's case folders go to a private temporary folder instead"
             );
-            let root = tempfile::Builder::new()
-                .prefix(CASE_ROOT_PREFIX)
-                .tempdir()?;
+            let root = CaseRoot::create(&std::env::temp_dir())?;
             (std::env::temp_dir().join(CASES_FOLDER), root)
         }
     };
@@ -276,6 +278,7 @@ fn prepare(settings: &RunSettings, in_process: bool) -> std::io::Result<Prepared
             "wirecheck: warning: running agents uncontained (--uncontained): {why}; url agents run in wirecheck's own namespaces, as its user, with only their process group killed, and proxy cases are skipped"
         );
     }
+    warn_if_limits_are_weaker();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -321,6 +324,21 @@ pub fn uncontained(in_process: bool, allow: bool) -> Result<Option<String>, Stri
          Or pass --uncontained (WIRECHECK_UNCONTAINED=1) to run them uncontained: results.json, \
          the summary and report.html then say so."
     ))
+}
+
+/// Says once, as root, when agents cannot get a cgroup of their own here: an agent run as root
+/// is then not held to its process limit (root is exempt from RLIMIT_NPROC), and its memory
+/// limit holds per process, not for its whole tree (`fake_wireserver::limits`). Without root,
+/// an agent's process limit holds in its user namespace either way.
+fn warn_if_limits_are_weaker() {
+    if !rustix::process::geteuid().is_root() {
+        return;
+    }
+    if let Some(why) = fake_wireserver::limits::cgroup::available() {
+        eprintln!(
+            "wirecheck: warning: agents get no cgroup of their own here ({why}): an agent run as root is not held to its profile's processes limit, and its memory limit holds per process"
+        );
+    }
 }
 
 /// Runs every planned pair and collects the results (the caller writes them).
@@ -522,89 +540,48 @@ impl Drop for PairRunner {
     }
 }
 
-/// The name prefix of a run's folder of case folders.
-pub const CASE_ROOT_PREFIX: &str = "run-";
-
-/// The folder, in the temporary folder, that every wirecheck run's case folders live in.
-pub const CASES_FOLDER: &str = "wirecheck-cases";
-
-/// `<temp>/wirecheck-cases`, shared by every run on the machine (sticky and world-writable, as
-/// `/tmp` is; each run's folder inside is its own, mode 0700): hiding it from an agent hides
-/// every run's case folders, those of runs started after the agent included.
-fn shared_cases_folder() -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
-    let dir = std::env::temp_dir().join(CASES_FOLDER);
-    match std::fs::create_dir(&dir) {
-        Ok(()) => std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777))?,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    // Only a folder root or we made is trusted: its owner could replace our run's folder
-    // with a link, sticky bit or not.
-    let meta = std::fs::symlink_metadata(&dir)?;
-    let owner_trusted = meta.uid() == 0 || meta.uid() == rustix::process::geteuid().as_raw();
-    if !meta.is_dir() || !owner_trusted || meta.mode() & 0o1000 == 0 {
-        return Err(std::io::Error::other(format!(
-            "{} is not a sticky folder owned by root or by this user",
-            dir.display()
-        )));
-    }
-    Ok(dir)
-}
-
-/// `<temp>/wirecheck-cases-<uid>`: this user's own folder of case folders (mode 0700), when
-/// the shared one cannot be trusted.
-fn own_cases_folder() -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
-    let uid = rustix::process::geteuid().as_raw();
-    let dir = std::env::temp_dir().join(format!("{CASES_FOLDER}-{uid}"));
-    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    let meta = std::fs::symlink_metadata(&dir)?;
-    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
-        return Err(std::io::Error::other(format!(
-            "{} is not a folder of this user's that only it can enter",
-            dir.display()
-        )));
-    }
-    Ok(dir)
-}
-
-/// Raises `stop` at the first SIGINT or SIGTERM.
+/// Raises `stop` at the first SIGINT, SIGTERM or SIGHUP (a closed terminal, a CI's cancel):
+/// the agents are stopped and the results still written (crate::lifetime).
 async fn raise_on_signal(stop: tokio::sync::watch::Sender<Option<i32>>) {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
     ) else {
         return;
     };
     let sig = tokio::select! {
         _ = int.recv() => libc::SIGINT,
         _ = term.recv() => libc::SIGTERM,
+        _ = hup.recv() => libc::SIGHUP,
     };
     let _ = stop.send(Some(sig));
 }
 
-/// `SIGINT` for 2, `SIGTERM` for 15.
+/// The signals that interrupt a run, with their names.
+const INTERRUPTIONS: [(i32, &str); 3] = [
+    (libc::SIGINT, "SIGINT"),
+    (libc::SIGTERM, "SIGTERM"),
+    (libc::SIGHUP, "SIGHUP"),
+];
+
+/// `SIGINT` for 2, `SIGTERM` for 15, `SIGHUP` for 1.
 pub fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        libc::SIGINT => "SIGINT",
-        libc::SIGTERM => "SIGTERM",
-        _ => "a signal",
-    }
+    INTERRUPTIONS
+        .iter()
+        .find(|(n, _)| *n == sig)
+        .map_or("a signal", |(_, name)| name)
 }
 
 /// The exit status of a run interrupted by `interrupted` (`RunResults::interrupted`): 130 for
-/// SIGINT, 143 for SIGTERM, as shells report them.
+/// SIGINT, 143 for SIGTERM, 129 for SIGHUP, as shells report them.
 pub fn interrupted_exit_status(interrupted: &str) -> u8 {
-    match interrupted {
-        "SIGTERM" => 128 + libc::SIGTERM as u8,
-        _ => 128 + libc::SIGINT as u8,
-    }
+    let sig = INTERRUPTIONS
+        .iter()
+        .find(|(_, name)| *name == interrupted)
+        .map_or(libc::SIGINT, |(n, _)| *n);
+    128 + sig as u8
 }
 
 /// Why a case has no verdict after an interruption.

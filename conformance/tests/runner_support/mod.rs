@@ -95,7 +95,8 @@ pub fn write_files(dir: &Path, files: &[(&str, &str)]) {
 }
 
 /// Writes a Python agent `name` with a profile (`capabilities`, every action running the
-/// script with the action as its argument) into `dir`, and returns the agents folder.
+/// script with the action as its argument: `ready`, `failure`, `in-progress`) into `dir`, and
+/// returns the agents folder.
 pub fn script_agent(
     dir: &Path,
     name: &str,
@@ -113,6 +114,7 @@ capabilities = [{capabilities}]
 [commands]
 ready = ["python3", "{p}", "ready"]
 failure = ["python3", "{p}", "failure"]
+in-progress = ["python3", "{p}", "in-progress"]
 
 [reactions]
 retryable = [429, 500, 503]
@@ -166,4 +168,19 @@ pub fn shared_tempdir() -> tempfile::TempDir {
 pub fn open_to_all(dir: &Path) {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+}
+
+/// Keeps a child process going and never reports: wirecheck has to be interrupted to end it.
+pub const STUCK_AGENT: &str = r#"
+import os, time
+if os.fork() == 0:
+    while True:
+        time.sleep(0.05)
+time.sleep(600)
+"#;
+
+/// The processes whose command line or environment names `script` (an agent's, or its
+/// children's).
+pub fn processes_running(script: &Path) -> Vec<u32> {
+    wirecheck_test_support::procs::marked(script.to_str().unwrap())
 }

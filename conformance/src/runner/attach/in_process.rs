@@ -149,11 +149,20 @@ pub async fn run(
         kvp_pool: pool_path.clone(),
     };
 
+    // A contained agent may write only its case folder: its temporary files go to `tmp/`
+    // there, made once, while the folder is still the harness's alone. What the agent makes of
+    // it later (a file, a link, mode 000) is its own doing: a later invocation finds it as it
+    // was left, and nothing the harness decides depends on it.
+    let tmp = case_dir.join("tmp");
+    if netns.is_some() {
+        std::fs::create_dir(&tmp)
+            .map_err(|e| SessionError::Harness(format!("cannot create {}: {e}", tmp.display())))?;
+    }
     // Started by root, the agent is root of a user namespace of its own, nobody on the host:
     // what it must write is handed to nobody.
     let unprivileged_root = match &netns {
         Some(_) if rustix::process::geteuid().is_root() => {
-            Some(agent_root(&[case_dir, &pool_path]).await?)
+            Some(agent_root(&[case_dir, &pool_path, &tmp]).await?)
         }
         _ => None,
     };
@@ -191,14 +200,6 @@ pub async fn run(
                 hide,
                 keep: case_dir.to_path_buf(),
             });
-            // Everything else is read-only to it: its temporary files go to its case folder.
-            let tmp = case_dir.join("tmp");
-            std::fs::create_dir_all(&tmp).map_err(|e| {
-                SessionError::Harness(format!("cannot create {}: {e}", tmp.display()))
-            })?;
-            if unprivileged_root.is_some() {
-                userns::hand_over(&tmp).map_err(|e| SessionError::Harness(e.to_string()))?;
-            }
             invocation
                 .env
                 .push(("TMPDIR".into(), tmp.to_string_lossy().into_owned()));

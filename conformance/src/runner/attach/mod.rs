@@ -218,6 +218,7 @@ fn agent_invocation(
         stop: settings.stop.clone(),
         confine: None,
         unprivileged_root: None,
+        limits: Some(profile.limits),
     };
     Ok((argv, invocation))
 }

@@ -210,6 +210,9 @@ pub async fn run(
         "--startup".into(),
         format!("{}", p.profile.sandbox_startup),
     ];
+    // The agent's limits, on the agent alone (not the sandbox's fake).
+    args.push("--limits".into());
+    args.push(p.profile.limits.to_string());
     if p.profile.done == Done::TerminalReport {
         args.push("--stop-after-report".into());
         args.push(format!("{}", p.profile.done_grace));
@@ -227,6 +230,7 @@ pub async fn run(
         args,
         deadline: agent.deadline + SANDBOX_GRACE,
         cwd: case_dir.to_path_buf(),
+        limits: None,
         ..agent
     };
 

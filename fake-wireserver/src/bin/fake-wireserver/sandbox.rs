@@ -16,7 +16,8 @@
 //!   (65534) on the host, without capabilities, under the agent system-call filter
 //!   (`fake_wireserver::contain`), with `/var/lib/hyperv` nobody's (what else it must write,
 //!   the caller hands to nobody and binds in; a `--bind` target below `/run` is made);
-//! * runs COMMAND, then writes the journal (`journal.jsonl`, JSON Lines) and copies of
+//! * runs COMMAND (within `--limits`, in a cgroup of its own where the machine allows), then
+//!   writes the journal (`journal.jsonl`, JSON Lines) and copies of
 //!   `/var/lib/hyperv/.kvp_pool_*` into `--out DIR`: regular files of at most
 //!   [`POOL_COPY_MAX`] bytes only, never followed through a link; the others are listed in
 //!   `sandbox.json` (`pools_not_copied`, with the reason).
@@ -82,6 +83,13 @@ pub struct SandboxArgs {
     /// to nobody (a `--bind` source).
     #[arg(long)]
     pub unprivileged: bool,
+    /// Limit what COMMAND's process tree may use (every field optional, the others at their
+    /// defaults): `processes=N` (processes and threads), `memory_mib=N`, `file_size_mib=N`
+    /// (a write past it gets SIGXFSZ), `open_files=N`. The processes and memory are held by a
+    /// cgroup of COMMAND's own where the machine allows (fake_wireserver::limits), else by
+    /// rlimits per process; the fake itself is outside them.
+    #[arg(long, value_name = "NAME=N,...", value_parser = parse_limits)]
+    pub limits: Option<fake_wireserver::limits::Limits>,
 
     /// Internal: set when the sandbox re-executes itself inside the new namespaces; the value
     /// names the host's namespaces (`NET_INODE:MNT_INODE`) so the inner half can verify it is
@@ -114,6 +122,10 @@ fn parse_bind(s: &str) -> Result<Bind, String> {
         return Err(format!("expected SRC:DST with absolute paths, got {s:?}"));
     }
     Ok(Bind { source, target })
+}
+
+fn parse_limits(s: &str) -> Result<fake_wireserver::limits::Limits, String> {
+    fake_wireserver::limits::Limits::parse(s)
 }
 
 fn parse_grace(s: &str) -> Result<f64, String> {

@@ -18,6 +18,7 @@ use super::{
 };
 use fake_wireserver::contain::userns;
 use fake_wireserver::endpoint::HOSTPLUGIN_PORT;
+use fake_wireserver::limits::TreeLimits;
 use fake_wireserver::sandbox::POOL_COPY_MAX;
 use fake_wireserver::{AnswerKind, Fake, FakeConfig, Scenario};
 
@@ -265,6 +266,15 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
 
     let mut command = tokio::process::Command::new(program);
     command.args(rest);
+    let tree = match &args.limits {
+        Some(limits) => {
+            fake_wireserver::limits::cgroup::remove_abandoned();
+            let tree = TreeLimits::new(limits, false).context("cannot set up --limits")?;
+            tree.join(&mut command).then_rlimits(&mut command);
+            Some(tree)
+        }
+        None => None,
+    };
     if args.unprivileged {
         let root = userns::UnprivilegedRoot::new()
             .context("--unprivileged: cannot make COMMAND's user namespace")?;
@@ -389,6 +399,12 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
     if stopped_when_done {
         // Whatever COMMAND left running goes too, before the journal is read.
         signal_all(rustix::process::Signal::KILL);
+    }
+    if let Some(tree) = tree {
+        for limit in tree.reached() {
+            eprintln!("fake-wireserver sandbox: COMMAND reached its {limit} limit (--limits)");
+        }
+        let _ = tokio::task::spawn_blocking(move || tree.finish()).await;
     }
     Ok(Outcome::from_status(status, timed_out, stopped_when_done))
 }

@@ -5,7 +5,8 @@
 //! it: it stays the process the caller sees. On SIGTERM or SIGHUP it kills `unshare`, whose
 //! `--kill-child=SIGTERM` tells the inner half to stop COMMAND and finish; the inner half
 //! reports its exit status through a pipe, whose end-of-file also says it is done (artifacts
-//! written).
+//! written). `unshare` dies with the outer half (`lifeline`), so a SIGKILL of the outer half
+//! ends COMMAND the same way.
 
 use std::io::Read as _;
 use std::os::fd::AsRawFd as _;
@@ -130,6 +131,13 @@ fn unshare_command(
     let host = NamespaceIds::of_self().context("cannot read /proc/self/ns")?;
     let exe = std::env::current_exe().context("cannot locate the fake-wireserver binary")?;
     let mut cmd = tokio::process::Command::new("unshare");
+    // Killed with this process, whatever ends it (SIGKILL included): `unshare` then tells the
+    // inner half (`--kill-child`), which stops COMMAND and ends the namespace. Spawned from
+    // the supervising thread, which lives until `unshare` is reaped.
+    // SAFETY: the hook makes system calls only.
+    unsafe {
+        cmd.pre_exec(fake_wireserver::lifeline::die_with_parent());
+    }
     cmd.args([
         "--net",
         "--mount",
@@ -162,6 +170,9 @@ fn unshare_command(
         spec.push(":");
         spec.push(&bind.target);
         cmd.arg("--bind").arg(spec);
+    }
+    if let Some(limits) = &args.limits {
+        cmd.arg("--limits").arg(limits.to_string());
     }
     if let Some(g) = args.stop_after_report {
         cmd.arg("--stop-after-report").arg(g.to_string());
