@@ -359,6 +359,7 @@ mod http1;
 pub mod imds;
 pub mod inspect;
 pub mod journal;
+pub mod journal_file;
 /// The independent parsers (crate `wirecheck-oracle`), re-exported for the journal's users.
 pub use wirecheck_oracle as oracle;
 pub mod proxy;
@@ -380,6 +381,7 @@ pub use files::FileAccess;
 pub use journal::{
     Answer, AnswerKind, Entry, EntryError, JournalStats, Listener, StepRef, UnknownName,
 };
+pub use journal_file::JournalFileError;
 pub use oracle::{Finding, HealthReport, HealthState, ServedIds, Severity, SubStatus};
 pub use scenario::{
     Action, Body, EndPolicy, EndpointPlan, Preset, RateLimit, Reply, Scenario, ScenarioError, Step,
