@@ -87,7 +87,7 @@ fn observed(steps: &[(u16, u32)], end: EndPolicy, n: usize) -> Vec<(u16, Option<
             lines.push(report(addr).await);
         }
         let journal = fake.journal();
-        fake.shutdown().await;
+        fake.shutdown().await.unwrap();
         assert_eq!(journal.len(), n);
         journal
             .iter()

@@ -1077,3 +1077,113 @@ fn a_too_fast_agent_that_loads_the_machine_still_fails_the_interval_check() {
         assert_eq!(c["verdict"], "fail", "{c}");
     }
 }
+
+/// The XML bomber's profile, its script's path filled in (`tests/trust_support`).
+fn xml_bomber_profile(dir: &Path) -> std::path::PathBuf {
+    let support = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/trust_support");
+    let profile = std::fs::read_to_string(support.join("xml_bomber.toml.in"))
+        .unwrap()
+        .replace(
+            "@SCRIPT@",
+            &support.join("xml_bomber.py").display().to_string(),
+        );
+    let path = dir.join("xml-bomber.toml");
+    std::fs::write(&path, profile).unwrap();
+    path
+}
+
+/// One agent's cases by id: (verdict, reason).
+fn judgements(
+    r: &serde_json::Value,
+    agent: &str,
+) -> std::collections::BTreeMap<String, (String, String)> {
+    r["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["agent"] == agent)
+        .flat_map(|a| a["cases"].as_array().unwrap())
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_owned(),
+                (
+                    c["verdict"].as_str().unwrap().to_owned(),
+                    c["reason"].as_str().unwrap_or_default().to_owned(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The same judgement, or one of the two runs said it could not judge a timing on a loaded
+/// machine (`informational`, "not judged, ...") where the other passed: runs alone differ that
+/// way too on a busy machine; it is not a verdict.
+fn same_judgement(a: &(String, String), b: &(String, String)) -> bool {
+    let not_judged = |(v, why): &(String, String)| {
+        v == "informational" && why.starts_with("not judged, the machine was too loaded")
+    };
+    a.0 == b.0 || (not_judged(a) && b.0 == "pass") || (not_judged(b) && a.0 == "pass")
+}
+
+/// Issue 23, "quadratic XML parsing": two 300 KB bodies of nested tags froze every case's fake
+/// for 10–30 s, and the bundled reporter in the same run went from 65/65 pass to 8 fail. The
+/// default suite beside the XML bomber (`tests/trust_support/xml_bomber.py`, every case of it
+/// posting two such bodies) now gives the reporter the verdicts of a run alone. Two runs
+/// beside it (`BOMBER_RUNS=10` for the issue's ten; about 10 s each here).
+#[test]
+fn quadratic_xml_parsing_a_bomber_beside_the_reporter_changes_none_of_its_verdicts() {
+    let _machine = LOAD.write().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let bomber = xml_bomber_profile(dir.path());
+    let suite = |name: &str, extra: &[&std::ffi::OsStr]| {
+        let out = dir.path().join(name);
+        let o = wirecheck(&repo())
+            .args(["run", "--quiet", "--agent", "provision-report"])
+            .args(extra)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        (o, results(&out))
+    };
+    let (o, alone) = suite("alone", &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let alone = judgements(&alone, "provision-report");
+    assert!(alone.len() >= 500, "{} cases", alone.len());
+    assert!(
+        alone
+            .values()
+            .all(|(v, _)| v == "pass" || v == "informational"),
+        "{alone:?}"
+    );
+    let runs: usize = std::env::var("BOMBER_RUNS").map_or(2, |n| n.parse().unwrap());
+    for run in 1..=runs {
+        let (o, beside) = suite(
+            &format!("beside-{run}"),
+            &["--agent".as_ref(), bomber.as_os_str()],
+        );
+        // The bomber reports nothing: its own cases fail.
+        assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+        let bombed = judgements(&beside, "xml-bomber")
+            .values()
+            .filter(|(_, why)| why.contains("the root element is <a>"))
+            .count();
+        assert!(bombed > 0, "the bomber's bodies never reached a fake");
+        let beside = judgements(&beside, "provision-report");
+        assert_eq!(
+            beside.keys().collect::<Vec<_>>(),
+            alone.keys().collect::<Vec<_>>()
+        );
+        let changed: Vec<_> = alone
+            .iter()
+            .filter(|(id, a)| !same_judgement(a, &beside[*id]))
+            .map(|(id, a)| format!("{id}: {} alone, {:?} beside the bomber", a.0, beside[id]))
+            .collect();
+        assert!(
+            changed.is_empty(),
+            "run {run} beside the XML bomber changed {} verdict(s):\n{}",
+            changed.len(),
+            changed.join("\n")
+        );
+    }
+}

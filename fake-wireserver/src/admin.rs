@@ -7,7 +7,9 @@
 //!   message;
 //! * `POST /__admin/reset` — empty the journal window, rewind the scenario (cursors, random
 //!   streams, rate limiter, trigger clock);
-//! * `GET /__admin/served` — the goal state ids in effect (`ServedIds`).
+//! * `GET /__admin/served` — the goal state ids in effect (`ServedIds`);
+//! * `GET /__admin/stats` — the journal's state: the window (`JournalStats`) and, once a write
+//!   to the `--journal` file failed, `file_error` (`JournalFileError`: the entries it misses).
 //!
 //! Every request is checked before anything is done (ARCHITECTURE.md, "Threat model"):
 //!
@@ -62,6 +64,7 @@ pub(crate) fn router(state: AdminState) -> Router {
         .route("/__admin/scenario", post(scenario))
         .route("/__admin/reset", post(reset))
         .route("/__admin/served", get(served))
+        .route("/__admin/stats", get(stats))
         // `layer` (not `route_layer`): unknown paths are checked too, so nothing is learned
         // without the token.
         .layer(middleware::from_fn_with_state(state.clone(), guard))
@@ -228,4 +231,21 @@ async fn reset(State(state): State<Arc<AdminState>>) -> Response {
 
 async fn served(State(state): State<Arc<AdminState>>) -> Response {
     axum::Json(state.shared.served_ids()).into_response()
+}
+
+/// The journal's state as JSON: [`crate::JournalStats`] with `file_error` (null while the
+/// `--journal` file, if any, has every entry).
+async fn stats(State(state): State<Arc<AdminState>>) -> Response {
+    let journal = lock(&state.shared.journal);
+    #[derive(serde::Serialize)]
+    struct Stats {
+        #[serde(flatten)]
+        window: crate::JournalStats,
+        file_error: Option<crate::journal_file::JournalFileError>,
+    }
+    axum::Json(Stats {
+        window: journal.stats(),
+        file_error: journal.file_error(),
+    })
+    .into_response()
 }

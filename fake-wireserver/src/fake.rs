@@ -16,6 +16,7 @@ use crate::expect::Expectation;
 use crate::http1::Limits;
 use crate::journal::Listener;
 use crate::journal::{DEFAULT_CAPACITY, DEFAULT_MAX_BYTES, Entry, Journal, JournalStats};
+use crate::journal_file::JournalFileError;
 use crate::oracle::ServedIds;
 use crate::scenario::{Scenario, ScenarioError};
 use crate::server::{EngineSlot, Shared, accept_loop};
@@ -502,6 +503,13 @@ impl Fake {
         lock(&self.shared.journal).stats()
     }
 
+    /// Why the `--journal` file ([`FakeConfig::journal_file`]) misses entries, once a write to
+    /// it failed (a full disk, a file size limit): the first error, the first `seq` missing and
+    /// how many are. `None` while it has every entry, and without a file.
+    pub fn journal_file_error(&self) -> Option<JournalFileError> {
+        lock(&self.shared.journal).file_error()
+    }
+
     /// Replaces the scenario (plans start from their first step; triggers count from now).
     /// A scenario that breaks a rule of the file format ([`Scenario::validate`]) is refused and
     /// the one in effect stays.
@@ -558,12 +566,16 @@ impl Fake {
 
     /// Stops the listeners and waits for them (open connections are closed). Requests whose
     /// answer was still pending go to the `--journal` file as they stand (`done_ms` null).
-    pub async fn shutdown(mut self) {
+    /// `Err` when that file misses entries because a write to it failed (a full disk): the
+    /// journal is incomplete, whatever else went well.
+    pub async fn shutdown(mut self) -> Result<(), JournalFileError> {
         let _ = self.shutdown.send(true);
         for task in std::mem::take(&mut self.tasks) {
             let _ = task.await;
         }
-        lock(&self.shared.journal).flush_pending();
+        let mut journal = lock(&self.shared.journal);
+        journal.flush_pending();
+        journal.file_error().map_or(Ok(()), Err)
     }
 }
 

@@ -25,13 +25,12 @@
 //! ```
 
 use std::collections::VecDeque;
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::endpoint::EndpointId;
+use crate::journal_file::{JournalFile, JournalFileError};
 use crate::oracle::{Finding, HealthReport};
 
 /// `as_str` of each value of an array, in order: the names serde and its error messages use,
@@ -78,6 +77,10 @@ pub struct JournalStats {
     /// Entries dropped from the window (oldest first) since the fake started; the JSON Lines
     /// file still has them. A reset is not an eviction.
     pub evicted: u64,
+    /// Entries the `--journal` file misses because a write to it failed (a full disk); 0
+    /// without a file. [`crate::Fake::journal_file_error`] says why.
+    #[serde(default)]
+    pub file_lost: u64,
 }
 
 /// One request the fake received and what it did about it.
@@ -552,8 +555,7 @@ pub(crate) struct Journal {
     retained_bytes: usize,
     evicted: u64,
     next_seq: u64,
-    sink: Option<BufWriter<File>>,
-    sink_error: Option<String>,
+    file: Option<JournalFile>,
 }
 
 impl Journal {
@@ -562,10 +564,7 @@ impl Journal {
         max_bytes: usize,
         file: Option<&Path>,
     ) -> std::io::Result<Self> {
-        let sink = match file {
-            Some(path) => Some(BufWriter::new(File::create(path)?)),
-            None => None,
-        };
+        let file = file.map(JournalFile::create).transpose()?;
         Ok(Journal {
             entries: VecDeque::new(),
             sizes: VecDeque::new(),
@@ -575,8 +574,7 @@ impl Journal {
             retained_bytes: 0,
             evicted: 0,
             next_seq: 1,
-            sink,
-            sink_error: None,
+            file,
         })
     }
 
@@ -602,9 +600,10 @@ impl Journal {
     fn evict_oldest(&mut self) {
         if let Some(entry) = self.entries.pop_front() {
             // Still pending (a long delay): the file gets it as it is now, or never would.
-            if self.finished.pop_front() == Some(false) && self.sink.is_some() {
-                let line = serde_json::to_string(&entry).unwrap_or_default();
-                self.write_line(&line);
+            if self.finished.pop_front() == Some(false)
+                && let Some(file) = self.file.as_mut()
+            {
+                file.write(&entry);
             }
             let size = self.sizes.pop_front().unwrap_or_default();
             self.retained_bytes = self.retained_bytes.saturating_sub(size);
@@ -653,27 +652,11 @@ impl Journal {
         }
     }
 
-    /// The window's entry at `idx` as one JSON line to the file (a no-op without a file).
+    /// The window's entry at `idx` as one JSON line to the file (a no-op without a file;
+    /// serializing is the costliest part of journaling).
     fn write_at(&mut self, idx: usize) {
-        // Serializing is the costliest part of journaling: only for a file.
-        if self.sink.is_some() {
-            let line = serde_json::to_string(&self.entries[idx]).unwrap_or_default();
-            self.write_line(&line);
-        }
-    }
-
-    /// One JSON line to the file, flushed (a no-op without a file).
-    fn write_line(&mut self, line: &str) {
-        if let Some(sink) = self.sink.as_mut() {
-            let written = sink
-                .write_all(line.as_bytes())
-                .and_then(|()| sink.write_all(b"\n"))
-                .and_then(|()| sink.flush());
-            if let Err(e) = written {
-                // Keep serving; the error is reported by `sink_error` (and the binary logs it).
-                tracing::error!("journal file: {e}");
-                self.sink_error.get_or_insert_with(|| e.to_string());
-            }
+        if let Some(file) = self.file.as_mut() {
+            file.write(&self.entries[idx]);
         }
     }
 
@@ -707,12 +690,13 @@ impl Journal {
             capacity: self.capacity,
             max_bytes: self.max_bytes,
             evicted: self.evicted,
+            file_lost: self.file.as_ref().map_or(0, JournalFile::lost),
         }
     }
 
-    #[allow(dead_code)]
-    pub(crate) fn sink_error(&self) -> Option<&str> {
-        self.sink_error.as_deref()
+    /// Why the `--journal` file misses entries, once a write to it failed.
+    pub(crate) fn file_error(&self) -> Option<JournalFileError> {
+        self.file.as_ref().and_then(|f| f.error().cloned())
     }
 }
 

@@ -360,6 +360,7 @@ mod http1;
 pub mod imds;
 pub mod inspect;
 pub mod journal;
+pub mod journal_file;
 pub mod lifeline;
 pub mod limits;
 /// The independent parsers (crate `wirecheck-oracle`), re-exported for the journal's users.
@@ -383,6 +384,7 @@ pub use files::FileAccess;
 pub use journal::{
     Answer, AnswerKind, Entry, EntryError, JournalStats, Listener, StepRef, UnknownName,
 };
+pub use journal_file::JournalFileError;
 pub use oracle::{Finding, HealthReport, HealthState, ServedIds, Severity, SubStatus};
 pub use scenario::{
     Action, Body, EndPolicy, EndpointPlan, Preset, RateLimit, Reply, Scenario, ScenarioError, Step,

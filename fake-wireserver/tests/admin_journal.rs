@@ -415,7 +415,7 @@ async fn journal_file_keeps_requests_still_pending_when_the_fake_stops() {
         response(exchange(fake.imds_addr().unwrap(), &imds, T).await).status,
         200
     );
-    fake.shutdown().await;
+    fake.shutdown().await.unwrap();
 
     let lines = file_entries(&file);
     let summary: Vec<(u64, AnswerKind, Option<u16>, bool)> = lines
@@ -453,7 +453,7 @@ async fn journal_file_keeps_a_pending_request_the_window_drops() {
         .collect();
     assert_eq!(written, [(1, false), (2, true)]);
     // Stopping writes nothing twice.
-    fake.shutdown().await;
+    fake.shutdown().await.unwrap();
     assert_eq!(file_entries(&file).len(), 2);
 }
 

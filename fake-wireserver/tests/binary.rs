@@ -331,3 +331,146 @@ async fn idle_connections_1024_under_a_1024_descriptor_limit_do_not_starve_the_b
         common::clip(&stderr)
     );
 }
+
+/// Starts the binary with `--journal PATH` (and, with `fsize`, a file size limit of that many
+/// bytes, as a nearly full disk would leave), and returns it with its ready line.
+fn start_with_journal(path: &Path, fsize: Option<u64>) -> (Running, Value) {
+    let mut cmd = bin();
+    cmd.arg("--journal")
+        .arg(path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(bytes) = fsize {
+        use std::os::unix::process::CommandExt as _;
+        // SAFETY: one async-signal-safe system call between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                let limit = rustix::process::Rlimit {
+                    current: Some(bytes),
+                    maximum: Some(bytes),
+                };
+                rustix::process::setrlimit(rustix::process::Resource::Fsize, limit)
+                    .map_err(std::io::Error::from)
+            });
+        }
+    }
+    let mut child = Running(cmd.spawn().unwrap());
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let ready = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    (child, ready)
+}
+
+/// SIGTERM, then the exit status and stderr.
+fn stop(mut child: Running) -> (Option<i32>, String) {
+    use std::io::Read as _;
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child.0),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let status = child.0.wait().unwrap();
+    let mut stderr = String::new();
+    child
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (status.code(), stderr)
+}
+
+/// `GET /__admin/stats` of a running binary.
+async fn admin_stats(ready: &Value) -> Value {
+    let admin = addr(ready, "admin");
+    let bearer = format!("Bearer {}", ready["admin_token"].as_str().unwrap());
+    let r = response(
+        exchange(
+            admin,
+            &get(
+                "/__admin/stats",
+                &admin.to_string(),
+                &[("Authorization", &bearer)],
+            ),
+            T,
+        )
+        .await,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    serde_json::from_slice(&r.body).unwrap()
+}
+
+/// Issue 23, "the journal silently loses entries on a full disk while the fake exits 0":
+/// `/dev/full` fails every write with ENOSPC. The admin API says so while the fake runs, and
+/// it ends with exit status 3 and a line naming the file, the first entry lost and the count.
+#[tokio::test]
+async fn the_journal_silently_loses_entries_on_a_full_disk_no_more() {
+    let (child, ready) = start_with_journal(Path::new("/dev/full"), None);
+    let ws = addr(&ready, "wireserver");
+    for _ in 0..3 {
+        assert_eq!(
+            response(exchange(ws, &goalstate_get(), T).await).status,
+            200
+        );
+    }
+    // The third entry is final once its answer is written: wait for it.
+    let mut stats = admin_stats(&ready).await;
+    for _ in 0..100 {
+        if stats["file_lost"] == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        stats = admin_stats(&ready).await;
+    }
+    assert_eq!(stats["file_lost"], 3, "{stats}");
+    assert_eq!(stats["file_error"]["first_seq"], 1, "{stats}");
+    assert_eq!(stats["file_error"]["path"], "/dev/full", "{stats}");
+    let (code, stderr) = stop(child);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(
+        stderr.contains(
+            "fake-wireserver: error: the journal file /dev/full misses 3 entries (the first at seq 1): No space left on device"
+        ),
+        "{stderr}"
+    );
+}
+
+/// A disk that fills up part way (a file size limit of 4 KiB here): the file keeps the whole
+/// lines written before the first failed write, a line cut by it is cut back, nothing comes
+/// after it, and the entries it misses are counted in the exit line.
+#[tokio::test]
+async fn a_journal_file_that_fills_up_keeps_whole_lines_and_fails_the_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.jsonl");
+    let (child, ready) = start_with_journal(&path, Some(4096));
+    let ws = addr(&ready, "wireserver");
+    const SENT: usize = 20;
+    for _ in 0..SENT {
+        assert_eq!(
+            response(exchange(ws, &goalstate_get(), T).await).status,
+            200
+        );
+    }
+    let (code, stderr) = stop(child);
+    assert_eq!(code, Some(3), "{stderr}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.len() <= 4096 && text.ends_with('\n'), "{text:?}");
+    let written: Vec<Entry> = text.lines().map(|l| Entry::from_json(l).unwrap()).collect();
+    assert!(
+        !written.is_empty() && written.len() < SENT,
+        "{}",
+        written.len()
+    );
+    let lost = SENT - written.len();
+    assert!(
+        stderr.contains(&format!(
+            "the journal file {} misses {lost} entries",
+            path.display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("File too large"), "{stderr}");
+}

@@ -334,6 +334,6 @@ async fn every_request_vector_is_classified_as_expected() {
             }
             other => panic!("{name}: no assertions for endpoint {other}"),
         }
-        fake.shutdown().await;
+        fake.shutdown().await.unwrap();
     }
 }

@@ -6,9 +6,14 @@
 //! inside quotes (truncation). `csv` accepts one quote character, silently accepts text after a
 //! closing quote and ends an unterminated field without telling. The tests check this parser
 //! against a `csv`-based reference encoder for both dialects.
+//!
+//! A report can be a whole health body long: tokenizing and every check are linear in it
+//! (duplicate keys are found through a set), and a per-field finding is listed at most 16
+//! times ([`crate::bounds`]).
 
 use serde::{Deserialize, Serialize};
 
+use super::bounds::Repeats;
 use super::finding::{Finding, Severity};
 use super::id;
 
@@ -445,10 +450,12 @@ fn parse_as_written(
     }
     let dialect = own.or(declared);
 
-    check_quoting(&kept, dialect, mode, &mut findings)?;
+    let mut repeats = Repeats::default();
+    check_quoting(&kept, dialect, mode, &mut findings, &mut repeats)?;
     check_trailing(input, &kept, dialect, &mut findings);
     check_known_limits(input, &mut findings);
-    check_structure(&fields, dialect, truncated, &mut findings);
+    check_structure(&fields, dialect, truncated, &mut findings, &mut repeats);
+    repeats.finish(&mut findings, id::report::REPEATED);
 
     Ok(EncodedReport {
         dialect,
@@ -464,6 +471,7 @@ fn check_quoting(
     dialect: Option<Dialect>,
     mode: Mode,
     findings: &mut Vec<Finding>,
+    repeats: &mut Repeats,
 ) -> Result<(), EncodedError> {
     let last_start = fields.last().map(|f| f.start);
     for (index, field) in fields.iter().enumerate() {
@@ -514,7 +522,9 @@ fn check_quoting(
         if let Some(err) = problem {
             match mode {
                 Mode::Strict => return Err(err),
-                Mode::Lenient => findings.push(Finding::warning(err.finding_id(), err.to_string())),
+                Mode::Lenient => repeats.push(findings, err.finding_id(), || {
+                    Finding::warning(err.finding_id(), err.to_string())
+                }),
             }
         }
     }
@@ -622,6 +632,7 @@ fn check_structure(
     dialect: Option<Dialect>,
     truncated: bool,
     findings: &mut Vec<Finding>,
+    repeats: &mut Repeats,
 ) {
     let keys: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
     let value = |key: &str| {
@@ -637,20 +648,27 @@ fn check_structure(
         Severity::Error
     };
 
+    // Each key once into a set: a report of thousands of fields is not compared pairwise.
+    let mut seen = std::collections::HashSet::with_capacity(keys.len());
     for (index, key) in keys.iter().enumerate() {
+        crate::bounds::step(1);
         if !is_identifier(key) {
-            findings.push(Finding::warning(
-                id::report::KEY_INVALID,
-                format!(
-                    "field index {index}: key {key:?} is not an identifier ([A-Za-z_][A-Za-z0-9_]*, §6.5)"
-                ),
-            ));
+            repeats.push(findings, id::report::KEY_INVALID, || {
+                Finding::warning(
+                    id::report::KEY_INVALID,
+                    format!(
+                        "field index {index}: key {key:?} is not an identifier ([A-Za-z_][A-Za-z0-9_]*, §6.5)"
+                    ),
+                )
+            });
         }
-        if keys[..index].contains(key) {
-            findings.push(Finding::warning(
-                id::report::DUPLICATE.id(key),
-                format!("field index {index}: key `{key}` appears more than once"),
-            ));
+        if !seen.insert(*key) {
+            repeats.push(findings, id::report::DUPLICATE.stem(), || {
+                Finding::warning(
+                    id::report::DUPLICATE.id(key),
+                    format!("field index {index}: key `{key}` appears more than once"),
+                )
+            });
         }
     }
 
@@ -693,7 +711,14 @@ fn check_structure(
             return;
         }
     };
-    check_layout(&keys, layout, truncated, missing_severity, findings);
+    check_layout(
+        &keys,
+        layout,
+        truncated,
+        missing_severity,
+        findings,
+        repeats,
+    );
 
     if result == Some("error") {
         match value("reason") {
@@ -767,6 +792,7 @@ fn check_layout(
     truncated: bool,
     missing_severity: Severity,
     findings: &mut Vec<Finding>,
+    repeats: &mut Repeats,
 ) {
     // A missing head field is reported once, not again as a shift of everything after it.
     let mut expected: usize = 0;
@@ -813,13 +839,15 @@ fn check_layout(
     if !layout.supporting {
         for (index, key) in keys.iter().enumerate() {
             if !layout.head.contains(key) && !layout.tail.contains(key) {
-                findings.push(Finding::warning(
-                    id::report::UNEXPECTED.id(key),
-                    format!(
-                        "field index {index}: `{key}` has no place in a {}; no other fields (§6.2)",
-                        layout.name
-                    ),
-                ));
+                repeats.push(findings, id::report::UNEXPECTED.stem(), || {
+                    Finding::warning(
+                        id::report::UNEXPECTED.id(key),
+                        format!(
+                            "field index {index}: `{key}` has no place in a {}; no other fields (§6.2)",
+                            layout.name
+                        ),
+                    )
+                });
             }
         }
     }
@@ -1020,6 +1048,48 @@ mod tests {
     const CI_ERROR: &str = "result=error|'reason=foo''bar'|agent=Cloud-Init/26.2|'x=a|b'|vm_id=vm-1|timestamp=2026-11-29T14:30:57.000662+00:00|documentation_url=https://aka.ms/linuxprovisioningerror";
     const CI_SUCCESS: &str = "result=success|agent=Cloud-Init/26.2|timestamp=2026-11-29T14:30:57.018005+00:00|vm_id=vm-1";
     const AI_SUCCESS: &str = "result=success|agent=Azure-Init/0.0.0|pps_type=None|vm_id=00000000-0000-0000-0000-000000000abc|timestamp=2026-06-17T00:00:00+00:00";
+
+    /// Issue 23 (with "quadratic XML parsing"): a description of thousands of distinct keys
+    /// compared each key with every key before it; the fake parses descriptions of every
+    /// health POST. Four times the fields now cost about four times the steps.
+    #[test]
+    fn quadratic_report_parsing_distinct_keys_cost_linear_work() {
+        let report = |n: usize| {
+            let mut s = String::from("result=error|agent=Cloud-Init/26.2");
+            for i in 0..n {
+                s.push_str(&format!("|k{i}=|k{i}="));
+            }
+            s
+        };
+        let steps = |input: &str| {
+            crate::bounds::take_steps();
+            let parsed = parse(input, Mode::Lenient).unwrap();
+            (crate::bounds::take_steps(), parsed)
+        };
+        let (small, _) = steps(&report(1_000));
+        let (large, parsed) = steps(&report(4_000));
+        assert!(
+            large <= 5 * small.max(1),
+            "4x the fields cost {large} steps against {small}: not linear"
+        );
+        // 4000 duplicated keys: sixteen listed, the rest counted.
+        let duplicates = parsed
+            .findings
+            .iter()
+            .filter(|f| id::report::DUPLICATE.key(&f.id).is_some())
+            .count();
+        assert_eq!(duplicates, crate::bounds::MAX_FINDINGS_OF_A_KIND);
+        let summary = parsed
+            .findings
+            .iter()
+            .find(|f| f.id == id::report::REPEATED)
+            .expect("a summary finding");
+        assert!(
+            summary.message.starts_with("3984 more"),
+            "{}",
+            summary.message
+        );
+    }
 
     #[test]
     fn protocol_examples_parse_strictly_without_findings() {

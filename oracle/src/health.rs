@@ -3,11 +3,18 @@
 //! Both parsers are lenient the way §4.3 asks a server to be (prolog and namespaces optional,
 //! whitespace between elements ignored, element names case-sensitive) and never fail: whatever
 //! is wrong with a body becomes a finding on the returned report.
+//!
+//! The body is the agent's, so the work is linear in it ([`crate::bounds`]): an XML element
+//! costs a bounded number of steps, the read stops at [`XML_MAX_DEPTH`] nested elements or
+//! [`XML_MAX_ELEMENTS`] elements (an error finding each; the real documents nest 7 deep with 12
+//! elements), a finding that repeats per element or key is listed 16 times, and JSON nesting
+//! is bounded by serde_json's recursion limit (128; deeper is `health.json.invalid`).
 
 use quick_xml::events::Event;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::bounds::Repeats;
 use super::encoded::{self, EncodedReport, Mode};
 use super::finding::Finding;
 use super::id;
@@ -23,6 +30,14 @@ const READY: &str = "Ready";
 const NOT_READY: &str = "NotReady";
 const PROVISIONING_FAILED: &str = "ProvisioningFailed";
 const PROVISIONING: &str = "Provisioning";
+
+/// The deepest element nesting read (4x the real documents' 7, testdata/vectors); deeper is
+/// a [`id::health::XML_TOO_DEEP`] error and the body is not read further.
+pub const XML_MAX_DEPTH: usize = 32;
+
+/// The most elements read (20x the real documents' 12); more is a
+/// [`id::health::XML_TOO_MANY_ELEMENTS`] error and the body is not read further.
+pub const XML_MAX_ELEMENTS: usize = 256;
 
 /// Health states a report may carry (§4.1, §5); anything else is a finding.
 pub const KNOWN_STATES: [&str; 2] = [READY, NOT_READY];
@@ -292,6 +307,9 @@ impl HealthReport {
 
 const ROLE: &[&str] = &["Health", "Container", "RoleInstanceList", "Role"];
 
+/// The depth of the deepest leaf read (`.../Role/Health/Details/Description`).
+const LEAF_MAX_DEPTH: usize = ROLE.len() + 3;
+
 /// The leaf elements read from a health document, by path below the document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Leaf {
@@ -305,6 +323,11 @@ enum Leaf {
 
 impl Leaf {
     fn at(path: &[String]) -> Option<Leaf> {
+        // No leaf lies deeper: a deep element costs no look at its path.
+        if path.len() > LEAF_MAX_DEPTH {
+            return None;
+        }
+        crate::bounds::step(path.len());
         let path: Vec<&str> = path.iter().map(String::as_str).collect();
         match path.as_slice() {
             ["Health", "GoalStateIncarnation"] => Some(Leaf::Incarnation),
@@ -346,6 +369,10 @@ impl Leaf {
 
 /// Element names expected under each parent, to point out case mistakes (`Substatus`).
 fn expected_children(parent: &[String]) -> &'static [&'static str] {
+    if parent.len() >= LEAF_MAX_DEPTH {
+        return &[];
+    }
+    crate::bounds::step(parent.len());
     let parent: Vec<&str> = parent.iter().map(String::as_str).collect();
     match parent.as_slice() {
         [] => &["Health"],
@@ -391,10 +418,12 @@ pub fn parse_xml(body: &[u8], served: Option<&ServedIds>) -> HealthReport {
         ));
         return report;
     }
-    let values = match read_xml(text, &mut report.findings) {
+    let mut repeats = Repeats::default();
+    let values = match read_xml(text, &mut report.findings, &mut repeats) {
         Ok(values) => values,
         Err(finding) => {
             report.findings.push(finding);
+            repeats.finish(&mut report.findings, id::health::REPEATED);
             return report;
         }
     };
@@ -452,60 +481,159 @@ pub fn parse_xml(body: &[u8], served: Option<&ServedIds>) -> HealthReport {
         values.details,
         "Health/Container/RoleInstanceList/Role/Health/State",
     );
+    repeats.finish(&mut report.findings, id::health::REPEATED);
     report
 }
 
-/// Reads the document, collecting the leaves of the first `<Role>`. `Err` = not well-formed.
-fn read_xml(text: &str, findings: &mut Vec<Finding>) -> Result<XmlValues, Finding> {
-    let mut reader = quick_xml::Reader::from_str(text);
-    let mut values = XmlValues::default();
-    let mut path: Vec<String> = Vec::new();
-    let mut capture: Option<(Leaf, usize, String)> = None; // leaf, depth, text so far
-    let mut root_seen = false;
-    let invalid = |reader: &quick_xml::Reader<&[u8]>, what: String| {
-        Finding::error(
-            id::health::XML_INVALID,
-            format!(
-                "the body is not well-formed XML at byte {}: {what}",
-                reader.error_position()
-            ),
-        )
-    };
+/// Where a read of the document stands: the open elements, the leaf being captured, the
+/// values of the first `<Role>` so far. Each element costs a bounded number of steps (no look
+/// at a path deeper than any leaf), and [`XML_MAX_DEPTH`] / [`XML_MAX_ELEMENTS`] end the read.
+#[derive(Default)]
+struct XmlWalk {
+    values: XmlValues,
+    path: Vec<String>,
+    /// The leaf being read, its depth and its text so far.
+    capture: Option<(Leaf, usize, String)>,
+    root_seen: bool,
+    elements: usize,
+}
 
+impl XmlWalk {
+    /// An element opens at byte `at`. `Err`: a second root, or past a cap.
+    fn open(
+        &mut self,
+        name: String,
+        at: u64,
+        findings: &mut Vec<Finding>,
+        repeats: &mut Repeats,
+    ) -> Result<(), Finding> {
+        if self.path.is_empty() {
+            if self.root_seen {
+                return Err(not_well_formed(
+                    at,
+                    &format!("a second root element <{name}>"),
+                ));
+            }
+            self.root_seen = true;
+        }
+        self.elements += 1;
+        if self.elements > XML_MAX_ELEMENTS {
+            return Err(Finding::error(
+                id::health::XML_TOO_MANY_ELEMENTS,
+                format!(
+                    "more than {XML_MAX_ELEMENTS} elements (at byte {at}); a health document has 12 (§4.1), so the body is not read further"
+                ),
+            ));
+        }
+        if self.path.len() >= XML_MAX_DEPTH {
+            return Err(Finding::error(
+                id::health::XML_TOO_DEEP,
+                format!(
+                    "elements nested deeper than {XML_MAX_DEPTH} (at byte {at}); a health document nests 7 deep (§4.1), so the body is not read further"
+                ),
+            ));
+        }
+        check_name_case(&self.path, &name, findings, repeats);
+        self.path.push(name);
+        let path = &self.path;
+        if path.len() == ROLE.len() && path == ROLE {
+            self.values.roles += 1;
+        }
+        if path.len() == 4 && path[..3] == ROLE[..3] && path[3] == "RoleInstance" {
+            repeats.push(findings, id::health::XML_ROLE_INSTANCE, || Finding::error(
+                id::health::XML_ROLE_INSTANCE,
+                "the health document lists <RoleInstance>; it uses RoleInstanceList/Role (the goal state's name is RoleInstance, §4)",
+            ));
+        }
+        // Only the first <Role> is read.
+        let in_first_role =
+            !(path.len() > ROLE.len() && path[..ROLE.len()] == *ROLE) || self.values.roles == 1;
+        if in_first_role
+            && path.len() == ROLE.len() + 2
+            && path[..ROLE.len()] == *ROLE
+            && path[ROLE.len()] == "Health"
+            && path[ROLE.len() + 1] == "Details"
+        {
+            self.values.details = true;
+        }
+        if self.capture.is_none()
+            && in_first_role
+            && let Some(leaf) = Leaf::at(path)
+        {
+            self.capture = Some((leaf, path.len(), String::new()));
+        }
+        Ok(())
+    }
+
+    /// The innermost open element closes.
+    fn close(&mut self, findings: &mut Vec<Finding>, repeats: &mut Repeats) {
+        let depth = self.path.len();
+        if let Some((leaf, _, text)) = self.capture.take_if(|(_, d, _)| *d == depth) {
+            if self.values.get(leaf).is_some() {
+                repeats.push(findings, id::health::XML_DUPLICATE.stem(), || {
+                    Finding::warning(
+                        id::health::XML_DUPLICATE.id(leaf.id()),
+                        format!("more than one <{}>; the first one is read", leaf.element()),
+                    )
+                });
+            } else {
+                self.values.values.push((leaf, text));
+            }
+        }
+        self.path.pop();
+    }
+
+    /// Text of the leaf being read, if any.
+    fn text(&mut self, text: &str) {
+        if let Some((_, _, buf)) = self.capture.as_mut() {
+            buf.push_str(text);
+        }
+    }
+}
+
+fn not_well_formed(at: u64, what: &str) -> Finding {
+    Finding::error(
+        id::health::XML_INVALID,
+        format!("the body is not well-formed XML at byte {at}: {what}"),
+    )
+}
+
+/// Reads the document, collecting the leaves of the first `<Role>`. `Err` = not well-formed,
+/// or past a cap (the body is not read further).
+fn read_xml(
+    text: &str,
+    findings: &mut Vec<Finding>,
+    repeats: &mut Repeats,
+) -> Result<XmlValues, Finding> {
+    let mut reader = quick_xml::Reader::from_str(text);
+    let mut walk = XmlWalk::default();
+    let invalid = |reader: &quick_xml::Reader<&[u8]>, what: String| {
+        not_well_formed(reader.error_position(), &what)
+    };
     loop {
         let event = reader
             .read_event()
             .map_err(|e| invalid(&reader, e.to_string()))?;
-        let (start, end) = match &event {
+        crate::bounds::step(1);
+        match &event {
             Event::Start(e) | Event::Empty(e) => {
                 let name = String::from_utf8_lossy(e.local_name().as_ref()).into_owned();
-                if path.is_empty() {
-                    if root_seen {
-                        return Err(invalid(&reader, format!("a second root element <{name}>")));
-                    }
-                    root_seen = true;
+                walk.open(name, reader.buffer_position(), findings, repeats)?;
+                if matches!(event, Event::Empty(_)) {
+                    walk.close(findings, repeats);
                 }
-                check_name_case(&path, &name, findings);
-                (Some(name), matches!(event, Event::Empty(_)))
             }
-            Event::End(_) => (None, true),
+            Event::End(_) => walk.close(findings, repeats),
             Event::Text(t) => {
                 let content = t
                     .xml10_content()
                     .map_err(|e| invalid(&reader, e.to_string()))?;
-                if let Some((_, _, buf)) = capture.as_mut() {
-                    buf.push_str(&content);
-                } else if path.is_empty() && !content.trim().is_empty() {
+                if walk.path.is_empty() && !content.trim().is_empty() {
                     return Err(invalid(&reader, "text outside the root element".into()));
                 }
-                (None, false)
+                walk.text(&content);
             }
-            Event::CData(t) => {
-                if let Some((_, _, buf)) = capture.as_mut() {
-                    buf.push_str(&String::from_utf8_lossy(t));
-                }
-                (None, false)
-            }
+            Event::CData(t) => walk.text(&String::from_utf8_lossy(t)),
             Event::GeneralRef(r) => {
                 let name = r.decode().map_err(|e| invalid(&reader, e.to_string()))?;
                 let resolved = match r.resolve_char_ref() {
@@ -513,7 +641,7 @@ fn read_xml(text: &str, findings: &mut Vec<Finding>) -> Result<XmlValues, Findin
                     Ok(None) => match quick_xml::escape::resolve_predefined_entity(&name) {
                         Some(s) => s.to_string(),
                         None => {
-                            findings.push(Finding::error(
+                            repeats.push(findings, id::health::XML_UNKNOWN_ENTITY, || Finding::error(
                                 id::health::XML_UNKNOWN_ENTITY,
                                 format!(
                                     "entity &{name}; is not one of XML's predefined entities (amp, lt, gt, quot, apos); kept as written"
@@ -524,73 +652,32 @@ fn read_xml(text: &str, findings: &mut Vec<Finding>) -> Result<XmlValues, Findin
                     },
                     Err(e) => return Err(invalid(&reader, e.to_string())),
                 };
-                if let Some((_, _, buf)) = capture.as_mut() {
-                    buf.push_str(&resolved);
-                }
-                (None, false)
+                walk.text(&resolved);
             }
             Event::Eof => break,
             // Declaration, comments, processing instructions, doctype: nothing to read.
-            _ => (None, false),
-        };
-
-        if let Some(name) = start {
-            path.push(name);
-            if path.len() == ROLE.len() && path == ROLE {
-                values.roles += 1;
-            }
-            if path.len() == 4 && path[..3] == ROLE[..3] && path[3] == "RoleInstance" {
-                findings.push(Finding::error(
-                    id::health::XML_ROLE_INSTANCE,
-                    "the health document lists <RoleInstance>; it uses RoleInstanceList/Role (the goal state's name is RoleInstance, §4)",
-                ));
-            }
-            // Only the first <Role> is read.
-            let in_first_role =
-                !(path.len() > ROLE.len() && path[..ROLE.len()] == *ROLE) || values.roles == 1;
-            if in_first_role
-                && path.len() == ROLE.len() + 2
-                && path[..ROLE.len()] == *ROLE
-                && path[ROLE.len()] == "Health"
-                && path[ROLE.len() + 1] == "Details"
-            {
-                values.details = true;
-            }
-            if capture.is_none()
-                && in_first_role
-                && let Some(leaf) = Leaf::at(&path)
-            {
-                capture = Some((leaf, path.len(), String::new()));
-            }
-        }
-        if end {
-            if let Some((leaf, _, buf)) = capture.take_if(|(_, depth, _)| *depth == path.len()) {
-                if values.get(leaf).is_some() {
-                    findings.push(Finding::warning(
-                        id::health::XML_DUPLICATE.id(leaf.id()),
-                        format!("more than one <{}>; the first one is read", leaf.element()),
-                    ));
-                } else {
-                    values.values.push((leaf, buf));
-                }
-            }
-            path.pop();
+            _ => {}
         }
     }
 
-    if !root_seen {
+    if !walk.root_seen {
         return Err(invalid(&reader, "no root element".into()));
     }
-    if let Some(open) = path.last() {
+    if let Some(open) = walk.path.last() {
         return Err(invalid(
             &reader,
             format!("the document ends inside <{open}>"),
         ));
     }
-    Ok(values)
+    Ok(walk.values)
 }
 
-fn check_name_case(parent: &[String], name: &str, findings: &mut Vec<Finding>) {
+fn check_name_case(
+    parent: &[String],
+    name: &str,
+    findings: &mut Vec<Finding>,
+    repeats: &mut Repeats,
+) {
     let expected = expected_children(parent);
     if parent.is_empty() && name != "Health" {
         findings.push(Finding::error(
@@ -603,17 +690,19 @@ fn check_name_case(parent: &[String], name: &str, findings: &mut Vec<Finding>) {
         .iter()
         .find(|want| want.eq_ignore_ascii_case(name) && **want != name)
     {
-        findings.push(Finding::error(
-            id::health::XML_ELEMENT_CASE,
-            format!(
-                "element <{name}> under {}: element names are case-sensitive; expected <{want}> (§4.3)",
-                if parent.is_empty() {
-                    "the document".to_string()
-                } else {
-                    parent.join("/")
-                }
-            ),
-        ));
+        repeats.push(findings, id::health::XML_ELEMENT_CASE, || {
+            Finding::error(
+                id::health::XML_ELEMENT_CASE,
+                format!(
+                    "element <{name}> under {}: element names are case-sensitive; expected <{want}> (§4.3)",
+                    if parent.is_empty() {
+                        "the document".to_string()
+                    } else {
+                        parent.join("/")
+                    }
+                ),
+            )
+        });
     }
 }
 
@@ -688,11 +777,12 @@ pub fn parse_json(body: &[u8]) -> HealthReport {
         return report;
     };
 
+    let mut repeats = Repeats::default();
     for key in object.keys() {
         if key != "state" && key != "details" {
-            report
-                .findings
-                .push(unknown_key_finding(key, "", &["state", "details"]));
+            repeats.push(&mut report.findings, id::health::JSON_UNKNOWN_KEY, || {
+                unknown_key_finding(key, "", &["state", "details"])
+            });
         }
     }
     report.state =
@@ -705,11 +795,9 @@ pub fn parse_json(body: &[u8]) -> HealthReport {
             details_present = true;
             for key in details.keys() {
                 if key != "subStatus" && key != "description" {
-                    report.findings.push(unknown_key_finding(
-                        key,
-                        "details.",
-                        &["subStatus", "description"],
-                    ));
+                    repeats.push(&mut report.findings, id::health::JSON_UNKNOWN_KEY, || {
+                        unknown_key_finding(key, "details.", &["subStatus", "description"])
+                    });
                 }
             }
             report.substatus = json_string(
@@ -733,6 +821,7 @@ pub fn parse_json(body: &[u8]) -> HealthReport {
         )),
     }
     check_semantics(&mut report, details_present, "`state`");
+    repeats.finish(&mut report.findings, id::health::REPEATED);
     report
 }
 
@@ -931,6 +1020,113 @@ mod tests {
             "{:?}",
             ids(&r)
         );
+    }
+
+    /// Steps counted for one parse, and its report.
+    fn xml_steps(body: &str) -> (u64, HealthReport) {
+        crate::bounds::take_steps();
+        let report = parse_xml(body.as_bytes(), None);
+        (crate::bounds::take_steps(), report)
+    }
+
+    fn nested(n: usize) -> String {
+        format!("{}{}", "<a>".repeat(n), "</a>".repeat(n))
+    }
+
+    /// Issue 23, "quadratic XML parsing": two 300 KB bodies of nested tags froze every case's
+    /// fake for 10–30 s (each element looked at its whole path). Four times the input now
+    /// costs at most about four times the steps, and a body past the depth cap is one finding.
+    #[test]
+    fn quadratic_xml_parsing_nested_tags_cost_linear_work() {
+        let (small, _) = xml_steps(&nested(1_000));
+        let (large, _) = xml_steps(&nested(4_000));
+        assert!(
+            large <= 5 * small.max(1),
+            "4x the nesting cost {large} steps against {small}: not linear"
+        );
+        let bomb = nested(300 * 1024 / 7);
+        let (work, report) = xml_steps(&bomb);
+        assert!(
+            work <= bomb.len() as u64,
+            "{work} steps for a {} byte body",
+            bomb.len()
+        );
+        // `<a>` is not `<Health>`; then the nesting ends the read.
+        assert_eq!(
+            ids(&report),
+            [id::health::XML_ROOT, id::health::XML_TOO_DEEP]
+        );
+        assert!(report.has_errors() && report.state.is_none());
+        assert!(
+            report.findings[1]
+                .message
+                .contains(&format!("deeper than {XML_MAX_DEPTH}")),
+            "{}",
+            report.findings[1].message
+        );
+    }
+
+    /// The real documents nest 7 deep with 12 elements (testdata/vectors); the caps leave room
+    /// and refuse the rest with a finding, never by reading on.
+    #[test]
+    fn xml_depth_and_element_caps_are_findings() {
+        let at_cap = format!(
+            "{}{}",
+            "<Health>".repeat(XML_MAX_DEPTH),
+            "</Health>".repeat(XML_MAX_DEPTH)
+        );
+        assert!(!ids(&parse_xml(at_cap.as_bytes(), None)).contains(&id::health::XML_TOO_DEEP));
+        let wide = xml(&format!(
+            "<State>Ready</State>{}",
+            "<x/>".repeat(XML_MAX_ELEMENTS)
+        ));
+        let report = parse_xml(wide.as_bytes(), Some(&served()));
+        assert_eq!(ids(&report), [id::health::XML_TOO_MANY_ELEMENTS]);
+        assert!(report.state.is_none());
+        let (small, _) = xml_steps(&"<Health>x</Health>".repeat(100));
+        let (large, _) = xml_steps(&"<Health>x</Health>".repeat(400));
+        assert!(large <= 5 * small.max(1), "{large} against {small}");
+    }
+
+    /// A finding per repeated element or entity is listed at most 16 times, the rest counted.
+    #[test]
+    fn repeated_xml_findings_are_listed_sixteen_times_then_counted() {
+        let body = xml(&format!(
+            "<State>NotReady</State><Details><SubStatus>ProvisioningFailed</SubStatus><Description>{}</Description></Details>",
+            "&bogus;".repeat(1000)
+        ));
+        let report = parse_xml(body.as_bytes(), Some(&served()));
+        let unknown = ids(&report)
+            .iter()
+            .filter(|i| **i == id::health::XML_UNKNOWN_ENTITY)
+            .count();
+        assert_eq!(unknown, crate::bounds::MAX_FINDINGS_OF_A_KIND);
+        let summary = report.findings.last().unwrap();
+        assert_eq!(summary.id, id::health::REPEATED);
+        assert!(
+            summary.message.starts_with("984 more"),
+            "{}",
+            summary.message
+        );
+        let dupes = xml(&"<State>Ready</State>".repeat(100));
+        let report = parse_xml(dupes.as_bytes(), Some(&served()));
+        assert_eq!(
+            report.findings.len(),
+            crate::bounds::MAX_FINDINGS_OF_A_KIND + 1
+        );
+    }
+
+    /// A JSON body with thousands of unknown keys lists sixteen.
+    #[test]
+    fn repeated_json_findings_are_listed_sixteen_times_then_counted() {
+        let keys: String = (0..5000).map(|i| format!("\"k{i}\":0,")).collect();
+        let report = parse_json(format!("{{{keys}\"state\":\"Ready\"}}").as_bytes());
+        assert_eq!(report.state, Some(HealthState::Ready));
+        assert_eq!(
+            report.findings.len(),
+            crate::bounds::MAX_FINDINGS_OF_A_KIND + 1
+        );
+        assert_eq!(report.findings.last().unwrap().id, id::health::REPEATED);
     }
 
     fn served() -> ServedIds {

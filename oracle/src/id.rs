@@ -18,6 +18,12 @@ impl Family {
         format!("{}{key}", self.0)
     }
 
+    /// The fixed stem (`report.missing.`): the kind [`crate::bounds`] counts a family's
+    /// findings under.
+    pub const fn stem(self) -> &'static str {
+        self.0
+    }
+
     /// The key, when `id` is of this family (the exact inverse of [`Family::id`]).
     pub fn key(self, id: &str) -> Option<&str> {
         id.strip_prefix(self.0).filter(|k| !k.is_empty())
@@ -80,6 +86,8 @@ pub mod report {
     pub const TIMESTAMP_OFFSET: &str = "report.timestamp.offset";
     /// `timestamp` is not in the format its producer writes.
     pub const TIMESTAMP_FORMAT: &str = "report.timestamp.format";
+    /// Findings of one kind past [`crate::bounds::MAX_FINDINGS_OF_A_KIND`], counted.
+    pub const REPEATED: &str = "report.repeated";
 
     /// A required field is missing (`report.missing.<key>`).
     pub const MISSING: Family = Family("report.missing.");
@@ -118,6 +126,7 @@ pub mod report {
         TIMESTAMP_ZULU,
         TIMESTAMP_OFFSET,
         TIMESTAMP_FORMAT,
+        REPEATED,
     ];
 
     /// Every family.
@@ -170,6 +179,12 @@ pub mod health {
     pub const XML_ELEMENT_CASE: &str = "health.xml.element-case";
     /// More than one `<Role>`.
     pub const XML_MULTIPLE_ROLES: &str = "health.xml.multiple-roles";
+    /// Elements nested deeper than [`crate::health::XML_MAX_DEPTH`]: not read further.
+    pub const XML_TOO_DEEP: &str = "health.xml.too-deep";
+    /// More than [`crate::health::XML_MAX_ELEMENTS`] elements: not read further.
+    pub const XML_TOO_MANY_ELEMENTS: &str = "health.xml.too-many-elements";
+    /// Findings of one kind past [`crate::bounds::MAX_FINDINGS_OF_A_KIND`], counted.
+    pub const REPEATED: &str = "health.repeated";
     /// `<GoalStateIncarnation>` differs from the served goal state's.
     pub const INCARNATION_MISMATCH: &str = "health.incarnation-mismatch";
     /// `<ContainerId>` differs from the served goal state's.
@@ -226,6 +241,9 @@ pub mod health {
         XML_ROOT,
         XML_ELEMENT_CASE,
         XML_MULTIPLE_ROLES,
+        XML_TOO_DEEP,
+        XML_TOO_MANY_ELEMENTS,
+        REPEATED,
         INCARNATION_MISMATCH,
         CONTAINER_ID_MISMATCH,
         INSTANCE_ID_MISMATCH,

@@ -355,7 +355,10 @@ pub struct SplitEvent {
 /// each message. A slice boundary can fall inside an escape, so slices are never decoded alone.
 pub fn cloud_init_split_events(view: &PoolView) -> Vec<SplitEvent> {
     let mut events: Vec<(SplitEvent, Vec<(u64, String)>)> = Vec::new();
+    // Event key → its place in `events`: a pool of thousands of events is not searched per record.
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for record in &view.records {
+        crate::bounds::step(1);
         let Some((base, suffix)) = record.key.rsplit_once('|') else {
             continue;
         };
@@ -368,9 +371,10 @@ pub fn cloud_init_split_events(view: &PoolView) -> Vec<SplitEvent> {
         let Some((msg_i, raw)) = split_slice(&record.value) else {
             continue;
         };
-        let at = match events.iter().position(|(e, _)| e.key == base) {
-            Some(at) => at,
+        let at = match index.get(base) {
+            Some(&at) => at,
             None => {
+                index.insert(base.to_string(), events.len());
                 events.push((
                     SplitEvent {
                         key: base.to_string(),
@@ -443,6 +447,33 @@ mod tests {
 
     fn ids(findings: &[Finding]) -> Vec<&str> {
         findings.iter().map(|f| f.id.as_str()).collect()
+    }
+
+    /// A pool of thousands of split events (64 MiB pools are read back) looked each record's
+    /// event up among all before it; four times the events now cost about four times the steps.
+    #[test]
+    fn split_events_of_a_large_pool_cost_linear_work() {
+        let steps = |n: usize| {
+            let records: Vec<(String, String)> = (0..n)
+                .map(|i| {
+                    (
+                        format!("CLOUD_INIT|e{i}|0"),
+                        r#"{"msg_i":0,"msg":"x"}"#.to_string(),
+                    )
+                })
+                .collect();
+            let pairs: Vec<(&str, &str)> = records
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let view = decode_pool(&encode_pool(pairs).unwrap());
+            crate::bounds::take_steps();
+            let events = cloud_init_split_events(&view);
+            assert_eq!(events.len(), n);
+            crate::bounds::take_steps()
+        };
+        let (small, large) = (steps(500), steps(2000));
+        assert!(large <= 5 * small.max(1), "{large} steps against {small}");
     }
 
     #[test]

@@ -315,7 +315,7 @@ pub fn rate(obs: &Observation) -> Judgement {
     endpoints.sort_unstable_by_key(|e| e.as_str());
     endpoints.dedup();
     for endpoint in endpoints {
-        let reqs: Vec<&Entry> = obs
+        let mut reqs: Vec<&Entry> = obs
             .journal
             .iter()
             .filter(|e| e.endpoint == endpoint)
@@ -323,6 +323,9 @@ pub fn rate(obs: &Observation) -> Judgement {
         if reqs.len() < 2 {
             continue;
         }
+        // By arrival: the journal's order (`seq`) is when each request was journaled, later
+        // for a body that took longer to read or parse.
+        reqs.sort_by_key(|e| e.at_ms);
         t.judged();
         // The busiest one-second window.
         let (mut best, mut best_at) = (0usize, 0usize);

@@ -363,6 +363,40 @@ fn a_request_burst_breaks_the_rate() {
     );
 }
 
+/// Issue 23 (found running the XML bomber): the journal is in the order requests were
+/// journaled (`seq`), which is not the order their heads arrived (`at_ms`) when one body took
+/// longer to read or parse; the rate check subtracted arrival times in journal order and
+/// panicked ("attempt to subtract with overflow"), taking the case with it.
+#[test]
+fn the_rate_is_judged_by_arrival_whatever_the_journal_order() {
+    let s = scenario("");
+    // Two posts: the later arrival journaled first (its body was shorter).
+    let journal = vec![health(1, 900, 201), health(2, 100, 201)];
+    let j = judge(
+        "behaviour.rate",
+        &s,
+        journal,
+        vec![run(0, 1000, Exit::Code(0))],
+    );
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
+    // Out of order and too many: still a failure, its window read by arrival.
+    let burst: Vec<Entry> = (0..12)
+        .map(|i| health(i + 1, 10 + (11 - i) * 50, 503))
+        .collect();
+    let j = judge(
+        "behaviour.rate",
+        &s,
+        burst,
+        vec![run(0, 700, Exit::Code(1))],
+    );
+    assert_eq!(j.verdict, Verdict::Fail);
+    assert!(
+        j.reason
+            .unwrap()
+            .starts_with("12 requests to wireserver.health.json within one second")
+    );
+}
+
 #[test]
 fn the_budget_and_the_deadline() {
     let s = scenario("");

@@ -239,7 +239,10 @@ pub async fn run(
     });
     let served = fake.served_ids();
     match std::sync::Arc::try_unwrap(fake) {
-        Ok(fake) => fake.shutdown().await,
+        Ok(fake) => fake
+            .shutdown()
+            .await
+            .map_err(|e| SessionError::Harness(e.to_string()))?,
         Err(_) => return Err(SessionError::Harness("the fake is still in use".into())),
     }
     // The pool file is the agent's: it may have made it anything (a FIFO would block this read

@@ -57,6 +57,34 @@ struct Summary {
     /// Pool files the sandbox refused to copy (a link, not a regular file, over its cap).
     #[serde(default)]
     pools_not_copied: Vec<NotCopied>,
+    /// Lines the sandbox wrote to `journal.jsonl` (older sandboxes do not say).
+    #[serde(default)]
+    journal_entries: Option<usize>,
+    /// Requests the sandbox's journal window dropped before it was written (older: none said).
+    #[serde(default)]
+    journal_evicted: u64,
+}
+
+impl Summary {
+    /// Whether the journal read back is the whole of what the agent sent. A journal with fewer
+    /// lines than the sandbox wrote lost entries on the way (a harness error: nothing read from
+    /// it can be trusted); one whose window dropped requests the agent sent is not judged, as
+    /// in process (`in_process`: what a check needs may be gone).
+    fn journal_whole(&self, read: usize) -> Result<Option<String>, SessionError> {
+        if let Some(written) = self.journal_entries
+            && written != read
+        {
+            return Err(SessionError::Harness(format!(
+                "the sandbox wrote {written} journal entries but {read} were read back: the journal lost entries, so nothing is judged from it"
+            )));
+        }
+        Ok((self.journal_evicted > 0).then(|| {
+            format!(
+                "the agent sent more requests than the sandbox's journal keeps; the oldest {} were dropped, so the case is not judged",
+                self.journal_evicted
+            )
+        }))
+    }
 }
 
 /// One entry of `sandbox.json`'s `pools_not_copied`.
@@ -288,6 +316,12 @@ pub async fn run(
     };
 
     let journal = read_journal(&out.join(fake_wireserver::sandbox::JOURNAL_FILE))?;
+    if let Some(why) = summary.journal_whole(journal.len())? {
+        unjudgeable = Some(match unjudgeable {
+            Some(before) => format!("{before}; {why}"),
+            None => why,
+        });
+    }
     let pool = match read_agent_file(&out.join(POOL_COPY), POOL_READ_MAX) {
         Ok(pool) => pool,
         Err(why) => {

@@ -89,7 +89,9 @@ pub(super) async fn check_all(
         };
         outcomes.push(VectorOutcome::new(name, mismatches));
     }
-    fake.shutdown().await;
+    fake.shutdown()
+        .await
+        .map_err(|e| ToolError::Fake(e.to_string()))?;
     Ok(outcomes)
 }
 

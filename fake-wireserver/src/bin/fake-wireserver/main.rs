@@ -20,6 +20,8 @@ use fake_wireserver::{Fake, FakeConfig, Scenario};
 
 /// Exit status for bad usage and bad scenario files.
 const EXIT_USAGE: u8 = 2;
+/// Exit status when the `--journal` file misses entries (a write to it failed).
+const EXIT_JOURNAL_LOST: u8 = 3;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -217,6 +219,13 @@ fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 
     // Each agent listener holds up to 1,024 connections; the usual soft limit is 1,024 in all.
     fake_wireserver::fdlimit::raise_to_hard_limit();
+    // A file size limit reached by the --journal file must be a failed write (EFBIG) that is
+    // reported, not SIGXFSZ ending the fake. (Serve mode only: the sandbox's COMMAND must
+    // inherit the default disposition.)
+    // SAFETY: setting a signal to SIG_IGN before the runtime's threads exist.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -242,7 +251,12 @@ fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             _ = interrupt.recv() => {}
             _ = term.recv() => {}
         }
-        fake.shutdown().await;
-        Ok(ExitCode::SUCCESS)
+        match fake.shutdown().await {
+            Ok(()) => Ok(ExitCode::SUCCESS),
+            Err(lost) => {
+                eprintln!("fake-wireserver: error: {lost}");
+                Ok(ExitCode::from(EXIT_JOURNAL_LOST))
+            }
+        }
     })
 }

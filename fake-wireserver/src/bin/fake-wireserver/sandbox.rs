@@ -20,7 +20,9 @@
 //!   writes the journal (`journal.jsonl`, JSON Lines) and copies of
 //!   `/var/lib/hyperv/.kvp_pool_*` into `--out DIR`: regular files of at most
 //!   [`POOL_COPY_MAX`] bytes only, never followed through a link; the others are listed in
-//!   `sandbox.json` (`pools_not_copied`, with the reason).
+//!   `sandbox.json` (`pools_not_copied`, with the reason). `sandbox.json` also counts the
+//!   journal's lines (`journal_entries`) and the requests its memory window dropped before it
+//!   was written (`journal_evicted`): a journal that is not whole says so.
 //!
 //! The exit status is COMMAND's (128 + N when a signal N ended it, 124 after `--timeout`,
 //! 126/127 when it cannot be started, 125 when the sandbox itself failed, 2 for bad usage and

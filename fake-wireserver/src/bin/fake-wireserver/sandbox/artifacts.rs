@@ -39,7 +39,11 @@ pub(crate) struct Summary {
     pub(crate) pools: Vec<String>,
     /// Pool files left behind, and why (a link, not a regular file, over [`POOL_COPY_MAX`](fake_wireserver::sandbox::POOL_COPY_MAX)).
     pub(crate) pools_not_copied: Vec<NotCopied>,
+    /// Lines in `journal.jsonl`.
     pub(crate) journal_entries: usize,
+    /// Requests the journal's memory window dropped (oldest first) before it was written: not
+    /// in `journal.jsonl`, so the journal is not whole.
+    pub(crate) journal_evicted: u64,
 }
 
 /// A `.kvp_pool_*` entry the agent left that was not copied.

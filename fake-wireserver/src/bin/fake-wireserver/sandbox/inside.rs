@@ -109,7 +109,7 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let (outcome, journal) = runtime.block_on(serve_and_run(scenario, &args))?;
+    let (outcome, journal, evicted) = runtime.block_on(serve_and_run(scenario, &args))?;
     drop(runtime);
 
     let pools = out.copy_pools(Path::new(setup::HYPERV_DIR), POOL_COPY_MAX)?;
@@ -137,6 +137,7 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         pools: pools.copied,
         pools_not_copied: pools.not_copied,
         journal_entries: journal.len(),
+        journal_evicted: evicted,
     })?;
     Ok(outcome.exit_status)
 }
@@ -212,10 +213,11 @@ fn signal_all(sig: rustix::process::Signal) {
     }
 }
 
+/// COMMAND's outcome, the journal, and how many entries the window dropped before it.
 async fn serve_and_run(
     scenario: Option<Scenario>,
     args: &SandboxArgs,
-) -> anyhow::Result<(Outcome, Vec<fake_wireserver::journal::Entry>)> {
+) -> anyhow::Result<(Outcome, Vec<fake_wireserver::journal::Entry>, u64)> {
     let mut config = FakeConfig::default()
         .wireserver(Some(SocketAddr::from((WIRESERVER_ADDR, 80))))
         .imds(Some(SocketAddr::from((IMDS_ADDR, 80))))
@@ -232,8 +234,10 @@ async fn serve_and_run(
     let outcome = run_command(args, &fake).await?;
 
     let journal = settled_journal(&fake).await;
-    fake.shutdown().await;
-    Ok((outcome, journal))
+    let evicted = fake.journal_stats().evicted;
+    // No --journal file here (the journal is written from the window at the end).
+    fake.shutdown().await?;
+    Ok((outcome, journal, evicted))
 }
 
 /// The journal once every answer is final: the fake records an answer after writing it, so
