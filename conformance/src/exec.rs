@@ -1161,19 +1161,21 @@ pub fn resolve_program(name: &str, bin_dir: &Path) -> Result<PathBuf, Unresolved
     if runnable(&candidates[0]).is_ok() {
         return Ok(candidates[0].clone());
     }
-    if !name.contains('/') {
-        if let Some(found) = on_path(name, &path, rustix::process::geteuid().is_root()) {
-            return Ok(found);
-        }
+    if !name.contains('/')
+        && let Some(found) = on_path(name, &path, rustix::process::geteuid().is_root())
+    {
+        return Ok(found);
     }
     // Nothing runnable: the first file that is there says why it cannot be run.
-    let unrunnable = candidates.into_iter().find_map(|candidate| match runnable(&candidate) {
-        Err(Some(why)) => Some(Unresolved::NotExecutable {
-            path: candidate,
-            why,
-        }),
-        _ => None,
-    });
+    let unrunnable = candidates
+        .into_iter()
+        .find_map(|candidate| match runnable(&candidate) {
+            Err(Some(why)) => Some(Unresolved::NotExecutable {
+                path: candidate,
+                why,
+            }),
+            _ => None,
+        });
     Err(unrunnable.unwrap_or(Unresolved::NotFound))
 }
 
@@ -1202,7 +1204,6 @@ fn runs_for_others(path: &Path) -> bool {
             .skip(1)
             .filter(|d| !d.as_os_str().is_empty())
             .all(|d| mode(d) & 0o001 != 0)
-}
 }
 
 /// Why [`resolve_program`] found no program to run.

@@ -374,8 +374,8 @@ fn hrefs(page: &str) -> Vec<&str> {
 /// A link that stays on the page or goes to a folder below `artifacts/`, written in
 /// characters no browser reads as a scheme, a host or a way up.
 fn stays_home(href: &str) -> bool {
-    if href.starts_with('#') {
-        return href[1..]
+    if let Some(anchor) = href.strip_prefix('#') {
+        return anchor
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-=,".contains(c));
     }

@@ -218,7 +218,13 @@ fn run_artifacts(out: &Path, agent: &str, ext: &str) -> Vec<(PathBuf, String)> {
 
 /// Writes the agent `name` (a script with a profile claiming `capabilities`) with a
 /// `[limits]` table into `dir`; returns the agents folder.
-fn limited_agent(dir: &Path, name: &str, capabilities: &str, script: &str, limits: &str) -> PathBuf {
+fn limited_agent(
+    dir: &Path,
+    name: &str,
+    capabilities: &str,
+    script: &str,
+    limits: &str,
+) -> PathBuf {
     let agents = script_agent(dir, name, "url", capabilities, script);
     let profile = agents.join(format!("{name}.toml"));
     let text = std::fs::read_to_string(&profile).unwrap();
@@ -253,7 +259,14 @@ fn assert_fork_bomb_is_its_own_problem(ordinary: bool) {
     .unwrap();
     let cap = container_cap(2000);
     let alone = dir.path().join("alone");
-    let o = run(&alone, &agents, &["provision-report"], SUITE, cap.as_ref(), ordinary);
+    let o = run(
+        &alone,
+        &agents,
+        &["provision-report"],
+        SUITE,
+        cap.as_ref(),
+        ordinary,
+    );
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     let beside = dir.path().join("beside");
     let o = run(
@@ -285,7 +298,11 @@ fn assert_fork_bomb_is_its_own_problem(ordinary: bool) {
         })
         .collect();
     assert_eq!(beside_verdicts.len(), alone_verdicts.len());
-    assert!(differ.is_empty(), "{differ:#?}\n{}", runner_support::stderr(&o));
+    assert!(
+        differ.is_empty(),
+        "{differ:#?}\n{}",
+        runner_support::stderr(&o)
+    );
     assert_eq!(harness_errors(&beside, "bomber"), Vec::<String>::new());
     let bombs = run_artifacts(dir.path().join("beside").as_path(), "bomber", "stdout");
     assert!(!bombs.is_empty(), "the bomber never ran: {o:?}");
@@ -304,7 +321,10 @@ fn assert_fork_bomb_is_its_own_problem(ordinary: bool) {
         bomber["wire.health.json.failure.report.state"], "fail",
         "{bomber:?}"
     );
-    assert_eq!(bomber["wire.health.json.ready.report.state"], "pass", "{bomber:?}");
+    assert_eq!(
+        bomber["wire.health.json.ready.report.state"], "pass",
+        "{bomber:?}"
+    );
 }
 
 /// The fork bomb runs are compared with runs alone: one at a time, or each would load the
@@ -343,7 +363,14 @@ fn hog_runs(
         let dir = shared_tempdir();
         let agents = limited_agent(dir.path(), name, "\"json\"", script, limits);
         let out = dir.path().join("out");
-        let o = run(&out, &agents, &[name], "wire.health.json.ready.*", None, ordinary);
+        let o = run(
+            &out,
+            &agents,
+            &[name],
+            "wire.health.json.ready.*",
+            None,
+            ordinary,
+        );
         assert_eq!(o.status.code(), Some(1), "ordinary: {ordinary}: {o:?}");
         let r = results(&out);
         assert_eq!(harness_errors(&r, name), Vec::<String>::new());
@@ -362,7 +389,10 @@ fn hog_runs(
 fn a_memory_hog_is_stopped_at_its_limit_and_judged() {
     for (r, ended) in hog_runs("memhog", MEMORY_HOG, "memory_mib = 128", &[false, true]) {
         let v = verdicts(&r, "memhog");
-        assert_eq!(v["wire.health.json.ready.behaviour.terminal"], "fail", "{v:?}");
+        assert_eq!(
+            v["wire.health.json.ready.behaviour.terminal"], "fail",
+            "{v:?}"
+        );
         // Killed in its cgroup, or its allocation refused past RLIMIT_DATA (MemoryError).
         assert!(
             ended.contains("killed by signal 9") || ended.contains("exit status 1"),
@@ -384,7 +414,10 @@ fn a_memory_hog_spread_over_processes_is_stopped_at_its_trees_limit() {
     }
     for (r, ended) in hog_runs("treehog", MEMORY_HOG_TREE, "memory_mib = 128", &[false]) {
         let v = verdicts(&r, "treehog");
-        assert_eq!(v["wire.health.json.ready.behaviour.terminal"], "fail", "{v:?}");
+        assert_eq!(
+            v["wire.health.json.ready.behaviour.terminal"], "fail",
+            "{v:?}"
+        );
         assert!(
             ended.contains("killed by signal 9") || ended.contains("exit status 1"),
             "{ended}"
@@ -398,7 +431,10 @@ fn a_memory_hog_spread_over_processes_is_stopped_at_its_trees_limit() {
 fn a_file_size_hog_gets_sigxfsz_at_its_limit_and_is_judged() {
     for (r, ended) in hog_runs("filehog", FILE_HOG, "file_size_mib = 8", &[false, true]) {
         let v = verdicts(&r, "filehog");
-        assert_eq!(v["wire.health.json.ready.behaviour.terminal"], "fail", "{v:?}");
+        assert_eq!(
+            v["wire.health.json.ready.behaviour.terminal"], "fail",
+            "{v:?}"
+        );
         assert!(ended.contains("killed by signal 25"), "{ended}");
     }
 }

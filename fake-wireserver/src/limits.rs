@@ -103,7 +103,9 @@ impl Limits {
             let value: i64 = value
                 .parse()
                 .map_err(|_| format!("{part:?}: expected a whole number"))?;
-            limits.set(name, value).map_err(|e| format!("{name}: {e}"))?;
+            limits
+                .set(name, value)
+                .map_err(|e| format!("{name}: {e}"))?;
         }
         Ok(limits)
     }
@@ -268,7 +270,7 @@ mod tests {
             "-c",
             "ulimit -f unlimited 2>/dev/null; exec head -c 3000000 /dev/zero > big",
         ])
-            .current_dir(dir.path());
+        .current_dir(dir.path());
         // SAFETY: the hook makes system calls only.
         unsafe {
             cmd.pre_exec(move || rlimits.apply());
@@ -276,6 +278,9 @@ mod tests {
         let status = cmd.status().unwrap();
         let sigxfsz = rustix::process::Signal::XFSZ.as_raw();
         assert_eq!(status.signal(), Some(sigxfsz), "{status:?}");
-        assert_eq!(std::fs::metadata(dir.path().join("big")).unwrap().len(), MIB);
+        assert_eq!(
+            std::fs::metadata(dir.path().join("big")).unwrap().len(),
+            MIB
+        );
     }
 }

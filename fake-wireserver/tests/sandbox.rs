@@ -670,6 +670,8 @@ fn sandbox_unprivileged_runs_the_command_as_nobody_on_the_host_under_the_agent_f
         b"pool"
     );
     assert!(scratch.path().join("mine").is_file());
+}
+
 /// SIGKILL to the sandbox (a CI timeout's last word) used to leave `unshare`, the inner half and
 /// COMMAND running: COMMAND, and a daemon it started in a session of its own, now end with it.
 #[test]
@@ -742,7 +744,11 @@ fn sandbox_limits_hold_the_commands_processes_and_file_size() {
         .trim()
         .parse()
         .unwrap();
-    assert!((14..=17).contains(&forked), "{forked}: {}", describe(&output));
+    assert!(
+        (14..=17).contains(&forked),
+        "{forked}: {}",
+        describe(&output)
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("COMMAND reached its processes limit"),

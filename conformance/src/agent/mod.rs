@@ -1658,10 +1658,22 @@ reason = "known"
             }
         );
         for (line, field, says) in [
-            ("processes = 4", "limits.processes", "from 16 to 32768, got 4"),
+            (
+                "processes = 4",
+                "limits.processes",
+                "from 16 to 32768, got 4",
+            ),
             ("processes = -1", "limits.processes", "got -1"),
-            ("memory_mib = 0", "limits.memory_mib", "from 64 to 1048576, got 0"),
-            ("file_size_mib = 9999999", "limits.file_size_mib", "got 9999999"),
+            (
+                "memory_mib = 0",
+                "limits.memory_mib",
+                "from 64 to 1048576, got 0",
+            ),
+            (
+                "file_size_mib = 9999999",
+                "limits.file_size_mib",
+                "got 9999999",
+            ),
             ("open_files = 10", "limits.open_files", "from 64 to 1048576"),
         ] {
             let err = load(&format!("{}\n[limits]\n{line}\n", valid())).unwrap_err();

@@ -400,8 +400,11 @@ mod tests {
         let cgroup = TreeCgroup::create(&limits).unwrap().unwrap();
         // Forks sleepers until a fork fails (dash then gives up), at most 200.
         let mut cmd = std::process::Command::new("/bin/sh");
-        cmd.args(["-c", "i=0; while [ $i -lt 200 ]; do sleep 600 & i=$((i+1)); done"])
-            .stderr(std::process::Stdio::null());
+        cmd.args([
+            "-c",
+            "i=0; while [ $i -lt 200 ]; do sleep 600 & i=$((i+1)); done",
+        ])
+        .stderr(std::process::Stdio::null());
         // SAFETY: the hook makes system calls only.
         unsafe {
             cmd.pre_exec(cgroup.join_hook());
