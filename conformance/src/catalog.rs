@@ -1,7 +1,8 @@
 //! The check ids: every check a scenario may select, with its one-line meaning, and how a case
-//! id (`<scenario id>.<check id>`) splits. A leaf: scenario parsing, the checks, the runner,
-//! `wirecheck prop` and the results writers all name checks through it, and it imports none
-//! of them (only the bounded glob builder), so scenario files are validated without the checks.
+//! id (`<scenario id>.<check id>`) splits (the results contract's `split_case_id`, re-exported).
+//! A leaf: scenario parsing, the checks, the runner and `wirecheck prop` all name checks
+//! through it, and it imports none of them (only the bounded glob builder), so scenario files
+//! are validated without the checks.
 
 use std::fmt;
 
@@ -132,14 +133,9 @@ pub fn matching(pattern: &str) -> Result<Vec<CheckId>, String> {
         .collect())
 }
 
-/// A case id split into its scenario id and its check id: every check id (the catalog's and
-/// [`SNAPSHOT_CHECK`]) is two dotted parts, so the check is the last two.
-pub fn split_case_id(case_id: &str) -> (&str, &str) {
-    match case_id.rmatch_indices('.').nth(1) {
-        Some((i, _)) => (&case_id[..i], &case_id[i + 1..]),
-        None => (case_id, case_id),
-    }
-}
+/// How a case id splits (scenario id, check id): the results contract's, since `merge` reads
+/// case ids back with it.
+pub use wirecheck_results::case_id::split_case_id;
 
 #[cfg(test)]
 mod tests {
@@ -172,18 +168,5 @@ mod tests {
         );
         assert!(matching("nope").unwrap().is_empty());
         assert!(matching("[").is_err());
-    }
-
-    #[test]
-    fn case_ids_split_into_scenario_and_check() {
-        assert_eq!(
-            split_case_id("wire.health.xml.ready.report.state"),
-            ("wire.health.xml.ready", "report.state")
-        );
-        assert_eq!(
-            split_case_id("retry.x-2.snapshot.transcript"),
-            ("retry.x-2", "snapshot.transcript")
-        );
-        assert_eq!(split_case_id("odd"), ("odd", "odd"));
     }
 }

@@ -502,7 +502,7 @@ pub fn dispatch(cli: Cli) -> ExitCode {
         Command::Vectors(VectorsCommand::Check { dir }) => tool(crate::tools::emit(
             crate::tools::vectors_check_blocking(&dir),
         )),
-        Command::Matrix { results } => tool(crate::tools::emit(crate::tools::matrix(&results))),
+        Command::Matrix { results } => matrix(&results),
         Command::Merge(args) => merge(args),
         Command::Scenarios(ScenariosCommand::Export { dir, agents }) => {
             match crate::embedded::export(&dir, agents.as_deref()) {
@@ -540,6 +540,21 @@ fn parse_bool(value: &str) -> Result<bool, String> {
             "expected 1/0, true/false, yes/no or on/off (empty: false), got {value:?}"
         )),
     }
+}
+
+/// `wirecheck matrix RESULTS`: the table on stdout, or exit 2 naming what cannot be read.
+fn matrix(results: &Path) -> u8 {
+    use crate::tools::{EXIT_OK, ToolError, ToolOutput};
+    let output = wirecheck_results::matrix::read(results)
+        .map(|r| ToolOutput {
+            stdout: wirecheck_results::matrix::render(&r),
+            exit_code: EXIT_OK,
+        })
+        .map_err(|e| ToolError::BadFolder {
+            path: e.path,
+            message: e.message,
+        });
+    tool(crate::tools::emit(output))
 }
 
 fn tool(code: i32) -> u8 {
@@ -701,7 +716,7 @@ fn run(args: RunArgs) -> u8 {
         None => None,
     };
     // Before any case runs: the results folder holds only this run's results afterwards.
-    if let Err(e) = crate::results::folder::claim(&args.out) {
+    if let Err(e) = wirecheck_results::folder::claim(&args.out) {
         return usage(format!("--out: {e}"));
     }
     let settings = RunSettings {
@@ -727,16 +742,16 @@ fn run(args: RunArgs) -> u8 {
         .starts
         .never_started()
         .iter()
-        .map(|n| crate::results::NeverStartedAgent {
+        .map(|n| wirecheck_results::NeverStartedAgent {
             agent: n.agent.clone(),
             message: n.to_string(),
         })
         .collect();
-    if let Err(e) = crate::results::write_all(&args.out, &results) {
+    if let Err(e) = wirecheck_results::write_all(&args.out, &results) {
         return usage(format!("cannot write the results: {e}"));
     }
     if let Some(path) = &args.summary
-        && let Err(e) = crate::results::summary::append(path, &results, args.strict)
+        && let Err(e) = wirecheck_results::summary::append(path, &results, args.strict)
     {
         return usage(format!("cannot write the summary {}: {e}", path.display()));
     }
@@ -769,17 +784,28 @@ fn run(args: RunArgs) -> u8 {
         }
         unreferenced_failed = args.unreferenced == Unreferenced::Reject && !orphans.is_empty();
     }
-    let outcome = crate::results::outcome::Outcome::of(&results, args.strict);
+    let outcome = wirecheck_results::outcome::Outcome::of(&results, args.strict);
     report_outcome(&outcome, &args.out);
     match outcome {
-        crate::results::outcome::Outcome::Passed if unreferenced_failed => EXIT_FAILED,
-        o => o.exit_status(),
+        wirecheck_results::outcome::Outcome::Passed if unreferenced_failed => EXIT_FAILED,
+        o => exit_status(&o),
+    }
+}
+
+/// The process exit status of how a run ended: 0, 1, 2, or 128 + the signal.
+pub fn exit_status(outcome: &wirecheck_results::outcome::Outcome) -> u8 {
+    use wirecheck_results::outcome::Outcome;
+    match outcome {
+        Outcome::Interrupted(signal) => runner::interrupted_exit_status(signal),
+        Outcome::NotJudged(_) => EXIT_USAGE,
+        Outcome::Failed => EXIT_FAILED,
+        Outcome::Passed => EXIT_OK,
     }
 }
 
 /// Says on stderr why a run did not end with its verdicts: interrupted, or not judged.
-fn report_outcome(outcome: &crate::results::outcome::Outcome, out: &Path) {
-    use crate::results::outcome::Outcome;
+fn report_outcome(outcome: &wirecheck_results::outcome::Outcome, out: &Path) {
+    use wirecheck_results::outcome::Outcome;
     match outcome {
         Outcome::Interrupted(signal) => eprintln!(
             "wirecheck: interrupted ({signal}): every agent was stopped; the results in {} are partial",
@@ -789,7 +815,7 @@ fn report_outcome(outcome: &crate::results::outcome::Outcome, out: &Path) {
             for m in messages {
                 eprintln!(
                     "wirecheck: error: {}",
-                    crate::console::shown_lines(m, OUTCOME_LINE_CHARS, usize::MAX)
+                    wirecheck_results::text::shown_lines(m, OUTCOME_LINE_CHARS, usize::MAX)
                 );
             }
         }
@@ -804,7 +830,7 @@ fn run_info(
     scenarios: &[Arc<Scenario>],
     filter: &CaseFilter,
     args: &RunArgs,
-) -> crate::results::RunInfo {
+) -> wirecheck_results::RunInfo {
     let whole = runner::plan(profiles, scenarios, filter, None, args.snapshots.is_some());
     let cases: Vec<(&str, String)> = whole
         .iter()
@@ -814,10 +840,10 @@ fn run_info(
                 .map(|c| (p.profile.name.as_str(), p.scenario.case_id(*c)))
         })
         .collect();
-    crate::results::RunInfo {
+    wirecheck_results::RunInfo {
         id: args.run_id.clone(),
         plan_cases: cases.len(),
-        plan: crate::results::merge::plan_fingerprint(
+        plan: wirecheck_results::merge::plan_fingerprint(
             env!("CARGO_PKG_VERSION"),
             args.snapshots.is_some(),
             cases,
@@ -828,8 +854,8 @@ fn run_info(
         ),
         partition: args
             .partition
-            .map_or(crate::results::PartInfo { k: 1, n: 1 }, |p| {
-                crate::results::PartInfo { k: p.k, n: p.n }
+            .map_or(wirecheck_results::PartInfo { k: 1, n: 1 }, |p| {
+                wirecheck_results::PartInfo { k: p.k, n: p.n }
             }),
     }
 }
@@ -868,7 +894,7 @@ fn scenario_content(s: &Scenario) -> String {
 }
 
 fn merge(args: MergeArgs) -> u8 {
-    use crate::results::merge;
+    use wirecheck_results::merge;
     let mut parts = Vec::new();
     for path in &args.parts {
         match merge::read_part(path) {
@@ -880,17 +906,17 @@ fn merge(args: MergeArgs) -> u8 {
         Ok(r) => r,
         Err(e) => return usage(e),
     };
-    if let Err(e) = crate::results::folder::claim(&args.out) {
+    if let Err(e) = wirecheck_results::folder::claim(&args.out) {
         return usage(e);
     }
     if let Err(e) = merge::copy_artifacts(&args.out, &parts) {
         return usage(e);
     }
-    if let Err(e) = crate::results::write_all(&args.out, &results) {
+    if let Err(e) = wirecheck_results::write_all(&args.out, &results) {
         return usage(format!("cannot write the results: {e}"));
     }
     if let Some(path) = &args.summary
-        && let Err(e) = crate::results::summary::append(path, &results, args.strict)
+        && let Err(e) = wirecheck_results::summary::append(path, &results, args.strict)
     {
         return usage(format!("cannot write the summary {}: {e}", path.display()));
     }
@@ -902,9 +928,9 @@ fn merge(args: MergeArgs) -> u8 {
         color,
     ));
     // The parts' own ends carry over: an interrupted or unjudged part is not a green merge.
-    let outcome = crate::results::outcome::Outcome::of(&results, args.strict);
+    let outcome = wirecheck_results::outcome::Outcome::of(&results, args.strict);
     report_outcome(&outcome, &args.out);
-    outcome.exit_status()
+    exit_status(&outcome)
 }
 
 fn prop(args: PropArgs) -> u8 {
@@ -1017,7 +1043,7 @@ fn prop(args: PropArgs) -> u8 {
         artifacts: false,
         allow_uncontained: args.uncontained,
     };
-    if let Err(e) = crate::results::folder::claim(&args.out) {
+    if let Err(e) = wirecheck_results::folder::claim(&args.out) {
         return usage(format!("--out: {e}"));
     }
     let started_wall = chrono::Utc::now();
@@ -1053,18 +1079,18 @@ fn prop(args: PropArgs) -> u8 {
     let interrupted = pair_runner.interrupted();
     let uncontained = pair_runner.uncontained().map(str::to_owned);
     pair_runner.finish();
-    let mut results = crate::results::RunResults::new(
+    let mut results = wirecheck_results::RunResults::new(
         started_wall.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         env!("CARGO_PKG_VERSION"),
     );
     results.duration_ms = started.elapsed().as_millis() as u64;
     results.interrupted = interrupted.map(|s| runner::signal_name(s).to_owned());
     results.uncontained = uncontained;
-    results.agents = vec![crate::results::AgentResults {
+    results.agents = vec![wirecheck_results::AgentResults {
         agent: profile.name.clone(),
         cases,
     }];
-    if let Err(e) = crate::results::write_all(&args.out, &results) {
+    if let Err(e) = wirecheck_results::write_all(&args.out, &results) {
         return usage(format!("cannot write the results: {e}"));
     }
     say(format!(
@@ -1140,16 +1166,16 @@ const DIFF_LINE_CHARS: usize = 4200;
 const OUTCOME_LINE_CHARS: usize = 2000;
 
 fn shown(text: &str) -> String {
-    crate::console::shown(text)
+    wirecheck_results::text::shown(text)
 }
 
 /// The diff of every snapshot case that failed, after the summary (escaped and clipped: agent
 /// text).
-fn print_snapshot_diffs(results: &crate::results::RunResults) {
+fn print_snapshot_diffs(results: &wirecheck_results::RunResults) {
     let suffix = format!(".{}", crate::snapshot::CHECK_ID);
     for agent in &results.agents {
         for case in &agent.cases {
-            if case.id.ends_with(&suffix) && case.verdict == crate::results::Verdict::Fail {
+            if case.id.ends_with(&suffix) && case.verdict == wirecheck_results::Verdict::Fail {
                 crate::tools::write_stdout(&format!(
                     "\n{} / {}: {}\n",
                     shown(&agent.agent),
@@ -1160,10 +1186,10 @@ fn print_snapshot_diffs(results: &crate::results::RunResults) {
                     if let Some(excerpt) = &e.excerpt {
                         crate::tools::write_stdout(&format!(
                             "{}\n",
-                            crate::console::shown_lines(
+                            wirecheck_results::text::shown_lines(
                                 excerpt,
                                 DIFF_LINE_CHARS,
-                                crate::console::MAX_SHOWN_LINES
+                                wirecheck_results::text::MAX_SHOWN_LINES
                             )
                         ));
                     }
@@ -1214,7 +1240,7 @@ fn snapshots(command: SnapshotsCommand) -> u8 {
                     say(format!(
                         "{}\n{}",
                         shown(&f.name),
-                        crate::console::shown_lines(
+                        wirecheck_results::text::shown_lines(
                             &store::pending_diff(f)?,
                             DIFF_LINE_CHARS,
                             usize::MAX
@@ -1264,7 +1290,7 @@ fn snapshots(command: SnapshotsCommand) -> u8 {
                     say(format!(
                         "{}\n{}",
                         shown(&f.name),
-                        crate::console::shown_lines(
+                        wirecheck_results::text::shown_lines(
                             &store::pending_diff(f)?,
                             DIFF_LINE_CHARS,
                             usize::MAX

@@ -1,8 +1,8 @@
 //! What `wirecheck run` shows on the terminal: a progress bar while it runs (stderr, only on a
 //! terminal) and a summary table at the end. `NO_COLOR` turns colours off.
 //!
-//! Text from agents, profiles and scenarios is shown escaped and clipped ([`shown`],
-//! [`shown_lines`]): a reason that quotes a 1 MB report is a few hundred characters here,
+//! Text from agents, profiles and scenarios is shown escaped and clipped
+//! (`wirecheck_results::text::{shown, shown_lines}`): a reason that quotes a 1 MB report is a few hundred characters here,
 //! saying how much was left out; results.json and report.html keep it whole.
 
 use std::io::IsTerminal as _;
@@ -10,47 +10,9 @@ use std::path::Path;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::results::{CaseResult, RunResults, Verdict, problems};
-use crate::tools::text::visible;
-
-/// Most characters of one piece of someone else's text (a reason, a name, an id, one line of
-/// an excerpt) shown on the terminal.
-pub const MAX_SHOWN_CHARS: usize = 400;
-/// Most lines of a multi-line excerpt (a snapshot diff) shown on the terminal.
-pub const MAX_SHOWN_LINES: usize = 200;
-
-/// `text` for one line of the terminal: control characters escaped ([`visible`], line breaks
-/// included) and at most [`MAX_SHOWN_CHARS`] of its characters, saying how many were cut.
-pub fn shown(text: &str) -> String {
-    shown_at_most(text, MAX_SHOWN_CHARS)
-}
-
-/// [`shown`] with another bound.
-pub fn shown_at_most(text: &str, max_chars: usize) -> String {
-    let Some((cut_at, _)) = text.char_indices().nth(max_chars) else {
-        return visible(text);
-    };
-    let left_out = text[cut_at..].chars().count();
-    format!(
-        "{}… [{left_out} more characters not shown; results.json has the whole text]",
-        visible(&text[..cut_at])
-    )
-}
-
-/// A multi-line excerpt for the terminal: each line [`shown_at_most`] `line_chars`, at most
-/// `max_lines` lines, saying how many were left out.
-pub fn shown_lines(text: &str, line_chars: usize, max_lines: usize) -> String {
-    let mut out: Vec<String> = text
-        .lines()
-        .take(max_lines)
-        .map(|line| shown_at_most(line, line_chars))
-        .collect();
-    let lines = text.lines().count();
-    if lines > max_lines {
-        out.push(format!("… [{} more line(s) not shown]", lines - max_lines));
-    }
-    out.join("\n")
-}
+use wirecheck_results::problems;
+use wirecheck_results::text::{shown, visible};
+use wirecheck_results::{CaseResult, RunResults, Verdict};
 
 /// Colours only on a terminal, and never with `NO_COLOR` set (https://no-color.org).
 pub fn colors_enabled(stream_is_terminal: bool) -> bool {
@@ -127,7 +89,7 @@ const LISTED_CASES: usize = 5;
 
 /// The end-of-run summary: a table of verdict counts per agent, the failing cases grouped by
 /// cause (the same check with the same reason but for numbers, paths and quoted values:
-/// [`crate::results::problems`], as in report.html), most frequent first, and where the
+/// [`wirecheck_results::problems`], as in report.html), most frequent first, and where the
 /// results are (and, loudly, that the agents ran uncontained when they did). Names and reasons
 /// come from profiles, scenarios and the agents themselves: their control characters are escaped
 /// and they are clipped ([`shown`]).

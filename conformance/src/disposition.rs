@@ -3,13 +3,14 @@
 //! wirecheck's own machinery failed (a harness error). The runner, the scenario run,
 //! `wirecheck list` (`cli::case_status`) and `wirecheck prop` all decide here, and the reasons
 //! are rendered here only: results.json, JUnit and HTML carry these texts, byte for byte as
-//! they always were, and reading a reason back (`is_harness_error`, `is_unjudged`) is done
-//! here too, so nothing else knows their wording.
+//! they always were. How they begin, and reading a reason back (`is_harness_error`,
+//! `is_unjudged`, `is_unclaimed`), is the results contract's (`wirecheck_results::reason`).
 
 use std::fmt;
 
 use crate::agent::{AgentProfile, Capability, Deviation, DeviationVerdict};
-use crate::results::{NotJudged, Verdict};
+use wirecheck_results::reason::{HARNESS_PREFIX, NOT_JUDGED, NOT_RUN, UNCLAIMED};
+use wirecheck_results::{NotJudged, Verdict};
 
 /// Why a case is not run (its verdict is `skipped`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,11 +155,6 @@ fn claim(c: Capability) -> String {
     format!("\"{}\" ({})", c.as_str(), c.describe())
 }
 
-/// How the reasons of cases that were started or planned but have no verdict begin.
-const NOT_JUDGED: &str = "not judged";
-const NOT_RUN: &str = "not run";
-const HARNESS_PREFIX: &str = "harness error: ";
-
 /// wirecheck's own machinery failed (the fake, the sandbox, a file of its own): the case is
 /// `skipped`, never a verdict about the agent, and `wirecheck run`/`prop` exit 2.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,26 +164,6 @@ impl fmt::Display for HarnessError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{HARNESS_PREFIX}{}", self.0)
     }
-}
-
-/// Whether a case's reason (as results.json has it) is a harness error's.
-pub fn is_harness_error(reason: &str) -> bool {
-    reason.starts_with(HARNESS_PREFIX)
-}
-
-/// Whether a skipped case's reason (as results.json has it) is that the agent does not claim
-/// what the case needs ([`Skip::Unclaimed`], [`Skip::CheckUnclaimed`]): a skip every agent
-/// has, rarely the reason a whole run judged nothing.
-pub fn is_unclaimed(reason: &str) -> bool {
-    reason.starts_with("agent ") && reason.contains(UNCLAIMED)
-}
-
-const UNCLAIMED: &str = " does not claim ";
-
-/// Whether a skipped case's reason says it was not judged at all (a harness error, an
-/// interruption), rather than not applying.
-pub fn is_unjudged(reason: &str) -> bool {
-    is_harness_error(reason) || reason.starts_with(NOT_JUDGED) || reason.starts_with(NOT_RUN)
 }
 
 /// What becomes of one case.
@@ -364,6 +340,7 @@ impl fmt::Display for NotRun {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wirecheck_results::reason::{is_harness_error, is_unclaimed, is_unjudged};
 
     fn profile(deviation: &str) -> AgentProfile {
         let text = format!(

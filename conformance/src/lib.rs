@@ -28,7 +28,6 @@ pub mod lifetime;
 pub mod netns;
 pub mod observe;
 pub mod prop;
-pub mod results;
 pub mod run_config;
 pub mod runner;
 pub mod scenario;

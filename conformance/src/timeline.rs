@@ -5,7 +5,7 @@ use fake_wireserver::AnswerKind;
 
 use crate::exec::Exit;
 use crate::observe::{Observation, answer_label};
-use crate::results::{RunEnd, Timeline, TimelineEvent};
+use wirecheck_results::{RunEnd, Timeline, TimelineEvent};
 
 /// Builds the timeline; every case of the scenario shares it.
 pub fn build(obs: &Observation) -> Timeline {

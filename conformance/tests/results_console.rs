@@ -1,13 +1,15 @@
 //! The terminal summary of `wirecheck run`: failures grouped by cause, most frequent first,
 //! bounded, and agent text escaped.
 
+// The results crate's fixture (one copy for every suite that renders it).
+#[path = "../../results/tests/results_support/mod.rs"]
 mod results_support;
 
 use std::path::Path;
 
 use conformance::console::summary;
-use conformance::results::{AgentResults, RunResults};
 use results_support::fixture;
+use wirecheck_results::{AgentResults, RunResults};
 
 /// The fixture plus `n` agents failing the interval check the same way (other numbers).
 fn with_naive_agents(n: usize) -> RunResults {
@@ -92,7 +94,7 @@ fn agent_text_is_clipped_on_the_console_saying_how_much() {
     let text = summary(&results, Path::new("out"), false, false);
     let longest = text.lines().map(|l| l.chars().count()).max().unwrap();
     assert!(longest < 1_000, "a line of {longest} characters");
-    let cut = huge.chars().count() - conformance::console::MAX_SHOWN_CHARS;
+    let cut = huge.chars().count() - wirecheck_results::text::MAX_SHOWN_CHARS;
     assert!(
         text.contains(&format!(
             "… [{cut} more characters not shown; results.json has the whole text]"
@@ -102,24 +104,10 @@ fn agent_text_is_clipped_on_the_console_saying_how_much() {
     assert!(text.len() < 20_000, "{} bytes", text.len());
 }
 
-#[test]
-fn clipping_counts_characters_and_escapes_what_it_keeps() {
-    use conformance::console::{shown_at_most, shown_lines};
-    assert_eq!(shown_at_most("é\u{1b}[2J", 10), "é\\u{1b}[2J");
-    assert_eq!(
-        shown_at_most("ééé\u{1b}x", 3),
-        "ééé… [2 more characters not shown; results.json has the whole text]"
-    );
-    assert_eq!(
-        shown_lines("a\nbbbb\nc\nd", 2, 3),
-        "a\nbb… [2 more characters not shown; results.json has the whole text]\nc\n… [1 more line(s) not shown]"
-    );
-}
-
 /// The fixture plus an agent that exited 2 on its arguments before any request, in a scenario
 /// of four checks that each fail in their own words, and a more frequent unrelated failure.
 fn with_an_agent_that_exited_on_its_arguments() -> RunResults {
-    use conformance::results::{RunEnd, Timeline, Verdict};
+    use wirecheck_results::{RunEnd, Timeline, Verdict};
     let mut results = with_naive_agents(8);
     let template = results.agents[0].cases[1].clone();
     let mut cases = Vec::new();
@@ -186,7 +174,7 @@ fn one_root_cause_is_one_problem_group_and_leads_the_summary() {
     assert_eq!(groups.len(), 2, "{text}");
 
     // report.html and the Markdown summary group them the same way, root cause first.
-    let page = conformance::results::html::render(&results);
+    let page = wirecheck_results::html::render(&results);
     let problems = &page[page.find("<section id=\"problems\"").unwrap()..];
     let first = &problems[problems.find("<details").unwrap()..];
     assert!(
@@ -194,7 +182,7 @@ fn one_root_cause_is_one_problem_group_and_leads_the_summary() {
         "{}",
         &first[..600]
     );
-    let md = conformance::results::summary::render(&results, false);
+    let md = wirecheck_results::summary::render(&results, false);
     assert!(
         md.contains("in 2 group(s)")
             && md.contains("- **fail** every check × 6: the agent exited 2"),

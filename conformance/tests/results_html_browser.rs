@@ -9,6 +9,8 @@
 //! Chromium is a test dependency (Debian package `chromium`); the test
 //! command installs it. Missing Chromium is a failure, not a skip.
 
+// The results crate's fixture (one copy for every suite that renders it).
+#[path = "../../results/tests/results_support/mod.rs"]
 mod results_support;
 #[path = "runner_support/mod.rs"]
 mod runner_support;
@@ -19,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use std::sync::OnceLock;
 
-use conformance::results::{RunResults, Verdict, html, json, problems};
 use results_support::{case_count, fixture};
+use wirecheck_results::{RunResults, Verdict, html, json, problems};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 

@@ -19,9 +19,9 @@ const MARKER_TEXT: &str = "This folder holds the results of a wirecheck run; the
 
 /// What a run writes into its results folder (and removes there from an earlier run).
 const OUTPUTS: [&str; 4] = [
-    super::json::FILE_NAME,
-    super::junit::FILE_NAME,
-    super::html::FILE_NAME,
+    crate::json::FILE_NAME,
+    crate::junit::FILE_NAME,
+    crate::html::FILE_NAME,
     "artifacts",
 ];
 
@@ -83,7 +83,7 @@ pub fn claim(dir: &Path) -> Result<Claimed, FolderError> {
     } else if is_wirechecks(dir, &entries) {
         Claimed::Replaced(remove_outputs(dir, &entries).map_err(io)?)
     } else {
-        let shown = crate::tools::text::clip(&crate::tools::text::visible(&entries[0]), 80);
+        let shown = crate::text::clip(&crate::text::visible(&entries[0]), 80);
         return Err(FolderError::Foreign {
             path: dir.to_path_buf(),
             holds: match entries.len() - 1 {
@@ -102,7 +102,7 @@ fn is_wirechecks(dir: &Path, entries: &[String]) -> bool {
     if entries.iter().any(|e| e == MARKER) {
         return true;
     }
-    let Ok(file) = std::fs::File::open(dir.join(super::json::FILE_NAME)) else {
+    let Ok(file) = std::fs::File::open(dir.join(crate::json::FILE_NAME)) else {
         return false;
     };
     let mut head = Vec::new();

@@ -14,13 +14,15 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::model::{
-    AgentResults, CaseResult, RunResults, Timeline, TimelineEvent, Verdict, VerdictCounts,
-};
-use super::output::{ResultsError, write_file};
-use super::problems;
+use crate::model::{AgentResults, CaseResult, RunResults, Timeline, Verdict, VerdictCounts};
+use crate::output::{ResultsError, write_file};
+use crate::problems;
 
+mod markup;
 mod timeline;
+
+use markup::duration_text;
+pub use markup::escape;
 
 /// File name inside the results folder.
 pub const FILE_NAME: &str = "report.html";
@@ -71,26 +73,6 @@ pub fn render(results: &RunResults) -> String {
     page
 }
 
-/// HTML-escapes text for element content and quoted attribute values. NUL
-/// and other C0 controls (except tab, LF, CR) become U+FFFD so a hostile
-/// description cannot confuse the parser either.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if c.is_control() => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// Anchor id of a case's row: indexes only, never agent-supplied text.
 fn case_anchor(agent_index: usize, case_index: usize) -> String {
     format!("case-{agent_index}-{case_index}")
@@ -99,15 +81,6 @@ fn case_anchor(agent_index: usize, case_index: usize) -> String {
 /// Anchor id of an agent's part of a scenario group.
 fn group_anchor(agent_index: usize, group_index: usize) -> String {
     format!("g-{agent_index}-{group_index}")
-}
-
-/// `1.234 s`, or `850 ms` below a second.
-pub(crate) fn duration_text(ms: u64) -> String {
-    if ms < 1000 {
-        format!("{ms} ms")
-    } else {
-        format!("{}.{:03} s", ms / 1000, ms % 1000)
-    }
 }
 
 /// `512 bytes`, `3.2 KB`, `1.4 MB`.
@@ -730,38 +703,4 @@ fn exit_text(timeline: &Timeline) -> String {
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
-}
-
-/// Shared with the timeline renderer: a short description of one event.
-pub(crate) fn event_tooltip(event: &TimelineEvent) -> String {
-    let mut text = format!(
-        "{} [{}] → {}{} · at {}",
-        event.label,
-        event.endpoint,
-        event.answer,
-        if event.fault { " (injected fault)" } else { "" },
-        duration_text(event.at_ms),
-    );
-    match event.done_ms {
-        Some(done) => {
-            let _ = write!(
-                text,
-                ", done {} (took {})",
-                duration_text(done),
-                duration_text(done.saturating_sub(event.at_ms))
-            );
-        }
-        None => match event.closed_ms {
-            Some(closed) => {
-                let _ = write!(
-                    text,
-                    ", never answered; the agent closed the connection at {} (after {})",
-                    duration_text(closed),
-                    duration_text(closed.saturating_sub(event.at_ms))
-                );
-            }
-            None => text.push_str(", never answered"),
-        },
-    }
-    text
 }

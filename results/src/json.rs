@@ -1,16 +1,16 @@
 //! `results.json`: the machine-readable results, versioned by `schema_version`
-//! and documented by `conformance/schema/results.schema.json`.
+//! and documented by `results/schema/results.schema.json`.
 
 use std::path::{Path, PathBuf};
 
-use super::model::{RunResults, SCHEMA_VERSION};
-use super::output::{ResultsError, write_file};
+use crate::model::{NotJudged, RunResults, SCHEMA_VERSION};
+use crate::output::{ResultsError, write_file};
 
 /// File name inside the results folder.
 pub const FILE_NAME: &str = "results.json";
 
 /// The JSON Schema (draft 2020-12) of `results.json`, as committed.
-pub const SCHEMA: &str = include_str!("../../schema/results.schema.json");
+pub const SCHEMA: &str = include_str!("../schema/results.schema.json");
 
 /// Renders `results.json` (pretty-printed, trailing newline).
 pub fn render(results: &RunResults) -> Result<String, ResultsError> {
@@ -67,7 +67,7 @@ pub fn from_str(text: &str, origin: &Path) -> Result<RunResults, ResultsError> {
     }
     let mut results: RunResults = serde_json::from_value(value).map_err(parse_err)?;
     for case in results.agents.iter_mut().flat_map(|a| &mut a.cases) {
-        case.not_judged = super::NotJudged::of_reason(case.verdict, case.reason.as_deref());
+        case.not_judged = NotJudged::of_reason(case.verdict, case.reason.as_deref());
     }
     Ok(results)
 }
@@ -75,7 +75,7 @@ pub fn from_str(text: &str, origin: &Path) -> Result<RunResults, ResultsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{AgentResults, CaseResult, NotJudged, Timeline, Verdict};
+    use crate::model::{AgentResults, CaseResult, Timeline, Verdict};
 
     fn case(verdict: Verdict, reason: &str, not_judged: Option<NotJudged>) -> CaseResult {
         CaseResult {

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::model::{CaseResult, RunResults, Verdict};
-use super::output::{ResultsError, write_file};
+use crate::model::{CaseResult, RunResults, Verdict};
+use crate::output::{ResultsError, write_file};
 
 /// File name inside the results folder.
 pub const FILE_NAME: &str = "junit.xml";

@@ -4,35 +4,40 @@
 //! command's output (a test below holds the page to it).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::{EXIT_OK, ToolError, ToolOutput};
-use crate::results::{RunResults, Verdict, VerdictCounts};
+use crate::json;
+use crate::markdown::escape;
+use crate::model::{RunResults, Verdict, VerdictCounts};
+
+/// A results folder or file `wirecheck matrix` cannot use, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct MatrixError {
+    pub path: PathBuf,
+    pub message: String,
+}
 
 /// `path`: a results folder (its results.json is read) or a results.json.
-pub fn matrix(path: &Path) -> Result<ToolOutput, ToolError> {
+pub fn read(path: &Path) -> Result<RunResults, MatrixError> {
     let file = if path.is_dir() {
-        path.join(crate::results::json::FILE_NAME)
+        path.join(json::FILE_NAME)
     } else {
         path.to_path_buf()
     };
     if path.is_dir() && !file.is_file() {
-        return Err(ToolError::BadFolder {
+        return Err(MatrixError {
             path: path.to_path_buf(),
             message: format!(
                 "a folder without a {}; expected a results folder written by `wirecheck run` or a results.json",
-                crate::results::json::FILE_NAME
+                json::FILE_NAME
             ),
         });
     }
     let path = file.as_path();
-    let results = crate::results::json::read(path).map_err(|e| ToolError::BadFolder {
+    json::read(path).map_err(|e| MatrixError {
         path: path.to_path_buf(),
         message: e.to_string(),
-    })?;
-    Ok(ToolOutput {
-        stdout: render(&results),
-        exit_code: EXIT_OK,
     })
 }
 
@@ -50,7 +55,7 @@ fn group_cell(name: &str) -> String {
     if plain {
         format!("`{name}`")
     } else {
-        crate::results::summary::escape(name, 120)
+        escape(name, 120)
     }
 }
 
@@ -61,7 +66,7 @@ pub fn render(results: &RunResults) -> String {
     let agents: Vec<String> = results
         .agents
         .iter()
-        .map(|a| crate::results::summary::escape(&a.agent, 120))
+        .map(|a| escape(&a.agent, 120))
         .collect();
     // group -> per-agent counts, groups sorted by name.
     let mut rows: BTreeMap<&str, Vec<VerdictCounts>> = BTreeMap::new();
@@ -83,8 +88,8 @@ pub fn render(results: &RunResults) -> String {
     out.push_str(&format!("| **all** | {} |\n", cells(&totals)));
     out.push_str(&format!(
         "\nVerdict counts per case (a case is a scenario × check), from a run of wirecheck {} on {}.\n",
-        crate::results::summary::escape(&results.wirecheck_version, 40),
-        crate::results::summary::escape(&results.started, 40)
+        escape(&results.wirecheck_version, 40),
+        escape(&results.started, 40)
     ));
     out
 }
@@ -110,7 +115,7 @@ fn cell(counts: &VerdictCounts) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{AgentResults, CaseResult, Timeline};
+    use crate::model::{AgentResults, CaseResult, Timeline};
 
     fn case(id: &str, verdict: Verdict) -> CaseResult {
         CaseResult {

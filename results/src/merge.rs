@@ -9,15 +9,16 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use super::model::{AgentResults, CaseResult, PartInfo, RunInfo, RunResults};
-use super::{ResultsError, json};
+use crate::json;
+use crate::model::{AgentResults, CaseResult, NeverStartedAgent, PartInfo, RunInfo, RunResults};
+use crate::output::ResultsError;
 
 /// The case id suffix of snapshot cases, which `plan_cases` does not count (they exist only
 /// for pairs that ran).
 const SNAPSHOT_SUFFIX: &str = ".snapshot.transcript";
 
 /// Largest results.json of a part read: 512 MiB (the four-agent run's is a few MiB).
-pub const MAX_PART_BYTES: u64 = super::json::MAX_READ_BYTES;
+pub const MAX_PART_BYTES: u64 = json::MAX_READ_BYTES;
 
 /// FNV-1a, 64 bits: a fingerprint that is the same in every build (std's hasher is not
 /// promised to be), for telling plans apart, not for security.
@@ -191,7 +192,7 @@ fn describe(p: PartInfo) -> String {
 /// The scenario id of a case id: check ids are two dotted parts (`protocol.request`,
 /// `snapshot.transcript`), scenario ids the rest.
 fn scenario_id(case_id: &str) -> &str {
-    crate::catalog::split_case_id(case_id).0
+    crate::case_id::split_case_id(case_id).0
 }
 
 /// Merges the parts of one run; `Err` names the part that does not fit.
@@ -364,7 +365,7 @@ pub fn merge(parts: &[Part]) -> Result<RunResults, MergeError> {
     merged.interrupted = parts.iter().find_map(|p| p.results.interrupted.clone());
     merged.uncontained = parts.iter().find_map(|p| p.results.uncontained.clone());
     // Never got going in the whole run: in every part that ran it, if any.
-    let mut never: Vec<super::NeverStartedAgent> = Vec::new();
+    let mut never: Vec<NeverStartedAgent> = Vec::new();
     for n in parts.iter().flat_map(|p| &p.results.never_started) {
         let ran_it = |p: &&Part| {
             p.results

@@ -1,6 +1,6 @@
 //! The run results model (contract §6): what every writer renders and what
 //! `results.json` holds. Field names are a public, versioned interface
-//! (`schema_version`, documented in `conformance/schema/results.schema.json`).
+//! (`schema_version`, documented in `results/schema/results.schema.json`).
 
 use fake_wireserver::AnswerKind;
 use serde::{Deserialize, Serialize};
@@ -173,9 +173,9 @@ impl NotJudged {
         if verdict != Verdict::Skipped {
             return None;
         }
-        if crate::disposition::is_harness_error(reason) {
+        if crate::reason::is_harness_error(reason) {
             Some(NotJudged::Harness)
-        } else if crate::disposition::is_unjudged(reason) {
+        } else if crate::reason::is_unjudged(reason) {
             Some(NotJudged::Interrupted)
         } else {
             None

@@ -1,10 +1,11 @@
 //! How a run ends, decided once from its results, so `wirecheck run`, `wirecheck merge` and the
-//! Markdown summary always say the same: a run that could not be judged is never "passed".
+//! Markdown summary always say the same: a run that could not be judged is never "passed". The
+//! exit status each end gives is the command line's.
 //! "Judged" is a verdict reached by observing the agent ([`Verdict::is_judged`]): an agent
 //! none of whose cases has one (every case skipped, or declared `unimplemented` by its
 //! profile) makes the run "not judged", whatever the other agents got.
 
-use super::model::{AgentResults, RunResults, Verdict};
+use crate::model::{AgentResults, NotJudged, RunResults, Verdict};
 
 /// The end of a run, in order of precedence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +27,7 @@ impl Outcome {
             return Outcome::Interrupted(signal.clone());
         }
         let mut not_judged = Vec::new();
-        let harness = crate::runner::harness_errors(results);
+        let harness = harness_errors(results);
         if harness > 0 {
             not_judged.push(format!(
                 "{harness} case(s) could not be run because of a harness error (their reasons are in results.json); they are skipped, not judged"
@@ -48,16 +49,16 @@ impl Outcome {
             Outcome::Failed
         }
     }
+}
 
-    /// The process exit status: 0, 1, 2, or 128 + the signal.
-    pub fn exit_status(&self) -> u8 {
-        match self {
-            Outcome::Interrupted(signal) => crate::runner::interrupted_exit_status(signal),
-            Outcome::NotJudged(_) => crate::cli::EXIT_USAGE,
-            Outcome::Failed => crate::cli::EXIT_FAILED,
-            Outcome::Passed => crate::cli::EXIT_OK,
-        }
-    }
+/// How many cases were not run because of a harness error (`wirecheck run` then exits 2).
+pub fn harness_errors(results: &RunResults) -> usize {
+    results
+        .agents
+        .iter()
+        .flat_map(|a| &a.cases)
+        .filter(|c| c.not_judged == Some(NotJudged::Harness))
+        .count()
 }
 
 /// One line saying why nothing about `agent` was judged, when nothing was: how many of its
@@ -79,7 +80,7 @@ fn nothing_judged(agent: &AgentResults) -> Option<String> {
         parts.push(format!(
             "{} skipped: {}{also}",
             counts.skipped,
-            crate::tools::text::visible(reason)
+            crate::text::visible(reason)
         ));
     }
     if counts.unimplemented > 0 {
@@ -90,7 +91,7 @@ fn nothing_judged(agent: &AgentResults) -> Option<String> {
     }
     Some(format!(
         "agent {}: nothing about it was judged (none of its {} case(s) got a verdict from observing it): {}",
-        crate::tools::text::visible(&agent.agent),
+        crate::text::visible(&agent.agent),
         agent.cases.len(),
         parts.join("; ")
     ))
@@ -109,7 +110,7 @@ fn most_common_skip_reason(agent: &AgentResults) -> (&str, usize) {
             None => reasons.push((r, 1)),
         }
     }
-    let rank = |(reason, n): (&str, usize)| (!crate::disposition::is_unclaimed(reason), n);
+    let rank = |(reason, n): (&str, usize)| (!crate::reason::is_unclaimed(reason), n);
     reasons
         .into_iter()
         .reduce(|best, r| if rank(r) > rank(best) { r } else { best })
@@ -119,7 +120,7 @@ fn most_common_skip_reason(agent: &AgentResults) -> (&str, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{CaseResult, Timeline};
+    use crate::model::{CaseResult, Timeline};
 
     fn case(verdict: Verdict, reason: &str) -> CaseResult {
         CaseResult {
@@ -168,9 +169,8 @@ mod tests {
         for judged in [Verdict::Pass, Verdict::Fail, Verdict::Informational] {
             let mut r = r.clone();
             r.agents[0].cases.push(case(judged, "x"));
-            assert_ne!(
-                Outcome::of(&r, false).exit_status(),
-                crate::cli::EXIT_USAGE,
+            assert!(
+                !matches!(Outcome::of(&r, false), Outcome::NotJudged(_)),
                 "{judged}"
             );
         }

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use super::model::{CaseResult, RunResults, Verdict};
+use crate::model::{CaseResult, RunResults, Verdict};
 
 /// The verdicts the problems list is made of.
 pub const PROBLEM_VERDICTS: [Verdict; 2] = [Verdict::Fail, Verdict::NonStrict];
@@ -70,7 +70,7 @@ impl Problem<'_> {
 /// The check id of a case id: its last two dot-separated parts (`a.b.protocol.headers` →
 /// `protocol.headers`); the whole id when it has fewer.
 pub fn check_of(case_id: &str) -> &str {
-    crate::catalog::split_case_id(case_id).1
+    crate::case_id::split_case_id(case_id).1
 }
 
 /// What a root-cause group names instead of a check.
@@ -112,7 +112,7 @@ fn root_cause_of(case: &CaseResult) -> Option<RootCause> {
     } else {
         format!(
             "; its stderr: {}",
-            crate::tools::text::clip(&first_lines.join(" / "), ROOT_CAUSE_CHARS)
+            crate::text::clip(&first_lines.join(" / "), ROOT_CAUSE_CHARS)
         )
     };
     let first = first_lines.first().copied().unwrap_or("");
@@ -449,7 +449,7 @@ mod tests {
 
     #[test]
     fn a_root_cause_is_an_error_exit_before_any_request() {
-        use crate::results::{RunEnd, Timeline, TimelineEvent};
+        use crate::model::{RunEnd, Timeline, TimelineEvent};
         let mut case = CaseResult {
             id: "s.kvp.report".into(),
             title: "t".into(),

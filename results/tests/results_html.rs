@@ -2,8 +2,8 @@
 
 mod results_support;
 
-use conformance::results::{AgentResults, RunResults, Verdict, html};
 use results_support::{HOSTILE, case_count, fixture};
+use wirecheck_results::{AgentResults, RunResults, Verdict, html};
 
 #[test]
 fn deterministic_for_the_same_input() {
@@ -217,10 +217,10 @@ fn a_failed_agent_shows_its_exit_and_the_end_of_its_stderr() {
     let mut short = fixture();
     let run = &mut short.agents[0].cases[0].timeline.runs;
     run.clear();
-    run.push(conformance::results::RunEnd {
+    run.push(wirecheck_results::RunEnd {
         exit: "exit status 1".into(),
         exit_code: Some(1),
-        stderr_tail: conformance::results::RunEnd::tail("no module named azure\n"),
+        stderr_tail: wirecheck_results::RunEnd::tail("no module named azure\n"),
         stderr_bytes: 22,
     });
     let page = html::render(&short);

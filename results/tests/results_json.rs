@@ -6,9 +6,9 @@ mod results_support;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use conformance::results::{ResultsError, SCHEMA_VERSION, json};
 use results_support::fixture;
 use serde_json::Value;
+use wirecheck_results::{ResultsError, SCHEMA_VERSION, json};
 
 fn schema() -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/results.schema.json");
@@ -108,14 +108,14 @@ fn written_file_validates_against_the_schema() {
     results.interrupted = Some("SIGINT".into());
     results.uncontained = Some("this machine refuses part of that".into());
     // `run` (plan and partition) is written by every run since `wirecheck merge` exists.
-    results.run = Some(conformance::results::RunInfo {
+    results.run = Some(wirecheck_results::RunInfo {
         id: Some("4242".into()),
         plan: "0123456789abcdef".into(),
         plan_cases: 12,
-        partition: conformance::results::PartInfo { k: 2, n: 3 },
+        partition: wirecheck_results::PartInfo { k: 2, n: 3 },
     });
     // `never_started` only when an agent never got going.
-    results.never_started = vec![conformance::results::NeverStartedAgent {
+    results.never_started = vec![wirecheck_results::NeverStartedAgent {
         agent: "provision-report".into(),
         message: "agent provision-report never got going".into(),
     }];

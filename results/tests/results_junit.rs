@@ -3,9 +3,9 @@
 
 mod results_support;
 
-use conformance::results::junit;
 use quick_junit::{NonSuccessKind, Report, TestCaseStatus};
 use results_support::{HOSTILE, fixture};
+use wirecheck_results::junit;
 
 fn parsed() -> (String, Report) {
     let xml = junit::render(&fixture()).unwrap();
@@ -162,7 +162,7 @@ fn junit_stays_valid_xml_when_agent_text_holds_characters_xml_cannot_carry() {
         case.title = format!("title {NOT_XML}");
         case.reason = Some(format!("reason {NOT_XML}"));
         case.artifacts = Some(format!("artifacts/{NOT_XML}"));
-        case.evidence.push(conformance::results::Evidence {
+        case.evidence.push(wirecheck_results::Evidence {
             note: format!("note {NOT_XML}"),
             journal_seq: vec![1],
             excerpt: Some(format!("excerpt {NOT_XML}")),

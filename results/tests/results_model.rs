@@ -2,8 +2,8 @@
 
 mod results_support;
 
-use conformance::results::{AnswerClass, RunResults, Verdict};
 use results_support::fixture;
+use wirecheck_results::{AnswerClass, RunResults, Verdict};
 
 #[test]
 fn verdicts_serialise_kebab_case_and_round_trip() {
@@ -104,7 +104,7 @@ fn answers_are_classed_by_status_family() {
 
 #[test]
 fn stderr_tail_keeps_the_last_lines_within_the_byte_bound() {
-    use conformance::results::RunEnd;
+    use wirecheck_results::RunEnd;
     let text: String = (1..=40).map(|i| format!("line {i}\n")).collect();
     let tail = RunEnd::tail(&text);
     assert_eq!(tail.lines().count(), RunEnd::TAIL_LINES);

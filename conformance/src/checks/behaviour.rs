@@ -11,8 +11,8 @@ use super::{Judgement, Tally, about, line, note, stderr_tail};
 use crate::agent::Done;
 use crate::exec::Exit;
 use crate::observe::{Class, Observation, RunRecord, Service, service_of};
-use crate::results::Verdict;
 use crate::scenario::{Outcome, Target};
+use wirecheck_results::Verdict;
 
 /// Slack below a declared minimum interval that still counts as honouring it (timer and
 /// clock granularity).

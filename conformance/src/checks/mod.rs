@@ -20,7 +20,7 @@ use wirecheck_oracle::{Finding, Severity};
 use crate::agent::Capability;
 pub use crate::catalog::CheckId;
 use crate::observe::{self, Observation};
-use crate::results::{Evidence, Verdict};
+use wirecheck_results::{Evidence, Verdict};
 
 /// What runs a check of the catalog ([`CheckId`] names it and says what it means).
 #[derive(Debug)]
@@ -356,7 +356,7 @@ pub fn about(note: impl Into<String>, entries: &[&Entry], excerpt: Option<String
 /// The last lines of a run's stderr (`RunEnd::tail`), as the excerpt of a verdict on a run
 /// that delivered no report: why an agent failed is usually there.
 pub fn stderr_tail(run: &observe::RunRecord) -> Option<String> {
-    let tail = crate::results::RunEnd::tail(&run.stderr.text());
+    let tail = wirecheck_results::RunEnd::tail(&run.stderr.text());
     (!tail.trim().is_empty()).then(|| format!("stderr, last lines:\n{tail}"))
 }
 

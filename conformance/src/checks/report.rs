@@ -11,8 +11,8 @@ use super::dialect::{self, Cut};
 use super::{Judgement, Tally, about, clip, line, trimmed};
 use crate::agent::{Action, FailureDescription};
 use crate::observe::{Observation, is_health};
-use crate::results::Verdict;
 use crate::scenario::Run;
+use wirecheck_results::Verdict;
 
 /// The platform caps descriptions at this many bytes (docs/protocol.md §4.2): the oracle's
 /// number, spelled once.

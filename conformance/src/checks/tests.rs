@@ -12,8 +12,8 @@ use super::{CATALOG, Judgement};
 use crate::agent::AgentProfile;
 use crate::exec::{Captured, Exit};
 use crate::observe::{Observation, RunRecord};
-use crate::results::Verdict;
 use crate::scenario::Scenario;
+use wirecheck_results::Verdict;
 
 const PROFILE: &str = r#"name = "t"
 description = "t"

@@ -3,7 +3,7 @@
 //! does not.
 
 use crate::agent::AgentProfile;
-use crate::results::{CaseResult, Verdict};
+use wirecheck_results::{CaseResult, Verdict};
 
 use super::input::Input;
 use super::property::Property;
@@ -76,7 +76,7 @@ pub fn classify(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::Timeline;
+    use wirecheck_results::Timeline;
 
     fn profile() -> AgentProfile {
         let text = r#"name = "p"
@@ -167,7 +167,7 @@ reason = "Latin-1 only"
         let mut harness = case("report.state", Verdict::Skipped);
         harness.reason =
             Some(crate::disposition::HarnessError("fake did not start".into()).to_string());
-        harness.not_judged = Some(crate::results::NotJudged::Harness);
+        harness.not_judged = Some(wirecheck_results::NotJudged::Harness);
         assert_eq!(
             classify(&p, prop, &input("a"), &[harness]),
             Class::NotJudged

@@ -23,9 +23,9 @@ pub use search::{Finding, PropSettings, PropertyReport, run_property};
 
 use crate::agent::{AgentProfile, DeviationVerdict};
 use crate::disposition::NotRun;
-use crate::results::{CaseResult, Evidence, Timeline, Verdict};
 use crate::tools::text::visible;
 use judge::Class;
+use wirecheck_results::{CaseResult, Evidence, Timeline, Verdict};
 
 /// A plain input for the pre-flight checks (capabilities, attach mode).
 pub(crate) fn strategy_probe_input(property: Property) -> Input {
@@ -226,7 +226,7 @@ pub fn describe(report: &PropertyReport, case: &CaseResult) -> String {
     );
     if case.verdict != Verdict::Pass && case.verdict != Verdict::Skipped {
         for e in &case.evidence {
-            out.push_str(&format!("  {}\n", crate::console::shown(&e.note)));
+            out.push_str(&format!("  {}\n", wirecheck_results::text::shown(&e.note)));
             if let Some(x) = &e.excerpt {
                 out.push_str(&format!("    {}\n", visible(&crate::checks::clip(x, 600))));
             }

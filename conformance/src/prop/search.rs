@@ -14,8 +14,8 @@ use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, Test
 
 use crate::agent::AgentProfile;
 use crate::disposition::{HarnessError, NotRun};
-use crate::results::CaseResult;
 use crate::runner::{PairRunner, Planned};
+use wirecheck_results::CaseResult;
 
 use super::input::Input;
 use super::judge::{self, Class};
@@ -439,7 +439,7 @@ fn not_judged_reason(cases: &[CaseResult]) -> NotRun {
     NotRun::Unjudged {
         why: unjudged
             .and_then(|c| c.not_judged)
-            .unwrap_or(crate::results::NotJudged::Interrupted),
+            .unwrap_or(wirecheck_results::NotJudged::Interrupted),
         reason: unjudged
             .or(cases.first())
             .and_then(|c| c.reason.clone())

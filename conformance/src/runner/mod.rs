@@ -21,9 +21,9 @@ use crate::checks::Judgement;
 use crate::diag::FileError;
 use crate::disposition::{Disposition, HarnessError, Skip};
 use crate::exec;
-use crate::results::{AgentResults, CaseResult, RunResults, Timeline, Verdict};
 use crate::scenario::Scenario;
 use crate::select::{CaseFilter, Partition};
+use wirecheck_results::{AgentResults, CaseResult, RunResults, Timeline, Verdict};
 
 pub use attach::in_process::ClosedPort;
 pub use case_root::{CASE_ROOT_PREFIX, CASES_FOLDER, CaseRoot};
@@ -592,16 +592,6 @@ pub(crate) fn interrupted_reason(sig: i32, while_running: bool) -> Skip {
     }
 }
 
-/// How many cases were not run because of a harness error (`wirecheck run` then exits 2).
-pub fn harness_errors(results: &RunResults) -> usize {
-    results
-        .agents
-        .iter()
-        .flat_map(|a| &a.cases)
-        .filter(|c| c.not_judged == Some(crate::results::NotJudged::Harness))
-        .count()
-}
-
 /// Case title: `<scenario title>: <check title>`.
 pub fn case_title(scenario: &Scenario, check: CheckId) -> String {
     format!("{}: {}", scenario.title, check.title())
@@ -831,7 +821,7 @@ mod tests {
         );
         let planned = plan(&[profile], &[s], &CaseFilter::default(), None, false);
         let cases = skipped_cases(&planned[0], interrupted_reason(libc::SIGINT, false));
-        let got: Vec<(&str, Verdict, Option<crate::results::NotJudged>)> = cases
+        let got: Vec<(&str, Verdict, Option<wirecheck_results::NotJudged>)> = cases
             .iter()
             .map(|c| (c.id.as_str(), c.verdict, c.not_judged))
             .collect();
@@ -841,7 +831,7 @@ mod tests {
                 (
                     "k.report.state",
                     Verdict::Skipped,
-                    Some(crate::results::NotJudged::Interrupted)
+                    Some(wirecheck_results::NotJudged::Interrupted)
                 ),
                 ("k.kvp.report", Verdict::Unimplemented, None),
             ]

@@ -15,8 +15,8 @@ use super::{
 use crate::checks::Judgement;
 use crate::disposition::{Disposition, HarnessError};
 use crate::observe::Observation;
-use crate::results::{CaseResult, Verdict};
 use crate::tools::text::visible;
+use wirecheck_results::{CaseResult, Verdict};
 
 /// Runs the pair and returns one result per selected case.
 pub async fn run(p: &Planned, settings: &RunSettings, lag: &LagWatch) -> Vec<CaseResult> {

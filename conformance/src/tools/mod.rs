@@ -1,4 +1,5 @@
-//! Stand-alone inspection commands: `kvp dump`, `report parse`, `vectors check`, `matrix`.
+//! Stand-alone inspection commands: `kvp dump`, `report parse`, `vectors check` (`matrix` is
+//! the results crate's: `wirecheck_results::matrix`).
 //!
 //! Each is a library function that returns the text to print and the exit
 //! code ([`ToolOutput`]), or a [`ToolError`] for input it cannot use at all
@@ -6,7 +7,6 @@
 //! [`emit`].
 
 mod kvp_dump;
-pub(crate) mod matrix;
 mod report_parse;
 pub(crate) mod text;
 pub mod vectors;
@@ -14,7 +14,6 @@ pub mod vectors;
 use std::path::PathBuf;
 
 pub use kvp_dump::kvp_dump;
-pub use matrix::matrix;
 pub use report_parse::report_parse;
 pub use vectors::{vectors_check, vectors_check_blocking};
 

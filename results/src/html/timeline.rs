@@ -7,8 +7,8 @@
 
 use std::fmt::Write as _;
 
-use super::{duration_text, escape, event_tooltip};
-use crate::results::model::{Timeline, TimelineEvent};
+use super::markup::{duration_text, escape, event_tooltip};
+use crate::model::{Timeline, TimelineEvent};
 
 const WIDTH: f64 = 960.0;
 const GUTTER: f64 = 200.0; // lane labels

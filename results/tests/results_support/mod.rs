@@ -4,7 +4,7 @@
 
 #![allow(dead_code)] // each test file uses a different part
 
-use conformance::results::{
+use wirecheck_results::{
     AgentResults, CaseResult, Evidence, RunEnd, RunResults, SCHEMA_VERSION, Timeline,
     TimelineEvent, Verdict,
 };

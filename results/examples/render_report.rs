@@ -1,6 +1,6 @@
 //! Renders report.html again from a results.json, e.g. to compare report sizes across
 //! versions (bench/RESULTS.md, "report.html size and speed"):
-//! `cargo run -p conformance --example render_report -- RESULTS_JSON OUT_DIR`.
+//! `cargo run -p wirecheck-results --example render_report -- RESULTS_JSON OUT_DIR`.
 
 use std::process::ExitCode;
 
@@ -10,8 +10,8 @@ fn main() -> ExitCode {
         eprintln!("usage: render_report RESULTS_JSON OUT_DIR");
         return ExitCode::from(2);
     };
-    let rendered = conformance::results::json::read(results)
-        .and_then(|r| conformance::results::html::write(out, &r));
+    let rendered = wirecheck_results::json::read(results)
+        .and_then(|r| wirecheck_results::html::write(out, &r));
     match rendered.map(|path| {
         let size = std::fs::metadata(&path).map_or(0, |m| m.len());
         (path, size)
