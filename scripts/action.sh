@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # action.sh: the steps of the composite GitHub Action (action.yml at the repository root), as a
-# script so they can be run and tested anywhere (conformance/tests/ci_action.rs runs them).
+# script so they can be run and tested anywhere (cli/tests/ci_action.rs runs them).
 #
 #   action.sh install   build wirecheck + fake-wireserver from this checkout (cargo install),
 #                       put them on PATH (and on $GITHUB_PATH for the next steps)
@@ -78,7 +78,7 @@ install() {
         local root="${WIRECHECK_ROOT:-${RUNNER_TEMP:-.}/wirecheck}"
         mkdir -p "$root"
         root="$(cd "$root" && pwd)"
-        local crates=(conformance fake-wireserver)
+        local crates=(cli fake-wireserver)
         # The bundled reporter only when it is the agent under test.
         case ",${INPUT_AGENT:-}," in *,provision-report,*) crates+=(reporter) ;; esac
         for crate in "${crates[@]}"; do

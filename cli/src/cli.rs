@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::agent::{self, AgentProfile};
-use crate::catalog::CheckId;
-use crate::runner::{self, Planned, RunSettings};
-use crate::scenario::{self, Scenario};
-use crate::select::{CaseFilter, Partition};
+use conformance::agent::{self, AgentProfile, Capability};
+use conformance::catalog::CheckId;
+use conformance::runner::{self, Planned, RunSettings};
+use conformance::scenario::{self, Scenario};
+use conformance::select::{CaseFilter, Partition};
 
 /// Exit status: no case failed.
 pub const EXIT_OK: u8 = 0;
@@ -184,17 +184,17 @@ pub enum AgentsSource {
 
 impl AgentsSource {
     /// Profile `name` (or a path to a .toml file, read as such).
-    pub fn find(&self, name: &str) -> Result<AgentProfile, crate::diag::FileError> {
+    pub fn find(&self, name: &str) -> Result<AgentProfile, conformance::diag::FileError> {
         let path_like = name.ends_with(".toml") || name.contains('/');
         match self {
             AgentsSource::Dir(dir) => agent::find_profile(dir, name),
             AgentsSource::Builtin if path_like => agent::find_profile(Path::new("."), name),
-            AgentsSource::Builtin => crate::embedded::profile(name).unwrap_or_else(|| {
-                Err(crate::diag::FileError::whole(
-                    Path::new(crate::embedded::ORIGIN),
+            AgentsSource::Builtin => conformance::embedded::profile(name).unwrap_or_else(|| {
+                Err(conformance::diag::FileError::whole(
+                    Path::new(conformance::embedded::ORIGIN),
                     format!(
                         "no agent profile named {name:?} (built in: {}; --agents-dir DIR reads a folder of them)",
-                        crate::embedded::profile_names().join(", ")
+                        conformance::embedded::profile_names().join(", ")
                     ),
                 ))
             }),
@@ -221,7 +221,7 @@ pub struct AdHocArgs {
         requires = "agent_cmd",
         hide_possible_values = true
     )]
-    pub claims: Vec<crate::agent::Capability>,
+    pub claims: Vec<Claim>,
 }
 
 impl AdHocArgs {
@@ -230,7 +230,25 @@ impl AdHocArgs {
     pub fn profile(&self) -> Option<Result<AgentProfile, String>> {
         let cmd = self.agent_cmd.as_ref()?;
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        Some(AgentProfile::ad_hoc(cmd, &self.claims, &cwd))
+        let claims: Vec<Capability> = self.claims.iter().map(|c| c.0).collect();
+        Some(AgentProfile::ad_hoc(cmd, &claims, &cwd))
+    }
+}
+
+/// A `--claims` value: one of the runner's capabilities, spelled as profiles spell it
+/// (`Capability::as_str`, in `Capability::ALL`'s order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claim(pub Capability);
+
+impl clap::ValueEnum for Claim {
+    fn value_variants<'a>() -> &'a [Self] {
+        static CLAIMS: std::sync::LazyLock<[Claim; 5]> =
+            std::sync::LazyLock::new(|| Capability::ALL.map(Claim));
+        &*CLAIMS
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.as_str()))
     }
 }
 
@@ -493,21 +511,21 @@ pub fn dispatch(cli: Cli) -> ExitCode {
         Command::Prop(args) => prop(args),
         Command::Snapshots(command) => snapshots(command),
         Command::List(args) => list(args),
-        Command::Kvp(KvpCommand::Dump { file, json }) => {
-            tool(crate::tools::emit(crate::tools::kvp_dump(&file, json)))
-        }
-        Command::Report(ReportCommand::Parse { string, json }) => tool(crate::tools::emit(
-            crate::tools::report_parse(&string, json),
+        Command::Kvp(KvpCommand::Dump { file, json }) => tool(conformance::tools::emit(
+            conformance::tools::kvp_dump(&file, json),
         )),
-        Command::Vectors(VectorsCommand::Check { dir }) => tool(crate::tools::emit(
-            crate::tools::vectors_check_blocking(&dir),
+        Command::Report(ReportCommand::Parse { string, json }) => tool(conformance::tools::emit(
+            conformance::tools::report_parse(&string, json),
+        )),
+        Command::Vectors(VectorsCommand::Check { dir }) => tool(conformance::tools::emit(
+            conformance::tools::vectors_check_blocking(&dir),
         )),
         Command::Matrix { results } => matrix(&results),
         Command::Merge(args) => merge(args),
         Command::Scenarios(ScenariosCommand::Export { dir, agents }) => {
-            match crate::embedded::export(&dir, agents.as_deref()) {
+            match conformance::embedded::export(&dir, agents.as_deref()) {
                 Ok(written) => {
-                    crate::tools::write_stdout(&format!(
+                    conformance::tools::write_stdout(&format!(
                         "{} file(s) written to {}{}\n",
                         written.len(),
                         dir.display(),
@@ -544,7 +562,7 @@ fn parse_bool(value: &str) -> Result<bool, String> {
 
 /// `wirecheck matrix RESULTS`: the table on stdout, or exit 2 naming what cannot be read.
 fn matrix(results: &Path) -> u8 {
-    use crate::tools::{EXIT_OK, ToolError, ToolOutput};
+    use conformance::tools::{EXIT_OK, ToolError, ToolOutput};
     let output = wirecheck_results::matrix::read(results)
         .map(|r| ToolOutput {
             stdout: wirecheck_results::matrix::render(&r),
@@ -554,7 +572,7 @@ fn matrix(results: &Path) -> u8 {
             path: e.path,
             message: e.message,
         });
-    tool(crate::tools::emit(output))
+    tool(conformance::tools::emit(output))
 }
 
 fn tool(code: i32) -> u8 {
@@ -564,7 +582,7 @@ fn tool(code: i32) -> u8 {
 fn usage(message: impl std::fmt::Display) -> u8 {
     eprintln!(
         "wirecheck: error: {}",
-        crate::tools::text::visible_lines(&message.to_string())
+        wirecheck_results::text::visible_lines(&message.to_string())
     );
     EXIT_USAGE
 }
@@ -622,7 +640,7 @@ fn load_scenarios(sources: &Sources) -> Result<Vec<Arc<Scenario>>, u8> {
     for source in sources.scenario_sources() {
         let loaded = match &source {
             Some(dir) => scenario::load_dir(dir),
-            None => crate::embedded::scenarios(),
+            None => conformance::embedded::scenarios(),
         }
         .map_err(usage)?;
         for s in loaded {
@@ -682,7 +700,7 @@ fn run(args: RunArgs) -> u8 {
     if args.print_config {
         return match crate::run_config::render(&args, &profiles, &scenarios, &planned, &bin_dir()) {
             Ok(text) => {
-                crate::tools::write_stdout(&text);
+                conformance::tools::write_stdout(&text);
                 EXIT_OK
             }
             Err(e) => usage(e),
@@ -706,7 +724,7 @@ fn run(args: RunArgs) -> u8 {
     // Before any case runs: a snapshots folder that is a file, or cannot be written, is the
     // user's to fix, not a verdict.
     let snapshots = match &args.snapshots {
-        Some(dir) => match crate::snapshot::store::prepare(dir) {
+        Some(dir) => match conformance::snapshot::store::prepare(dir) {
             Ok(()) => Some(runner::SnapshotSettings {
                 dir: dir.clone(),
                 strict: args.snapshots_strict,
@@ -723,7 +741,10 @@ fn run(args: RunArgs) -> u8 {
         out: args.out.clone(),
         jobs: args.jobs.map_or_else(runner::default_jobs, usize::from),
         bin_dir,
-        progress: !args.quiet,
+        progress: (!args.quiet).then(|| {
+            Arc::new(crate::console::Progress::default())
+                as Arc<dyn conformance::progress::RunProgress>
+        }),
         stop: None,
         case_root: None,
         cases_parent: None,
@@ -756,7 +777,7 @@ fn run(args: RunArgs) -> u8 {
         return usage(format!("cannot write the summary {}: {e}", path.display()));
     }
     let color = crate::console::colors_enabled(std::io::stdout().is_terminal());
-    crate::tools::write_stdout(&crate::console::summary(
+    conformance::tools::write_stdout(&crate::console::summary(
         &results,
         &args.out,
         args.strict,
@@ -921,7 +942,7 @@ fn merge(args: MergeArgs) -> u8 {
         return usage(format!("cannot write the summary {}: {e}", path.display()));
     }
     let color = crate::console::colors_enabled(std::io::stdout().is_terminal());
-    crate::tools::write_stdout(&crate::console::summary(
+    conformance::tools::write_stdout(&crate::console::summary(
         &results,
         &args.out,
         args.strict,
@@ -934,7 +955,7 @@ fn merge(args: MergeArgs) -> u8 {
 }
 
 fn prop(args: PropArgs) -> u8 {
-    use crate::prop::{self, Property};
+    use conformance::prop::{self, Property};
     let profile = args.ad_hoc.profile().unwrap_or_else(|| {
         agents_source(args.agents_dir.as_ref())
             .find(args.agent.as_deref().unwrap_or(DEFAULT_AGENT))
@@ -1005,7 +1026,7 @@ fn prop(args: PropArgs) -> u8 {
             replay_prefix.push_str(&format!(" --agent-cmd {}", prop::input::shell_quote(cmd)));
             // What the ad-hoc agent claims decides which checks judge it: the replay says so too.
             if !args.ad_hoc.claims.is_empty() {
-                let claims: Vec<&str> = args.ad_hoc.claims.iter().map(|c| c.as_str()).collect();
+                let claims: Vec<&str> = args.ad_hoc.claims.iter().map(|c| c.0.as_str()).collect();
                 replay_prefix.push_str(&format!(" --claims {}", claims.join(",")));
             }
         }
@@ -1028,13 +1049,12 @@ fn prop(args: PropArgs) -> u8 {
         regressions,
         input,
         replay_prefix,
-        progress: !args.quiet,
     };
     let run_settings = RunSettings {
         out: args.out.clone(),
         jobs: settings.jobs,
         bin_dir,
-        progress: false,
+        progress: None,
         stop: None,
         case_root: None,
         cases_parent: None,
@@ -1061,21 +1081,22 @@ fn prop(args: PropArgs) -> u8 {
         visible_name(&profile.name),
         settings.cases
     );
-    let bar = prop_progress(
-        settings.progress,
+    let bar = crate::console::PropBar::new(
+        !args.quiet,
         u64::from(settings.cases) * properties.len() as u64,
     );
     let mut cases = Vec::new();
     let mut reports = Vec::new();
     for p in &properties {
-        bar.set_message(p.name());
+        bar.0.set_message(p.name());
         let report = prop::run_property(&pair_runner, &profile, *p, &settings, &bar);
         let case = prop::case_result(&report, &profile, &settings);
-        bar.suspend(|| crate::tools::write_stdout(&prop::describe(&report, &case)));
+        bar.0
+            .suspend(|| conformance::tools::write_stdout(&prop::describe(&report, &case)));
         cases.push(case);
         reports.push(report);
     }
-    bar.finish_and_clear();
+    bar.0.finish_and_clear();
     let interrupted = pair_runner.interrupted();
     let uncontained = pair_runner.uncontained().map(str::to_owned);
     pair_runner.finish();
@@ -1106,7 +1127,7 @@ fn prop(args: PropArgs) -> u8 {
         .filter(|r| {
             r.skipped
                 .as_ref()
-                .is_some_and(crate::disposition::NotRun::is_harness_error)
+                .is_some_and(conformance::disposition::NotRun::is_harness_error)
         })
         .count();
     if harness > 0 {
@@ -1128,7 +1149,7 @@ fn prop(args: PropArgs) -> u8 {
 }
 
 fn visible_name(name: &str) -> String {
-    crate::tools::text::visible(name)
+    wirecheck_results::text::visible(name)
 }
 
 /// A seed from the clock and the process id (not cryptographic: it only varies the inputs).
@@ -1140,23 +1161,6 @@ fn random_seed() -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
-}
-
-/// The property run's progress bar (stderr, terminals only; hidden otherwise).
-fn prop_progress(enabled: bool, total: u64) -> indicatif::ProgressBar {
-    if !enabled || !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(total);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} generated cases {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
-    bar.enable_steady_tick(std::time::Duration::from_millis(120));
-    bar
 }
 
 /// Longest line of a snapshot diff shown on the terminal (a transcript line holds a report's
@@ -1172,11 +1176,11 @@ fn shown(text: &str) -> String {
 /// The diff of every snapshot case that failed, after the summary (escaped and clipped: agent
 /// text).
 fn print_snapshot_diffs(results: &wirecheck_results::RunResults) {
-    let suffix = format!(".{}", crate::snapshot::CHECK_ID);
+    let suffix = format!(".{}", conformance::snapshot::CHECK_ID);
     for agent in &results.agents {
         for case in &agent.cases {
             if case.id.ends_with(&suffix) && case.verdict == wirecheck_results::Verdict::Fail {
-                crate::tools::write_stdout(&format!(
+                conformance::tools::write_stdout(&format!(
                     "\n{} / {}: {}\n",
                     shown(&agent.agent),
                     shown(&case.id),
@@ -1184,7 +1188,7 @@ fn print_snapshot_diffs(results: &wirecheck_results::RunResults) {
                 ));
                 for e in &case.evidence {
                     if let Some(excerpt) = &e.excerpt {
-                        crate::tools::write_stdout(&format!(
+                        conformance::tools::write_stdout(&format!(
                             "{}\n",
                             wirecheck_results::text::shown_lines(
                                 excerpt,
@@ -1204,8 +1208,8 @@ fn orphaned_snapshots(
     dir: &Path,
     profiles: &[Arc<AgentProfile>],
     scenarios: &[Arc<Scenario>],
-) -> Result<Vec<crate::snapshot::store::Found>, String> {
-    Ok(crate::snapshot::store::list(dir)?
+) -> Result<Vec<conformance::snapshot::store::Found>, String> {
+    Ok(conformance::snapshot::store::list(dir)?
         .into_iter()
         .filter(|f| !f.pending)
         .filter(|f| profiles.iter().any(|p| p.name == f.agent))
@@ -1214,17 +1218,17 @@ fn orphaned_snapshots(
 }
 
 /// One line on stdout; a reader that went away (`wirecheck snapshots pending | head`) is not
-/// an error ([`crate::tools::write_stdout`]), where `println!` panics on the broken pipe.
+/// an error ([`conformance::tools::write_stdout`]), where `println!` panics on the broken pipe.
 fn say(line: String) {
-    crate::tools::write_stdout(&(line + "\n"));
+    conformance::tools::write_stdout(&(line + "\n"));
 }
 
 fn snapshots(command: SnapshotsCommand) -> u8 {
-    use crate::snapshot::store;
+    use conformance::snapshot::store;
     let pending_in = |dir: &Path, cases: &[String]| -> Result<Vec<store::Found>, String> {
         let globs = cases
             .iter()
-            .map(|c| crate::select::matcher(c))
+            .map(|c| conformance::select::matcher(c))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(store::list(dir)?
             .into_iter()
@@ -1297,7 +1301,7 @@ fn snapshots(command: SnapshotsCommand) -> u8 {
                         )
                     ));
                     loop {
-                        crate::tools::write_stdout("[a]ccept, [r]eject, [s]kip? ");
+                        conformance::tools::write_stdout("[a]ccept, [r]eject, [s]kip? ");
                         let mut answer = String::new();
                         if std::io::stdin()
                             .read_line(&mut answer)
@@ -1352,7 +1356,7 @@ fn list(args: ListArgs) -> u8 {
         },
         None => None,
     };
-    crate::tools::write_stdout(&list_text(&scenarios, profile.as_ref()));
+    conformance::tools::write_stdout(&list_text(&scenarios, profile.as_ref()));
     EXIT_OK
 }
 
@@ -1373,7 +1377,7 @@ pub fn list_text(scenarios: &[Arc<Scenario>], profile: Option<&Arc<AgentProfile>
         })
         .collect();
     // Ids, titles and profile reasons are someone else's text: escaped for the terminal.
-    let visible = crate::tools::text::visible;
+    let visible = wirecheck_results::text::visible;
     let width = rows
         .iter()
         .map(|(id, _, _)| visible(id).chars().count())
@@ -1408,11 +1412,11 @@ fn case_status(
         snapshot: false,
     };
     // As `run` decides it, but for whether this machine can run the attach mode.
-    crate::disposition::Disposition::of_case(
+    conformance::disposition::Disposition::of_case(
         profile,
         id,
         runner::skip_reason(&planned),
-        crate::checks::get(c).needs,
+        conformance::checks::get(c).needs,
     )
     .list_status()
 }

@@ -1,13 +1,17 @@
-//! What `wirecheck run` shows on the terminal: a progress bar while it runs (stderr, only on a
-//! terminal) and a summary table at the end. `NO_COLOR` turns colours off.
+//! What `wirecheck run` and `wirecheck prop` show on the terminal: a progress bar while they run
+//! (stderr, only on a terminal; drawn from the runner's progress events) and a summary table at
+//! the end. `NO_COLOR` turns colours off.
 //!
 //! Text from agents, profiles and scenarios is shown escaped and clipped
-//! (`wirecheck_results::text::{shown, shown_lines}`): a reason that quotes a 1 MB report is a few hundred characters here,
-//! saying how much was left out; results.json and report.html keep it whole.
+//! (`wirecheck_results::text::{shown, shown_lines}`): a reason that quotes a 1 MB report is a
+//! few hundred characters here, saying how much was left out; results.json and report.html
+//! keep it whole.
 
 use std::io::IsTerminal as _;
 use std::path::Path;
+use std::sync::OnceLock;
 
+use conformance::progress::{PropProgress, RunProgress};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use wirecheck_results::problems;
@@ -19,35 +23,36 @@ pub fn colors_enabled(stream_is_terminal: bool) -> bool {
     stream_is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// A progress bar over the (agent, scenario) pairs; a no-op when disabled.
-#[derive(Clone)]
+/// The progress bar over the (agent, scenario) pairs of `wirecheck run` (stderr, terminals
+/// only), drawn from the runner's events: made when the pairs start.
+#[derive(Debug, Default)]
 pub struct Progress {
-    bar: Option<ProgressBar>,
+    bar: OnceLock<ProgressBar>,
 }
 
-impl Progress {
-    pub fn new(total: usize, enabled: bool) -> Progress {
-        if !enabled || !std::io::stderr().is_terminal() {
-            return Progress { bar: None };
+impl RunProgress for Progress {
+    fn started(&self, pairs: usize) {
+        if !std::io::stderr().is_terminal() {
+            return;
         }
         let template = if colors_enabled(true) {
             "{spinner:.cyan} [{elapsed_precise}] {bar:30.cyan/blue} {pos}/{len} scenarios {msg}"
         } else {
             "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} scenarios {msg}"
         };
-        let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+        let bar = ProgressBar::with_draw_target(Some(pairs as u64), ProgressDrawTarget::stderr());
         bar.set_style(
             ProgressStyle::with_template(template)
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> "),
         );
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
-        Progress { bar: Some(bar) }
+        let _ = self.bar.set(bar);
     }
 
     /// One pair done: advance, and print its failures above the bar.
-    pub fn finished(&self, agent: &str, scenario: &str, cases: &[CaseResult]) {
-        let Some(bar) = &self.bar else { return };
+    fn pair_done(&self, agent: &str, scenario: &str, cases: &[CaseResult]) {
+        let Some(bar) = self.bar.get() else { return };
         let failed = cases.iter().filter(|c| c.verdict == Verdict::Fail).count();
         if failed > 0 {
             bar.println(format!(
@@ -60,10 +65,42 @@ impl Progress {
         bar.inc(1);
     }
 
-    pub fn done(&self) {
-        if let Some(bar) = &self.bar {
+    fn finished(&self) {
+        if let Some(bar) = self.bar.get() {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// `wirecheck prop`'s bar over the generated cases (stderr, terminals only; hidden otherwise),
+/// advanced by the property search's events.
+pub struct PropBar(pub ProgressBar);
+
+impl PropBar {
+    pub fn new(enabled: bool, total: u64) -> PropBar {
+        if !enabled || !std::io::stderr().is_terminal() {
+            return PropBar(ProgressBar::hidden());
+        }
+        let bar = ProgressBar::new(total);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} generated cases {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        PropBar(bar)
+    }
+}
+
+impl PropProgress for PropBar {
+    fn ran(&self, n: u64) {
+        self.0.inc(n);
+    }
+
+    fn phase(&self, message: String) {
+        self.0.set_message(message);
     }
 }
 

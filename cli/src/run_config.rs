@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::agent::{Action, AgentProfile};
 use crate::cli::{AgentsSource, RunArgs};
-use crate::runner::{self, Planned};
-use crate::scenario::Scenario;
+use conformance::agent::{Action, AgentProfile};
+use conformance::runner::{self, Planned};
+use conformance::scenario::Scenario;
 
 #[derive(Debug, Serialize)]
 struct RunConfig {
@@ -79,11 +79,14 @@ pub fn render(
             .sources
             .scenario_sources()
             .iter()
-            .map(|s| s.as_deref().map_or(crate::embedded::ORIGIN.into(), shown))
+            .map(|s| {
+                s.as_deref()
+                    .map_or(conformance::embedded::ORIGIN.into(), shown)
+            })
             .collect(),
         agents_dir: match args.sources.agents_source() {
             AgentsSource::Dir(d) => shown(&d),
-            AgentsSource::Builtin => crate::embedded::ORIGIN.into(),
+            AgentsSource::Builtin => conformance::embedded::ORIGIN.into(),
         },
         bin_dir: shown(bin_dir),
         agent: profiles

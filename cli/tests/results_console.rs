@@ -7,8 +7,8 @@ mod results_support;
 
 use std::path::Path;
 
-use conformance::console::summary;
 use results_support::fixture;
+use wirecheck::console::summary;
 use wirecheck_results::{AgentResults, RunResults};
 
 /// The fixture plus `n` agents failing the interval check the same way (other numbers).

@@ -1,5 +1,5 @@
 //! The default suite and the agent profiles, built into the binary (`build.rs`), so
-//! `cargo install --path conformance` (or `--git`) gives a `wirecheck` that works with nothing
+//! `cargo install --path cli` (or `--git`) gives a `wirecheck` that works with nothing
 //! beside it. A checkout next to the executable (`target/<profile>/wirecheck`) wins, so edits
 //! show without a rebuild; `--scenarios` and `--agents-dir` override both; `wirecheck
 //! scenarios export DIR` writes editable copies.

@@ -1,15 +1,19 @@
 //! wirecheck: runs provisioning agents against scenarios on the fake wireserver and judges what
 //! they did.
 //!
+//! The runner library behind the `wirecheck` command line (crate `wirecheck`, `cli/`): it plans,
+//! runs, judges and reports progress as events ([`progress`]); it draws nothing, and the results
+//! it builds are the `wirecheck-results` crate's model.
+//!
 //! Code map: [`agent`] (profiles and command templates), [`scenario`] (scenario files),
 //! [`bounds`] (the largest numbers those files may give), [`catalog`] (the check ids, a leaf),
 //! [`disposition`] (what becomes of a case: run, skipped and why, harness error),
 //! [`checks`] (the judges), [`observe`] (what a run produced, and the profile's reading of
 //! each answer), [`runner`] (planning, parallel execution, artifacts), [`exec`] (agent
-//! processes), [`netns`] (the private network namespace of proxy agents), [`timeline`], [`select`] (case globs, partitions), [`console`] (progress and
-//! summary), [`cli`] (the `wirecheck` command line), [`results`] (the results model and
-//! writers) and [`tools`] (`kvp dump`, `report parse`, `vectors check`), [`prop`] (`wirecheck prop`: generated
-//! inputs, shrunk failures).
+//! processes), [`netns`] (the private network namespace of proxy agents), [`timeline`],
+//! [`select`] (case globs, partitions), [`embedded`] (the built-in suite and profiles),
+//! [`snapshot`] (regression snapshots), [`tools`] (`kvp dump`, `report parse`, `vectors
+//! check`), [`prop`] (`wirecheck prop`: generated inputs, shrunk failures).
 //!
 //! The conformance crate never depends on the `reporter` crate: the bundled reporter is run as
 //! an external process, like any agent (DESIGN.md, "the oracle is independent").
@@ -18,8 +22,6 @@ pub mod agent;
 pub mod bounds;
 pub mod catalog;
 pub mod checks;
-pub mod cli;
-pub mod console;
 pub mod diag;
 pub mod disposition;
 pub mod embedded;
@@ -27,8 +29,8 @@ pub mod exec;
 pub mod lifetime;
 pub mod netns;
 pub mod observe;
+pub mod progress;
 pub mod prop;
-pub mod run_config;
 pub mod runner;
 pub mod scenario;
 pub mod select;

@@ -1,7 +1,7 @@
 //! `wirecheck prop`: generated cases per second against the bundled reporter and cloud-init
 //! 22.4.2, each next to the same agent's scenario pairs per second through `wirecheck run`
 //! (the same runner path, the same `--jobs`), and the time to shrink a planted bug (the test
-//! agent of conformance/tests/prop_support that forgets to double `'`).
+//! agent of cli/tests/prop_support that forgets to double `'`).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -199,7 +199,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
     }
 
     // The planted bug: found, then shrunk one agent run at a time.
-    let support = ctx.root.join("conformance/tests/prop_support");
+    let support = ctx.root.join("cli/tests/prop_support");
     let planted = ctx.tmp.join("planted-agents");
     std::fs::create_dir_all(&planted)?;
     let profile = std::fs::read_to_string(support.join("misquoting.toml.in"))?.replace(

@@ -141,7 +141,7 @@ pub fn longest_mandated_wait(root: &Path) -> anyhow::Result<(String, f64, f64, u
         .map_err(|e| anyhow!("loading {}: {e}", scenarios_dir.display()))?;
     let profile = conformance::agent::find_profile(
         &root.join("conformance/agents"),
-        conformance::cli::DEFAULT_AGENT,
+        wirecheck::cli::DEFAULT_AGENT,
     )
     .map_err(|e| anyhow!("loading the default agent profile: {e}"))?;
     let count = scenarios.len();

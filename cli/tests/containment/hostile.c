@@ -1,4 +1,4 @@
-/* A hostile agent for conformance/tests/runner_containment.rs: what a contained agent must not
+/* A hostile agent for cli/tests/runner_containment.rs: what a contained agent must not
  * be able to do, each attempt printed on stdout (which its case keeps).
  *
  *   hostile uring-connect PATH   a Unix socket made through io_uring (IORING_OP_SOCKET, which

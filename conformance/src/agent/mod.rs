@@ -106,9 +106,7 @@ impl Done {
 
 /// Something an agent may or may not implement; scenarios that need an unclaimed capability
 /// are skipped for it, with the reason.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Capability {
     /// `POST /provisioning/health` (JSON).
@@ -124,6 +122,15 @@ pub enum Capability {
 }
 
 impl Capability {
+    /// Every capability, in the order `--claims` lists them.
+    pub const ALL: [Capability; 5] = [
+        Capability::Json,
+        Capability::Xml,
+        Capability::Failure,
+        Capability::InProgress,
+        Capability::Kvp,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Capability::Json => "json",

@@ -28,7 +28,7 @@ use judge::Class;
 use wirecheck_results::{CaseResult, Evidence, Timeline, Verdict};
 
 /// A plain input for the pre-flight checks (capabilities, attach mode).
-pub(crate) fn strategy_probe_input(property: Property) -> Input {
+pub fn strategy_probe_input(property: Property) -> Input {
     if property.is_failure() {
         Input {
             reason: Some("probe".into()),

@@ -42,8 +42,6 @@ pub struct PropSettings {
     pub input: Option<Input>,
     /// The command line before `--property` in replay commands (`wirecheck prop --agent x`).
     pub replay_prefix: String,
-    /// Draw a progress bar on stderr (terminals only).
-    pub progress: bool,
 }
 
 /// A failure found, shrunk and run once more.
@@ -265,7 +263,7 @@ pub fn run_property(
     profile: &Arc<AgentProfile>,
     property: Property,
     settings: &PropSettings,
-    progress: &indicatif::ProgressBar,
+    progress: &dyn crate::progress::PropProgress,
 ) -> PropertyReport {
     let started = Instant::now();
     let mut report = PropertyReport {
@@ -365,7 +363,7 @@ pub fn run_property(
         let outcomes = search.run_inputs(&inputs, false);
         n += batch;
         report.generated = n;
-        progress.inc(u64::from(batch));
+        progress.ran(u64::from(batch));
         for (tree, (class, cases)) in trees.into_iter().zip(outcomes) {
             match class {
                 Class::NotJudged => {
@@ -381,7 +379,7 @@ pub fn run_property(
         }
     }
     if let Some(tree) = undeclared {
-        progress.set_message(format!("{}: shrinking a failure", property.name()));
+        progress.phase(format!("{}: shrinking a failure", property.name()));
         let original = tree.current();
         let (minimal, ms, runs) = search.shrink(tree, Class::Undeclared);
         let finding = search.confirm(Class::Undeclared, minimal, original, (ms, runs), false);
@@ -412,7 +410,7 @@ pub fn run_property(
         {
             continue;
         }
-        progress.set_message(format!(
+        progress.phase(format!(
             "{}: shrinking a declared limitation",
             property.name()
         ));

@@ -185,8 +185,8 @@ pub struct RunSettings {
     pub jobs: usize,
     /// Where bundled agents are looked for (the wirecheck executable's folder).
     pub bin_dir: PathBuf,
-    /// Draw a progress bar on stderr.
-    pub progress: bool,
+    /// Where the run reports each pair done ([`crate::progress`]); `None`: nowhere.
+    pub progress: Option<Arc<dyn crate::progress::RunProgress>>,
     /// Set by [`run`]: raised when wirecheck is interrupted.
     pub stop: Option<exec::Stop>,
     /// Set by [`run`]: the folder every case folder of this run is made in.
@@ -356,7 +356,10 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
         stop_tx,
         stop,
     } = prepare(settings, in_process)?;
-    let progress = crate::console::Progress::new(planned.len(), settings.progress);
+    let progress = settings.progress.clone();
+    if let Some(progress) = &progress {
+        progress.started(planned.len());
+    }
     let outcomes = runtime.block_on(async {
         let signals = tokio::spawn(raise_on_signal(stop_tx));
         let (lag, lag_task) = lag::LagWatch::start();
@@ -383,7 +386,9 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
                     return skipped_cases(&p, interrupted_reason(sig, false));
                 }
                 let cases = scenario_run::run(&p, &settings, &lag).await;
-                progress.finished(&p.profile.name, &p.scenario.id, &cases);
+                if let Some(progress) = &progress {
+                    progress.pair_done(&p.profile.name, &p.scenario.id, &cases);
+                }
                 cases
             }));
         }
@@ -398,7 +403,9 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
         signals.abort();
         outcomes
     });
-    progress.done();
+    if let Some(progress) = &progress {
+        progress.finished();
+    }
     // Every agent's tree is gone (each invocation ends with its PID namespace or process
     // group): only now is anything read back or written.
     drop(runtime);

@@ -1,0 +1,8 @@
+//! The `wirecheck` command line: flags (clap), one dispatch per subcommand, and the terminal
+//! (progress bars, the summary). A thin layer: the runner library (`conformance`) plans, runs and
+//! judges, the results crate (`wirecheck-results`) writes and reads results; `main.rs` parses
+//! and dispatches.
+
+pub mod cli;
+pub mod console;
+pub mod run_config;
