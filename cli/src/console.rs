@@ -23,6 +23,10 @@ pub fn colors_enabled(stream_is_terminal: bool) -> bool {
     stream_is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
+/// Longest line of a snapshot diff shown on the terminal (a transcript line holds a report's
+/// description, 4096 bytes on the platform); the `.snap.new` file has it whole.
+pub const DIFF_LINE_CHARS: usize = 4200;
+
 /// The progress bar over the (agent, scenario) pairs of `wirecheck run` (stderr, terminals
 /// only), drawn from the runner's events: made when the pairs start.
 #[derive(Debug, Default)]

@@ -5,4 +5,10 @@
 
 pub mod cli;
 pub mod console;
+pub mod dispatch;
+pub mod outcome;
 pub mod run_config;
+pub mod sources;
+pub mod status;
+
+pub use dispatch::dispatch;

@@ -3,7 +3,8 @@
 use std::process::ExitCode;
 
 use clap::Parser as _;
-use wirecheck::cli::{Cli, dispatch};
+use wirecheck::cli::Cli;
+use wirecheck::dispatch;
 
 fn main() -> ExitCode {
     // Every run's fakes are in this process, each agent listener up to 1,024 connections; agents

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::cli::{AgentsSource, RunArgs};
+use crate::cli::RunArgs;
+use crate::sources::AgentsSource;
 use conformance::agent::{Action, AgentProfile};
 use conformance::runner::{self, Planned};
 use conformance::scenario::Scenario;

@@ -1,0 +1,289 @@
+//! `wirecheck run`: load the agents and scenarios, plan, run (the runner's progress drawn by
+//! the console), write the results, print the summary and the snapshot diffs; the exit status
+//! is the run's outcome.
+
+use std::io::IsTerminal as _;
+use std::path::Path;
+use std::sync::Arc;
+
+use conformance::agent::{self, AgentProfile};
+use conformance::runner::{self, RunSettings};
+use conformance::scenario::Scenario;
+use conformance::select::CaseFilter;
+use wirecheck_results::text::shown;
+
+use crate::cli::{DEFAULT_AGENT, RunArgs, Unreferenced};
+use crate::console::DIFF_LINE_CHARS;
+use crate::outcome::{exit_status, report_outcome};
+use crate::sources::{bin_dir, load_scenarios};
+use crate::status::{EXIT_FAILED, EXIT_OK, usage};
+
+/// `wirecheck run`; returns the exit status.
+pub fn run(args: RunArgs) -> u8 {
+    let agents = args.sources.agents_source();
+    let mut profiles: Vec<Arc<AgentProfile>> = Vec::new();
+    let names: Vec<String> = if args.agents.is_empty() && args.ad_hoc.agent_cmd.is_none() {
+        vec![DEFAULT_AGENT.to_owned()]
+    } else {
+        args.agents.clone()
+    };
+    for name in &names {
+        match agents.find(name) {
+            Ok(p) => profiles.push(Arc::new(p)),
+            Err(e) => return usage(e),
+        }
+    }
+    match args.ad_hoc.profile() {
+        Some(Ok(p)) => profiles.push(Arc::new(p)),
+        Some(Err(e)) => return usage(e),
+        None => {}
+    }
+    for (i, p) in profiles.iter().enumerate() {
+        if profiles[..i].iter().any(|q| q.name == p.name) {
+            return usage(format!("agent {:?} is given twice", p.name));
+        }
+    }
+    let scenarios = match load_scenarios(&args.sources) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let filter = match CaseFilter::new(&args.cases, &args.exclude) {
+        Ok(f) => f,
+        Err(e) => return usage(e),
+    };
+    let planned = runner::plan(
+        &profiles,
+        &scenarios,
+        &filter,
+        args.partition,
+        args.snapshots.is_some(),
+    );
+    if args.print_config {
+        return match crate::run_config::render(&args, &profiles, &scenarios, &planned, &bin_dir()) {
+            Ok(text) => {
+                conformance::tools::write_stdout(&text);
+                EXIT_OK
+            }
+            Err(e) => usage(e),
+        };
+    }
+    if planned.is_empty() {
+        return usage(
+            "no case matches --cases / --exclude / --partition; `wirecheck list` shows the case ids",
+        );
+    }
+    let bin_dir = bin_dir();
+    if let Err(e) = runner::preflight(&planned, &bin_dir) {
+        return usage(e);
+    }
+    let in_process = planned
+        .iter()
+        .any(|p| p.profile.attach != agent::Attach::Sandbox);
+    if let Err(refused) = runner::uncontained(in_process, args.uncontained) {
+        return usage(refused);
+    }
+    // Before any case runs: a snapshots folder that is a file, or cannot be written, is the
+    // user's to fix, not a verdict.
+    let snapshots = match &args.snapshots {
+        Some(dir) => match conformance::snapshot::store::prepare(dir) {
+            Ok(()) => Some(runner::SnapshotSettings {
+                dir: dir.clone(),
+                strict: args.snapshots_strict,
+            }),
+            Err(e) => return usage(e),
+        },
+        None => None,
+    };
+    // Before any case runs: the results folder holds only this run's results afterwards.
+    if let Err(e) = wirecheck_results::folder::claim(&args.out) {
+        return usage(format!("--out: {e}"));
+    }
+    let settings = RunSettings {
+        out: args.out.clone(),
+        jobs: args.jobs.map_or_else(runner::default_jobs, usize::from),
+        bin_dir,
+        progress: (!args.quiet).then(|| {
+            Arc::new(crate::console::Progress::default())
+                as Arc<dyn conformance::progress::RunProgress>
+        }),
+        stop: None,
+        case_root: None,
+        cases_parent: None,
+        snapshots: snapshots.clone(),
+        starts: runner::StartWatch::default(),
+        artifacts: true,
+        allow_uncontained: args.uncontained,
+    };
+    let run_info = run_info(&profiles, &scenarios, &filter, &args);
+    let mut results = match runner::run(planned, &settings) {
+        Ok(r) => r,
+        Err(e) => return usage(format!("cannot start the runtime: {e}")),
+    };
+    results.run = Some(run_info);
+    results.never_started = settings
+        .starts
+        .never_started()
+        .iter()
+        .map(|n| wirecheck_results::NeverStartedAgent {
+            agent: n.agent.clone(),
+            message: n.to_string(),
+        })
+        .collect();
+    if let Err(e) = wirecheck_results::write_all(&args.out, &results) {
+        return usage(format!("cannot write the results: {e}"));
+    }
+    if let Some(path) = &args.summary
+        && let Err(e) = wirecheck_results::summary::append(path, &results, args.strict)
+    {
+        return usage(format!("cannot write the summary {}: {e}", path.display()));
+    }
+    let color = crate::console::colors_enabled(std::io::stdout().is_terminal());
+    conformance::tools::write_stdout(&crate::console::summary(
+        &results,
+        &args.out,
+        args.strict,
+        color,
+    ));
+    let mut unreferenced_failed = false;
+    if let Some(snapshots) = &snapshots {
+        print_snapshot_diffs(&results);
+        let orphans = match orphaned_snapshots(&snapshots.dir, &profiles, &scenarios) {
+            Ok(o) => o,
+            Err(e) => return usage(e),
+        };
+        if args.unreferenced != Unreferenced::Ignore {
+            for orphan in &orphans {
+                eprintln!(
+                    "wirecheck: {}: snapshot of a scenario that no longer exists: {}",
+                    if args.unreferenced == Unreferenced::Reject {
+                        "error"
+                    } else {
+                        "warning"
+                    },
+                    orphan.snap.display()
+                );
+            }
+        }
+        unreferenced_failed = args.unreferenced == Unreferenced::Reject && !orphans.is_empty();
+    }
+    let outcome = wirecheck_results::outcome::Outcome::of(&results, args.strict);
+    report_outcome(&outcome, &args.out);
+    match outcome {
+        wirecheck_results::outcome::Outcome::Passed if unreferenced_failed => EXIT_FAILED,
+        o => exit_status(&o),
+    }
+}
+
+/// What `wirecheck merge` needs to tell this run's parts from another's: the fingerprint of
+/// the whole plan (every partition), its case count, this part.
+fn run_info(
+    profiles: &[Arc<AgentProfile>],
+    scenarios: &[Arc<Scenario>],
+    filter: &CaseFilter,
+    args: &RunArgs,
+) -> wirecheck_results::RunInfo {
+    let whole = runner::plan(profiles, scenarios, filter, None, args.snapshots.is_some());
+    let cases: Vec<(&str, String)> = whole
+        .iter()
+        .flat_map(|p| {
+            p.checks
+                .iter()
+                .map(|c| (p.profile.name.as_str(), p.scenario.case_id(*c)))
+        })
+        .collect();
+    wirecheck_results::RunInfo {
+        id: args.run_id.clone(),
+        plan_cases: cases.len(),
+        plan: wirecheck_results::merge::plan_fingerprint(
+            env!("CARGO_PKG_VERSION"),
+            args.snapshots.is_some(),
+            cases,
+            profiles
+                .iter()
+                .map(|p| profile_content(p))
+                .chain(scenarios.iter().map(|s| scenario_content(s))),
+        ),
+        partition: args
+            .partition
+            .map_or(wirecheck_results::PartInfo { k: 1, n: 1 }, |p| {
+                wirecheck_results::PartInfo { k: p.k, n: p.n }
+            }),
+    }
+}
+
+/// What a profile makes the agent do and how it is judged (its commands, environment,
+/// claims, reactions, exit statuses, declarations), not where it was read from: parts run
+/// from two checkouts of the same profile are one run, parts of two different agents that
+/// share a name are not.
+fn profile_content(p: &AgentProfile) -> String {
+    format!(
+        "profile {}: {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+        p.name,
+        p.attach,
+        p.commands,
+        p.env,
+        p.capabilities,
+        p.reactions,
+        p.exit,
+        p.done,
+        p.deviations,
+        p.limitations,
+        p.encoded,
+        p.failure_description,
+    )
+}
+
+/// What a scenario asks of the agent and the fake, not the file it came from.
+fn scenario_content(s: &Scenario) -> String {
+    let mut fake = s.fake.clone();
+    fake.origin.clear();
+    let checks: Vec<&str> = s.checks.iter().map(|c| c.as_str()).collect();
+    format!(
+        "scenario {}: {:?} {:?} {:?} {:?}",
+        s.id, s.agent, s.expect, checks, fake
+    )
+}
+
+/// The diff of every snapshot case that failed, after the summary (escaped and clipped: agent
+/// text).
+fn print_snapshot_diffs(results: &wirecheck_results::RunResults) {
+    let suffix = format!(".{}", conformance::snapshot::CHECK_ID);
+    for agent in &results.agents {
+        for case in &agent.cases {
+            if case.id.ends_with(&suffix) && case.verdict == wirecheck_results::Verdict::Fail {
+                conformance::tools::write_stdout(&format!(
+                    "\n{} / {}: {}\n",
+                    shown(&agent.agent),
+                    shown(&case.id),
+                    shown(case.reason.as_deref().unwrap_or_default())
+                ));
+                for e in &case.evidence {
+                    if let Some(excerpt) = &e.excerpt {
+                        conformance::tools::write_stdout(&format!(
+                            "{}\n",
+                            wirecheck_results::text::shown_lines(
+                                excerpt,
+                                DIFF_LINE_CHARS,
+                                wirecheck_results::text::MAX_SHOWN_LINES
+                            )
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Accepted snapshots of the agents run whose scenario is not among the loaded ones.
+fn orphaned_snapshots(
+    dir: &Path,
+    profiles: &[Arc<AgentProfile>],
+    scenarios: &[Arc<Scenario>],
+) -> Result<Vec<conformance::snapshot::store::Found>, String> {
+    Ok(conformance::snapshot::store::list(dir)?
+        .into_iter()
+        .filter(|f| !f.pending)
+        .filter(|f| profiles.iter().any(|p| p.name == f.agent))
+        .filter(|f| !scenarios.iter().any(|s| s.id == f.scenario))
+        .collect())
+}
