@@ -33,7 +33,7 @@ if ! /usr/bin/python3 -c 'import cloudinit.reporting.handlers' 2>/dev/null; then
     exit 2
 fi
 
-packages=(-p fake-wireserver -p wirecheck -p reporter -p wirecheck-bench)
+packages=(-p fake-wireserver-cli -p wirecheck -p reporter -p wirecheck-bench)
 # The real-agent matrix also runs libazureinit's adapter (found next to wirecheck).
 case " $* " in *" matrix "*|*"=matrix "*) packages+=(-p libazureinit-adapter) ;; esac
 cargo build --release --bins "${packages[@]}"

@@ -78,7 +78,7 @@ install() {
         local root="${WIRECHECK_ROOT:-${RUNNER_TEMP:-.}/wirecheck}"
         mkdir -p "$root"
         root="$(cd "$root" && pwd)"
-        local crates=(cli fake-wireserver)
+        local crates=(cli fake-wireserver-cli)
         # The bundled reporter only when it is the agent under test.
         case ",${INPUT_AGENT:-}," in *,provision-report,*) crates+=(reporter) ;; esac
         for crate in "${crates[@]}"; do

@@ -72,7 +72,7 @@ else
     if [ -z "$revision" ] || [ ! -x "$wirecheck" ] || [ "$(cat "$root_abs/installed-revision" 2>/dev/null)" != "$revision" ]; then
         echo "==> building wirecheck ${revision:-from $src}" >&2
         # fake-wireserver too: agents attached in a network namespace run under it.
-        for crate in cli fake-wireserver; do
+        for crate in cli fake-wireserver-cli; do
             CARGO_TARGET_DIR="$root_abs/target" cargo install --locked --force --quiet \
                 --root "$root_abs" --path "$src/$crate" || die "building $crate from $src failed"
         done

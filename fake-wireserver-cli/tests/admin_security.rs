@@ -2,6 +2,8 @@
 //! from an allowed folder; the admin listener wants its token and refuses what a browser sends.
 //! Each test is named after the finding it closes.
 
+// The fake's own test helpers (one copy for its suites and these).
+#[path = "../../fake-wireserver/tests/common/mod.rs"]
 mod common;
 
 use std::io::{BufRead, BufReader};

@@ -1,6 +1,8 @@
 //! The `fake-wireserver` binary: ready line, endpoints, admin journal, JSON Lines journal,
 //! `--print-config`, and refusing bad scenario files with exit status 2.
 
+// The fake's own test helpers (one copy for its suites and these).
+#[path = "../../fake-wireserver/tests/common/mod.rs"]
 mod common;
 
 use std::io::{BufRead, BufReader};
@@ -16,9 +18,14 @@ use common::{exchange, get, goalstate_get, post, response};
 
 const T: Duration = Duration::from_secs(10);
 
+/// The fake's crate folder: the scenario paths below (and in the snapshots) are relative to it.
+fn fake_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fake-wireserver")
+}
+
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_fake-wireserver"));
-    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c.current_dir(fake_dir());
     c.env_remove("FAKE_WIRESERVER_SCENARIO");
     c
 }
@@ -289,7 +296,7 @@ async fn idle_connections_1024_under_a_1024_descriptor_limit_do_not_starve_the_b
         Command::new("prlimit")
             .arg("--nofile=1024:1024")
             .arg(env!("CARGO_BIN_EXE_fake-wireserver"))
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .current_dir(fake_dir())
             .env_remove("FAKE_WIRESERVER_SCENARIO")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -3,12 +3,13 @@
 //!
 //! # The guide
 //!
-//! Every section below is a test (`cargo test -p fake-wireserver --doc`). A test that only uses
-//! the library says so in its `Cargo.toml` and builds none of the binary's dependencies:
+//! Every section below is a test (`cargo test -p fake-wireserver --doc`). A test that uses the
+//! library builds none of the binary's dependencies (the binary is the `fake-wireserver-cli`
+//! crate's):
 //!
 //! ```toml
 //! [dev-dependencies]
-//! fake-wireserver = { path = "../wirecheck/fake-wireserver", default-features = false }
+//! fake-wireserver = { path = "../wirecheck/fake-wireserver" }
 //! ```
 //!
 //! ## Start a fake

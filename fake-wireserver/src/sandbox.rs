@@ -1,5 +1,5 @@
 //! The contract of `fake-wireserver sandbox [OPTIONS] -- COMMAND [ARGS...]` (the binary's
-//! subcommand, `src/bin/fake-wireserver/sandbox.rs`): the addresses, files, limits and exit
+//! subcommand, `fake-wireserver-cli/src/sandbox.rs`): the addresses, files, limits and exit
 //! statuses its users rely on. The sandbox runs an unmodified agent where the fake answers on
 //! the platform's real addresses.
 //!

@@ -121,39 +121,25 @@ fn the_oracle_stands_alone() {
     );
 }
 
-/// A test that uses the fake as a library (`default-features = false`) builds none of the
-/// binary's dependencies: they are behind the `cli` feature.
+/// A test that uses the fake as a library builds none of the binary's dependencies: the binary
+/// is the `fake-wireserver-cli` crate's.
 #[test]
 fn the_fakes_library_leaves_the_binarys_dependencies_out() {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let tree = |features: &[&str]| {
-        let out = Command::new(&cargo)
-            .args(["tree", "--offline", "-p", "fake-wireserver", "-e", "normal"])
-            .args(["--prefix", "none", "--format", "{p}"])
-            .args(features)
-            .current_dir(repo_root())
-            .output()
-            .expect("cargo tree runs");
-        assert!(
-            out.status.success(),
-            "cargo tree failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
-            .collect::<BTreeSet<String>>()
-    };
+    let graph = Graph::load();
     let binary_only = ["anyhow", "clap", "mimalloc", "tracing-subscriber"];
-    let library = tree(&["--no-default-features"]);
+    let library = graph.closure("fake-wireserver");
     for dep in binary_only {
         assert!(!library.contains(dep), "the fake's library pulls in {dep}");
     }
     assert!(library.contains("wirecheck-oracle") && library.contains("tokio"));
+    assert!(
+        !library.contains("fake-wireserver-cli"),
+        "the fake's library depends on its binary's crate"
+    );
     // The binary still has them (the test would pass vacuously if the names were wrong).
-    let binary = tree(&[]);
+    let binary = graph.closure("fake-wireserver-cli");
     for dep in binary_only {
         assert!(binary.contains(dep), "the fake's binary lost {dep}");
     }
+    assert!(binary.contains("fake-wireserver"));
 }
