@@ -1,6 +1,7 @@
 //! The workspace's crate seams, read from `cargo metadata`: the oracle rule (ARCHITECTURE.md,
 //! "The rule") holds in the dependency graph, not only in comments. A `use reporter::...` slipped
-//! into the oracle, the fake or the runner, or the reverse, fails here.
+//! into the oracle, the fake or the runner, or the reverse, fails here; so does a results crate
+//! that reaches for the runner or the command line, or a runner that draws or parses flags.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -82,7 +83,14 @@ impl Graph {
 #[test]
 fn the_judge_and_the_reporter_never_depend_on_each_other() {
     let graph = Graph::load();
-    let judges = ["wirecheck-oracle", "fake-wireserver", "conformance"];
+    let judges = [
+        "wirecheck-oracle",
+        "fake-wireserver",
+        "fake-wireserver-cli",
+        "wirecheck-results",
+        "conformance",
+        "wirecheck",
+    ];
     for judge in judges {
         assert!(
             graph.direct.contains_key(judge),
@@ -105,7 +113,13 @@ fn the_judge_and_the_reporter_never_depend_on_each_other() {
 fn the_oracle_stands_alone() {
     let graph = Graph::load();
     let oracle = graph.closure("wirecheck-oracle");
-    for workspace in ["fake-wireserver", "conformance", "reporter"] {
+    for workspace in [
+        "fake-wireserver",
+        "wirecheck-results",
+        "conformance",
+        "wirecheck",
+        "reporter",
+    ] {
         assert!(
             !oracle.contains(workspace),
             "the oracle depends on {workspace}"
@@ -119,6 +133,43 @@ fn the_oracle_stands_alone() {
         graph.direct["fake-wireserver"].contains("wirecheck-oracle"),
         "the fake's journal carries the oracle's verdicts: it depends on wirecheck-oracle"
     );
+}
+
+/// The results model is a contract read back across versions (`wirecheck merge`): it depends on
+/// neither the runner nor the command line. The runner (`conformance`) reports progress as
+/// events and parses no flags: the command line (`wirecheck`), clap and indicatif are not its.
+#[test]
+fn results_runner_and_command_line_are_layered() {
+    let graph = Graph::load();
+    for crate_ in ["wirecheck-results", "conformance", "wirecheck"] {
+        assert!(
+            graph.direct.contains_key(crate_),
+            "{crate_} is not a workspace package any more: update this test"
+        );
+    }
+    let results = graph.closure("wirecheck-results");
+    for above in [
+        "conformance",
+        "wirecheck",
+        "fake-wireserver-cli",
+        "clap",
+        "indicatif",
+    ] {
+        assert!(
+            !results.contains(above),
+            "the results crate depends on {above}"
+        );
+    }
+    let runner = graph.closure("conformance");
+    for above in ["wirecheck", "fake-wireserver-cli", "clap", "indicatif"] {
+        assert!(!runner.contains(above), "the runner depends on {above}");
+    }
+    assert!(runner.contains("wirecheck-results"));
+    // The command line is the one that has them (the test would pass vacuously otherwise).
+    let cli = graph.closure("wirecheck");
+    for below in ["conformance", "wirecheck-results", "clap", "indicatif"] {
+        assert!(cli.contains(below), "the command line lost {below}");
+    }
 }
 
 /// A test that uses the fake as a library builds none of the binary's dependencies: the binary
