@@ -1,7 +1,7 @@
 //! What becomes of a case before any check judges it: it runs (perhaps graded by a deviation
 //! its profile declares), it is skipped and why, the profile declares it unimplemented, or
 //! wirecheck's own machinery failed (a harness error). The runner, the scenario run,
-//! `wirecheck list` (`cli::case_status`) and `wirecheck prop` all decide here, and the reasons
+//! `wirecheck list` (its `case_status`) and `wirecheck prop` all decide here, and the reasons
 //! are rendered here only: results.json, JUnit and HTML carry these texts, byte for byte as
 //! they always were. How they begin, and reading a reason back (`is_harness_error`,
 //! `is_unjudged`, `is_unclaimed`), is the results contract's (`wirecheck_results::reason`).
