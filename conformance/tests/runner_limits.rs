@@ -295,11 +295,10 @@ fn assert_fork_bomb_is_its_own_problem(ordinary: bool, xml_bomber: bool, runs: u
 /// One run beside the bombers (`beside`, ended with `o`) against the run `alone`: the
 /// reporter's verdicts are the same, the bombers' cases are verdicts about them.
 fn assert_beside_is_alone(alone: &serde_json::Value, beside_dir: &Path, o: &Output, xml: bool) {
-    let beside = results(beside_dir);
-    let (alone, beside) = (alone, &beside);
-    let [alone_verdicts, beside_verdicts] = comparable(&alone, &beside, "provision-report");
+    let beside = &results(beside_dir);
+    let [alone_verdicts, beside_verdicts] = comparable(alone, beside, "provision-report");
     // Most are compared: the runner stalls on a few timing cases at most.
-    let all = verdicts(&alone, "provision-report").len();
+    let all = verdicts(alone, "provision-report").len();
     assert!(alone_verdicts.len() * 10 >= all * 9, "{alone_verdicts:?}");
     let differ: Vec<String> = alone_verdicts
         .iter()
@@ -310,16 +309,16 @@ fn assert_beside_is_alone(alone: &serde_json::Value, beside_dir: &Path, o: &Outp
                     .find(|c| c["id"] == id.as_str())
                     .map(|c| format!("{} {}", c["verdict"], c["reason"]))
             };
-            format!("{id}: alone {v}; beside {:?}", reason(&beside))
+            format!("{id}: alone {v}; beside {:?}", reason(beside))
         })
         .collect();
     assert_eq!(beside_verdicts.len(), alone_verdicts.len());
     assert!(
         differ.is_empty(),
         "{differ:#?}\n{}",
-        runner_support::stderr(&o)
+        runner_support::stderr(o)
     );
-    assert_eq!(harness_errors(&beside, "bomber"), Vec::<String>::new());
+    assert_eq!(harness_errors(beside, "bomber"), Vec::<String>::new());
     let bombs = run_artifacts(beside_dir, "bomber", "stdout");
     assert!(!bombs.is_empty(), "the bomber never ran: {o:?}");
     for (path, text) in bombs {
@@ -332,7 +331,7 @@ fn assert_beside_is_alone(alone: &serde_json::Value, beside_dir: &Path, o: &Outp
         assert!(forked <= 64, "{}: forked {forked}", path.display());
     }
     // Its cases are verdicts about it: Ready where it was asked for a failure is a failure.
-    let bomber = verdicts(&beside, "bomber");
+    let bomber = verdicts(beside, "bomber");
     assert_eq!(
         bomber["wire.health.json.failure.report.state"], "fail",
         "{bomber:?}"

@@ -357,16 +357,15 @@ struct BodyReader<'a, 'b> {
 }
 
 impl BodyReader<'_, '_> {
-    /// Reserves `total` body bytes before reading them ([`crate::bodies`]); `body` is what
-    /// was read so far, for the journal when they do not fit.
-    fn reserve(&mut self, total: usize, body: &[u8]) -> Result<(), ReadError> {
-        self.held
-            .grow_to(total)
-            .map_err(|others| ReadError::OverBudget {
-                partial: self.partial(body.to_vec()),
-                wanted: total,
-                others,
-            })
+    /// Reserves `total` body bytes before reading them ([`crate::bodies`]); the error when
+    /// they do not fit, with `body`, what was read so far, for the journal.
+    fn over_budget(&mut self, total: usize, body: &[u8]) -> Option<ReadError> {
+        let others = self.held.grow_to(total).err()?;
+        Some(ReadError::OverBudget {
+            partial: self.partial(body.to_vec()),
+            wanted: total,
+            others,
+        })
     }
 
     async fn more(&mut self, max: usize) -> bool {
@@ -454,7 +453,9 @@ async fn read_chunked_body(r: &mut BodyReader<'_, '_>) -> Result<Vec<u8>, ReadEr
                 declared: None,
             });
         }
-        r.reserve(body.len() + size as usize, &body)?;
+        if let Some(e) = r.over_budget(body.len() + size as usize, &body) {
+            return Err(e);
+        }
         let need = size as usize + 2; // data + CRLF
         while r.buf.len() < need {
             let want = need - r.buf.len();
@@ -538,7 +539,9 @@ async fn read_sized_body(
         });
     }
     let len = len as usize;
-    r.reserve(len, &[])?;
+    if let Some(e) = r.over_budget(len, &[]) {
+        return Err(e);
+    }
     if expect_continue && r.buf.len() < len {
         r.send_continue().await;
     }
