@@ -558,15 +558,9 @@ pub async fn run(inv: &Invocation) -> Finished {
     {
         Ok(tree) => tree,
         Err(e) => {
-            let now = Instant::now();
-            return Finished {
-                exit: Exit::ContainmentFailed(format!("cannot set up its limits: {e}")),
-                started: now,
-                clock_started: now,
-                ended: now,
-                stdout: Captured::default(),
-                stderr: Captured::default(),
-            };
+            return never_ran(Exit::ContainmentFailed(format!(
+                "cannot set up its limits: {e}"
+            )));
         }
     };
     let rlimits_last = tree.as_ref().map(|t| t.join(&mut cmd));
@@ -588,15 +582,9 @@ pub async fn run(inv: &Invocation) -> Finished {
     let confine = match inv.confine.as_ref().map(Confine::prepare).transpose() {
         Ok(c) => c.map(std::sync::Arc::new),
         Err(e) => {
-            let now = Instant::now();
-            return Finished {
-                exit: Exit::ContainmentFailed(format!("cannot prepare its mounts: {e}")),
-                started: now,
-                clock_started: now,
-                ended: now,
-                stdout: Captured::default(),
-                stderr: Captured::default(),
-            };
+            return never_ran(Exit::ContainmentFailed(format!(
+                "cannot prepare its mounts: {e}"
+            )));
         }
     };
     // A byte on this pipe says the spawn failed in setting up the containment, not in
@@ -606,15 +594,7 @@ pub async fn run(inv: &Invocation) -> Finished {
         let (read, write) = match cloexec_pipe() {
             Ok(ends) => ends,
             Err(e) => {
-                let now = Instant::now();
-                return Finished {
-                    exit: Exit::ContainmentFailed(format!("no pipe: {e}")),
-                    started: now,
-                    clock_started: now,
-                    ended: now,
-                    stdout: Captured::default(),
-                    stderr: Captured::default(),
-                };
+                return never_ran(Exit::ContainmentFailed(format!("no pipe: {e}")));
             }
         };
         let confine = confine.clone();
@@ -648,15 +628,7 @@ pub async fn run(inv: &Invocation) -> Finished {
         }
         // Read only once every writer is gone or has written, but never to block.
         if let Err(e) = rustix::fs::fcntl_setfl(&read, rustix::fs::OFlags::NONBLOCK) {
-            let now = Instant::now();
-            return Finished {
-                exit: Exit::ContainmentFailed(format!("no marker pipe: {e}")),
-                started: now,
-                clock_started: now,
-                ended: now,
-                stdout: Captured::default(),
-                stderr: Captured::default(),
-            };
+            return never_ran(Exit::ContainmentFailed(format!("no marker pipe: {e}")));
         }
         setup_failed = Some(std::fs::File::from(read));
     }
