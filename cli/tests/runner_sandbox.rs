@@ -95,7 +95,9 @@ fn without_root_or_the_fake_binary_sandbox_cases_are_skipped_with_the_reason() {
         stderr(&out)
     );
     assert!(
-        stderr(&out).contains("every one of the 11 case(s) of agent boxed was skipped"),
+        stderr(&out).contains(
+            "agent boxed: nothing about it was judged (none of its 11 case(s) got a verdict"
+        ),
         "{}",
         stderr(&out)
     );
@@ -191,6 +193,9 @@ with open("/var/lib/hyperv/.kvp_pool_1", "wb") as f:
 retryable = [500]
 transport_errors = "retry"
 status_403 = "throttling"
+# The 8 GiB file is past the default file size limit (1 GiB).
+[limits]
+file_size_mib = 16384
 "#;
 
 #[test]

@@ -362,19 +362,18 @@ pub(crate) struct TargetParts<'a> {
 }
 
 /// Splits origin-form (`/machine?comp=health`) and absolute-form
-/// (`http://168.63.129.16/machine?comp=health`) targets.
+/// (`http://168.63.129.16/machine?comp=health`) targets. The scheme is matched without regard
+/// to case (RFC 3986 §3.1): `Http://10.0.0.1/...` names the host 10.0.0.1, never a path of
+/// whatever the Host header says.
 pub(crate) fn split_target(target: &str) -> TargetParts<'_> {
-    let (authority, rest) = match target
-        .strip_prefix("http://")
-        .or_else(|| target.strip_prefix("HTTP://"))
-        .or_else(|| target.strip_prefix("https://"))
-    {
-        Some(after) => {
-            let end = after.find(['/', '?']).unwrap_or(after.len());
-            (Some(&after[..end]), &after[end..])
-        }
-        None => (None, target),
-    };
+    let (authority, rest) =
+        match strip_scheme(target, "http://").or_else(|| strip_scheme(target, "https://")) {
+            Some(after) => {
+                let end = after.find(['/', '?']).unwrap_or(after.len());
+                (Some(&after[..end]), &after[end..])
+            }
+            None => (None, target),
+        };
     let (path, query) = match rest.split_once('?') {
         Some((p, q)) => (p, Some(q)),
         None => (rest, None),
@@ -386,6 +385,13 @@ pub(crate) fn split_target(target: &str) -> TargetParts<'_> {
         path,
         query,
     }
+}
+
+/// `target` after `scheme` (lowercase, with `://`), matched in any case.
+fn strip_scheme<'a>(target: &'a str, scheme: &str) -> Option<&'a str> {
+    let head = target.get(..scheme.len())?;
+    head.eq_ignore_ascii_case(scheme)
+        .then(|| &target[scheme.len()..])
 }
 
 /// The host part of an authority or Host header value (`168.63.129.16:80` → `168.63.129.16`).
@@ -590,6 +596,21 @@ mod tests {
         assert_eq!(t.authority, Some("168.63.129.16"));
         assert_eq!(t.path, "/machine/");
         assert_eq!(t.query, Some("comp=goalstate"));
+        for mixed in [
+            "Http://10.0.0.1/machine",
+            "hTTpS://10.0.0.1/machine",
+            "HTTP://10.0.0.1/machine",
+        ] {
+            let t = split_target(mixed);
+            assert_eq!(
+                (t.authority, t.path),
+                (Some("10.0.0.1"), "/machine"),
+                "{mixed}"
+            );
+        }
+        // Too short for a scheme, or multi-byte where one would be: origin-form, no panic.
+        assert_eq!(split_target("http:/").authority, None);
+        assert_eq!(split_target("htt\u{e9}p://x/").authority, None);
         let t = split_target("http://169.254.169.254:80?x=1");
         assert_eq!((t.authority, t.path), (Some("169.254.169.254:80"), "/"));
         let t = split_target("/?comp=versions");

@@ -284,6 +284,7 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
             read_timeout: config.read_timeout,
             head_timeout: config.head_timeout,
         },
+        bodies: crate::bodies::BodyBudget::new(config.max_body_bytes),
     });
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let mut tasks = Vec::new();

@@ -17,6 +17,7 @@ use axum::body::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::bodies::Held;
 use crate::conns::ConnHandle;
 
 /// Bounds for one connection.
@@ -100,6 +101,15 @@ pub(crate) enum ReadError {
     BodyTooLarge {
         partial: Partial,
         declared: Option<u64>,
+    },
+    /// A body that does not fit in the fake's budget for bodies in progress
+    /// ([`crate::bodies`]): answer 503 and close.
+    OverBudget {
+        partial: Partial,
+        /// The bytes this body needed reserved.
+        wanted: usize,
+        /// The bytes the other requests held.
+        others: usize,
     },
     /// The client stopped sending (EOF or timeout) inside a request: close.
     Incomplete { reason: String, partial: Partial },
@@ -192,6 +202,7 @@ pub(crate) async fn read_request(
     buf: &mut Vec<u8>,
     limits: Limits,
     conn: &ConnHandle,
+    held: &mut Held<'_>,
 ) -> Result<Request, ReadError> {
     let mut req = read_head(stream, buf, limits, conn).await?;
     let framing = match framing(&req.headers) {
@@ -215,6 +226,7 @@ pub(crate) async fn read_request(
         conn,
         deadline: tokio::time::Instant::now() + limits.read_timeout,
         req: &req,
+        held,
     };
     let bytes = match framing {
         Framing::None => Vec::new(),
@@ -333,16 +345,29 @@ async fn read_head(
 
 /// What a body reader works with: the connection, its buffered bytes, the body's own deadline
 /// and the head (for the journal's partial view of a request that broke off).
-struct BodyReader<'a> {
+struct BodyReader<'a, 'b> {
     stream: &'a mut TcpStream,
     buf: &'a mut Vec<u8>,
     limits: Limits,
     conn: &'a ConnHandle,
     deadline: tokio::time::Instant,
     req: &'a Request,
+    /// This request's share of the fake's budget for bodies in progress.
+    held: &'a mut Held<'b>,
 }
 
-impl BodyReader<'_> {
+impl BodyReader<'_, '_> {
+    /// Reserves `total` body bytes before reading them ([`crate::bodies`]); the error when
+    /// they do not fit, with `body`, what was read so far, for the journal.
+    fn over_budget(&mut self, total: usize, body: &[u8]) -> Option<ReadError> {
+        let others = self.held.grow_to(total).err()?;
+        Some(ReadError::OverBudget {
+            partial: self.partial(body.to_vec()),
+            wanted: total,
+            others,
+        })
+    }
+
     async fn more(&mut self, max: usize) -> bool {
         matches!(
             read_more(self.stream, self.buf, self.deadline, max, self.conn).await,
@@ -364,7 +389,7 @@ impl BodyReader<'_> {
 
 /// A chunked body: size lines (extensions bounded by [`MAX_CHUNK_EXT`]), data bounded by
 /// [`Limits::max_body`], then the trailer section.
-async fn read_chunked_body(r: &mut BodyReader<'_>) -> Result<Vec<u8>, ReadError> {
+async fn read_chunked_body(r: &mut BodyReader<'_, '_>) -> Result<Vec<u8>, ReadError> {
     let mut body = Vec::new();
     let mut ext_bytes = 0usize;
     loop {
@@ -428,6 +453,9 @@ async fn read_chunked_body(r: &mut BodyReader<'_>) -> Result<Vec<u8>, ReadError>
                 declared: None,
             });
         }
+        if let Some(e) = r.over_budget(body.len() + size as usize, &body) {
+            return Err(e);
+        }
         let need = size as usize + 2; // data + CRLF
         while r.buf.len() < need {
             let want = need - r.buf.len();
@@ -453,7 +481,7 @@ async fn read_chunked_body(r: &mut BodyReader<'_>) -> Result<Vec<u8>, ReadError>
 
 /// The trailer section after the last chunk: lines until an empty line, bounded like a head
 /// (bytes and fields). Returns the body read so far, now complete.
-async fn read_trailer(r: &mut BodyReader<'_>, body: Vec<u8>) -> Result<Vec<u8>, ReadError> {
+async fn read_trailer(r: &mut BodyReader<'_, '_>, body: Vec<u8>) -> Result<Vec<u8>, ReadError> {
     let mut trailer_bytes = 0usize;
     let mut trailer_fields = 0usize;
     // Bytes of `r.buf` already searched for CRLF (one byte back: a CR may end a read).
@@ -500,7 +528,7 @@ async fn read_trailer(r: &mut BodyReader<'_>, body: Vec<u8>) -> Result<Vec<u8>, 
 
 /// A body of `Content-Length: len` bytes, bounded by [`Limits::max_body`].
 async fn read_sized_body(
-    r: &mut BodyReader<'_>,
+    r: &mut BodyReader<'_, '_>,
     len: u64,
     expect_continue: bool,
 ) -> Result<Vec<u8>, ReadError> {
@@ -511,6 +539,9 @@ async fn read_sized_body(
         });
     }
     let len = len as usize;
+    if let Some(e) = r.over_budget(len, &[]) {
+        return Err(e);
+    }
     if expect_continue && r.buf.len() < len {
         r.send_continue().await;
     }
@@ -752,7 +783,8 @@ mod tests {
         };
         scanned::take();
         let mut buf = Vec::new();
-        let req = read_request(&mut server, &mut buf, limits, &conn).await;
+        let budget = crate::bodies::BodyBudget::new(limits.max_body);
+        let req = read_request(&mut server, &mut buf, limits, &conn, &mut budget.hold()).await;
         assert!(req.is_ok(), "{req:?}");
         let _client = writer.await.unwrap();
         (scanned::take(), sent)

@@ -180,6 +180,8 @@ request_ids! {
     HttpHeadTooLarge => "http.head-too-large",
     /// `http.body-too-large`: over the body limit.
     HttpBodyTooLarge => "http.body-too-large",
+    /// `http.over-budget`: a body that did not fit beside the unfinished ones.
+    HttpOverBudget => "http.over-budget",
     /// `http.incomplete`: the connection closed mid-request.
     HttpIncomplete => "http.incomplete",
 }
@@ -229,6 +231,7 @@ impl RequestId {
             | RequestId::HttpMalformed
             | RequestId::HttpHeadTooLarge
             | RequestId::HttpBodyTooLarge
+            | RequestId::HttpOverBudget
             | RequestId::HttpIncomplete => &[Aspect::Request],
         }
     }
@@ -245,6 +248,7 @@ impl RequestId {
                 | RequestId::HttpMalformed
                 | RequestId::HttpHeadTooLarge
                 | RequestId::HttpBodyTooLarge
+                | RequestId::HttpOverBudget
                 | RequestId::HttpIncomplete
         )
     }
@@ -914,6 +918,7 @@ mod tests {
             RequestId::HttpMalformed,
             RequestId::HttpHeadTooLarge,
             RequestId::HttpBodyTooLarge,
+            RequestId::HttpOverBudget,
             RequestId::HttpIncomplete,
         ];
         for &id in RequestId::ALL {

@@ -345,6 +345,7 @@
 #![warn(missing_docs)]
 
 mod admin;
+mod bodies;
 pub mod config;
 mod conns;
 pub mod contain;

@@ -119,3 +119,34 @@ async fn a_request_that_asks_for_the_close_gets_it() {
         assert_eq!(r.header("connection"), Some("close"), "{request:?}");
     }
 }
+
+/// Issue 23, "`Http://` served as the wireserver in proxy mode": an absolute-form target whose
+/// scheme is spelled in another case names its host like any other (RFC 3986 §3.1). One for
+/// another host is that host's (502, `proxy.unknown-host`), never the wireserver's because the
+/// Host header says so; one for the wireserver is served as such.
+#[tokio::test]
+async fn an_http_scheme_in_another_case_is_routed_by_its_host_not_the_host_header() {
+    use std::time::Duration;
+    use wirecheck_test_support::http::exchange_to_close;
+    let fake = Fake::start(FakeConfig::default().with_proxy())
+        .await
+        .unwrap();
+    let proxy = fake.proxy_addr().unwrap();
+    let foreign = b"GET Http://10.0.0.1/machine/?comp=goalstate HTTP/1.1\r\n\
+        Host: 168.63.129.16\r\nx-ms-version: 2012-11-30\r\nConnection: close\r\n\r\n";
+    let r = exchange_to_close(proxy, foreign, Duration::from_secs(10)).await;
+    assert_eq!(r.status, 502, "{}", r.raw_text());
+    let wireserver = b"GET hTTp://168.63.129.16/machine/?comp=goalstate HTTP/1.1\r\n\
+        Host: 168.63.129.16\r\nx-ms-version: 2012-11-30\r\nConnection: close\r\n\r\n";
+    let r = exchange_to_close(proxy, wireserver, Duration::from_secs(10)).await;
+    assert_eq!(r.status, 200, "{}", r.raw_text());
+    assert!(r.text().contains("<Incarnation>"), "{}", r.raw_text());
+    let endpoints: Vec<EndpointId> = fake.journal().iter().map(|e| e.endpoint).collect();
+    assert_eq!(
+        endpoints,
+        [
+            EndpointId::ProxyUnknownHost,
+            EndpointId::WireserverGoalstate
+        ]
+    );
+}

@@ -46,9 +46,10 @@ fn snapshot_verdicts(out: &Path) -> (Vec<(String, String)>, Vec<String>) {
         let id = case["id"].as_str().unwrap().to_owned();
         let verdict = case["verdict"].as_str().unwrap().to_owned();
         if id.ends_with(".snapshot.transcript") {
-            // A pair that is not run (a scenario the agent does not claim): its snapshot case
-            // is skipped with the pair's reason, nothing was compared.
-            if verdict == "skipped" {
+            // A pair that is not run (a scenario the agent does not claim, or one its profile
+            // declares unimplemented): its snapshot case has the pair's fate (skipped, or the
+            // declaration), nothing was compared.
+            if verdict == "skipped" || verdict == "unimplemented" {
                 continue;
             }
             // A scenario whose answers move with the clock, on a machine that stalled the

@@ -132,11 +132,14 @@ fn replace_ignore_ascii_case(text: &str, needle: &str, with: &str) -> String {
 }
 
 /// A case folder's absolute path (`/tmp/wirecheck-cases/run-XXXXXX/wirecheck-case-XXXXXX`)
-/// → `<case>`, wherever the agent echoes it (a path in an error message).
+/// → `<case>`, wherever the agent echoes it (a path in an error message); so is the folder as
+/// a sandbox agent sees it ([`crate::runner::attach::sandbox::AGENT_CASE_DIR`]).
 fn case_paths(text: &str) -> String {
     const MARK: &str = "wirecheck-case-";
+    let inside = format!("{}/", crate::runner::attach::sandbox::AGENT_CASE_DIR);
+    let text = text.replace(&inside, "<case>/");
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
+    let mut rest = text.as_str();
     while let Some(at) = rest.find(MARK) {
         // Back to the start of the path: the `/`-led run of characters before the mark.
         let before = &rest[..at];
@@ -378,6 +381,10 @@ mod tests {
                 "parsed [/tmp/wirecheck-cases-0/run-05YOIw/wirecheck-case-XBu9MP/wala/o.xml]: x"
             ),
             "parsed [<case>/wala/o.xml]: x"
+        );
+        assert_eq!(
+            r.text("parsed [/run/wirecheck-case/wala/lib/ovf-env.xml]: x"),
+            "parsed [<case>/wala/lib/ovf-env.xml]: x"
         );
         assert_eq!(
             r.text("http://127.0.0.1:41234/x"),

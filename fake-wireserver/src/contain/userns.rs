@@ -38,16 +38,26 @@ impl UnprivilegedRoot {
             return Err(io::Error::last_os_error());
         }
         if pid == 0 {
-            // SAFETY: see above; the parent's end is closed here, so the child sees the end of
-            // the stream once the parent closes its own copy.
+            // SAFETY: see above. Every descriptor but its end of the pair is closed: a copy of
+            // another thread's pair (forked at the same moment) would keep that helper waiting.
             unsafe {
-                libc::close(ours.as_raw_fd());
+                keep_only(theirs.as_raw_fd());
                 unshare_and_wait(theirs.as_raw_fd())
             }
         }
         drop(theirs);
         let made = map_and_keep(pid, &ours);
-        // Its end of the pair closes: the child exits.
+        // A byte, not the end of the stream, lets the child go: another thread's helper, forked
+        // before this one closes `theirs`, may hold a copy of our end for a moment.
+        // SAFETY: send(2) on our own socket; MSG_NOSIGNAL: a child already gone is no SIGPIPE.
+        unsafe {
+            libc::send(
+                ours.as_raw_fd(),
+                [1u8].as_ptr().cast(),
+                1,
+                libc::MSG_NOSIGNAL,
+            )
+        };
         drop(ours);
         let mut status = 0;
         // SAFETY: waits for our own child.
@@ -91,8 +101,23 @@ impl UnprivilegedRoot {
     }
 }
 
+/// Closes every descriptor of this (forked) process but `fd`.
+///
+/// # Safety
+/// Only in a freshly forked child: system calls only.
+unsafe fn keep_only(fd: libc::c_int) {
+    let fd = fd as libc::c_uint;
+    // SAFETY: close_range(2) (Linux 5.9; containment needs 5.12) on our own table.
+    unsafe {
+        if fd > 0 {
+            libc::syscall(libc::SYS_close_range, 0u32, fd - 1, 0u32);
+        }
+        libc::syscall(libc::SYS_close_range, fd + 1, u32::MAX, 0u32);
+    }
+}
+
 /// The child of [`UnprivilegedRoot::new`]: unshares a user namespace, says so on `socket` (0,
-/// or the errno), waits until the parent closes its end, exits.
+/// or the errno), waits for the parent's byte (or the end of the stream), exits.
 ///
 /// # Safety
 /// Only in a freshly forked child.
@@ -166,6 +191,32 @@ pub fn hand_over(path: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Helpers made on several threads at once all end: each used to wait for the end of a
+    /// stream whose other end a helper forked at the same moment on another thread held, and
+    /// both threads waited for their helpers forever (a `wirecheck prop` run hung).
+    #[test]
+    fn namespaces_made_on_many_threads_at_once_are_all_made() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("not run: making the namespace needs root");
+            return;
+        }
+        let (done, finished) = std::sync::mpsc::channel();
+        for _ in 0..8 {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                for _ in 0..25 {
+                    UnprivilegedRoot::new().unwrap();
+                }
+                done.send(()).unwrap();
+            });
+        }
+        for thread in 0..8 {
+            finished
+                .recv_timeout(std::time::Duration::from_secs(120))
+                .unwrap_or_else(|_| panic!("thread {thread} of 8 never finished: a helper hangs"));
+        }
+    }
 
     /// Root only (CI): a child that entered the namespace is root inside, nobody outside, in no
     /// supplementary group, and cannot read what only root may.

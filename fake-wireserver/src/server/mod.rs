@@ -35,6 +35,8 @@ pub(crate) struct Shared {
     pub journal: Mutex<Journal>,
     pub engine: Mutex<EngineSlot>,
     pub limits: Limits,
+    /// What the request bodies in progress on every listener hold together.
+    pub bodies: crate::bodies::BodyBudget,
 }
 
 /// The engine plus the documents it serves (shared cheaply with the routers).
@@ -188,7 +190,9 @@ async fn serve_connection(
     let mut buf = Vec::new();
     loop {
         handle.idle();
-        match http1::read_request(&mut stream, &mut buf, shared.limits, &handle).await {
+        // Given back once this request is answered (the end of this iteration).
+        let mut held = shared.bodies.hold();
+        match http1::read_request(&mut stream, &mut buf, shared.limits, &handle, &mut held).await {
             Ok(req) => {
                 handle.busy();
                 let keep_alive = req.keep_alive();
@@ -246,6 +250,18 @@ async fn bad_request(shared: &Shared, conn: &Conn, stream: &mut TcpStream, err: 
                     ),
                 },
             ),
+            partial,
+        ),
+        ReadError::OverBudget {
+            partial,
+            wanted,
+            others,
+        } => (
+            Some(503),
+            RequestId::HttpOverBudget.error(format!(
+                "a body of {wanted} bytes while other requests in progress hold {others}: over the fake's {} byte budget for unfinished bodies (answered 503, closed)",
+                shared.bodies.limit()
+            )),
             partial,
         ),
         ReadError::Incomplete { reason, partial } => (

@@ -38,7 +38,7 @@ const POOL_COPY: &str = ".kvp_pool_1";
 /// The agent's own folder in the case folder (nobody's), and where the sandbox binds it: the
 /// agent's `{case_dir}`.
 const AGENT_FOLDER: &str = "agent";
-const AGENT_CASE_DIR: &str = "/run/wirecheck-case";
+pub const AGENT_CASE_DIR: &str = "/run/wirecheck-case";
 /// Time the sandbox gets beyond the agent's deadline to set up, kill and write its files.
 const SANDBOX_GRACE: Duration = Duration::from_secs(15);
 
