@@ -54,7 +54,7 @@ in-progress cases are skipped) and is judged by the recommended policy.";
 #[derive(Debug, Parser)]
 #[command(
     name = "wirecheck",
-    version,
+    version = crate::build_info::BUILD,
     about = "Runs Azure provisioning agents against a fake wireserver + IMDS and judges what they send and write",
     propagate_version = true
 )]
@@ -1006,9 +1006,8 @@ fn prop(args: PropArgs) -> u8 {
     let interrupted = pair_runner.interrupted();
     let uncontained = pair_runner.uncontained().map(str::to_owned);
     pair_runner.finish();
-    let mut results = crate::results::RunResults::new(
+    let mut results = crate::results::RunResults::of_this_build(
         started_wall.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        env!("CARGO_PKG_VERSION"),
     );
     results.duration_ms = started.elapsed().as_millis() as u64;
     results.interrupted = interrupted.map(|s| runner::signal_name(s).to_owned());
