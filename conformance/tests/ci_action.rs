@@ -426,7 +426,7 @@ fn the_install_step_installs_the_release_from_a_folder_or_a_loopback_server_and_
 
     // From a loopback server, into an empty tool cache.
     std::fs::remove_dir_all(steps.path("tool-cache")).unwrap();
-    let server = wirecheck_test_support::files::FileServer::serve(&dist).unwrap();
+    let server = wirecheck_test_support::files::FileServer::serve(dist).unwrap();
     let out = release_install(&steps, &server.base, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(cached_bin(&steps).join("wirecheck").is_file());

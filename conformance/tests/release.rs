@@ -45,11 +45,11 @@ fn the_archive_runs_the_suite_from_an_empty_folder_and_the_checksums_verify() {
         format!("{deb}.sha256"),
     ];
     expected.sort();
-    assert_eq!(files_in(&dist), expected);
+    assert_eq!(files_in(dist), expected);
 
     // `sha256sum -c` accepts each checksum file, and each names its file.
     for sum in [format!("{stem}.tar.gz.sha256"), format!("{deb}.sha256")] {
-        let (ok, text) = run_in(&dist, "sha256sum", &["-c", &sum]);
+        let (ok, text) = run_in(dist, "sha256sum", &["-c", &sum]);
         assert!(ok, "sha256sum -c {sum}: {text}");
         let named = sum.trim_end_matches(".sha256");
         assert_eq!(text.trim(), format!("{named}: OK"));
@@ -61,7 +61,7 @@ fn the_archive_runs_the_suite_from_an_empty_folder_and_the_checksums_verify() {
     let archive = dist.join(format!("{stem}.tar.gz"));
     let (ok, text) = run_in(&unpacked, "tar", &["-xzf", archive.to_str().unwrap()]);
     assert!(ok, "{text}");
-    assert_eq!(files_in(&unpacked), [stem.clone()]);
+    assert_eq!(files_in(&unpacked), std::slice::from_ref(&stem));
     let folder = unpacked.join(&stem);
     assert_eq!(
         files_in(&folder),
