@@ -2,10 +2,12 @@
 # wirecheck benchmarks: every figure measured side by side with its reference in one run, as
 # ratios, written to bench/RESULTS.md (not part of the test command).
 #
-#   bench/run.sh                 # the full run (about 5 minutes on 2 cores)
+#   bench/run.sh                 # the full run (about 9 minutes on 2 cores, 4 of them the install
+#                                # part's source build)
 #   QUICK=1 bench/run.sh         # a dry run with tiny counts, written to target/bench-quick/RESULTS.md
-#                                # (without the reporter part: its script rewrites bench/reporter/RESULTS.md)
-#   bench/run.sh --only imds     # one part: imds | footprint | kvp | suite | reporter | reliability | prop | matrix (repeatable;
+#                                # (without the reporter part: its script rewrites bench/reporter/RESULTS.md;
+#                                # without the install part: its source build takes minutes)
+#   bench/run.sh --only imds     # one part: imds | footprint | kvp | suite | reporter | reliability | prop | install | matrix (repeatable;
 #                                # matrix only when asked: root and the real agents; its record is
 #                                # bench/MATRIX.md: bench/run.sh --only matrix --out bench/MATRIX.md)
 #   bench/run.sh --only imds --baseline-fake /tmp/fake-before   # also measure an older build of the
@@ -44,6 +46,6 @@ if [ -n "${QUICK:-}" ]; then
         --out "${target_dir}/bench-quick/RESULTS.md" \
         --wrk-seconds 1 --rounds 1 --startup-runs 3 --flood-requests 2000 \
         --kvp-records 2000 --kvp-runs 1 --suite-runs 1 --prop-cases 16 --prop-cases-cloud-init 8 \
-        --skip reporter "$@"
+        --skip reporter --skip install "$@"
 fi
 exec "${target_dir}/release/bench-run" --root . --invocation "bench/run.sh $*" "$@"

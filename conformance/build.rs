@@ -1,6 +1,7 @@
 //! Embeds the default suite (`scenarios/*.toml`) and the agent profiles
 //! (`conformance/agents/*.toml`) in the binary, so an installed `wirecheck` works with nothing
-//! beside it (`src/embedded.rs`).
+//! beside it (`src/embedded.rs`), and names the build's commit (`wirecheck-build-stamp`:
+//! `WIRECHECK_BUILD`, `WIRECHECK_BUILD_COMMIT`; `src/build_info.rs`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -32,6 +33,7 @@ fn table(out: &mut String, name: &str, files: &[PathBuf]) {
 }
 
 fn main() {
+    wirecheck_build_stamp::emit();
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let mut out = String::new();
     table(

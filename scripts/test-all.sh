@@ -12,6 +12,10 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 /usr/bin/python3 -c 'import cloudinit' >/dev/null 2>&1 || missing+=(cloud-init)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
+# The release files (scripts/release.sh, tests release and ci_action): readelf, dpkg-deb, curl.
+command -v readelf >/dev/null 2>&1 || missing+=(binutils)
+command -v dpkg-deb >/dev/null 2>&1 || missing+=(dpkg)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
 if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update

@@ -46,7 +46,7 @@ in-progress cases are skipped) and is judged by the recommended policy.";
 #[derive(Debug, Parser)]
 #[command(
     name = "wirecheck",
-    version,
+    version = conformance::build_info::BUILD,
     about = "Runs Azure provisioning agents against a fake wireserver + IMDS and judges what they send and write",
     propagate_version = true
 )]

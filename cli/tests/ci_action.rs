@@ -2,8 +2,11 @@
 //! example (`examples/github/wirecheck-matrix.yml`): the YAML parses and fits together (every
 //! input the example passes exists, every input is used, every step's script mode exists), and
 //! the steps run for real here: install (with this build's binaries), two partition runs, the
-//! merge, the job summary and the step outputs.
+//! merge, the job summary and the step outputs; and install from release files
+//! (`scripts/release.sh` of this build) in a folder or on a loopback server: checksum checked,
+//! kept in the tool cache, a tampered archive refused, no matching release built from source.
 
+mod release_support;
 mod runner_support;
 
 use std::collections::BTreeSet;
@@ -93,12 +96,21 @@ fn the_action_and_the_example_fit_together() {
             .any(|s| s["id"] == "wirecheck")
     );
 
-    // The example: partition jobs using the action, then a merge job using it.
+    // The example: one install job, partition jobs using its binaries, then a merge job.
     let example = yaml(&repo().join("examples/github/wirecheck-matrix.yml"));
     let mut uses = 0;
     let mut commands = Vec::new();
-    for (_, job) in example["jobs"].as_object().unwrap() {
+    for (name, job) in example["jobs"].as_object().unwrap() {
+        let mut downloaded_bins = false;
         for step in job["steps"].as_array().unwrap() {
+            if step["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/download-artifact@"))
+                && step["with"]["name"] == "wirecheck-bin"
+            {
+                assert_eq!(step["with"]["path"], "wirecheck-bin", "{name}");
+                downloaded_bins = true;
+            }
             if step["uses"]
                 .as_str()
                 .is_some_and(|u| u.ends_with("/wirecheck@REF"))
@@ -110,12 +122,34 @@ fn the_action_and_the_example_fit_together() {
                         "the example passes unknown input {key}"
                     );
                 }
-                commands.push(step["with"]["command"].as_str().unwrap_or("run").to_owned());
+                let command = step["with"]["command"].as_str().unwrap_or("run");
+                commands.push(command.to_owned());
+                // Only the install job installs; the others use its binaries.
+                if command != "install" {
+                    assert!(
+                        downloaded_bins,
+                        "{name}: wirecheck-bin is not downloaded first"
+                    );
+                    assert_eq!(step["with"]["bin-dir"], "wirecheck-bin", "{name}");
+                }
             }
         }
     }
-    assert_eq!(uses, 2);
-    assert_eq!(commands, ["run", "merge"]);
+    assert_eq!(uses, 3);
+    assert_eq!(commands, ["install", "run", "merge"]);
+    let install_job = &example["jobs"]["install"];
+    let upload = &install_job["steps"][1];
+    assert_eq!(upload["with"]["name"], "wirecheck-bin");
+    assert_eq!(
+        upload["with"]["path"],
+        "${{ steps.wirecheck.outputs.bin-dir }}/"
+    );
+    assert_eq!(install_job["steps"][0]["id"], "wirecheck");
+    assert_eq!(
+        action["outputs"]["bin-dir"]["value"],
+        "${{ steps.install.outputs.bin }}"
+    );
+    assert_eq!(example["jobs"]["wirecheck"]["needs"], "install");
     let wirecheck_job = &example["jobs"]["wirecheck"];
     assert_eq!(
         wirecheck_job["strategy"]["matrix"]["part"],
@@ -313,4 +347,252 @@ fn the_action_steps_fail_with_the_agent_and_say_what_is_missing() {
     let out = steps.run("install", &[("WIRECHECK_BIN_DIR", "")]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert!(text(&out).contains("WIRECHECK_SRC"), "{}", text(&out));
+}
+
+/// Install from release files, as the action does by default: not the test's own binaries.
+fn release_install(steps: &Steps, release: &str, extra: &[(&str, &str)]) -> Output {
+    let cache = steps.path("tool-cache").display().to_string();
+    let src = repo().display().to_string();
+    let mut vars = vec![
+        ("WIRECHECK_BIN_DIR", ""),
+        ("WIRECHECK_SRC", src.as_str()),
+        ("WIRECHECK_RELEASE_URL", release),
+        ("RUNNER_TOOL_CACHE", cache.as_str()),
+    ];
+    vars.extend_from_slice(extra);
+    steps.run("install", &vars)
+}
+
+/// Where install puts this machine's release: the tool cache's wirecheck/<version>/<arch>.
+fn cached_bin(steps: &Steps) -> PathBuf {
+    let arch = if std::env::consts::ARCH == "x86_64" {
+        "x64"
+    } else {
+        "arm64"
+    };
+    steps
+        .path("tool-cache")
+        .join("wirecheck")
+        .join(conformance::build_info::VERSION)
+        .join(arch)
+}
+
+#[test]
+fn the_install_step_installs_the_release_from_a_folder_or_a_loopback_server_and_judges_the_reporter()
+ {
+    let steps = Steps::new();
+    let dist = release_support::release_files();
+    let archive = format!("{}.tar.gz", release_support::archive_stem());
+
+    // From a folder: verified, unpacked into the tool cache, on $GITHUB_PATH.
+    let out = release_install(&steps, &dist.display().to_string(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("downloading {archive}")),
+        "{}",
+        text(&out)
+    );
+    let bin = cached_bin(&steps).canonicalize().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(steps.path("path")).unwrap().trim(),
+        bin.display().to_string()
+    );
+    assert!(
+        steps
+            .outputs()
+            .contains(&format!("bin={}\n", bin.display()))
+    );
+    for name in ["wirecheck", "fake-wireserver", "provision-report"] {
+        assert!(bin.join(name).is_file(), "{name} is not installed");
+    }
+
+    // The run step, finding wirecheck on PATH as the next steps do, judges the bundled reporter
+    // (found beside the installed wirecheck).
+    let path = format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", bin.display());
+    let out = steps.run(
+        "run",
+        &[
+            ("WIRECHECK_BIN_DIR", ""),
+            ("PATH", &path),
+            ("INPUT_AGENT", "provision-report"),
+            ("INPUT_CASES", "wire.health.*"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let results = runner_support::results(&steps.path("wirecheck-results"));
+    assert_eq!(results["agents"][0]["agent"], "provision-report");
+    assert_eq!(results["agents"][0]["cases"].as_array().unwrap().len(), 74);
+    assert_eq!(results["wirecheck_commit"], conformance::build_info::COMMIT);
+
+    // From a loopback server, into an empty tool cache.
+    std::fs::remove_dir_all(steps.path("tool-cache")).unwrap();
+    let server = wirecheck_test_support::files::FileServer::serve(dist).unwrap();
+    let out = release_install(&steps, &server.base, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(cached_bin(&steps).join("wirecheck").is_file());
+    assert_eq!(
+        server.asked(),
+        [
+            format!("/release/{archive}.sha256"),
+            format!("/release/{archive}")
+        ]
+    );
+    // Again: the same archive is in the tool cache; only its checksum is fetched.
+    let out = release_install(&steps, &server.base, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("from the tool cache"), "{}", text(&out));
+    assert_eq!(server.asked().len(), 3);
+}
+
+#[test]
+fn the_install_step_refuses_a_tampered_archive_and_a_bad_checksum_file() {
+    let steps = Steps::new();
+    let dist = release_support::release_files();
+    let archive = format!("{}.tar.gz", release_support::archive_stem());
+
+    // One byte of the archive changed: refused, naming the file and both hashes; nothing
+    // installed.
+    let tampered = steps.path("tampered");
+    std::fs::create_dir(&tampered).unwrap();
+    for name in [archive.clone(), format!("{archive}.sha256")] {
+        std::fs::copy(dist.join(&name), tampered.join(&name)).unwrap();
+    }
+    let mut bytes = std::fs::read(tampered.join(&archive)).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(tampered.join(&archive), &bytes).unwrap();
+    let published = std::fs::read_to_string(dist.join(format!("{archive}.sha256"))).unwrap();
+    let expected = published.split(' ').next().unwrap();
+    let (ok, actual) = release_support::run_in(
+        &tampered,
+        "sha256sum",
+        &[tampered.join(&archive).to_str().unwrap()],
+    );
+    assert!(ok);
+    let actual = actual.split(' ').next().unwrap().to_owned();
+    let out = release_install(&steps, &tampered.display().to_string(), &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains(&format!("{archive}: checksum mismatch")),
+        "{said}"
+    );
+    assert!(said.contains(expected) && said.contains(&actual), "{said}");
+    assert!(!steps.path("tool-cache").join("wirecheck").exists());
+    assert!(!steps.path("path").exists(), "nothing put on PATH");
+
+    // A checksum file that is not sha256sum's line for this archive: refused too.
+    std::fs::copy(dist.join(&archive), tampered.join(&archive)).unwrap();
+    std::fs::write(
+        tampered.join(format!("{archive}.sha256")),
+        format!("{expected}  another-file.tar.gz\n"),
+    )
+    .unwrap();
+    let out = release_install(&steps, &tampered.display().to_string(), &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("{archive}.sha256 (from ")),
+        "{}",
+        text(&out)
+    );
+    assert!(!steps.path("tool-cache").join("wirecheck").exists());
+}
+
+/// A `cargo` that records its arguments and "builds" by copying this build's binaries into
+/// `--root`/bin: the source build's commands without its minutes.
+fn fake_cargo(steps: &Steps) -> String {
+    let dir = steps.path("fake-cargo");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = format!(
+        "#!/bin/bash\necho \"$*\" >>{log}\nwhile [ $# -gt 0 ]; do [ \"$1\" = --root ] && root=$2; shift; done\n\
+         mkdir -p \"$root/bin\" && cp {bins}/wirecheck {bins}/fake-wireserver {bins}/provision-report \"$root/bin/\"\n",
+        log = steps.path("cargo.log").display(),
+        bins = steps.bin.display(),
+    );
+    std::fs::write(dir.join("cargo"), script).unwrap();
+    std::fs::set_permissions(
+        dir.join("cargo"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", dir.display())
+}
+
+#[test]
+fn the_install_step_builds_from_source_when_no_release_matches() {
+    let steps = Steps::new();
+    let dist = release_support::release_files();
+    let path = fake_cargo(&steps);
+    let src = repo().display().to_string();
+    let cargo_log = || std::fs::read_to_string(steps.path("cargo.log")).unwrap_or_default();
+
+    // A release location without this machine's files: built from the action's checkout.
+    let empty = steps.path("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = release_install(&steps, &empty.display().to_string(), &[("PATH", &path)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("building from source"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        cargo_log().contains("install --locked --quiet --force --root"),
+        "{}",
+        cargo_log()
+    );
+    assert!(cargo_log().contains(&format!("--path {src}/conformance")));
+
+    // A branch ref with no release location given: source, saying how to install in seconds.
+    std::fs::remove_file(steps.path("cargo.log")).unwrap();
+    let out = steps.run(
+        "install",
+        &[
+            ("WIRECHECK_BIN_DIR", ""),
+            ("WIRECHECK_SRC", &src),
+            ("WIRECHECK_ACTION_REF", "main"),
+            ("PATH", &path),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!(
+            "ref (main) is not a release tag (v{})",
+            conformance::build_info::VERSION
+        )),
+        "{}",
+        text(&out)
+    );
+    assert!(cargo_log().contains("--path"), "{}", cargo_log());
+
+    // A commit ref takes the release only when the release was built from that commit.
+    std::fs::remove_file(steps.path("cargo.log")).unwrap();
+    let other = "0".repeat(40);
+    let out = release_install(
+        &steps,
+        &dist.display().to_string(),
+        &[("WIRECHECK_ACTION_REF", &other), ("PATH", &path)],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("not the action's commit {other}")),
+        "{}",
+        text(&out)
+    );
+    assert!(cargo_log().contains("--path"), "{}", cargo_log());
+    let commit = conformance::build_info::COMMIT;
+    assert_eq!(commit.len(), 40, "built from a git checkout: {commit}");
+    std::fs::remove_file(steps.path("cargo.log")).unwrap();
+    let out = release_install(
+        &steps,
+        &dist.display().to_string(),
+        &[("WIRECHECK_ACTION_REF", commit), ("PATH", &path)],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        cargo_log(),
+        "",
+        "the release is the action's commit: no build"
+    );
+    assert!(cached_bin(&steps).join("wirecheck").is_file());
 }

@@ -89,6 +89,13 @@ fn merged_parts_are_the_whole_run_and_strangers_are_refused_by_name() {
     assert_eq!(case_ids(&got), case_ids(&whole));
     assert_eq!(got["run"]["plan"], whole["run"]["plan"]);
     assert_eq!(got["run"]["partition"], serde_json::json!({"k": 1, "n": 1}));
+    // The build that wrote the parts, commit included, is the merged file's.
+    assert_eq!(got["wirecheck_commit"], part1["wirecheck_commit"]);
+    assert_eq!(
+        got["wirecheck_commit"],
+        conformance::build_info::COMMIT,
+        "{got:#}"
+    );
     let junit = std::fs::read_to_string(merged.join("junit.xml")).unwrap();
     assert!(junit.contains("tests=\"74\""), "{junit}");
     let html = std::fs::read_to_string(merged.join("report.html")).unwrap();
@@ -180,6 +187,14 @@ fn merged_parts_are_the_whole_run_and_strangers_are_refused_by_name() {
     };
     let old = edited("old", &|v| v["wirecheck_version"] = "0.0.9".into());
     refused(&[&p1, &old, &p3], &["old", "wirecheck 0.0.9"]);
+    // The same version built from another commit is another build; so is a file without one.
+    let rebuilt = edited("rebuilt", &|v| v["wirecheck_commit"] = "0123abc".into());
+    refused(&[&p1, &rebuilt, &p3], &["rebuilt", "(commit 0123abc)"]);
+    let uncommitted = edited("uncommitted", &|v| {
+        v.as_object_mut().unwrap().remove("wirecheck_commit");
+    });
+    let bare_version = format!("written by wirecheck {},", conformance::build_info::VERSION);
+    refused(&[&p1, &uncommitted, &p3], &["uncommitted", &bare_version]);
     let bare = edited("bare", &|v| {
         v.as_object_mut().unwrap().remove("run");
     });

@@ -5,8 +5,9 @@
 //! runs, judges and reports progress as events ([`progress`]); it draws nothing, and the results
 //! it builds are the `wirecheck-results` crate's model.
 //!
-//! Code map: [`agent`] (profiles and command templates), [`scenario`] (scenario files),
-//! [`bounds`] (the largest numbers those files may give), [`catalog`] (the check ids, a leaf),
+//! Code map: [`agent`] (profiles and command templates), [`build_info`] (which build this is:
+//! version and commit), [`scenario`] (scenario files), [`bounds`] (the largest numbers those
+//! files may give), [`catalog`] (the check ids, a leaf),
 //! [`disposition`] (what becomes of a case: run, skipped and why, harness error),
 //! [`checks`] (the judges), [`observe`] (what a run produced, and the profile's reading of
 //! each answer), [`runner`] (planning, parallel execution, artifacts), [`exec`] (agent
@@ -20,6 +21,7 @@
 
 pub mod agent;
 pub mod bounds;
+pub mod build_info;
 pub mod catalog;
 pub mod checks;
 pub mod diag;

@@ -26,7 +26,7 @@ const EXIT_JOURNAL_LOST: u8 = 3;
 #[derive(Debug, Parser)]
 #[command(
     name = "fake-wireserver",
-    version,
+    version = env!("WIRECHECK_BUILD"),
     args_conflicts_with_subcommands = true,
     about = "A fake Azure wireserver + IMDS with scripted faults and a journal",
     after_help = "When every listener is ready, one JSON line with the resolved addresses and the admin token is printed on stdout:\n  {\"wireserver\":\"127.0.0.1:41234\",\"imds\":\"127.0.0.1:41235\",\"proxy\":null,\"admin\":\"127.0.0.1:41236\",\"admin_token\":\"<64-hex-digits>\"}\n\nAdmin API (admin listener only): GET /__admin/journal, POST /__admin/scenario[?origin=PATH], POST /__admin/reset, GET /__admin/served.\nEvery admin request needs `Authorization: Bearer <admin_token>` (else 401) and `Host: <admin address>` or `localhost:PORT`; requests with Origin or Sec-Fetch-* headers, and POSTs whose Content-Type is not application/toml or application/json, are refused with 403. A scenario is posted as application/toml.\n\nScenario files (body_file, imds.instance_file) load only regular files of at most 1 MiB from the scenario's own folder or an --allow-files folder; a scenario posted without ?origin=PATH has no folder of its own."

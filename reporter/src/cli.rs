@@ -31,7 +31,7 @@ report to KVP, then report to the wireserver within --timeout.";
 #[derive(Debug, Parser)]
 #[command(
     name = "provision-report",
-    version,
+    version = env!("WIRECHECK_BUILD"),
     args_override_self = true,
     about = "Report Azure provisioning health (Ready / failure / in progress) to the wireserver, \
              with the encoded report written to Hyper-V KVP first",

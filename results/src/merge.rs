@@ -216,11 +216,9 @@ pub fn merge(parts: &[Part]) -> Result<RunResults, MergeError> {
         let mismatch = |found: String, expected: String| {
             (part.name.clone(), first.name.clone(), found, expected)
         };
-        if part.results.wirecheck_version != first.results.wirecheck_version {
-            let (part, first, found, expected) = mismatch(
-                part.results.wirecheck_version.clone(),
-                first.results.wirecheck_version.clone(),
-            );
+        if part.results.build() != first.results.build() {
+            let (part, first, found, expected) =
+                mismatch(part.results.build(), first.results.build());
             return Err(MergeError::Version {
                 part,
                 first,
@@ -348,6 +346,7 @@ pub fn merge(parts: &[Part]) -> Result<RunResults, MergeError> {
         first.results.started.clone(),
         first.results.wirecheck_version.clone(),
     );
+    merged.wirecheck_commit = first.results.wirecheck_commit.clone();
     if spans.len() == parts.len() {
         let start = spans.iter().map(|s| s.0).min().unwrap_or(spans[0].0);
         let end = spans.iter().map(|s| s.1).max().unwrap_or(spans[0].1);

@@ -76,6 +76,10 @@ pub struct RunResults {
     pub started: String,
     pub duration_ms: u64,
     pub wirecheck_version: String,
+    /// The commit the wirecheck binary was built from (or `unknown`): with the version, the
+    /// exact build. Absent in files written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wirecheck_commit: Option<String>,
     /// Set when the run was cut short by a signal (`SIGINT`, `SIGTERM`, `SIGHUP`): the results are
     /// partial; cases not run, or cut off, are `skipped` saying so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -352,11 +356,30 @@ impl RunResults {
             started: started.into(),
             duration_ms: 0,
             wirecheck_version: wirecheck_version.into(),
+            wirecheck_commit: None,
             interrupted: None,
             uncontained: None,
             run: None,
             never_started: Vec::new(),
             agents: Vec::new(),
+        }
+    }
+
+    /// An empty run stamped with a build: the version and the commit it was built from (the
+    /// runner passes its own, `conformance::build_info`; this crate knows no build of its own).
+    pub fn of_build(started: impl Into<String>, version: &str, commit: &str) -> RunResults {
+        RunResults {
+            wirecheck_commit: Some(commit.to_owned()),
+            ..RunResults::new(started, version)
+        }
+    }
+
+    /// The build that wrote the file, as `--version` names it: `0.1.0 (commit <hash>)`, or the
+    /// bare version for a file without a commit.
+    pub fn build(&self) -> String {
+        match &self.wirecheck_commit {
+            Some(commit) => format!("{} (commit {commit})", self.wirecheck_version),
+            None => self.wirecheck_version.clone(),
         }
     }
 

@@ -107,6 +107,8 @@ fn written_file_validates_against_the_schema() {
     let mut results = fixture();
     results.interrupted = Some("SIGINT".into());
     results.uncontained = Some("this machine refuses part of that".into());
+    // `wirecheck_commit`: every run since it exists (the fixture stands for an older file).
+    results.wirecheck_commit = Some("0123456789abcdef0123456789abcdef01234567".into());
     // `run` (plan and partition) is written by every run since `wirecheck merge` exists.
     results.run = Some(wirecheck_results::RunInfo {
         id: Some("4242".into()),

@@ -24,6 +24,8 @@ enum Part {
     Prop,
     /// The real-agent matrix (root, agents installed; not part of the default run).
     Matrix,
+    /// The action's install step: release archive against a source build (minutes).
+    Install,
 }
 
 #[derive(Debug, Parser)]
@@ -72,6 +74,9 @@ struct Cli {
     /// Rounds of the reliability part's kill loop (each writer).
     #[arg(long, default_value_t = 200)]
     reliability_rounds: usize,
+    /// Timed installs from the release archive, per way (the source build is timed once).
+    #[arg(long, default_value_t = 3)]
+    install_runs: usize,
     /// Generated cases of the prop part against provision-report.
     #[arg(long, default_value_t = 256)]
     prop_cases: u32,
@@ -154,6 +159,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             suite_runs: cli.suite_runs,
             reporter_runs: cli.reporter_runs,
             reliability_rounds: cli.reliability_rounds,
+            install_runs: cli.install_runs,
             baseline_fake: cli.baseline_fake.clone(),
             baseline_checkout: cli.baseline_checkout.clone(),
             prop_cases: cli.prop_cases,
@@ -239,6 +245,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if wanted(Part::Prop) {
         add("property runs", &|| sections::prop::run(&ctx));
+    }
+    if wanted(Part::Install) {
+        add("install", &|| sections::install::run(&ctx));
     }
     // Opt-in: it needs root and the real agents, and takes as long as its slowest case.
     if cli.only.contains(&Part::Matrix) {

@@ -4,6 +4,7 @@
 pub mod footprint;
 pub mod fuzz;
 pub mod imds;
+pub mod install;
 pub mod kvp;
 pub mod matrix;
 pub mod prop;
@@ -43,6 +44,8 @@ pub struct Settings {
     pub reporter_runs: usize,
     /// Rounds of the reliability part's kill loop.
     pub reliability_rounds: usize,
+    /// Timed installs from the release archive per way (loopback HTTP, folder, warm cache).
+    pub install_runs: usize,
     /// A second fake-wireserver binary the IMDS part measures beside the current one.
     pub baseline_fake: Option<PathBuf>,
     /// An older checkout (with release binaries built) whose suite the suite part times beside

@@ -157,9 +157,8 @@ pub fn prop(args: PropArgs) -> u8 {
     let interrupted = pair_runner.interrupted();
     let uncontained = pair_runner.uncontained().map(str::to_owned);
     pair_runner.finish();
-    let mut results = wirecheck_results::RunResults::new(
+    let mut results = conformance::build_info::new_results(
         started_wall.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        env!("CARGO_PKG_VERSION"),
     );
     results.duration_ms = started.elapsed().as_millis() as u64;
     results.interrupted = interrupted.map(|s| runner::signal_name(s).to_owned());

@@ -195,7 +195,7 @@ fn run_info(
         id: args.run_id.clone(),
         plan_cases: cases.len(),
         plan: wirecheck_results::merge::plan_fingerprint(
-            env!("CARGO_PKG_VERSION"),
+            conformance::build_info::VERSION,
             args.snapshots.is_some(),
             cases,
             profiles

@@ -421,9 +421,8 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
             }),
         }
     }
-    let mut results = RunResults::new(
+    let mut results = crate::build_info::new_results(
         started_wall.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        env!("CARGO_PKG_VERSION"),
     );
     results.duration_ms = started.elapsed().as_millis() as u64;
     results.interrupted = stop.signal().map(|s| signal_name(s).to_owned());

@@ -205,6 +205,7 @@ pub fn fixture() -> RunResults {
         started: "2025-01-02T03:04:05Z".into(),
         duration_ms: 21_345,
         wirecheck_version: "0.1.0".into(),
+        wirecheck_commit: None,
         interrupted: None,
         uncontained: None,
         run: None,
