@@ -541,7 +541,8 @@ fn the_install_step_builds_from_source_when_no_release_matches() {
         "{}",
         cargo_log()
     );
-    assert!(cargo_log().contains(&format!("--path {src}/conformance")));
+    assert!(cargo_log().contains(&format!("--path {src}/cli")));
+    assert!(cargo_log().contains(&format!("--path {src}/fake-wireserver-cli")));
 
     // A branch ref with no release location given: source, saying how to install in seconds.
     std::fs::remove_file(steps.path("cargo.log")).unwrap();
