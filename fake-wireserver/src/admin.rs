@@ -11,7 +11,7 @@
 //! * `GET /__admin/stats` — the journal's state: the window (`JournalStats`) and, once a write
 //!   to the `--journal` file failed, `file_error` (`JournalFileError`: the entries it misses).
 //!
-//! Every request is checked before anything is done (ARCHITECTURE.md, "Threat model"):
+//! Every request is checked before anything is done (docs/threat-model.md):
 //!
 //! 1. 403 for what a browser sends: a `Host` that is not this listener (`127.0.0.1:PORT`,
 //!    `localhost:PORT`: DNS rebinding), an `Origin` or `Sec-Fetch-*` header, a POST with a
