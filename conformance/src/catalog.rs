@@ -6,26 +6,58 @@
 
 use std::fmt;
 
-/// One check of the catalog. The serialized form (case ids, `checks = [...]`, results) is
-/// [`CheckId::as_str`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum CheckId {
-    ProtocolRequest,
-    ProtocolHeaders,
-    ReportShape,
-    ReportState,
-    ReportDescription,
-    ReportLimit,
-    KvpPool,
-    KvpReport,
-    BehaviourRetry,
-    BehaviourInterval,
-    BehaviourRate,
-    BehaviourBudget,
-    BehaviourTerminal,
-    BehaviourExit,
-    BehaviourTimeout,
-    BehaviourRefresh,
+/// Declares the catalog from one row per check (variant, id, one-line meaning): the enum,
+/// [`CheckId::ALL`] (the order cases are listed in), [`CheckId::as_str`] and
+/// [`CheckId::title`] are all generated from the rows, so a check is added in one place.
+macro_rules! catalog {
+    ($($variant:ident => $id:literal, $title:literal;)+) => {
+        /// One check of the catalog. The serialized form (case ids, `checks = [...]`, results)
+        /// is [`CheckId::as_str`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum CheckId {
+            $($variant,)+
+        }
+
+        impl CheckId {
+            /// Every check, in the order cases are listed.
+            pub const ALL: [CheckId; [$($id),+].len()] = [$(CheckId::$variant),+];
+
+            /// Stable dotted id, the tail of case ids.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(CheckId::$variant => $id,)+
+                }
+            }
+
+            /// What the check judges, in one line (case titles, `wirecheck list`).
+            pub fn title(self) -> &'static str {
+                match self {
+                    $(CheckId::$variant => $title,)+
+                }
+            }
+        }
+    };
+}
+
+catalog! {
+    ProtocolRequest => "protocol.request", "requests use the right method, path spelling and query";
+    ProtocolHeaders => "protocol.headers", "required headers and content types per endpoint";
+    ReportShape => "report.shape", "health report is well-formed and echoes the served goal state";
+    ReportState => "report.state", "state and substatus match the requested report";
+    ReportDescription => "report.description",
+        "description carries the requested report (encoded fields, order, timestamp, documentation_url)";
+    ReportLimit => "report.limit", "description within the platform's 4096-byte limit, trimmed not mangled";
+    KvpPool => "kvp.pool", "pool file: 2560-byte records, NUL padding, UTF-8, key format, host limits";
+    KvpReport => "kvp.report", "PROVISIONING_REPORT present and equal to what was reported";
+    BehaviourRetry => "behaviour.retry", "retries exactly the answers its profile calls retryable";
+    BehaviourInterval => "behaviour.interval", "waits at least the declared interval before retrying";
+    BehaviourRate => "behaviour.rate", "request rate under throttling at most the declared maximum";
+    BehaviourBudget => "behaviour.budget", "stops within the budget";
+    BehaviourTerminal => "behaviour.terminal", "exactly one terminal report is delivered";
+    BehaviourExit => "behaviour.exit", "exit status says whether the report was delivered";
+    BehaviourTimeout => "behaviour.timeout", "abandons a request that hangs past the per-request timeout";
+    BehaviourRefresh => "behaviour.refresh",
+        "fetches the goal state again after a 410 on the health report (XML flow)";
 }
 
 /// The case id tail of the snapshot case (`--snapshots`): not a catalog check (no scenario
@@ -33,80 +65,6 @@ pub enum CheckId {
 pub const SNAPSHOT_CHECK: &str = "snapshot.transcript";
 
 impl CheckId {
-    /// Every check, in the order cases are listed.
-    pub const ALL: [CheckId; 16] = [
-        CheckId::ProtocolRequest,
-        CheckId::ProtocolHeaders,
-        CheckId::ReportShape,
-        CheckId::ReportState,
-        CheckId::ReportDescription,
-        CheckId::ReportLimit,
-        CheckId::KvpPool,
-        CheckId::KvpReport,
-        CheckId::BehaviourRetry,
-        CheckId::BehaviourInterval,
-        CheckId::BehaviourRate,
-        CheckId::BehaviourBudget,
-        CheckId::BehaviourTerminal,
-        CheckId::BehaviourExit,
-        CheckId::BehaviourTimeout,
-        CheckId::BehaviourRefresh,
-    ];
-
-    /// Stable dotted id, the tail of case ids.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CheckId::ProtocolRequest => "protocol.request",
-            CheckId::ProtocolHeaders => "protocol.headers",
-            CheckId::ReportShape => "report.shape",
-            CheckId::ReportState => "report.state",
-            CheckId::ReportDescription => "report.description",
-            CheckId::ReportLimit => "report.limit",
-            CheckId::KvpPool => "kvp.pool",
-            CheckId::KvpReport => "kvp.report",
-            CheckId::BehaviourRetry => "behaviour.retry",
-            CheckId::BehaviourInterval => "behaviour.interval",
-            CheckId::BehaviourRate => "behaviour.rate",
-            CheckId::BehaviourBudget => "behaviour.budget",
-            CheckId::BehaviourTerminal => "behaviour.terminal",
-            CheckId::BehaviourExit => "behaviour.exit",
-            CheckId::BehaviourTimeout => "behaviour.timeout",
-            CheckId::BehaviourRefresh => "behaviour.refresh",
-        }
-    }
-
-    /// What the check judges, in one line (case titles, `wirecheck list`).
-    pub fn title(self) -> &'static str {
-        match self {
-            CheckId::ProtocolRequest => "requests use the right method, path spelling and query",
-            CheckId::ProtocolHeaders => "required headers and content types per endpoint",
-            CheckId::ReportShape => "health report is well-formed and echoes the served goal state",
-            CheckId::ReportState => "state and substatus match the requested report",
-            CheckId::ReportDescription => {
-                "description carries the requested report (encoded fields, order, timestamp, documentation_url)"
-            }
-            CheckId::ReportLimit => {
-                "description within the platform's 4096-byte limit, trimmed not mangled"
-            }
-            CheckId::KvpPool => {
-                "pool file: 2560-byte records, NUL padding, UTF-8, key format, host limits"
-            }
-            CheckId::KvpReport => "PROVISIONING_REPORT present and equal to what was reported",
-            CheckId::BehaviourRetry => "retries exactly the answers its profile calls retryable",
-            CheckId::BehaviourInterval => "waits at least the declared interval before retrying",
-            CheckId::BehaviourRate => "request rate under throttling at most the declared maximum",
-            CheckId::BehaviourBudget => "stops within the budget",
-            CheckId::BehaviourTerminal => "exactly one terminal report is delivered",
-            CheckId::BehaviourExit => "exit status says whether the report was delivered",
-            CheckId::BehaviourTimeout => {
-                "abandons a request that hangs past the per-request timeout"
-            }
-            CheckId::BehaviourRefresh => {
-                "fetches the goal state again after a 410 on the health report (XML flow)"
-            }
-        }
-    }
-
     /// The check with this exact id.
     pub fn from_id(id: &str) -> Option<CheckId> {
         CheckId::ALL.into_iter().find(|c| c.as_str() == id)

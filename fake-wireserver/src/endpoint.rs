@@ -9,207 +9,110 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-/// Every endpoint id the fake classifies requests into.
-pub const ENDPOINT_IDS: &[&str] = &[
-    WIRESERVER_VERSIONS,
-    WIRESERVER_GOALSTATE,
-    WIRESERVER_CONFIG,
-    WIRESERVER_CONFIG_HOSTING,
-    WIRESERVER_CONFIG_EXTENSIONS,
-    WIRESERVER_CERTIFICATES,
-    WIRESERVER_HEALTH_XML,
-    WIRESERVER_HEALTH_JSON,
-    WIRESERVER_TELEMETRY,
-    WIRESERVER_ROLE_PROPERTIES,
-    WIRESERVER_HEALTH_SERVICE,
-    WIRESERVER_METADATA,
-    WIRESERVER_UNKNOWN,
-    HOSTPLUGIN_VMSETTINGS,
-    HOSTPLUGIN_VERSIONS,
-    HOSTPLUGIN_HEALTH,
-    HOSTPLUGIN_STATUS,
-    HOSTPLUGIN_UNKNOWN,
-    IMDS_INSTANCE,
-    IMDS_VERSIONS,
-    IMDS_REPROVISIONDATA,
-    IMDS_UNKNOWN,
-    PROXY_UNKNOWN_HOST,
-];
+/// Declares the endpoint ids from one row each (variant, id string, service): the enum,
+/// [`EndpointId::ALL`], [`ENDPOINT_IDS`], [`EndpointId::as_str`] and [`EndpointId::service`]
+/// are generated from the rows, so an endpoint is added in one place.
+macro_rules! endpoints {
+    (
+        $(#[$meta:meta])*
+        pub enum EndpointId {
+            $($(#[doc = $doc:literal])* $variant:ident = $id:literal, $service:expr;)+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum EndpointId {
+            $($(#[doc = $doc])* $variant,)+
+        }
 
-pub(crate) const WIRESERVER_VERSIONS: &str = "wireserver.versions";
-pub(crate) const WIRESERVER_GOALSTATE: &str = "wireserver.goalstate";
-pub(crate) const WIRESERVER_CONFIG: &str = "wireserver.config";
-pub(crate) const WIRESERVER_CONFIG_HOSTING: &str = "wireserver.config.hosting";
-pub(crate) const WIRESERVER_CONFIG_EXTENSIONS: &str = "wireserver.config.extensions";
-pub(crate) const WIRESERVER_CERTIFICATES: &str = "wireserver.certificates";
-pub(crate) const WIRESERVER_HEALTH_XML: &str = "wireserver.health.xml";
-pub(crate) const WIRESERVER_HEALTH_JSON: &str = "wireserver.health.json";
-pub(crate) const WIRESERVER_TELEMETRY: &str = "wireserver.telemetry";
-pub(crate) const WIRESERVER_ROLE_PROPERTIES: &str = "wireserver.roleproperties";
-pub(crate) const WIRESERVER_HEALTH_SERVICE: &str = "wireserver.healthservice";
-pub(crate) const WIRESERVER_METADATA: &str = "wireserver.metadata";
-pub(crate) const WIRESERVER_UNKNOWN: &str = "wireserver.unknown";
-pub(crate) const HOSTPLUGIN_VMSETTINGS: &str = "hostplugin.vmsettings";
-pub(crate) const HOSTPLUGIN_VERSIONS: &str = "hostplugin.versions";
-pub(crate) const HOSTPLUGIN_HEALTH: &str = "hostplugin.health";
-pub(crate) const HOSTPLUGIN_STATUS: &str = "hostplugin.status";
-pub(crate) const HOSTPLUGIN_UNKNOWN: &str = "hostplugin.unknown";
-pub(crate) const IMDS_INSTANCE: &str = "imds.instance";
-pub(crate) const IMDS_VERSIONS: &str = "imds.versions";
-pub(crate) const IMDS_REPROVISIONDATA: &str = "imds.reprovisiondata";
-pub(crate) const IMDS_UNKNOWN: &str = "imds.unknown";
-pub(crate) const PROXY_UNKNOWN_HOST: &str = "proxy.unknown-host";
+        /// Every endpoint id the fake classifies requests into, as strings.
+        pub const ENDPOINT_IDS: &[&str] = &[$($id),+];
 
-/// An endpoint id, typed: what the Rust API takes where a scenario file writes a string. It
-/// serializes (serde, [`Display`](fmt::Display), [`EndpointId::as_str`]) as exactly the id
-/// string, and [`FromStr`](std::str::FromStr) refuses an unknown id with the list of valid ones.
-///
-/// ```
-/// use fake_wireserver::EndpointId;
-/// assert_eq!(EndpointId::WireserverGoalstate.as_str(), "wireserver.goalstate");
-/// assert_eq!("imds.instance".parse::<EndpointId>(), Ok(EndpointId::ImdsInstance));
-/// let err = "wireserver.goalstat".parse::<EndpointId>().unwrap_err();
-/// assert!(err.to_string().contains("expected one of wireserver.versions, wireserver.goalstate"));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum EndpointId {
-    /// `GET /?comp=versions`.
-    WireserverVersions,
-    /// The goal state (`/machine/?comp=goalstate`).
-    WireserverGoalstate,
-    /// Config URLs named in the goal state (`sharedConfig`, unknown types).
-    WireserverConfig,
-    /// `comp=config&type=hostingEnvironmentConfig`.
-    WireserverConfigHosting,
-    /// `comp=config&type=extensionsConfig`.
-    WireserverConfigExtensions,
-    /// `comp=certificates`.
-    WireserverCertificates,
-    /// XML health reports (`POST /machine?comp=health`).
-    WireserverHealthXml,
-    /// JSON health reports (`POST /provisioning/health`).
-    WireserverHealthJson,
-    /// `POST /machine?comp=telemetrydata`.
-    WireserverTelemetry,
-    /// `POST /machine?comp=roleProperties`.
-    WireserverRoleProperties,
-    /// `POST /HealthService` (WALA's JSON health events).
-    WireserverHealthService,
-    /// `/metadata/...` sent to the wireserver (WALA's IMDS fallback).
-    WireserverMetadata,
-    /// Anything else sent to the wireserver.
-    WireserverUnknown,
-    /// HostGAPlugin `GET /vmSettings`.
-    HostpluginVmsettings,
-    /// HostGAPlugin `GET /versions`.
-    HostpluginVersions,
-    /// HostGAPlugin `GET /health`.
-    HostpluginHealth,
-    /// HostGAPlugin `PUT /status`.
-    HostpluginStatus,
-    /// Anything else sent to the HostGAPlugin.
-    HostpluginUnknown,
-    /// `/metadata/instance` and every leaf below it.
-    ImdsInstance,
-    /// `/metadata/versions`.
-    ImdsVersions,
-    /// `/metadata/reprovisiondata`.
-    ImdsReprovisiondata,
-    /// Anything else sent to IMDS.
-    ImdsUnknown,
-    /// Proxy mode: a target host that is neither service (502).
-    ProxyUnknownHost,
+        impl EndpointId {
+            /// Every endpoint id, in the order of ARCHITECTURE.md's table (= [`ENDPOINT_IDS`]).
+            pub const ALL: [EndpointId; [$($id),+].len()] = [$(EndpointId::$variant),+];
+
+            /// The id as the journal, scenario files and checks spell it.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(EndpointId::$variant => $id,)+
+                }
+            }
+
+            /// The service the request reached (`None` for [`EndpointId::ProxyUnknownHost`]: the
+            /// proxy answered it itself). A request through the proxy still has its service's id.
+            pub const fn service(self) -> Option<Service> {
+                match self {
+                    $(EndpointId::$variant => $service,)+
+                }
+            }
+        }
+    };
 }
 
-impl EndpointId {
-    /// Every endpoint id, in the order of ARCHITECTURE.md's table (= [`ENDPOINT_IDS`]).
-    pub const ALL: [EndpointId; 23] = [
-        EndpointId::WireserverVersions,
-        EndpointId::WireserverGoalstate,
-        EndpointId::WireserverConfig,
-        EndpointId::WireserverConfigHosting,
-        EndpointId::WireserverConfigExtensions,
-        EndpointId::WireserverCertificates,
-        EndpointId::WireserverHealthXml,
-        EndpointId::WireserverHealthJson,
-        EndpointId::WireserverTelemetry,
-        EndpointId::WireserverRoleProperties,
-        EndpointId::WireserverHealthService,
-        EndpointId::WireserverMetadata,
-        EndpointId::WireserverUnknown,
-        EndpointId::HostpluginVmsettings,
-        EndpointId::HostpluginVersions,
-        EndpointId::HostpluginHealth,
-        EndpointId::HostpluginStatus,
-        EndpointId::HostpluginUnknown,
-        EndpointId::ImdsInstance,
-        EndpointId::ImdsVersions,
-        EndpointId::ImdsReprovisiondata,
-        EndpointId::ImdsUnknown,
-        EndpointId::ProxyUnknownHost,
-    ];
-
-    /// The id as the journal, scenario files and checks spell it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            EndpointId::WireserverVersions => WIRESERVER_VERSIONS,
-            EndpointId::WireserverGoalstate => WIRESERVER_GOALSTATE,
-            EndpointId::WireserverConfig => WIRESERVER_CONFIG,
-            EndpointId::WireserverConfigHosting => WIRESERVER_CONFIG_HOSTING,
-            EndpointId::WireserverConfigExtensions => WIRESERVER_CONFIG_EXTENSIONS,
-            EndpointId::WireserverCertificates => WIRESERVER_CERTIFICATES,
-            EndpointId::WireserverHealthXml => WIRESERVER_HEALTH_XML,
-            EndpointId::WireserverHealthJson => WIRESERVER_HEALTH_JSON,
-            EndpointId::WireserverTelemetry => WIRESERVER_TELEMETRY,
-            EndpointId::WireserverRoleProperties => WIRESERVER_ROLE_PROPERTIES,
-            EndpointId::WireserverHealthService => WIRESERVER_HEALTH_SERVICE,
-            EndpointId::WireserverMetadata => WIRESERVER_METADATA,
-            EndpointId::WireserverUnknown => WIRESERVER_UNKNOWN,
-            EndpointId::HostpluginVmsettings => HOSTPLUGIN_VMSETTINGS,
-            EndpointId::HostpluginVersions => HOSTPLUGIN_VERSIONS,
-            EndpointId::HostpluginHealth => HOSTPLUGIN_HEALTH,
-            EndpointId::HostpluginStatus => HOSTPLUGIN_STATUS,
-            EndpointId::HostpluginUnknown => HOSTPLUGIN_UNKNOWN,
-            EndpointId::ImdsInstance => IMDS_INSTANCE,
-            EndpointId::ImdsVersions => IMDS_VERSIONS,
-            EndpointId::ImdsReprovisiondata => IMDS_REPROVISIONDATA,
-            EndpointId::ImdsUnknown => IMDS_UNKNOWN,
-            EndpointId::ProxyUnknownHost => PROXY_UNKNOWN_HOST,
-        }
+endpoints! {
+    /// An endpoint id, typed: what the Rust API takes where a scenario file writes a string. It
+    /// serializes (serde, [`Display`](fmt::Display), [`EndpointId::as_str`]) as exactly the id
+    /// string, and [`FromStr`](std::str::FromStr) refuses an unknown id with the list of valid ones.
+    ///
+    /// ```
+    /// use fake_wireserver::EndpointId;
+    /// assert_eq!(EndpointId::WireserverGoalstate.as_str(), "wireserver.goalstate");
+    /// assert_eq!("imds.instance".parse::<EndpointId>(), Ok(EndpointId::ImdsInstance));
+    /// let err = "wireserver.goalstat".parse::<EndpointId>().unwrap_err();
+    /// assert!(err.to_string().contains("expected one of wireserver.versions, wireserver.goalstate"));
+    /// ```
+    pub enum EndpointId {
+        /// `GET /?comp=versions`.
+        WireserverVersions = "wireserver.versions", Some(Service::Wireserver);
+        /// The goal state (`/machine/?comp=goalstate`).
+        WireserverGoalstate = "wireserver.goalstate", Some(Service::Wireserver);
+        /// Config URLs named in the goal state (`sharedConfig`, unknown types).
+        WireserverConfig = "wireserver.config", Some(Service::Wireserver);
+        /// `comp=config&type=hostingEnvironmentConfig`.
+        WireserverConfigHosting = "wireserver.config.hosting", Some(Service::Wireserver);
+        /// `comp=config&type=extensionsConfig`.
+        WireserverConfigExtensions = "wireserver.config.extensions", Some(Service::Wireserver);
+        /// `comp=certificates`.
+        WireserverCertificates = "wireserver.certificates", Some(Service::Wireserver);
+        /// XML health reports (`POST /machine?comp=health`).
+        WireserverHealthXml = "wireserver.health.xml", Some(Service::Wireserver);
+        /// JSON health reports (`POST /provisioning/health`).
+        WireserverHealthJson = "wireserver.health.json", Some(Service::Wireserver);
+        /// `POST /machine?comp=telemetrydata`.
+        WireserverTelemetry = "wireserver.telemetry", Some(Service::Wireserver);
+        /// `POST /machine?comp=roleProperties`.
+        WireserverRoleProperties = "wireserver.roleproperties", Some(Service::Wireserver);
+        /// `POST /HealthService` (WALA's JSON health events).
+        WireserverHealthService = "wireserver.healthservice", Some(Service::Wireserver);
+        /// `/metadata/...` sent to the wireserver (WALA's IMDS fallback).
+        WireserverMetadata = "wireserver.metadata", Some(Service::Wireserver);
+        /// Anything else sent to the wireserver.
+        WireserverUnknown = "wireserver.unknown", Some(Service::Wireserver);
+        /// HostGAPlugin `GET /vmSettings`.
+        HostpluginVmsettings = "hostplugin.vmsettings", Some(Service::HostPlugin);
+        /// HostGAPlugin `GET /versions`.
+        HostpluginVersions = "hostplugin.versions", Some(Service::HostPlugin);
+        /// HostGAPlugin `GET /health`.
+        HostpluginHealth = "hostplugin.health", Some(Service::HostPlugin);
+        /// HostGAPlugin `PUT /status`.
+        HostpluginStatus = "hostplugin.status", Some(Service::HostPlugin);
+        /// Anything else sent to the HostGAPlugin.
+        HostpluginUnknown = "hostplugin.unknown", Some(Service::HostPlugin);
+        /// `/metadata/instance` and every leaf below it.
+        ImdsInstance = "imds.instance", Some(Service::Imds);
+        /// `/metadata/versions`.
+        ImdsVersions = "imds.versions", Some(Service::Imds);
+        /// `/metadata/reprovisiondata`.
+        ImdsReprovisiondata = "imds.reprovisiondata", Some(Service::Imds);
+        /// Anything else sent to IMDS.
+        ImdsUnknown = "imds.unknown", Some(Service::Imds);
+        /// Proxy mode: a target host that is neither service (502).
+        ProxyUnknownHost = "proxy.unknown-host", None;
     }
 }
 
 impl EndpointId {
-    /// The service the request reached (`None` for [`EndpointId::ProxyUnknownHost`]: the proxy
-    /// answered it itself). A request through the proxy still has its service's id.
-    pub const fn service(self) -> Option<Service> {
-        match self {
-            EndpointId::WireserverVersions
-            | EndpointId::WireserverGoalstate
-            | EndpointId::WireserverConfig
-            | EndpointId::WireserverConfigHosting
-            | EndpointId::WireserverConfigExtensions
-            | EndpointId::WireserverCertificates
-            | EndpointId::WireserverHealthXml
-            | EndpointId::WireserverHealthJson
-            | EndpointId::WireserverTelemetry
-            | EndpointId::WireserverRoleProperties
-            | EndpointId::WireserverHealthService
-            | EndpointId::WireserverMetadata
-            | EndpointId::WireserverUnknown => Some(Service::Wireserver),
-            EndpointId::HostpluginVmsettings
-            | EndpointId::HostpluginVersions
-            | EndpointId::HostpluginHealth
-            | EndpointId::HostpluginStatus
-            | EndpointId::HostpluginUnknown => Some(Service::HostPlugin),
-            EndpointId::ImdsInstance
-            | EndpointId::ImdsVersions
-            | EndpointId::ImdsReprovisiondata
-            | EndpointId::ImdsUnknown => Some(Service::Imds),
-            EndpointId::ProxyUnknownHost => None,
-        }
-    }
-
     /// A wireserver endpoint (`wireserver.*`).
     pub const fn is_wireserver(self) -> bool {
         matches!(self.service(), Some(Service::Wireserver))
@@ -721,9 +624,12 @@ mod tests {
         // A glob covers every config document.
         assert!(pattern_matches(
             "wireserver.config*",
-            WIRESERVER_CONFIG_HOSTING
+            EndpointId::WireserverConfigHosting.as_str()
         ));
-        assert!(pattern_matches("hostplugin.*", HOSTPLUGIN_STATUS));
+        assert!(pattern_matches(
+            "hostplugin.*",
+            EndpointId::HostpluginStatus.as_str()
+        ));
     }
 
     #[test]
@@ -751,12 +657,18 @@ mod tests {
 
     #[test]
     fn globs_match_ids() {
-        assert!(pattern_matches("wireserver.*", WIRESERVER_HEALTH_JSON));
+        assert!(pattern_matches(
+            "wireserver.*",
+            EndpointId::WireserverHealthJson.as_str()
+        ));
         assert!(pattern_matches(
             "wireserver.health.*",
-            WIRESERVER_HEALTH_XML
+            EndpointId::WireserverHealthXml.as_str()
         ));
-        assert!(!pattern_matches("imds.*", WIRESERVER_HEALTH_XML));
+        assert!(!pattern_matches(
+            "imds.*",
+            EndpointId::WireserverHealthXml.as_str()
+        ));
         assert!(pattern_matches_any("*"));
         assert!(!pattern_matches_any("wireserver.nothing"));
         assert!(!is_valid_pattern("wire server"));

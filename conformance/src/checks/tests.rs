@@ -8,7 +8,7 @@ use fake_wireserver::journal::{Answer, AnswerKind, Entry, Listener, StepRef};
 use wirecheck_oracle::ServedIds;
 use wirecheck_oracle::kvp::decode_pool;
 
-use super::{CATALOG, Judgement};
+use super::Judgement;
 use crate::agent::AgentProfile;
 use crate::exec::{Captured, Exit};
 use crate::observe::{Observation, RunRecord};
@@ -175,7 +175,7 @@ fn judge_full(
         runs,
         stalls,
     };
-    let def = CATALOG.iter().find(|c| c.id.as_str() == check).unwrap();
+    let def = super::get(crate::catalog::CheckId::from_id(check).unwrap());
     (def.run)(&obs)
 }
 
@@ -1297,7 +1297,7 @@ fn judge_failure(
         runs: vec![r],
         stalls: Vec::new(),
     };
-    let def = CATALOG.iter().find(|c| c.id.as_str() == check).unwrap();
+    let def = super::get(crate::catalog::CheckId::from_id(check).unwrap());
     (def.run)(&obs)
 }
 
