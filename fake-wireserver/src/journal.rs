@@ -46,7 +46,6 @@ macro_rules! names_of {
         out
     }};
 }
-pub(crate) use names_of;
 
 /// Bodies longer than this are cut in the journal (`body_truncated = true`); `body_len` keeps
 /// the received length.
@@ -180,83 +179,98 @@ impl std::fmt::Display for Listener {
     }
 }
 
-/// What kind of answer the fake gave: the kind of the scripted step that answered (the same
-/// names a scenario's `kind` takes), `throttled` (the `[rate_limit]`) or `default`.
-/// Serialized as [`AnswerKind::as_str`] (`"respond"`, `"hang"`, ...).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AnswerKind {
-    /// A scripted status/headers/body (`kind = "respond"`).
-    Respond,
-    /// Waited, then answered (`kind = "delay"`).
-    Delay,
-    /// Read the request and never answered.
-    Hang,
-    /// TCP RST.
-    Reset,
-    /// Closed without a byte.
-    Close,
-    /// Raw bytes, then closed.
-    Malformed,
-    /// The body cut short, then closed.
-    Partial,
-    /// The body dribbled.
-    Slow,
-    /// The rate limiter's 403 (not a step kind).
-    Throttled,
-    /// The default answer (not a step kind).
-    Default,
+/// Declares the answer kinds from one row each: the step kinds (what a scenario's `kind` takes,
+/// in the order its errors list them) and the two answers no step gives. [`AnswerKind`],
+/// [`StepKind`], their lists and spellings are generated from the rows, so a kind is named in
+/// one place.
+macro_rules! answer_kinds {
+    (
+        steps { $($(#[doc = $sdoc:literal])* $step:ident = $sname:literal,)+ }
+        others { $($(#[doc = $odoc:literal])* $other:ident = $oname:literal,)+ }
+    ) => {
+        /// What kind of answer the fake gave: the kind of the scripted step that answered (the
+        /// same names a scenario's `kind` takes), `throttled` (the `[rate_limit]`) or `default`.
+        /// Serialized as [`AnswerKind::as_str`] (`"respond"`, `"hang"`, ...).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum AnswerKind {
+            $($(#[doc = $sdoc])* $step,)+
+            $($(#[doc = $odoc])* $other,)+
+        }
+
+        /// A scenario step's `kind`: the step kinds of [`AnswerKind`], as their own type so
+        /// `throttled` and `default` cannot be a step.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum StepKind {
+            $($(#[doc = $sdoc])* $step,)+
+        }
+
+        impl AnswerKind {
+            /// The kinds a scenario step may have (`[[endpoint.step]] kind`), in the order
+            /// scenario errors list them.
+            pub const STEP_KINDS: [AnswerKind; [$($sname),+].len()] = [$(AnswerKind::$step),+];
+
+            /// Every kind.
+            pub const ALL: [AnswerKind; [$($sname,)+ $($oname),+].len()] =
+                [$(AnswerKind::$step,)+ $(AnswerKind::$other),+];
+
+            /// The name as the journal and scenario files spell it.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(AnswerKind::$step => $sname,)+
+                    $(AnswerKind::$other => $oname,)+
+                }
+            }
+
+            /// A kind a scenario step may have (not `throttled` or `default`).
+            pub const fn is_step(self) -> bool {
+                !matches!(self, $(AnswerKind::$other)|+)
+            }
+        }
+
+        impl StepKind {
+            /// Every step kind, in the order of [`AnswerKind::STEP_KINDS`].
+            pub const ALL: [StepKind; [$($sname),+].len()] = [$(StepKind::$step),+];
+
+            /// The answer kind a step of this kind journals as.
+            pub const fn answer_kind(self) -> AnswerKind {
+                match self {
+                    $(StepKind::$step => AnswerKind::$step,)+
+                }
+            }
+        }
+    };
+}
+
+answer_kinds! {
+    steps {
+        /// A scripted status/headers/body (`kind = "respond"`).
+        Respond = "respond",
+        /// Waited, then answered (`kind = "delay"`).
+        Delay = "delay",
+        /// Read the request and never answered.
+        Hang = "hang",
+        /// TCP RST.
+        Reset = "reset",
+        /// Closed without a byte.
+        Close = "close",
+        /// Raw bytes, then closed.
+        Malformed = "malformed",
+        /// The body cut short, then closed.
+        Partial = "partial",
+        /// The body dribbled.
+        Slow = "slow",
+    }
+    others {
+        /// The rate limiter's 403 (not a step kind).
+        Throttled = "throttled",
+        /// The default answer (not a step kind).
+        Default = "default",
+    }
 }
 
 impl AnswerKind {
-    /// The kinds a scenario step may have (`[[endpoint.step]] kind`), in the order scenario
-    /// errors list them.
-    pub const STEP_KINDS: [AnswerKind; 8] = [
-        AnswerKind::Respond,
-        AnswerKind::Delay,
-        AnswerKind::Hang,
-        AnswerKind::Reset,
-        AnswerKind::Close,
-        AnswerKind::Malformed,
-        AnswerKind::Partial,
-        AnswerKind::Slow,
-    ];
-
-    /// Every kind.
-    pub const ALL: [AnswerKind; 10] = [
-        AnswerKind::Respond,
-        AnswerKind::Delay,
-        AnswerKind::Hang,
-        AnswerKind::Reset,
-        AnswerKind::Close,
-        AnswerKind::Malformed,
-        AnswerKind::Partial,
-        AnswerKind::Slow,
-        AnswerKind::Throttled,
-        AnswerKind::Default,
-    ];
-
-    const NAMES: [&'static str; 10] = names_of!(AnswerKind::ALL, 10);
-
-    /// The name as the journal and scenario files spell it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            AnswerKind::Respond => "respond",
-            AnswerKind::Delay => "delay",
-            AnswerKind::Hang => "hang",
-            AnswerKind::Reset => "reset",
-            AnswerKind::Close => "close",
-            AnswerKind::Malformed => "malformed",
-            AnswerKind::Partial => "partial",
-            AnswerKind::Slow => "slow",
-            AnswerKind::Throttled => "throttled",
-            AnswerKind::Default => "default",
-        }
-    }
-
-    /// A kind a scenario step may have (not `throttled` or `default`).
-    pub const fn is_step(self) -> bool {
-        !matches!(self, AnswerKind::Throttled | AnswerKind::Default)
-    }
+    const NAMES: [&'static str; AnswerKind::ALL.len()] =
+        names_of!(AnswerKind::ALL, AnswerKind::ALL.len());
 
     /// A transport fault: no complete answer in the normal way (never answered, cut, raw
     /// bytes, or dribbled).
@@ -284,6 +298,22 @@ impl AnswerKind {
             self,
             AnswerKind::Respond | AnswerKind::Default | AnswerKind::Throttled
         )
+    }
+}
+
+impl StepKind {
+    const NAMES: [&'static str; StepKind::ALL.len()] =
+        names_of!(StepKind::ALL, StepKind::ALL.len());
+
+    /// The name as scenario files spell it.
+    pub const fn as_str(self) -> &'static str {
+        self.answer_kind().as_str()
+    }
+}
+
+impl<'de> Deserialize<'de> for StepKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserialize_name(deserializer, "StepKind", &StepKind::ALL, &StepKind::NAMES)
     }
 }
 

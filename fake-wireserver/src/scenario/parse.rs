@@ -11,6 +11,7 @@ use toml::Spanned;
 use super::rules;
 use super::*;
 use crate::files::FileReader;
+use crate::journal::StepKind;
 
 impl Scenario {
     /// Parses a scenario document. `origin` names it in error messages (usually the file name);
@@ -232,75 +233,6 @@ struct RawEndpoint {
     end: EndPolicy,
     #[serde(default)]
     step: Vec<Spanned<RawStep>>,
-}
-
-/// A step's `kind`: the step kinds of [`AnswerKind`] (named there, once), as their own type so
-/// `throttled` and `default` cannot be a step.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum StepKind {
-    Respond,
-    Delay,
-    Hang,
-    Reset,
-    Close,
-    Malformed,
-    Partial,
-    Slow,
-}
-
-impl StepKind {
-    /// In the order of [`AnswerKind::STEP_KINDS`] (the order scenario errors list them).
-    const ALL: [StepKind; 8] = [
-        StepKind::Respond,
-        StepKind::Delay,
-        StepKind::Hang,
-        StepKind::Reset,
-        StepKind::Close,
-        StepKind::Malformed,
-        StepKind::Partial,
-        StepKind::Slow,
-    ];
-
-    const NAMES: [&'static str; 8] = crate::journal::names_of!(StepKind::ALL, 8);
-
-    const fn as_str(self) -> &'static str {
-        self.answer_kind().as_str()
-    }
-
-    const fn answer_kind(self) -> AnswerKind {
-        match self {
-            StepKind::Respond => AnswerKind::Respond,
-            StepKind::Delay => AnswerKind::Delay,
-            StepKind::Hang => AnswerKind::Hang,
-            StepKind::Reset => AnswerKind::Reset,
-            StepKind::Close => AnswerKind::Close,
-            StepKind::Malformed => AnswerKind::Malformed,
-            StepKind::Partial => AnswerKind::Partial,
-            StepKind::Slow => AnswerKind::Slow,
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for StepKind {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        crate::journal::deserialize_name(deserializer, "StepKind", &StepKind::ALL, &StepKind::NAMES)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn step_kinds_are_the_answer_kinds_of_steps_in_order() {
-        assert_eq!(
-            StepKind::ALL.map(StepKind::answer_kind),
-            AnswerKind::STEP_KINDS
-        );
-        assert!(AnswerKind::STEP_KINDS.iter().all(|k| k.is_step()));
-        let steps = AnswerKind::ALL.iter().filter(|k| k.is_step()).count();
-        assert_eq!(steps, StepKind::ALL.len());
-    }
 }
 
 #[derive(Deserialize)]
