@@ -245,7 +245,11 @@ impl Observation<'_> {
                     timeout_ms
                 ));
             }
-            _ => {}
+            AnswerKind::Delay
+            | AnswerKind::Slow
+            | AnswerKind::Respond
+            | AnswerKind::Throttled
+            | AnswerKind::Default => {}
         }
         let Some(status) = entry.answer.status else {
             return transport(format!("no status ({})", entry.answer.kind));
@@ -325,7 +329,10 @@ impl Observation<'_> {
             StepAction::Delay { reply, .. }
             | StepAction::Partial { reply, .. }
             | StepAction::Slow { reply, .. } => reply.as_ref(),
-            _ => None,
+            StepAction::Hang
+            | StepAction::Reset
+            | StepAction::Close
+            | StepAction::Malformed { .. } => None,
         }
     }
 

@@ -200,7 +200,11 @@ impl Scenario {
                     StepAction::Hang => a.request_timeout,
                     StepAction::Delay { seconds, .. } => seconds.min(a.request_timeout),
                     StepAction::Slow { .. } => a.request_timeout,
-                    _ => 0.0,
+                    StepAction::Respond(_)
+                    | StepAction::Reset
+                    | StepAction::Close
+                    | StepAction::Malformed { .. }
+                    | StepAction::Partial { .. } => 0.0,
                 } + a.retry_interval;
                 wait += each * f64::from(step.times);
             }

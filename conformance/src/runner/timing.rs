@@ -86,7 +86,13 @@ pub fn case_timing(profile: &AgentProfile, scenario: &Scenario) -> Result<CaseTi
             );
             let status = match &step.action {
                 StepAction::Respond(reply) => reply.status.or(reply.preset.map(|p| p.status())),
-                _ => None,
+                StepAction::Delay { .. }
+                | StepAction::Hang
+                | StepAction::Reset
+                | StepAction::Close
+                | StepAction::Malformed { .. }
+                | StepAction::Partial { .. }
+                | StepAction::Slow { .. } => None,
             };
             let each = after(status) + if waits { extra_wait } else { 0.0 };
             extra += each * f64::from(step.times);
