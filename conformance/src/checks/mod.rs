@@ -158,6 +158,9 @@ pub struct Judgement {
     pub verdict: Verdict,
     pub reason: Option<String>,
     pub evidence: Vec<Evidence>,
+    /// The verdict is `informational` only because the runner's stalls left a timing
+    /// uncertain ([`Tally::uncertain`]): the runner tries the case again (`runner::retry`).
+    pub stalled: bool,
 }
 
 impl Judgement {
@@ -166,6 +169,7 @@ impl Judgement {
             verdict: Verdict::Skipped,
             reason: Some(reason.into()),
             evidence: Vec::new(),
+            stalled: false,
         }
     }
 
@@ -174,6 +178,7 @@ impl Judgement {
             verdict: Verdict::Fail,
             reason: Some(reason.into()),
             evidence,
+            stalled: false,
         }
     }
 }
@@ -257,6 +262,7 @@ impl Tally {
                 n => format!("{first} (and {} more)", n - 1),
             }
         };
+        let stalled = self.fails.is_empty() && !self.uncertain.is_empty();
         let (verdict, reason) = if !self.fails.is_empty() {
             (Verdict::Fail, Some(summarize(&self.fails)))
         } else if !self.uncertain.is_empty() {
@@ -274,6 +280,7 @@ impl Tally {
                 verdict: Verdict::Skipped,
                 reason: Some(format!("nothing to judge: {nothing}")),
                 evidence: self.notes.into_iter().take(MAX_EVIDENCE).collect(),
+                stalled: false,
             };
         } else {
             (Verdict::Pass, None)
@@ -299,6 +306,7 @@ impl Tally {
             verdict,
             reason,
             evidence,
+            stalled,
         }
     }
 }
