@@ -238,5 +238,8 @@ fn flaky_and_never_judged_cases_are_named_in_the_summaries() {
     );
     // Without such cases, neither section.
     let plain = summary(&fixture(), Path::new("out"), false, false);
-    assert!(!plain.contains("FLAKY") && !plain.contains("NOT JUDGED"), "{plain}");
+    assert!(
+        !plain.contains("FLAKY") && !plain.contains("NOT JUDGED"),
+        "{plain}"
+    );
 }

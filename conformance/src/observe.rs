@@ -45,11 +45,18 @@ pub struct Stall {
 /// watcher tick plus scheduling slack).
 const STALL_REACH_MS: u64 = 20;
 
-/// The one rule for judging a retry loop against its budget, with no fixed margin: the only
-/// slack is what the runner measured. On the fake's clock, from the loop's start, no new attempt
-/// may start after the budget by more than the runner's lag measured around that moment, and
-/// the loop must end by the budget plus its one in-flight request (that request's own duration
-/// as the journal shows it, at most its timeout) plus the lag measured around the end.
+/// The one rule for judging a retry loop against its budget, with no fixed margin: the slack
+/// is what was measured or declared. On the fake's clock, from the loop's start:
+/// - no new attempt may start after the budget by more than the runner's lag measured around
+///   that moment ([`LoopBudget::attempt`]);
+/// - the loop's last request must be over by the budget plus its one in-flight request (that
+///   request's own duration as the journal shows it, at most its timeout) plus the lag measured
+///   around its end ([`LoopBudget::loop_end`]);
+/// - the agent must exit by then, or by the budget's end, plus one retry interval (it may
+///   notice the budget only when its sleep ends) plus the lag ([`LoopBudget::exit`]). The exit
+///   has this declared slack because the agent's own teardown (logging, the KVP write, process
+///   exit) is not what the runner measures: the bundled reporter took 97 ms from its last
+///   answer to its exit on a machine at load 9.8, while the runner's own lag was 0.
 ///
 /// Stalls only delay what is recorded, so a time beyond its limit by more than the measured lag
 /// was beyond it in fact: a failure is certain, whatever the machine did.
@@ -83,10 +90,19 @@ impl LoopBudget {
         within(at_ms, self.end_ms() + lag_ms)
     }
 
-    /// The loop ending at `end_ms`, its in-flight request having taken `in_flight_ms`, the
-    /// runner late by up to `lag_ms` around the end.
+    /// The loop's last request over at `end_ms`, its in-flight request having taken
+    /// `in_flight_ms`, the runner late by up to `lag_ms` around the end.
     pub fn loop_end(&self, end_ms: u64, in_flight_ms: u64, lag_ms: u64) -> Within {
         within(end_ms, self.end_ms() + in_flight_ms + lag_ms)
+    }
+
+    /// The agent's exit at `exit_ms`, its loop's last request over at `loop_end_ms`, one retry
+    /// interval `interval_ms`, the runner late by up to `lag_ms` around the exit.
+    pub fn exit(&self, exit_ms: u64, loop_end_ms: u64, interval_ms: u64, lag_ms: u64) -> Within {
+        within(
+            exit_ms,
+            self.end_ms().max(loop_end_ms) + interval_ms + lag_ms,
+        )
     }
 }
 
@@ -202,14 +218,21 @@ impl Observation<'_> {
             .unwrap_or(self.scenario.agent.request_timeout)
     }
 
-    /// How long the agent was busy with request `entry`, as the journal shows it: until the
-    /// answer was written, else until it closed the connection, and never longer than its
-    /// request timeout (what [`LoopBudget`] allows an in-flight request).
+    /// When the agent was done with request `entry`, as the journal shows it: the answer's end
+    /// or its own close of the connection, whichever came first (a kept-alive connection
+    /// closes only at its exit); `None` when neither was recorded.
+    pub fn request_end_ms(&self, entry: &Entry) -> Option<u64> {
+        match (entry.done_ms, entry.client_closed_ms) {
+            (Some(done), Some(closed)) => Some(done.min(closed)),
+            (done, closed) => done.or(closed),
+        }
+    }
+
+    /// How long the agent was busy with request `entry` ([`Self::request_end_ms`]), never
+    /// longer than its request timeout: what [`LoopBudget`] allows an in-flight request.
     pub fn request_span_ms(&self, entry: &Entry) -> u64 {
         let timeout = (self.request_timeout() * 1000.0).round() as u64;
-        entry
-            .done_ms
-            .or(entry.client_closed_ms)
+        self.request_end_ms(entry)
             .map_or(timeout, |end| end.saturating_sub(entry.at_ms))
             .min(timeout)
     }
@@ -454,6 +477,16 @@ mod tests {
                 by_ms: 1
             }
         );
+        // The exit: one interval (200 ms) after the budget or the loop's end, plus the lag.
+        assert_eq!(rule.exit(2300, 2050, 200, 0), Within::Inside);
+        assert_eq!(
+            rule.exit(2301, 2050, 200, 0),
+            Within::Over {
+                limit_ms: 2300,
+                by_ms: 1
+            }
+        );
+        assert_eq!(rule.exit(2650, 2400, 200, 50), Within::Inside);
         assert_eq!(rule.loop_end(2400, 300, 0), Within::Inside);
         assert_eq!(rule.loop_end(2420, 300, 20), Within::Inside);
         assert_eq!(

@@ -46,7 +46,12 @@ fn attempts_are_optional_and_absent_means_once() {
     let text = json::render(&results).unwrap();
     assert!(!text.contains("\"attempts\""), "{text}");
     let back = json::from_str(&text, Path::new("results.json")).unwrap();
-    assert!(back.agents[0].cases.iter().all(|c| c.attempt_count() == 1 && !c.is_flaky()));
+    assert!(
+        back.agents[0]
+            .cases
+            .iter()
+            .all(|c| c.attempt_count() == 1 && !c.is_flaky())
+    );
     assert_eq!(json::render(&back).unwrap(), text);
 
     let mut retried = fixture();

@@ -446,8 +446,9 @@ fn late_attempts(t: &mut Tally, obs: &Observation, ri: usize, service: Service, 
     }
 }
 
-/// The wireserver loop of run `ri` must be over (the agent exited) by the budget plus its
-/// in-flight request (the last attempt that started within the budget) plus the runner's lag.
+/// The wireserver loop of run `ri` must be over by the budget plus its in-flight request (the
+/// last attempt that started within the budget) plus the runner's lag, and the agent gone one
+/// retry interval after that ([`LoopBudget`]).
 fn loop_end(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
     let run = &obs.runs[ri];
     let rule = LoopBudget {
@@ -460,21 +461,47 @@ fn loop_end(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
         .rev()
         .find(|e| rule.attempt(e.at_ms, obs.uncertainty_ms(e.at_ms)) == Within::Inside);
     let in_flight_ms = in_flight.map_or(0, |e| obs.request_span_ms(e));
-    let lag = obs.uncertainty_ms(run.end_ms);
-    let took = run.end_ms.saturating_sub(rule.start_ms);
-    let evidence: Vec<&Entry> = in_flight.into_iter().copied().collect();
     let in_flight_text = match in_flight {
         Some(e) => format!("its in-flight request #{} ({in_flight_ms} ms)", e.seq),
         None => "no request in flight".to_owned(),
     };
-    match rule.loop_end(run.end_ms, in_flight_ms, lag) {
+    // The loop's last request is over when the agent was done with it (a request it never
+    // finished ends with the agent).
+    let last = reqs
+        .iter()
+        .max_by_key(|e| obs.request_end_ms(e).unwrap_or(run.end_ms));
+    let wire_end = last.map_or(rule.start_ms, |e| {
+        obs.request_end_ms(e).unwrap_or(run.end_ms)
+    });
+    let since = |t: u64| secs(t.saturating_sub(rule.start_ms));
+    if let Some(e) = last {
+        let lag = obs.uncertainty_ms(wire_end);
+        if let Within::Over { limit_ms, by_ms } = rule.loop_end(wire_end, in_flight_ms, lag) {
+            t.fail(
+                format!(
+                    "run {}: its last wireserver request (#{}) was over {} into a {} budget: {by_ms} ms past the budget plus {in_flight_text} plus the runner's {lag} ms lag ({})",
+                    ri + 1,
+                    e.seq,
+                    since(wire_end),
+                    secs(budget),
+                    since(limit_ms)
+                ),
+                about(line(e), &[e], None),
+            );
+        }
+    }
+    let interval = ms(obs.interval_min());
+    let lag = obs.uncertainty_ms(run.end_ms);
+    let evidence: Vec<&Entry> = in_flight.into_iter().copied().collect();
+    match rule.exit(run.end_ms, wire_end, interval, lag) {
         Within::Over { limit_ms, by_ms } => t.fail(
             format!(
-                "run {}: the wireserver report took {} (first attempt to exit) of a {} budget: {by_ms} ms past the budget plus {in_flight_text} plus the runner's {lag} ms lag ({})",
+                "run {}: the wireserver report took {} (first attempt to exit) of a {} budget: the agent exited {by_ms} ms after the budget (or its last request) plus one {} interval plus the runner's {lag} ms lag ({})",
                 ri + 1,
-                secs(took),
+                since(run.end_ms),
                 secs(budget),
-                secs(limit_ms.saturating_sub(rule.start_ms))
+                secs(interval),
+                since(limit_ms)
             ),
             about(
                 format!("run {}: {}", ri + 1, run.exit.describe()),
@@ -486,7 +513,7 @@ fn loop_end(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
             format!(
                 "run {}: wireserver report {} of a {} budget, {in_flight_text} ({} in all)",
                 ri + 1,
-                secs(took),
+                since(run.end_ms),
                 secs(budget),
                 secs(run.duration_ms())
             ),

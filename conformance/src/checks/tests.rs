@@ -414,19 +414,20 @@ fn the_budget_and_the_deadline() {
         vec![run(0, 7000, Exit::KilledAtDeadline)],
     );
     assert!(killed.reason.unwrap().contains("still running at the"));
-    // Over by 100 ms, which the old fixed margin (1 s + 10 %) let pass.
+    // Exited 1 ms after the budget plus one 200 ms interval: the old fixed margin (1 s + 10 %)
+    // let it pass until 4.31 s.
     let beyond = judge(
         "behaviour.budget",
         &s,
         vec![health(1, 10, 503)],
-        vec![run(0, 3110, Exit::Code(1))],
+        vec![run(0, 3211, Exit::Code(1))],
     );
     assert_eq!(beyond.verdict, Verdict::Fail, "{beyond:?}");
     let within = judge(
         "behaviour.budget",
         &s,
         vec![health(1, 10, 503)],
-        vec![run(0, 3010, Exit::Code(1))],
+        vec![run(0, 3210, Exit::Code(1))],
     );
     assert_eq!(within.verdict, Verdict::Pass, "{within:?}");
 }
@@ -478,28 +479,8 @@ fn an_attempt_starting_one_ms_past_the_budget_and_the_measured_lag_fails() {
 #[test]
 fn the_loop_ends_by_the_budget_plus_its_in_flight_request_plus_the_lag() {
     let s = scenario("");
-    // The last attempt within the budget took 2 ms (answered at +2): the limit is
-    // 3010 + 2 + 40 ms.
-    let judge_end = |end: u64| {
-        judge_stalled(
-            "behaviour.budget",
-            &s,
-            vec![health(1, 10, 503), health(2, 2900, 503)],
-            vec![run(0, end, Exit::Code(1))],
-            stall_at_budget_end(),
-        )
-    };
-    assert_eq!(judge_end(3052).verdict, Verdict::Pass);
-    let over = judge_end(3053);
-    assert_eq!(over.verdict, Verdict::Fail, "{over:?}");
-    assert!(
-        over.reason.as_deref().unwrap().contains(
-            "1 ms past the budget plus its in-flight request #2 (2 ms) plus the runner's 40 ms lag"
-        ),
-        "{over:?}"
-    );
-    // A hung request in flight at the budget's end is allowed its own duration, at most its
-    // timeout (1 s here): closed by the agent at 3500 ms, the loop may end by 3500 ms.
+    // A hung request in flight at the budget's end (3010 ms) is allowed its own duration, at
+    // most its timeout (1 s here): held by the agent until `close`, the loop ends there.
     let hang = entry(
         2,
         EndpointId::WireserverHealthJson,
@@ -508,24 +489,72 @@ fn the_loop_ends_by_the_budget_plus_its_in_flight_request_plus_the_lag() {
         AnswerKind::Hang,
         None,
     );
-    let closed = |at: u64| Entry {
-        client_closed_ms: Some(at),
-        ..hang.clone()
-    };
-    let hung = |close: u64, end: u64| {
-        judge(
+    let hung = |close: u64, stalls: Vec<crate::observe::Stall>| {
+        judge_stalled(
             "behaviour.budget",
             &s,
-            vec![health(1, 10, 503), closed(close)],
-            vec![run(0, end, Exit::Code(1))],
+            vec![
+                health(1, 10, 503),
+                Entry {
+                    client_closed_ms: Some(close),
+                    ..hang.clone()
+                },
+            ],
+            vec![run(0, close, Exit::Code(1))],
+            stalls,
         )
-        .verdict
     };
-    assert_eq!(hung(3500, 3610), Verdict::Pass);
-    assert_eq!(hung(3500, 3611), Verdict::Fail);
-    // Held longer than its timeout, it is allowed only the timeout: the limit is 3010 + 1000.
-    assert_eq!(hung(4010, 4010), Verdict::Pass);
-    assert_eq!(hung(4500, 4500), Verdict::Fail);
+    assert_eq!(hung(3500, vec![]).verdict, Verdict::Pass);
+    assert_eq!(hung(4010, vec![]).verdict, Verdict::Pass);
+    let over = hung(4011, vec![]);
+    assert_eq!(over.verdict, Verdict::Fail, "{over:?}");
+    assert!(
+        over.reason.as_deref().unwrap().contains(
+            "its last wireserver request (#2) was over 4.00 s into a 3.00 s budget: 1 ms past the budget plus its in-flight request #2 (1000 ms) plus the runner's 0 ms lag"
+        ),
+        "{over:?}"
+    );
+    // A 40 ms stall around then: 40 ms more, not one more.
+    let stall = || {
+        vec![crate::observe::Stall {
+            end_ms: 4060,
+            len_ms: 40,
+        }]
+    };
+    assert_eq!(hung(4050, stall()).verdict, Verdict::Pass);
+    assert_eq!(hung(4051, stall()).verdict, Verdict::Fail);
+}
+
+#[test]
+fn the_agent_exits_within_one_interval_of_the_budget_plus_the_lag() {
+    let s = scenario("");
+    // The last request over at 2902 ms, the budget at 3010 ms, the interval 200 ms.
+    let exit_at = |end: u64, stalls: Vec<crate::observe::Stall>| {
+        judge_stalled(
+            "behaviour.budget",
+            &s,
+            vec![health(1, 10, 503), health(2, 2900, 503)],
+            vec![run(0, end, Exit::Code(1))],
+            stalls,
+        )
+    };
+    assert_eq!(exit_at(3210, vec![]).verdict, Verdict::Pass);
+    let over = exit_at(3211, vec![]);
+    assert_eq!(over.verdict, Verdict::Fail, "{over:?}");
+    assert!(
+        over.reason.as_deref().unwrap().contains(
+            "the agent exited 1 ms after the budget (or its last request) plus one 0.20 s interval plus the runner's 0 ms lag"
+        ),
+        "{over:?}"
+    );
+    let stall = || {
+        vec![crate::observe::Stall {
+            end_ms: 3260,
+            len_ms: 40,
+        }]
+    };
+    assert_eq!(exit_at(3250, stall()).verdict, Verdict::Pass);
+    assert_eq!(exit_at(3251, stall()).verdict, Verdict::Fail);
 }
 
 /// The bundled reporter with its budget stretched by 30 % (measured on main): new attempts
