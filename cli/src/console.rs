@@ -226,6 +226,7 @@ pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> S
             ));
         }
     }
+    unsteady(&mut s, results, color);
     let counts = results.counts();
     s.push_str(&format!(
         "\n{} cases in {:.1} s: {counts}{}\n",
@@ -249,4 +250,58 @@ pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> S
         out.display()
     ));
     s
+}
+
+/// Flaky cases (their judged attempts disagree; the worst verdict stands) and cases every
+/// attempt of which stalled (informational: this machine could not judge their timing).
+fn unsteady(s: &mut String, results: &RunResults, color: bool) {
+    let u = results.unsteady();
+    let mut list = |tag: &str, verdict: Verdict, what: &str, cases: &[(&str, &CaseResult)]| {
+        if cases.is_empty() {
+            return;
+        }
+        s.push_str(&format!(
+            "\n{} {} case{} {what}\n",
+            paint(tag, verdict, color),
+            cases.len(),
+            if cases.len() == 1 { "" } else { "s" }
+        ));
+        for (agent, case) in cases.iter().take(LISTED_CASES) {
+            let judged: Vec<&str> = case
+                .attempts
+                .iter()
+                .flat_map(|a| a.judged.iter().map(|v| v.as_str()))
+                .collect();
+            s.push_str(&format!(
+                "    {} {} {}: {} attempts{}\n",
+                case.verdict.as_str(),
+                shown(agent),
+                shown(&case.id),
+                case.attempt_count(),
+                if judged.is_empty() {
+                    String::new()
+                } else {
+                    format!(", judged {}", judged.join(", "))
+                }
+            ));
+        }
+        if cases.len() > LISTED_CASES {
+            s.push_str(&format!(
+                "    ... and {} more\n",
+                cases.len() - LISTED_CASES
+            ));
+        }
+    };
+    list(
+        "FLAKY",
+        Verdict::Fail,
+        "judged differently by their attempts (the worst verdict stands):",
+        &u.flaky,
+    );
+    list(
+        "NOT JUDGED",
+        Verdict::Informational,
+        "whose timing the machine stalled on every attempt (informational):",
+        &u.stalled,
+    );
 }

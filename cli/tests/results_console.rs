@@ -189,3 +189,57 @@ fn one_root_cause_is_one_problem_group_and_leads_the_summary() {
         "{md}"
     );
 }
+
+/// A case whose attempts were judged differently (flaky, the worst verdict standing) and one
+/// whose every attempt stalled are named in both summaries, not hidden among the counts.
+#[test]
+fn flaky_and_never_judged_cases_are_named_in_the_summaries() {
+    use wirecheck_results::{Attempts, Verdict};
+    let mut results = fixture();
+    let mut flaky = results.agents[0].cases[1].clone();
+    flaky.id = "budget.exhausted.503.behaviour.budget".into();
+    flaky.attempts = Some(Attempts {
+        count: 3,
+        stalled: 1,
+        judged: vec![Verdict::Pass, Verdict::Fail],
+        flaky: true,
+    });
+    let mut stalled = results.agents[0].cases[1].clone();
+    stalled.id = "retry.status.500.behaviour.interval".into();
+    stalled.verdict = Verdict::Informational;
+    stalled.attempts = Some(Attempts {
+        count: 3,
+        stalled: 3,
+        judged: vec![],
+        flaky: false,
+    });
+    results.agents[0].cases.extend([flaky, stalled]);
+    let text = summary(&results, Path::new("out"), false, false);
+    assert!(
+        text.contains(
+            "FLAKY 1 case judged differently by their attempts (the worst verdict stands):\n    fail provision-report budget.exhausted.503.behaviour.budget: 3 attempts, judged pass, fail\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "NOT JUDGED 1 case whose timing the machine stalled on every attempt (informational):\n    informational provision-report retry.status.500.behaviour.interval: 3 attempts\n"
+        ),
+        "{text}"
+    );
+    let md = wirecheck_results::summary::render(&results, false);
+    assert!(
+        md.contains("### Flaky: 1 case(s) judged differently by their attempts (the worst verdict stands)\n\n- **fail** provision-report / budget.exhausted.503.behaviour.budget: 3 attempts, judged pass, fail\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("### ⚠️ Not judged: 1 case(s) whose timing the machine stalled on every attempt (informational)\n\n- **informational** provision-report / retry.status.500.behaviour.interval: 3 attempts\n"),
+        "{md}"
+    );
+    // Without such cases, neither section.
+    let plain = summary(&fixture(), Path::new("out"), false, false);
+    assert!(
+        !plain.contains("FLAKY") && !plain.contains("NOT JUDGED"),
+        "{plain}"
+    );
+}

@@ -45,6 +45,78 @@ pub struct Stall {
 /// watcher tick plus scheduling slack).
 const STALL_REACH_MS: u64 = 20;
 
+/// The one rule for judging a retry loop against its budget, with no fixed margin: the slack
+/// is what was measured or declared. On the fake's clock, from the loop's start:
+/// - no new attempt may start after the budget by more than the runner's lag measured around
+///   that moment ([`LoopBudget::attempt`]);
+/// - the loop's last request must be over by the budget plus its one in-flight request (that
+///   request's own duration as the journal shows it, at most its timeout) plus the lag measured
+///   around its end ([`LoopBudget::loop_end`]);
+/// - the agent must exit by then, or by the budget's end, plus one retry interval (it may
+///   notice the budget only when its sleep ends) plus the lag ([`LoopBudget::exit`]). The exit
+///   has this declared slack because the agent's own teardown (logging, the KVP write, process
+///   exit) is not what the runner measures: the bundled reporter took 97 ms from its last
+///   answer to its exit on a machine at load 9.8, while the runner's own lag was 0.
+///
+/// Stalls only delay what is recorded, so a time beyond its limit by more than the measured lag
+/// was beyond it in fact: a failure is certain, whatever the machine did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoopBudget {
+    /// When the loop started (its first request, on the fake's clock).
+    pub start_ms: u64,
+    pub budget_ms: u64,
+}
+
+/// A time judged against a [`LoopBudget`]: within it, or over (by how much, past which limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Within {
+    Inside,
+    Over {
+        /// The latest the time could have been: the budget's limit plus the measured lag.
+        limit_ms: u64,
+        by_ms: u64,
+    },
+}
+
+impl LoopBudget {
+    /// When the budget ends.
+    pub fn end_ms(&self) -> u64 {
+        self.start_ms + self.budget_ms
+    }
+
+    /// An attempt that reached the fake at `at_ms`, the runner's wake-ups late by up to
+    /// `lag_ms` around then (`Observation::uncertainty_ms`).
+    pub fn attempt(&self, at_ms: u64, lag_ms: u64) -> Within {
+        within(at_ms, self.end_ms() + lag_ms)
+    }
+
+    /// The loop's last request over at `end_ms`, its in-flight request having taken
+    /// `in_flight_ms`, the runner late by up to `lag_ms` around the end.
+    pub fn loop_end(&self, end_ms: u64, in_flight_ms: u64, lag_ms: u64) -> Within {
+        within(end_ms, self.end_ms() + in_flight_ms + lag_ms)
+    }
+
+    /// The agent's exit at `exit_ms`, its loop's last request over at `loop_end_ms`, one retry
+    /// interval `interval_ms`, the runner late by up to `lag_ms` around the exit.
+    pub fn exit(&self, exit_ms: u64, loop_end_ms: u64, interval_ms: u64, lag_ms: u64) -> Within {
+        within(
+            exit_ms,
+            self.end_ms().max(loop_end_ms) + interval_ms + lag_ms,
+        )
+    }
+}
+
+fn within(t_ms: u64, limit_ms: u64) -> Within {
+    if t_ms <= limit_ms {
+        Within::Inside
+    } else {
+        Within::Over {
+            limit_ms,
+            by_ms: t_ms - limit_ms,
+        }
+    }
+}
+
 /// Everything the checks judge.
 #[derive(Debug)]
 pub struct Observation<'a> {
@@ -144,6 +216,25 @@ impl Observation<'_> {
             .reactions
             .request_timeout
             .unwrap_or(self.scenario.agent.request_timeout)
+    }
+
+    /// When the agent was done with request `entry`, as the journal shows it: the answer's end
+    /// or its own close of the connection, whichever came first (a kept-alive connection
+    /// closes only at its exit); `None` when neither was recorded.
+    pub fn request_end_ms(&self, entry: &Entry) -> Option<u64> {
+        match (entry.done_ms, entry.client_closed_ms) {
+            (Some(done), Some(closed)) => Some(done.min(closed)),
+            (done, closed) => done.or(closed),
+        }
+    }
+
+    /// How long the agent was busy with request `entry` ([`Self::request_end_ms`]), never
+    /// longer than its request timeout: what [`LoopBudget`] allows an in-flight request.
+    pub fn request_span_ms(&self, entry: &Entry) -> u64 {
+        let timeout = (self.request_timeout() * 1000.0).round() as u64;
+        self.request_end_ms(entry)
+            .map_or(timeout, |end| end.saturating_sub(entry.at_ms))
+            .min(timeout)
     }
 
     /// How late a time the fake recorded at `t_ms` may be because the runner stalled around
@@ -365,4 +456,52 @@ pub fn describe(entry: &Entry) -> String {
         request_line(entry),
         answer_label(entry)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_rule_allows_only_the_measured_lag_and_the_in_flight_request() {
+        let rule = LoopBudget {
+            start_ms: 100,
+            budget_ms: 2000,
+        };
+        assert_eq!(rule.attempt(2100, 0), Within::Inside);
+        assert_eq!(
+            rule.attempt(2101, 0),
+            Within::Over {
+                limit_ms: 2100,
+                by_ms: 1
+            }
+        );
+        assert_eq!(rule.attempt(2135, 35), Within::Inside);
+        assert_eq!(
+            rule.attempt(2136, 35),
+            Within::Over {
+                limit_ms: 2135,
+                by_ms: 1
+            }
+        );
+        // The exit: one interval (200 ms) after the budget or the loop's end, plus the lag.
+        assert_eq!(rule.exit(2300, 2050, 200, 0), Within::Inside);
+        assert_eq!(
+            rule.exit(2301, 2050, 200, 0),
+            Within::Over {
+                limit_ms: 2300,
+                by_ms: 1
+            }
+        );
+        assert_eq!(rule.exit(2650, 2400, 200, 50), Within::Inside);
+        assert_eq!(rule.loop_end(2400, 300, 0), Within::Inside);
+        assert_eq!(rule.loop_end(2420, 300, 20), Within::Inside);
+        assert_eq!(
+            rule.loop_end(2421, 300, 20),
+            Within::Over {
+                limit_ms: 2420,
+                by_ms: 1
+            }
+        );
+    }
 }

@@ -89,6 +89,7 @@ mod tests {
             timeline: Timeline::default(),
             artifacts: None,
             not_judged,
+            attempts: None,
         }
     }
 

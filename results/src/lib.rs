@@ -30,8 +30,9 @@ pub mod summary;
 pub mod text;
 
 pub use model::{
-    AgentResults, AnswerClass, CaseResult, Evidence, NeverStartedAgent, NotJudged, PartInfo,
-    RunEnd, RunInfo, RunResults, SCHEMA_VERSION, Timeline, TimelineEvent, Verdict, VerdictCounts,
+    AgentResults, AnswerClass, Attempts, CaseResult, Evidence, NeverStartedAgent, NotJudged,
+    PartInfo, RunEnd, RunInfo, RunResults, SCHEMA_VERSION, Timeline, TimelineEvent, Unsteady,
+    Verdict, VerdictCounts,
 };
 pub use output::ResultsError;
 

@@ -152,12 +152,57 @@ pub struct CaseResult {
     pub timeline: Timeline,
     /// Folder of this case's artifacts, relative to the results folder.
     pub artifacts: Option<String>,
+    /// How often the case was run, when more than once (absent: once): its timing was left
+    /// unjudged by the machine's stalls, so it was run again ([`Attempts`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<Attempts>,
     /// Set on a `skipped` case that has no verdict about the agent (wirecheck's machinery
     /// failed, or it was interrupted). Not a results.json field: the runner sets it where it
     /// decides, and reading results.json back derives it from `reason`
     /// ([`NotJudged::of_reason`], the one place that wording is parsed).
     #[serde(skip)]
     pub not_judged: Option<NotJudged>,
+}
+
+/// The attempts of a case run more than once (cargo-nextest's retries, judged instead of
+/// passed): an attempt whose timing the machine's stalls made uncertain is run again, up to a
+/// bound, until one is judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempts {
+    /// Attempts run in all (at least 2).
+    pub count: u32,
+    /// Of those, the ones whose timing the stalls left unjudged. Equal to `count`: every attempt
+    /// stalled, and the verdict is `informational`.
+    pub stalled: u32,
+    /// The verdicts of the judged attempts, in order.
+    pub judged: Vec<Verdict>,
+    /// The judged attempts disagree: the agent's behaviour changed between runs. The case's
+    /// verdict is then the worst of them, never hidden by a later pass.
+    pub flaky: bool,
+}
+
+impl Attempts {
+    /// Every attempt stalled: the case could not be judged on this machine.
+    pub fn all_stalled(&self) -> bool {
+        self.stalled >= self.count
+    }
+}
+
+impl CaseResult {
+    /// Attempts run (1 when `attempts` is absent).
+    pub fn attempt_count(&self) -> u32 {
+        self.attempts.as_ref().map_or(1, |a| a.count)
+    }
+
+    /// The judged attempts' verdicts differed.
+    pub fn is_flaky(&self) -> bool {
+        self.attempts.as_ref().is_some_and(|a| a.flaky)
+    }
+
+    /// Informational because every attempt's timing was left unjudged by the machine.
+    pub fn is_stalled(&self) -> bool {
+        self.attempts.as_ref().is_some_and(Attempts::all_stalled)
+    }
 }
 
 /// Why a case has no verdict about the agent.
@@ -348,7 +393,37 @@ impl AgentResults {
     }
 }
 
+/// The cases whose attempts a summary must show: `(agent, case)`, in the run's order.
+#[derive(Debug, Default)]
+pub struct Unsteady<'a> {
+    /// Judged differently by their attempts.
+    pub flaky: Vec<(&'a str, &'a CaseResult)>,
+    /// Stalled on every attempt: informational, not judged on this machine.
+    pub stalled: Vec<(&'a str, &'a CaseResult)>,
+}
+
+impl Unsteady<'_> {
+    pub fn is_empty(&self) -> bool {
+        self.flaky.is_empty() && self.stalled.is_empty()
+    }
+}
+
 impl RunResults {
+    /// The flaky cases and those every attempt of which stalled.
+    pub fn unsteady(&self) -> Unsteady<'_> {
+        let mut u = Unsteady::default();
+        for a in &self.agents {
+            for c in &a.cases {
+                if c.is_flaky() {
+                    u.flaky.push((&a.agent, c));
+                } else if c.is_stalled() {
+                    u.stalled.push((&a.agent, c));
+                }
+            }
+        }
+        u
+    }
+
     /// An empty run stamped with the current schema version.
     pub fn new(started: impl Into<String>, wirecheck_version: impl Into<String>) -> RunResults {
         RunResults {

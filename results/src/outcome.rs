@@ -134,6 +134,7 @@ mod tests {
             timeline: Timeline::default(),
             artifacts: None,
             not_judged: None,
+            attempts: None,
         }
     }
 

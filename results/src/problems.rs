@@ -469,6 +469,7 @@ mod tests {
             },
             artifacts: None,
             not_judged: None,
+            attempts: None,
         };
         assert_eq!(
             root_cause(&case).as_deref(),

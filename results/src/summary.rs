@@ -65,6 +65,7 @@ pub fn render(results: &RunResults, strict: bool) -> String {
         ));
     }
     out.push_str(&crate::matrix::render(results));
+    unsteady(&mut out, results);
 
     // The same causes as report.html and the terminal (results::problems).
     let verdicts: &[Verdict] = if strict {
@@ -112,6 +113,53 @@ pub fn render(results: &RunResults, strict: bool) -> String {
         ));
     }
     out
+}
+
+/// The cases run more than once that did not settle plainly: flaky (their judged attempts
+/// disagree; the worst verdict stands) and never judged (every attempt stalled).
+fn unsteady(out: &mut String, results: &RunResults) {
+    let u = results.unsteady();
+    let list = |out: &mut String, cases: &[(&str, &crate::model::CaseResult)]| {
+        for (agent, case) in cases.iter().take(MAX_CASES_PER_GROUP) {
+            let judged: Vec<&str> = case
+                .attempts
+                .iter()
+                .flat_map(|a| a.judged.iter().map(|v| v.as_str()))
+                .collect();
+            out.push_str(&format!(
+                "- **{}** {} / {}: {} attempts{}\n",
+                case.verdict.as_str(),
+                escape(agent, 80),
+                escape(&case.id, 200),
+                case.attempt_count(),
+                if judged.is_empty() {
+                    String::new()
+                } else {
+                    format!(", judged {}", judged.join(", "))
+                }
+            ));
+        }
+        if cases.len() > MAX_CASES_PER_GROUP {
+            out.push_str(&format!(
+                "- … and {} more (results.json lists them)\n",
+                cases.len() - MAX_CASES_PER_GROUP
+            ));
+        }
+    };
+    if !u.flaky.is_empty() {
+        out.push_str(&format!(
+            "\n### Flaky: {} case(s) judged differently by their attempts (the worst verdict stands)\n\n",
+            u.flaky.len()
+        ));
+        list(out, &u.flaky);
+    }
+    if !u.stalled.is_empty() {
+        out.push_str(&format!(
+            "\n### ⚠️ Not judged: {} case(s) whose timing the machine stalled on every attempt (informational)\n\n",
+            u.stalled.len()
+        ));
+        list(out, &u.stalled);
+    }
 }
 
 /// Appends the summary to `path` (created if missing), as GitHub expects of

@@ -38,6 +38,40 @@ fn written_file_reads_back_into_the_model() {
     assert_eq!(names, ["results.json"]);
 }
 
+/// `attempts` is optional: a file without it (every file before retries existed) reads back as
+/// cases run once, and keeps its bytes; one with it round-trips.
+#[test]
+fn attempts_are_optional_and_absent_means_once() {
+    let results = fixture();
+    let text = json::render(&results).unwrap();
+    assert!(!text.contains("\"attempts\""), "{text}");
+    let back = json::from_str(&text, Path::new("results.json")).unwrap();
+    assert!(
+        back.agents[0]
+            .cases
+            .iter()
+            .all(|c| c.attempt_count() == 1 && !c.is_flaky())
+    );
+    assert_eq!(json::render(&back).unwrap(), text);
+
+    let mut retried = fixture();
+    retried.agents[0].cases[0].attempts = Some(wirecheck_results::Attempts {
+        count: 3,
+        stalled: 0,
+        judged: vec![
+            wirecheck_results::Verdict::Pass,
+            wirecheck_results::Verdict::Fail,
+            wirecheck_results::Verdict::Fail,
+        ],
+        flaky: true,
+    });
+    let text = json::render(&retried).unwrap();
+    let back = json::from_str(&text, Path::new("results.json")).unwrap();
+    assert_eq!(back, retried);
+    assert!(back.agents[0].cases[0].is_flaky());
+    assert_eq!(back.agents[0].cases[0].attempt_count(), 3);
+}
+
 #[test]
 fn other_schema_versions_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
@@ -121,6 +155,13 @@ fn written_file_validates_against_the_schema() {
         agent: "provision-report".into(),
         message: "agent provision-report never got going".into(),
     }];
+    // `attempts` only on a case run more than once (its timing unjudged by the machine's stalls).
+    results.agents[0].cases[0].attempts = Some(wirecheck_results::Attempts {
+        count: 2,
+        stalled: 1,
+        judged: vec![wirecheck_results::Verdict::Pass],
+        flaky: false,
+    });
     let value = serde_json::to_value(results).unwrap();
     let mut used = BTreeSet::new();
     let errors = validate(&schema, &schema, &value, "$", &mut used);

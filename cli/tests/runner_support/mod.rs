@@ -184,3 +184,67 @@ time.sleep(600)
 pub fn processes_running(script: &Path) -> Vec<u32> {
     wirecheck_test_support::procs::marked(script.to_str().unwrap())
 }
+
+/// A JSON-flow agent that starts slowly (an interpreter taking its time, longer than the
+/// scenario's whole deadline), then reports Ready, retrying 429/500/503 and transport errors
+/// within its budget, half an interval more than the scenario's interval apart (a conforming
+/// agent with room to spare, so only a wrong judge could fail it).
+pub const SLOW_STARTER: &str = r#"
+import http.client, os, time, urllib.parse
+time.sleep(float(os.environ["SLOW_START"]))
+url = urllib.parse.urlparse(os.environ["WIRECHECK_CASE_WIRESERVER_URL"])
+budget = float(os.environ["WIRECHECK_CASE_BUDGET"])
+interval = float(os.environ["WIRECHECK_CASE_RETRY_INTERVAL"])
+timeout = float(os.environ["WIRECHECK_CASE_REQUEST_TIMEOUT"])
+end = time.monotonic() + budget
+while True:
+    try:
+        left = max(0.05, min(timeout, end - time.monotonic()))
+        c = http.client.HTTPConnection(url.hostname, url.port, timeout=left)
+        c.request("POST", "/provisioning/health", body=b'{"state":"Ready"}',
+                  headers={"Content-Type": "application/json"})
+        status = c.getresponse().status
+        c.close()
+        if 200 <= status < 300:
+            raise SystemExit(0)
+        if status not in (429, 500, 503):
+            raise SystemExit(1)
+    except (OSError, http.client.HTTPException):
+        pass
+    if time.monotonic() + 1.5 * interval >= end:
+        raise SystemExit(1)
+    time.sleep(1.5 * interval)
+"#;
+
+/// Busy threads that keep every core loaded while they live.
+pub struct Load {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Load {
+    pub fn start(threads: usize) -> Load {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..threads)
+            .map(|_| {
+                let stop = std::sync::Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let mut x = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                    }
+                })
+            })
+            .collect();
+        Load { stop, threads }
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,8 +1,10 @@
 //! Behaviour checks: retries, intervals, rate, budget, terminal report, exit status, request
 //! timeout and goal-state refresh, judged against the agent's profile (docs/protocol.md §8).
 //!
-//! Timing margins are generous on purpose: they catch an agent that ignores a rule (retries in
-//! a tight loop, runs for minutes past its budget), not scheduler jitter.
+//! Interval and timeout margins are generous on purpose: they catch an agent that ignores a rule
+//! (retries in a tight loop), not scheduler jitter. The budget has none: it is judged by
+//! `observe::LoopBudget`, whose only slack is what was measured (the in-flight request, the
+//! runner's lag).
 
 use fake_wireserver::EndpointId;
 use fake_wireserver::journal::{AnswerKind, Entry};
@@ -10,7 +12,7 @@ use fake_wireserver::journal::{AnswerKind, Entry};
 use super::{Judgement, Tally, about, line, note, stderr_tail};
 use crate::agent::Done;
 use crate::exec::Exit;
-use crate::observe::{Class, Observation, RunRecord, Service, service_of};
+use crate::observe::{Class, LoopBudget, Observation, RunRecord, Service, Within, service_of};
 use crate::scenario::{Outcome, Target};
 use wirecheck_results::Verdict;
 
@@ -20,7 +22,8 @@ fn interval_tolerance_ms(interval_ms: u64) -> u64 {
     (interval_ms / 20).max(25)
 }
 
-/// Slack over a budget or timeout before it counts as exceeded (process start, scheduling).
+/// Slack over a per-request timeout before it counts as exceeded (process start, scheduling).
+/// Budgets have no such margin: [`LoopBudget`] allows only what was measured.
 fn overrun_margin_ms(limit_ms: u64) -> u64 {
     1000 + limit_ms / 10
 }
@@ -377,10 +380,12 @@ pub fn rate(obs: &Observation) -> Judgement {
     t.finish("no endpoint was asked more than once")
 }
 
+/// Judged by the one budget rule ([`LoopBudget`]): each retry loop (IMDS, then the
+/// wireserver) has the budget, nothing may extend it, and the only slack is what was measured
+/// (the in-flight request's own duration, the runner's lag).
 pub fn budget(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
     let budget = ms(obs.budget());
-    let limit = budget + overrun_margin_ms(budget);
     for (ri, run) in obs.runs.iter().enumerate() {
         t.judged();
         if killed(run) {
@@ -405,74 +410,117 @@ pub fn budget(obs: &Observation) -> Judgement {
             );
             continue;
         }
-        // Each retry loop (IMDS, then the wireserver) has the budget; nothing may extend it.
-        let imds = requests(obs, ri, Service::Imds);
-        if let (Some(first), Some(last)) = (imds.first(), imds.last()) {
-            let took = finished_ms(obs, last).saturating_sub(first.at_ms);
-            if took > limit {
-                t.fail(
-                    format!(
-                        "run {}: IMDS attempts went on for {}, over the {} budget",
-                        ri + 1,
-                        secs(took),
-                        secs(budget)
-                    ),
-                    about(
-                        format!("{} … {}", line(first), line(last)),
-                        &[first, last],
-                        None,
-                    ),
-                );
-            }
+        for service in [Service::Imds, Service::Wireserver] {
+            let rule = LoopBudget {
+                start_ms: loop_start(obs, ri, service),
+                budget_ms: budget,
+            };
+            late_attempts(&mut t, obs, ri, service, &rule);
         }
-        let start = loop_start(obs, ri, Service::Wireserver);
-        let took = run.end_ms.saturating_sub(start);
-        let first: Vec<&Entry> = requests(obs, ri, Service::Wireserver)
-            .into_iter()
-            .take(1)
-            .collect();
-        let late = stall_flips(
-            took,
-            limit + 1,
-            obs.uncertainty_ms(start),
-            obs.uncertainty_ms(run.end_ms),
-        );
-        if let Some(late) = late {
-            t.uncertain(
-                format!(
-                    "run {}: the wireserver report took {} of a {} budget (limit {}), and the runner's wake-ups around then came up to {late} ms late",
-                    ri + 1,
-                    secs(took),
-                    secs(budget),
-                    secs(limit)
-                ),
-                about(format!("run {}: {}", ri + 1, run.exit.describe()), &first, None),
-            );
-        } else if took > limit {
-            t.fail(
-                format!(
-                    "run {}: the wireserver report took {} (first attempt to exit), over its {} budget",
-                    ri + 1,
-                    secs(took),
-                    secs(budget)
-                ),
-                about(format!("run {}: {}", ri + 1, run.exit.describe()), &first, None),
-            );
-        } else {
-            t.note(about(
-                format!(
-                    "run {}: wireserver report {} of a {} budget ({} in all)",
-                    ri + 1,
-                    secs(took),
-                    secs(budget),
-                    secs(run.duration_ms())
-                ),
-                &first,
-                None,
-            ));
-        }
+        loop_end(&mut t, obs, ri, budget);
     }
     t.finish("the agent was not run")
+}
+
+/// Fails every attempt of run `ri` to `service` that started after the budget beyond the
+/// runner's lag around it.
+fn late_attempts(t: &mut Tally, obs: &Observation, ri: usize, service: Service, rule: &LoopBudget) {
+    let name = match service {
+        Service::Imds => "IMDS",
+        _ => "wireserver",
+    };
+    for e in requests(obs, ri, service) {
+        let lag = obs.uncertainty_ms(e.at_ms);
+        if let Within::Over { by_ms, .. } = rule.attempt(e.at_ms, lag) {
+            t.fail(
+                format!(
+                    "run {}: a new {name} attempt (#{}) started {} into a {} budget, {by_ms} ms past it and the runner's {lag} ms lag around then",
+                    ri + 1,
+                    e.seq,
+                    secs(e.at_ms.saturating_sub(rule.start_ms)),
+                    secs(rule.budget_ms)
+                ),
+                about(line(e), &[e], None),
+            );
+        }
+    }
+}
+
+/// The wireserver loop of run `ri` must be over by the budget plus its in-flight request (the
+/// last attempt that started within the budget) plus the runner's lag, and the agent gone one
+/// retry interval after that ([`LoopBudget`]).
+fn loop_end(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
+    let run = &obs.runs[ri];
+    let rule = LoopBudget {
+        start_ms: loop_start(obs, ri, Service::Wireserver),
+        budget_ms: budget,
+    };
+    let reqs = requests(obs, ri, Service::Wireserver);
+    let in_flight = reqs
+        .iter()
+        .rev()
+        .find(|e| rule.attempt(e.at_ms, obs.uncertainty_ms(e.at_ms)) == Within::Inside);
+    let in_flight_ms = in_flight.map_or(0, |e| obs.request_span_ms(e));
+    let in_flight_text = match in_flight {
+        Some(e) => format!("its in-flight request #{} ({in_flight_ms} ms)", e.seq),
+        None => "no request in flight".to_owned(),
+    };
+    // The loop's last request is over when the agent was done with it (a request it never
+    // finished ends with the agent).
+    let last = reqs
+        .iter()
+        .max_by_key(|e| obs.request_end_ms(e).unwrap_or(run.end_ms));
+    let wire_end = last.map_or(rule.start_ms, |e| {
+        obs.request_end_ms(e).unwrap_or(run.end_ms)
+    });
+    let since = |t: u64| secs(t.saturating_sub(rule.start_ms));
+    if let Some(e) = last {
+        let lag = obs.uncertainty_ms(wire_end);
+        if let Within::Over { limit_ms, by_ms } = rule.loop_end(wire_end, in_flight_ms, lag) {
+            t.fail(
+                format!(
+                    "run {}: its last wireserver request (#{}) was over {} into a {} budget: {by_ms} ms past the budget plus {in_flight_text} plus the runner's {lag} ms lag ({})",
+                    ri + 1,
+                    e.seq,
+                    since(wire_end),
+                    secs(budget),
+                    since(limit_ms)
+                ),
+                about(line(e), &[e], None),
+            );
+        }
+    }
+    let interval = ms(obs.interval_min());
+    let lag = obs.uncertainty_ms(run.end_ms);
+    let evidence: Vec<&Entry> = in_flight.into_iter().copied().collect();
+    match rule.exit(run.end_ms, wire_end, interval, lag) {
+        Within::Over { limit_ms, by_ms } => t.fail(
+            format!(
+                "run {}: the wireserver report took {} (first attempt to exit) of a {} budget: the agent exited {by_ms} ms after the budget (or its last request) plus one {} interval plus the runner's {lag} ms lag ({})",
+                ri + 1,
+                since(run.end_ms),
+                secs(budget),
+                secs(interval),
+                since(limit_ms)
+            ),
+            about(
+                format!("run {}: {}", ri + 1, run.exit.describe()),
+                &evidence,
+                None,
+            ),
+        ),
+        Within::Inside => t.note(about(
+            format!(
+                "run {}: wireserver report {} of a {} budget, {in_flight_text} ({} in all)",
+                ri + 1,
+                since(run.end_ms),
+                secs(budget),
+                secs(run.duration_ms())
+            ),
+            &evidence,
+            None,
+        )),
+    }
 }
 
 pub fn terminal(obs: &Observation) -> Judgement {
@@ -746,10 +794,18 @@ pub fn timeout(obs: &Observation) -> Judgement {
                     }
                     (None, None) => (run.end_ms.saturating_sub(e.at_ms), "agent exit".to_owned()),
                 };
-                // The budget may end a hung attempt before its own timeout does.
-                let budget_end = loop_start(obs, ri, service) + ms(obs.budget());
+                // The budget may end a hung attempt before its own timeout does: its last
+                // attempt, over within the budget rule.
+                let rule = LoopBudget {
+                    start_ms: loop_start(obs, ri, service),
+                    budget_ms: ms(obs.budget()),
+                };
                 let cut_by_budget = reqs.get(k + 1).is_none()
-                    && run.end_ms <= budget_end + overrun_margin_ms(ms(obs.budget()));
+                    && rule.loop_end(
+                        run.end_ms,
+                        obs.request_span_ms(e),
+                        obs.uncertainty_ms(run.end_ms),
+                    ) == Within::Inside;
                 let late = stall_flips(
                     gave_up_after,
                     allowed + 1,

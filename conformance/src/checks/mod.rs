@@ -149,6 +149,9 @@ pub struct Judgement {
     pub verdict: Verdict,
     pub reason: Option<String>,
     pub evidence: Vec<Evidence>,
+    /// The verdict is `informational` only because the runner's stalls left a timing
+    /// uncertain ([`Tally::uncertain`]): the runner tries the case again (`runner::retry`).
+    pub stalled: bool,
 }
 
 impl Judgement {
@@ -157,6 +160,7 @@ impl Judgement {
             verdict: Verdict::Skipped,
             reason: Some(reason.into()),
             evidence: Vec::new(),
+            stalled: false,
         }
     }
 
@@ -165,6 +169,7 @@ impl Judgement {
             verdict: Verdict::Fail,
             reason: Some(reason.into()),
             evidence,
+            stalled: false,
         }
     }
 }
@@ -248,6 +253,7 @@ impl Tally {
                 n => format!("{first} (and {} more)", n - 1),
             }
         };
+        let stalled = self.fails.is_empty() && !self.uncertain.is_empty();
         let (verdict, reason) = if !self.fails.is_empty() {
             (Verdict::Fail, Some(summarize(&self.fails)))
         } else if !self.uncertain.is_empty() {
@@ -265,6 +271,7 @@ impl Tally {
                 verdict: Verdict::Skipped,
                 reason: Some(format!("nothing to judge: {nothing}")),
                 evidence: self.notes.into_iter().take(MAX_EVIDENCE).collect(),
+                stalled: false,
             };
         } else {
             (Verdict::Pass, None)
@@ -290,6 +297,7 @@ impl Tally {
             verdict,
             reason,
             evidence,
+            stalled,
         }
     }
 }

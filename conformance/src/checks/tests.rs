@@ -414,13 +414,173 @@ fn the_budget_and_the_deadline() {
         vec![run(0, 7000, Exit::KilledAtDeadline)],
     );
     assert!(killed.reason.unwrap().contains("still running at the"));
+    // Exited 1 ms after the budget plus one 200 ms interval: the old fixed margin (1 s + 10 %)
+    // let it pass until 4.31 s.
+    let beyond = judge(
+        "behaviour.budget",
+        &s,
+        vec![health(1, 10, 503)],
+        vec![run(0, 3211, Exit::Code(1))],
+    );
+    assert_eq!(beyond.verdict, Verdict::Fail, "{beyond:?}");
     let within = judge(
         "behaviour.budget",
         &s,
         vec![health(1, 10, 503)],
-        vec![run(0, 3100, Exit::Code(1))],
+        vec![run(0, 3210, Exit::Code(1))],
     );
-    assert_eq!(within.verdict, Verdict::Pass);
+    assert_eq!(within.verdict, Verdict::Pass, "{within:?}");
+}
+
+/// A stall of 40 ms around the end of a 3 s budget (loop start at 10 ms, so the budget ends at
+/// 3010 ms): the measured lag is the only slack.
+fn stall_at_budget_end() -> Vec<crate::observe::Stall> {
+    vec![crate::observe::Stall {
+        end_ms: 3060,
+        len_ms: 40,
+    }]
+}
+
+#[test]
+fn an_attempt_starting_one_ms_past_the_budget_and_the_measured_lag_fails() {
+    let s = scenario("");
+    let judge_at = |at: u64| {
+        judge_stalled(
+            "behaviour.budget",
+            &s,
+            vec![health(1, 10, 503), health(2, at, 503)],
+            vec![run(0, at + 2, Exit::Code(1))],
+            stall_at_budget_end(),
+        )
+    };
+    let inside = judge_at(3010 + 40);
+    assert_eq!(inside.verdict, Verdict::Pass, "{inside:?}");
+    let past = judge_at(3010 + 40 + 1);
+    assert_eq!(past.verdict, Verdict::Fail, "{past:?}");
+    let reason = past.reason.unwrap();
+    assert!(
+        reason.contains("a new wireserver attempt (#2) started 3.04 s into a 3.00 s budget, 1 ms past it and the runner's 40 ms lag"),
+        "{reason}"
+    );
+    // Without the stall, the budget itself is the limit.
+    let quiet = |at: u64| {
+        judge(
+            "behaviour.budget",
+            &s,
+            vec![health(1, 10, 503), health(2, at, 503)],
+            vec![run(0, at + 2, Exit::Code(1))],
+        )
+        .verdict
+    };
+    assert_eq!(quiet(3010), Verdict::Pass);
+    assert_eq!(quiet(3011), Verdict::Fail);
+}
+
+#[test]
+fn the_loop_ends_by_the_budget_plus_its_in_flight_request_plus_the_lag() {
+    let s = scenario("");
+    // A hung request in flight at the budget's end (3010 ms) is allowed its own duration, at
+    // most its timeout (1 s here): held by the agent until `close`, the loop ends there.
+    let hang = entry(
+        2,
+        EndpointId::WireserverHealthJson,
+        2900,
+        None,
+        AnswerKind::Hang,
+        None,
+    );
+    let hung = |close: u64, stalls: Vec<crate::observe::Stall>| {
+        judge_stalled(
+            "behaviour.budget",
+            &s,
+            vec![
+                health(1, 10, 503),
+                Entry {
+                    client_closed_ms: Some(close),
+                    ..hang.clone()
+                },
+            ],
+            vec![run(0, close, Exit::Code(1))],
+            stalls,
+        )
+    };
+    assert_eq!(hung(3500, vec![]).verdict, Verdict::Pass);
+    assert_eq!(hung(4010, vec![]).verdict, Verdict::Pass);
+    let over = hung(4011, vec![]);
+    assert_eq!(over.verdict, Verdict::Fail, "{over:?}");
+    assert!(
+        over.reason.as_deref().unwrap().contains(
+            "its last wireserver request (#2) was over 4.00 s into a 3.00 s budget: 1 ms past the budget plus its in-flight request #2 (1000 ms) plus the runner's 0 ms lag"
+        ),
+        "{over:?}"
+    );
+    // A 40 ms stall around then: 40 ms more, not one more.
+    let stall = || {
+        vec![crate::observe::Stall {
+            end_ms: 4060,
+            len_ms: 40,
+        }]
+    };
+    assert_eq!(hung(4050, stall()).verdict, Verdict::Pass);
+    assert_eq!(hung(4051, stall()).verdict, Verdict::Fail);
+}
+
+#[test]
+fn the_agent_exits_within_one_interval_of_the_budget_plus_the_lag() {
+    let s = scenario("");
+    // The last request over at 2902 ms, the budget at 3010 ms, the interval 200 ms.
+    let exit_at = |end: u64, stalls: Vec<crate::observe::Stall>| {
+        judge_stalled(
+            "behaviour.budget",
+            &s,
+            vec![health(1, 10, 503), health(2, 2900, 503)],
+            vec![run(0, end, Exit::Code(1))],
+            stalls,
+        )
+    };
+    assert_eq!(exit_at(3210, vec![]).verdict, Verdict::Pass);
+    let over = exit_at(3211, vec![]);
+    assert_eq!(over.verdict, Verdict::Fail, "{over:?}");
+    assert!(
+        over.reason.as_deref().unwrap().contains(
+            "the agent exited 1 ms after the budget (or its last request) plus one 0.20 s interval plus the runner's 0 ms lag"
+        ),
+        "{over:?}"
+    );
+    let stall = || {
+        vec![crate::observe::Stall {
+            end_ms: 3260,
+            len_ms: 40,
+        }]
+    };
+    assert_eq!(exit_at(3250, stall()).verdict, Verdict::Pass);
+    assert_eq!(exit_at(3251, stall()).verdict, Verdict::Fail);
+}
+
+/// The bundled reporter with its budget stretched by 30 % (measured on main): new attempts
+/// at 2.02, 2.22 and 2.42 s of a 2 s budget, exit at 2.6 s, which the old margin passed.
+#[test]
+fn a_30_percent_budget_overrun_fails() {
+    let mut s = scenario("");
+    s.agent.budget = 2.0;
+    let mut journal: Vec<Entry> = (0..10).map(|k| health(k + 1, 10 + 200 * k, 503)).collect();
+    for (k, at) in [2030, 2230, 2430].into_iter().enumerate() {
+        journal.push(health(11 + k as u64, at, 503));
+    }
+    let j = judge(
+        "behaviour.budget",
+        &s,
+        journal,
+        vec![run(0, 2610, Exit::Code(1))],
+    );
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    assert!(
+        j.reason
+            .as_deref()
+            .unwrap()
+            .contains("attempt (#11) started 2.02 s into a 2.00 s budget"),
+        "{j:?}"
+    );
 }
 
 #[test]

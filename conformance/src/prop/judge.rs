@@ -110,6 +110,7 @@ reason = "Latin-1 only"
             timeline: Timeline::default(),
             artifacts: None,
             not_judged: None,
+            attempts: None,
         }
     }
 

@@ -206,6 +206,7 @@ pub fn case_result(
         timeline,
         artifacts,
         not_judged: report.skipped.as_ref().and_then(NotRun::not_judged),
+        attempts: None,
     }
 }
 

@@ -6,6 +6,7 @@ mod artifacts;
 pub mod attach;
 pub mod case_root;
 pub mod lag;
+pub mod retry;
 mod scenario_run;
 pub mod start_watch;
 pub mod timing;
@@ -705,6 +706,7 @@ fn uniform_case(p: &Planned, case: Selected, verdict: Verdict, reason: String) -
         timeline: Timeline::default(),
         artifacts: None,
         not_judged: None,
+        attempts: None,
     }
 }
 
@@ -713,6 +715,8 @@ fn uniform_case(p: &Planned, case: Selected, verdict: Verdict, reason: String) -
 pub fn apply_deviation(profile: &AgentProfile, case_id: &str, j: Judgement) -> Judgement {
     let (verdict, reason) = Disposition::grade(profile.deviation_for(case_id), j.verdict, j.reason);
     Judgement {
+        // A declared deviation that turned the verdict into another one has judged the case.
+        stalled: j.stalled && verdict == Verdict::Informational,
         verdict,
         reason,
         evidence: j.evidence,
@@ -882,6 +886,7 @@ reason = "never"
             verdict: Verdict::Pass,
             reason: None,
             evidence: vec![],
+            stalled: false,
         };
         assert_eq!(
             apply_deviation(&p, "x.report.state", pass.clone()).verdict,

@@ -8,6 +8,7 @@ use wirecheck_oracle::kvp::decode_pool;
 
 use super::attach::{self, SessionError};
 use super::lag::LagWatch;
+use super::retry::{self, AttemptVerdict};
 use super::{
     Planned, RunSettings, apply_deviation, artifacts, case_title, failed_cases, harness_cases,
     not_run, skipped_cases,
@@ -18,31 +19,121 @@ use crate::observe::Observation;
 use crate::tools::text::visible;
 use wirecheck_results::{CaseResult, Verdict};
 
-/// Runs the pair and returns one result per selected case.
+/// Runs the pair and returns one result per selected case. A pair with a case whose timing the
+/// runner's stalls left unjudged runs again, up to [`retry::MAX_ATTEMPTS`] in all (`retry`).
 pub async fn run(p: &Planned, settings: &RunSettings, lag: &LagWatch) -> Vec<CaseResult> {
     if let Some(skip) = not_run(p, &settings.bin_dir) {
         return skipped_cases(p, skip);
     }
-    match execute(p, settings, lag).await {
-        Ok(cases) => cases,
-        Err(SessionError::Agent(reason)) => failed_cases(p, &reason),
-        Err(SessionError::Harness(reason)) => {
-            eprintln!(
-                "wirecheck: error: {} {}: {}",
-                visible(&p.profile.name),
-                visible(&p.scenario.id),
-                visible(&reason)
-            );
-            harness_cases(p, HarnessError(reason))
+    let mut attempts: Vec<Vec<Attempted>> = Vec::new();
+    loop {
+        let attempt = attempts.len() as u32 + 1;
+        match execute(p, settings, lag, attempt).await {
+            Ok(cases)
+                if attempts
+                    .first()
+                    .is_none_or(|first| same_cases(first, &cases)) =>
+            {
+                attempts.push(cases);
+            }
+            // A later attempt that judged nothing (interrupted, the harness failed) leaves the
+            // earlier ones standing.
+            Ok(_) => break,
+            Err(e) if !attempts.is_empty() => {
+                let (SessionError::Agent(reason) | SessionError::Harness(reason)) = e;
+                eprintln!(
+                    "wirecheck: warning: {} {}: attempt {attempt} not judged: {}",
+                    visible(&p.profile.name),
+                    visible(&p.scenario.id),
+                    visible(&reason)
+                );
+                break;
+            }
+            Err(SessionError::Agent(reason)) => return failed_cases(p, &reason),
+            Err(SessionError::Harness(reason)) => {
+                eprintln!(
+                    "wirecheck: error: {} {}: {}",
+                    visible(&p.profile.name),
+                    visible(&p.scenario.id),
+                    visible(&reason)
+                );
+                return harness_cases(p, HarnessError(reason));
+            }
+        }
+        if !retry::run_again(&per_case(&attempts)) {
+            break;
         }
     }
+    settle(attempts)
 }
 
+/// One case as one attempt left it.
+struct Attempted {
+    case: CaseResult,
+    /// Its verdict is informational only because the runner stalled (`Judgement::stalled`).
+    stalled: bool,
+}
+
+/// Both attempts judged the same cases (an interrupted one is all `not_judged`).
+fn same_cases(first: &[Attempted], other: &[Attempted]) -> bool {
+    first.len() == other.len()
+        && first
+            .iter()
+            .zip(other)
+            .all(|(a, b)| a.case.id == b.case.id && b.case.not_judged.is_none())
+}
+
+/// Each case's verdicts, one per attempt.
+fn per_case(attempts: &[Vec<Attempted>]) -> Vec<Vec<AttemptVerdict>> {
+    let cases = attempts.first().map_or(0, Vec::len);
+    (0..cases)
+        .map(|i| {
+            attempts
+                .iter()
+                .map(|a| match &a[i] {
+                    Attempted { stalled: true, .. } => AttemptVerdict::Stalled,
+                    Attempted { case, .. } => AttemptVerdict::Judged(case.verdict),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// One result per case from its attempts: the chosen attempt's, with the attempts recorded
+/// and the time of all of them.
+fn settle(attempts: Vec<Vec<Attempted>>) -> Vec<CaseResult> {
+    let verdicts = per_case(&attempts);
+    let mut attempts: Vec<Vec<Option<CaseResult>>> = attempts
+        .into_iter()
+        .map(|a| a.into_iter().map(|c| Some(c.case)).collect())
+        .collect();
+    verdicts
+        .iter()
+        .enumerate()
+        .map(|(i, verdicts)| {
+            let settled = retry::settle(verdicts);
+            let duration_ms = attempts
+                .iter()
+                .filter_map(|a| a[i].as_ref().map(|c| c.duration_ms))
+                .sum();
+            let mut case = attempts[settled.chosen][i]
+                .take()
+                .expect("each case is taken once");
+            case.reason = retry::reason(case.reason.take(), settled.attempts.as_ref());
+            case.attempts = settled.attempts;
+            case.duration_ms = duration_ms;
+            case
+        })
+        .collect()
+}
+
+/// One attempt of the pair (its artifacts under `attempt-N/` from the second on).
 async fn execute(
     p: &Planned,
     settings: &RunSettings,
     lag: &LagWatch,
-) -> Result<Vec<CaseResult>, SessionError> {
+    attempt: u32,
+) -> Result<Vec<Attempted>, SessionError> {
     let scenario = &*p.scenario;
     let profile = &*p.profile;
     let mut case_dir = tempfile::Builder::new();
@@ -60,7 +151,10 @@ async fn execute(
         crate::exec::Exit::Interrupted(sig) => Some(sig),
         _ => None,
     }) {
-        return Ok(skipped_cases(p, super::interrupted_reason(sig, true)));
+        return Ok(unstalled(skipped_cases(
+            p,
+            super::interrupted_reason(sig, true),
+        )));
     }
     settings.starts.record(
         &profile.name,
@@ -87,7 +181,13 @@ async fn execute(
         stalls: lag.stalls_since(started, session.clock_origin),
     };
     let timeline = crate::timeline::build(&obs);
-    let artifacts_rel = artifacts::relative_dir(&profile.name, &scenario.id);
+    let artifacts_rel = match attempt {
+        1 => artifacts::relative_dir(&profile.name, &scenario.id),
+        n => format!(
+            "{}/attempt-{n}",
+            artifacts::relative_dir(&profile.name, &scenario.id)
+        ),
+    };
     let written = if settings.artifacts {
         Some(artifacts::write(&settings.out, &artifacts_rel, &obs))
     } else {
@@ -115,7 +215,8 @@ async fn execute(
                 Some(why) => Judgement::fail(why.clone(), Vec::new()),
                 None => snapshot_judgement(snapshots, &obs),
             };
-            CaseResult {
+            let stalled = j.stalled;
+            let case = CaseResult {
                 id: super::snapshot_case_id(scenario),
                 title: super::snapshot_case_title(scenario),
                 scenario: scenario.name.clone(),
@@ -126,10 +227,12 @@ async fn execute(
                 timeline: timeline.clone(),
                 artifacts: artifacts.clone(),
                 not_judged: None,
-            }
+                attempts: None,
+            };
+            Attempted { case, stalled }
         });
 
-    let mut cases: Vec<CaseResult> = p
+    let mut cases: Vec<Attempted> = p
         .checks
         .iter()
         .map(|check| {
@@ -149,10 +252,12 @@ async fn execute(
                         verdict,
                         reason: Some(reason),
                         evidence: Vec::new(),
+                        stalled: false,
                     }
                 }
             };
-            CaseResult {
+            let stalled = j.stalled;
+            let case = CaseResult {
                 id,
                 title: case_title(scenario, *check),
                 scenario: scenario.name.clone(),
@@ -163,11 +268,24 @@ async fn execute(
                 timeline: timeline.clone(),
                 artifacts: artifacts.clone(),
                 not_judged: None,
-            }
+                attempts: None,
+            };
+            Attempted { case, stalled }
         })
         .collect();
     cases.extend(snapshot);
     Ok(cases)
+}
+
+/// Cases no check judged (nothing a stall could have left uncertain).
+fn unstalled(cases: Vec<CaseResult>) -> Vec<Attempted> {
+    cases
+        .into_iter()
+        .map(|case| Attempted {
+            case,
+            stalled: false,
+        })
+        .collect()
 }
 
 /// The snapshot case: the pair's transcript against its accepted snapshot.
@@ -181,6 +299,7 @@ fn snapshot_judgement(snapshots: &super::SnapshotSettings, obs: &Observation) ->
             verdict: Verdict::Pass,
             reason: None,
             evidence: Vec::new(),
+            stalled: false,
         },
         Ok(Outcome::New { pending }) => {
             let reason = format!(
@@ -201,6 +320,7 @@ fn snapshot_judgement(snapshots: &super::SnapshotSettings, obs: &Observation) ->
                     verdict: Verdict::Informational,
                     reason: Some(reason),
                     evidence,
+                    stalled: false,
                 }
             }
         }
@@ -216,6 +336,7 @@ fn snapshot_judgement(snapshots: &super::SnapshotSettings, obs: &Observation) ->
                     pending.display()
                 )),
                 evidence: vec![crate::checks::note("diff, accepted → this run", Some(diff))],
+                stalled: true,
             }
         }
         Ok(Outcome::Differs { diff, pending }) => Judgement::fail(

@@ -48,6 +48,7 @@ fn case(
         timeline,
         artifacts: None,
         not_judged: None,
+        attempts: None,
     }
 }
 
