@@ -168,3 +168,47 @@ fn missing_file_and_directory_name_the_path_and_exit_2() {
         "{message}"
     );
 }
+
+/// The host keeps one record per key (docs/protocol.md §7.1): `kvp dump` of a pool holding two
+/// `PROVISIONING_REPORT` records says so and names the records.
+#[test]
+fn two_reports_under_one_key_are_shown_as_the_host_keeps_them() {
+    let host = |name: &str, json: bool| {
+        let path = vectors().join("../kvp-host").join(name);
+        kvp_dump(&path, json).unwrap()
+    };
+    let out = host("two-reports-one-key.bin", false);
+    assert_eq!(out.exit_code, EXIT_OK, "a warning: {}", out.stdout);
+    assert!(
+        out.stdout.contains("pool findings:\n  warning [kvp.provisioning-report.multiple]: PROVISIONING_REPORT is also in record 0, before record 2: the host keeps one record per key"),
+        "{}",
+        out.stdout
+    );
+
+    // azure-init main's split report: an error, naming both chunks, and the cut character.
+    let out = host("azure-init-main-split-report.bin", false);
+    assert_eq!(out.exit_code, EXIT_PROBLEMS, "{}", out.stdout);
+    assert!(out.stdout.contains("error [kvp.provisioning-report.split]: PROVISIONING_REPORT is written as 2 records under one key (records 1 and 2"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("warning [kvp.value.split-character]: records 1 and 2"),
+        "{}",
+        out.stdout
+    );
+
+    // PR #313's unique chunk keys: one event, joined in index order, no finding.
+    let out = host("pr313-suffix-chunks.bin", false);
+    assert_eq!(out.exit_code, EXIT_OK, "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("(records 3, 2, 1, 0, joined in index order)"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("pool findings: none"), "{}", out.stdout);
+    let json: Value = serde_json::from_str(&host("pr313-suffix-chunks.bin", true).stdout).unwrap();
+    assert_eq!(
+        json["chunked_events"][0]["records"],
+        serde_json::json!([3, 2, 1, 0])
+    );
+}

@@ -300,12 +300,20 @@ pub mod kvp {
     pub const VALUE_INVALID_UTF8: &str = "kvp.value.invalid-utf8";
     /// The value is longer than the host reads.
     pub const VALUE_OVER_HOST_LIMIT: &str = "kvp.value.over-host-limit";
-    /// `PROVISIONING_REPORT` spans several records.
-    pub const PROVISIONING_REPORT_REJOINED: &str = "kvp.provisioning-report.rejoined";
-    /// More than one `PROVISIONING_REPORT`.
+    /// `PROVISIONING_REPORT` written as several records under its one key: the host keeps one.
+    pub const PROVISIONING_REPORT_SPLIT: &str = "kvp.provisioning-report.split";
+    /// More than one `PROVISIONING_REPORT`; the host keeps one, which one is not documented.
     pub const PROVISIONING_REPORT_MULTIPLE: &str = "kvp.provisioning-report.multiple";
     /// `PROVISIONING_REPORT` is not an encoded report.
     pub const PROVISIONING_REPORT_INVALID: &str = "kvp.provisioning-report.invalid";
+    /// Several records under one key: the host keeps one of them.
+    pub const KEY_DUPLICATE: &str = "kvp.key.duplicate";
+    /// A value cut inside a UTF-8 character, continued in the next chunk.
+    pub const VALUE_SPLIT_CHARACTER: &str = "kvp.value.split-character";
+    /// A `<key>|<index>` chunked event with a missing or repeated index.
+    pub const CHUNK_GAP: &str = "kvp.chunk.gap";
+    /// More pool findings of one kind than are listed.
+    pub const REPEATED: &str = "kvp.repeated";
     /// A split event's key suffix disagrees with its `msg_i`.
     pub const SPLIT_INDEX_MISMATCH: &str = "kvp.split.index-mismatch";
     /// A split event's `msg_i` values have a gap.
@@ -325,9 +333,13 @@ pub mod kvp {
         VALUE_PADDING,
         VALUE_INVALID_UTF8,
         VALUE_OVER_HOST_LIMIT,
-        PROVISIONING_REPORT_REJOINED,
+        PROVISIONING_REPORT_SPLIT,
         PROVISIONING_REPORT_MULTIPLE,
         PROVISIONING_REPORT_INVALID,
+        KEY_DUPLICATE,
+        VALUE_SPLIT_CHARACTER,
+        CHUNK_GAP,
+        REPEATED,
         SPLIT_INDEX_MISMATCH,
         SPLIT_GAP,
         SPLIT_INVALID_JSON,

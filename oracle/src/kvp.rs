@@ -6,9 +6,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::bounds::Repeats;
 use super::encoded::{self, EncodedReport, Mode};
-use super::finding::Finding;
+use super::finding::{Finding, Severity};
 use super::id;
+
+mod host;
+pub use host::{ChunkedEvent, DuplicateKey, duplicate_keys, suffix_chunked_events};
 
 /// One record: key field + value field.
 pub const RECORD_SIZE: usize = 2560;
@@ -51,7 +55,8 @@ pub struct PoolView {
     /// Every record, in file order.
     pub records: Vec<HostRecord>,
     /// The last `PROVISIONING_REPORT` record (its index; for a report azure-init split into
-    /// 1022-byte chunks, the index of the first chunk) and its lenient parse.
+    /// 1022-byte chunks, the index of the first chunk) and the lenient parse of its chunks
+    /// rejoined: what the agent meant, not what the host shows (`kvp.provisioning-report.split`).
     pub provisioning_report: Option<(usize, EncodedReport)>,
     /// Pool-level findings: size not a multiple of 2560, an unparsable provisioning report, …
     pub findings: Vec<Finding>,
@@ -167,6 +172,17 @@ pub fn decode_pool(bytes: &[u8]) -> PoolView {
     }
 
     let provisioning_report = provisioning_report(bytes, &records, &mut findings);
+    // What the host keeps: one record per key, each record on its own.
+    let mut repeats = Repeats::default();
+    host::duplicate_findings(&records, &mut findings, &mut repeats);
+    let chunked = host::chunked_events(bytes, &records);
+    for f in chunked.iter().flat_map(|e| e.findings.iter()) {
+        repeats.push(&mut findings, id::kvp::CHUNK_GAP, || f.clone());
+    }
+    let mut pairs = host::same_key_runs(&records);
+    pairs.extend(host::chunk_pairs(&chunked));
+    host::split_character_findings(bytes, &records, pairs, &mut findings, &mut repeats);
+    repeats.finish(&mut findings, id::kvp::REPEATED);
     PoolView {
         size: bytes.len(),
         records,
@@ -268,7 +284,7 @@ fn check_field(
         findings.push(Finding::warning(
             ids.invalid_utf8,
             format!(
-                "{at}: the {name} is not valid UTF-8 from byte {} on (a chunk boundary inside a character?); the host sees replacement characters",
+                "{at}: the {name} is not valid UTF-8 from byte {} on (a chunk boundary inside a character?); the kernel's UTF-8 to UTF-16 conversion for the host rejects it (§7.1)",
                 e.valid_up_to()
             ),
         ));
@@ -284,13 +300,10 @@ fn check_field(
     len
 }
 
-/// Parses the last `PROVISIONING_REPORT` record. azure-init cuts long values into 1022-byte
-/// chunks under the same key (§7.3), so full chunks right before it are rejoined first.
-fn provisioning_report(
-    bytes: &[u8],
-    records: &[HostRecord],
-    findings: &mut Vec<Finding>,
-) -> Option<(usize, EncodedReport)> {
+/// The records the last `PROVISIONING_REPORT` was written as: `first..=last`. azure-init main
+/// cuts a long value into 1022-byte chunks under the same key (§7.3), so full records right
+/// before the last one are its earlier chunks.
+fn report_span(records: &[HostRecord]) -> Option<(usize, usize)> {
     let is_report = |r: &HostRecord| r.key == PROVISIONING_REPORT_KEY;
     let last = records.iter().rposition(is_report)?;
     let mut first = last;
@@ -300,27 +313,67 @@ fn provisioning_report(
     {
         first -= 1;
     }
+    Some((first, last))
+}
+
+/// The on-disk value of the last `PROVISIONING_REPORT`, its chunks joined (lossy UTF-8 only
+/// where the joined bytes are invalid), and the records it spans. This is what the agent
+/// meant; the host shows one record of it at most (see `kvp.provisioning-report.split`).
+pub fn provisioning_report_value(bytes: &[u8], view: &PoolView) -> Option<(Vec<usize>, String)> {
+    let (first, last) = report_span(&view.records)?;
+    let mut value = Vec::new();
+    for record in &view.records[first..=last] {
+        let start = record.offset + KEY_SIZE;
+        value.extend_from_slice(bytes.get(start..start + record.value_bytes)?);
+    }
+    Some((
+        (first..=last).collect(),
+        String::from_utf8_lossy(&value).into_owned(),
+    ))
+}
+
+/// Parses the last `PROVISIONING_REPORT`, its chunks rejoined, and says what the host keeps of
+/// it: one record per key (azure-init PR #313), so a report in several records, or several
+/// reports, do not all reach the host.
+fn provisioning_report(
+    bytes: &[u8],
+    records: &[HostRecord],
+    findings: &mut Vec<Finding>,
+) -> Option<(usize, EncodedReport)> {
+    let (first, last) = report_span(records)?;
     let mut value = Vec::new();
     for record in &records[first..=last] {
         let start = record.offset + KEY_SIZE;
         value.extend_from_slice(&bytes[start..start + record.value_bytes.min(HOST_VALUE_MAX)]);
     }
     let value = String::from_utf8_lossy(&value);
+    let span: Vec<usize> = (first..=last).collect();
     if first != last {
-        findings.push(Finding::info(
-            id::kvp::PROVISIONING_REPORT_REJOINED,
+        findings.push(Finding::error(
+            id::kvp::PROVISIONING_REPORT_SPLIT,
             format!(
-                "PROVISIONING_REPORT spans records {first}..={last} (azure-init 1022-byte chunks, §7.3); parsed rejoined"
+                "PROVISIONING_REPORT is written as {} records under one key ({}, 1022-byte chunks as azure-init main writes them, §7.3): the host keeps one record per key (azure-init PR #313), so it never shows the report whole, only one chunk; the chunks are rejoined here only to show what was meant",
+                span.len(),
+                host::list(&span)
             ),
         ));
     }
-    let earlier = records[..first].iter().filter(|r| is_report(r)).count();
-    if earlier > 0 {
-        findings.push(Finding::info(
+    let earlier: Vec<usize> = records[..first]
+        .iter()
+        .filter(|r| r.key == PROVISIONING_REPORT_KEY)
+        .map(|r| r.index)
+        .collect();
+    if !earlier.is_empty() {
+        // An identical earlier copy loses nothing, whichever record the host keeps.
+        let differ = earlier.iter().any(|&i| records[i].value != value);
+        findings.push(Finding::new(
             id::kvp::PROVISIONING_REPORT_MULTIPLE,
+            if differ { Severity::Warning } else { Severity::Info },
             format!(
-                "{} earlier PROVISIONING_REPORT record(s) before record {first}; the last report is the one parsed",
-                earlier
+                "PROVISIONING_REPORT is also in {}, before record {first}{}: the host keeps one record per key (azure-init PR #313) and which one is not documented, so strictly it may show {} instead of the last report (§7.1); the last report is the one parsed",
+                host::list(&earlier),
+                if differ { "" } else { " with the same value" },
+                if differ { "an earlier, different report" } else { "an identical copy" },
             ),
         ));
     }
@@ -573,6 +626,12 @@ mod tests {
         assert_eq!(index, 2);
         assert_eq!(report.get("vm_id"), Some("new"));
         assert_eq!(ids(&view.findings), ["kvp.provisioning-report.multiple"]);
+        assert_eq!(view.findings[0].severity, Severity::Warning);
+        assert!(
+            view.findings[0]
+                .message
+                .contains("also in record 0, before record 2")
+        );
 
         // azure-init: one report longer than 1022 bytes, written as two chunks.
         let long = format!(
@@ -587,7 +646,7 @@ mod tests {
         assert_eq!(index, 0);
         assert_eq!(report.get("error").map(str::len), Some(1200));
         assert!(report.findings.is_empty(), "{:?}", report.findings);
-        assert_eq!(ids(&view.findings), ["kvp.provisioning-report.rejoined"]);
+        assert_eq!(ids(&view.findings), ["kvp.provisioning-report.split"]);
 
         let view =
             decode_pool(&encode_pool([(PROVISIONING_REPORT_KEY, "result=x|'broken")]).unwrap());
@@ -595,6 +654,147 @@ mod tests {
         let view = decode_pool(&encode_pool([(PROVISIONING_REPORT_KEY, "result=x|'a'b")]).unwrap());
         assert_eq!(view.provisioning_report, None);
         assert_eq!(ids(&view.findings), ["kvp.provisioning-report.invalid"]);
+    }
+
+    /// The host keeps one record per key: a key written twice loses one of them, and the
+    /// finding names both (which one survives is not documented). Keys the host cuts to the
+    /// same 254 bytes are one key to it.
+    #[test]
+    fn a_key_written_twice_names_the_records_the_host_may_lose() {
+        let long_a = format!("{}a", "k".repeat(HOST_KEY_MAX));
+        let long_b = format!("{}b", "k".repeat(HOST_KEY_MAX));
+        let view = decode_pool(
+            &encode_pool([
+                ("event|1", "x"),
+                ("other", "y"),
+                ("event|1", "z"),
+                (long_a.as_str(), "1"),
+                (long_b.as_str(), "2"),
+            ])
+            .unwrap(),
+        );
+        assert_eq!(
+            ids(&view.findings),
+            ["kvp.key.duplicate", "kvp.key.duplicate"]
+        );
+        assert!(
+            view.findings[0]
+                .message
+                .contains("\"event|1\" is in records 0 and 2")
+        );
+        assert!(view.findings[1].message.contains("records 3 and 4"));
+        let dups = duplicate_keys(&view.records);
+        assert_eq!(dups[0].records, [0, 2]);
+    }
+
+    /// azure-init main: a long report cut into 1022-byte chunks under the one key, the cut
+    /// inside a character. The host shows one chunk; the split and the cut are findings.
+    #[test]
+    fn a_report_in_chunks_under_one_key_is_not_delivered_whole() {
+        let report = format!(
+            "result=error|reason=r|agent=Azure-Init/0.1.1|user=x{}|pps_type=None|vm_id=v|timestamp=2026-06-17T00:00:00+00:00",
+            "\u{20ac}".repeat(400)
+        );
+        let bytes = report.as_bytes();
+        let mut pool = Vec::new();
+        for chunk in bytes.chunks(HOST_VALUE_MAX) {
+            let mut record = [0u8; RECORD_SIZE];
+            record[..PROVISIONING_REPORT_KEY.len()]
+                .copy_from_slice(PROVISIONING_REPORT_KEY.as_bytes());
+            record[KEY_SIZE..KEY_SIZE + chunk.len()].copy_from_slice(chunk);
+            pool.extend_from_slice(&record);
+        }
+        let view = decode_pool(&pool);
+        assert_eq!(
+            ids(&view.findings),
+            ["kvp.provisioning-report.split", "kvp.value.split-character"]
+        );
+        assert_eq!(view.findings[0].severity, Severity::Error);
+        assert!(
+            view.findings[0]
+                .message
+                .contains("2 records under one key (records 0 and 1")
+        );
+        assert!(view.findings[1].message.contains("records 0 and 1"));
+        assert!(view.findings[1].message.contains("'\u{20ac}'"));
+        let (span, joined) = provisioning_report_value(&pool, &view).unwrap();
+        assert_eq!((span, joined.as_str()), (vec![0, 1], report.as_str()));
+    }
+
+    /// Two whole reports: the host keeps one and the sources do not say which, so a different
+    /// earlier report is a warning; an identical copy loses nothing.
+    #[test]
+    fn two_reports_under_one_key_are_a_finding_unless_identical() {
+        let old = "result=error|reason=r|agent=Cloud-Init/26.2|vm_id=v|timestamp=t";
+        let new = "result=success|agent=Cloud-Init/26.2|vm_id=v|timestamp=t";
+        let differ = decode_pool(
+            &encode_pool([
+                (PROVISIONING_REPORT_KEY, old),
+                (PROVISIONING_REPORT_KEY, new),
+            ])
+            .unwrap(),
+        );
+        assert_eq!(ids(&differ.findings), ["kvp.provisioning-report.multiple"]);
+        assert_eq!(differ.findings[0].severity, Severity::Warning);
+        let same = decode_pool(
+            &encode_pool([
+                (PROVISIONING_REPORT_KEY, new),
+                (PROVISIONING_REPORT_KEY, new),
+            ])
+            .unwrap(),
+        );
+        assert_eq!(same.findings[0].severity, Severity::Info);
+    }
+
+    /// PR #313's keys: `<base>|<index>`, each chunk a key of its own. Read as one event in
+    /// index order whatever the file order; no duplicate; a missing index is a gap.
+    #[test]
+    fn unique_suffix_chunks_are_one_event() {
+        let base = "DIAG|azure-init/0.1.1|vm|event|n|e1|2026-08-31T12:34:56.789Z|none||";
+        let (k0, k1, k2) = (
+            format!("{base}|0"),
+            format!("{base}|1"),
+            format!("{base}|2"),
+        );
+        let gap = "azure-init-0.1.1|vm|INFO|n|e2";
+        let (g0, g2) = (format!("{gap}|0"), format!("{gap}|2"));
+        let pool = encode_pool([
+            (k1.as_str(), "b\u{e9}"),
+            (k0.as_str(), "a"),
+            (g0.as_str(), "x"),
+            (k2.as_str(), "c"),
+            (g2.as_str(), "z"),
+        ])
+        .unwrap();
+        let view = decode_pool(&pool);
+        let events = suffix_chunked_events(&pool, &view);
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0].key, base);
+        assert_eq!(events[0].records, [1, 0, 3]);
+        assert_eq!(events[0].value, "ab\u{e9}c");
+        assert!(events[0].findings.is_empty());
+        assert_eq!(ids(&events[1].findings), ["kvp.chunk.gap"]);
+        assert_eq!(ids(&view.findings), ["kvp.chunk.gap"]);
+    }
+
+    /// Unique keys do not save a chunk cut inside a character: each record is read alone.
+    #[test]
+    fn suffix_chunks_cut_inside_a_character_are_a_finding() {
+        let text = "\u{20ac}\u{20ac}".as_bytes();
+        let base = "azure-init-0.1.1|vm|INFO|n|e3";
+        let mut pool = Vec::new();
+        for (i, chunk) in [&text[..4], &text[4..]].into_iter().enumerate() {
+            let key = format!("{base}|{i}");
+            let mut record = [0u8; RECORD_SIZE];
+            record[..key.len()].copy_from_slice(key.as_bytes());
+            record[KEY_SIZE..KEY_SIZE + chunk.len()].copy_from_slice(chunk);
+            pool.extend_from_slice(&record);
+        }
+        let view = decode_pool(&pool);
+        assert_eq!(ids(&view.findings), ["kvp.value.split-character"]);
+        assert!(view.findings[0].message.contains("bytes e2 | 82 ac"));
+        let events = suffix_chunked_events(&pool, &view);
+        assert_eq!(events[0].value, "\u{20ac}\u{20ac}");
     }
 
     #[test]

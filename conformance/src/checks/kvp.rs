@@ -1,9 +1,8 @@
 //! KVP checks: the pool file as the Azure host reads it, and the `PROVISIONING_REPORT` record
 //! (docs/protocol.md §7).
 
-use wirecheck_oracle::HealthState;
 use wirecheck_oracle::encoded::{Dialect, EncodedReport, Mode};
-use wirecheck_oracle::kvp::{KEY_SIZE, RECORD_SIZE};
+use wirecheck_oracle::{HealthState, Severity};
 
 use super::dialect::{self, Cut};
 use super::{Judgement, Tally, about, clip, note, trimmed};
@@ -58,12 +57,40 @@ pub fn pool(obs: &Observation) -> Judgement {
     t.finish("the pool file is empty")
 }
 
-/// The value bytes of record `index` as written on disk (up to the first NUL), lossy UTF-8.
-fn on_disk_value(bytes: &[u8], index: usize) -> Option<String> {
-    let start = index * RECORD_SIZE + KEY_SIZE;
-    let value = bytes.get(start..(index + 1) * RECORD_SIZE)?;
-    let end = value.iter().position(|b| *b == 0).unwrap_or(value.len());
-    Some(String::from_utf8_lossy(&value[..end]).into_owned())
+/// What the host keeps of `PROVISIONING_REPORT`, one record per key (docs/protocol.md §7.1):
+/// a report written as several records under the key reaches it in one piece at most, and of
+/// several differing reports it may show any one (the strict reading). Each such finding is a
+/// fail; an identical earlier copy is only noted.
+fn host_keeps(obs: &Observation, span: &[usize], t: &mut Tally) {
+    use wirecheck_oracle::id::kvp::{PROVISIONING_REPORT_MULTIPLE, PROVISIONING_REPORT_SPLIT};
+    for f in &obs.pool_view.findings {
+        let chunks = || {
+            span.iter()
+                .filter_map(|&i| obs.pool_view.records.get(i))
+                .map(|r| {
+                    format!(
+                        "record {} ({} bytes): {}",
+                        r.index,
+                        r.value_bytes,
+                        clip(&r.value, 200)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        match f.id.as_str() {
+            PROVISIONING_REPORT_SPLIT => t.fail(
+                format!("the report is not delivered whole: {}", f.message),
+                note("what the host may show, one record of", Some(chunks())),
+            ),
+            PROVISIONING_REPORT_MULTIPLE if f.severity != Severity::Info => t.fail(
+                format!("the host may show another report: {}", f.message),
+                note(f.message.clone(), None),
+            ),
+            PROVISIONING_REPORT_MULTIPLE => t.note(note(f.message.clone(), None)),
+            _ => {}
+        }
+    }
 }
 
 pub fn report(obs: &Observation) -> Judgement {
@@ -75,7 +102,7 @@ pub fn report(obs: &Observation) -> Judgement {
     let Some(bytes) = &obs.pool else {
         return Judgement::fail("the agent removed the KVP pool file", Vec::new());
     };
-    let Some((index, parsed)) = &obs.pool_view.provisioning_report else {
+    let Some((_, parsed)) = &obs.pool_view.provisioning_report else {
         return Judgement::fail(
             "no PROVISIONING_REPORT record in the pool file",
             vec![note(
@@ -96,12 +123,22 @@ pub fn report(obs: &Observation) -> Judgement {
         );
     };
     t.judged();
-    let value = on_disk_value(bytes, *index).unwrap_or_default();
+    // All chunks considered: the value is the report's records joined; whether the host gets
+    // it whole is judged by `host_keeps`.
+    let (span, value) =
+        wirecheck_oracle::kvp::provisioning_report_value(bytes, &obs.pool_view).unwrap_or_default();
     let excerpt = Some(clip(&value, 600));
     t.note(note(
-        format!("PROVISIONING_REPORT is record {index}"),
+        match span.as_slice() {
+            [one] => format!("PROVISIONING_REPORT is record {one}"),
+            _ => format!(
+                "PROVISIONING_REPORT spans records {:?} under one key, joined here",
+                span
+            ),
+        },
         excerpt.clone(),
     ));
+    host_keeps(obs, &span, &mut t);
 
     // What the agent told the wireserver in that run, if anything reached the fake.
     let sent = obs
@@ -341,18 +378,4 @@ fn request_mismatch(record: &EncodedReport, run: &Run, cut: bool) -> Option<Stri
         }
     }
     None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn on_disk_values_stop_at_the_first_nul() {
-        let mut bytes = vec![0u8; RECORD_SIZE * 2];
-        bytes[RECORD_SIZE + KEY_SIZE..RECORD_SIZE + KEY_SIZE + 3].copy_from_slice(b"abc");
-        assert_eq!(on_disk_value(&bytes, 1).as_deref(), Some("abc"));
-        assert_eq!(on_disk_value(&bytes, 0).as_deref(), Some(""));
-        assert_eq!(on_disk_value(&bytes, 2), None);
-    }
 }

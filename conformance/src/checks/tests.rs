@@ -1423,6 +1423,24 @@ fn judge_failure(
     description: &str,
     kvp: Option<&str>,
 ) -> Judgement {
+    let pool = kvp
+        .map(|v| {
+            wirecheck_oracle::kvp::encode_record("PROVISIONING_REPORT", v)
+                .unwrap()
+                .to_vec()
+        })
+        .unwrap_or_default();
+    judge_failure_pool(check, profile, reason, description, pool)
+}
+
+/// [`judge_failure`] with the pool file's bytes given whole.
+fn judge_failure_pool(
+    check: &str,
+    profile: &AgentProfile,
+    reason: &str,
+    description: &str,
+    pool: Vec<u8>,
+) -> Judgement {
     let s = failure_scenario(reason);
     let mut post = health(1, 10, 200);
     let body = serde_json::json!({
@@ -1435,13 +1453,6 @@ fn judge_failure(
     r.run.action = crate::agent::Action::Failure;
     r.run.reason = Some(reason.into());
     r.run.data = vec![("device".into(), "/dev/sdb".into())];
-    let pool = kvp
-        .map(|v| {
-            wirecheck_oracle::kvp::encode_record("PROVISIONING_REPORT", v)
-                .unwrap()
-                .to_vec()
-        })
-        .unwrap_or_default();
     let obs = Observation {
         scenario: &s,
         profile,
@@ -1553,6 +1564,66 @@ fn the_kvp_record_and_the_description_are_cut_from_one_report() {
     let j = judge_failure("kvp.report", &declared, &reason, &desc, Some(&other));
     assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
     assert!(j.reason.unwrap().contains("differs from the description"));
+}
+
+/// azure-init main's long report: 1022-byte chunks under the one key, cut inside a character.
+/// The host keeps one record per key, so the report is not delivered whole, though its chunks
+/// joined are the description sent (all chunks considered, not the first alone).
+#[test]
+fn a_report_in_chunks_under_one_key_fails_kvp_report_as_the_host_sees_it() {
+    let reason = "failed to provision user";
+    let report = format!(
+        "result=error|reason={reason}|agent=Azure-Init/0.1.1|device=/dev/sdb|user=x{}|pps_type=None|vm_id={}|timestamp={TS}",
+        "\u{20ac}".repeat(400),
+        crate::scenario::DEFAULT_VM_ID
+    );
+    let mut pool = Vec::new();
+    for chunk in report.as_bytes().chunks(1022) {
+        let mut record = [0u8; wirecheck_oracle::kvp::RECORD_SIZE];
+        record[..19].copy_from_slice(b"PROVISIONING_REPORT");
+        record[512..512 + chunk.len()].copy_from_slice(chunk);
+        pool.extend_from_slice(&record);
+    }
+    let j = judge_failure_pool("kvp.report", &profile(), reason, &report, pool);
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    let why = j.reason.clone().unwrap();
+    assert!(
+        why.starts_with("the report is not delivered whole"),
+        "{why}"
+    );
+    assert!(why.contains("one record per key"), "{why}");
+    assert!(
+        j.evidence.iter().any(|e| e
+            .note
+            .starts_with("equal to the description of health report #1")),
+        "{j:?}"
+    );
+    assert!(!why.contains("differs from the description"), "{why}");
+}
+
+/// Two different reports under the one key (two runs appending): the host keeps one, and
+/// nothing says which, so it may show the stale one. An identical copy loses nothing.
+#[test]
+fn an_earlier_different_report_under_the_key_fails_kvp_report() {
+    let reason = "boom";
+    let report = ci_report(reason, "Cloud-Init/25.1.4", TS);
+    let stale = ci_report("an earlier failure", "Cloud-Init/25.1.4", TS);
+    let pool = |first: &str| {
+        wirecheck_oracle::kvp::encode_pool([
+            ("PROVISIONING_REPORT", first),
+            ("PROVISIONING_REPORT", report.as_str()),
+        ])
+        .unwrap()
+    };
+    let j = judge_failure_pool("kvp.report", &profile(), reason, &report, pool(&stale));
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    assert!(
+        j.reason
+            .unwrap()
+            .starts_with("the host may show another report"),
+    );
+    let j = judge_failure_pool("kvp.report", &profile(), reason, &report, pool(&report));
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
 }
 
 #[test]

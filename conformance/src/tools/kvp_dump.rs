@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::Serialize;
-use wirecheck_oracle::kvp::{self, PoolView, SplitEvent};
+use wirecheck_oracle::kvp::{self, ChunkedEvent, PoolView, SplitEvent};
 use wirecheck_oracle::{Finding, Severity};
 
 use super::text::visible;
@@ -16,6 +16,10 @@ struct Dump<'a> {
     #[serde(flatten)]
     pool: &'a PoolView,
     split_events: &'a [SplitEvent],
+    /// `<key>|<index>` chunks read as one event (absent when there are none, so older dumps
+    /// keep their shape).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    chunked_events: &'a [ChunkedEvent],
 }
 
 /// Decodes the pool file at `path` (oracle::kvp::decode_pool) and renders
@@ -27,6 +31,7 @@ pub fn kvp_dump(path: impl AsRef<Path>, json: bool) -> Result<ToolOutput, ToolEr
     let bytes = read_input_file(path, "a KVP pool file")?;
     let pool = kvp::decode_pool(&bytes);
     let split_events = kvp::cloud_init_split_events(&pool);
+    let chunked_events = kvp::suffix_chunked_events(&bytes, &pool);
     let any_error = pool
         .all_findings()
         .chain(
@@ -41,12 +46,13 @@ pub fn kvp_dump(path: impl AsRef<Path>, json: bool) -> Result<ToolOutput, ToolEr
             file: path.display().to_string(),
             pool: &pool,
             split_events: &split_events,
+            chunked_events: &chunked_events,
         };
         let mut text = serde_json::to_string_pretty(&dump).expect("pool view serialises");
         text.push('\n');
         text
     } else {
-        human(path, &pool, &split_events)
+        human(path, &pool, &split_events, &chunked_events)
     };
     Ok(ToolOutput {
         stdout,
@@ -54,7 +60,12 @@ pub fn kvp_dump(path: impl AsRef<Path>, json: bool) -> Result<ToolOutput, ToolEr
     })
 }
 
-fn human(path: &Path, pool: &PoolView, split_events: &[SplitEvent]) -> String {
+fn human(
+    path: &Path,
+    pool: &PoolView,
+    split_events: &[SplitEvent],
+    chunked_events: &[ChunkedEvent],
+) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -124,6 +135,19 @@ fn human(path: &Path, pool: &PoolView, split_events: &[SplitEvent]) -> String {
         }
         for finding in &event.findings {
             let _ = writeln!(out, "  {}", finding_line(finding));
+        }
+    }
+    for event in chunked_events {
+        out.push('\n');
+        let records: Vec<String> = event.records.iter().map(usize::to_string).collect();
+        let _ = writeln!(
+            out,
+            "chunked event {} (records {}, joined in index order)",
+            visible(&event.key),
+            records.join(", ")
+        );
+        for line in event.value.split('\n') {
+            let _ = writeln!(out, "  | {}", visible(line));
         }
     }
     out.push('\n');
