@@ -277,3 +277,232 @@ fn a_pool_the_sandbox_would_not_copy_is_not_judged() {
         "{reason}"
     );
 }
+
+/// Never writes KVP: tries the wireserver's JSON endpoint every `{retry_interval}` until
+/// `{budget}` is spent, printing why each attempt failed, then exits 1 (not reported). No
+/// braces in the script: they would be placeholders.
+const NO_KVP_PROFILE: &str = r#"name = "boxed"
+description = "a sandbox agent that reports only to the wireserver, never to KVP"
+attach = "sandbox"
+capabilities = ["json", "failure", "kvp"]
+[commands]
+failure = ["/usr/bin/python3", "-c", '''
+import sys, time, urllib.request
+url, budget, interval = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+end = time.monotonic() + budget
+while True:
+    try:
+        request = urllib.request.Request(url + "/provisioning/health", data=b"x", method="POST")
+        urllib.request.urlopen(request, timeout=1).read()
+        sys.exit(0)
+    except OSError as e:
+        print("attempt failed:", e, flush=True)
+    if time.monotonic() + interval > end:
+        sys.exit(1)
+    time.sleep(interval)
+''', "{wireserver_url}", "{budget}", "{retry_interval}"]
+[reactions]
+retryable = [500]
+transport_errors = "retry"
+status_403 = "throttling"
+[exit]
+reported = [0]
+failed = [1]
+"#;
+
+/// The bundled reporter's own profile (conformance/agents/provision-report.toml), attached with
+/// the sandbox instead of loopback URLs: it runs `--unprivileged`, nobody on the host, from
+/// the workspace's build folder.
+fn reporter_in_the_sandbox() -> String {
+    let profile =
+        std::fs::read_to_string(repo().join("conformance/agents/provision-report.toml")).unwrap();
+    let reporter = runner_support::provision_report();
+    assert!(reporter.is_file(), "{} not built", reporter.display());
+    let swapped = profile
+        .replace(r#"name = "provision-report""#, r#"name = "boxed""#)
+        .replace(r#"attach = "url""#, r#"attach = "sandbox""#)
+        .replace(
+            r#""provision-report","#,
+            &format!("{:?},", reporter.display().to_string()),
+        );
+    assert!(swapped.contains(r#"attach = "sandbox""#) && swapped.contains(r#"name = "boxed""#));
+    swapped
+}
+
+/// Runs `cases` for the agent `boxed` with the workspace's `fake-wireserver` next to wirecheck.
+fn run_with_the_sandbox(dir: &Path, exe: &Path, cases: &str) -> std::process::Output {
+    let fake = wirecheck_path().with_file_name("fake-wireserver");
+    assert!(
+        fake.is_file(),
+        "{} not found: build the workspace binaries first (cargo build --workspace --bins)",
+        fake.display()
+    );
+    let linked = exe.with_file_name("fake-wireserver");
+    if !linked.exists() && std::fs::hard_link(&fake, &linked).is_err() {
+        std::fs::copy(&fake, &linked).unwrap();
+    }
+    let mut cmd = std::process::Command::new(exe);
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy().into_owned();
+        if key.starts_with("WIRECHECK_") || key.to_ascii_lowercase().ends_with("_proxy") {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("PATH", "/usr/bin:/bin")
+        .env("NO_COLOR", "1")
+        .current_dir(dir)
+        .arg("run")
+        .arg("--agent=boxed")
+        .arg(format!("--agents-dir={}", dir.join("agents").display()))
+        .arg(format!(
+            "--scenarios={}",
+            repo().join("scenarios").display()
+        ))
+        .arg(format!("--cases={cases}"))
+        .arg(format!("--out={}", dir.join("out").display()))
+        .arg("--quiet")
+        .output()
+        .unwrap()
+}
+
+/// (id, verdict, reason) of every case of the run.
+fn verdicts(dir: &Path) -> Vec<(String, String, String)> {
+    let results = runner_support::results(&dir.join("out"));
+    results["agents"][0]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_owned(),
+                c["verdict"].as_str().unwrap().to_owned(),
+                c["reason"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A scenario whose wireserver (or IMDS) is refused runs in the sandbox (`--refuse`): the
+/// reporter, which puts its failure report in KVP before it tries the wireserver, passes
+/// `wireserver.unreachable.failure` on KVP-only delivery, and with IMDS refused still
+/// delivers its report to the served wireserver.
+#[test]
+fn a_refused_wireserver_or_imds_is_arranged_in_the_sandbox_and_kvp_only_delivery_is_judged() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let exe = setup(tmp.path());
+    write_files(
+        tmp.path(),
+        &[("agents/boxed.toml", &reporter_in_the_sandbox())],
+    );
+    // `wirecheck list` (no root needed) shows them runnable, not "cannot be arranged".
+    let list = std::process::Command::new(&exe)
+        .env("NO_COLOR", "1")
+        .arg("list")
+        .arg("--agent=boxed")
+        .arg(format!(
+            "--agents-dir={}",
+            tmp.path().join("agents").display()
+        ))
+        .arg(format!(
+            "--scenarios={}",
+            repo().join("scenarios").display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(list.status.code(), Some(0), "{}", stderr(&list));
+    let listed = stdout(&list);
+    let refused: Vec<&str> = listed
+        .lines()
+        .filter(|l| l.starts_with("wireserver.unreachable.") || l.starts_with("imds.unreachable."))
+        .collect();
+    assert!(refused.len() >= 20, "{listed}");
+    for line in &refused {
+        assert!(!line.contains("[skipped"), "{line}");
+    }
+    let out = run_with_the_sandbox(
+        tmp.path(),
+        &exe,
+        "{wireserver.unreachable.failure,imds.unreachable}.*",
+    );
+    let all = verdicts(tmp.path());
+    assert!(!all.is_empty(), "{}{}", stdout(&out), stderr(&out));
+    if !is_root() {
+        assert!(
+            all.iter()
+                .all(|(_, v, r)| v == "skipped" && r.starts_with("sandbox attach needs root"))
+        );
+        return;
+    }
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{all:#?}\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    for (id, verdict, reason) in &all {
+        assert_eq!(verdict, "pass", "{id}: {reason}");
+    }
+    let ids: Vec<&str> = all.iter().map(|(id, _, _)| id.as_str()).collect();
+    for id in [
+        "wireserver.unreachable.failure.kvp.report",
+        "wireserver.unreachable.failure.behaviour.exit",
+        "imds.unreachable.report.state",
+    ] {
+        assert!(ids.contains(&id), "{id} not run: {ids:?}");
+    }
+    // Refused, as a closed port refuses: at once, not a timeout or an unreachable network.
+    let log = std::fs::read_to_string(
+        tmp.path()
+            .join("out/artifacts/boxed/wireserver.unreachable.failure/run-1.stderr"),
+    )
+    .unwrap();
+    assert!(log.contains("Connection refused (os error 111)"), "{log}");
+}
+
+/// The same refused wireserver for an agent that never writes KVP: its KVP cases fail (the
+/// host learns nothing), and what it saw was a refusal, not a timeout.
+#[test]
+fn a_sandbox_agent_without_kvp_fails_kvp_only_delivery_when_the_wireserver_is_refused() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let exe = setup(tmp.path());
+    write_files(tmp.path(), &[("agents/boxed.toml", NO_KVP_PROFILE)]);
+    let out = run_with_the_sandbox(tmp.path(), &exe, "wireserver.unreachable.failure.*");
+    let all = verdicts(tmp.path());
+    assert!(!all.is_empty(), "{}{}", stdout(&out), stderr(&out));
+    if !is_root() {
+        assert!(
+            all.iter()
+                .all(|(_, v, r)| v == "skipped" && r.starts_with("sandbox attach needs root"))
+        );
+        return;
+    }
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{all:#?}\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    for (id, verdict, reason) in &all {
+        match id.split('.').nth(3) {
+            Some("kvp") => assert_eq!(verdict, "fail", "{id}: {reason}"),
+            // Its only requests were refused, so the fake's journal is empty.
+            Some("protocol") => assert!(
+                verdict == "skipped" && reason.contains("the agent sent no request"),
+                "{id}: {verdict} {reason}"
+            ),
+            _ => assert_eq!(verdict, "pass", "{id}: {reason}"),
+        }
+    }
+    assert!(
+        all.iter().any(|(id, _, _)| id.ends_with(".kvp.report")),
+        "{all:#?}"
+    );
+    let log = std::fs::read_to_string(
+        tmp.path()
+            .join("out/artifacts/boxed/wireserver.unreachable.failure/run-1.stdout"),
+    )
+    .unwrap();
+    assert!(log.contains("Connection refused"), "{log}");
+}

@@ -71,8 +71,6 @@ impl fmt::Display for Skip {
 /// it depends only on the profile and the scenario, so `wirecheck list` shows it too.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CannotArrange {
-    /// The sandbox always serves the platform's addresses.
-    RefusedEndpointInSandbox,
     /// The agent's in-progress invocation always goes on to Ready
     /// (`in_progress_continues_to_ready`), and the scenario asks otherwise.
     InProgressAlwaysGoesOn { agent: String },
@@ -83,9 +81,6 @@ pub enum CannotArrange {
 impl fmt::Display for CannotArrange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CannotArrange::RefusedEndpointInSandbox => f.write_str(
-                "the sandbox always serves 168.63.129.16 and 169.254.169.254; a refused wireserver or IMDS cannot be arranged in it",
-            ),
             CannotArrange::InProgressAlwaysGoesOn { agent } => write!(
                 f,
                 "{agent}'s in-progress report is always followed by Ready from the same invocation; only in-progress then ready can be arranged"
@@ -403,10 +398,6 @@ mod tests {
     #[test]
     fn attach_reasons_render_as_results_json_has_them() {
         let cases = [
-            (
-                Skip::CannotArrange(CannotArrange::RefusedEndpointInSandbox),
-                "the sandbox always serves 168.63.129.16 and 169.254.169.254; a refused wireserver or IMDS cannot be arranged in it",
-            ),
             (
                 Skip::CannotArrange(CannotArrange::InProgressAlwaysGoesOn {
                     agent: "wala".into(),

@@ -7,6 +7,10 @@
 //!
 //! * brings `lo` up and adds `168.63.129.16/32` and `169.254.169.254/32` to it; the fake's
 //!   wireserver and IMDS listeners bind port 80 of those addresses;
+//! * with `--refuse wireserver` / `--refuse imds`, serves nothing on that host: the address
+//!   stays on `lo` with no listener, so the agent's connection is refused (a RST to its SYN),
+//!   as a closed loopback port refuses it; `wireserver` takes the HostGAPlugin (port 32526 of
+//!   the same address) with it. `sandbox.json` lists what was refused;
 //! * mounts a tmpfs over `/run` holding a systemd-networkd lease file
 //!   `/run/systemd/netif/leases/<ifindex of lo>` with `OPTION_245=A83F8110`, so agents that look
 //!   up the wireserver address in DHCP option 245 (afterburn) find it at once (docs/protocol.md §9);
@@ -64,6 +68,13 @@ pub struct SandboxArgs {
     /// machine, an interpreter's imports) then does not eat into the time the scenario gives.
     #[arg(long, value_name = "SECONDS", value_parser = parse_grace, requires = "timeout")]
     pub startup: Option<f64>,
+
+    /// Serve nothing on this platform host: `wireserver` (168.63.129.16, ports 80 and the
+    /// HostGAPlugin's 32526: one host) or `imds` (169.254.169.254:80). The address stays on
+    /// the sandbox's `lo` with no listener, so a connection to it is refused (RST), as a closed
+    /// port refuses it. Repeatable; `sandbox.json` lists what was refused.
+    #[arg(long, value_name = "HOST", value_parser = parse_refuse)]
+    pub refuse: Vec<PlatformHost>,
 
     /// Bind-mount the host folder SRC over the folder DST inside the sandbox's mount namespace
     /// (e.g. a scratch folder over `/var/log` for agents with a fixed log path). A DST below
@@ -124,6 +135,10 @@ fn parse_bind(s: &str) -> Result<Bind, String> {
         return Err(format!("expected SRC:DST with absolute paths, got {s:?}"));
     }
     Ok(Bind { source, target })
+}
+
+fn parse_refuse(s: &str) -> Result<PlatformHost, String> {
+    s.parse()
 }
 
 fn parse_limits(s: &str) -> Result<fake_wireserver::limits::Limits, String> {
@@ -270,6 +285,29 @@ mod tests {
             Cli::try_parse_from(["x", "--out", "o", "--stop-after-report=-1", "--", "true"])
                 .is_err()
         );
+    }
+
+    #[test]
+    fn sandbox_refuse_takes_the_two_platform_hosts_only() {
+        let cli = Cli::try_parse_from([
+            "x",
+            "--out",
+            "o",
+            "--refuse",
+            "imds",
+            "--refuse=wireserver",
+            "--",
+            "true",
+        ])
+        .unwrap();
+        assert_eq!(
+            cli.sandbox.refuse,
+            [PlatformHost::Imds, PlatformHost::Wireserver]
+        );
+        let err = Cli::try_parse_from(["x", "--out", "o", "--refuse", "hostplugin", "--", "true"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("expected `wireserver` or `imds`"), "{err}");
     }
 
     #[test]

@@ -755,3 +755,88 @@ fn sandbox_limits_hold_the_commands_processes_and_file_size() {
         "{stderr}"
     );
 }
+
+/// A bash snippet that opens a TCP connection to `host:port` and prints `host:port open`, or
+/// `host:port <why it failed>` (bash's last `strerror`, e.g. `Connection refused`).
+fn connect(host: &str, port: u16) -> String {
+    format!(
+        r#"out=$( (exec 3<>/dev/tcp/{host}/{port} && echo open) 2>&1 ); echo "{host}:{port} ${{out##*: }}""#
+    )
+}
+
+/// `--refuse`: the refused host's address stays on `lo` with nothing listening, so the
+/// connection is refused at once (a RST, as a closed loopback port), while the other host is
+/// served; the wireserver's refusal takes the HostGAPlugin port (same host) with it.
+#[test]
+fn sandbox_refuse_leaves_the_address_configured_but_unserved() {
+    require_root();
+    let probe = |extra: &[&str]| {
+        let out = tempfile::tempdir().unwrap();
+        let script = [
+            "ip -o addr show dev lo | awk '{print $4}'".to_owned(),
+            connect("168.63.129.16", 80),
+            connect("168.63.129.16", 32526),
+            connect("169.254.169.254", 80),
+            http_get(
+                "169.254.169.254",
+                "/metadata/instance?api-version=2021-02-01",
+                &[("Metadata", "true")],
+            ) + " || echo imds-get-failed",
+            http_get("168.63.129.16", "/?comp=versions", &[]) + " || echo wireserver-get-failed",
+        ]
+        .join("; ");
+        let started = std::time::Instant::now();
+        let output = sandbox(out.path(), extra, &["bash", "-c", &script]);
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "a refusal must be immediate, not a timeout: {:?}",
+            started.elapsed()
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        (stdout, journal(out.path()), summary(out.path()))
+    };
+
+    let (stdout, journal, summary) = probe(&["--refuse", "wireserver"]);
+    let lines: Vec<&str> = stdout.lines().collect();
+    for line in [
+        "168.63.129.16/32",
+        "169.254.169.254/32",
+        "168.63.129.16:80 Connection refused",
+        "168.63.129.16:32526 Connection refused",
+        "169.254.169.254:80 open",
+        "HTTP/1.1 200 OK",
+        "wireserver-get-failed",
+    ] {
+        assert!(lines.contains(&line), "no {line:?} in:\n{stdout}");
+    }
+    let listeners: Vec<_> = journal.iter().map(|e| e.listener).collect();
+    assert_eq!(listeners, [Listener::Imds], "{journal:?}");
+    assert_eq!(summary["refused"], serde_json::json!(["wireserver"]));
+    assert_eq!(
+        summary["refused_addresses"],
+        serde_json::json!(["168.63.129.16:80", "168.63.129.16:32526"])
+    );
+
+    let (stdout, journal, summary) = probe(&["--refuse", "imds"]);
+    let lines: Vec<&str> = stdout.lines().collect();
+    for line in [
+        "169.254.169.254/32",
+        "168.63.129.16:80 open",
+        "168.63.129.16:32526 open",
+        "169.254.169.254:80 Connection refused",
+        "imds-get-failed",
+        "HTTP/1.1 200 OK",
+    ] {
+        assert!(lines.contains(&line), "no {line:?} in:\n{stdout}");
+    }
+    assert!(
+        journal.iter().all(|e| e.listener != Listener::Imds),
+        "{journal:?}"
+    );
+    assert_eq!(summary["refused"], serde_json::json!(["imds"]));
+    assert_eq!(
+        summary["refused_addresses"],
+        serde_json::json!(["169.254.169.254:80"])
+    );
+}

@@ -8,6 +8,10 @@
 //!
 //! * brings `lo` up and adds `168.63.129.16/32` and `169.254.169.254/32` to it; the fake's
 //!   wireserver and IMDS listeners bind port 80 of those addresses;
+//! * with `--refuse wireserver` / `--refuse imds` ([`PlatformHost`]), serves nothing on that
+//!   host: its address stays on `lo`, no listener is bound, so a connection is refused (the
+//!   kernel answers the SYN with a RST) exactly as a closed loopback port refuses it;
+//!   `sandbox.json` lists what was refused (`refused`, `refused_addresses`);
 //! * mounts a tmpfs over `/run` holding a systemd-networkd lease file
 //!   `/run/systemd/netif/leases/<ifindex of lo>` with `OPTION_245=A83F8110`, so agents that look
 //!   up the wireserver address in DHCP option 245 (afterburn) find it at once (docs/protocol.md §9);
@@ -30,7 +34,10 @@
 //! `/var/lib/hyperv` are never touched; when the PID namespace's first process (the sandbox)
 //! exits, the kernel ends whatever COMMAND left behind.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::str::FromStr;
+
+use crate::endpoint::HOSTPLUGIN_PORT;
 
 /// The wireserver address the sandbox puts on its loopback.
 pub const WIRESERVER_ADDR: Ipv4Addr = Ipv4Addr::new(168, 63, 129, 16);
@@ -51,3 +58,80 @@ pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_TIMEOUT: i32 = 124;
 /// Exit status when the sandbox itself failed (as `env(1)` / `timeout(1)`).
 pub const EXIT_SANDBOX_FAILED: i32 = 125;
+
+/// A platform host the sandbox can refuse (`--refuse NAME`): its address stays configured
+/// inside the sandbox, nothing listens on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PlatformHost {
+    /// `168.63.129.16`: the wireserver (port 80) and the HostGAPlugin (port 32526). They are
+    /// one host, so a wireserver that cannot be reached takes the plugin with it (an agent
+    /// cannot fall back to the plugin on a host that does not answer).
+    Wireserver,
+    /// `169.254.169.254:80`.
+    Imds,
+}
+
+impl PlatformHost {
+    /// Both hosts, in the order `sandbox.json` lists them.
+    pub const ALL: [PlatformHost; 2] = [PlatformHost::Wireserver, PlatformHost::Imds];
+
+    /// The `--refuse` value, and the name in `sandbox.json`'s `refused`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlatformHost::Wireserver => "wireserver",
+            PlatformHost::Imds => "imds",
+        }
+    }
+
+    /// Every address the sandbox serves for this host (and leaves unserved when refused).
+    pub fn addresses(self) -> Vec<SocketAddrV4> {
+        match self {
+            PlatformHost::Wireserver => vec![
+                SocketAddrV4::new(WIRESERVER_ADDR, 80),
+                SocketAddrV4::new(WIRESERVER_ADDR, HOSTPLUGIN_PORT),
+            ],
+            PlatformHost::Imds => vec![SocketAddrV4::new(IMDS_ADDR, 80)],
+        }
+    }
+}
+
+impl std::fmt::Display for PlatformHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for PlatformHost {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        PlatformHost::ALL
+            .into_iter()
+            .find(|h| h.as_str() == s)
+            .ok_or_else(|| format!("expected `wireserver` or `imds`, got {s:?}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn platform_hosts_round_trip_and_the_wireserver_takes_the_plugin_with_it() {
+        for host in PlatformHost::ALL {
+            assert_eq!(host.as_str().parse::<PlatformHost>(), Ok(host));
+        }
+        assert!(
+            "IMDS"
+                .parse::<PlatformHost>()
+                .unwrap_err()
+                .contains("`imds`")
+        );
+        let wireserver: Vec<String> = PlatformHost::Wireserver
+            .addresses()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(wireserver, ["168.63.129.16:80", "168.63.129.16:32526"]);
+    }
+}

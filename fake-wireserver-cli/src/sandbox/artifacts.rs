@@ -35,6 +35,10 @@ pub(crate) struct Summary {
     pub(crate) stopped_when_done: bool,
     pub(crate) wireserver: String,
     pub(crate) imds: String,
+    /// The hosts `--refuse` left unserved (`wireserver`, `imds`), and their addresses: on
+    /// `lo`, with no listener.
+    pub(crate) refused: Vec<String>,
+    pub(crate) refused_addresses: Vec<String>,
     /// Copied pool files, by name.
     pub(crate) pools: Vec<String>,
     /// Pool files left behind, and why (a link, not a regular file, over [`POOL_COPY_MAX`](fake_wireserver::sandbox::POOL_COPY_MAX)).

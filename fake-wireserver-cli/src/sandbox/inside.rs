@@ -13,8 +13,8 @@ use tokio::signal::unix::{SignalKind, signal};
 use super::artifacts::{OutDir, Summary};
 use super::setup;
 use super::{
-    EXIT_SANDBOX_FAILED, EXIT_TIMEOUT, IMDS_ADDR, JOURNAL_FILE, NamespaceIds, SandboxArgs,
-    WIRESERVER_ADDR, error,
+    EXIT_SANDBOX_FAILED, EXIT_TIMEOUT, IMDS_ADDR, JOURNAL_FILE, NamespaceIds, PlatformHost,
+    SandboxArgs, WIRESERVER_ADDR, error,
 };
 use fake_wireserver::contain::userns;
 use fake_wireserver::endpoint::HOSTPLUGIN_PORT;
@@ -122,6 +122,9 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         );
     }
     out.write_journal(JOURNAL_FILE, &journal)?;
+    let mut refused = args.refuse.clone();
+    refused.sort();
+    refused.dedup();
     out.write_summary(&Summary {
         command: args
             .command
@@ -134,6 +137,12 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         stopped_when_done: outcome.stopped_when_done,
         wireserver: format!("{WIRESERVER_ADDR}:80"),
         imds: format!("{IMDS_ADDR}:80"),
+        refused: refused.iter().map(|h| h.as_str().to_owned()).collect(),
+        refused_addresses: refused
+            .iter()
+            .flat_map(|h| h.addresses())
+            .map(|a| a.to_string())
+            .collect(),
         pools: pools.copied,
         pools_not_copied: pools.not_copied,
         journal_entries: journal.len(),
@@ -218,18 +227,37 @@ async fn serve_and_run(
     scenario: Option<Scenario>,
     args: &SandboxArgs,
 ) -> anyhow::Result<(Outcome, Vec<fake_wireserver::journal::Entry>, u64)> {
+    // A refused host gets no listener: its address stays on `lo`, so the kernel refuses the
+    // connection (RST), as for a closed loopback port.
+    let served =
+        |host: PlatformHost, addr: SocketAddr| (!args.refuse.contains(&host)).then_some(addr);
     let mut config = FakeConfig::default()
-        .wireserver(Some(SocketAddr::from((WIRESERVER_ADDR, 80))))
-        .imds(Some(SocketAddr::from((IMDS_ADDR, 80))))
-        .hostplugin(Some(SocketAddr::from((WIRESERVER_ADDR, HOSTPLUGIN_PORT))))
+        .wireserver(served(
+            PlatformHost::Wireserver,
+            SocketAddr::from((WIRESERVER_ADDR, 80)),
+        ))
+        .imds(served(
+            PlatformHost::Imds,
+            SocketAddr::from((IMDS_ADDR, 80)),
+        ))
+        .hostplugin(served(
+            PlatformHost::Wireserver,
+            SocketAddr::from((WIRESERVER_ADDR, HOSTPLUGIN_PORT)),
+        ))
         // The whole run's journal is written at the end, unanswered requests included.
         .journal_capacity(JOURNAL_CAPACITY);
     if let Some(scenario) = scenario {
         config = config.scenario(scenario);
     }
-    let fake = Fake::start(config).await.context(
-        "cannot start the fake on 168.63.129.16:80, 168.63.129.16:32526 and 169.254.169.254:80",
-    )?;
+    let listening: Vec<String> = PlatformHost::ALL
+        .into_iter()
+        .filter(|h| !args.refuse.contains(h))
+        .flat_map(PlatformHost::addresses)
+        .map(|a| a.to_string())
+        .collect();
+    let fake = Fake::start(config)
+        .await
+        .with_context(|| format!("cannot start the fake on {}", listening.join(", ")))?;
 
     let outcome = run_command(args, &fake).await?;
 

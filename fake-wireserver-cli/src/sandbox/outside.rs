@@ -177,6 +177,9 @@ fn unshare_command(
     if let Some(g) = args.stop_after_report {
         cmd.arg("--stop-after-report").arg(g.to_string());
     }
+    for host in &args.refuse {
+        cmd.arg("--refuse").arg(host.as_str());
+    }
     if args.unprivileged {
         cmd.arg("--unprivileged");
     }

@@ -4,7 +4,8 @@
 //! answers on the platform's addresses, so the placeholders are `http://168.63.129.16`,
 //! `http://169.254.169.254` and `/var/lib/hyperv/.kvp_pool_1`. Afterwards the journal
 //! (`journal.jsonl`), the pool copies (`.kvp_pool_N`) and the summary (`sandbox.json`) are read
-//! back from `--out`.
+//! back from `--out`. A scenario's refused wireserver or IMDS (`[agent] wireserver` / `imds` =
+//! "closed") is the sandbox's `--refuse`: the address stays, nothing listens on it.
 //!
 //! The agent runs `--unprivileged`: root of a user namespace of its own, nobody on the host,
 //! without capabilities, under the agent system-call filter. Its `{case_dir}` is
@@ -28,6 +29,7 @@ use crate::observe::RunRecord;
 use crate::runner::{Planned, RunSettings};
 use crate::scenario::Target;
 use fake_wireserver::contain::userns;
+use fake_wireserver::sandbox::PlatformHost;
 
 /// The sandbox binary (a workspace binary, found next to wirecheck, else on PATH).
 const FAKE_BINARY: &str = "fake-wireserver";
@@ -63,6 +65,9 @@ struct Summary {
     /// Requests the sandbox's journal window dropped before it was written (older: none said).
     #[serde(default)]
     journal_evicted: u64,
+    /// The hosts the sandbox left unserved (`--refuse`), by name.
+    #[serde(default)]
+    refused: Vec<String>,
 }
 
 impl Summary {
@@ -100,6 +105,21 @@ fn private_dir(case_dir: &Path, dir: &Path) -> PathBuf {
     case_dir.join("private").join(relative)
 }
 
+/// The platform hosts the scenario wants refused (`[agent] wireserver` / `imds` = "closed"):
+/// the sandbox leaves their addresses on its `lo` with nothing listening (`--refuse`), so the
+/// agent's connection is refused as a closed loopback port refuses a url agent's.
+fn refused_hosts(p: &Planned) -> Vec<PlatformHost> {
+    let agent = &p.scenario.agent;
+    [
+        (agent.wireserver, PlatformHost::Wireserver),
+        (agent.imds, PlatformHost::Imds),
+    ]
+    .into_iter()
+    .filter(|(target, _)| *target == Target::Closed)
+    .map(|(_, host)| host)
+    .collect()
+}
+
 /// True when the scenario's runs are in-progress then ready and the agent's in-progress command
 /// goes on to Ready by itself: one invocation plays both runs.
 fn one_invocation_for_two(p: &Planned) -> bool {
@@ -109,9 +129,6 @@ fn one_invocation_for_two(p: &Planned) -> bool {
 
 pub fn unsupported(p: &Planned) -> Option<CannotArrange> {
     let scenario = &*p.scenario;
-    if scenario.agent.wireserver == Target::Closed || scenario.agent.imds == Target::Closed {
-        return Some(CannotArrange::RefusedEndpointInSandbox);
-    }
     if p.profile.in_progress_continues_to_ready
         && !one_invocation_for_two(p)
         && scenario
@@ -238,6 +255,11 @@ pub async fn run(
         "--startup".into(),
         format!("{}", p.profile.sandbox_startup),
     ];
+    let refused = refused_hosts(p);
+    for host in &refused {
+        args.push("--refuse".into());
+        args.push(host.as_str().into());
+    }
     // The agent's limits, on the agent alone (not the sandbox's fake).
     args.push("--limits".into());
     args.push(p.profile.limits.to_string());
@@ -315,6 +337,13 @@ pub async fn run(
         Summary { exit_status, .. } => Exit::Code(exit_status),
     };
 
+    let asked: Vec<&str> = refused.iter().map(|h| h.as_str()).collect();
+    if summary.refused != asked {
+        return Err(SessionError::Harness(format!(
+            "the sandbox was asked to refuse {asked:?} but says it refused {:?}",
+            summary.refused
+        )));
+    }
     let journal = read_journal(&out.join(fake_wireserver::sandbox::JOURNAL_FILE))?;
     if let Some(why) = summary.journal_whole(journal.len())? {
         unjudgeable = Some(match unjudgeable {
