@@ -1,6 +1,7 @@
 //! Endpoint ids and request classification: which endpoint a request is for, decided from the
-//! service it reached (wireserver or IMDS), the path and the `comp` query value. The same ids key
-//! scenario plans, journal entries and conformance checks (ARCHITECTURE.md, "Endpoint ids").
+//! service it reached (wireserver or IMDS), the path and the `comp` query value. The same ids
+//! key scenario plans, journal entries and conformance checks (docs/fake-wireserver.md,
+//! "Endpoint ids").
 
 use std::borrow::Cow;
 use std::fmt;
@@ -29,7 +30,8 @@ macro_rules! endpoints {
         pub const ENDPOINT_IDS: &[&str] = &[$($id),+];
 
         impl EndpointId {
-            /// Every endpoint id, in the order of ARCHITECTURE.md's table (= [`ENDPOINT_IDS`]).
+            /// Every endpoint id, in the order of the rows (= [`ENDPOINT_IDS`], and
+            /// docs/fake-wireserver.md's table).
             pub const ALL: [EndpointId; [$($id),+].len()] = [$(EndpointId::$variant),+];
 
             /// The id as the journal, scenario files and checks spell it.

@@ -112,7 +112,7 @@ pub struct Entry {
     pub body_len: usize,
     /// True when `body` holds less than `body_len` bytes.
     pub body_truncated: bool,
-    /// Endpoint id (see ARCHITECTURE.md, "Endpoint ids"; the id string in JSON).
+    /// Endpoint id (docs/fake-wireserver.md, "Endpoint ids"; the id string in JSON).
     pub endpoint: EndpointId,
     /// What the fake answered.
     pub answer: Answer,

@@ -310,7 +310,7 @@ pub struct TimelineEvent {
     /// (`None`: answered, or still open when the agent was done).
     #[serde(default)]
     pub closed_ms: Option<u64>,
-    /// Endpoint id (see ARCHITECTURE.md "Endpoint ids").
+    /// Endpoint id (docs/fake-wireserver.md, "Endpoint ids").
     pub endpoint: String,
     /// Short request line, e.g. `POST /provisioning/health`.
     pub label: String,
