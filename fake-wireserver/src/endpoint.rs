@@ -635,6 +635,29 @@ mod tests {
     }
 
     #[test]
+    fn the_documented_table_lists_every_id_in_order() {
+        // docs/fake-wireserver.md's "Endpoint ids" table is what scenario authors read: each
+        // row's first cell names the ids it covers (`a`, `b`), in the rows' order.
+        let page = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/fake-wireserver.md"),
+        )
+        .unwrap();
+        let table = page
+            .split("### Endpoint ids")
+            .nth(1)
+            .expect("docs/fake-wireserver.md has an \"Endpoint ids\" section");
+        let documented: Vec<&str> = table
+            .lines()
+            .skip_while(|l| !l.starts_with("| id |"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .flat_map(|row| row.split('|').nth(1).unwrap_or("").split('`'))
+            .filter(|cell| cell.contains('.'))
+            .collect();
+        assert_eq!(documented, ENDPOINT_IDS);
+    }
+
+    #[test]
     fn typed_questions_agree_with_the_id_strings() {
         for id in EndpointId::ALL {
             let s = id.as_str();
