@@ -840,3 +840,32 @@ fn sandbox_refuse_leaves_the_address_configured_but_unserved() {
         serde_json::json!(["169.254.169.254:80"])
     );
 }
+
+/// sandbox.json stamps the agent's start and exit on the fake's clock (the journal's `at_ms`):
+/// they bracket its requests and span its own run, not the sandbox's set-up or teardown, so a
+/// runner judging the agent's timing is not charged for the sandbox's.
+#[test]
+fn sandbox_stamps_the_agents_start_and_exit_on_the_fakes_clock() {
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    let script = format!(
+        "sleep 0.3; {}; sleep 0.3",
+        http_get("168.63.129.16", "/?comp=versions", &[])
+    );
+    let output = sandbox(out.path(), &[], &["bash", "-c", &script]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let summary = summary(out.path());
+    let started = summary["agent_started_ms"]
+        .as_u64()
+        .expect("agent_started_ms");
+    let exited = summary["agent_exited_ms"]
+        .as_u64()
+        .expect("agent_exited_ms");
+    let journal = journal(out.path());
+    assert_eq!(journal.len(), 1, "{journal:?}");
+    let request = journal[0].at_ms;
+    assert!(
+        started + 300 <= request && request + 300 <= exited,
+        "start {started}, request {request}, exit {exited}"
+    );
+}

@@ -484,6 +484,13 @@ impl Fake {
     pub fn admin_addr(&self) -> Option<SocketAddr> {
         self.addrs.admin
     }
+    /// Milliseconds on the journal's clock (since the fake started): what an entry's `at_ms`
+    /// would say now. The sandbox stamps its agent's start and exit with it, so they compare
+    /// with the journal's times without a second clock.
+    pub fn clock_ms(&self) -> u64 {
+        self.shared.started.elapsed().as_millis() as u64
+    }
+
     /// The admin API's token (`Authorization: Bearer TOKEN` on every admin request), generated
     /// at start; `None` without an admin listener.
     pub fn admin_token(&self) -> Option<&str> {

@@ -33,6 +33,12 @@ pub(crate) struct Summary {
     pub(crate) timed_out: bool,
     /// `--stop-after-report` ended COMMAND after its terminal report (not a failure).
     pub(crate) stopped_when_done: bool,
+    /// When COMMAND was started and when it exited, on the fake's clock (ms, as the journal's
+    /// `at_ms`); absent when it could not be started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) agent_started_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) agent_exited_ms: Option<u64>,
     pub(crate) wireserver: String,
     pub(crate) imds: String,
     /// The hosts `--refuse` left unserved (`wireserver`, `imds`), and their addresses: on

@@ -135,6 +135,8 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         signal: outcome.signal,
         timed_out: outcome.timed_out,
         stopped_when_done: outcome.stopped_when_done,
+        agent_started_ms: outcome.started_ms,
+        agent_exited_ms: outcome.exited_ms,
         wireserver: format!("{WIRESERVER_ADDR}:80"),
         imds: format!("{IMDS_ADDR}:80"),
         refused: refused.iter().map(|h| h.as_str().to_owned()).collect(),
@@ -156,6 +158,10 @@ struct Outcome {
     signal: Option<i32>,
     timed_out: bool,
     stopped_when_done: bool,
+    /// COMMAND's start and end on the fake's clock (the journal's `at_ms`): what the agent's
+    /// timing is judged on, without the sandbox's own set-up and teardown.
+    started_ms: Option<u64>,
+    exited_ms: Option<u64>,
 }
 
 impl Outcome {
@@ -173,6 +179,8 @@ impl Outcome {
             signal,
             timed_out,
             stopped_when_done,
+            started_ms: None,
+            exited_ms: None,
         }
     }
 }
@@ -318,6 +326,7 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
             });
         }
     }
+    let started_ms = fake.clock_ms();
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -332,6 +341,8 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
                 signal: None,
                 timed_out: false,
                 stopped_when_done: false,
+                started_ms: None,
+                exited_ms: None,
             });
         }
     };
@@ -366,9 +377,9 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
     let done_kill = tokio::time::sleep(Duration::MAX / 4);
     tokio::pin!(done_kill);
 
-    let status = loop {
+    let (status, exited_ms) = loop {
         tokio::select! {
-            status = child.wait() => break status.context("cannot wait for COMMAND")?,
+            status = child.wait() => break (status.context("cannot wait for COMMAND")?, fake.clock_ms()),
             () = &mut deadline, if timeout.is_some() && !timed_out => {
                 error(format!(
                     "COMMAND still running after --timeout {}s; killing it",
@@ -438,5 +449,9 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
         }
         let _ = tokio::task::spawn_blocking(move || tree.finish()).await;
     }
-    Ok(Outcome::from_status(status, timed_out, stopped_when_done))
+    Ok(Outcome {
+        started_ms: Some(started_ms),
+        exited_ms: Some(exited_ms),
+        ..Outcome::from_status(status, timed_out, stopped_when_done)
+    })
 }

@@ -68,6 +68,11 @@ struct Summary {
     /// The hosts the sandbox left unserved (`--refuse`), by name.
     #[serde(default)]
     refused: Vec<String>,
+    /// The agent's start and exit on the fake's clock (older sandboxes do not say).
+    #[serde(default)]
+    agent_started_ms: Option<u64>,
+    #[serde(default)]
+    agent_exited_ms: Option<u64>,
 }
 
 impl Summary {
@@ -361,7 +366,8 @@ pub async fn run(
         }
     };
     let served = Documents::new(&scenario.fake).served_ids(0);
-    let record = record(run, argv, exit, finished, t0);
+    let mut record = record(run, argv, exit, finished, t0);
+    on_the_fakes_clock(&mut record, &summary);
     let runs = if two_in_one {
         split_at_terminal_report(record, &scenario.agent.runs[1], &journal)
     } else {
@@ -375,6 +381,18 @@ pub async fn run(
         clock_origin: t0,
         unjudgeable,
     })
+}
+
+/// The run's start and end as the sandbox saw the agent's, on the fake's clock (the journal's):
+/// the runner's own view also holds the sandbox's set-up (namespaces, mounts, the fake's start)
+/// and teardown (the journal and pools written out), which are not the agent's time and under
+/// load are hundreds of milliseconds.
+fn on_the_fakes_clock(record: &mut RunRecord, summary: &Summary) {
+    if let (Some(start), Some(end)) = (summary.agent_started_ms, summary.agent_exited_ms) {
+        record.start_ms = start;
+        record.end_ms = end.max(start);
+        record.clock_ms = record.clock_ms.clamp(start, record.end_ms);
+    }
 }
 
 /// One invocation that played in-progress then ready, as the two runs the checks judge: the
@@ -479,6 +497,31 @@ mod tests {
             stdout: Captured::default(),
             stderr: Captured::default(),
         }
+    }
+
+    #[test]
+    fn the_run_is_timed_on_the_fakes_clock_when_the_sandbox_says_it() {
+        let summary = |started, exited| Summary {
+            exit_status: 0,
+            signal: None,
+            timed_out: false,
+            stopped_when_done: false,
+            pools_not_copied: Vec::new(),
+            journal_entries: None,
+            journal_evicted: 0,
+            refused: Vec::new(),
+            agent_started_ms: started,
+            agent_exited_ms: exited,
+        };
+        // The runner saw 100..5000 (the sandbox's set-up and teardown included); the sandbox
+        // saw the agent run 40..4200 on the fake's clock.
+        let mut r = record();
+        on_the_fakes_clock(&mut r, &summary(Some(40), Some(4200)));
+        assert_eq!((r.start_ms, r.clock_ms, r.end_ms), (40, 100, 4200));
+        // An older sandbox says nothing: the runner's view stands.
+        let mut r = record();
+        on_the_fakes_clock(&mut r, &summary(None, None));
+        assert_eq!((r.start_ms, r.end_ms), (100, 5000));
     }
 
     #[test]
