@@ -490,7 +490,7 @@ fn a_sandbox_agent_without_kvp_fails_kvp_only_delivery_when_the_wireserver_is_re
         assert!(!reason.contains("removed"), "{id}: {reason}");
         match id.split('.').nth(3) {
             Some("kvp") if id.ends_with(".kvp.pool") => assert!(
-                verdict == "skipped" && reason.starts_with("the pool file is empty"),
+                verdict == "skipped" && reason.contains("the pool file is empty"),
                 "{id}: {verdict} {reason}"
             ),
             Some("kvp") if id.ends_with(".kvp.report") => assert!(
