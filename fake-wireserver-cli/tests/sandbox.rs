@@ -150,12 +150,14 @@ fn sandbox_has_private_run_lease_and_kvp_folder_and_leaves_the_host_untouched() 
     require_root();
     let before = host_state();
     let out = tempfile::tempdir().unwrap();
-    // Inside: the lease names 168.63.129.16 for lo, /var/lib/hyperv starts empty, /run holds
-    // nothing of the host's; then write a pool file, and litter /run and /var/lib/hyperv.
+    // Inside: the lease names 168.63.129.16 for lo, /var/lib/hyperv starts with hv_kvp_daemon's
+    // five empty pools only, /run holds nothing of the host's; then write a pool file, and
+    // litter /run and /var/lib/hyperv.
     let script = r#"
         set -e
         cat /run/systemd/netif/leases/1
-        test -z "$(ls -A /var/lib/hyperv)" && echo "hyperv empty"
+        test "$(ls -A /var/lib/hyperv | tr '\n' ' ')" = ".kvp_pool_0 .kvp_pool_1 .kvp_pool_2 .kvp_pool_3 .kvp_pool_4 " && echo "hyperv pools only"
+        stat -c 'pool %n %s %a %u:%g %F' /var/lib/hyperv/.kvp_pool_*
         ls -A /run
         ip -o addr show dev lo | awk '{print $4}'
         printf 'KEY' > /var/lib/hyperv/.kvp_pool_1
@@ -168,7 +170,11 @@ fn sandbox_has_private_run_lease_and_kvp_folder_and_leaves_the_host_untouched() 
     let stdout = String::from_utf8_lossy(&output.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines.contains(&"OPTION_245=A83F8110"), "{stdout}");
-    assert!(lines.contains(&"hyperv empty"), "{stdout}");
+    assert!(lines.contains(&"hyperv pools only"), "{stdout}");
+    for i in 0..5 {
+        let want = format!("pool /var/lib/hyperv/.kvp_pool_{i} 0 644 0:0 regular empty file");
+        assert!(lines.contains(&want.as_str()), "{want} missing: {stdout}");
+    }
     assert!(lines.contains(&"systemd"), "{stdout}");
     for addr in ["127.0.0.1/8", "168.63.129.16/32", "169.254.169.254/32"] {
         assert!(lines.contains(&addr), "{addr} missing inside: {stdout}");
@@ -180,7 +186,13 @@ fn sandbox_has_private_run_lease_and_kvp_folder_and_leaves_the_host_untouched() 
     assert!(!out.path().join("not-a-pool").exists());
     assert_eq!(
         summary(out.path())["pools"],
-        serde_json::json!([".kvp_pool_1"])
+        serde_json::json!([
+            ".kvp_pool_0",
+            ".kvp_pool_1",
+            ".kvp_pool_2",
+            ".kvp_pool_3",
+            ".kvp_pool_4"
+        ])
     );
 
     let after = host_state();
@@ -561,6 +573,28 @@ fn sandbox_bind_gives_the_command_a_private_folder() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("is not an existing folder"));
 }
 
+/// An agent that writes no KVP leaves the pools as hv_kvp_daemon made them: present and empty,
+/// so the runner sees an empty pool, not a removed one.
+#[test]
+fn sandbox_keeps_the_empty_pools_of_an_agent_that_writes_none() {
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    let output = sandbox(out.path(), &[], &["true"]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let summary = summary(out.path());
+    let names: Vec<String> = (0..5).map(|i| format!(".kvp_pool_{i}")).collect();
+    assert_eq!(summary["pools"], serde_json::json!(names), "{summary}");
+    assert_eq!(
+        summary["pools_not_copied"],
+        serde_json::json!([]),
+        "{summary}"
+    );
+    for name in &names {
+        let copy = std::fs::read(out.path().join(name)).expect("pool copied to --out");
+        assert!(copy.is_empty(), "{name}: {} bytes", copy.len());
+    }
+}
+
 #[test]
 fn sandbox_does_not_copy_an_8_gib_sparse_pool_or_a_symlinked_pool_and_says_why() {
     use std::os::unix::process::CommandExt as _;
@@ -570,7 +604,7 @@ fn sandbox_does_not_copy_an_8_gib_sparse_pool_or_a_symlinked_pool_and_says_why()
     // the private tmpfs is bounded, so writing 200 MiB into it fails.
     let script = r#"
         truncate -s 8G /var/lib/hyperv/.kvp_pool_1
-        ln -s /etc/passwd /var/lib/hyperv/.kvp_pool_2
+        ln -sf /etc/passwd /var/lib/hyperv/.kvp_pool_2
         printf 'KEY' > /var/lib/hyperv/.kvp_pool_3
         if head -c 200M /dev/zero > /var/lib/hyperv/filler 2>/dev/null; then echo "tmpfs unbounded"; else echo "tmpfs full"; fi
         rm -f /var/lib/hyperv/filler
@@ -604,7 +638,10 @@ fn sandbox_does_not_copy_an_8_gib_sparse_pool_or_a_symlinked_pool_and_says_why()
     assert!(stdout.lines().any(|l| l == "tmpfs full"), "{stdout}");
 
     let summary = summary(out.path());
-    assert_eq!(summary["pools"], serde_json::json!([".kvp_pool_3"]));
+    assert_eq!(
+        summary["pools"],
+        serde_json::json!([".kvp_pool_0", ".kvp_pool_3", ".kvp_pool_4"])
+    );
     assert_eq!(
         summary["pools_not_copied"],
         serde_json::json!([

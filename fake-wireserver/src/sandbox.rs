@@ -15,8 +15,9 @@
 //! * mounts a tmpfs over `/run` holding a systemd-networkd lease file
 //!   `/run/systemd/netif/leases/<ifindex of lo>` with `OPTION_245=A83F8110`, so agents that look
 //!   up the wireserver address in DHCP option 245 (afterburn) find it at once (docs/protocol.md §9);
-//! * mounts a private, empty tmpfs on `/var/lib/hyperv` for the KVP pool files, bounded to
-//!   [`HYPERV_TMPFS_SIZE`] of memory;
+//! * mounts a private tmpfs on `/var/lib/hyperv` for the KVP pool files, bounded to
+//!   [`HYPERV_TMPFS_SIZE`] of memory, holding the empty `.kvp_pool_0` to `.kvp_pool_4` (mode
+//!   0644, the agent's) that hv_kvp_daemon creates on a VM before any agent runs;
 //! * with `--unprivileged`, runs COMMAND as root of a user namespace of its own that is nobody
 //!   (65534) on the host, without capabilities, under the agent system-call filter
 //!   (`fake_wireserver::contain`), with `/var/lib/hyperv` nobody's (what else it must write,

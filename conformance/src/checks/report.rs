@@ -457,6 +457,24 @@ fn failure(
         }
         (Some(_), None, _) => {}
     }
+    // The request needs a trim, but a field is only cut off by it when the description was
+    // cut at the declared trim, or the field would not have fitted beside what was sent.
+    let cut_off = |key: &str, value_len: usize| {
+        trimmed
+            && (dialect::was_cut(desc, cut)
+                || desc.len() + key.len() + value_len + 2 > DESCRIPTION_LIMIT)
+    };
+    let not_cut = |what: &str| {
+        about(
+            format!(
+                "#{} {what} is missing, not cut off by the trim: the {}-byte description has room for it",
+                e.seq,
+                desc.len()
+            ),
+            &[e],
+            None,
+        )
+    };
     // Supporting data: every requested pair, in order.
     let mut pos = 0usize;
     for (k, v) in &run.data {
@@ -483,11 +501,12 @@ fn failure(
                 }
                 pos += off + 1;
             }
-            None if trimmed => t.note(about(
+            None if cut_off(k, v.len()) => t.note(about(
                 format!("#{} data {k} was cut off by the trim", e.seq),
                 &[e],
                 None,
             )),
+            None if trimmed => t.note(not_cut(&format!("data {k}"))),
             None => t.fail(
                 format!(
                     "#{}: requested data {k}={} is missing or out of order",
@@ -498,13 +517,16 @@ fn failure(
             ),
         }
     }
-    let tail_missing = |t: &mut Tally, key: &str| {
-        if trimmed {
+    // `value_len`: the length the field's value should have (0 where it varies).
+    let tail_missing = |t: &mut Tally, key: &str, value_len: usize| {
+        if cut_off(key, value_len) {
             t.note(about(
                 format!("#{} `{key}` cut off by the trim", e.seq),
                 &[e],
                 None,
             ));
+        } else if trimmed {
+            t.note(not_cut(&format!("`{key}`")));
         } else {
             t.fail(
                 format!("#{}: the encoded report has no `{key}`", e.seq),
@@ -514,10 +536,13 @@ fn failure(
     };
     // The field the trim cut through: its value may be a prefix of the right one.
     let cut_short = |key: &str, got: &str, want: &str| {
-        trimmed && parsed.fields.last().is_some_and(|(k, _)| k == key) && want.starts_with(got)
+        trimmed
+            && parsed.fields.last().is_some_and(|(k, _)| k == key)
+            && got != want
+            && want.starts_with(got)
     };
     match (get("vm_id"), expected_vm_id(obs)) {
-        (None, _) => tail_missing(t, "vm_id"),
+        (None, want) => tail_missing(t, "vm_id", want.map_or(0, |w| w.len())),
         (Some(got), Some(want)) if cut_short("vm_id", got, &want) => t.note(about(
             format!("#{} `vm_id` cut short by the trim", e.seq),
             &[e],
@@ -530,7 +555,7 @@ fn failure(
         _ => {}
     }
     match get("timestamp") {
-        None => tail_missing(t, "timestamp"),
+        None => tail_missing(t, "timestamp", 0),
         // A timestamp cut short is judged by the oracle's notes only.
         Some(_) if trimmed && parsed.fields.last().is_some_and(|(k, _)| k == "timestamp") => {}
         Some(ts) => {
@@ -543,7 +568,7 @@ fn failure(
         }
     }
     match get("documentation_url") {
-        None => tail_missing(t, "documentation_url"),
+        None => tail_missing(t, "documentation_url", DOCUMENTATION_URL.len()),
         // Cut short by the trim: a prefix of the right value is all one can ask for.
         Some(url)
             if trimmed
@@ -551,6 +576,7 @@ fn failure(
                     .fields
                     .last()
                     .is_some_and(|(k, _)| k == "documentation_url")
+                && url != DOCUMENTATION_URL
                 && DOCUMENTATION_URL.starts_with(url) =>
         {
             t.note(about(

@@ -1501,6 +1501,64 @@ fn a_declared_trim_is_kept_in_characters_and_nowhere_else() {
     assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
 }
 
+/// The evidence notes of `j`, one string each.
+fn notes(j: &Judgement) -> Vec<&str> {
+    j.evidence.iter().map(|e| e.note.as_str()).collect()
+}
+
+/// A request over the platform's 4096 bytes answered by a short report of the agent's own
+/// (azure-init main on `report.description.long`): nothing was cut, so the missing `device`
+/// is missing, not "cut off by the trim", and the whole documentation_url is not "cut short".
+#[test]
+fn a_field_missing_from_an_untrimmed_description_is_called_missing() {
+    let reason = format!("disk error: {}", "0123456789abcdef€".repeat(400));
+    let own = format!(
+        "result=error|reason=failed to determine username|agent=Azure-Init/0.1.1|pps_type=None|vm_id={}|timestamp={TS}|documentation_url=https://aka.ms/linuxprovisioningerror",
+        crate::scenario::DEFAULT_VM_ID
+    );
+    let j = judge_failure("report.description", &profile(), &reason, &own, None);
+    let notes = notes(&j);
+    assert!(
+        notes.iter().any(|n| n.starts_with(&format!(
+            "#1 data device is missing, not cut off by the trim: the {}-byte description has room for it",
+            own.len()
+        ))),
+        "{j:?}"
+    );
+    assert!(
+        !notes
+            .iter()
+            .any(|n| n.contains("cut off by the trim") && !n.contains("not cut off")),
+        "{j:?}"
+    );
+    assert!(!notes.iter().any(|n| n.contains("cut short")), "{j:?}");
+}
+
+/// The same request trimmed to the 4096 bytes: what did not fit was cut off by the trim.
+#[test]
+fn a_field_the_trim_left_no_room_for_is_called_cut_off() {
+    let reason = format!("disk error: {}", "0123456789abcdef€".repeat(400));
+    let full = ci_report(&reason, "Cloud-Init/25.1.4", TS);
+    let mut at = super::DESCRIPTION_LIMIT;
+    while !full.is_char_boundary(at) {
+        at -= 1;
+    }
+    let trimmed = &full[..at];
+    let j = judge_failure("report.description", &profile(), &reason, trimmed, None);
+    let notes = notes(&j);
+    for what in [
+        "data device was cut off by the trim",
+        "`vm_id` cut off by the trim",
+        "`documentation_url` cut off by the trim",
+    ] {
+        assert!(
+            notes.contains(&format!("#1 {what}").as_str()),
+            "{what}: {j:?}"
+        );
+    }
+    assert!(!notes.iter().any(|n| n.contains("is missing")), "{j:?}");
+}
+
 #[test]
 fn the_declared_dialect_and_timestamp_style_are_required() {
     let declared = declared_profile();

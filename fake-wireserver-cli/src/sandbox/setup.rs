@@ -160,12 +160,17 @@ pub(crate) fn bind_mount(source: &Path, target: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A private, empty tmpfs on `/var/lib/hyperv`.
+/// How many pool files hv_kvp_daemon keeps (`KVP_POOL_COUNT`, `.kvp_pool_0` to `.kvp_pool_4`).
+pub(crate) const POOL_COUNT: usize = 5;
+
+/// A private tmpfs on `/var/lib/hyperv` holding the empty pool files a VM has before any agent
+/// runs.
 ///
 /// When the host has no `/var/lib/hyperv`, there is no mount point, and creating one would
 /// change the host's file system. Then `/var/lib` itself is replaced by a tmpfs in which every
 /// host entry is bind-mounted back (symlinks are copied), plus the new `hyperv` folder.
-/// `owner`: the uid and gid it belongs to (the agent's: nobody, with `--unprivileged`).
+/// `owner`: the uid and gid it and the pools belong to (the agent's: nobody, with
+/// `--unprivileged`).
 pub(crate) fn mount_private_hyperv(owner: (u32, u32)) -> anyhow::Result<()> {
     let hyperv = Path::new(HYPERV_DIR);
     if !hyperv.is_dir() {
@@ -178,7 +183,24 @@ pub(crate) fn mount_private_hyperv(owner: (u32, u32)) -> anyhow::Result<()> {
         owner.0,
         owner.1,
         Some(super::HYPERV_TMPFS_SIZE),
-    )
+    )?;
+    create_pools(hyperv, owner)
+}
+
+/// The empty `.kvp_pool_0` to `.kvp_pool_4` in `dir`, as hv_kvp_daemon creates them at boot
+/// (`kvp_file_init`: `open(fname, O_RDWR | O_CREAT | O_CLOEXEC, 0644)`): without them an agent
+/// that writes no KVP would look as if it had removed its pool.
+fn create_pools(dir: &Path, owner: (u32, u32)) -> anyhow::Result<()> {
+    for i in 0..POOL_COUNT {
+        let pool = dir.join(format!("{}{i}", super::artifacts::POOL_PREFIX));
+        fs::File::create_new(&pool).with_context(|| format!("cannot create {}", pool.display()))?;
+        // Set after creation: the umask must not narrow it.
+        fs::set_permissions(&pool, fs::Permissions::from_mode(0o644))
+            .with_context(|| format!("cannot set the mode of {}", pool.display()))?;
+        std::os::unix::fs::chown(&pool, Some(owner.0), Some(owner.1))
+            .with_context(|| format!("cannot hand {} to its owner", pool.display()))?;
+    }
+    Ok(())
 }
 
 fn rebuild_var_lib_with_hyperv() -> anyhow::Result<()> {
