@@ -116,8 +116,16 @@ fn walinuxagent_2_7_3_and_2_12_get_real_verdicts_for_ready_in_progress_and_failu
         let cases = agent["cases"].as_array().unwrap();
         for c in cases {
             let v = c["verdict"].as_str().unwrap();
+            // It writes no KVP: the pool the sandbox made stays empty, so kvp.pool has nothing
+            // to judge (kvp.report fails, declared unimplemented).
+            let empty_pool = c["id"].as_str().unwrap().ends_with(".kvp.pool")
+                && c["reason"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("the pool file is empty");
             assert!(
-                matches!(v, "pass" | "informational" | "unimplemented"),
+                matches!(v, "pass" | "informational" | "unimplemented")
+                    || (v == "skipped" && empty_pool),
                 "{name} {}: {v}: {}",
                 c["id"],
                 c["reason"]
