@@ -35,22 +35,6 @@ fn run(agents: &Path, name: &str, out: &Path, cases: &str, env: &[(&str, &str)])
         .unwrap()
 }
 
-/// `(case id, verdict, reason)` of every case of a run.
-fn verdicts(r: &serde_json::Value) -> Vec<(String, String, String)> {
-    r["agents"][0]["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["id"].as_str().unwrap().to_owned(),
-                c["verdict"].as_str().unwrap().to_owned(),
-                c["reason"].as_str().unwrap_or("").to_owned(),
-            )
-        })
-        .collect()
-}
-
 /// The scenario's budget, read from its file (the overrunning profile is made for it).
 fn scenario_budget(file: &str) -> f64 {
     let text = std::fs::read_to_string(repo().join("scenarios").join(file)).unwrap();
@@ -90,7 +74,7 @@ fn a_reporter_overrunning_its_budget_by_30_percent_fails_ten_times_under_load() 
             "{budget.exhausted.503,wireserver.unreachable.ready}.behaviour.budget",
             &[],
         );
-        let v = verdicts(&results(&out));
+        let v = runner_support::cases(&results(&out));
         assert_eq!(v.len(), 2, "{v:?}");
         for (id, verdict, reason) in &v {
             assert_eq!(
@@ -125,7 +109,7 @@ fn a_correct_slow_starting_agent_passes_ten_times_under_load() {
         // Slower to start than the scenarios' budget: counted from spawn, it would be over.
         let o = run(&agents, "slowstart", &out, cases, &[("SLOW_START", "2.5")]);
         assert_eq!(o.status.code(), Some(0), "run {}: {}", k + 1, show(&o));
-        let v = verdicts(&results(&out));
+        let v = runner_support::cases(&results(&out));
         // It reports Ready on the JSON flow only: other scenarios are skipped as unclaimed.
         let judged: Vec<_> = v
             .iter()

@@ -67,18 +67,7 @@ fn is_root() -> bool {
 }
 
 fn reasons(dir: &Path) -> Vec<(String, String)> {
-    let results = runner_support::results(&dir.join("out"));
-    results["agents"][0]["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["verdict"].as_str().unwrap().to_owned(),
-                c["reason"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect()
+    verdicts(dir).into_iter().map(|(_, v, r)| (v, r)).collect()
 }
 
 #[test]
@@ -367,19 +356,7 @@ fn run_with_the_sandbox(dir: &Path, exe: &Path, cases: &str) -> std::process::Ou
 
 /// (id, verdict, reason) of every case of the run.
 fn verdicts(dir: &Path) -> Vec<(String, String, String)> {
-    let results = runner_support::results(&dir.join("out"));
-    results["agents"][0]["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["id"].as_str().unwrap().to_owned(),
-                c["verdict"].as_str().unwrap().to_owned(),
-                c["reason"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect()
+    runner_support::cases(&runner_support::results(&dir.join("out")))
 }
 
 /// A scenario whose wireserver (or IMDS) is refused runs in the sandbox (`--refuse`): the

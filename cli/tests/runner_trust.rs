@@ -213,16 +213,9 @@ fn false_green_one_agent_judged_and_one_not_exits_2() {
 
 /// Verdicts by case id.
 fn verdicts(r: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
-    r["agents"][0]["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["id"].as_str().unwrap().to_owned(),
-                c["verdict"].as_str().unwrap().to_owned(),
-            )
-        })
+    runner_support::cases(r)
+        .into_iter()
+        .map(|(id, verdict, _)| (id, verdict))
         .collect()
 }
 

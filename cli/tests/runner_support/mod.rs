@@ -51,6 +51,22 @@ pub fn results(out: &Path) -> serde_json::Value {
     serde_json::from_str(&text).expect("results.json is JSON")
 }
 
+/// `(case id, verdict, reason)` of every case of the first agent in `results.json`.
+pub fn cases(results: &serde_json::Value) -> Vec<(String, String, String)> {
+    results["agents"][0]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_owned(),
+                c["verdict"].as_str().unwrap().to_owned(),
+                c["reason"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
 /// The case with this id in `results.json` (any agent).
 pub fn case<'a>(results: &'a serde_json::Value, agent: &str, id: &str) -> &'a serde_json::Value {
     results["agents"]
