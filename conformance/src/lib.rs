@@ -32,6 +32,7 @@ pub mod lifetime;
 pub mod netns;
 pub mod observe;
 pub mod progress;
+pub mod renamed;
 pub mod prop;
 pub mod runner;
 pub mod scenario;

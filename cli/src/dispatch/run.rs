@@ -51,6 +51,9 @@ pub fn run(args: RunArgs) -> u8 {
         Ok(f) => f,
         Err(e) => return usage(e),
     };
+    for note in conformance::renamed::notes(&[args.cases.clone(), args.exclude.clone()].concat()) {
+        eprintln!("wirecheck: {note}");
+    }
     let planned = runner::plan(
         &profiles,
         &scenarios,
@@ -120,6 +123,12 @@ pub fn run(args: RunArgs) -> u8 {
         Err(e) => return usage(format!("cannot start the runtime: {e}")),
     };
     results.run = Some(run_info);
+    results.unclaimed_flows = runner::unclaimed_flows(
+        &profiles,
+        &scenarios,
+        &filter,
+        args.snapshots.is_some(),
+    );
     results.never_started = settings
         .starts
         .never_started()
@@ -153,8 +162,11 @@ pub fn run(args: RunArgs) -> u8 {
         };
         if args.unreferenced != Unreferenced::Ignore {
             for orphan in &orphans {
+                let renamed = conformance::renamed::of_scenario(&orphan.scenario)
+                    .map(|r| format!(" (renamed {}: docs/case-ids.md)", r.new))
+                    .unwrap_or_default();
                 eprintln!(
-                    "wirecheck: {}: snapshot of a scenario that no longer exists: {}",
+                    "wirecheck: {}: snapshot of a scenario that no longer exists: {}{renamed}",
                     if args.unreferenced == Unreferenced::Reject {
                         "error"
                     } else {
