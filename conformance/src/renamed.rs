@@ -72,8 +72,16 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
         let suite = crate::scenario::load_dir(&dir).unwrap();
         for r in RENAMED {
-            assert!(!suite.iter().any(|s| s.id == r.old), "{} still exists", r.old);
-            assert!(suite.iter().any(|s| s.id == r.new), "{} does not exist", r.new);
+            assert!(
+                !suite.iter().any(|s| s.id == r.old),
+                "{} still exists",
+                r.old
+            );
+            assert!(
+                suite.iter().any(|s| s.id == r.new),
+                "{} does not exist",
+                r.new
+            );
         }
     }
 

@@ -67,8 +67,16 @@ pub fn render(results: &RunResults) -> String {
     }
     for (agent_index, agent) in results.agents.iter().enumerate() {
         agent_section(&mut page, agent_index, agent, &layout);
-        for u in results.unclaimed_flows.iter().filter(|u| u.agent == agent.agent) {
-            let _ = writeln!(page, "<p class=\"unclaimed\">{}</p>", escape(&u.to_string()));
+        for u in results
+            .unclaimed_flows
+            .iter()
+            .filter(|u| u.agent == agent.agent)
+        {
+            let _ = writeln!(
+                page,
+                "<p class=\"unclaimed\">{}</p>",
+                escape(&u.to_string())
+            );
         }
     }
     page.push_str("</main>\n");

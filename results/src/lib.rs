@@ -32,8 +32,7 @@ pub mod text;
 pub use model::{
     AgentResults, AnswerClass, Attempts, CaseResult, Evidence, NeverStartedAgent, NotJudged,
     PartInfo, RunEnd, RunInfo, RunResults, SCHEMA_VERSION, Timeline, TimelineEvent, UnclaimedFlow,
-    Unsteady,
-    Verdict, VerdictCounts,
+    Unsteady, Verdict, VerdictCounts,
 };
 pub use output::ResultsError;
 

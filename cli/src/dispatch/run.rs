@@ -123,12 +123,8 @@ pub fn run(args: RunArgs) -> u8 {
         Err(e) => return usage(format!("cannot start the runtime: {e}")),
     };
     results.run = Some(run_info);
-    results.unclaimed_flows = runner::unclaimed_flows(
-        &profiles,
-        &scenarios,
-        &filter,
-        args.snapshots.is_some(),
-    );
+    results.unclaimed_flows =
+        runner::unclaimed_flows(&profiles, &scenarios, &filter, args.snapshots.is_some());
     results.never_started = settings
         .starts
         .never_started()

@@ -24,9 +24,7 @@ use crate::disposition::{Disposition, HarnessError, Skip};
 use crate::exec;
 use crate::scenario::Scenario;
 use crate::select::{CaseFilter, Partition};
-use wirecheck_results::{
-    AgentResults, CaseResult, RunResults, Timeline, UnclaimedFlow, Verdict,
-};
+use wirecheck_results::{AgentResults, CaseResult, RunResults, Timeline, UnclaimedFlow, Verdict};
 
 pub use attach::in_process::ClosedPort;
 pub use case_root::{CASE_ROOT_PREFIX, CASES_FOLDER, CaseRoot};
@@ -794,7 +792,11 @@ mod tests {
         let text = format!(
             "id = \"{id}\"\ntitle = \"t\"\nchecks = [\"report.state\", \"behaviour.exit\"]\n[agent]\naction = \"ready\"\n"
         );
-        Arc::new(Scenario::from_toml_str(&text, Path::new("t.toml")).unwrap().remove(0))
+        Arc::new(
+            Scenario::from_toml_str(&text, Path::new("t.toml"))
+                .unwrap()
+                .remove(0),
+        )
     }
 
     fn profile() -> Arc<AgentProfile> {

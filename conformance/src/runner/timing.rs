@@ -139,7 +139,9 @@ mod tests {
         let text = format!(
             "id = \"s\"\ntitle = \"t\"\nchecks = [\"behaviour.exit\"]\n[agent]\naction = \"ready\"\nprotocol = \"xml\"\n{extra}"
         );
-        Scenario::from_toml_str(&text, Path::new("s.toml")).unwrap().remove(0)
+        Scenario::from_toml_str(&text, Path::new("s.toml"))
+            .unwrap()
+            .remove(0)
     }
 
     fn profile(reactions: &str) -> AgentProfile {

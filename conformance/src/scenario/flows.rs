@@ -185,7 +185,10 @@ mod tests {
     #[test]
     fn instance_ids_keep_the_first_flow_bare_or_name_each_flow() {
         let both = [Protocol::Json, Protocol::Xml];
-        assert_eq!(instance_id("retry.status.500", Protocol::Json, &both), "retry.status.500");
+        assert_eq!(
+            instance_id("retry.status.500", Protocol::Json, &both),
+            "retry.status.500"
+        );
         assert_eq!(
             instance_id("retry.status.500", Protocol::Xml, &both),
             "retry.status.500.xml"

@@ -926,13 +926,30 @@ mod tests {
         let all = instances(&format!("{BASE}{HEALTH_500}")).unwrap();
         let got: Vec<(&str, Protocol, &str, &str)> = all
             .iter()
-            .map(|s| (s.id.as_str(), s.agent.protocol, s.name.as_str(), s.family.as_str()))
+            .map(|s| {
+                (
+                    s.id.as_str(),
+                    s.agent.protocol,
+                    s.name.as_str(),
+                    s.family.as_str(),
+                )
+            })
             .collect();
         assert_eq!(
             got,
             [
-                ("wire.health.json.ready", Protocol::Json, "t (json)", "wire.health.json.ready"),
-                ("wire.health.json.ready.xml", Protocol::Xml, "t (xml)", "wire.health.json.ready"),
+                (
+                    "wire.health.json.ready",
+                    Protocol::Json,
+                    "t (json)",
+                    "wire.health.json.ready"
+                ),
+                (
+                    "wire.health.json.ready.xml",
+                    Protocol::Xml,
+                    "t (xml)",
+                    "wire.health.json.ready"
+                ),
             ]
         );
         assert_eq!(all[0].fake, all[1].fake);
@@ -940,30 +957,63 @@ mod tests {
         let goal = BASE.to_owned()
             + "[[fake.endpoint]]\nid = \"wireserver.goalstate\"\n[[fake.endpoint.step]]\nkind = \"hang\"\n";
         let one = instances(&goal).unwrap();
-        assert_eq!((one.len(), one[0].agent.protocol, one[0].name.as_str()), (1, Protocol::Xml, "t"));
+        assert_eq!(
+            (one.len(), one[0].agent.protocol, one[0].name.as_str()),
+            (1, Protocol::Xml, "t")
+        );
         let json = instances(&BASE.replace("budget = 2.5", "protocol = \"json\"")).unwrap();
-        assert_eq!((json.len(), json[0].id.as_str()), (1, "wire.health.json.ready"));
+        assert_eq!(
+            (json.len(), json[0].id.as_str()),
+            (1, "wire.health.json.ready")
+        );
     }
 
     #[test]
     fn declared_flows_set_the_order_and_name_each_instance() {
-        let text = BASE.replace("id = \"wire.health.json.ready\"", "id = \"gone.{flow}\"\nflows = [\"xml\", \"json\"]");
-        let ids: Vec<String> = instances(&text).unwrap().into_iter().map(|s| s.id).collect();
+        let text = BASE.replace(
+            "id = \"wire.health.json.ready\"",
+            "id = \"gone.{flow}\"\nflows = [\"xml\", \"json\"]",
+        );
+        let ids: Vec<String> = instances(&text)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
         assert_eq!(ids, ["gone.xml", "gone.json"]);
-        let text = BASE.replace("id = \"wire.health.json.ready\"", "id = \"u\"\nflows = [\"xml\", \"json\"]");
-        let ids: Vec<String> = instances(&text).unwrap().into_iter().map(|s| s.id).collect();
+        let text = BASE.replace(
+            "id = \"wire.health.json.ready\"",
+            "id = \"u\"\nflows = [\"xml\", \"json\"]",
+        );
+        let ids: Vec<String> = instances(&text)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
         assert_eq!(ids, ["u", "u.json"]);
     }
 
     #[test]
     fn flows_given_twice_or_ruled_out_by_a_fault_are_refused_with_the_line() {
-        let both = BASE.replace("id = \"wire.health.json.ready\"", "id = \"x\"\nflows = [\"json\"]")
-            + "protocol = \"xml\"\n";
+        let both = BASE.replace(
+            "id = \"wire.health.json.ready\"",
+            "id = \"x\"\nflows = [\"json\"]",
+        ) + "protocol = \"xml\"\n";
         let e = instances(&both).unwrap_err();
-        assert_eq!((e.field.as_deref(), e.line), (Some("agent.protocol"), Some(9)), "{e}");
-        let repeated = BASE.replace("id = \"wire.health.json.ready\"", "id = \"x\"\nflows = [\"json\", \"json\"]");
+        assert_eq!(
+            (e.field.as_deref(), e.line),
+            (Some("agent.protocol"), Some(9)),
+            "{e}"
+        );
+        let repeated = BASE.replace(
+            "id = \"wire.health.json.ready\"",
+            "id = \"x\"\nflows = [\"json\", \"json\"]",
+        );
         let e = instances(&repeated).unwrap_err();
-        assert_eq!((e.field.as_deref(), e.line), (Some("flows"), Some(2)), "{e}");
+        assert_eq!(
+            (e.field.as_deref(), e.line),
+            (Some("flows"), Some(2)),
+            "{e}"
+        );
         let ruled_out = BASE.replace("budget = 2.5", "protocol = \"json\"")
             + "[[fake.endpoint]]\nid = \"wireserver.goalstate\"\n[[fake.endpoint.step]]\nkind = \"hang\"\n";
         let e = instances(&ruled_out).unwrap_err();
