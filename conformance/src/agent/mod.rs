@@ -200,6 +200,9 @@ pub struct Reactions {
     /// Seconds between IMDS attempts, when they differ from `retry_interval_min` (cloud-init
     /// 25.1: 1 s for IMDS, 5 s for the wireserver).
     pub imds_retry_interval_min: Option<f64>,
+    /// Seconds the agent keeps trying IMDS before it gives up on it, when fixed (cloud-init:
+    /// 300 s, DataSourceAzure.py); `None`: within the `budget` the scenario passes.
+    pub imds_budget: Option<f64>,
     /// Seconds the agent waits after a 503 without `Retry-After` (the fake sends none), when
     /// that differs from its interval (cloud-init 25.1+ honours `Retry-After`, default 1 s).
     pub retry_interval_503: Option<f64>,
@@ -526,6 +529,7 @@ struct ReactionsFile {
     imds_retryable: Option<Spanned<Vec<u16>>>,
     imds_status_403: Option<Forbidden>,
     imds_retry_interval_min: Option<Spanned<f64>>,
+    imds_budget: Option<Spanned<f64>>,
     retry_interval_503: Option<Spanned<f64>>,
     retry_interval_throttled: Option<Spanned<f64>>,
 }
@@ -759,6 +763,7 @@ impl Reactions {
             imds_retryable: Some([404, 410, 429, 500].into_iter().collect()),
             imds_status_403: Some(Forbidden::Fatal),
             imds_retry_interval_min: None,
+            imds_budget: None,
             retry_interval_503: None,
             retry_interval_throttled: None,
         }
@@ -1215,6 +1220,7 @@ fn reactions_from(
             &r.imds_retry_interval_min,
             "reactions.imds_retry_interval_min",
         )?,
+        imds_budget: seconds(&r.imds_budget, "reactions.imds_budget")?,
         retry_interval_503: seconds(&r.retry_interval_503, "reactions.retry_interval_503")?,
         retry_interval_throttled: seconds(
             &r.retry_interval_throttled,
