@@ -70,7 +70,19 @@ pub fn run(args: RunArgs) -> u8 {
             Err(e) => usage(e),
         };
     }
+    let unclaimed_flows =
+        runner::unclaimed_flows(&profiles, &scenarios, &filter, args.snapshots.is_some());
     if planned.is_empty() {
+        let unclaimed: Vec<String> = unclaimed_flows
+            .iter()
+            .map(|u| format!("agent {}: {u}", shown(&u.agent)))
+            .collect();
+        if !unclaimed.is_empty() {
+            return usage(format!(
+                "no case to run: the selected cases are on flows the agents do not claim ({})",
+                unclaimed.join("; ")
+            ));
+        }
         return usage(
             "no case matches --cases / --exclude / --partition; `wirecheck list` shows the case ids",
         );
@@ -123,8 +135,7 @@ pub fn run(args: RunArgs) -> u8 {
         Err(e) => return usage(format!("cannot start the runtime: {e}")),
     };
     results.run = Some(run_info);
-    results.unclaimed_flows =
-        runner::unclaimed_flows(&profiles, &scenarios, &filter, args.snapshots.is_some());
+    results.unclaimed_flows = unclaimed_flows;
     results.never_started = settings
         .starts
         .never_started()

@@ -124,7 +124,7 @@ fn by_id(scenarios: &[Arc<Scenario>]) -> Vec<&Arc<Scenario>> {
 }
 
 /// Whether the agent claims the scenario's flow: an agent is offered only its own flows.
-fn offered(profile: &AgentProfile, scenario: &Scenario) -> bool {
+pub fn offered(profile: &AgentProfile, scenario: &Scenario) -> bool {
     profile.claims(scenario.agent.protocol.capability())
 }
 
