@@ -253,7 +253,10 @@ mod tests {
     fn an_imds_that_never_answers_is_not_run_against_a_long_fixed_imds_budget() {
         let closed = scenario("imds = \"closed\"\n");
         let why = case_timing(&profile("imds_budget = 300.0"), &closed).unwrap_err();
-        assert!(why.contains("fixed 300 s (profile reactions.imds_budget)"), "{why}");
+        assert!(
+            why.contains("fixed 300 s (profile reactions.imds_budget)"),
+            "{why}"
+        );
         let endless = scenario(&THREE_500S.replace(
             "id = \"wireserver.health.xml\"",
             "id = \"imds.*\"\nend = \"repeat-last\"",

@@ -433,10 +433,8 @@ mod tests {
             end_ms: 10,
             len_ms: 1400,
         };
-        let stalled = transcript_with_stalls(
-            vec![health(1, 0, 201), health(2, 300, 201)],
-            vec![stall],
-        );
+        let stalled =
+            transcript_with_stalls(vec![health(1, 0, 201), health(2, 300, 201)], vec![stall]);
         assert_eq!(stalled, once);
         // Without the stall the same journal is the agent's own second request.
         let twice = transcript_of(vec![health(1, 0, 201), health(2, 300, 201)]);
