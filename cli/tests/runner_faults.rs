@@ -9,7 +9,7 @@ use std::path::Path;
 
 use runner_support::{cases, repo, results, stderr, wirecheck, write_files};
 
-/// The planted agent: IMDS first (the VM id, when none is given), then the health report over
+/// The planted agent: IMDS first (the VM id, unless one is given), then the health report over
 /// JSON, every attempt inside one budget. `{bug}` names the one thing it does wrong, if any.
 const AGENT: &str = r#"
 import http.client, json, os, sys, time, urllib.parse
@@ -62,7 +62,8 @@ def vm_id_from_imds():
             continue
         return None
 
-vm_id = os.environ.get("WIRECHECK_CASE_VM_ID") or vm_id_from_imds() or "unknown"
+vm_id = vm_id_from_imds() or "unknown"
+vm_id = os.environ.get("WIRECHECK_CASE_VM_ID") or vm_id
 if action == "ready":
     body = {"state": "Ready"}
 else:
