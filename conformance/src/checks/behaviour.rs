@@ -211,9 +211,9 @@ pub fn retry(obs: &Observation) -> Judgement {
     t.finish("no answer called for a retry decision")
 }
 
-/// The platform's bound on retrying an IMDS 410: "retry after some time for a max of 70
-/// seconds" (docs/protocol.md §1.2). A ceiling: an agent stops retrying a 410 by then, and need
-/// not retry it past its own budget either.
+/// The platform's bound on retrying an IMDS 410: retry it "for a max of 70 seconds"
+/// (docs/protocol.md §1.2). A ceiling: an agent stops retrying a 410 by then, and need not
+/// retry it past its own budget either.
 pub const IMDS_GONE_RETRY_MS: u64 = 70_000;
 
 /// One retry loop of one run: the requests of run `run` to `service`, in order, and the
