@@ -390,12 +390,21 @@ mod tests {
             .collect();
         assert!(matches!(got[0], Decision::Step { .. }), "{got:?}");
         assert!(got[1..5].iter().all(|d| *d == Decision::Default), "{got:?}");
-        assert!(got[5..].iter().all(|d| *d == Decision::ImdsThrottled), "{got:?}");
+        assert!(
+            got[5..].iter().all(|d| *d == Decision::ImdsThrottled),
+            "{got:?}"
+        );
         // The wireserver is not IMDS.
-        assert_eq!(kinds(&mut e, EndpointId::WireserverGoalstate, 8), ["default"; 8]);
+        assert_eq!(
+            kinds(&mut e, EndpointId::WireserverGoalstate, 8),
+            ["default"; 8]
+        );
         // One second after the first admitted request, one more is admitted.
         let later = t0 + Duration::from_millis(1000);
-        assert_eq!(e.decide(EndpointId::ImdsVersions, IP, later), Decision::Default);
+        assert_eq!(
+            e.decide(EndpointId::ImdsVersions, IP, later),
+            Decision::Default
+        );
         assert_eq!(
             e.decide(EndpointId::ImdsVersions, IP, later),
             Decision::ImdsThrottled

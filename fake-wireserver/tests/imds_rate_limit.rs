@@ -62,13 +62,21 @@ async fn twenty_requests_in_a_second_get_429_beyond_the_fifth() {
     );
     assert!(r.header("retry-after").is_none());
     let body: Value = serde_json::from_slice(&r.body).unwrap();
-    assert!(body["error"].as_str().unwrap().contains("Too many requests"));
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("Too many requests")
+    );
 
     // The journal shows each 429 as a rate limit's refusal, on the line written out too.
     let journal = fake.journal();
     for e in &journal[5..20] {
         assert_eq!(e.endpoint, EndpointId::ImdsInstance);
-        assert_eq!((e.answer.kind, e.answer.status), (AnswerKind::Throttled, Some(429)));
+        assert_eq!(
+            (e.answer.kind, e.answer.status),
+            (AnswerKind::Throttled, Some(429))
+        );
         assert!(e.answer.step.is_none());
         let line = serde_json::to_value(e).unwrap();
         assert_eq!(line["answer"]["kind"], "throttled");

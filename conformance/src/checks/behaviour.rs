@@ -271,7 +271,11 @@ fn retryable(t: &mut Tally, obs: &Observation, at: &Attempts, k: usize, why: &st
             IMDS_GONE_RETRY_MS,
             "the platform's 70 s for an IMDS 410 (docs/protocol.md §1.2)".to_owned(),
         ),
-        _ => (at.start + budget, budget, format!("its {} budget", secs(budget))),
+        _ => (
+            at.start + budget,
+            budget,
+            format!("its {} budget", secs(budget)),
+        ),
     };
     let left = end.saturating_sub(stopped);
     if left > early_stop_slack_ms(interval, limit) {

@@ -2072,7 +2072,9 @@ fn imds_410_is_retried_for_at_most_70_seconds() {
     assert_eq!(early.verdict, Verdict::Fail, "{early:?}");
     let reason = early.reason.unwrap();
     assert!(
-        reason.contains("gave up after status 410 (#7) with 39.00 s of the platform's 70 s for an IMDS 410"),
+        reason.contains(
+            "gave up after status 410 (#7) with 39.00 s of the platform's 70 s for an IMDS 410"
+        ),
         "{reason}"
     );
     // With a budget shorter than 70 s (the scenario's 3 s), the budget is the bound.
