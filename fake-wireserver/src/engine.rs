@@ -1,8 +1,7 @@
 //! The scenario engine: given a classified request, decide what the fake does — IMDS's own
 //! per-VM limit first (docs/protocol.md §1.2), then the `[rate_limit]`, then the first plan
-//! whose id matches the endpoint. Also answers the time
-//! triggers (incarnation bumps, reprovision data availability). Pure state machine: the
-//! transport executes its decisions.
+//! whose id matches the endpoint. Also answers the time triggers (incarnation bumps,
+//! reprovision data availability). Pure state machine: the transport executes its decisions.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
