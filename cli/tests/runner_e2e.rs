@@ -719,3 +719,119 @@ fn wirecheck_raises_its_open_file_limit_and_agents_get_the_original() {
         "the agent's soft limit: {text:.2000}"
     );
 }
+
+/// Asks IMDS for ten leaves at once (as afterburn asks for several), then reports Ready. On a
+/// 429 it retries after `BACKOFF` seconds (0: at once, the planted defect).
+const IMDS_BURST_AGENT: &str = r#"
+import os, sys, time, urllib.error, urllib.request
+backoff = float(sys.argv[1])
+imds = os.environ["WIRECHECK_CASE_IMDS_URL"]
+for leaf in ["name", "vmSize", "vmId", "location", "zone", "sku", "offer", "publisher",
+             "version", "osType"]:
+    url = imds + "/metadata/instance/compute/" + leaf + "?api-version=2021-02-01&format=text"
+    while True:
+        try:
+            urllib.request.urlopen(urllib.request.Request(url, headers={"Metadata": "true"}),
+                                   timeout=2).read()
+            break
+        except urllib.error.HTTPError as error:
+            if error.code != 429:
+                raise
+            time.sleep(backoff)
+url = os.environ["WIRECHECK_CASE_WIRESERVER_URL"] + "/provisioning/health"
+request = urllib.request.Request(url, data=b'{"state":"Ready"}', method="POST",
+                                 headers={"Content-Type": "application/json"})
+urllib.request.urlopen(request, timeout=2).read()
+"#;
+
+/// Runs [`IMDS_BURST_AGENT`] as agent `name`, retrying a 429 after `backoff` seconds, on a
+/// scenario with no scripted fault: the only 429s are IMDS's own per-VM limit's.
+fn run_imds_burst_agent(dir: &Path, name: &str, backoff: &str) -> serde_json::Value {
+    let script = dir.join("burst.py");
+    let profile = format!(
+        r#"name = "{name}"
+description = "a test agent asking IMDS for ten leaves at once"
+attach = "url"
+capabilities = ["json"]
+
+[commands]
+ready = ["python3", "{}", "{backoff}"]
+
+[reactions]
+retryable = [503]
+imds_retryable = [429]
+imds_retry_interval_min = 1.0
+transport_errors = "retry"
+status_403 = "fatal"
+
+[exit]
+reported = [0]
+"#,
+        script.display()
+    );
+    write_files(
+        dir,
+        &[
+            ("burst.py", IMDS_BURST_AGENT),
+            (&format!("agents/{name}.toml"), &profile),
+            (
+                "scenarios/imds-burst.toml",
+                r#"id = "imds.burst"
+title = "ten IMDS leaves at once: IMDS's per-VM limit answers 429 beyond 5 a second"
+checks = ["behaviour.retry", "behaviour.interval"]
+[agent]
+action = "ready"
+protocol = "json"
+budget = 20.0
+"#,
+            ),
+        ],
+    );
+    let out = dir.join(format!("out-{name}"));
+    let o = wirecheck(dir)
+        .args(["run", "--quiet", "--agent", name, "--agents-dir", "agents"])
+        .args(["--scenarios", "scenarios", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    results(&out)
+}
+
+#[test]
+fn an_agent_that_does_not_back_off_on_imds_429_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_imds_burst_agent(dir.path(), "hammer", "0");
+    let interval = case(&r, "hammer", "imds.burst.behaviour.interval");
+    assert_eq!(interval["verdict"], "fail", "{interval}");
+    let reason = interval["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("retried imds.instance only") && reason.contains("at least 1000 ms"),
+        "{reason}"
+    );
+    // The evidence is IMDS's own 429, journaled as a rate limit's refusal.
+    let journal = std::fs::read_to_string(
+        dir.path()
+            .join("out-hammer/artifacts/hammer/imds.burst/journal.jsonl"),
+    )
+    .unwrap();
+    assert!(
+        journal.lines().any(|l| {
+            let e: serde_json::Value = serde_json::from_str(l).unwrap();
+            e["answer"]["kind"] == "throttled" && e["answer"]["status"] == 429
+        }),
+        "{journal}"
+    );
+
+    // The same agent waiting a second after a 429 passes both.
+    let r = run_imds_burst_agent(dir.path(), "patient", "1.05");
+    for check in ["behaviour.interval", "behaviour.retry"] {
+        let c = case(&r, "patient", &format!("imds.burst.{check}"));
+        assert_eq!(c["verdict"], "pass", "{c}");
+    }
+}

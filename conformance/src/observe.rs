@@ -390,11 +390,12 @@ impl Observation<'_> {
         }
     }
 
-    /// True when the 403 answer carried the platform's throttle body: from the rate limiter,
-    /// or a scripted step with the `throttled` preset / a `RequestRateLimitExceeded` body.
+    /// True when the 403 answer carried the platform's throttle body: from the `[rate_limit]`
+    /// (IMDS's own limit answers 429, not this), or a scripted step with the `throttled`
+    /// preset / a `RequestRateLimitExceeded` body.
     pub fn is_throttle_reply(&self, entry: &Entry) -> bool {
         if entry.answer.kind == AnswerKind::Throttled {
-            return true;
+            return entry.answer.status == Some(403);
         }
         use fake_wireserver::Preset;
         let reply = self.scripted_reply(entry);
@@ -447,7 +448,8 @@ impl Observation<'_> {
         }
     }
 
-    /// Whether the answer was scripted (a fault the scenario injected).
+    /// Whether the answer was scripted (a fault the scenario injected), or a rate limit's
+    /// refusal (the `[rate_limit]`'s 403, IMDS's own 429).
     pub fn is_injected(&self, entry: &Entry) -> bool {
         entry.answer.step.is_some() || entry.answer.kind == AnswerKind::Throttled
     }

@@ -329,7 +329,7 @@ pub fn effective_goalstate(o: &GoalStateOverrides) -> GoalStateOverrides {
     }
 }
 
-/// The IMDS values in effect (for configuration dumps).
+/// The IMDS values in effect, its rate limit included (for configuration dumps).
 pub fn effective_imds(o: &ImdsOverrides) -> ImdsOverrides {
     let docs = Documents::new(&Scenario {
         imds: o.clone(),
@@ -342,6 +342,7 @@ pub fn effective_imds(o: &ImdsOverrides) -> ImdsOverrides {
         vm_size: Some(docs.compute_str(&["vmSize"])),
         admin_username: Some(docs.compute_str(&["osProfile", "adminUsername"])),
         instance_file: o.instance_file.clone(),
+        rate_limit: Some(o.rate_limit.unwrap_or_default()),
         instance_document: None,
     }
 }

@@ -1,7 +1,7 @@
-//! The scenario engine: given a classified request, decide what the fake does — the rate
-//! limiter first, then the first plan whose id matches the endpoint. Also answers the time
-//! triggers (incarnation bumps, reprovision data availability). Pure state machine: the
-//! transport executes its decisions.
+//! The scenario engine: given a classified request, decide what the fake does — IMDS's own
+//! per-VM limit first (docs/protocol.md §1.2), then the `[rate_limit]`, then the first plan
+//! whose id matches the endpoint. Also answers the time triggers (incarnation bumps,
+//! reprovision data availability). Pure state machine: the transport executes its decisions.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -11,7 +11,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::documents::Documents;
-use crate::endpoint::{EndpointId, Patterns};
+use crate::endpoint::{EndpointId, Patterns, Service};
 use crate::journal::StepRef;
 use crate::oracle::ServedIds;
 use crate::scenario::{Action, EndPolicy, Scenario, TriggerAction};
@@ -24,8 +24,11 @@ const MAX_TRACKED_CLIENTS: usize = 4096;
 pub(crate) enum Decision {
     /// Answer with the default documents.
     Default,
-    /// The rate limiter refused it: the platform's 403.
+    /// The `[rate_limit]` refused it: the platform's 403.
     Throttled,
+    /// IMDS's per-VM limit refused it: the platform's 429 (docs/protocol.md §1.2). Throttled
+    /// requests reach no plan, so they consume no scripted step.
+    ImdsThrottled,
     /// A scripted step answers.
     Step { step: StepRef, action: Action },
 }
@@ -46,12 +49,23 @@ struct RateState {
     clients: HashMap<IpAddr, VecDeque<Instant>>,
 }
 
+/// IMDS's per-VM limit: one sliding second over every IMDS request the fake admitted (a fake
+/// serves one VM, whatever address its agent's requests come from).
+struct ImdsLimit {
+    requests: usize,
+    seen: VecDeque<Instant>,
+}
+
+/// The length of IMDS's window.
+const IMDS_WINDOW: Duration = Duration::from_secs(1);
+
 pub(crate) struct Engine {
     scenario: Scenario,
     documents: Documents,
     loaded_at: Instant,
     plans: Vec<PlanState>,
     rate: Option<RateState>,
+    imds_limit: Option<ImdsLimit>,
 }
 
 impl Engine {
@@ -76,12 +90,22 @@ impl Engine {
             window: crate::scenario::seconds(rl.window),
             clients: HashMap::new(),
         });
+        let imds_limit = scenario
+            .imds
+            .rate_limit
+            .unwrap_or_default()
+            .per_second()
+            .map(|n| ImdsLimit {
+                requests: n as usize,
+                seen: VecDeque::new(),
+            });
         Engine {
             scenario,
             documents,
             loaded_at: now,
             plans,
             rate,
+            imds_limit,
         }
     }
 
@@ -124,6 +148,12 @@ impl Engine {
         client: IpAddr,
         now: Instant,
     ) -> Decision {
+        if endpoint.service() == Some(Service::Imds)
+            && let Some(limit) = self.imds_limit.as_mut()
+            && !admit(&mut limit.seen, limit.requests, IMDS_WINDOW, now)
+        {
+            return Decision::ImdsThrottled;
+        }
         let endpoint = endpoint.as_str();
         if let Some(rate) = self.rate.as_mut()
             && rate.patterns.matches(endpoint)
@@ -194,25 +224,31 @@ impl RateState {
             }
         }
         let seen = self.clients.entry(client).or_default();
-        while seen
-            .front()
-            .is_some_and(|t| now.saturating_duration_since(*t) >= self.window)
-        {
-            seen.pop_front();
-        }
-        if seen.len() >= self.requests {
-            return false;
-        }
-        seen.push_back(now);
-        true
+        admit(seen, self.requests, self.window, now)
     }
+}
+
+/// One sliding window: admits a request at `now` unless `requests` were admitted within the
+/// `window` before it. Only admitted requests count.
+fn admit(seen: &mut VecDeque<Instant>, requests: usize, window: Duration, now: Instant) -> bool {
+    while seen
+        .front()
+        .is_some_and(|t| now.saturating_duration_since(*t) >= window)
+    {
+        seen.pop_front();
+    }
+    if seen.len() >= requests {
+        return false;
+    }
+    seen.push_back(now);
+    true
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::journal::AnswerKind;
-    use crate::scenario::{Preset, Step};
+    use crate::scenario::{ImdsRateLimit, Preset, Step};
     use std::net::Ipv4Addr;
 
     const IP: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -223,6 +259,7 @@ mod tests {
             .map(|_| match engine.decide(endpoint, IP, now) {
                 Decision::Default => AnswerKind::Default.to_string(),
                 Decision::Throttled => AnswerKind::Throttled.to_string(),
+                Decision::ImdsThrottled => "imds-throttled".to_owned(),
                 Decision::Step { step, action } => {
                     format!("{}#{}.{}", action.kind(), step.index, step.repeat)
                 }
@@ -284,11 +321,15 @@ mod tests {
 
     #[test]
     fn probability_replays_with_the_same_seed() {
-        let scenario = Scenario::new().seed(7).endpoint(
-            "imds.*",
-            EndPolicy::RepeatLast,
-            vec![Step::new(Action::Close).probability(0.5)],
-        );
+        // 64 requests at one instant: IMDS's own limit off, the plan is what is tested.
+        let scenario = Scenario::new()
+            .seed(7)
+            .imds_rate_limit(ImdsRateLimit::Off)
+            .endpoint(
+                "imds.*",
+                EndPolicy::RepeatLast,
+                vec![Step::new(Action::Close).probability(0.5)],
+            );
         let a = kinds(
             &mut Engine::new(scenario.clone(), Instant::now()),
             EndpointId::ImdsInstance,
@@ -323,6 +364,66 @@ mod tests {
             e.decide(EndpointId::WireserverGoalstate, IP, later),
             Decision::Default
         );
+    }
+
+    #[test]
+    fn imds_allows_five_requests_a_second_per_vm_by_default() {
+        let t0 = Instant::now();
+        let scenario = Scenario::new().endpoint(
+            EndpointId::ImdsInstance,
+            EndPolicy::Default,
+            vec![Step::preset(Preset::Gone)],
+        );
+        let mut e = Engine::new(scenario, t0);
+        let other = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+        // Twenty requests 40 ms apart, from two addresses: one VM, one budget.
+        let got: Vec<Decision> = (0..20u64)
+            .map(|i| {
+                let client = if i % 2 == 0 { IP } else { other };
+                e.decide(
+                    EndpointId::ImdsInstance,
+                    client,
+                    t0 + Duration::from_millis(40 * i),
+                )
+            })
+            .collect();
+        assert!(matches!(got[0], Decision::Step { .. }), "{got:?}");
+        assert!(got[1..5].iter().all(|d| *d == Decision::Default), "{got:?}");
+        assert!(
+            got[5..].iter().all(|d| *d == Decision::ImdsThrottled),
+            "{got:?}"
+        );
+        // The wireserver is not IMDS.
+        assert_eq!(
+            kinds(&mut e, EndpointId::WireserverGoalstate, 8),
+            ["default"; 8]
+        );
+        // One second after the first admitted request, one more is admitted.
+        let later = t0 + Duration::from_millis(1000);
+        assert_eq!(
+            e.decide(EndpointId::ImdsVersions, IP, later),
+            Decision::Default
+        );
+        assert_eq!(
+            e.decide(EndpointId::ImdsVersions, IP, later),
+            Decision::ImdsThrottled
+        );
+    }
+
+    #[test]
+    fn imds_limit_switched_off_or_set_per_scenario() {
+        let off = Scenario::new().imds_rate_limit(ImdsRateLimit::Off);
+        let mut e = Engine::new(off, Instant::now());
+        assert_eq!(kinds(&mut e, EndpointId::ImdsInstance, 50), ["default"; 50]);
+        let two = Scenario::new().imds_rate_limit(ImdsRateLimit::PerSecond(2));
+        let mut e = Engine::new(two, Instant::now());
+        assert_eq!(
+            kinds(&mut e, EndpointId::ImdsInstance, 3),
+            ["default", "default", "imds-throttled"]
+        );
+        // A rewind starts a new second.
+        e.rewind(Instant::now());
+        assert_eq!(kinds(&mut e, EndpointId::ImdsUnknown, 1), ["default"]);
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! Platform rules: `Metadata: true` (any case) is required, `api-version` is required (except on
 //! `/metadata/versions`) and must be one the platform supports, duplicate query parameters and
 //! `X-Forwarded-For` are refused — all with 400 and a JSON `error` body. Leaf paths below
-//! `/metadata/instance` walk the JSON document; a leaf needs `format=text`.
+//! `/metadata/instance` walk the JSON document; a leaf needs `format=text`. The per-VM rate limit
+//! (429 beyond 5 requests per second) is decided before any of this, by the scenario engine
+//! (`engine.rs`), which counts every IMDS request.
 
 use axum::Router;
 use axum::body::Bytes;
@@ -17,6 +19,11 @@ use crate::context::RequestCtx;
 use crate::documents::{JSON_CONTENT_TYPE, TEXT_CONTENT_TYPE, XML_CONTENT_TYPE};
 use crate::endpoint::{self, EndpointId, QueryPair, Service};
 use crate::inspect::{ImdsRefusal, RequestView, imds_api_versions, imds_refusal};
+
+/// IMDS's body for a request beyond its per-VM limit (the 429 of docs/protocol.md §1.2).
+/// The fake's wording: the platform's is not documented, only the status.
+pub const TOO_MANY_REQUESTS_BODY: &str =
+    r#"{"error":"Too many requests. The per-VM request rate limit was exceeded; retry later"}"#;
 
 /// IMDS's default answers as an axum router (the connection loop skips it for the same answers).
 pub fn router() -> Router {

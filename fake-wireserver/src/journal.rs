@@ -189,7 +189,8 @@ macro_rules! answer_kinds {
         others { $($(#[doc = $odoc:literal])* $other:ident = $oname:literal,)+ }
     ) => {
         /// What kind of answer the fake gave: the kind of the scripted step that answered (the
-        /// same names a scenario's `kind` takes), `throttled` (the `[rate_limit]`) or `default`.
+        /// same names a scenario's `kind` takes), `throttled` (a rate limit: the `[rate_limit]`'s
+        /// 403 or IMDS's own 429) or `default`.
         /// Serialized as [`AnswerKind::as_str`] (`"respond"`, `"hang"`, ...).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum AnswerKind {
@@ -261,7 +262,8 @@ answer_kinds! {
         Slow = "slow",
     }
     others {
-        /// The rate limiter's 403 (not a step kind).
+        /// A rate limit refused it (not a step kind): the `[rate_limit]`'s 403, or IMDS's own
+        /// per-VM limit's 429 (docs/protocol.md §1.2); the entry's status tells which.
         Throttled = "throttled",
         /// The default answer (not a step kind).
         Default = "default",

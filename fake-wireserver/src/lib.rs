@@ -389,6 +389,6 @@ pub use journal::{
 pub use journal_file::JournalFileError;
 pub use oracle::{Finding, HealthReport, HealthState, ServedIds, Severity, SubStatus};
 pub use scenario::{
-    Action, Body, EndPolicy, EndpointPlan, Preset, RateLimit, Reply, Scenario, ScenarioError, Step,
-    Trigger, TriggerAction,
+    Action, Body, EndPolicy, EndpointPlan, ImdsRateLimit, Preset, RateLimit, Reply, Scenario,
+    ScenarioError, Step, Trigger, TriggerAction,
 };

@@ -6,7 +6,7 @@ mod common;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use fake_wireserver::{Fake, FakeConfig};
+use fake_wireserver::{Fake, FakeConfig, ImdsRateLimit, Scenario};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -253,9 +253,18 @@ async fn versions_list_2012_11_30_as_preferred_and_supported() {
 
 const MD: &[(&str, &str)] = &[("Metadata", "true")];
 
+/// A fake that answers every IMDS request: these tests ask for many documents at once, which
+/// IMDS's per-VM limit (5 a second, `imds_rate_limit.rs`) would refuse.
+async fn unlimited_imds() -> Fake {
+    let scenario = Scenario::new().imds_rate_limit(ImdsRateLimit::Off);
+    Fake::start(FakeConfig::default().scenario(scenario))
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn imds_document_satisfies_every_client() {
-    let fake = Fake::start(FakeConfig::default()).await.unwrap();
+    let fake = unlimited_imds().await;
     let imds = fake.imds_addr().unwrap();
     let host = "169.254.169.254";
 
@@ -364,7 +373,7 @@ type RefusalCase<'a> = (&'a str, &'a [(&'a str, &'a str)], u16, &'a str);
 
 #[tokio::test]
 async fn imds_refuses_like_the_platform() {
-    let fake = Fake::start(FakeConfig::default()).await.unwrap();
+    let fake = unlimited_imds().await;
     let imds = fake.imds_addr().unwrap();
     let host = "169.254.169.254";
     let cases: &[RefusalCase] = &[

@@ -221,6 +221,10 @@ fn semantic_errors() {
         "[[trigger]]\nafter = 1\naction = \"reboot\"\n".to_owned(),
         "[goalstate]\nincarnation = 7\n".to_owned(),
         "[imds]\nvm_id = \"x\"\nflavour = \"y\"\n".to_owned(),
+        "[imds]\nvm_id = \"x\"\nrate_limit = 0\n".to_owned(),
+        "[imds]\nrate_limit = \"fast\"\n".to_owned(),
+        "[imds]\nrate_limit = 2.5\n".to_owned(),
+        "name = \"n\"\n[imds]\nrate_limit = 5000\n".to_owned(),
         "seed = -1\n".to_owned(),
         "surprise = true\n".to_owned(),
     ];

@@ -223,6 +223,11 @@ fn random_and_malformed_requests_do_not_break_the_fake() {
     let deep = std::env::var_os("WIRECHECK_DEEP").is_some_and(|v| v == "1");
     let requests = if deep { DEEP_REQUESTS } else { REQUESTS };
     let seed = 0x05EE_D0FA_B05E;
+    // IMDS's per-VM limit off: with it, most IMDS requests of the flood would get its 429 and
+    // never reach the paths that parse and answer them, and the check afterwards a 429.
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("unlimited.toml");
+    std::fs::write(&scenario, "[imds]\nrate_limit = false\n").unwrap();
     let mut fake = FakeProcess::start(&[
         "--proxy",
         "127.0.0.1:0",
@@ -230,6 +235,8 @@ fn random_and_malformed_requests_do_not_break_the_fake() {
         "1",
         "--journal-capacity",
         JOURNAL_CAPACITY,
+        "--scenario",
+        scenario.to_str().unwrap(),
     ]);
     let idle = vm_rss_kib(fake.pid());
     let peak = abuse(&fake.addrs, fake.pid(), requests, seed);

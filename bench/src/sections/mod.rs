@@ -74,11 +74,14 @@ impl Ctx {
         release_binary(&self.target_dir, name)
     }
 
+    /// The fake with IMDS's per-VM rate limit off (`bench/fake-unlimited.toml`): a throughput
+    /// run against the limit would measure its 429s.
     pub fn fake(&self) -> anyhow::Result<ServerSpec> {
+        let scenario = self.root.join("bench/fake-unlimited.toml");
         Ok(ServerSpec::new(
             "fake-wireserver",
             self.bin("fake-wireserver")?,
-            &[],
+            &["--scenario", &scenario.display().to_string()],
         ))
     }
 

@@ -168,45 +168,13 @@ pub fn retry(obs: &Observation) -> Judgement {
                     }
                     Class::Retryable(why) => {
                         t.judged();
-                        if let Some(next) = later.first() {
-                            t.note(about(
-                                format!("retried after {why}: {} then {}", line(e), line(next)),
-                                &[e, next],
-                                None,
-                            ));
-                            continue;
-                        }
-                        if killed(run) {
-                            continue; // budget and exit judge a run that never ended
-                        }
-                        // Stopping is fine when the next attempt would not fit in the budget.
-                        let stopped = moved_on_at(obs, ri, service, e);
-                        let left = (start + budget).saturating_sub(stopped);
-                        if left > early_stop_slack_ms(interval, budget) {
-                            t.fail(
-                                format!(
-                                    "gave up after {why} (#{}) with {} of its {} budget left; {agent} retries it",
-                                    e.seq,
-                                    secs(left),
-                                    secs(budget)
-                                ),
-                                about(
-                                    format!(
-                                        "{}; it stopped {} after its first attempt",
-                                        line(e),
-                                        secs(stopped.saturating_sub(start))
-                                    ),
-                                    &[e],
-                                    None,
-                                ),
-                            );
-                        } else {
-                            t.note(about(
-                                format!("last attempt {} ran into the end of the budget", line(e)),
-                                &[e],
-                                None,
-                            ));
-                        }
+                        let at = Attempts {
+                            run: ri,
+                            service,
+                            reqs: &reqs,
+                            start,
+                        };
+                        retryable(&mut t, obs, &at, k, &why);
                     }
                 }
             }
@@ -241,6 +209,134 @@ pub fn retry(obs: &Observation) -> Judgement {
         }
     }
     t.finish("no answer called for a retry decision")
+}
+
+/// The platform's bound on retrying an IMDS 410: retry it "for a max of 70 seconds"
+/// (docs/protocol.md §1.2). A ceiling: an agent stops retrying a 410 by then, and need not
+/// retry it past its own budget either.
+pub const IMDS_GONE_RETRY_MS: u64 = 70_000;
+
+/// One retry loop of one run: the requests of run `run` to `service`, in order, and the
+/// earliest moment the loop can have started.
+struct Attempts<'a> {
+    run: usize,
+    service: Service,
+    reqs: &'a [&'a Entry],
+    start: u64,
+}
+
+/// When the streak of IMDS 410s that `reqs[k]` ends began: the arrival of the first 410 with
+/// no other answer between it and `reqs[k]`. `None` unless `reqs[k]` is an IMDS 410.
+fn imds_gone_since(at: &Attempts, k: usize) -> Option<u64> {
+    let gone = |e: &Entry| e.answer.status == Some(410);
+    if at.service != Service::Imds || !gone(at.reqs[k]) {
+        return None;
+    }
+    let first = at.reqs[..=k]
+        .iter()
+        .rposition(|e| !gone(e))
+        .map_or(0, |i| i + 1);
+    Some(at.reqs[first].at_ms)
+}
+
+/// A retryable answer `at.reqs[k]`: retried (within the 70 s an IMDS 410 allows), or given up
+/// on only when the next attempt would not fit the budget (or those 70 s).
+fn retryable(t: &mut Tally, obs: &Observation, at: &Attempts, k: usize, why: &str) {
+    let e = at.reqs[k];
+    let gone_since = imds_gone_since(at, k);
+    if let Some(next) = at.reqs.get(k + 1) {
+        if let Some(since) = gone_since {
+            gone_retry_bound(t, obs, at.reqs[k], next, since);
+        }
+        t.note(about(
+            format!("retried after {why}: {} then {}", line(e), line(next)),
+            &[e, next],
+            None,
+        ));
+        return;
+    }
+    let run = &obs.runs[at.run];
+    if killed(run) {
+        return; // budget and exit judge a run that never ended
+    }
+    let agent = &obs.profile.name;
+    let budget = ms(obs.budget());
+    let interval = ms(obs.interval_min());
+    // Stopping is fine when the next attempt would not fit in the budget, nor, for an IMDS
+    // 410, in the 70 s the platform allows.
+    let stopped = moved_on_at(obs, at.run, at.service, e);
+    let (end, limit, what) = match gone_since {
+        Some(since) if since + IMDS_GONE_RETRY_MS < at.start + budget => (
+            since + IMDS_GONE_RETRY_MS,
+            IMDS_GONE_RETRY_MS,
+            "the platform's 70 s for an IMDS 410 (docs/protocol.md §1.2)".to_owned(),
+        ),
+        _ => (
+            at.start + budget,
+            budget,
+            format!("its {} budget", secs(budget)),
+        ),
+    };
+    let left = end.saturating_sub(stopped);
+    if left > early_stop_slack_ms(interval, limit) {
+        t.fail(
+            format!(
+                "gave up after {why} (#{}) with {} of {what} left; {agent} retries it",
+                e.seq,
+                secs(left),
+            ),
+            about(
+                format!(
+                    "{}; it stopped {} after its first attempt",
+                    line(e),
+                    secs(stopped.saturating_sub(at.start))
+                ),
+                &[e],
+                None,
+            ),
+        );
+    } else {
+        t.note(about(
+            format!("last attempt {} ran into the end of {what}", line(e)),
+            &[e],
+            None,
+        ));
+    }
+}
+
+/// Fails the first retry of an IMDS 410 streak that began more than 70 s before it
+/// ([`IMDS_GONE_RETRY_MS`]); `e` is the 410 it retried, `since` the streak's first arrival.
+fn gone_retry_bound(t: &mut Tally, obs: &Observation, e: &Entry, next: &Entry, since: u64) {
+    let span = next.at_ms.saturating_sub(since);
+    // Only the first retry past the bound: one finding per streak.
+    if span <= IMDS_GONE_RETRY_MS || e.at_ms.saturating_sub(since) > IMDS_GONE_RETRY_MS {
+        return;
+    }
+    let evidence = about(format!("{} then {}", line(e), line(next)), &[e, next], None);
+    let late = stall_flips(
+        span,
+        IMDS_GONE_RETRY_MS + 1,
+        obs.uncertainty_ms(since),
+        obs.uncertainty_ms(next.at_ms),
+    );
+    if let Some(late) = late {
+        t.uncertain(
+            format!(
+                "retried an IMDS 410 {} after the first 410, over the platform's 70 s, and the runner's wake-ups around then came up to {late} ms late",
+                secs(span)
+            ),
+            evidence,
+        );
+    } else {
+        t.fail(
+            format!(
+                "retried an IMDS 410 (#{}) {} after the first 410 of the streak; the platform allows retrying a 410 for at most 70 s (docs/protocol.md §1.2)",
+                next.seq,
+                secs(span)
+            ),
+            evidence,
+        );
+    }
 }
 
 pub fn interval(obs: &Observation) -> Judgement {

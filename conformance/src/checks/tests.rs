@@ -1977,3 +1977,129 @@ fn a_tail_field_the_trim_cut_through_is_a_note() {
     assert_eq!(t[0].severity, Severity::Error, "{t:?}");
     assert_eq!(t[1].severity, Severity::Info, "{t:?}");
 }
+
+/// IMDS 410s `every` ms apart from 0 to `last` ms, each retried, then `then` (a status, or
+/// nothing: the agent stopped), for the 70 s bound (docs/protocol.md §1.2).
+fn imds_gone_streak(every: u64, last: u64, then: Option<(u64, u16)>) -> Vec<Entry> {
+    let mut journal: Vec<Entry> = (0..=last / every)
+        .map(|i| {
+            let at = i * every;
+            entry(
+                i + 1,
+                EndpointId::ImdsInstance,
+                at,
+                Some(at + 2),
+                AnswerKind::Respond,
+                Some(410),
+            )
+        })
+        .collect();
+    if let Some((at, status)) = then {
+        let seq = journal.len() as u64 + 1;
+        let kind = if status == 200 {
+            AnswerKind::Default
+        } else {
+            AnswerKind::Respond
+        };
+        journal.push(entry(
+            seq,
+            EndpointId::ImdsInstance,
+            at,
+            Some(at + 2),
+            kind,
+            Some(status),
+        ));
+    }
+    journal
+}
+
+#[test]
+fn imds_410_is_retried_for_at_most_70_seconds() {
+    // A 300 s budget, so the platform's 70 s is the tighter bound.
+    let text = PROFILE.replace(
+        "refresh_goal_state_on_410 = true\n",
+        "refresh_goal_state_on_410 = true\nbudget = 300.0\n",
+    );
+    let p = AgentProfile::from_toml_str(&text, Path::new("t.toml")).unwrap();
+    let s = scenario("");
+    let retry = |journal: Vec<Entry>, end: u64| {
+        judge_with(
+            &p,
+            "behaviour.retry",
+            &s,
+            journal,
+            vec![run(0, end, Exit::Code(1))],
+        )
+    };
+    // Retried every 5 s until 75 s: the retry at 75 s is past the bound.
+    let beyond = retry(imds_gone_streak(5000, 70_000, Some((75_000, 410))), 76_000);
+    assert_eq!(beyond.verdict, Verdict::Fail, "{beyond:?}");
+    let reason = beyond.reason.unwrap();
+    assert!(
+        reason.contains("retried an IMDS 410 (#16) 75.00 s after the first 410")
+            && reason.contains("at most 70 s"),
+        "{reason}"
+    );
+    assert_eq!(beyond.evidence[0].journal_seq, [15, 16]);
+    // Retried until 65 s, the document at 70 s: within.
+    let within = retry(imds_gone_streak(5000, 65_000, Some((70_000, 200))), 71_000);
+    assert_eq!(within.verdict, Verdict::Pass, "{within:?}");
+    // A streak ends with any other answer: 410s for 40 s, a 500, 410s for 35 s more, the
+    // document: 90 s in all, but no streak over 70 s.
+    let mut broken = imds_gone_streak(5000, 40_000, Some((45_000, 500)));
+    for (i, at) in (50_000..=85_000).step_by(5000).enumerate() {
+        broken.push(entry(
+            10 + i as u64 + 1,
+            EndpointId::ImdsInstance,
+            at,
+            Some(at + 2),
+            AnswerKind::Respond,
+            Some(410),
+        ));
+    }
+    broken.push(entry(
+        19,
+        EndpointId::ImdsInstance,
+        90_000,
+        Some(90_002),
+        AnswerKind::Default,
+        Some(200),
+    ));
+    let broken = retry(broken, 91_000);
+    assert_eq!(broken.verdict, Verdict::Pass, "{broken:?}");
+    // Stopping at the bound, with the budget's 230 s still left, is right...
+    let at_bound = retry(imds_gone_streak(5000, 65_000, None), 68_000);
+    assert_eq!(at_bound.verdict, Verdict::Pass, "{at_bound:?}");
+    // ... stopping at 30 s while IMDS still answers 410 is giving up early: the platform says
+    // retry (for up to 70 s), and the profile retries a 410.
+    let early = retry(imds_gone_streak(5000, 30_000, None), 31_000);
+    assert_eq!(early.verdict, Verdict::Fail, "{early:?}");
+    let reason = early.reason.unwrap();
+    assert!(
+        reason.contains(
+            "gave up after status 410 (#7) with 39.00 s of the platform's 70 s for an IMDS 410"
+        ),
+        "{reason}"
+    );
+    // With a budget shorter than 70 s (the scenario's 3 s), the budget is the bound.
+    let short = judge(
+        "behaviour.retry",
+        &s,
+        imds_gone_streak(500, 2500, None),
+        vec![run(0, 2900, Exit::Code(1))],
+    );
+    assert_eq!(short.verdict, Verdict::Pass, "{short:?}");
+    let short_early = judge(
+        "behaviour.retry",
+        &s,
+        imds_gone_streak(500, 500, None),
+        vec![run(0, 600, Exit::Code(1))],
+    );
+    assert_eq!(short_early.verdict, Verdict::Fail, "{short_early:?}");
+    assert!(
+        short_early
+            .reason
+            .unwrap()
+            .contains("of its 3.00 s budget left")
+    );
+}

@@ -76,6 +76,15 @@ impl Scenario {
         self
     }
 
+    /// Sets IMDS's per-VM limit (`[imds] rate_limit`; the platform's 5 per second when never
+    /// set). Panics, at the caller's line, unless a number is 1-[`MAX_RATE_REQUESTS`].
+    #[track_caller]
+    pub fn imds_rate_limit(mut self, limit: ImdsRateLimit) -> Self {
+        check("Scenario::imds_rate_limit", "limit", limit.check());
+        self.imds.rate_limit = Some(limit);
+        self
+    }
+
     /// Throttles each client to `requests` per `window` seconds on `endpoints` ([`EndpointId`]s
     /// or string ids and globs); the rest get the platform's 403. Panics, at the caller's line,
     /// on a string that matches no endpoint id, listing the valid ids, and unless `requests` is

@@ -106,7 +106,7 @@ pub struct Scenario {
     pub seed: Option<u64>,
     /// `[goalstate]`: the served ids and the URLs listed.
     pub goalstate: GoalStateOverrides,
-    /// `[imds]`: the served instance document.
+    /// `[imds]`: the served instance document and IMDS's rate limit.
     pub imds: ImdsOverrides,
     /// Plans in file order; the first plan whose id (or glob) matches a request's endpoint id
     /// answers it.
@@ -146,7 +146,8 @@ pub struct GoalStateOverrides {
     pub extensions_config: Option<bool>,
 }
 
-/// Overrides of the served IMDS instance document (defaults in `defaults/instance.json`).
+/// Overrides of the served IMDS instance document (defaults in `defaults/instance.json`), and
+/// IMDS's own rate limit.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ImdsOverrides {
@@ -169,6 +170,10 @@ pub struct ImdsOverrides {
     /// The other overrides still apply on top of it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instance_file: Option<String>,
+    /// IMDS's per-VM request limit (`false`, `true` or requests per second); `None` = the
+    /// platform's 5 per second ([`ImdsRateLimit`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<ImdsRateLimit>,
     /// Contents of `instance_file`, read at load time.
     #[serde(skip)]
     pub instance_document: Option<serde_json::Value>,
@@ -420,8 +425,10 @@ pub fn seconds(x: f64) -> std::time::Duration {
 }
 
 mod builder;
+mod imds_rate;
 mod parse;
 mod rules;
 mod write;
 
+pub use imds_rate::{IMDS_REQUESTS_PER_SECOND, ImdsRateLimit};
 pub(crate) use write::serialize_scenario;

@@ -146,10 +146,10 @@ pub(super) fn header(name: &str, value: &str) -> Result<(), String> {
 impl Scenario {
     /// Checks a scenario built in code by the rules a scenario file obeys (endpoint ids and
     /// globs that match some endpoint, non-empty plans, `times` 1-[`MAX_TIMES`], `probability`
-    /// in 0.0-1.0, statuses, headers, seconds and `[rate_limit]` bounds, triggers). The error
-    /// names the field like the parser's (`endpoint[1].id`), without a line. [`Fake::start`],
-    /// [`serve_on`] and [`Fake::load_scenario`] call it, so a scenario written as a struct
-    /// literal cannot be silently inert; a parsed scenario always passes.
+    /// in 0.0-1.0, statuses, headers, seconds, `[rate_limit]` and `imds.rate_limit` bounds,
+    /// triggers). The error names the field like the parser's (`endpoint[1].id`), without a
+    /// line. [`Fake::start`], [`serve_on`] and [`Fake::load_scenario`] call it, so a scenario
+    /// written as a struct literal cannot be silently inert; a parsed scenario always passes.
     ///
     /// [`Fake::start`]: crate::Fake::start
     /// [`serve_on`]: crate::serve_on
@@ -176,6 +176,11 @@ impl Scenario {
                 step.check()
                     .map_err(|(name, m)| invalid(format!("{field}.{name}"), m))?;
             }
+        }
+        if let Some(limit) = self.imds.rate_limit {
+            limit
+                .check()
+                .map_err(|m| invalid("imds.rate_limit".into(), m))?;
         }
         if let Some(rl) = &self.rate_limit {
             rate_requests(rl.requests).map_err(|m| invalid("rate_limit.requests".into(), m))?;

@@ -489,6 +489,11 @@ fn answer_of(decision: &Decision) -> Answer {
             status: Some(403),
             step: None,
         },
+        Decision::ImdsThrottled => Answer {
+            kind: AnswerKind::Throttled,
+            status: Some(429),
+            step: None,
+        },
         Decision::Step { step, action } => Answer {
             kind: action.kind(),
             status: None,

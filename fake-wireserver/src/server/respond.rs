@@ -46,6 +46,7 @@ impl Responder<'_> {
                 self.send(out).await
             }
             Decision::Throttled => self.send(throttled()).await,
+            Decision::ImdsThrottled => self.send(imds_throttled()).await,
             Decision::Step { action, .. } => match action {
                 Action::Respond(reply) => {
                     let out = render_reply(&reply, self.service);
@@ -219,6 +220,17 @@ fn throttled() -> Outgoing {
             ("Server".into(), SERVER_HEADER.into()),
         ],
         THROTTLED_BODY,
+    )
+}
+
+/// IMDS's answer beyond its per-VM limit (docs/protocol.md §1.2): 429 with a JSON `error`, the
+/// shape of IMDS's other error bodies; the platform's exact text is not documented, so the
+/// message restates the documented limit. No `Retry-After`: none is documented.
+fn imds_throttled() -> Outgoing {
+    Outgoing::new(
+        429,
+        vec![("Content-Type".into(), JSON_CONTENT_TYPE.into())],
+        crate::imds::TOO_MANY_REQUESTS_BODY,
     )
 }
 

@@ -31,12 +31,15 @@ pub const FIXED: FixedValues = FixedValues {
 
 impl FixedValues {
     /// The fake's scenario (§3 TOML): goal state and IMDS overrides, no
-    /// `Certificates` in the goal state, every endpoint answering normally.
+    /// `Certificates` in the goal state, every endpoint answering normally. IMDS's per-VM rate
+    /// limit is off: the vectors, recorded over many runs, are replayed back to back, and a
+    /// 429 would be an answer to the replay's pace, not to the request.
     pub fn scenario_toml(&self) -> String {
         format!(
             "name = \"vectors: fixed fake values\"\n\
              [goalstate]\nincarnation = \"{}\"\ncontainer_id = \"{}\"\ninstance_id = \"{}\"\ncertificates = false\n\
-             [imds]\nvm_id = \"{}\"\nname = \"{}\"\nvm_size = \"{}\"\nadmin_username = \"{}\"\n",
+             [imds]\nvm_id = \"{}\"\nname = \"{}\"\nvm_size = \"{}\"\nadmin_username = \"{}\"\n\
+             rate_limit = false\n",
             self.incarnation,
             self.container_id,
             self.instance_id,
