@@ -166,6 +166,9 @@ pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> S
         }
         s.push('\n');
     }
+    for u in &results.unclaimed_flows {
+        s.push_str(&format!("{}: {u}\n", shown(&u.agent)));
+    }
 
     let verdicts: &[Verdict] = if strict {
         &problems::PROBLEM_VERDICTS

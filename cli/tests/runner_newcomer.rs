@@ -218,13 +218,13 @@ fn list_count(out: &std::process::Output) -> usize {
 #[test]
 fn scenarios_are_repeatable_and_builtin_names_the_built_in_suite() {
     let dir = tempfile::tempdir().unwrap();
-    let mine = std::fs::read_to_string(repo().join("scenarios/wire-health-json-ready.toml"))
+    let mine = std::fs::read_to_string(repo().join("scenarios/wire-health-ready.toml"))
         .unwrap()
         .replace(
-            "id = \"wire.health.json.ready\"",
-            "id = \"mine.json.ready\"",
+            "id = \"wire.health.{flow}.ready\"",
+            "id = \"mine.{flow}.ready\"",
         );
-    assert!(mine.contains("mine.json.ready"));
+    assert!(mine.contains("mine.{flow}.ready"));
     write_files(dir.path(), &[("mine/ready.toml", &mine)]);
     let builtin = wirecheck(dir.path())
         .args(["list", "--scenarios", "@builtin"])
@@ -343,7 +343,7 @@ fn an_installed_wirecheck_works_with_nothing_beside_it() {
         "{}",
         stderr(&again)
     );
-    std::fs::remove_file(work.join("mine/wire-health-json-ready.toml")).unwrap();
+    std::fs::remove_file(work.join("mine/wire-health-ready.toml")).unwrap();
     let fewer = bare(&["list", "--scenarios", "mine"]);
     assert!(list_count(&fewer) < list_count(&listed));
     let edited = std::fs::read_to_string(work.join("mine-agents/provision-report.toml"))

@@ -76,6 +76,57 @@ fn an_agent_claiming_xml_that_posts_json_fails_the_xml_scenarios() {
     );
 }
 
+/// The finding of issue 24: 84 % of the real agents' skipped cases said "does not claim json",
+/// hundreds of rows that hid how little was judged. A flow the agent does not claim is now not
+/// offered: no case of it at all, and one line per agent and flow in the summary, results.json
+/// and the matrix.
+#[test]
+fn a_flow_the_agent_does_not_claim_is_named_once_not_skipped_case_by_case() {
+    let _machine = quiet_machine();
+    let dir = tempfile::tempdir().unwrap();
+    let agents = script_agent(dir.path(), "jsononly", "url", "\"json\"", JSON_ONLY_AGENT);
+    let o = run(
+        dir.path(),
+        "jsononly",
+        &agents,
+        &["--cases", "wire.health.*.ready.*"],
+    );
+    let r = results(&dir.path().join("out"));
+    let all = runner_support::cases(&r);
+    assert!(!all.is_empty(), "{}", show(&o));
+    for (id, _, reason) in &all {
+        assert!(id.starts_with("wire.health.json.ready."), "{id}");
+        assert!(!reason.contains("does not claim \"xml\""), "{id}: {reason}");
+    }
+    let unclaimed = &r["unclaimed_flows"];
+    assert_eq!(unclaimed.as_array().map(Vec::len), Some(1), "{unclaimed}");
+    assert_eq!(unclaimed[0]["agent"], "jsononly");
+    assert_eq!(unclaimed[0]["flow"], "xml");
+    assert_eq!(unclaimed[0]["scenarios"], 1);
+    assert_eq!(unclaimed[0]["cases"], all.len());
+    assert!(
+        stdout(&o).contains(&format!(
+            "jsononly: the xml flow is not claimed: 1 scenario ({} cases) not offered",
+            all.len()
+        )),
+        "{}",
+        show(&o)
+    );
+    let matrix = wirecheck(&repo())
+        .arg("matrix")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&matrix).contains(&format!(
+            "| *flows not claimed* | xml (1 scenarios, {} cases) |",
+            all.len()
+        )),
+        "{}",
+        stdout(&matrix)
+    );
+}
+
 /// Whether agents can be contained here; says why not (the run itself refuses then: see
 /// `a_machine_that_refuses_part_of_the_containment_refuses_the_run_unless_uncontained`).
 fn containment_available() -> bool {

@@ -600,18 +600,17 @@ fn cases_can_select_the_snapshot_cases_alone() {
             .is_file()
     );
 
-    // A JSON scenario the XML agent does not claim: its snapshot case is skipped, saying why,
-    // and with nothing judged the run says so (exit 2).
+    // A JSON scenario the XML agent does not claim is not offered to it: selecting only that
+    // case runs nothing, and the run says which flow is not claimed (exit 2), instead of a
+    // skipped case.
     let o = run("wire.health.json.ready.snapshot.transcript", "json");
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
-    let r = results(&dir.path().join("json"));
-    let c = case(&r, "layout", "wire.health.json.ready.snapshot.transcript");
-    assert_eq!(c["verdict"], "skipped", "{c}");
     assert!(
-        c["reason"]
-            .as_str()
-            .unwrap()
-            .contains("does not claim \"json\""),
-        "{c}"
+        stderr(&o).contains(
+            "the selected cases are on flows the agents do not claim (agent layout: the json flow is not claimed: 1 scenario (1 case) not offered)"
+        ),
+        "{}",
+        show(&o)
     );
+    assert!(!dir.path().join("json/results.json").exists());
 }

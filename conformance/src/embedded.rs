@@ -35,18 +35,9 @@ fn origin(file_name: &str) -> PathBuf {
 pub fn scenarios() -> Result<Vec<Scenario>, FileError> {
     let mut out: Vec<Scenario> = Vec::new();
     for (name, text) in scenario_files() {
-        let s = Scenario::from_toml_str(text, &origin(name))?;
-        if let Some(other) = out.iter().find(|o| o.id == s.id) {
-            return Err(FileError::whole(
-                &s.file,
-                format!(
-                    "field `id`: {:?} is already used by {}; case ids must be unique",
-                    s.id,
-                    other.file.display()
-                ),
-            ));
+        for s in Scenario::from_toml_str(text, &origin(name))? {
+            crate::scenario::push_unique(&mut out, s)?;
         }
-        out.push(s);
     }
     Ok(out)
 }

@@ -33,6 +33,7 @@ pub mod netns;
 pub mod observe;
 pub mod progress;
 pub mod prop;
+pub mod renamed;
 pub mod runner;
 pub mod scenario;
 pub mod select;

@@ -351,6 +351,15 @@ impl Observation<'_> {
             {
                 return Class::Retryable("a malformed goal state".into());
             }
+            if entry.endpoint == EndpointId::ImdsInstance
+                && self.scripted_body_is_unusable_instance(entry)
+            {
+                let what = "an IMDS 200 without a usable instance document".to_owned();
+                return match r.imds_unusable_body {
+                    Reaction::Retry => Class::Retryable(what),
+                    Reaction::Fatal => Class::Fatal(what),
+                };
+            }
             return Class::Success;
         }
         let imds = service_of(entry) == Service::Imds;
@@ -403,6 +412,17 @@ impl Observation<'_> {
         self.scripted_reply(entry)
             .and_then(|reply| reply.body.as_ref())
             .is_some_and(|body| !String::from_utf8_lossy(body.bytes()).contains("</GoalState>"))
+    }
+
+    /// A scripted 2xx IMDS answer whose body is no instance document with a `compute.vmId`
+    /// (empty, HTML, cut short): the agent has nothing to read, so it is a retry decision.
+    fn scripted_body_is_unusable_instance(&self, entry: &Entry) -> bool {
+        let Some(reply) = self.scripted_reply(entry) else {
+            return false;
+        };
+        let body = reply.body.as_ref().map_or(&[][..], |b| b.bytes());
+        let document = serde_json::from_slice::<serde_json::Value>(body).ok();
+        !document.is_some_and(|d| d.pointer("/compute/vmId").is_some_and(|v| v.is_string()))
     }
 
     /// The scripted reply that answered `entry`, if a step with a reply did.

@@ -67,6 +67,17 @@ pub fn render(results: &RunResults) -> String {
     }
     for (agent_index, agent) in results.agents.iter().enumerate() {
         agent_section(&mut page, agent_index, agent, &layout);
+        for u in results
+            .unclaimed_flows
+            .iter()
+            .filter(|u| u.agent == agent.agent)
+        {
+            let _ = writeln!(
+                page,
+                "<p class=\"unclaimed\">{}</p>",
+                escape(&u.to_string())
+            );
+        }
     }
     page.push_str("</main>\n");
     let _ = writeln!(page, "<script>\n{BODY_SCRIPT}</script>\n</body>\n</html>");

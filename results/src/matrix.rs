@@ -86,12 +86,49 @@ pub fn render(results: &RunResults) -> String {
         out.push_str(&format!("| {} | {} |\n", group_cell(name), cells(counts)));
     }
     out.push_str(&format!("| **all** | {} |\n", cells(&totals)));
+    if !results.unclaimed_flows.is_empty() {
+        let unclaimed: Vec<String> = results
+            .agents
+            .iter()
+            .map(|a| unclaimed_cell(results, &a.agent))
+            .collect();
+        out.push_str(&format!(
+            "| {UNCLAIMED_ROW} | {} |\n",
+            unclaimed.join(" | ")
+        ));
+    }
     out.push_str(&format!(
         "\nVerdict counts per case (a case is a scenario × check), from a run of wirecheck {} on {}.\n",
         escape(&results.wirecheck_version, 40),
         escape(&results.started, 40)
     ));
     out
+}
+
+/// The row naming, once per agent, the flows it does not claim (their scenarios were not
+/// offered to it, so they are in no other row).
+const UNCLAIMED_ROW: &str = "*flows not claimed*";
+
+/// `json (30 scenarios, 212 cases)`, `; `-joined, or `–`.
+fn unclaimed_cell(results: &RunResults, agent: &str) -> String {
+    let flows: Vec<String> = results
+        .unclaimed_flows
+        .iter()
+        .filter(|u| u.agent == agent)
+        .map(|u| {
+            format!(
+                "{} ({} scenarios, {} cases)",
+                escape(&u.flow, 20),
+                u.scenarios,
+                u.cases
+            )
+        })
+        .collect();
+    if flows.is_empty() {
+        "–".into()
+    } else {
+        flows.join("; ")
+    }
 }
 
 fn cells(counts: &[VerdictCounts]) -> String {
@@ -180,6 +217,34 @@ mod tests {
     }
 
     #[test]
+    fn flows_an_agent_does_not_claim_are_one_row_not_skipped_cases() {
+        let mut results = RunResults::new("2026-01-02T03:04:05.000Z", "0.1.0");
+        results.agents = vec![
+            AgentResults {
+                agent: "a".into(),
+                cases: vec![case("retry.x.xml.behaviour.retry", Verdict::Pass)],
+            },
+            AgentResults {
+                agent: "b".into(),
+                cases: vec![case("retry.x.behaviour.retry", Verdict::Pass)],
+            },
+        ];
+        results.unclaimed_flows = vec![crate::model::UnclaimedFlow {
+            agent: "a".into(),
+            flow: "json".into(),
+            scenarios: 30,
+            cases: 212,
+        }];
+        let table = render(&results);
+        assert!(
+            table.contains("| *flows not claimed* | json (30 scenarios, 212 cases) | – |\n"),
+            "{table}"
+        );
+        assert!(!table.contains("skipped"), "{table}");
+        assert_eq!(render(&read_back(&table)), table);
+    }
+
+    #[test]
     fn a_hand_edited_cell_is_caught_by_reading_the_table_back() {
         let mut results = RunResults::new("2026-01-02T03:04:05.000Z", "0.1.0");
         results.agents = vec![AgentResults {
@@ -256,13 +321,37 @@ mod tests {
                 }
             }
         }
-        let closing = lines.find(|l| !l.is_empty()).expect("the closing line");
+        let mut unclaimed = Vec::new();
+        let mut closing = lines.find(|l| !l.is_empty()).expect("the closing line");
+        if let Some(row_cells) = closing
+            .strip_prefix(&format!("| {UNCLAIMED_ROW} | "))
+            .map(|rest| row(&format!("| x | {rest}")))
+        {
+            for (agent, cell) in agents.iter().zip(&row_cells[1..]) {
+                for flow in cell.split("; ").filter(|c| *c != "–") {
+                    let (name, counts) = flow.split_once(" (").expect("`flow (counts)`");
+                    let numbers: Vec<usize> = counts
+                        .split(|c: char| !c.is_ascii_digit())
+                        .filter(|n| !n.is_empty())
+                        .map(|n| n.parse().unwrap())
+                        .collect();
+                    unclaimed.push(crate::model::UnclaimedFlow {
+                        agent: agent.agent.clone(),
+                        flow: name.to_owned(),
+                        scenarios: numbers[0],
+                        cases: numbers[1],
+                    });
+                }
+            }
+            closing = lines.find(|l| !l.is_empty()).expect("the closing line");
+        }
         let (_, run) = closing
             .split_once("from a run of wirecheck ")
             .expect("the closing line names the run");
         let (version, started) = run.split_once(" on ").expect("version on date");
         let mut results = RunResults::new(started.trim_end_matches('.'), version);
         results.agents = agents;
+        results.unclaimed_flows = unclaimed;
         results
     }
 }

@@ -381,6 +381,11 @@ pub fn merge(parts: &[Part]) -> Result<RunResults, MergeError> {
         }
     }
     merged.never_started = never;
+    // Counted on the whole plan, so every part of one run has the same.
+    merged.unclaimed_flows = parts
+        .first()
+        .map(|p| p.results.unclaimed_flows.clone())
+        .unwrap_or_default();
     merged.run = Some(RunInfo {
         partition: PartInfo { k: 1, n: 1 },
         ..info.clone()

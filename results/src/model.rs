@@ -96,7 +96,41 @@ pub struct RunResults {
     /// request or end well): the user's setup, not a verdict. Absent when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub never_started: Vec<NeverStartedAgent>,
+    /// Health flows an agent does not claim: the scenarios on them were not offered to it
+    /// (neither run nor skipped), counted once here. Absent when every agent claims every flow
+    /// the plan has.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unclaimed_flows: Vec<UnclaimedFlow>,
     pub agents: Vec<AgentResults>,
+}
+
+/// A flow an agent does not claim, and what the plan had on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnclaimedFlow {
+    pub agent: String,
+    /// `json` or `xml`.
+    pub flow: String,
+    /// Scenario instances on that flow that were not offered.
+    pub scenarios: usize,
+    /// Their selected cases.
+    pub cases: usize,
+}
+
+impl std::fmt::Display for UnclaimedFlow {
+    /// `the json flow is not claimed: 30 scenarios (212 cases) not offered` (the agent's name
+    /// is the caller's to show).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        write!(
+            f,
+            "the {} flow is not claimed: {} scenario{} ({} case{}) not offered",
+            self.flow,
+            self.scenarios,
+            plural(self.scenarios),
+            self.cases,
+            plural(self.cases)
+        )
+    }
 }
 
 /// An agent that never got going, and what its first run showed.
@@ -436,6 +470,7 @@ impl RunResults {
             uncontained: None,
             run: None,
             never_started: Vec::new(),
+            unclaimed_flows: Vec::new(),
             agents: Vec::new(),
         }
     }

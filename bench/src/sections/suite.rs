@@ -423,7 +423,9 @@ mod tests {
     use super::*;
 
     fn wait(toml: &str) -> f64 {
-        let s = Scenario::from_toml_str(toml, Path::new("test.toml")).expect("scenario");
+        let s = Scenario::from_toml_str(toml, Path::new("test.toml"))
+            .expect("scenario")
+            .remove(0);
         mandated_wait(&s, &Reactions::recommended())
     }
 

@@ -32,7 +32,10 @@ pub fn list(args: ListArgs) -> u8 {
 /// `wirecheck list`: one line per case, `id  title`, plus with an agent what its profile makes
 /// of the case.
 pub fn list_text(scenarios: &[Arc<Scenario>], profile: Option<&Arc<AgentProfile>>) -> String {
-    let mut ordered: Vec<&Arc<Scenario>> = scenarios.iter().collect();
+    let mut ordered: Vec<&Arc<Scenario>> = scenarios
+        .iter()
+        .filter(|s| profile.is_none_or(|p| runner::offered(p, s)))
+        .collect();
     ordered.sort_by(|a, b| a.id.cmp(&b.id));
     let rows: Vec<(String, String, Option<String>)> = ordered
         .iter()
@@ -60,10 +63,17 @@ pub fn list_text(scenarios: &[Arc<Scenario>], profile: Option<&Arc<AgentProfile>
         }
         out.push('\n');
     }
+    // As the run reports them: once per flow, not as skipped cases.
+    if let Some(p) = profile {
+        let filter = conformance::select::CaseFilter::default();
+        for u in runner::unclaimed_flows(std::slice::from_ref(p), scenarios, &filter, false) {
+            out.push_str(&format!("{}: {u}\n", visible(&u.agent)));
+        }
+    }
     out.push_str(&format!(
         "{} cases in {} scenarios\n",
         rows.len(),
-        scenarios.len()
+        ordered.len()
     ));
     out
 }

@@ -51,6 +51,9 @@ pub fn run(args: RunArgs) -> u8 {
         Ok(f) => f,
         Err(e) => return usage(e),
     };
+    for note in conformance::renamed::notes(&[args.cases.clone(), args.exclude.clone()].concat()) {
+        eprintln!("wirecheck: {note}");
+    }
     let planned = runner::plan(
         &profiles,
         &scenarios,
@@ -67,7 +70,19 @@ pub fn run(args: RunArgs) -> u8 {
             Err(e) => usage(e),
         };
     }
+    let unclaimed_flows =
+        runner::unclaimed_flows(&profiles, &scenarios, &filter, args.snapshots.is_some());
     if planned.is_empty() {
+        let unclaimed: Vec<String> = unclaimed_flows
+            .iter()
+            .map(|u| format!("agent {}: {u}", shown(&u.agent)))
+            .collect();
+        if !unclaimed.is_empty() {
+            return usage(format!(
+                "no case to run: the selected cases are on flows the agents do not claim ({})",
+                unclaimed.join("; ")
+            ));
+        }
         return usage(
             "no case matches --cases / --exclude / --partition; `wirecheck list` shows the case ids",
         );
@@ -120,6 +135,7 @@ pub fn run(args: RunArgs) -> u8 {
         Err(e) => return usage(format!("cannot start the runtime: {e}")),
     };
     results.run = Some(run_info);
+    results.unclaimed_flows = unclaimed_flows;
     results.never_started = settings
         .starts
         .never_started()
@@ -153,8 +169,11 @@ pub fn run(args: RunArgs) -> u8 {
         };
         if args.unreferenced != Unreferenced::Ignore {
             for orphan in &orphans {
+                let renamed = conformance::renamed::of_scenario(&orphan.scenario)
+                    .map(|r| format!(" (renamed {}: docs/case-ids.md)", r.new))
+                    .unwrap_or_default();
                 eprintln!(
-                    "wirecheck: {}: snapshot of a scenario that no longer exists: {}",
+                    "wirecheck: {}: snapshot of a scenario that no longer exists: {}{renamed}",
                     if args.unreferenced == Unreferenced::Reject {
                         "error"
                     } else {

@@ -186,6 +186,10 @@ pub enum Forbidden {
     Fatal,
 }
 
+fn retry() -> Reaction {
+    Reaction::Retry
+}
+
 /// Retry or give up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -222,6 +226,12 @@ pub struct Reactions {
     /// Seconds between IMDS attempts, when they differ from `retry_interval_min` (cloud-init
     /// 25.1: 1 s for IMDS, 5 s for the wireserver).
     pub imds_retry_interval_min: Option<f64>,
+    /// Seconds the agent keeps trying IMDS before it gives up on it, when fixed (cloud-init:
+    /// 300 s, DataSourceAzure.py); `None`: within the `budget` the scenario passes.
+    pub imds_budget: Option<f64>,
+    /// What the agent does with an IMDS 2xx whose body is not the instance document (the
+    /// recommended policy: retry it like a 500, after the interval).
+    pub imds_unusable_body: Reaction,
     /// Seconds the agent waits after a 503 without `Retry-After` (the fake sends none), when
     /// that differs from its interval (cloud-init 25.1+ honours `Retry-After`, default 1 s).
     pub retry_interval_503: Option<f64>,
@@ -551,6 +561,9 @@ struct ReactionsFile {
     imds_retryable: Option<Spanned<Vec<u16>>>,
     imds_status_403: Option<Forbidden>,
     imds_retry_interval_min: Option<Spanned<f64>>,
+    imds_budget: Option<Spanned<f64>>,
+    #[serde(default = "retry")]
+    imds_unusable_body: Reaction,
     retry_interval_503: Option<Spanned<f64>>,
     retry_interval_throttled: Option<Spanned<f64>>,
 }
@@ -786,6 +799,8 @@ impl Reactions {
             imds_retryable: Some([404, 410, 429, 500].into_iter().collect()),
             imds_status_403: Some(Forbidden::Fatal),
             imds_retry_interval_min: None,
+            imds_budget: None,
+            imds_unusable_body: Reaction::Retry,
             retry_interval_503: None,
             retry_interval_throttled: None,
         }
@@ -1261,6 +1276,8 @@ fn reactions_from(
             &r.imds_retry_interval_min,
             "reactions.imds_retry_interval_min",
         )?,
+        imds_budget: seconds(&r.imds_budget, "reactions.imds_budget")?,
+        imds_unusable_body: r.imds_unusable_body,
         retry_interval_503: seconds(&r.retry_interval_503, "reactions.retry_interval_503")?,
         retry_interval_throttled: seconds(
             &r.retry_interval_throttled,

@@ -36,7 +36,9 @@ pub(crate) fn scenario(extra: &str) -> Scenario {
     let text = format!(
         "id = \"t\"\ntitle = \"t\"\nchecks = [\"*\"]\n[agent]\naction = \"ready\"\nbudget = 3.0\nretry_interval = 0.2\nrequest_timeout = 1.0\n{extra}"
     );
-    Scenario::from_toml_str(&text, Path::new("t.toml")).unwrap()
+    Scenario::from_toml_str(&text, Path::new("t.toml"))
+        .unwrap()
+        .remove(0)
 }
 
 pub(crate) fn profile() -> AgentProfile {
@@ -1411,7 +1413,9 @@ fn failure_scenario(reason: &str) -> Scenario {
     let text = format!(
         "id = \"t\"\ntitle = \"t\"\nchecks = [\"*\"]\n[agent]\naction = \"failure\"\nprotocol = \"json\"\nreason = {reason:?}\ndata = [\"device=/dev/sdb\"]\n"
     );
-    Scenario::from_toml_str(&text, Path::new("t.toml")).unwrap()
+    Scenario::from_toml_str(&text, Path::new("t.toml"))
+        .unwrap()
+        .remove(0)
 }
 
 /// One failure run whose health report carries `description`, and a pool whose

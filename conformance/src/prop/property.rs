@@ -104,8 +104,10 @@ impl Property {
             protocol = self.protocol().as_str(),
         );
         let path = PathBuf::from(format!("<wirecheck prop {}>", self.name()));
-        let mut scenario =
-            Scenario::from_toml_str(&text, &path).expect("the property scenarios are valid");
+        // `protocol` names one flow: one instance.
+        let mut scenario = Scenario::from_toml_str(&text, &path)
+            .expect("the property scenarios are valid")
+            .remove(0);
         scenario.name = self.case_id();
         let run = &mut scenario.agent.runs[0];
         run.reason = input.reason.clone();

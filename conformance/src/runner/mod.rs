@@ -24,7 +24,7 @@ use crate::disposition::{Disposition, HarnessError, Skip};
 use crate::exec;
 use crate::scenario::Scenario;
 use crate::select::{CaseFilter, Partition};
-use wirecheck_results::{AgentResults, CaseResult, RunResults, Timeline, Verdict};
+use wirecheck_results::{AgentResults, CaseResult, RunResults, Timeline, UnclaimedFlow, Verdict};
 
 pub use attach::in_process::ClosedPort;
 pub use case_root::{CASE_ROOT_PREFIX, CASES_FOLDER, CaseRoot};
@@ -53,7 +53,8 @@ impl Planned {
 
 /// Every (agent, scenario) pair with at least one selected case, in a stable order: agents
 /// as given, scenarios by id. With `snapshots`, each pair's snapshot case is selected by the
-/// filter like any case (`--cases '*.snapshot.transcript'` selects only those).
+/// filter like any case (`--cases '*.snapshot.transcript'` selects only those). A scenario on
+/// a flow the agent does not claim is not offered to it ([`unclaimed_flows`] counts them).
 pub fn plan(
     profiles: &[Arc<AgentProfile>],
     scenarios: &[Arc<Scenario>],
@@ -61,32 +62,92 @@ pub fn plan(
     partition: Option<Partition>,
     snapshots: bool,
 ) -> Vec<Planned> {
-    let mut ordered: Vec<&Arc<Scenario>> = scenarios.iter().collect();
-    ordered.sort_by(|a, b| a.id.cmp(&b.id));
     let mut planned = Vec::new();
     for profile in profiles {
-        for (i, scenario) in ordered.iter().enumerate() {
-            if partition.is_some_and(|p| !p.contains(i)) {
+        for (i, scenario) in by_id(scenarios).into_iter().enumerate() {
+            if partition.is_some_and(|p| !p.contains(i)) || !offered(profile, scenario) {
                 continue;
             }
-            let checks: Vec<CheckId> = scenario
-                .checks
-                .iter()
-                .copied()
-                .filter(|c| filter.matches(&scenario.case_id(*c)))
-                .collect();
-            let snapshot = snapshots && filter.matches(&snapshot_case_id(scenario));
-            if !checks.is_empty() || snapshot {
-                planned.push(Planned {
-                    profile: Arc::clone(profile),
-                    scenario: Arc::clone(scenario),
-                    checks,
-                    snapshot,
-                });
+            if let Some(p) = selected_pair(profile, scenario, filter, snapshots) {
+                planned.push(p);
             }
         }
     }
     planned
+}
+
+/// For each agent, the flows it does not claim that selected scenarios are on, with how many
+/// scenarios and cases were not offered: counted over the whole plan (every partition), so
+/// every part of a run says the same.
+pub fn unclaimed_flows(
+    profiles: &[Arc<AgentProfile>],
+    scenarios: &[Arc<Scenario>],
+    filter: &CaseFilter,
+    snapshots: bool,
+) -> Vec<UnclaimedFlow> {
+    let mut out: Vec<UnclaimedFlow> = Vec::new();
+    for profile in profiles {
+        for scenario in by_id(scenarios) {
+            if offered(profile, scenario) {
+                continue;
+            }
+            let Some(p) = selected_pair(profile, scenario, filter, snapshots) else {
+                continue;
+            };
+            let flow = scenario.agent.protocol.as_str();
+            let cases = p.checks.len() + usize::from(p.snapshot);
+            match out
+                .iter_mut()
+                .find(|u| u.agent == profile.name && u.flow == flow)
+            {
+                Some(u) => {
+                    u.scenarios += 1;
+                    u.cases += cases;
+                }
+                None => out.push(UnclaimedFlow {
+                    agent: profile.name.clone(),
+                    flow: flow.to_owned(),
+                    scenarios: 1,
+                    cases,
+                }),
+            }
+        }
+    }
+    out
+}
+
+/// The scenarios by id: the order partitions and results follow.
+fn by_id(scenarios: &[Arc<Scenario>]) -> Vec<&Arc<Scenario>> {
+    let mut ordered: Vec<&Arc<Scenario>> = scenarios.iter().collect();
+    ordered.sort_by(|a, b| a.id.cmp(&b.id));
+    ordered
+}
+
+/// Whether the agent claims the scenario's flow: an agent is offered only its own flows.
+pub fn offered(profile: &AgentProfile, scenario: &Scenario) -> bool {
+    profile.claims(scenario.agent.protocol.capability())
+}
+
+/// The pair with the cases `filter` selects of it, if any.
+fn selected_pair(
+    profile: &Arc<AgentProfile>,
+    scenario: &Arc<Scenario>,
+    filter: &CaseFilter,
+    snapshots: bool,
+) -> Option<Planned> {
+    let checks: Vec<CheckId> = scenario
+        .checks
+        .iter()
+        .copied()
+        .filter(|c| filter.matches(&scenario.case_id(*c)))
+        .collect();
+    let snapshot = snapshots && filter.matches(&snapshot_case_id(scenario));
+    (!checks.is_empty() || snapshot).then(|| Planned {
+        profile: Arc::clone(profile),
+        scenario: Arc::clone(scenario),
+        checks,
+        snapshot,
+    })
 }
 
 /// Why a planned pair does not run at all (its cases are skipped, or declared unimplemented,
@@ -731,7 +792,11 @@ mod tests {
         let text = format!(
             "id = \"{id}\"\ntitle = \"t\"\nchecks = [\"report.state\", \"behaviour.exit\"]\n[agent]\naction = \"ready\"\n"
         );
-        Arc::new(Scenario::from_toml_str(&text, Path::new("t.toml")).unwrap())
+        Arc::new(
+            Scenario::from_toml_str(&text, Path::new("t.toml"))
+                .unwrap()
+                .remove(0),
+        )
     }
 
     fn profile() -> Arc<AgentProfile> {
@@ -799,7 +864,8 @@ mod tests {
                 "id = \"f\"\ntitle = \"t\"\nchecks = [\"report.state\"]\n[agent]\naction = \"failure\"\nreason = \"r\"\n",
                 Path::new("f.toml"),
             )
-            .unwrap(),
+            .unwrap()
+            .remove(0),
         );
         let planned = plan(&[profile], &[failure], &CaseFilter::default(), None, false);
         let interrupted = skipped_cases(&planned[0], interrupted_reason(libc::SIGINT, false));
@@ -827,7 +893,8 @@ mod tests {
                 "id = \"k\"\ntitle = \"t\"\nchecks = [\"kvp.report\", \"report.state\"]\n[agent]\naction = \"ready\"\nprotocol = \"json\"\n",
                 Path::new("k.toml"),
             )
-            .unwrap(),
+            .unwrap()
+            .remove(0),
         );
         let planned = plan(&[profile], &[s], &CaseFilter::default(), None, false);
         let cases = skipped_cases(&planned[0], interrupted_reason(libc::SIGINT, false));

@@ -40,6 +40,15 @@ pub fn case_timing(profile: &AgentProfile, scenario: &Scenario) -> Result<CaseTi
             profile.name
         ));
     }
+    if let Some(imds_budget) = r.imds_budget
+        && imds_budget > CASE_LIMIT_SECONDS
+        && imds_never_succeeds(scenario)
+    {
+        return Err(format!(
+            "IMDS never answers with the instance document, so {} gives up on it only after its fixed {imds_budget} s (profile reactions.imds_budget); wirecheck runs no case longer than {CASE_LIMIT_SECONDS} s",
+            profile.name
+        ));
+    }
     let fixed_interval = r.retry_interval_max.or(r.retry_interval_min);
     if fixed_interval.is_none() && r.request_timeout.is_none() {
         return Ok(CaseTiming {
@@ -130,6 +139,17 @@ fn never_succeeds(scenario: &Scenario) -> bool {
             .any(|p| p.end != EndPolicy::Default)
 }
 
+/// True when IMDS never serves its documents: refused connections, or an IMDS plan that
+/// repeats or cycles its faults forever.
+fn imds_never_succeeds(scenario: &Scenario) -> bool {
+    scenario.agent.imds == Target::Closed
+        || scenario
+            .fake
+            .plans_for(fake_wireserver::Service::Imds)
+            .iter()
+            .any(|p| p.end != EndPolicy::Default)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,7 +159,9 @@ mod tests {
         let text = format!(
             "id = \"s\"\ntitle = \"t\"\nchecks = [\"behaviour.exit\"]\n[agent]\naction = \"ready\"\nprotocol = \"xml\"\n{extra}"
         );
-        Scenario::from_toml_str(&text, Path::new("s.toml")).unwrap()
+        Scenario::from_toml_str(&text, Path::new("s.toml"))
+            .unwrap()
+            .remove(0)
     }
 
     fn profile(reactions: &str) -> AgentProfile {
@@ -225,5 +247,24 @@ mod tests {
         // A short fixed budget, or the scenario's own budget: run it.
         assert!(case_timing(&profile("budget = 30.0"), &closed).is_ok());
         assert!(case_timing(&profile(""), &closed).is_ok());
+    }
+
+    #[test]
+    fn an_imds_that_never_answers_is_not_run_against_a_long_fixed_imds_budget() {
+        let closed = scenario("imds = \"closed\"\n");
+        let why = case_timing(&profile("imds_budget = 300.0"), &closed).unwrap_err();
+        assert!(
+            why.contains("fixed 300 s (profile reactions.imds_budget)"),
+            "{why}"
+        );
+        let endless = scenario(&THREE_500S.replace(
+            "id = \"wireserver.health.xml\"",
+            "id = \"imds.*\"\nend = \"repeat-last\"",
+        ));
+        assert!(case_timing(&profile("imds_budget = 300.0"), &endless).is_err());
+        // IMDS answers in the end, or the agent's IMDS patience fits in a case: run it.
+        let three = scenario(&THREE_500S.replace("wireserver.health.xml", "imds.instance"));
+        assert!(case_timing(&profile("imds_budget = 300.0"), &three).is_ok());
+        assert!(case_timing(&profile("imds_budget = 30.0"), &closed).is_ok());
     }
 }

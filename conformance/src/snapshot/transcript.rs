@@ -96,9 +96,12 @@ pub fn transcript(obs: &Observation) -> String {
         for entry in &entries[..until] {
             let text = request(obs, entry, options, &redactor);
             let settled = !matches!(obs.classify(entry), crate::observe::Class::Retryable(_));
-            let slow = entry
-                .done_ms
-                .is_none_or(|d| d.saturating_sub(entry.at_ms) >= slow_ms);
+            // Slow as the agent saw it: the fake's own time to answer, plus how late the
+            // runner stalled around the request (the fake may have read it late, after the
+            // agent had given up on it).
+            let slow = entry.done_ms.is_none_or(|d| {
+                d.saturating_sub(entry.at_ms) + obs.uncertainty_ms(entry.at_ms) >= slow_ms
+            });
             match distinct.iter_mut().find(|d| d.text == text) {
                 // A resend after a settled answer that was slow is not the scenario's doing
                 // (it scripts only retryable answers) but the agent's timer: a success that
@@ -419,6 +422,10 @@ mod tests {
     use crate::checks::tests::{health, profile, run, scenario};
 
     fn transcript_of(journal: Vec<Entry>) -> String {
+        transcript_with_stalls(journal, Vec::new())
+    }
+
+    fn transcript_with_stalls(journal: Vec<Entry>, stalls: Vec<crate::observe::Stall>) -> String {
         let (scenario, profile) = (scenario(""), profile());
         let obs = Observation {
             scenario: &scenario,
@@ -429,9 +436,27 @@ mod tests {
             pool: Some(Vec::new()),
             pool_view: wirecheck_oracle::kvp::decode_pool(&[]),
             runs: vec![run(0, 3000, Exit::Code(0))],
-            stalls: Vec::new(),
+            stalls,
         };
         transcript(&obs)
+    }
+
+    /// A prompt answer the fake recorded during a runner stall may have been read after the
+    /// agent gave up on the request (seen: a goal state GET journaled 1.4 s late on a loaded
+    /// machine, answered in 1 ms, sent again): the resend is the stall's, not the agent's flow.
+    #[test]
+    fn a_resend_after_an_answer_recorded_in_a_stall_is_not_counted() {
+        let once = transcript_of(vec![health(1, 0, 201)]);
+        let stall = crate::observe::Stall {
+            end_ms: 10,
+            len_ms: 1400,
+        };
+        let stalled =
+            transcript_with_stalls(vec![health(1, 0, 201), health(2, 300, 201)], vec![stall]);
+        assert_eq!(stalled, once);
+        // Without the stall the same journal is the agent's own second request.
+        let twice = transcript_of(vec![health(1, 0, 201), health(2, 300, 201)]);
+        assert!(twice.contains("(attempts: 2)"), "{twice}");
     }
 
     /// Attempts are counted up to the first settled answer: a resend after a success (the 200

@@ -211,6 +211,7 @@ pub fn fixture() -> RunResults {
         uncontained: None,
         run: None,
         never_started: vec![],
+        unclaimed_flows: vec![],
         agents: vec![
             AgentResults {
                 agent: "provision-report".into(),

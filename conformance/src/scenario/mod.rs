@@ -4,19 +4,22 @@
 //!
 //! ```toml
 //! id = "retry.throttle.403"                  # case id prefix: cases are "<id>.<check>"
+//! # flows = ["json", "xml"]                  # default: every flow the fake plans allow
 //! title = "403 throttling burst, then success"
 //! checks = ["protocol.*", "report.*", "behaviour.*"]
 //!
 //! [agent]
 //! action = "ready"                           # or [[agent.run]] tables, one per invocation
-//! protocol = "json"                          # "json" | "xml"
+//! # protocol = "xml"                        # one flow only (or top-level flows = [...])
 //! budget = 3.0                               # seconds, passed as {budget}
 //! retry_interval = 0.2                       # {retry_interval}
 //! request_timeout = 1.0                      # {request_timeout}
 //!
 //! [fake]                                     # contract §3, verbatim
+//! # `wireserver.health.*` is the health report of either flow: this file runs on both
+//! # (`flows.rs`: instances `retry.throttle.403` and `retry.throttle.403.xml`).
 //! [[fake.endpoint]]
-//! id = "wireserver.health.json"
+//! id = "wireserver.health.*"
 //! [[fake.endpoint.step]]
 //! kind = "respond"
 //! preset = "throttled"
@@ -36,6 +39,8 @@ use crate::agent::{Action, Capability};
 use crate::catalog::{self, CheckId};
 use crate::diag::{FileError, nth};
 
+pub mod flows;
+
 /// The VM id passed to agents (`{vm_id}`) unless a scenario says otherwise: fixed, so reports
 /// are deterministic.
 pub const DEFAULT_VM_ID: &str = "0e5a1c6d-7b2f-4c3e-9d8a-1f2e3d4c5b6a";
@@ -52,6 +57,9 @@ pub enum Protocol {
 }
 
 impl Protocol {
+    /// Every flow, in the order a scenario without `flows` runs them.
+    pub const ALL: [Protocol; 2] = [Protocol::Json, Protocol::Xml];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Protocol::Json => "json",
@@ -135,8 +143,11 @@ pub struct Scenario {
     pub title: String,
     pub description: Option<String>,
     pub file: PathBuf,
-    /// File stem, the `scenario` of its cases.
+    /// File stem, the `scenario` of its cases; `<stem> (<flow>)` when the file runs on more
+    /// than one flow.
     pub name: String,
+    /// The `id` as the file writes it, shared by the instances of one file on each flow.
+    pub family: String,
     pub agent: AgentPlan,
     pub expect: Expect,
     /// Checks that apply, in catalog order.
@@ -293,6 +304,7 @@ impl<'de> Deserialize<'de> for Text {
 #[serde(deny_unknown_fields)]
 struct ScenarioFile {
     id: Spanned<String>,
+    flows: Option<Spanned<Vec<Protocol>>>,
     title: String,
     description: Option<String>,
     checks: Spanned<Vec<Spanned<String>>>,
@@ -315,8 +327,7 @@ struct AgentFile {
     description: Option<Spanned<Text>>,
     #[serde(default, rename = "run")]
     runs: Vec<Spanned<RunFile>>,
-    #[serde(default)]
-    protocol: Protocol,
+    protocol: Option<Spanned<Protocol>>,
     #[serde(default = "default_budget")]
     budget: Spanned<f64>,
     #[serde(default = "default_retry_interval")]
@@ -363,8 +374,9 @@ fn default_request_timeout() -> Spanned<f64> {
 }
 
 impl Scenario {
-    /// Reads and validates a scenario file (including its `[fake]` table).
-    pub fn load(path: &Path) -> Result<Scenario, FileError> {
+    /// Reads and validates a scenario file (including its `[fake]` table): one instance per
+    /// flow it runs on ([`flows`]), in its flows' order.
+    pub fn load(path: &Path) -> Result<Vec<Scenario>, FileError> {
         let text = fake_wireserver::files::read_regular_text(
             path,
             fake_wireserver::files::MAX_INPUT_FILE_BYTES,
@@ -374,30 +386,58 @@ impl Scenario {
     }
 
     /// Parses and validates a scenario document (raw serde shapes first, then [`Validate`]
-    /// part by part); `path` names it in errors.
-    pub fn from_toml_str(text: &str, path: &Path) -> Result<Scenario, FileError> {
+    /// part by part); `path` names it in errors. One instance per flow, as [`Scenario::load`].
+    pub fn from_toml_str(text: &str, path: &Path) -> Result<Vec<Scenario>, FileError> {
         let file: ScenarioFile = crate::diag::parse_toml(path, text)?;
         let v = Validate { path, text };
-        let id = v.id(&file.id)?;
+        let family = v.id(&file.id)?;
+        let declared = v.declared_flows(&file)?;
         let agent = v.agent(file.agent)?;
         let checks = v.checks(&file.checks)?;
         let expect = v.expect(file.expect)?;
         let fake = fake_table(path, text)?;
-        Ok(Scenario {
-            id,
-            title: file.title,
-            description: file.description,
-            name: path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            file: path.to_path_buf(),
-            agent,
-            expect,
-            checks,
-            fake,
+        let flows = flows::flows(declared.as_ref().map(|d| d.flows.as_slice()), &fake, |i| {
+            nth("fake.endpoint", i)
         })
+        .map_err(|msg| match &declared {
+            Some(d) => v.at(d.span.clone(), d.field, msg),
+            None => FileError::whole(path, format!("field `fake.endpoint`: {msg}")),
+        })?;
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(flows
+            .iter()
+            .map(|flow| Scenario {
+                id: flows::instance_id(&family, *flow, &flows),
+                title: file
+                    .title
+                    .replace(flows::FLOW_PLACEHOLDER, &flow.as_str().to_uppercase()),
+                description: file.description.clone(),
+                name: match flows.len() {
+                    1 => stem.clone(),
+                    _ => format!("{stem} ({})", flow.as_str()),
+                },
+                family: family.clone(),
+                file: path.to_path_buf(),
+                agent: AgentPlan {
+                    protocol: *flow,
+                    ..agent.clone()
+                },
+                expect: expect.clone(),
+                checks: checks.clone(),
+                fake: fake.clone(),
+            })
+            .collect())
     }
+}
+
+/// The flows a file declares: top-level `flows = [...]`, or `[agent] protocol` for one.
+struct DeclaredFlows {
+    flows: Vec<Protocol>,
+    span: Range<usize>,
+    field: &'static str,
 }
 
 /// The checks serde cannot make of a parsed scenario file, one part at a time, each error
@@ -420,11 +460,12 @@ impl Validate<'_> {
         FileError::at(self.path, self.text, span, Some(field), message)
     }
 
-    /// `id`: the prefix of every case id.
+    /// `id`: the prefix of every case id; `{flow}` in it stands for each instance's flow.
     fn id(&self, id: &Spanned<String>) -> Result<String, FileError> {
         let text = id.get_ref();
-        let valid = !text.is_empty()
-            && text.split('.').all(|part| {
+        let bare = text.replace(flows::FLOW_PLACEHOLDER, "json");
+        let valid = !bare.is_empty()
+            && bare.split('.').all(|part| {
                 !part.is_empty()
                     && part.chars().all(|c| {
                         c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_'
@@ -435,11 +476,46 @@ impl Validate<'_> {
                 id.span(),
                 "id",
                 format!(
-                    "{text:?} is not a valid case id prefix: dot-separated parts of a-z, 0-9, '-', '_'"
+                    "{text:?} is not a valid case id prefix: dot-separated parts of a-z, 0-9, '-', '_' (and `{{flow}}` for each instance's flow)"
                 ),
             ));
         }
         Ok(text.clone())
+    }
+
+    /// `flows = [...]` (each flow once, at least one) or `[agent] protocol`, not both; `None`
+    /// when the file leaves its flows to its fake plans.
+    fn declared_flows(&self, file: &ScenarioFile) -> Result<Option<DeclaredFlows>, FileError> {
+        let protocol = file.agent.get_ref().protocol.as_ref();
+        match (&file.flows, protocol) {
+            (Some(_), Some(p)) => Err(self.at(
+                p.span(),
+                "agent.protocol",
+                "give the flows once: top-level `flows = [...]`, or `[agent] protocol` for one flow, not both",
+            )),
+            (Some(flows), None) => {
+                let list = flows.get_ref();
+                let repeated = list.iter().enumerate().find(|(i, f)| list[..*i].contains(f));
+                if list.is_empty() || repeated.is_some() {
+                    return Err(self.at(
+                        flows.span(),
+                        "flows",
+                        "list each flow the scenario runs on once: \"json\", \"xml\"",
+                    ));
+                }
+                Ok(Some(DeclaredFlows {
+                flows: list.clone(),
+                span: flows.span(),
+                field: "flows",
+            }))
+            }
+            (None, Some(p)) => Ok(Some(DeclaredFlows {
+                flows: vec![*p.get_ref()],
+                span: p.span(),
+                field: "agent.protocol",
+            })),
+            (None, None) => Ok(None),
+        }
     }
 
     /// `[agent]`: its invocations, timing knobs and VM id.
@@ -469,7 +545,8 @@ impl Validate<'_> {
         };
         Ok(AgentPlan {
             runs,
-            protocol: a.protocol,
+            // Each instance sets its own flow (`Scenario::from_toml_str`).
+            protocol: Protocol::default(),
             budget: timing.budget,
             retry_interval: timing.retry_interval,
             request_timeout: timing.request_timeout,
@@ -805,28 +882,145 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, FileError> {
     }
     let mut scenarios: Vec<Scenario> = Vec::with_capacity(paths.len());
     for path in paths {
-        let scenario = Scenario::load(&path)?;
-        if let Some(other) = scenarios.iter().find(|s| s.id == scenario.id) {
-            return Err(FileError::whole(
-                &path,
-                format!(
-                    "field `id`: {:?} is already used by {}; case ids must be unique",
-                    scenario.id,
-                    other.file.display()
-                ),
-            ));
+        for scenario in Scenario::load(&path)? {
+            push_unique(&mut scenarios, scenario)?;
         }
-        scenarios.push(scenario);
     }
     Ok(scenarios)
+}
+
+/// Adds `scenario` unless another file's instance already has its id: case ids must be
+/// unique across files and flows.
+pub fn push_unique(scenarios: &mut Vec<Scenario>, scenario: Scenario) -> Result<(), FileError> {
+    if let Some(other) = scenarios.iter().find(|s| s.id == scenario.id) {
+        return Err(FileError::whole(
+            &scenario.file,
+            format!(
+                "field `id`: {:?} is already used by {}; case ids must be unique (a file on more than one flow adds `.<flow>` to its id for every flow but the first)",
+                scenario.id,
+                other.file.display()
+            ),
+        ));
+    }
+    scenarios.push(scenario);
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The first flow's instance.
     fn load(text: &str) -> Result<Scenario, FileError> {
+        Scenario::from_toml_str(text, Path::new("scenarios/t.toml")).map(|mut v| v.remove(0))
+    }
+
+    fn instances(text: &str) -> Result<Vec<Scenario>, FileError> {
         Scenario::from_toml_str(text, Path::new("scenarios/t.toml"))
+    }
+
+    const HEALTH_500: &str = "[[fake.endpoint]]\nid = \"wireserver.health.*\"\n[[fake.endpoint.step]]\nkind = \"respond\"\nstatus = 500\n";
+
+    #[test]
+    fn a_file_runs_once_per_flow_its_faults_apply_to() {
+        let all = instances(&format!("{BASE}{HEALTH_500}")).unwrap();
+        let got: Vec<(&str, Protocol, &str, &str)> = all
+            .iter()
+            .map(|s| {
+                (
+                    s.id.as_str(),
+                    s.agent.protocol,
+                    s.name.as_str(),
+                    s.family.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "wire.health.json.ready",
+                    Protocol::Json,
+                    "t (json)",
+                    "wire.health.json.ready"
+                ),
+                (
+                    "wire.health.json.ready.xml",
+                    Protocol::Xml,
+                    "t (xml)",
+                    "wire.health.json.ready"
+                ),
+            ]
+        );
+        assert_eq!(all[0].fake, all[1].fake);
+        // A goal-state fault is the XML flow's only; `protocol` names one flow.
+        let goal = BASE.to_owned()
+            + "[[fake.endpoint]]\nid = \"wireserver.goalstate\"\n[[fake.endpoint.step]]\nkind = \"hang\"\n";
+        let one = instances(&goal).unwrap();
+        assert_eq!(
+            (one.len(), one[0].agent.protocol, one[0].name.as_str()),
+            (1, Protocol::Xml, "t")
+        );
+        let json = instances(&BASE.replace("budget = 2.5", "protocol = \"json\"")).unwrap();
+        assert_eq!(
+            (json.len(), json[0].id.as_str()),
+            (1, "wire.health.json.ready")
+        );
+    }
+
+    #[test]
+    fn declared_flows_set_the_order_and_name_each_instance() {
+        let text = BASE.replace(
+            "id = \"wire.health.json.ready\"",
+            "id = \"gone.{flow}\"\nflows = [\"xml\", \"json\"]",
+        );
+        let ids: Vec<String> = instances(&text)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(ids, ["gone.xml", "gone.json"]);
+        let text = BASE.replace(
+            "id = \"wire.health.json.ready\"",
+            "id = \"u\"\nflows = [\"xml\", \"json\"]",
+        );
+        let ids: Vec<String> = instances(&text)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(ids, ["u", "u.json"]);
+    }
+
+    #[test]
+    fn flows_given_twice_or_ruled_out_by_a_fault_are_refused_with_the_line() {
+        let both = BASE.replace(
+            "id = \"wire.health.json.ready\"",
+            "id = \"x\"\nflows = [\"json\"]",
+        ) + "protocol = \"xml\"\n";
+        let e = instances(&both).unwrap_err();
+        assert_eq!(
+            (e.field.as_deref(), e.line),
+            (Some("agent.protocol"), Some(9)),
+            "{e}"
+        );
+        let repeated = BASE.replace(
+            "id = \"wire.health.json.ready\"",
+            "id = \"x\"\nflows = [\"json\", \"json\"]",
+        );
+        let e = instances(&repeated).unwrap_err();
+        assert_eq!(
+            (e.field.as_deref(), e.line),
+            (Some("flows"), Some(2)),
+            "{e}"
+        );
+        let ruled_out = BASE.replace("budget = 2.5", "protocol = \"json\"")
+            + "[[fake.endpoint]]\nid = \"wireserver.goalstate\"\n[[fake.endpoint.step]]\nkind = \"hang\"\n";
+        let e = instances(&ruled_out).unwrap_err();
+        assert!(
+            e.to_string().contains("field `agent.protocol`: the json flow is listed, but fake.endpoint[1] (wireserver.goalstate) only answers the xml flow"),
+            "{e}"
+        );
     }
 
     const BASE: &str = r#"id = "wire.health.json.ready"
@@ -842,7 +1036,7 @@ budget = 2.5
     fn a_minimal_scenario_loads_with_defaults() {
         let s = load(BASE).unwrap();
         assert_eq!(s.id, "wire.health.json.ready");
-        assert_eq!(s.name, "t");
+        assert_eq!(s.name, "t (json)");
         assert_eq!(s.agent.runs.len(), 1);
         assert_eq!(s.agent.budget, 2.5);
         assert_eq!(s.agent.vm_id.as_deref(), Some(DEFAULT_VM_ID));
