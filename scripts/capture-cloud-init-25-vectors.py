@@ -1,18 +1,22 @@
 #!/usr/bin/python3
-"""Capture testdata/vectors from cloud-init 25.1.4 (unpacked by scripts/install-agents.sh).
+"""Capture testdata/vectors from cloud-init 25.1.4 or 26.2 (unpacked by scripts/install-agents.sh).
 
-Runs conformance/agents/cloud-init-25-driver.py (cloud-init's own code, unmodified) in
+Runs conformance/agents/cloud-init-25-driver.py (26.2: cloud-init-26-driver.py; cloud-init's own
+code, unmodified) in
 `fake-wireserver sandbox` with scenarios/examples/vectors-fixed-values.toml: the fake answers
 on 168.63.129.16 and 169.254.169.254 inside a private network namespace, as the recording
 fake of testdata/vectors did. Writes, in the layout of testdata/vectors/README.md:
 
-  http/cloud-init-25.1.4/NN-<run>-<request>.json   every request of each run
-  kvp/cloud-init-25.1.4-<run>.bin + .json          the run's pool file and its sidecar
-  reports/cloud-init-25.1.4-basic.json             the PROVISIONING_REPORT values
+  http/cloud-init-<version>/NN-<run>-<request>.json   every request of each run
+  kvp/cloud-init-<version>-<run>.bin + .json          the run's pool file and its sidecar
+  reports/cloud-init-<version>-<name>.json            the PROVISIONING_REPORT values
+                                                      (name: basic; 26.2: driver, since
+                                                      cloud-init-26.2-basic.json is another
+                                                      capture's)
 
 Needs root (the sandbox) and a built fake-wireserver (cargo build --workspace --bins).
 
-    sudo python3 scripts/capture-cloud-init-25-vectors.py [--out testdata/vectors]
+    sudo python3 scripts/capture-cloud-init-25-vectors.py [--version 25.1.4|26.2] [--out testdata/vectors]
 
 Timestamps, UUIDs and KVP incarnations differ on every capture.
 """
@@ -30,10 +34,15 @@ import urllib.parse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AGENT = "cloud-init"
-VERSION = "25.1.4"
 VM_ID = "11111111-2222-3333-4444-555555555555"
-PYTHONPATH = os.path.join(ROOT, "target/agents/cloud-init-25.1.4/usr/lib/python3/dist-packages")
-DRIVER = os.path.join(ROOT, "conformance/agents/cloud-init-25-driver.py")
+# version -> (unpacked tree, driver, name of the reports file)
+VERSIONS = {
+    "25.1.4": ("cloud-init-25.1.4", "cloud-init-25-driver.py", "basic"),
+    "26.2": ("cloud-init-26.2", "cloud-init-26-driver.py", "driver"),
+}
+VERSION = "25.1.4"
+PYTHONPATH = ""
+DRIVER = ""
 FAKE = os.path.join(ROOT, "target/debug/fake-wireserver")
 FIXED = os.path.join(ROOT, "scenarios/examples/vectors-fixed-values.toml")
 RECORD, KEY = 2560, 512
@@ -169,7 +178,13 @@ def pool_sidecar(pool, description):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(ROOT, "testdata/vectors"))
+    parser.add_argument("--version", default="25.1.4", choices=sorted(VERSIONS))
     args = parser.parse_args()
+    global VERSION, PYTHONPATH, DRIVER
+    VERSION = args.version
+    tree, driver, reports_name = VERSIONS[VERSION]
+    PYTHONPATH = os.path.join(ROOT, "target/agents", tree, "usr/lib/python3/dist-packages")
+    DRIVER = os.path.join(ROOT, "conformance/agents", driver)
     http_dir = os.path.join(args.out, "http", "%s-%s" % (AGENT, VERSION))
     os.makedirs(http_dir, exist_ok=True)
     n = 0
@@ -196,6 +211,8 @@ def main():
             if record["key"] == "PROVISIONING_REPORT":
                 producer = ("cloudinit.sources.azure.kvp.report_success_to_host" if name == "ready"
                             else "cloudinit.sources.azure.errors.ReportableError.as_encoded_report")
+                if VERSION != "25.1.4":
+                    producer += "(vm_id=...)"
                 reports.append({
                     "name": name,
                     "dialect": "cloud-init",
@@ -204,7 +221,7 @@ def main():
                     "produced_by": producer,
                     "note": "read back from the KVP PROVISIONING_REPORT record (%s run)" % name,
                 })
-    with open(os.path.join(args.out, "reports", "%s-%s-basic.json" % (AGENT, VERSION)), "w") as f:
+    with open(os.path.join(args.out, "reports", "%s-%s-%s.json" % (AGENT, VERSION, reports_name)), "w") as f:
         json.dump(reports, f, indent=1, ensure_ascii=False)
         f.write("\n")
     print("%d request vectors, %d pools, %d reports" % (n, len(RUNS), len(reports)))

@@ -2,9 +2,10 @@
 # Installs the real provisioning agents that the end-to-end tests drive, unmodified:
 #   - cloud-init 22.4.2 (Debian 12 package; its Python modules live in /usr/lib/python3/dist-packages)
 #   - afterburn 5.11.0 (built from crates.io with its own Cargo.lock into target/agents/afterburn)
-#   - WALinuxAgent 2.7.3.0 (Debian 12) and 2.12.0.2 (Debian 13), cloud-init 25.1.4 (Debian 13):
-#     downloaded and unpacked, never installed (waagent's postinst starts the service), into
-#     target/agents/<name>-<version>/ by scripts/debian-package.sh
+#   - WALinuxAgent 2.7.3.0 (Debian 12), 2.12.0.2 (Debian 13) and 2.16.0.2 (Debian unstable),
+#     cloud-init 25.1.4 (Debian 13) and 26.2 (Debian unstable): downloaded and unpacked, never
+#     installed (waagent's postinst starts the service), into target/agents/<name>-<version>/ by
+#     scripts/debian-package.sh
 # Run as root on a fresh Debian 12 machine. Idempotent: what is already there is kept.
 set -euo pipefail
 
@@ -53,6 +54,10 @@ fi
 bash "${REPO}/scripts/debian-package.sh" bookworm waagent 2.7.3.0 "${REPO}/target/agents/walinuxagent-2.7.3"
 bash "${REPO}/scripts/debian-package.sh" trixie waagent 2.12.0.2 "${REPO}/target/agents/walinuxagent-2.12"
 bash "${REPO}/scripts/debian-package.sh" trixie cloud-init 25.1.4 "${REPO}/target/agents/cloud-init-25.1.4"
+# Both arch: all. 2.16.0.2 depends on python3-crypt-r (not in Debian 12); Debian 12's Python
+# 3.11 still has the crypt module it tries first (common/osutil/default.py:64-71).
+bash "${REPO}/scripts/debian-package.sh" unstable waagent 2.16.0.2 "${REPO}/target/agents/walinuxagent-2.16"
+bash "${REPO}/scripts/debian-package.sh" unstable cloud-init 26.2 "${REPO}/target/agents/cloud-init-26.2"
 
 # --- afterburn --------------------------------------------------------------------------------
 afterburn_bin="${AFTERBURN_ROOT}/bin/afterburn"

@@ -38,10 +38,10 @@ async fn shipped_vectors_all_check_out() {
     let out = vectors_check(vectors()).await.unwrap();
     assert_eq!(out.exit_code, EXIT_OK, "{}", out.stdout);
     assert!(fail_lines(&out.stdout).is_empty(), "{}", out.stdout);
-    // 1 README + 40 http (6 of cloud-init 25.1.4) + 65 http of WALinuxAgent (33 of 2.7.3.0, 32
-    // of 2.12.0.2) + 4 kvp + 8 reports.
+    // 1 README + 46 http (6 of cloud-init 25.1.4, 6 of 26.2) + 86 http of WALinuxAgent (33 of
+    // 2.7.3.0, 32 of 2.12.0.2, 21 of 2.16.0.2) + 6 kvp + 10 reports.
     assert!(
-        out.stdout.ends_with("118 checked: 118 ok, 0 FAIL\n"),
+        out.stdout.ends_with("149 checked: 149 ok, 0 FAIL\n"),
         "{}",
         out.stdout
     );
@@ -55,8 +55,13 @@ async fn shipped_vectors_all_check_out() {
         "ok    http/walinuxagent-2.7.3.0/28-health-410-wireserver-health-xml.json",
         "ok    http/walinuxagent-2.7.3.0/33-no-imds-wireserver-metadata.json",
         "ok    http/walinuxagent-2.12.0.2/24-failure-wireserver-health-xml.json",
+        "ok    http/walinuxagent-2.16.0.2/06-ready-wireserver-health-xml.json",
+        "ok    http/walinuxagent-2.16.0.2/14-failure-imds-instance.json",
         "ok    kvp/cloud-init-22.4.2-split.bin",
         "ok    reports/cloud-init-26.2-basic.json#imds-http-404",
+        "ok    http/cloud-init-26.2/06-failure-tricky-health.json",
+        "ok    kvp/cloud-init-26.2-ready.bin",
+        "ok    reports/cloud-init-26.2-driver.json#failure-tricky",
     ] {
         assert!(
             out.stdout.lines().any(|l| l == line),
@@ -85,7 +90,7 @@ async fn one_altered_expectation_fails_exactly_that_vector() {
         out.stdout
     );
     assert!(
-        out.stdout.ends_with("118 checked: 117 ok, 1 FAIL\n"),
+        out.stdout.ends_with("149 checked: 148 ok, 1 FAIL\n"),
         "{}",
         out.stdout
     );

@@ -82,7 +82,21 @@ pub fn cloud_init_driver() -> PathBuf {
 /// `PYTHONPATH` for cloud-init 25.1.4 as unpacked by scripts/install-agents.sh (Debian 13's
 /// package, never installed), checked to import as 25.1.4 with /usr/bin/python3.
 pub fn cloud_init_25_pythonpath() -> PathBuf {
-    let path = repo_root().join("target/agents/cloud-init-25.1.4/usr/lib/python3/dist-packages");
+    cloud_init_pythonpath("cloud-init-25.1.4", "25.1.4")
+}
+
+/// `PYTHONPATH` for cloud-init 26.2 as unpacked by scripts/install-agents.sh (Debian
+/// unstable's package, never installed), checked to import as 26.2 with /usr/bin/python3.
+pub fn cloud_init_26_pythonpath() -> PathBuf {
+    cloud_init_pythonpath("cloud-init-26.2", "26.2")
+}
+
+/// `target/agents/<dir>/usr/lib/python3/dist-packages`, checked to import as `version`.
+fn cloud_init_pythonpath(dir: &str, version: &str) -> PathBuf {
+    let path = repo_root()
+        .join("target/agents")
+        .join(dir)
+        .join("usr/lib/python3/dist-packages");
     let probe = Command::new("/usr/bin/python3")
         .env("PYTHONPATH", &path)
         .args([
@@ -90,10 +104,10 @@ pub fn cloud_init_25_pythonpath() -> PathBuf {
             "import cloudinit.version as v; print(v.version_string())",
         ])
         .output();
-    let version = match probe {
+    let found = match probe {
         Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
         Ok(out) => panic!(
-            "cloud-init 25.1.4 is not unpacked in {} ({}): {}",
+            "cloud-init {version} is not unpacked in {} ({}): {}",
             path.display(),
             String::from_utf8_lossy(&out.stderr).trim(),
             install_hint()
@@ -101,9 +115,9 @@ pub fn cloud_init_25_pythonpath() -> PathBuf {
         Err(e) => panic!("/usr/bin/python3 not found ({e}): {}", install_hint()),
     };
     assert_eq!(
+        found,
         version,
-        "25.1.4",
-        "{} holds cloud-init {version}, these tests pin 25.1.4: {}",
+        "{} holds cloud-init {found}, these tests pin {version}: {}",
         path.display(),
         install_hint()
     );
@@ -113,6 +127,11 @@ pub fn cloud_init_25_pythonpath() -> PathBuf {
 /// The driver calling cloud-init 25.1's own DataSourceAzure sequence.
 pub fn cloud_init_25_driver() -> PathBuf {
     repo_root().join("conformance/agents/cloud-init-25-driver.py")
+}
+
+/// The driver calling cloud-init 26's own DataSourceAzure sequence (the VM id passed in).
+pub fn cloud_init_26_driver() -> PathBuf {
+    repo_root().join("conformance/agents/cloud-init-26-driver.py")
 }
 
 /// afterburn 5.11.0 as built by scripts/install-agents.sh.

@@ -9,14 +9,17 @@ use std::process::{Command, Output};
 use wirecheck_e2e::{repo_root, require_root, workspace_binary};
 
 /// (agent, cases): the reporter on the whole suite, the real agents on the health reports.
-const SNAPSHOTTED: [(&str, &str); 7] = [
+const SNAPSHOTTED: [(&str, &str); 10] = [
     ("provision-report", "*"),
     ("cloud-init", "wire.health.*"),
     ("cloud-init-25.1", "wire.health.*"),
+    ("cloud-init-26.2", "wire.health.*"),
     ("afterburn", "wire.health.*"),
     ("libazureinit-0.1.1", "wire.health.*"),
     ("walinuxagent-2.7.3", "wire.health.*"),
     ("walinuxagent-2.12", "wire.health.*"),
+    ("walinuxagent-2.16", "wire.health.*"),
+    ("walinuxagent-2.16-cloud-init", "wire.health.*"),
 ];
 
 fn run(agent: &str, cases: &str, snaps: &Path, agents_dir: Option<&Path>, out: &Path) -> Output {

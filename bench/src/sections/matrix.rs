@@ -12,13 +12,17 @@ use super::suite::run_suite;
 use crate::results::{Figure, Section};
 
 /// Every profile in conformance/agents/ that runs a real agent, and the bundled reporter.
-pub const AGENTS: [&str; 6] = [
+pub const AGENTS: [&str; 10] = [
     "provision-report",
     "cloud-init",
+    "cloud-init-25.1",
+    "cloud-init-26.2",
     "afterburn",
     "libazureinit-0.1.1",
     "walinuxagent-2.7.3",
     "walinuxagent-2.12",
+    "walinuxagent-2.16",
+    "walinuxagent-2.16-cloud-init",
 ];
 
 /// Target: the matrix ends within this multiple of its slowest case.

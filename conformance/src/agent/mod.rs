@@ -104,6 +104,28 @@ impl Done {
     }
 }
 
+/// Whether the agent sends a provisioning health report at all (`health_report`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum HealthReporting {
+    /// It reports what it is asked to (every agent but one that leaves reporting to another).
+    #[default]
+    Sent,
+    /// In this mode it sends no health report at all, whatever it is asked to do: another
+    /// agent reports (WALinuxAgent 2.16 with `Provisioning.Agent=cloud-init`, PR #3484). Silence
+    /// is the correct outcome: behaviour.terminal and report.shape fail any health report.
+    None,
+}
+
+impl HealthReporting {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HealthReporting::Sent => "sent",
+            HealthReporting::None => "none",
+        }
+    }
+}
+
 /// Something an agent may or may not implement; scenarios that need an unclaimed capability
 /// are skipped for it, with the reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
@@ -414,6 +436,8 @@ pub struct AgentProfile {
     pub in_progress_continues_to_ready: bool,
     /// What its failure descriptions hold (`failure_description`).
     pub failure_description: FailureDescription,
+    /// Whether it sends a health report at all (`health_report`).
+    pub health_report: HealthReporting,
     pub deviations: Vec<Deviation>,
     /// `[[limitation]]`: inputs of property runs the agent knowingly does not handle.
     pub limitations: Vec<Limitation>,
@@ -448,6 +472,7 @@ struct ProfileFile {
     in_progress_continues_to_ready: Option<Spanned<bool>>,
     #[serde(default)]
     failure_description: FailureDescription,
+    health_report: Option<Spanned<HealthReporting>>,
     #[serde(default, rename = "deviation")]
     deviations: Vec<DeviationFile>,
     #[serde(default, rename = "limitation")]
@@ -636,6 +661,7 @@ impl AgentProfile {
             snapshot,
             in_progress_continues_to_ready: daemon.in_progress_continues_to_ready,
             failure_description: file.failure_description,
+            health_report: daemon.health_report,
             deviations,
             limitations,
             encoded,
@@ -727,6 +753,7 @@ impl AgentProfile {
             snapshot: crate::snapshot::SnapshotOptions::default(),
             in_progress_continues_to_ready: false,
             failure_description: FailureDescription::Encoded,
+            health_report: HealthReporting::Sent,
             deviations: Vec::new(),
             limitations: Vec::new(),
             encoded: None,
@@ -787,11 +814,13 @@ struct Validate<'a> {
     text: &'a str,
 }
 
-/// `done`, `done_grace`, `in_progress_continues_to_ready`: how a daemon's run ends.
+/// `done`, `done_grace`, `in_progress_continues_to_ready`, `health_report`: how a daemon's
+/// run ends.
 struct Daemon {
     done: Done,
     done_grace: f64,
     in_progress_continues_to_ready: bool,
+    health_report: HealthReporting,
 }
 
 impl Validate<'_> {
@@ -1075,10 +1104,27 @@ impl Validate<'_> {
             }
             _ => false,
         };
+        let health_report = file
+            .health_report
+            .as_ref()
+            .map_or(HealthReporting::Sent, |h| *h.get_ref());
+        // An agent that never reports has no in-progress report to go on from.
+        if let Some(h) = &file.health_report
+            && health_report == HealthReporting::None
+            && in_progress_continues_to_ready
+        {
+            return Err(self.at(
+                h.span(),
+                "health_report",
+                "\"none\" cannot go with in_progress_continues_to_ready = true (no report goes on to Ready)"
+                    .into(),
+            ));
+        }
         Ok(Daemon {
             done,
             done_grace,
             in_progress_continues_to_ready,
+            health_report,
         })
     }
 
@@ -1604,6 +1650,9 @@ reason = "known"
         assert_eq!(p.failure_description, FailureDescription::ExceptionText);
         assert_eq!(p.sandbox_private_dirs, [PathBuf::from("/var/log")]);
         assert_eq!(p.sandbox_startup, 8.0);
+        assert_eq!(p.health_report, HealthReporting::Sent);
+        let p = load(&daemon("health_report = \"none\"\n")).unwrap();
+        assert_eq!(p.health_report, HealthReporting::None);
     }
 
     #[test]
@@ -1653,6 +1702,19 @@ reason = "known"
         }
         let err = load(&daemon("failure_description = \"prose\"\n")).unwrap_err();
         assert!(err.to_string().contains("exception-text"), "{err}");
+        let err = load(&daemon("health_report = \"quiet\"\n")).unwrap_err();
+        assert!(err.to_string().contains("none"), "{err}");
+        // No report to go on from.
+        let text = daemon(
+            "attach = \"sandbox\"\nhealth_report = \"none\"\nin_progress_continues_to_ready = true\n",
+        )
+        .replace("[commands]\n", "[commands]\nin-progress = [\"demo\"]\n");
+        let err = load(&text).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("health_report"), "{err}");
+        assert!(
+            err.message.contains("in_progress_continues_to_ready"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -10,9 +10,11 @@ use fake_wireserver::EndpointId;
 use fake_wireserver::journal::{AnswerKind, Entry};
 
 use super::{Judgement, Tally, about, line, note, stderr_tail};
-use crate::agent::Done;
+use crate::agent::{Done, HealthReporting};
 use crate::exec::Exit;
-use crate::observe::{Class, LoopBudget, Observation, RunRecord, Service, Within, service_of};
+use crate::observe::{
+    Class, LoopBudget, Observation, RunRecord, Service, Within, is_health, service_of,
+};
 use crate::scenario::{Outcome, Target};
 use wirecheck_results::Verdict;
 
@@ -484,6 +486,20 @@ pub fn budget(obs: &Observation) -> Judgement {
     let budget = ms(obs.budget());
     for (ri, run) in obs.runs.iter().enumerate() {
         t.judged();
+        // A daemon that never reports is never done: the deadline is its normal end, and it
+        // has no report loop whose budget could run out.
+        if killed(run) && obs.profile.health_report == HealthReporting::None {
+            t.note(note(
+                format!(
+                    "run {}: {}: {} sends no health report in this mode (health_report = \"none\") and never exits, so the deadline ends it",
+                    ri + 1,
+                    run.exit.describe(),
+                    obs.profile.name
+                ),
+                None,
+            ));
+            continue;
+        }
         if killed(run) {
             let last: Vec<&Entry> = obs
                 .journal
@@ -620,6 +636,9 @@ fn loop_end(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
 }
 
 pub fn terminal(obs: &Observation) -> Judgement {
+    if obs.profile.health_report == HealthReporting::None {
+        return silent(obs);
+    }
     let mut t = Tally::new();
     let mut delivered_total = 0usize;
     let mut last_terminal = None;
@@ -726,6 +745,41 @@ pub fn terminal(obs: &Observation) -> Judgement {
         _ => {}
     }
     t.finish("no terminal report was requested")
+}
+
+/// behaviour.terminal for an agent whose profile says it sends no health report in this mode
+/// (`health_report = "none"`): every run is judged, and any health report, on either flow,
+/// accepted or not, fails. The scenario's `expect.outcome` is about an agent that reports.
+fn silent(obs: &Observation) -> Judgement {
+    let mut t = Tally::new();
+    for (ri, run) in obs.runs.iter().enumerate() {
+        t.judged();
+        let posts: Vec<&Entry> = requests(obs, ri, Service::Wireserver)
+            .into_iter()
+            .filter(|e| is_health(e))
+            .collect();
+        match posts.first() {
+            Some(first) => t.fail(
+                format!(
+                    "run {} sent a health report (#{}), but {} sends none in this mode (health_report = \"none\")",
+                    ri + 1,
+                    first.seq,
+                    obs.profile.name
+                ),
+                about(line(first), &posts, None),
+            ),
+            None => t.note(note(
+                format!(
+                    "run {} ({}): no health report, as the profile declares (health_report = \"none\"); {}",
+                    ri + 1,
+                    run.run.action,
+                    run.exit.describe()
+                ),
+                None,
+            )),
+        }
+    }
+    t.finish("no run")
 }
 
 pub fn exit(obs: &Observation) -> Judgement {

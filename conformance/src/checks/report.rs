@@ -9,7 +9,7 @@ use wirecheck_oracle::{HealthReport, HealthState, ReportKind, SubStatus};
 
 use super::dialect::{self, Cut};
 use super::{Judgement, Tally, about, clip, line, trimmed};
-use crate::agent::{Action, FailureDescription};
+use crate::agent::{Action, FailureDescription, HealthReporting};
 use crate::observe::{Observation, is_health};
 use crate::scenario::Run;
 use wirecheck_results::Verdict;
@@ -56,6 +56,15 @@ pub fn shape(obs: &Observation) -> Judgement {
     }
     for (e, run) in health_posts(obs) {
         t.judged();
+        if obs.profile.health_report == HealthReporting::None {
+            t.fail(
+                format!(
+                    "#{}: a health report, but {} sends none in this mode (health_report = \"none\")",
+                    e.seq, obs.profile.name
+                ),
+                about(line(e), &[e], body_excerpt(e)),
+            );
+        }
         let Some(report) = &e.report else {
             t.fail(
                 format!("#{}: the fake did not parse this health report", e.seq),

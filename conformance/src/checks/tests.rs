@@ -1831,6 +1831,101 @@ fn a_daemon_that_exits_or_hangs_after_reporting_fails_exit() {
     assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
 }
 
+/// A daemon that sends no health report in this mode (WALinuxAgent 2.16 with
+/// `Provisioning.Agent=cloud-init`).
+fn silent_daemon() -> AgentProfile {
+    let text = DAEMON.replace(
+        "done = \"terminal-report\"\n",
+        "done = \"terminal-report\"\nhealth_report = \"none\"\n",
+    );
+    AgentProfile::from_toml_str(&text, Path::new("d.toml")).unwrap()
+}
+
+#[test]
+fn an_agent_declared_silent_passes_only_without_a_health_report() {
+    // The scenario lets a reporting agent deliver: that expectation is not the silent one's.
+    let s = scenario("[expect]\noutcome = \"reported\"\n");
+    let quiet = silent_daemon();
+    let goalstate = || {
+        entry(
+            1,
+            EndpointId::WireserverGoalstate,
+            10,
+            Some(12),
+            AnswerKind::Default,
+            Some(200),
+        )
+    };
+    let j = judge_with(
+        &quiet,
+        "behaviour.terminal",
+        &s,
+        vec![goalstate()],
+        vec![run(0, 7000, Exit::KilledAtDeadline)],
+    );
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
+    assert!(
+        format!("{:?}", j.evidence).contains("health_report = \\\"none\\\""),
+        "{j:?}"
+    );
+    // Any health report fails, accepted or not, on either flow.
+    for status in [201, 500] {
+        let j = judge_with(
+            &quiet,
+            "behaviour.terminal",
+            &s,
+            vec![goalstate(), health(2, 20, status)],
+            vec![run(0, 1200, Exit::StoppedWhenDone)],
+        );
+        assert_eq!(j.verdict, Verdict::Fail, "{status}: {j:?}");
+        assert!(j.reason.as_deref().unwrap().contains("sends none"), "{j:?}");
+        let j = judge_with(
+            &quiet,
+            "report.shape",
+            &s,
+            vec![goalstate(), health(2, 20, status)],
+            vec![run(0, 1200, Exit::StoppedWhenDone)],
+        );
+        assert_eq!(j.verdict, Verdict::Fail, "{status}: {j:?}");
+    }
+    // Never done, so the deadline ends it: no budget overrun.
+    let j = judge_with(
+        &quiet,
+        "behaviour.budget",
+        &s,
+        vec![goalstate()],
+        vec![run(0, 7000, Exit::KilledAtDeadline)],
+    );
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
+    let j = judge_with(
+        &daemon(),
+        "behaviour.budget",
+        &s,
+        vec![goalstate()],
+        vec![run(0, 7000, Exit::KilledAtDeadline)],
+    );
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    // Nothing to judge in report.shape without a report.
+    let j = judge_with(
+        &quiet,
+        "report.shape",
+        &s,
+        vec![goalstate()],
+        vec![run(0, 7000, Exit::KilledAtDeadline)],
+    );
+    assert_eq!(j.verdict, Verdict::Skipped, "{j:?}");
+    // The same silence from an agent that reports is a failure.
+    let j = judge_with(
+        &daemon(),
+        "behaviour.terminal",
+        &s,
+        vec![goalstate()],
+        vec![run(0, 7000, Exit::KilledAtDeadline)],
+    );
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    assert!(j.reason.as_deref().unwrap().contains("never sent"), "{j:?}");
+}
+
 fn xml_failure(seq: u64, description: &str) -> Entry {
     let body = format!(
         "<?xml version=\"1.0\" encoding=\"utf-8\"?><Health><GoalStateIncarnation>1</GoalStateIncarnation><Container><ContainerId>c</ContainerId><RoleInstanceList><Role><InstanceId>i</InstanceId><Health><State>NotReady</State><Details><SubStatus>ProvisioningFailed</SubStatus><Description>{description}</Description></Details></Health></Role></RoleInstanceList></Container></Health>"

@@ -105,18 +105,30 @@ fn raw_records(pool: &[u8]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// `CLOUD_INIT|<incarnation>|<type>|<name>|<uuid>[|<slice>]` with the volatile parts replaced;
-/// returns the normalised event key and the slice index.
+/// `CLOUD_INIT|<incarnation>|<type>|<name>|<uuid>[|<slice>]` (cloud-init up to 25.x) or, since
+/// 26.1, `CLOUD_INIT|<incarnation>|<type>|<name>|<vm_id>|<uuid>[|<slice>]` with the volatile
+/// parts replaced; returns the normalised event key and the slice index. A slice index is all
+/// digits, an event's uuid never is. The VM id is volatile too: until cloud-init has read it,
+/// its handler's background thread writes the zero GUID or the raw DMI system-uuid
+/// (byte-swapped on a Gen1 machine), depending on when it encodes the event.
 fn cloud_init_key(key: &str) -> (String, Option<usize>) {
     let mut parts: Vec<&str> = key.split('|').collect();
-    let slice = if parts.len() == 6 {
+    let sliced = matches!(parts.len(), 6 | 7)
+        && parts
+            .last()
+            .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()));
+    let slice = if sliced {
         parts.pop().and_then(|i| i.parse().ok())
     } else {
         None
     };
-    if parts.len() == 5 && parts[0] == "CLOUD_INIT" {
+    if matches!(parts.len(), 5 | 6) && parts[0] == "CLOUD_INIT" {
         parts[1] = "<boot-epoch>";
-        parts[4] = "<uuid>";
+        if parts.len() == 6 {
+            parts[4] = "<vm-id>";
+        }
+        let last = parts.len() - 1;
+        parts[last] = "<uuid>";
     }
     (parts.join("|"), slice)
 }
@@ -225,6 +237,42 @@ mod tests {
         assert_eq!(
             ports("http://127.0.0.1:41234/machine 127.0.0.1: 10.0.0.1:80"),
             "http://127.0.0.1:<port>/machine 127.0.0.1: 10.0.0.1:80"
+        );
+    }
+
+    #[test]
+    fn event_keys_with_and_without_the_vm_id_are_normalised() {
+        let vm = "0e5a1c6d-7b2f-4c3e-9d8a-1f2e3d4c5b6a";
+        let uuid = "9a8b7c6d-0000-4000-8000-000000000001";
+        assert_eq!(
+            cloud_init_key(&format!("CLOUD_INIT|1733|start|azure-ds|{uuid}")),
+            ("CLOUD_INIT|<boot-epoch>|start|azure-ds|<uuid>".into(), None)
+        );
+        assert_eq!(
+            cloud_init_key(&format!("CLOUD_INIT|1733|diagnostic|n|{uuid}|2")),
+            (
+                "CLOUD_INIT|<boot-epoch>|diagnostic|n|<uuid>".into(),
+                Some(2)
+            )
+        );
+        // 26.1+: the VM id before the uuid.
+        assert_eq!(
+            cloud_init_key(&format!("CLOUD_INIT|1733|start|azure-ds|{vm}|{uuid}")),
+            (
+                "CLOUD_INIT|<boot-epoch>|start|azure-ds|<vm-id>|<uuid>".into(),
+                None
+            )
+        );
+        assert_eq!(
+            cloud_init_key(&format!("CLOUD_INIT|1733|diagnostic|n|{vm}|{uuid}|0")),
+            (
+                "CLOUD_INIT|<boot-epoch>|diagnostic|n|<vm-id>|<uuid>".into(),
+                Some(0)
+            )
+        );
+        assert_eq!(
+            cloud_init_key("PROVISIONING_REPORT").0,
+            "PROVISIONING_REPORT"
         );
     }
 

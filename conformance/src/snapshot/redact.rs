@@ -6,7 +6,7 @@
 //! | the ids the fake served (VM id, container id, instance id) | `<vm-id>`, `<container-id>`, `<instance-id>` |
 //! | any other uuid (one the agent generated) | `<uuid>` |
 //! | a timestamp (`2026-12-01T12:00:00.123Z`, `2026-12-01 12:00:00`, …) | `<timestamp>` |
-//! | a duration (`0.25s`, `120 ms`, `3 seconds`) | `<duration>` |
+//! | a duration (`0.25s`, `120 ms`, `3 seconds`; cloud-init 26.1's `"duration":0.0123` in KVP events) | `<duration>` |
 //! | an epoch time in seconds (10 digits) | `<epoch>` |
 //! | the port of `127.0.0.1:PORT` | `127.0.0.1:<port>` |
 //! | the case folder's path | `<case>` |
@@ -87,6 +87,7 @@ impl Redactor {
         // Durations and epoch seconds only in free text (log-like KVP events, messages): in a
         // report's fields a `5s` or a 10-digit number is the agent's meaning.
         if field.is_none() {
+            text = json_durations(&text);
             text = durations(&text);
             text = epochs(&text);
         }
@@ -304,6 +305,30 @@ fn durations(text: &str) -> String {
     })
 }
 
+/// The number after `"duration":`: seconds without a unit, as cloud-init 26.1+ puts them on its
+/// KVP finish events (reporting/handlers.py:417-418).
+fn json_durations(text: &str) -> String {
+    const KEY: &str = "\"duration\":";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(KEY) {
+        let after = &rest[at + KEY.len()..];
+        let n = after
+            .bytes()
+            .take_while(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'e' | b'E' | b'+'))
+            .count();
+        out.push_str(&rest[..at + KEY.len()]);
+        if after.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+            out.push_str("<duration>");
+            rest = &after[n..];
+        } else {
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Ten digits starting with 1 (epoch seconds of 2001–2033).
 fn epochs(text: &str) -> String {
     rewrite(text, "<epoch>", |b| {
@@ -376,6 +401,11 @@ mod tests {
             "took <duration>, then <duration>"
         );
         assert_eq!(r.text("CLOUD_INIT|1733054400|x"), "CLOUD_INIT|<epoch>|x");
+        assert_eq!(
+            r.text(r#"{"result":"SUCCESS","duration":0.022406773001421243,"msg":"m"}"#),
+            r#"{"result":"SUCCESS","duration":<duration>,"msg":"m"}"#
+        );
+        assert_eq!(r.text(r#"{"duration":"long"}"#), r#"{"duration":"long"}"#);
         assert_eq!(
             r.text(
                 "parsed [/tmp/wirecheck-cases-0/run-05YOIw/wirecheck-case-XBu9MP/wala/o.xml]: x"

@@ -177,7 +177,7 @@ pub fn transcript(obs: &Observation) -> String {
         .records
         .iter()
         .map(|record| {
-            let mut item = format!("  - key: {}\n", redactor.text(&record.key));
+            let mut item = format!("  - key: {}\n", redactor.text(&event_key(&record.key)));
             value(obs, &mut item, "    ", &record.value, &redactor);
             item
         })
@@ -187,6 +187,24 @@ pub fn transcript(obs: &Observation) -> String {
         out.push_str(&item);
     }
     out
+}
+
+/// A KVP key with cloud-init 26.1's VM id field (`CLOUD_INIT|<incarnation>|<type>|<name>|<vm_id>|
+/// <uuid>[|<slice>]`) as `<vm-id>` whatever it holds: until cloud-init has read the VM id, its
+/// handler's background thread writes the zero GUID or the raw DMI system-uuid (byte-swapped on
+/// a Gen1 machine), depending on when it gets to the event (reporting/handlers.py:261-275).
+/// Older keys (five fields, six with a slice) are kept.
+fn event_key(key: &str) -> std::borrow::Cow<'_, str> {
+    let mut parts: Vec<&str> = key.split('|').collect();
+    let sliced = parts
+        .last()
+        .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()));
+    let fields = parts.len() - usize::from(sliced);
+    if parts[0] != "CLOUD_INIT" || fields != 6 {
+        return std::borrow::Cow::Borrowed(key);
+    }
+    parts[4] = "<vm-id>";
+    std::borrow::Cow::Owned(parts.join("|"))
 }
 
 /// Whether the scenario's own answers do not depend on time: no trigger (which changes what
@@ -471,6 +489,32 @@ mod tests {
             health(4, 1700, 201),
         ]);
         assert_eq!(scripted_then_late, scripted);
+    }
+
+    #[test]
+    fn the_vm_id_field_of_cloud_init_26_event_keys_is_one_placeholder() {
+        let uuid = "9a8b7c6d-0000-4000-8000-000000000001";
+        for vm in [
+            "00000000-0000-0000-0000-000000000000",
+            "0e5a1c6d-7b2f-4c3e-9d8a-1f2e3d4c5b6a",
+        ] {
+            assert_eq!(
+                event_key(&format!("CLOUD_INIT|1733|start|azure-ds|{vm}|{uuid}")),
+                format!("CLOUD_INIT|1733|start|azure-ds|<vm-id>|{uuid}")
+            );
+            assert_eq!(
+                event_key(&format!("CLOUD_INIT|1733|diagnostic|n|{vm}|{uuid}|3")),
+                format!("CLOUD_INIT|1733|diagnostic|n|<vm-id>|{uuid}|3")
+            );
+        }
+        // 25.x and older: no VM id field.
+        for key in [
+            format!("CLOUD_INIT|1733|start|azure-ds|{uuid}"),
+            format!("CLOUD_INIT|1733|diagnostic|n|{uuid}|3"),
+            "PROVISIONING_REPORT".to_owned(),
+        ] {
+            assert_eq!(event_key(&key), key);
+        }
     }
 
     #[test]
