@@ -210,8 +210,8 @@ mod tests {
         let results = read_back(table);
         assert_eq!(
             results.agents.len(),
-            9,
-            "the nine profiles of the matrix run (afterburn left out: docs/matrix.md says why)"
+            10,
+            "the reporter and the nine real agents of the matrix run"
         );
         assert_eq!(render(&results), table);
     }

@@ -155,6 +155,13 @@ fn written_file_validates_against_the_schema() {
         agent: "provision-report".into(),
         message: "agent provision-report never got going".into(),
     }];
+    // `unclaimed_flows` only when an agent does not claim a flow the plan has.
+    results.unclaimed_flows = vec![wirecheck_results::UnclaimedFlow {
+        agent: "provision-report".into(),
+        flow: "json".into(),
+        scenarios: 29,
+        cases: 347,
+    }];
     // `attempts` only on a case run more than once (its timing unjudged by the machine's stalls).
     results.agents[0].cases[0].attempts = Some(wirecheck_results::Attempts {
         count: 2,
