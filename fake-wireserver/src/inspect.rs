@@ -141,6 +141,11 @@ request_ids! {
     HeaderMissingContentType => "header.missing.content-type",
     /// `header.unusual.content-type`: not the endpoint's media type.
     HeaderUnusualContentType => "header.unusual.content-type",
+    /// `header.missing.x-ms-cipher-name` on the certificates GET: the platform is not told how
+    /// to encrypt them.
+    HeaderMissingXMsCipherName => "header.missing.x-ms-cipher-name",
+    /// `header.unusual.x-ms-cipher-name`: neither `AES128_CBC` nor `DES_EDE3_CBC`.
+    HeaderUnusualXMsCipherName => "header.unusual.x-ms-cipher-name",
     /// `header.missing.x-ms-guest-agent-name` on the JSON health endpoint (informational).
     HeaderMissingXMsGuestAgentName => "header.missing.x-ms-guest-agent-name",
     /// `header.forbidden.x-forwarded-for`: IMDS refuses it.
@@ -212,6 +217,8 @@ impl RequestId {
             | RequestId::HeaderMissingXMsAgentName
             | RequestId::HeaderMissingContentType
             | RequestId::HeaderUnusualContentType
+            | RequestId::HeaderMissingXMsCipherName
+            | RequestId::HeaderUnusualXMsCipherName
             | RequestId::HeaderMissingXMsGuestAgentName
             | RequestId::HeaderMissingMetadata
             | RequestId::HeaderUnusualMetadata
@@ -258,6 +265,7 @@ impl RequestId {
         match self {
             RequestId::HeaderUnusualXMsVersion => &["x-ms-version"],
             RequestId::HeaderUnusualContentType => &["content-type"],
+            RequestId::HeaderUnusualXMsCipherName => &["x-ms-cipher-name"],
             RequestId::HeaderForbiddenXForwardedFor => &["x-forwarded-for"],
             RequestId::HeaderUnusualMetadata => &["metadata"],
             RequestId::HeaderUnexpectedXMs => &["x-ms-version", "x-ms-agent-name"],
@@ -524,6 +532,7 @@ fn wireserver(view: &RequestView, out: &mut Vec<Finding>) {
                 "wireserver.health.json: no x-ms-guest-agent-name header (azure-init sends \"azure-init v<version>\")",
             ))
         }
+        EndpointId::WireserverCertificates => certificates_cipher(view, out),
         EndpointId::WireserverConfig => {
             let config_type = view.query_value("type");
             if !config_type.is_some_and(|t| t.eq_ignore_ascii_case("sharedConfig")) {
@@ -539,6 +548,28 @@ fn wireserver(view: &RequestView, out: &mut Vec<Finding>) {
             query_suffix(view.query)
         ))),
         _ => {}
+    }
+}
+
+/// The ciphers the certificates GET may ask for (docs/protocol.md §2): WALinuxAgent 2.14+ tries
+/// `AES128_CBC` first, then `DES_EDE3_CBC`, which every older agent sends. The fake serves no
+/// certificates (an empty `<Data>`), so it answers both alike; no source says what the platform
+/// does with another value or none, so either is a warning.
+pub const CERTIFICATE_CIPHERS: [&str; 2] = ["AES128_CBC", "DES_EDE3_CBC"];
+
+fn certificates_cipher(view: &RequestView, out: &mut Vec<Finding>) {
+    match view.header("x-ms-cipher-name") {
+        None => out.push(RequestId::HeaderMissingXMsCipherName.warning(
+            "wireserver.certificates: no x-ms-cipher-name header; every reference agent names the cipher (AES128_CBC or DES_EDE3_CBC)",
+        )),
+        Some(c) if !CERTIFICATE_CIPHERS.contains(&c) => {
+            out.push(RequestId::HeaderUnusualXMsCipherName.warning(format!(
+                "wireserver.certificates: x-ms-cipher-name {:?}; the platform's ciphers are {}",
+                crate::text::clip(c, 64),
+                CERTIFICATE_CIPHERS.join(" and ")
+            )))
+        }
+        Some(_) => {}
     }
 }
 
@@ -745,6 +776,28 @@ mod tests {
                     "POST",
                     "/machine?comp=telemetrydata",
                     &[xv, ("Content-Type", "text/plain")],
+                ),
+            ),
+            (
+                RequestId::HeaderMissingXMsCipherName,
+                Warning,
+                view_findings(
+                    Wireserver,
+                    EndpointId::WireserverCertificates,
+                    "GET",
+                    "/machine/?comp=certificates&incarnation=1",
+                    &[xv, ("x-ms-agent-name", "a")],
+                ),
+            ),
+            (
+                RequestId::HeaderUnusualXMsCipherName,
+                Warning,
+                view_findings(
+                    Wireserver,
+                    EndpointId::WireserverCertificates,
+                    "GET",
+                    "/machine/?comp=certificates&incarnation=1",
+                    &[xv, ("x-ms-agent-name", "a"), ("x-ms-cipher-name", "RC4")],
                 ),
             ),
             (
@@ -963,6 +1016,29 @@ mod tests {
             http_version: "HTTP/1.1",
         };
         assert_eq!(imds_refusal(&view), Some(ImdsRefusal::ForwardedFor));
+    }
+
+    #[test]
+    fn both_platform_ciphers_are_taken_on_the_certificates_get() {
+        // WALinuxAgent 2.14+ asks AES128_CBC first (goal_state.py:600), every older agent
+        // DES_EDE3_CBC (2.7.3 wire.py:1425, cloud-init's helpers/azure.py).
+        for cipher in CERTIFICATE_CIPHERS {
+            let found = view_findings(
+                Service::Wireserver,
+                EndpointId::WireserverCertificates,
+                "GET",
+                "/machine/?comp=certificates&incarnation=1",
+                &[
+                    ("x-ms-version", "2012-11-30"),
+                    ("x-ms-agent-name", "a"),
+                    ("x-ms-cipher-name", cipher),
+                ],
+            );
+            assert!(
+                !found.iter().any(|f| f.id.contains("cipher")),
+                "{cipher}: {found:?}"
+            );
+        }
     }
 
     #[test]
