@@ -1130,10 +1130,12 @@ fn quadratic_xml_parsing_a_bomber_beside_the_reporter_changes_none_of_its_verdic
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let alone = judgements(&alone, "provision-report");
     assert!(alone.len() >= 500, "{} cases", alone.len());
+    // Skipped only where there is nothing to judge (a status the reporter rightly does not
+    // retry leaves behaviour.interval nothing).
     assert!(
-        alone
-            .values()
-            .all(|(v, _)| v == "pass" || v == "informational"),
+        alone.values().all(|(v, r)| v == "pass"
+            || v == "informational"
+            || (v == "skipped" && r.starts_with("nothing to judge"))),
         "{alone:?}"
     );
     let runs: usize = std::env::var("BOMBER_RUNS").map_or(2, |n| n.parse().unwrap());
