@@ -91,7 +91,10 @@ fn report_vectors_parse_to_their_fields_in_both_modes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 8, "the vectors README lists 3 + 3 + 2 reports");
+    assert_eq!(
+        checked, 10,
+        "the vectors README lists 3 + 3 + 2 reports, and cloud-init 26.2's driver 2"
+    );
 }
 
 /// The request body, from `body_b64` when present (then authoritative), else `body`.
@@ -192,8 +195,8 @@ fn health_request_vectors_parse_to_their_expected_values() {
         }
     }
     assert_eq!(
-        checked, 30,
-        "2 afterburn + 4 cloud-init 22.4.2 + 2 cloud-init 25.1.4 + 11 WALinuxAgent 2.7.3.0 + 11 2.12.0.2 health requests in the vectors"
+        checked, 40,
+        "2 afterburn + 4 cloud-init 22.4.2 + 2 cloud-init 25.1.4 + 2 cloud-init 26.2 + 11 WALinuxAgent 2.7.3.0 + 11 2.12.0.2 + 8 2.16.0.2 health requests in the vectors"
     );
 }
 
@@ -275,5 +278,5 @@ fn kvp_pool_vectors_decode_to_their_sidecars() {
         insta::assert_yaml_snapshot!(snapshot_name(&["kvp", &name, "split-events"]), events);
         pools += 1;
     }
-    assert_eq!(pools, 4, "four pool files in the vectors");
+    assert_eq!(pools, 6, "six pool files in the vectors");
 }
