@@ -140,7 +140,13 @@ fn a_correct_slow_starting_agent_in_the_sandbox_passes_ten_times_under_load() {
     let _one = LOAD.lock().unwrap_or_else(|e| e.into_inner());
     // The sandbox keeps its own /tmp: the agent's script lives where it can see it.
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let agents = script_agent(dir.path(), "boxedstart", "sandbox", "\"json\"", SLOW_STARTER);
+    let agents = script_agent(
+        dir.path(),
+        "boxedstart",
+        "sandbox",
+        "\"json\"",
+        SLOW_STARTER,
+    );
     // Through the profile: the sandbox hands the agent its profile's environment.
     let profile = agents.join("boxedstart.toml");
     let text = std::fs::read_to_string(&profile).unwrap();
@@ -155,9 +161,8 @@ fn a_correct_slow_starting_agent_in_the_sandbox_passes_ten_times_under_load() {
         assert!(v.len() >= 7, "{v:?}\n{}", show(&o));
         if !root {
             assert!(
-                v.iter()
-                    .all(|(_, verdict, reason)| verdict == "skipped"
-                        && reason.starts_with("sandbox attach needs root")),
+                v.iter().all(|(_, verdict, reason)| verdict == "skipped"
+                    && reason.starts_with("sandbox attach needs root")),
                 "{v:?}"
             );
             return;
