@@ -415,9 +415,20 @@ impl Observation<'_> {
             .is_some_and(|body| !String::from_utf8_lossy(body.bytes()).contains("</GoalState>"))
     }
 
-    /// A scripted 2xx IMDS answer whose body is no instance document with a `compute.vmId`
-    /// (empty, HTML, cut short): the agent has nothing to read, so it is a retry decision.
+    /// A scripted 2xx answer to the whole instance document (`/metadata/instance`, not a leaf
+    /// such as `.../compute/vmId?format=text`, whose plain text is the answer) that is no
+    /// document with a `compute.vmId` (empty, HTML, cut short): the agent has nothing to read,
+    /// so it is a retry decision.
     fn scripted_body_is_unusable_instance(&self, entry: &Entry) -> bool {
+        // Origin form, or the absolute form a request through the proxy has.
+        let target = entry.target.split('?').next().unwrap_or_default();
+        let path = match target.split_once("://") {
+            Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
+            None => target,
+        };
+        if path.trim_end_matches('/') != "/metadata/instance" {
+            return false;
+        }
         let Some(reply) = self.scripted_reply(entry) else {
             return false;
         };

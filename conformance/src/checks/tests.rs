@@ -2198,3 +2198,33 @@ fn imds_410_is_retried_for_at_most_70_seconds() {
             .contains("of its 3.00 s budget left")
     );
 }
+
+/// An IMDS 200 without an instance document is a retry decision only where the whole document
+/// was asked for: a leaf's plain-text answer (`.../compute/vmId?format=text`) is what the agent
+/// asked for, not an unusable document.
+#[test]
+fn an_unusable_imds_200_is_a_retry_decision_only_for_the_whole_document() {
+    let s = scenario(
+        "[[fake.endpoint]]\nid = \"imds.instance\"\n[[fake.endpoint.step]]\nkind = \"respond\"\nstatus = 200\nbody = \"5d3c2b1a-0f9e-4d8c-b7a6-958473625140\"\n",
+    );
+    let p = profile();
+    let whole = entry(1, EndpointId::ImdsInstance, 0, Some(2), AnswerKind::Respond, Some(200));
+    let mut leaf = whole.clone();
+    leaf.target = "/metadata/instance/compute/vmId?api-version=2021-08-01&format=text".into();
+    let mut proxied = whole.clone();
+    proxied.target = "http://169.254.169.254/metadata/instance?api-version=2021-08-01".into();
+    let obs = Observation {
+        scenario: &s,
+        profile: &p,
+        journal: vec![whole.clone(), leaf.clone(), proxied.clone()],
+        served: Default::default(),
+        imds_vm_id: None,
+        pool: Some(Vec::new()),
+        pool_view: wirecheck_oracle::kvp::decode_pool(&[]),
+        runs: vec![run(0, 3000, Exit::Code(0))],
+        stalls: Vec::new(),
+    };
+    assert!(matches!(obs.classify(&whole), crate::observe::Class::Retryable(_)));
+    assert!(matches!(obs.classify(&proxied), crate::observe::Class::Retryable(_)));
+    assert!(obs.classify(&leaf).is_success());
+}
