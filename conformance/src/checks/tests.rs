@@ -2208,7 +2208,14 @@ fn an_unusable_imds_200_is_a_retry_decision_only_for_the_whole_document() {
         "[[fake.endpoint]]\nid = \"imds.instance\"\n[[fake.endpoint.step]]\nkind = \"respond\"\nstatus = 200\nbody = \"5d3c2b1a-0f9e-4d8c-b7a6-958473625140\"\n",
     );
     let p = profile();
-    let whole = entry(1, EndpointId::ImdsInstance, 0, Some(2), AnswerKind::Respond, Some(200));
+    let whole = entry(
+        1,
+        EndpointId::ImdsInstance,
+        0,
+        Some(2),
+        AnswerKind::Respond,
+        Some(200),
+    );
     let mut leaf = whole.clone();
     leaf.target = "/metadata/instance/compute/vmId?api-version=2021-08-01&format=text".into();
     let mut proxied = whole.clone();
@@ -2224,7 +2231,13 @@ fn an_unusable_imds_200_is_a_retry_decision_only_for_the_whole_document() {
         runs: vec![run(0, 3000, Exit::Code(0))],
         stalls: Vec::new(),
     };
-    assert!(matches!(obs.classify(&whole), crate::observe::Class::Retryable(_)));
-    assert!(matches!(obs.classify(&proxied), crate::observe::Class::Retryable(_)));
+    assert!(matches!(
+        obs.classify(&whole),
+        crate::observe::Class::Retryable(_)
+    ));
+    assert!(matches!(
+        obs.classify(&proxied),
+        crate::observe::Class::Retryable(_)
+    ));
     assert!(obs.classify(&leaf).is_success());
 }
