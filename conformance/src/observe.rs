@@ -415,26 +415,33 @@ impl Observation<'_> {
             .is_some_and(|body| !String::from_utf8_lossy(body.bytes()).contains("</GoalState>"))
     }
 
-    /// A scripted 2xx answer to the whole instance document (`/metadata/instance`, not a leaf
-    /// such as `.../compute/vmId?format=text`, whose plain text is the answer) that is no
-    /// document with a `compute.vmId` (empty, HTML, cut short): the agent has nothing to read,
-    /// so it is a retry decision.
+    /// A scripted 2xx IMDS instance answer the agent cannot read: the whole document
+    /// (`/metadata/instance`) without a `compute.vmId`, the compute leaf without a `vmId`, any
+    /// other JSON leaf that is not JSON (empty, HTML, cut short). A `format=text` leaf's plain
+    /// text is what was asked. Unreadable, it is a retry decision.
     fn scripted_body_is_unusable_instance(&self, entry: &Entry) -> bool {
+        let Some(reply) = self.scripted_reply(entry) else {
+            return false;
+        };
         // Origin form, or the absolute form a request through the proxy has.
-        let target = entry.target.split('?').next().unwrap_or_default();
+        let (target, query) = entry.target.split_once('?').unwrap_or((&entry.target, ""));
+        if query.split('&').any(|pair| pair == "format=text") {
+            return false;
+        }
         let path = match target.split_once("://") {
             Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
             None => target,
         };
-        if path.trim_end_matches('/') != "/metadata/instance" {
-            return false;
-        }
-        let Some(reply) = self.scripted_reply(entry) else {
-            return false;
-        };
         let body = reply.body.as_ref().map_or(&[][..], |b| b.bytes());
-        let document = serde_json::from_slice::<serde_json::Value>(body).ok();
-        !document.is_some_and(|d| d.pointer("/compute/vmId").is_some_and(|v| v.is_string()))
+        let Ok(document) = serde_json::from_slice::<serde_json::Value>(body) else {
+            return true;
+        };
+        let vm_id = match path.trim_end_matches('/') {
+            "/metadata/instance" => "/compute/vmId",
+            "/metadata/instance/compute" => "/vmId",
+            _ => return false,
+        };
+        !document.pointer(vm_id).is_some_and(|v| v.is_string())
     }
 
     /// The scripted reply that answered `entry`, if a step with a reply did.

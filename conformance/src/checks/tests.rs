@@ -2199,11 +2199,10 @@ fn imds_410_is_retried_for_at_most_70_seconds() {
     );
 }
 
-/// An IMDS 200 without an instance document is a retry decision only where the whole document
-/// was asked for: a leaf's plain-text answer (`.../compute/vmId?format=text`) is what the agent
-/// asked for, not an unusable document.
+/// An IMDS 200 the agent cannot read is a retry decision, but a `format=text` leaf's plain
+/// text (`.../compute/vmId?format=text`) is what the agent asked for, not an unusable answer.
 #[test]
-fn an_unusable_imds_200_is_a_retry_decision_only_for_the_whole_document() {
+fn an_unusable_imds_200_is_a_retry_decision_but_a_text_leaf_is_an_answer() {
     let s = scenario(
         "[[fake.endpoint]]\nid = \"imds.instance\"\n[[fake.endpoint.step]]\nkind = \"respond\"\nstatus = 200\nbody = \"5d3c2b1a-0f9e-4d8c-b7a6-958473625140\"\n",
     );
@@ -2218,6 +2217,9 @@ fn an_unusable_imds_200_is_a_retry_decision_only_for_the_whole_document() {
     );
     let mut leaf = whole.clone();
     leaf.target = "/metadata/instance/compute/vmId?api-version=2021-08-01&format=text".into();
+    // WALinuxAgent asks for the compute leaf as JSON: a bare id is no JSON document.
+    let mut compute = whole.clone();
+    compute.target = "/metadata/instance/compute?api-version=2018-02-01".into();
     let mut proxied = whole.clone();
     proxied.target = "http://169.254.169.254/metadata/instance?api-version=2021-08-01".into();
     let obs = Observation {
@@ -2240,4 +2242,8 @@ fn an_unusable_imds_200_is_a_retry_decision_only_for_the_whole_document() {
         crate::observe::Class::Retryable(_)
     ));
     assert!(obs.classify(&leaf).is_success());
+    assert!(matches!(
+        obs.classify(&compute),
+        crate::observe::Class::Retryable(_)
+    ));
 }
