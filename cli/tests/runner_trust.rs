@@ -119,7 +119,7 @@ fn a_flow_the_agent_does_not_claim_is_named_once_not_skipped_case_by_case() {
         .unwrap();
     assert!(
         stdout(&matrix).contains(&format!(
-            "| *flows not claimed* | xml (1 scenarios, {} cases) |",
+            "| *flows not claimed* | xml (1 scenario, {} cases) |",
             all.len()
         )),
         "{}",
@@ -226,6 +226,46 @@ fn false_green_nothing_judged_exits_2() {
         "{}",
         lines[0]
     );
+}
+
+/// The review's finding on the flows: an agent offered no case at all (every selected scenario
+/// on a flow it does not claim) vanished from the results, and a run beside a judged agent
+/// ended green. It is now shown, and the run is not judged (exit 2).
+#[test]
+fn false_green_an_agent_offered_no_case_beside_a_judged_one_exits_2() {
+    let _machine = quiet_machine();
+    let dir = tempfile::tempdir().unwrap();
+    let agents = script_agent(dir.path(), "xmlonly", "url", "\"xml\"", JSON_ONLY_AGENT);
+    std::fs::copy(
+        repo().join("conformance/agents/provision-report.toml"),
+        agents.join("provision-report.toml"),
+    )
+    .unwrap();
+    let o = wirecheck(&repo())
+        .args(["run", "--quiet", "--agent", "provision-report", "--agent", "xmlonly"])
+        .arg("--agents-dir")
+        .arg(&agents)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .args(["--cases", "wire.health.json.ready.*"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        stderr(&o).contains(
+            "agent xmlonly: nothing about it was judged (no case of it ran): the json flow is not claimed: 1 scenario"
+        ),
+        "{}",
+        show(&o)
+    );
+    let r = results(&dir.path().join("out"));
+    let names: Vec<&str> = r["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["agent"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["provision-report", "xmlonly"]);
 }
 
 /// One agent judged, another not: the run is not green on the strength of the first.

@@ -116,11 +116,14 @@ fn unclaimed_cell(results: &RunResults, agent: &str) -> String {
         .iter()
         .filter(|u| u.agent == agent)
         .map(|u| {
+            let plural = |n: usize| if n == 1 { "" } else { "s" };
             format!(
-                "{} ({} scenarios, {} cases)",
+                "{} ({} scenario{}, {} case{})",
                 escape(&u.flow, 20),
                 u.scenarios,
-                u.cases
+                plural(u.scenarios),
+                u.cases,
+                plural(u.cases)
             )
         })
         .collect();

@@ -38,7 +38,7 @@ impl Outcome {
             if results.never_started.iter().any(|s| s.agent == agent.agent) {
                 continue;
             }
-            not_judged.extend(nothing_judged(agent));
+            not_judged.extend(nothing_judged(agent, results));
         }
         if !not_judged.is_empty() {
             return Outcome::NotJudged(not_judged);
@@ -64,8 +64,26 @@ pub fn harness_errors(results: &RunResults) -> usize {
 /// One line saying why nothing about `agent` was judged, when nothing was: how many of its
 /// cases were skipped (with the most common reason) and how many its profile declares
 /// unimplemented.
-fn nothing_judged(agent: &AgentResults) -> Option<String> {
-    if agent.cases.is_empty() || agent.cases.iter().any(|c| c.verdict.is_judged()) {
+fn nothing_judged(agent: &AgentResults, results: &RunResults) -> Option<String> {
+    if agent.cases.is_empty() {
+        // Offered nothing at all: every selected scenario is on a flow it does not claim.
+        let unclaimed: Vec<String> = results
+            .unclaimed_flows
+            .iter()
+            .filter(|u| u.agent == agent.agent)
+            .map(|u| u.to_string())
+            .collect();
+        return Some(format!(
+            "agent {}: nothing about it was judged (no case of it ran){}",
+            crate::text::visible(&agent.agent),
+            if unclaimed.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", unclaimed.join("; "))
+            }
+        ));
+    }
+    if agent.cases.iter().any(|c| c.verdict.is_judged()) {
         return None;
     }
     let counts = agent.counts();
@@ -164,6 +182,28 @@ mod tests {
             lines,
             [
                 "agent afterburn: nothing about it was judged (none of its 4 case(s) got a verdict from observing it): 3 skipped: sandbox attach needs root (the reason of 1 of them); 1 declared unimplemented by its profile (a declaration, not a verdict)"
+            ]
+        );
+        // An agent offered no case at all (every selected scenario on a flow it does not
+        // claim) is not judged either, whatever its neighbours got.
+        let mut offered_nothing = run_of(vec![case(Verdict::Pass, "x")]);
+        offered_nothing.agents.push(AgentResults {
+            agent: "xml-only".into(),
+            cases: Vec::new(),
+        });
+        offered_nothing.unclaimed_flows = vec![crate::model::UnclaimedFlow {
+            agent: "xml-only".into(),
+            flow: "json".into(),
+            scenarios: 3,
+            cases: 30,
+        }];
+        let Outcome::NotJudged(lines) = Outcome::of(&offered_nothing, false) else {
+            panic!("{:?}", Outcome::of(&offered_nothing, false))
+        };
+        assert_eq!(
+            lines,
+            [
+                "agent xml-only: nothing about it was judged (no case of it ran): the json flow is not claimed: 3 scenarios (30 cases) not offered"
             ]
         );
         // One observed verdict is enough, informational included.

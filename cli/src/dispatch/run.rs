@@ -135,6 +135,19 @@ pub fn run(args: RunArgs) -> u8 {
         Err(e) => return usage(format!("cannot start the runtime: {e}")),
     };
     results.run = Some(run_info);
+    // Every agent of the run has its entry, in the order given: one offered no case at all
+    // (every selected scenario on a flow it does not claim) is shown, and not judged.
+    let mut ran = std::mem::take(&mut results.agents);
+    results.agents = profiles
+        .iter()
+        .map(|p| match ran.iter().position(|a| a.agent == p.name) {
+            Some(i) => ran.swap_remove(i),
+            None => wirecheck_results::AgentResults {
+                agent: p.name.clone(),
+                cases: Vec::new(),
+            },
+        })
+        .collect();
     results.unclaimed_flows = unclaimed_flows;
     results.never_started = settings
         .starts
