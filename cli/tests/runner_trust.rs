@@ -242,7 +242,14 @@ fn false_green_an_agent_offered_no_case_beside_a_judged_one_exits_2() {
     )
     .unwrap();
     let o = wirecheck(&repo())
-        .args(["run", "--quiet", "--agent", "provision-report", "--agent", "xmlonly"])
+        .args([
+            "run",
+            "--quiet",
+            "--agent",
+            "provision-report",
+            "--agent",
+            "xmlonly",
+        ])
         .arg("--agents-dir")
         .arg(&agents)
         .arg("--out")
