@@ -73,19 +73,7 @@ pub fn run(args: RunArgs) -> u8 {
     let unclaimed_flows =
         runner::unclaimed_flows(&profiles, &scenarios, &filter, args.snapshots.is_some());
     if planned.is_empty() {
-        let unclaimed: Vec<String> = unclaimed_flows
-            .iter()
-            .map(|u| format!("agent {}: {u}", shown(&u.agent)))
-            .collect();
-        if !unclaimed.is_empty() {
-            return usage(format!(
-                "no case to run: the selected cases are on flows the agents do not claim ({})",
-                unclaimed.join("; ")
-            ));
-        }
-        return usage(
-            "no case matches --cases / --exclude / --partition; `wirecheck list` shows the case ids",
-        );
+        return usage(nothing_planned(&unclaimed_flows));
     }
     let bin_dir = bin_dir();
     if let Err(e) = runner::preflight(&planned, &bin_dir) {
@@ -135,19 +123,7 @@ pub fn run(args: RunArgs) -> u8 {
         Err(e) => return usage(format!("cannot start the runtime: {e}")),
     };
     results.run = Some(run_info);
-    // Every agent of the run has its entry, in the order given: one offered no case at all
-    // (every selected scenario on a flow it does not claim) is shown, and not judged.
-    let mut ran = std::mem::take(&mut results.agents);
-    results.agents = profiles
-        .iter()
-        .map(|p| match ran.iter().position(|a| a.agent == p.name) {
-            Some(i) => ran.swap_remove(i),
-            None => wirecheck_results::AgentResults {
-                agent: p.name.clone(),
-                cases: Vec::new(),
-            },
-        })
-        .collect();
+    list_every_agent(&mut results, &profiles);
     results.unclaimed_flows = unclaimed_flows;
     results.never_started = settings
         .starts
@@ -204,6 +180,40 @@ pub fn run(args: RunArgs) -> u8 {
         wirecheck_results::outcome::Outcome::Passed if unreferenced_failed => EXIT_FAILED,
         o => exit_status(&o),
     }
+}
+
+/// Why nothing runs: every selected case is on a flow the agents do not claim, or none matched.
+fn nothing_planned(unclaimed_flows: &[wirecheck_results::UnclaimedFlow]) -> String {
+    let unclaimed: Vec<String> = unclaimed_flows
+        .iter()
+        .map(|u| format!("agent {}: {u}", shown(&u.agent)))
+        .collect();
+    if unclaimed.is_empty() {
+        return "no case matches --cases / --exclude / --partition; `wirecheck list` shows the case ids".to_owned();
+    }
+    format!(
+        "no case to run: the selected cases are on flows the agents do not claim ({})",
+        unclaimed.join("; ")
+    )
+}
+
+/// Every agent of the run has its entry, in the order given: one offered no case at all
+/// (every selected scenario on a flow it does not claim) is shown, and not judged.
+fn list_every_agent(
+    results: &mut wirecheck_results::RunResults,
+    profiles: &[Arc<AgentProfile>],
+) {
+    let mut ran = std::mem::take(&mut results.agents);
+    results.agents = profiles
+        .iter()
+        .map(|p| match ran.iter().position(|a| a.agent == p.name) {
+            Some(i) => ran.swap_remove(i),
+            None => wirecheck_results::AgentResults {
+                agent: p.name.clone(),
+                cases: Vec::new(),
+            },
+        })
+        .collect();
 }
 
 /// What `wirecheck merge` needs to tell this run's parts from another's: the fingerprint of
