@@ -199,10 +199,7 @@ fn nothing_planned(unclaimed_flows: &[wirecheck_results::UnclaimedFlow]) -> Stri
 
 /// Every agent of the run has its entry, in the order given: one offered no case at all
 /// (every selected scenario on a flow it does not claim) is shown, and not judged.
-fn list_every_agent(
-    results: &mut wirecheck_results::RunResults,
-    profiles: &[Arc<AgentProfile>],
-) {
+fn list_every_agent(results: &mut wirecheck_results::RunResults, profiles: &[Arc<AgentProfile>]) {
     let mut ran = std::mem::take(&mut results.agents);
     results.agents = profiles
         .iter()
