@@ -13,8 +13,40 @@
 //! and a `title` holding it says the flow (`JSON`, `XML`).
 
 use fake_wireserver::EndpointId;
+use serde::Deserialize;
 
-use super::Protocol;
+use crate::agent::Capability;
+
+/// Which health flow the agent is asked to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    /// `POST /provisioning/health`.
+    #[default]
+    Json,
+    /// Goal state, then `POST /machine?comp=health`.
+    Xml,
+}
+
+impl Protocol {
+    /// Every flow, in the order a scenario without `flows` runs them.
+    pub const ALL: [Protocol; 2] = [Protocol::Json, Protocol::Xml];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Json => "json",
+            Protocol::Xml => "xml",
+        }
+    }
+
+    pub fn capability(self) -> Capability {
+        match self {
+            Protocol::Json => Capability::Json,
+            Protocol::Xml => Capability::Xml,
+        }
+    }
+}
+
 
 /// The placeholder an `id` may hold to name each instance's flow.
 pub const FLOW_PLACEHOLDER: &str = "{flow}";

@@ -40,40 +40,11 @@ use crate::catalog::{self, CheckId};
 use crate::diag::{FileError, nth};
 
 pub mod flows;
+pub use flows::Protocol;
 
 /// The VM id passed to agents (`{vm_id}`) unless a scenario says otherwise: fixed, so reports
 /// are deterministic.
 pub const DEFAULT_VM_ID: &str = "0e5a1c6d-7b2f-4c3e-9d8a-1f2e3d4c5b6a";
-
-/// Which health flow the agent is asked to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum Protocol {
-    /// `POST /provisioning/health`.
-    #[default]
-    Json,
-    /// Goal state, then `POST /machine?comp=health`.
-    Xml,
-}
-
-impl Protocol {
-    /// Every flow, in the order a scenario without `flows` runs them.
-    pub const ALL: [Protocol; 2] = [Protocol::Json, Protocol::Xml];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Protocol::Json => "json",
-            Protocol::Xml => "xml",
-        }
-    }
-
-    pub fn capability(self) -> Capability {
-        match self {
-            Protocol::Json => Capability::Json,
-            Protocol::Xml => Capability::Xml,
-        }
-    }
-}
 
 /// Where `{wireserver_url}` / `{imds_url}` point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
