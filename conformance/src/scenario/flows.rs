@@ -47,7 +47,6 @@ impl Protocol {
     }
 }
 
-
 /// The placeholder an `id` may hold to name each instance's flow.
 pub const FLOW_PLACEHOLDER: &str = "{flow}";
 
