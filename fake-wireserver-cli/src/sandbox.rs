@@ -29,6 +29,9 @@
 //!   journal's lines (`journal_entries`) and the requests its memory window dropped before it
 //!   was written (`journal_evicted`): a journal that is not whole says so.
 //!
+//! * with `--time-scale FACTOR`, runs COMMAND's clock and the fake's scripted times in agent
+//!   time (`fake_wireserver::clock`), FACTOR times faster than the wall clock;
+//!
 //! The exit status is COMMAND's (128 + N when a signal N ended it, 124 after `--timeout`,
 //! 126/127 when it cannot be started, 125 when the sandbox itself failed, 2 for bad usage and
 //! when not run as root). Mount propagation is private, so the host's network, `/run` and
@@ -104,6 +107,15 @@ pub struct SandboxArgs {
     /// rlimits per process; the fake itself is outside them.
     #[arg(long, value_name = "NAME=N,...", value_parser = parse_limits)]
     pub limits: Option<fake_wireserver::limits::Limits>,
+
+    /// Agent time: run COMMAND's clock FACTOR times faster than the wall clock (libfaketime
+    /// preloaded with that speed: its sleeps, clocks, poll/epoll and socket timeouts) and the
+    /// fake's scripted times and journal at the same speed, so a 20-minute budget takes a
+    /// minute at x20. A statically linked COMMAND keeps the wall clock: do not scale it.
+    /// `--timeout`, `--startup` and `--stop-after-report` stay wall seconds; `sandbox.json`
+    /// says the scale (`time_scale`) and its times are agent milliseconds.
+    #[arg(long, value_name = "FACTOR")]
+    pub time_scale: Option<fake_wireserver::clock::TimeScale>,
 
     /// Internal: set when the sandbox re-executes itself inside the new namespaces; the value
     /// names the host's namespaces (`NET_INODE:MNT_INODE`) so the inner half can verify it is

@@ -11,6 +11,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::clock::{AgentClock, TimeScale};
 use crate::documents::Addresses;
 use crate::expect::Expectation;
 use crate::http1::Limits;
@@ -70,6 +71,9 @@ pub struct FakeConfig {
     /// folder (`?origin=PATH`). Empty: only the scenario's own folder, and no files at all for a
     /// scenario posted without an origin.
     pub allow_files: Vec<PathBuf>,
+    /// The speed of the fake's clock: scripted times and the journal's in agent time
+    /// ([`crate::clock`]); the wall clock by default.
+    pub time_scale: TimeScale,
 }
 
 fn loopback() -> SocketAddr {
@@ -93,6 +97,7 @@ impl Default for FakeConfig {
             head_timeout: DEFAULT_HEAD_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             allow_files: Vec::new(),
+            time_scale: TimeScale::WALL,
         }
     }
 }
@@ -171,6 +176,11 @@ impl FakeConfig {
     /// `--allow-files`).
     pub fn allow_files(mut self, dir: impl Into<PathBuf>) -> Self {
         self.allow_files.push(dir.into());
+        self
+    }
+    /// Runs the fake's clock in agent time at `scale` ([`crate::clock`]).
+    pub fn time_scale(mut self, scale: TimeScale) -> Self {
+        self.time_scale = scale;
         self
     }
 }
@@ -273,11 +283,11 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
         path: config.journal_file.clone().unwrap_or_default(),
         source,
     })?;
-    let started = Instant::now();
+    let clock = AgentClock::new(Instant::now(), config.time_scale);
     let shared = Arc::new(Shared {
-        started,
+        clock,
         journal: Mutex::new(journal),
-        engine: Mutex::new(EngineSlot::new(config.scenario.clone(), started)),
+        engine: Mutex::new(EngineSlot::new(config.scenario.clone(), clock.now())),
         limits: Limits {
             max_head: 64 * 1024,
             max_body: config.max_body_bytes,
@@ -484,11 +494,16 @@ impl Fake {
     pub fn admin_addr(&self) -> Option<SocketAddr> {
         self.addrs.admin
     }
-    /// Milliseconds on the journal's clock (since the fake started): what an entry's `at_ms`
-    /// would say now. The sandbox stamps its agent's start and exit with it, so they compare
-    /// with the journal's times without a second clock.
+    /// Milliseconds on the journal's clock (agent time since the fake started): what an
+    /// entry's `at_ms` would say now. The sandbox stamps its agent's start and exit with it, so
+    /// they compare with the journal's times without a second clock.
     pub fn clock_ms(&self) -> u64 {
-        self.shared.started.elapsed().as_millis() as u64
+        self.shared.clock.now_ms()
+    }
+
+    /// The journal's clock: its origin and speed.
+    pub fn clock(&self) -> AgentClock {
+        self.shared.clock
     }
 
     /// The admin API's token (`Authorization: Bearer TOKEN` on every admin request), generated

@@ -346,6 +346,7 @@
 
 mod admin;
 mod bodies;
+pub mod clock;
 pub mod config;
 mod conns;
 pub mod contain;

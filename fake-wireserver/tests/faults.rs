@@ -117,6 +117,40 @@ async fn delay_answers_after_the_delay() {
     assert!(e.done_ms.unwrap() >= e.at_ms + 500);
 }
 
+/// Agent time: at x20 a scripted 10 s delay takes half a second of the wall's and the journal
+/// counts the agent's 10 s; a trigger 4 s in has passed after 0.2 s of wall time.
+#[tokio::test]
+async fn scripted_times_run_in_agent_time() {
+    use fake_wireserver::clock::TimeScale;
+    let scenario = Scenario::from_toml_str(
+        &format!(
+            "{}[goalstate]\nincarnation = \"1\"\n[[trigger]]\nafter = 4.0\naction = \"bump-incarnation\"\n",
+            goalstate_plan("[[endpoint.step]]\nkind = \"delay\"\nseconds = 10\n")
+        ),
+        "test.toml",
+    )
+    .unwrap();
+    let scale = TimeScale::new(20).unwrap();
+    let fake = Fake::start(FakeConfig::default().scenario(scenario).time_scale(scale))
+        .await
+        .unwrap();
+    assert_eq!(fake.clock().scale(), scale);
+    let start = Instant::now();
+    let r = response(exchange(fake.wireserver_addr().unwrap(), &goalstate_get(), T).await);
+    let wall = start.elapsed();
+    assert_eq!(r.status, 200);
+    assert!(
+        wall >= Duration::from_millis(500) && wall < Duration::from_secs(5),
+        "10 s of agent time at x20 took {wall:?} of the wall's"
+    );
+    let e = &fake.journal()[0];
+    let took = e.done_ms.unwrap() - e.at_ms;
+    assert!(took >= 10_000, "the journal counts agent time: {took} ms");
+    // Past the trigger (4 s of agent time) the incarnation moved on.
+    assert!(fake.clock_ms() >= 10_000);
+    assert_eq!(fake.served_ids().incarnation, "2");
+}
+
 #[tokio::test]
 async fn hang_never_answers() {
     let fake = fake(&goalstate_plan("[[endpoint.step]]\nkind = \"hang\"\n")).await;

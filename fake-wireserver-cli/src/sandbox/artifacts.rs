@@ -33,6 +33,8 @@ pub(crate) struct Summary {
     pub(crate) timed_out: bool,
     /// `--stop-after-report` ended COMMAND after its terminal report (not a failure).
     pub(crate) stopped_when_done: bool,
+    /// `--time-scale` (1: the wall clock): the times here and in the journal are agent time.
+    pub(crate) time_scale: u32,
     /// When COMMAND was started and when it exited, on the fake's clock (ms, as the journal's
     /// `at_ms`); absent when it could not be started.
     #[serde(skip_serializing_if = "Option::is_none")]

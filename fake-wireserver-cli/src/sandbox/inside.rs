@@ -135,6 +135,7 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         signal: outcome.signal,
         timed_out: outcome.timed_out,
         stopped_when_done: outcome.stopped_when_done,
+        time_scale: args.time_scale.unwrap_or_default().times(),
         agent_started_ms: outcome.started_ms,
         agent_exited_ms: outcome.exited_ms,
         wireserver: format!("{WIRESERVER_ADDR}:80"),
@@ -253,7 +254,8 @@ async fn serve_and_run(
             SocketAddr::from((WIRESERVER_ADDR, HOSTPLUGIN_PORT)),
         ))
         // The whole run's journal is written at the end, unanswered requests included.
-        .journal_capacity(JOURNAL_CAPACITY);
+        .journal_capacity(JOURNAL_CAPACITY)
+        .time_scale(args.time_scale.unwrap_or_default());
     if let Some(scenario) = scenario {
         config = config.scenario(scenario);
     }
@@ -306,6 +308,10 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
 
     let mut command = tokio::process::Command::new(program);
     command.args(rest);
+    // COMMAND's clock runs at the fake's speed (nothing at the wall clock).
+    let agent_time = fake_wireserver::clock::agent_env(fake.clock().scale())
+        .map_err(|e| anyhow::anyhow!("--time-scale: {e}"))?;
+    command.envs(agent_time);
     let tree = match &args.limits {
         Some(limits) => {
             fake_wireserver::limits::cgroup::remove_abandoned();

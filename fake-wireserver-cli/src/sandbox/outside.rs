@@ -42,6 +42,12 @@ pub(super) fn run(args: SandboxArgs) -> i32 {
             return EXIT_USAGE;
         }
     }
+    if let Some(scale) = args.time_scale
+        && let Err(e) = fake_wireserver::clock::agent_env(scale)
+    {
+        error(format!("--time-scale: {e}"));
+        return EXIT_USAGE;
+    }
     let scenario = match args.scenario.as_deref().map(absolute).transpose() {
         Ok(s) => s,
         Err(e) => {
@@ -182,6 +188,9 @@ fn unshare_command(
     }
     if args.unprivileged {
         cmd.arg("--unprivileged");
+    }
+    if let Some(scale) = args.time_scale {
+        cmd.arg("--time-scale").arg(scale.times().to_string());
     }
     cmd.arg("--").args(&args.command);
     Ok(cmd)

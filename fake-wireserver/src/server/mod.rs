@@ -17,6 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::clock::AgentClock;
 use crate::conns::{ConnHandle, ConnTable, Room};
 use crate::context::RequestCtx;
 use crate::documents::Documents;
@@ -31,7 +32,8 @@ use crate::sync::lock;
 
 /// State shared by every listener of one fake.
 pub(crate) struct Shared {
-    pub started: Instant,
+    /// The journal's clock: agent time from the fake's start ([`crate::clock`]).
+    pub clock: AgentClock,
     pub journal: Mutex<Journal>,
     pub engine: Mutex<EngineSlot>,
     pub limits: Limits,
@@ -54,22 +56,23 @@ impl EngineSlot {
 }
 
 impl Shared {
+    /// The journal's milliseconds at the machine's moment `at`.
     pub(crate) fn ms(&self, at: Instant) -> u64 {
-        u64::try_from(at.saturating_duration_since(self.started).as_millis()).unwrap_or(u64::MAX)
+        self.clock.ms(at)
     }
     fn now_ms(&self) -> u64 {
-        self.ms(Instant::now())
+        self.clock.now_ms()
     }
     pub(crate) fn load_scenario(&self, scenario: Scenario) {
-        *lock(&self.engine) = EngineSlot::new(scenario, Instant::now());
+        *lock(&self.engine) = EngineSlot::new(scenario, self.clock.now());
     }
     pub(crate) fn reset(&self) {
         lock(&self.journal).clear();
         let mut slot = lock(&self.engine);
-        slot.engine.rewind(Instant::now());
+        slot.engine.rewind(self.clock.now());
     }
     pub(crate) fn served_ids(&self) -> ServedIds {
-        lock(&self.engine).engine.served_ids(Instant::now())
+        lock(&self.engine).engine.served_ids(self.clock.now())
     }
 }
 
@@ -421,7 +424,8 @@ fn decide(
     endpoint_id: EndpointId,
     client_ip: IpAddr,
 ) -> Decided {
-    let now = Instant::now();
+    // The engine's windows and triggers are scripted times: agent time.
+    let now = shared.clock.now();
     let wireserver = routed.service() == Some(Service::Wireserver);
     let mut slot = lock(&shared.engine);
     let ids = if wireserver {

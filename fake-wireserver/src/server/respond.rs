@@ -108,7 +108,10 @@ impl Responder<'_> {
     }
 
     async fn delay(&mut self, seconds: f64, reply: Option<&Reply>) -> Flow {
-        tokio::time::sleep(crate::scenario::seconds(seconds)).await;
+        self.shared
+            .clock
+            .sleep(crate::scenario::seconds(seconds))
+            .await;
         let out = self.reply_or_default(reply).await;
         self.send(out).await
     }
@@ -169,7 +172,10 @@ impl Responder<'_> {
                 if !ok {
                     break;
                 }
-                tokio::time::sleep(crate::scenario::seconds(interval)).await;
+                self.shared
+                    .clock
+                    .sleep(crate::scenario::seconds(interval))
+                    .await;
                 ok =
                     self.stream.write_all(piece).await.is_ok() && self.stream.flush().await.is_ok();
             }
