@@ -16,6 +16,8 @@ command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
 command -v readelf >/dev/null 2>&1 || missing+=(binutils)
 command -v dpkg-deb >/dev/null 2>&1 || missing+=(dpkg)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
+# Agent time: libfaketime preloaded into agents whose clock runs faster (fake_wireserver::clock).
+[ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || missing+=(libfaketime)
 if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update

@@ -246,6 +246,11 @@ pub struct RunArgs {
     /// Run only partition K of N (scenarios split deterministically by id), e.g. 2/4
     #[arg(long, value_name = "K/N", env = "WIRECHECK_PARTITION")]
     pub partition: Option<Partition>,
+    /// Agent time at this speed (1 to 100; 1: the wall clock) for every agent whose profile
+    /// says `clock = "scalable"` and for an --agent-cmd agent, instead of the speed the runner
+    /// picks per case from its waits. Other agents keep the wall clock
+    #[arg(long, value_name = "FACTOR", env = "WIRECHECK_TIME_SCALE")]
+    pub time_scale: Option<fake_wireserver::clock::TimeScale>,
     /// Count non-strict verdicts as failures
     #[arg(long, env = "WIRECHECK_STRICT", value_parser = env_bool())]
     pub strict: bool,

@@ -30,6 +30,7 @@ pub mod embedded;
 pub mod exec;
 pub mod lifetime;
 pub mod netns;
+pub mod obligations;
 pub mod observe;
 pub mod progress;
 pub mod prop;

@@ -7,6 +7,8 @@ use fake_wireserver::{EndpointId, HealthState, SubStatus};
 use wirecheck_oracle::ServedIds;
 use wirecheck_oracle::kvp::PoolView;
 
+use fake_wireserver::clock::TimeScale;
+
 use crate::agent::{Action, AgentProfile, Forbidden, Reaction};
 use crate::exec::{Captured, Exit};
 use crate::scenario::{Protocol, Run, Scenario};
@@ -42,8 +44,12 @@ pub struct Stall {
 }
 
 /// How far from a stall's end a recorded time still counts as possibly delayed by it (one
-/// watcher tick plus scheduling slack).
+/// watcher tick plus scheduling slack), on the wall clock.
 const STALL_REACH_MS: u64 = 20;
+
+/// The longest lag the runner's watcher does not record (`runner::lag`'s threshold), on the
+/// wall clock: within every tolerance at the wall clock, not at x50.
+pub const UNSEEN_LAG_MS: u64 = 2;
 
 /// The one rule for judging a retry loop against its budget, with no fixed margin: the slack
 /// is what was measured or declared. On the fake's clock, from the loop's start:
@@ -131,8 +137,14 @@ pub struct Observation<'a> {
     pub pool: Option<Vec<u8>>,
     pub pool_view: PoolView,
     pub runs: Vec<RunRecord>,
-    /// When the runner stalled during the case (empty on a machine that kept time).
+    /// When the runner stalled during the case (empty on a machine that kept time), in agent
+    /// time.
     pub stalls: Vec<Stall>,
+    /// How fast the agent's clock and the fake's ran (agent time, `fake_wireserver::clock`).
+    pub time_scale: TimeScale,
+    /// Agent seconds after which each invocation was killed, from its first request
+    /// (`runner::timing`: the scenario's deadline, grown for the profile's fixed timing).
+    pub deadline: f64,
 }
 
 /// Which service a request went to, for retry bookkeeping.
@@ -182,6 +194,15 @@ impl Observation<'_> {
             .unwrap_or(self.scenario.agent.budget)
     }
 
+    /// Seconds the agent keeps trying `service`: IMDS's own budget when the profile fixes one
+    /// (`reactions.imds_budget`), else [`Self::budget`].
+    pub fn budget_for(&self, service: Service) -> f64 {
+        match (service, self.profile.reactions.imds_budget) {
+            (Service::Imds, Some(imds)) => imds,
+            _ => self.budget(),
+        }
+    }
+
     /// Minimum seconds between a failed attempt and the next one.
     pub fn interval_min(&self) -> f64 {
         self.profile
@@ -193,21 +214,17 @@ impl Observation<'_> {
     /// Minimum seconds between a failed attempt `entry` and the next one: the 503 wait or the
     /// IMDS interval when the profile has one, else [`Self::interval_min`].
     pub fn interval_min_after(&self, entry: &Entry) -> f64 {
-        let r = &self.profile.reactions;
-        if matches!(entry.answer.status, Some(403 | 429 | 503))
-            && let Some(wait) = r.retry_interval_throttled
-        {
-            return wait;
-        }
-        if entry.answer.status == Some(503)
-            && let Some(wait) = r.retry_interval_503
-        {
-            return wait;
-        }
-        match (service_of(entry), r.imds_retry_interval_min) {
-            (Service::Imds, Some(imds)) => imds,
-            _ => self.interval_min(),
-        }
+        let service = match service_of(entry) {
+            Service::Imds => fake_wireserver::Service::Imds,
+            Service::Wireserver | Service::Other => fake_wireserver::Service::Wireserver,
+        };
+        crate::obligations::wait_after(
+            &self.profile.reactions,
+            &self.scenario.agent,
+            service,
+            entry.answer.status,
+        )
+        .min
     }
 
     /// Seconds the agent waits for an answer: its fixed timeout, else the one passed to it.
@@ -238,17 +255,27 @@ impl Observation<'_> {
     }
 
     /// How late a time the fake recorded at `t_ms` may be because the runner stalled around
-    /// then: the longest stall whose stretch (widened by [`STALL_REACH_MS`]) contains it.
+    /// then: the longest stall whose stretch (widened by [`STALL_REACH_MS`]) contains it. In
+    /// agent time, the lag the watcher cannot see ([`UNSEEN_LAG_MS`] of the wall's) counts
+    /// too: scaled, it is no longer below every tolerance.
     pub fn uncertainty_ms(&self, t_ms: u64) -> u64 {
-        self.stalls
+        let scale = self.time_scale.factor();
+        let reach = (STALL_REACH_MS as f64 * scale) as u64;
+        let stalled = self
+            .stalls
             .iter()
             .filter(|s| {
-                let from = s.end_ms.saturating_sub(s.len_ms + STALL_REACH_MS);
-                (from..=s.end_ms + STALL_REACH_MS).contains(&t_ms)
+                let from = s.end_ms.saturating_sub(s.len_ms + reach);
+                (from..=s.end_ms + reach).contains(&t_ms)
             })
             .map(|s| s.len_ms)
             .max()
-            .unwrap_or(0)
+            .unwrap_or(0);
+        if self.time_scale.is_wall() {
+            stalled
+        } else {
+            stalled + (UNSEEN_LAG_MS as f64 * scale) as u64
+        }
     }
 
     /// The health endpoint of the flow the scenario tests (`agent.protocol`).

@@ -27,9 +27,7 @@ pub fn build(obs: &Observation) -> Timeline {
     let last = obs.runs.last();
     Timeline {
         budget_ms: Some((obs.budget() * 1000.0).round() as u64),
-        deadline_ms: last.map_or(0, |r| {
-            r.clock_ms + (obs.scenario.agent.deadline * 1000.0).round() as u64
-        }),
+        deadline_ms: last.map_or(0, |r| r.clock_ms + (obs.deadline * 1000.0).round() as u64),
         agent_exit_ms: last.and_then(|r| match r.exit {
             Exit::KilledAtDeadline | Exit::SpawnFailed(_) | Exit::ContainmentFailed(_) => None,
             // The harness ended it after its report: that moment is where the run ended.
@@ -37,6 +35,7 @@ pub fn build(obs: &Observation) -> Timeline {
         }),
         events,
         runs: obs.runs.iter().map(run_end).collect(),
+        time_scale: (!obs.time_scale.is_wall()).then(|| obs.time_scale.times()),
     }
 }
 

@@ -579,8 +579,13 @@ fn run_text(case: &CaseResult) -> String {
     if !ran(&case.timeline) {
         return "not run".into();
     }
+    // `took` is the wall clock's; the timeline's times are the agent's.
+    let clock = match case.timeline.time_scale {
+        Some(scale) => format!(" · agent time x{scale}: the timeline's times are the agent's"),
+        None => String::new(),
+    };
     format!(
-        "took {} · {}",
+        "took {} · {}{clock}",
         duration_text(case.duration_ms),
         exit_text(&case.timeline)
     )

@@ -291,6 +291,10 @@ pub struct Timeline {
     /// absent (not `[]`) when nothing ran, so files written before it existed read the same.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<RunEnd>,
+    /// Agent time: the agent's clock and the fake's ran this many times faster than the wall
+    /// clock, and every time here is the agent's. Absent: the wall clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_scale: Option<u32>,
 }
 
 /// How one agent invocation ended, and the last lines it wrote to stderr.

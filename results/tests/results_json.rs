@@ -169,6 +169,8 @@ fn written_file_validates_against_the_schema() {
         judged: vec![wirecheck_results::Verdict::Pass],
         flaky: false,
     });
+    // `time_scale` only on a case run in agent time.
+    results.agents[0].cases[0].timeline.time_scale = Some(20);
     let value = serde_json::to_value(results).unwrap();
     let mut used = BTreeSet::new();
     let errors = validate(&schema, &schema, &value, "$", &mut used);

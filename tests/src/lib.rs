@@ -398,3 +398,43 @@ pub fn vector_header_names(vector: &serde_json::Value) -> Vec<String> {
 pub fn header_names(entry: &Entry) -> Vec<String> {
     entry.headers.iter().map(|(n, _)| n.clone()).collect()
 }
+
+/// A verdict as a whole-suite verdict snapshot records it. A timing check (`behaviour.interval`,
+/// `.budget`, `.timeout`, `.rate`) that passed, one the machine's stalls left unjudged
+/// (`informational`, every attempt stalled) and one failed within a declared deviation
+/// (`non-strict`: cloud-init's last IMDS attempt lands up to 1 s past its deadline, inside or
+/// outside the runner's measured lag) are recorded alike: which of them a loaded machine gives
+/// is the machine's, not the agent's, and a snapshot must not record the load. A `fail` is
+/// never recorded (the tests assert there is none), every other verdict as it is.
+pub fn snapshot_verdict(id: &str, verdict: &str) -> String {
+    let timing = [
+        ".behaviour.interval",
+        ".behaviour.budget",
+        ".behaviour.timeout",
+        ".behaviour.rate",
+    ]
+    .iter()
+    .any(|check| id.ends_with(check));
+    match verdict {
+        "pass" | "informational" | "non-strict" if timing => {
+            "pass, declared or unjudged (timing)".to_owned()
+        }
+        other => other.to_owned(),
+    }
+}
+
+/// `wirecheck run --quiet --out OUT ARGS...` from the checkout, with none of the caller's
+/// `WIRECHECK_*` selection or speed variables leaking in.
+pub fn wirecheck_run(out: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(workspace_binary("wirecheck"))
+        .current_dir(repo_root())
+        .args(["run", "--quiet", "--out"])
+        .arg(out)
+        .args(args)
+        .env_remove("WIRECHECK_CASES")
+        .env_remove("WIRECHECK_EXCLUDE")
+        .env_remove("WIRECHECK_PARTITION")
+        .env_remove("WIRECHECK_TIME_SCALE")
+        .output()
+        .expect("run wirecheck")
+}

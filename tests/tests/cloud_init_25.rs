@@ -249,7 +249,7 @@ fn wirecheck_run_judges_cloud_init_25_1() {
         if verdict == "skipped" && reason.contains("does not claim \"") {
             continue;
         }
-        judged.insert(id.clone(), verdict.to_owned());
+        judged.insert(id.clone(), wirecheck_e2e::snapshot_verdict(&id, verdict));
         reasons.insert(id, reason.to_owned());
     }
     // The encoded report and PROVISIONING_REPORT cases of the XML failure scenarios are judged,

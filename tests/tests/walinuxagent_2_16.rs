@@ -9,11 +9,11 @@
 //! under a profile that expects a report fails.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use fake_wireserver::journal::Entry;
 use serde_json::Value;
-use wirecheck_e2e::{repo_root, require_root, walinuxagent_root, workspace_binary};
+use wirecheck_e2e::{repo_root, require_root, walinuxagent_root};
 
 fn journal(path: &Path) -> Vec<Entry> {
     std::fs::read_to_string(path)
@@ -25,21 +25,15 @@ fn journal(path: &Path) -> Vec<Entry> {
 
 /// `wirecheck run` of `agents` on `cases`, profiles from `agents_dir` (else the checkout's).
 fn run(agents: &[&str], cases: &str, agents_dir: Option<&Path>, out: &Path) -> Output {
-    let mut cmd = Command::new(workspace_binary("wirecheck"));
-    cmd.current_dir(repo_root())
-        .args(["run", "--quiet", "--cases", cases])
-        .arg("--out")
-        .arg(out)
-        .env_remove("WIRECHECK_CASES")
-        .env_remove("WIRECHECK_EXCLUDE")
-        .env_remove("WIRECHECK_PARTITION");
+    let mut args = vec!["--cases", cases];
     for agent in agents {
-        cmd.args(["--agent", agent]);
+        args.extend(["--agent", agent]);
     }
-    if let Some(dir) = agents_dir {
-        cmd.arg("--agents-dir").arg(dir);
+    let dir = agents_dir.map(|d| d.display().to_string());
+    if let Some(dir) = &dir {
+        args.extend(["--agents-dir", dir.as_str()]);
     }
-    cmd.output().expect("run wirecheck")
+    wirecheck_e2e::wirecheck_run(out, &args)
 }
 
 /// Every case of one agent in a results folder: id → (verdict, reason).

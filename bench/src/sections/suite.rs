@@ -11,9 +11,8 @@ use std::time::Instant;
 
 use anyhow::{Context as _, anyhow, bail};
 
-use conformance::agent::{Forbidden, Reaction, Reactions};
+use conformance::agent::Reactions;
 use conformance::scenario::{Protocol, Scenario, Target};
-use fake_wireserver::Preset;
 
 use super::Ctx;
 use crate::commands::render;
@@ -41,48 +40,19 @@ pub const BASELINE_RATIO: f64 = 1.1;
 /// * A rate limit of `r` requests per window `w`, when the scenario needs `n` wireserver
 ///   requests (1 per JSON report, 3 per XML report): `(ceil(n / r) - 1) * w`.
 pub fn mandated_wait(s: &Scenario, r: &Reactions) -> f64 {
-    use fake_wireserver::{Action as StepAction, EndPolicy};
+    use conformance::obligations::{self, Taken};
+    use fake_wireserver::EndPolicy;
     let a = &s.agent;
-    let retry_transport = r.transport_errors == Reaction::Retry;
-    let imds_retryable = r.imds_retryable.as_ref().unwrap_or(&r.retryable);
-    let imds_403 = r.imds_status_403.unwrap_or(r.status_403);
-    let retried = |imds: bool, status: u16, throttle_body: bool| -> bool {
-        if status == 403 {
-            match if imds { imds_403 } else { r.status_403 } {
-                Forbidden::Throttling => true,
-                Forbidden::ThrottleBody => throttle_body,
-                Forbidden::Fatal => false,
-            }
-        } else if imds {
-            imds_retryable.contains(&status)
+    let retry_transport = obligations::transport_taken(r) == Taken::Retry;
+    // (retried?, seconds spent besides the retry interval): the runner's and the checks' model.
+    let cost = |imds: bool, action: &fake_wireserver::Action| -> (bool, f64) {
+        let service = if imds {
+            fake_wireserver::Service::Imds
         } else {
-            r.retryable.contains(&status)
-        }
-    };
-    // (retried?, seconds spent besides the retry interval)
-    let cost = |imds: bool, action: &StepAction| -> (bool, f64) {
-        match action {
-            StepAction::Respond(reply) => {
-                let status = reply
-                    .status
-                    .or(reply.preset.map(|p| p.status()))
-                    .unwrap_or(200);
-                let throttled = reply.preset == Some(Preset::Throttled) && reply.body.is_none();
-                if status < 300 {
-                    (false, 0.0)
-                } else {
-                    (retried(imds, status, throttled), 0.0)
-                }
-            }
-            StepAction::Delay { seconds, .. } if *seconds < a.request_timeout => (false, *seconds),
-            StepAction::Delay { .. } | StepAction::Hang | StepAction::Slow { .. } => {
-                (retry_transport, a.request_timeout)
-            }
-            StepAction::Reset
-            | StepAction::Close
-            | StepAction::Malformed { .. }
-            | StepAction::Partial { .. } => (retry_transport, 0.0),
-        }
+            fake_wireserver::Service::Wireserver
+        };
+        let c = obligations::step_cost(r, a, service, action);
+        (c.taken == Taken::Retry, c.busy)
     };
     let mut per_service = [0.0f64; 2]; // wireserver, IMDS
     if a.wireserver == Target::Closed && retry_transport {
@@ -169,6 +139,10 @@ pub(crate) struct SuiteRun {
     pub(crate) per_agent: BTreeMap<String, BTreeMap<String, usize>>,
     /// The slowest case: (agent, scenario id, seconds).
     pub(crate) slowest: Option<(String, String, f64)>,
+    /// The agent time the run covered: for each (agent, scenario) pair, how long its agent ran
+    /// on its own clock (its timeline's end), summed; and the pairs run in agent time.
+    pub(crate) agent_seconds: f64,
+    pub(crate) scaled_pairs: usize,
 }
 
 pub(crate) fn run_suite(ctx: &Ctx, out: &Path, extra: &[String]) -> anyhow::Result<SuiteRun> {
@@ -215,6 +189,8 @@ fn run_suite_of(
     let mut per_scenario: BTreeMap<String, f64> = BTreeMap::new();
     let mut per_agent: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     let mut slowest: Option<(String, String, f64)> = None;
+    // (agent, scenario) → (agent seconds its timeline spans, sped up?)
+    let mut pairs: BTreeMap<(String, String), (f64, bool)> = BTreeMap::new();
     for agent in results["agents"].as_array().into_iter().flatten() {
         let name = agent["agent"].as_str().unwrap_or("?").to_owned();
         for case in agent["cases"].as_array().into_iter().flatten() {
@@ -227,6 +203,9 @@ fn run_suite_of(
                 .or_default() += 1;
             *verdicts.entry(verdict).or_default() += 1;
             let scenario = case["scenario"].as_str().unwrap_or("?").to_owned();
+            pairs
+                .entry((name.clone(), scenario.clone()))
+                .or_insert_with(|| timeline_span(&case["timeline"]));
             let ms = case["duration_ms"].as_f64().unwrap_or(0.0);
             let e = per_scenario.entry(scenario).or_default();
             *e = e.max(ms / 1000.0);
@@ -247,6 +226,8 @@ fn run_suite_of(
         longest_case,
         per_agent,
         slowest,
+        agent_seconds: pairs.values().map(|(s, _)| s).sum(),
+        scaled_pairs: pairs.values().filter(|(_, scaled)| *scaled).count(),
     })
 }
 
@@ -416,6 +397,28 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
         body,
         figures,
     })
+}
+
+/// How long a case's agent ran on its own clock (its timeline's last moment: the exit, else the
+/// last answer or request), and whether that clock was sped up (`time_scale`).
+fn timeline_span(timeline: &serde_json::Value) -> (f64, bool) {
+    let events = timeline["events"].as_array().into_iter().flatten();
+    let last_event = events
+        .flat_map(|e| {
+            [
+                e["at_ms"].as_u64(),
+                e["done_ms"].as_u64(),
+                e["closed_ms"].as_u64(),
+            ]
+        })
+        .flatten()
+        .max()
+        .unwrap_or(0);
+    let end = timeline["agent_exit_ms"]
+        .as_u64()
+        .unwrap_or(0)
+        .max(last_event);
+    (end as f64 / 1000.0, timeline["time_scale"].is_u64())
 }
 
 #[cfg(test)]

@@ -34,9 +34,20 @@ pub fn run(args: RunArgs) -> u8 {
         }
     }
     match args.ad_hoc.profile() {
-        Some(Ok(p)) => profiles.push(Arc::new(p)),
+        Some(Ok(mut p)) => {
+            // An ad-hoc agent's clock is scaled when the user asks for a speed.
+            if args.time_scale.is_some() {
+                p.clock.kind = conformance::agent::clock::ClockKind::Scalable;
+            }
+            profiles.push(Arc::new(p));
+        }
         Some(Err(e)) => return usage(e),
         None => {}
+    }
+    if let Some(scale) = args.time_scale {
+        for p in &mut profiles {
+            Arc::make_mut(p).clock.fixed = Some(scale);
+        }
     }
     for (i, p) in profiles.iter().enumerate() {
         if profiles[..i].iter().any(|q| q.name == p.name) {

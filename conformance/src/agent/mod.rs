@@ -4,6 +4,7 @@
 //! One TOML file per agent in `conformance/agents/` (see `provision-report.toml` for a
 //! commented example). Unknown keys are errors; every error names the file, line and field.
 
+pub mod clock;
 pub mod template;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -198,6 +199,20 @@ pub enum Reaction {
     Fatal,
 }
 
+/// What one budget covers (`budget_scope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum BudgetScope {
+    /// One budget for the whole exchange, from its first wireserver request (the recommended
+    /// policy, docs/protocol.md §8.2).
+    #[default]
+    Flow,
+    /// Each request's retries get a budget of their own, from its first attempt (cloud-init:
+    /// `http_with_retries` per call, sources/helpers/azure.py:230-274): the health report's
+    /// loop starts at its first POST, not at the goal state fetched before it.
+    Request,
+}
+
 /// The expected reactions where agents legitimately differ (docs/protocol.md §8).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reactions {
@@ -238,6 +253,8 @@ pub struct Reactions {
     /// Seconds the agent waits after a throttling answer (403, 429, 503), when that differs
     /// from its longest backoff (WALinuxAgent: 1 s, `restutil.py` THROTTLE_DELAY_IN_SECONDS).
     pub retry_interval_throttled: Option<f64>,
+    /// What one budget covers (`budget_scope`).
+    pub budget_scope: BudgetScope,
 }
 
 /// The UTC timestamp style of an agent's encoded reports (docs/protocol.md §6.2).
@@ -438,6 +455,8 @@ pub struct AgentProfile {
     pub failure_description: FailureDescription,
     /// Whether it sends a health report at all (`health_report`).
     pub health_report: HealthReporting,
+    /// Whether its clock can run in agent time (`clock`), and the run's fixed speed.
+    pub clock: clock::AgentClockPolicy,
     pub deviations: Vec<Deviation>,
     /// `[[limitation]]`: inputs of property runs the agent knowingly does not handle.
     pub limitations: Vec<Limitation>,
@@ -473,6 +492,8 @@ struct ProfileFile {
     #[serde(default)]
     failure_description: FailureDescription,
     health_report: Option<Spanned<HealthReporting>>,
+    #[serde(default)]
+    clock: clock::ClockKind,
     #[serde(default, rename = "deviation")]
     deviations: Vec<DeviationFile>,
     #[serde(default, rename = "limitation")]
@@ -566,6 +587,8 @@ struct ReactionsFile {
     imds_unusable_body: Reaction,
     retry_interval_503: Option<Spanned<f64>>,
     retry_interval_throttled: Option<Spanned<f64>>,
+    #[serde(default)]
+    budget_scope: BudgetScope,
 }
 
 #[derive(Debug, Deserialize)]
@@ -662,6 +685,10 @@ impl AgentProfile {
             in_progress_continues_to_ready: daemon.in_progress_continues_to_ready,
             failure_description: file.failure_description,
             health_report: daemon.health_report,
+            clock: clock::AgentClockPolicy {
+                kind: file.clock,
+                fixed: None,
+            },
             deviations,
             limitations,
             encoded,
@@ -754,6 +781,7 @@ impl AgentProfile {
             in_progress_continues_to_ready: false,
             failure_description: FailureDescription::Encoded,
             health_report: HealthReporting::Sent,
+            clock: clock::AgentClockPolicy::default(),
             deviations: Vec::new(),
             limitations: Vec::new(),
             encoded: None,
@@ -803,6 +831,7 @@ impl Reactions {
             imds_unusable_body: Reaction::Retry,
             retry_interval_503: None,
             retry_interval_throttled: None,
+            budget_scope: BudgetScope::Flow,
         }
     }
 }
@@ -1283,6 +1312,7 @@ fn reactions_from(
             &r.retry_interval_throttled,
             "reactions.retry_interval_throttled",
         )?,
+        budget_scope: r.budget_scope,
     };
 
     if let (Some(min), Some(max)) = (reactions.retry_interval_min, &r.retry_interval_max)

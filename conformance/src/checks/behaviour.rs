@@ -10,7 +10,7 @@ use fake_wireserver::EndpointId;
 use fake_wireserver::journal::{AnswerKind, Entry};
 
 use super::{Judgement, Tally, about, line, note, stderr_tail};
-use crate::agent::{Done, HealthReporting};
+use crate::agent::{BudgetScope, Done, HealthReporting};
 use crate::exec::Exit;
 use crate::observe::{
     Class, LoopBudget, Observation, RunRecord, Service, Within, is_health, service_of,
@@ -262,7 +262,7 @@ fn retryable(t: &mut Tally, obs: &Observation, at: &Attempts, k: usize, why: &st
         return; // budget and exit judge a run that never ended
     }
     let agent = &obs.profile.name;
-    let budget = ms(obs.budget());
+    let budget = ms(obs.budget_for(at.service));
     let interval = ms(obs.interval_min());
     // Stopping is fine when the next attempt would not fit in the budget, nor, for an IMDS
     // 410, in the 70 s the platform allows.
@@ -511,7 +511,7 @@ pub fn budget(obs: &Observation) -> Judgement {
                 format!(
                     "run {} was still running at the {} deadline; its budget is {}",
                     ri + 1,
-                    secs(ms(obs.scenario.agent.deadline)),
+                    secs(ms(obs.deadline)),
                     secs(budget)
                 ),
                 about(
@@ -525,7 +525,7 @@ pub fn budget(obs: &Observation) -> Judgement {
         for service in [Service::Imds, Service::Wireserver] {
             let rule = LoopBudget {
                 start_ms: loop_start(obs, ri, service),
-                budget_ms: budget,
+                budget_ms: ms(obs.budget_for(service)),
             };
             late_attempts(&mut t, obs, ri, service, &rule);
         }
@@ -535,13 +535,25 @@ pub fn budget(obs: &Observation) -> Judgement {
 }
 
 /// Fails every attempt of run `ri` to `service` that started after the budget beyond the
-/// runner's lag around it.
+/// runner's lag around it. With a budget per request (`budget_scope = "request"`) each
+/// endpoint's loop starts at its own first attempt.
 fn late_attempts(t: &mut Tally, obs: &Observation, ri: usize, service: Service, rule: &LoopBudget) {
     let name = match service {
         Service::Imds => "IMDS",
         _ => "wireserver",
     };
-    for e in requests(obs, ri, service) {
+    let reqs = requests(obs, ri, service);
+    for e in &reqs {
+        let rule = &match obs.profile.reactions.budget_scope {
+            BudgetScope::Flow => *rule,
+            BudgetScope::Request => LoopBudget {
+                start_ms: reqs
+                    .iter()
+                    .find(|r| r.endpoint == e.endpoint)
+                    .map_or(rule.start_ms, |first| first.at_ms),
+                ..*rule
+            },
+        };
         let lag = obs.uncertainty_ms(e.at_ms);
         if let Within::Over { by_ms, .. } = rule.attempt(e.at_ms, lag) {
             t.fail(
@@ -561,13 +573,34 @@ fn late_attempts(t: &mut Tally, obs: &Observation, ri: usize, service: Service, 
 /// The wireserver loop of run `ri` must be over by the budget plus its in-flight request (the
 /// last attempt that started within the budget) plus the runner's lag, and the agent gone one
 /// retry interval after that ([`LoopBudget`]).
+/// Run `ri`'s own start-up, spawn to its first request (`None`: it sent nothing). Its exit is
+/// CPU-bound work like its start, measured in the same run: as slow on a loaded machine, and as
+/// sped up by agent time, where a millisecond of CPU is `scale` milliseconds of the agent's
+/// clock. A sleep is neither. The runner's own start allowance is not the agent's, so an agent
+/// that sent nothing has no start-up to allow.
+fn own_start_up_ms(obs: &Observation, ri: usize) -> Option<u64> {
+    let start = obs.runs[ri].start_ms;
+    obs.journal
+        .iter()
+        .filter(|e| obs.run_of(e) == ri)
+        .map(|e| e.at_ms)
+        .min()
+        .map(|first| first.saturating_sub(start))
+}
+
 fn loop_end(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
     let run = &obs.runs[ri];
+    let reqs = requests(obs, ri, Service::Wireserver);
+    // With a budget per request, the loop that ends last is the health report's.
+    let health_start = reqs.iter().find(|e| obs.is_flow_health(e)).map(|e| e.at_ms);
+    let start_ms = match (obs.profile.reactions.budget_scope, health_start) {
+        (BudgetScope::Request, Some(first_post)) => first_post,
+        _ => loop_start(obs, ri, Service::Wireserver),
+    };
     let rule = LoopBudget {
-        start_ms: loop_start(obs, ri, Service::Wireserver),
+        start_ms,
         budget_ms: budget,
     };
-    let reqs = requests(obs, ri, Service::Wireserver);
     let in_flight = reqs
         .iter()
         .rev()
@@ -603,12 +636,29 @@ fn loop_end(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
         }
     }
     let interval = ms(obs.interval_min());
+    let start_up = own_start_up_ms(obs, ri);
     let lag = obs.uncertainty_ms(run.end_ms);
     let evidence: Vec<&Entry> = in_flight.into_iter().copied().collect();
-    match rule.exit(run.end_ms, wire_end, interval, lag) {
+    // In agent time an agent that sent nothing had a start-up N times longer on its clock that
+    // nothing measured: its exit cannot be judged there (at the wall clock it gets none).
+    if start_up.is_none() && !obs.time_scale.is_wall() {
+        t.uncertain(
+            format!(
+                "run {}: exited {} into a {} budget having sent nothing, so its own start-up (sped up {} on its clock) was not measured and its exit is not judged in agent time",
+                ri + 1,
+                since(run.end_ms),
+                secs(budget),
+                obs.time_scale
+            ),
+            about(format!("run {}: {}", ri + 1, run.exit.describe()), &evidence, None),
+        );
+        return;
+    }
+    let own_work = start_up.unwrap_or(0);
+    match rule.exit(run.end_ms, wire_end, interval + own_work, lag) {
         Within::Over { limit_ms, by_ms } => t.fail(
             format!(
-                "run {}: the wireserver report took {} (first attempt to exit) of a {} budget: the agent exited {by_ms} ms after the budget (or its last request) plus one {} interval plus the runner's {lag} ms lag ({})",
+                "run {}: the wireserver report took {} (first attempt to exit) of a {} budget: the agent exited {by_ms} ms after the budget (or its last request) plus one {} interval plus its own start-up's {own_work} ms plus the runner's {lag} ms lag ({})",
                 ri + 1,
                 since(run.end_ms),
                 secs(budget),

@@ -162,6 +162,27 @@ fn judge_full(
     runs: Vec<RunRecord>,
     stalls: Vec<crate::observe::Stall>,
 ) -> Judgement {
+    judge_at(
+        profile,
+        check,
+        scenario,
+        journal,
+        runs,
+        stalls,
+        Default::default(),
+    )
+}
+
+/// [`judge_full`] with the agent's clock and the fake's at `time_scale`.
+fn judge_at(
+    profile: &AgentProfile,
+    check: &str,
+    scenario: &Scenario,
+    journal: Vec<Entry>,
+    runs: Vec<RunRecord>,
+    stalls: Vec<crate::observe::Stall>,
+    time_scale: fake_wireserver::clock::TimeScale,
+) -> Judgement {
     let obs = Observation {
         scenario,
         profile,
@@ -176,6 +197,8 @@ fn judge_full(
         pool_view: decode_pool(&[]),
         runs,
         stalls,
+        time_scale,
+        deadline: scenario.agent.deadline,
     };
     let def = super::get(crate::catalog::CheckId::from_id(check).unwrap());
     (def.run)(&obs)
@@ -422,14 +445,14 @@ fn the_budget_and_the_deadline() {
         "behaviour.budget",
         &s,
         vec![health(1, 10, 503)],
-        vec![run(0, 3211, Exit::Code(1))],
+        vec![run(0, 3221, Exit::Code(1))],
     );
     assert_eq!(beyond.verdict, Verdict::Fail, "{beyond:?}");
     let within = judge(
         "behaviour.budget",
         &s,
         vec![health(1, 10, 503)],
-        vec![run(0, 3210, Exit::Code(1))],
+        vec![run(0, 3220, Exit::Code(1))],
     );
     assert_eq!(within.verdict, Verdict::Pass, "{within:?}");
 }
@@ -540,23 +563,98 @@ fn the_agent_exits_within_one_interval_of_the_budget_plus_the_lag() {
             stalls,
         )
     };
-    assert_eq!(exit_at(3210, vec![]).verdict, Verdict::Pass);
-    let over = exit_at(3211, vec![]);
+    // Its start-up: spawned at 0, its first request at 10 ms.
+    assert_eq!(exit_at(3220, vec![]).verdict, Verdict::Pass);
+    let over = exit_at(3221, vec![]);
     assert_eq!(over.verdict, Verdict::Fail, "{over:?}");
     assert!(
         over.reason.as_deref().unwrap().contains(
-            "the agent exited 1 ms after the budget (or its last request) plus one 0.20 s interval plus the runner's 0 ms lag"
+            "the agent exited 1 ms after the budget (or its last request) plus one 0.20 s interval plus its own start-up's 10 ms plus the runner's 0 ms lag"
         ),
         "{over:?}"
     );
+    // Its exit is CPU-bound work like its start: an agent whose first request came 300 ms
+    // after its spawn gets those 300 ms to exit too (a loaded machine, or agent time), no more.
+    let slow_start = |end: u64| {
+        judge_stalled(
+            "behaviour.budget",
+            &s,
+            vec![health(1, 300, 503), health(2, 3200, 503)],
+            vec![run(0, end, Exit::Code(1))],
+            vec![],
+        )
+    };
+    assert_eq!(slow_start(3800).verdict, Verdict::Pass);
+    assert_eq!(slow_start(3801).verdict, Verdict::Fail);
+    // An agent that sent nothing has no start-up to measure, whatever the runner's start
+    // allowance says: it gets none (a refused wireserver is judged by its exit alone).
+    let silent = |end: u64| {
+        let mut r = run(0, end, Exit::Code(1));
+        r.clock_ms = end;
+        judge_stalled("behaviour.budget", &s, vec![], vec![r], vec![])
+    };
+    assert_eq!(silent(3200).verdict, Verdict::Pass);
+    assert_eq!(silent(3201).verdict, Verdict::Fail);
+    // In agent time its start-up ran sped up on its clock, unmeasured: not judged either way.
+    let x50 = fake_wireserver::clock::TimeScale::new(50).unwrap();
+    for end in [3200, 60_000] {
+        let mut r = run(0, end, Exit::Code(1));
+        r.clock_ms = end;
+        let j = judge_at(
+            &profile(),
+            "behaviour.budget",
+            &s,
+            vec![],
+            vec![r],
+            vec![],
+            x50,
+        );
+        assert_eq!(j.verdict, Verdict::Informational, "{j:?}");
+    }
     let stall = || {
         vec![crate::observe::Stall {
             end_ms: 3260,
             len_ms: 40,
         }]
     };
-    assert_eq!(exit_at(3250, stall()).verdict, Verdict::Pass);
-    assert_eq!(exit_at(3251, stall()).verdict, Verdict::Fail);
+    assert_eq!(exit_at(3260, stall()).verdict, Verdict::Pass);
+    assert_eq!(exit_at(3261, stall()).verdict, Verdict::Fail);
+}
+
+/// cloud-init gives each request's retries a budget of their own (http_with_retries per call):
+/// its health loop starts at its first POST, 700 ms after the goal state it fetched first. Seen
+/// only in agent time, where those 7 ms of the wall's are 700 ms: judged against the goal
+/// state's start, its last POST looked late. A flow-wide budget still fails it.
+#[test]
+fn a_budget_per_request_starts_at_that_requests_first_attempt() {
+    let s = scenario("");
+    let journal = || {
+        let mut j = vec![entry(
+            1,
+            EndpointId::WireserverGoalstate,
+            10,
+            Some(12),
+            AnswerKind::Default,
+            Some(200),
+        )];
+        j.extend((0..15).map(|k| health(k + 2, 710 + 200 * k, 503)));
+        j
+    };
+    let judge_scope = |p: &AgentProfile| {
+        judge_with(
+            p,
+            "behaviour.budget",
+            &s,
+            journal(),
+            vec![run(0, 3750, Exit::Code(1))],
+        )
+    };
+    let flow = judge_scope(&profile());
+    assert_eq!(flow.verdict, Verdict::Fail, "{flow:?}");
+    let mut per_request = profile();
+    per_request.reactions.budget_scope = crate::agent::BudgetScope::Request;
+    let j = judge_scope(&per_request);
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
 }
 
 /// The bundled reporter with its budget stretched by 30 % (measured on main): new attempts
@@ -1471,6 +1569,8 @@ fn judge_failure_pool(
         pool: Some(pool),
         runs: vec![r],
         stalls: Vec::new(),
+        time_scale: Default::default(),
+        deadline: s.agent.deadline,
     };
     let def = super::get(crate::catalog::CheckId::from_id(check).unwrap());
     (def.run)(&obs)
@@ -2232,6 +2332,8 @@ fn an_unusable_imds_200_is_a_retry_decision_but_a_text_leaf_is_an_answer() {
         pool_view: wirecheck_oracle::kvp::decode_pool(&[]),
         runs: vec![run(0, 3000, Exit::Code(0))],
         stalls: Vec::new(),
+        time_scale: Default::default(),
+        deadline: s.agent.deadline,
     };
     assert!(matches!(
         obs.classify(&whole),

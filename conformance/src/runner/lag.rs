@@ -15,13 +15,15 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use fake_wireserver::clock::AgentClock;
+
 pub use crate::observe::Stall;
 
 /// How often the watcher wakes.
 const TICK: Duration = Duration::from_millis(10);
 
 /// Lags below this are not kept (they never matter to a verdict).
-const KEEP_FROM: Duration = Duration::from_millis(5);
+const KEEP_FROM: Duration = Duration::from_millis(crate::observe::UNSEEN_LAG_MS);
 
 /// Samples kept at most (oldest dropped): at one sample per tick, over 15 minutes of
 /// continuous lag.
@@ -142,14 +144,15 @@ impl LagWatch {
             .push_back((at, lag));
     }
 
-    /// The stalls that ended after `from`, on a clock whose zero is `origin` (the fake's).
-    pub fn stalls_since(&self, from: Instant, origin: Instant) -> Vec<Stall> {
+    /// The stalls that ended after `from`, on the fake's `clock`: in agent time, where a
+    /// stall of the wall clock lasts `scale` times as long.
+    pub fn stalls_since(&self, from: Instant, clock: &AgentClock) -> Vec<Stall> {
         let s = self.samples.lock().unwrap_or_else(|e| e.into_inner());
         s.iter()
             .filter(|(woke, _)| *woke >= from)
             .map(|(woke, lag)| Stall {
-                end_ms: woke.saturating_duration_since(origin).as_millis() as u64,
-                len_ms: lag.as_millis() as u64,
+                end_ms: clock.ms(*woke),
+                len_ms: lag.mul_f64(clock.scale().factor()).as_millis() as u64,
             })
             .collect()
     }
@@ -204,14 +207,24 @@ mod tests {
             origin + Duration::from_millis(900),
             Duration::from_millis(250),
         );
+        let wall = AgentClock::new(origin, fake_wireserver::clock::TimeScale::WALL);
         assert_eq!(
-            w.stalls_since(origin + Duration::from_millis(500), origin),
+            w.stalls_since(origin + Duration::from_millis(500), &wall),
             [Stall {
                 end_ms: 900,
                 len_ms: 250
             }]
         );
-        assert_eq!(w.stalls_since(origin, origin).len(), 2);
+        assert_eq!(w.stalls_since(origin, &wall).len(), 2);
+        // In agent time at x20 a stall lasts twenty times as long, and ends twenty times later.
+        let x20 = AgentClock::new(origin, fake_wireserver::clock::TimeScale::new(20).unwrap());
+        assert_eq!(
+            w.stalls_since(origin + Duration::from_millis(500), &x20),
+            [Stall {
+                end_ms: 18_000,
+                len_ms: 5_000
+            }]
+        );
     }
 
     #[tokio::test]
@@ -223,7 +236,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(300));
         tokio::time::sleep(Duration::from_millis(50)).await;
         task.abort();
-        let stalls = w.stalls_since(origin, origin);
+        let stalls = w.stalls_since(origin, &AgentClock::new(origin, Default::default()));
         assert!(stalls.iter().any(|s| s.len_ms >= 200), "{stalls:?}");
     }
 }

@@ -428,7 +428,7 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
         let semaphore = Arc::new(tokio::sync::Semaphore::new(settings.jobs.max(1)));
         // Longest first, so the run is not waiting on a long scenario started last.
         let mut order: Vec<usize> = (0..planned.len()).collect();
-        let wait = |i: usize| planned[i].timing().map_or(0.0, |t| t.expected_wait);
+        let wait = |i: usize| planned[i].timing().map_or(0.0, |t| t.wall_wait());
         order.sort_by(|a, b| wait(*b).total_cmp(&wait(*a)));
         let mut tasks = Vec::with_capacity(planned.len());
         for p in order.iter().map(|i| planned[*i].clone()) {

@@ -145,7 +145,7 @@ async fn execute(
     .map_err(|e| SessionError::Harness(format!("cannot create a case folder: {e}")))?;
     let timing = p.timing().map_err(SessionError::Harness)?;
     let started = Instant::now();
-    let session = attach::run(p, settings, case_dir.path(), timing.deadline).await?;
+    let session = attach::run(p, settings, case_dir.path(), &timing).await?;
     // An agent stopped half-way says nothing about the agent.
     if let Some(sig) = session.runs.iter().find_map(|r| match r.exit {
         crate::exec::Exit::Interrupted(sig) => Some(sig),
@@ -178,7 +178,9 @@ async fn execute(
         pool,
         pool_view,
         runs: session.runs,
-        stalls: lag.stalls_since(started, session.clock_origin),
+        stalls: lag.stalls_since(started, &session.clock),
+        time_scale: session.clock.scale(),
+        deadline: timing.deadline,
     };
     let timeline = crate::timeline::build(&obs);
     let artifacts_rel = match attempt {

@@ -1,4 +1,4 @@
-//! How long one (agent, scenario) pair may run.
+//! How long one (agent, scenario) pair may run, and how fast its agent's clock runs.
 //!
 //! A scenario's `deadline` is sized for an agent that takes `{retry_interval}` and `{budget}`
 //! from the scenario. Real agents often have fixed timing (cloud-init 22.4.2 sleeps 5 s between
@@ -6,123 +6,206 @@
 //! their profile (`reactions.retry_interval_min` / `retry_interval_max` / `budget`). Killing
 //! such an agent at the scenario's deadline would judge the runner's impatience, not the agent,
 //! so the deadline grows by the profile's interval for every scripted fault (and by its fixed
-//! `request_timeout` for every unanswered request). A scenario that only ends at a fixed budget
-//! longer than [`CASE_LIMIT_SECONDS`], or whose faults would take longer than that, is not run
-//! (skipped, saying why).
+//! `request_timeout` for every unanswered request), and a scenario that only ends at a fixed
+//! budget gets that budget. All of that is agent time.
+//!
+//! Agent time ([`fake_wireserver::clock`]): an agent whose profile says its clock is
+//! `scalable` runs a case whose deadline is longer than [`WALL_TARGET_SECONDS`] at the speed
+//! that brings it there (at most [`TimeScale::MAX`], and no faster than the finest interval the
+//! case judges allows), or at the run's `--time-scale`; a shorter case keeps the wall clock,
+//! where its timings are judged most finely. A pair whose deadline would still take longer than
+//! [`CASE_LIMIT_SECONDS`] of the wall clock is not run (skipped, saying why).
 
+use fake_wireserver::clock::TimeScale;
 use fake_wireserver::{Action as StepAction, EndPolicy};
 
 use crate::agent::AgentProfile;
+use crate::obligations::{self, Taken};
 use crate::scenario::{Scenario, Target};
 
-/// The longest a case may take when an agent's fixed budget decides its end.
+/// The longest a case may take on the wall clock.
 pub const CASE_LIMIT_SECONDS: f64 = 60.0;
 
-/// The timing of one pair.
+/// The longest deadline a case keeps the wall clock for; a longer one is sped up to fit it. At
+/// the wall clock timings are judged most finely (a stall counts once, not N times), so only a
+/// case that would otherwise be slow or not run at all is sped up.
+pub const WALL_TARGET_SECONDS: f64 = 20.0;
+
+/// The timing of one pair. `deadline` and `expected_wait` are agent seconds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaseTiming {
-    /// Seconds after which each invocation is killed.
+    /// Seconds of agent time after which each invocation is killed.
     pub deadline: f64,
-    /// Rough seconds a conforming agent waits (the runner starts the longest first).
+    /// Rough seconds of agent time a conforming agent waits (the runner starts the longest
+    /// first).
     pub expected_wait: f64,
+    /// How fast the agent's clock (and the fake's) runs in this case.
+    pub scale: TimeScale,
+}
+
+impl CaseTiming {
+    /// The deadline on the wall clock.
+    pub fn wall_deadline(&self) -> f64 {
+        self.deadline / self.scale.factor()
+    }
+
+    /// The expected wait on the wall clock.
+    pub fn wall_wait(&self) -> f64 {
+        self.expected_wait / self.scale.factor()
+    }
 }
 
 /// The timing of `scenario` run by `profile`, or why it cannot be run in reasonable time.
 pub fn case_timing(profile: &AgentProfile, scenario: &Scenario) -> Result<CaseTiming, String> {
+    let FaultTiming {
+        deadline,
+        expected_wait,
+        finest_wait,
+    } = agent_timing(profile, scenario);
+    let scale = profile
+        .clock
+        .scale(wanted_scale(deadline).min(finest_scale(finest_wait)));
+    // The agent's own work (start-up, parsing, exit) is not sped up: sped up, it gets the
+    // scenario's own deadline of the wall clock more to do it in. A kill is the runner's
+    // patience, not a judged tolerance: the checks judge what reached the fake.
+    let deadline = deadline + scenario.agent.deadline * (scale.factor() - 1.0);
+    let timing = CaseTiming {
+        deadline,
+        expected_wait,
+        scale,
+    };
+    let limit = CASE_LIMIT_SECONDS.max(scenario.agent.deadline);
+    if timing.wall_deadline() > limit {
+        let at = if scale.is_wall() {
+            format!(
+                "its clock runs at the wall clock (profile clock = \"{}\")",
+                profile.clock.kind.as_str()
+            )
+        } else {
+            format!("even at agent time {scale}")
+        };
+        return Err(format!(
+            "with {}'s fixed timing (profile reactions) this scenario takes about {deadline:.0} s of agent time, and {at} that is {:.0} s of the wall's; wirecheck runs no case longer than {CASE_LIMIT_SECONDS} s",
+            profile.name,
+            timing.wall_deadline()
+        ));
+    }
+    Ok(timing)
+}
+
+/// The speed that brings a `deadline` of agent seconds to [`WALL_TARGET_SECONDS`] of the wall
+/// clock: a whole number, from 1 to [`TimeScale::MAX`].
+pub fn wanted_scale(deadline: f64) -> TimeScale {
+    let factor = (deadline / WALL_TARGET_SECONDS)
+        .ceil()
+        .clamp(1.0, f64::from(TimeScale::MAX));
+    TimeScale::new(factor as u32).unwrap_or(TimeScale::WALL)
+}
+
+/// The fastest agent time at which the shortest wait the checks judge (`finest_wait` agent
+/// seconds) is still ten times the lag the runner cannot see, scaled
+/// ([`crate::observe::UNSEEN_LAG_MS`]): a correct agent's interval is then judged, not left
+/// uncertain. Measured: cloud-init 25.1's 1 s waits after a 503 at x100 (2 ms unseen = 200 ms)
+/// left 405 of 950 gaps uncertain on a loaded 2-core machine, and the case informational.
+pub fn finest_scale(finest_wait: Option<f64>) -> TimeScale {
+    let Some(wait) = finest_wait else {
+        return TimeScale::new(TimeScale::MAX).unwrap_or(TimeScale::WALL);
+    };
+    let factor = (wait * 1000.0 / (10.0 * crate::observe::UNSEEN_LAG_MS as f64))
+        .floor()
+        .clamp(1.0, f64::from(TimeScale::MAX));
+    TimeScale::new(factor as u32).unwrap_or(TimeScale::WALL)
+}
+
+/// The pair's deadline and expected wait in agent seconds.
+fn agent_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
     let a = &scenario.agent;
     let r = &profile.reactions;
+    let faults = fault_timing(profile, scenario);
+    // A scenario that never lets the report through ends only at the agent's fixed budget
+    // (IMDS's, for an IMDS that never answers): the agent gets that budget and the scenario's
+    // own allowance after it for its last request and its exit.
+    let mut fixed_end = 0.0_f64;
     if let Some(budget) = r.budget
-        && budget > CASE_LIMIT_SECONDS
         && never_succeeds(scenario)
     {
-        return Err(format!(
-            "the scenario never lets the report through, so {} stops only at its fixed {budget} s budget (profile reactions.budget, docs/protocol.md §8); wirecheck runs no case longer than {CASE_LIMIT_SECONDS} s",
-            profile.name
-        ));
+        fixed_end = fixed_end.max(budget);
     }
     if let Some(imds_budget) = r.imds_budget
-        && imds_budget > CASE_LIMIT_SECONDS
         && imds_never_succeeds(scenario)
     {
-        return Err(format!(
-            "IMDS never answers with the instance document, so {} gives up on it only after its fixed {imds_budget} s (profile reactions.imds_budget); wirecheck runs no case longer than {CASE_LIMIT_SECONDS} s",
-            profile.name
-        ));
+        fixed_end = fixed_end.max(imds_budget);
     }
-    let fixed_interval = r.retry_interval_max.or(r.retry_interval_min);
-    if fixed_interval.is_none() && r.request_timeout.is_none() {
-        return Ok(CaseTiming {
-            deadline: a.deadline,
-            expected_wait: scenario.expected_wait(),
-        });
+    if fixed_end > 0.0 {
+        // After the budget: the last request's timeout, one more sleep, and its exit.
+        let wind_down = obligations::request_timeout(r, a)
+            + obligations::wait_after(r, a, fake_wireserver::Service::Wireserver, None).max
+            + a.deadline;
+        let runs = a.runs.len().max(1) as f64;
+        return FaultTiming {
+            deadline: faults.deadline.max(fixed_end + wind_down),
+            expected_wait: faults.expected_wait.max(fixed_end * runs),
+            ..faults
+        };
     }
-    // Every scripted fault costs the agent at most one (longest) sleep more than the scenario
-    // planned with, and an unanswered request its own timeout instead of the scenario's; a
-    // throttled flow (rate limit) about one sleep per request of the flow.
-    let extra_sleep = fixed_interval.map_or(0.0, |i| (i - a.retry_interval).max(0.0));
-    // After a throttling answer some agents wait much less than their longest backoff.
-    let after = |status: Option<u16>| {
-        // An answer the agent gives up on costs no sleep.
-        let fatal = status.is_some_and(|s| {
-            let retried = (200..300).contains(&s)
-                || r.retryable.contains(&s)
-                || (s == 403 && r.status_403 != crate::agent::Forbidden::Fatal);
-            !retried
-        });
-        if fatal {
+    faults
+}
+
+/// What the scripted faults cost, in agent seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct FaultTiming {
+    deadline: f64,
+    expected_wait: f64,
+    /// The shortest wait after a retried answer: the finest interval the checks judge.
+    finest_wait: Option<f64>,
+}
+
+/// The deadline and expected wait from the scripted faults: each costs the agent its fixed
+/// sleep instead of the scenario's, and an unanswered request its own timeout instead of the
+/// scenario's ([`obligations`]: how each answer is taken, and the wait after it).
+fn fault_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
+    let a = &scenario.agent;
+    let r = &profile.reactions;
+    let extra_busy = (obligations::request_timeout(r, a) - a.request_timeout).max(0.0);
+    let mut finest: Option<f64> = None;
+    let mut extra = 0.0;
+    // The sleep after an answer beyond the scenario's own; an answer given up on costs none.
+    let mut sleep_after = |service, taken, status| {
+        if taken == Taken::Fatal {
             return 0.0;
         }
-        let sleep = match status {
-            Some(403 | 429 | 503) => r.retry_interval_throttled,
-            _ => None,
+        let wait = obligations::wait_after(r, a, service, status);
+        if taken == Taken::Retry {
+            finest = Some(finest.map_or(wait.min, |f: f64| f.min(wait.min)));
         }
-        .or(match status {
-            Some(503) => r.retry_interval_503,
-            _ => None,
-        });
-        sleep.map_or(extra_sleep, |s| (s - a.retry_interval).max(0.0))
+        (wait.max - a.retry_interval).max(0.0)
     };
-    let extra_wait = r
-        .request_timeout
-        .map_or(0.0, |t| (t - a.request_timeout).max(0.0));
-    let mut extra = 0.0;
     for plan in &scenario.fake.endpoints {
+        let service = obligations::plan_service(&scenario.fake, plan);
         for step in &plan.steps {
+            let cost = obligations::step_cost(r, a, service, &step.action);
             // A delay may end without a retry; counting it only makes the deadline longer.
             let waits = matches!(
                 step.action,
                 StepAction::Hang | StepAction::Slow { .. } | StepAction::Delay { .. }
             );
-            let status = match &step.action {
-                StepAction::Respond(reply) => reply.status.or(reply.preset.map(|p| p.status())),
-                StepAction::Delay { .. }
-                | StepAction::Hang
-                | StepAction::Reset
-                | StepAction::Close
-                | StepAction::Malformed { .. }
-                | StepAction::Partial { .. }
-                | StepAction::Slow { .. } => None,
-            };
-            let each = after(status) + if waits { extra_wait } else { 0.0 };
-            extra += each * f64::from(step.times);
+            let busy = if waits { extra_busy } else { 0.0 };
+            extra += (sleep_after(service, cost.taken, cost.status) + busy) * f64::from(step.times);
         }
     }
     if scenario.fake.rate_limit.is_some() {
         // The rate limiter answers with the platform's 403 throttle reply.
-        extra += after(Some(403)) * f64::from(RATE_LIMITED_RETRIES);
+        let wireserver = fake_wireserver::Service::Wireserver;
+        let taken = obligations::taken(r, wireserver, 403, true);
+        extra += sleep_after(wireserver, taken, Some(403)) * f64::from(RATE_LIMITED_RETRIES);
     }
     let deadline = a.deadline + extra;
-    if deadline > CASE_LIMIT_SECONDS.max(a.deadline) {
-        return Err(format!(
-            "with {}'s fixed timing (profile reactions) this scenario's faults take about {deadline:.0} s; wirecheck runs no case longer than {CASE_LIMIT_SECONDS} s",
-            profile.name
-        ));
-    }
     let runs = a.runs.len().max(1) as f64;
-    Ok(CaseTiming {
+    FaultTiming {
         deadline,
         expected_wait: (scenario.expected_wait() + extra * runs).min(deadline * runs),
-    })
+        finest_wait: finest,
+    }
 }
 
 /// Retries allowed for under a rate limit: one per request of a goal state + health flow.
@@ -215,7 +298,14 @@ mod tests {
     fn endless_scenarios_are_not_run_against_long_fixed_budgets() {
         let closed = scenario("wireserver = \"closed\"\n");
         let why = case_timing(&profile("budget = 1200.0"), &closed).unwrap_err();
-        assert!(why.contains("fixed 1200 s budget"), "{why}");
+        // The budget, then the last request's timeout, one more sleep and the exit allowance.
+        let a = &closed.agent;
+        let end = 1200.0 + a.request_timeout + a.retry_interval + a.deadline;
+        assert!(
+            why.contains(&format!("about {end:.0} s of agent time"))
+                && why.contains("runs at the wall clock"),
+            "{why}"
+        );
         let repeat = scenario(&THREE_500S.replace(
             "id = \"wireserver.health.xml\"",
             "id = \"wireserver.health.xml\"\nend = \"repeat-last\"",
@@ -253,8 +343,10 @@ mod tests {
     fn an_imds_that_never_answers_is_not_run_against_a_long_fixed_imds_budget() {
         let closed = scenario("imds = \"closed\"\n");
         let why = case_timing(&profile("imds_budget = 300.0"), &closed).unwrap_err();
+        let a = &closed.agent;
+        let end = 300.0 + a.request_timeout + a.retry_interval + a.deadline;
         assert!(
-            why.contains("fixed 300 s (profile reactions.imds_budget)"),
+            why.contains(&format!("about {end:.0} s of agent time")),
             "{why}"
         );
         let endless = scenario(&THREE_500S.replace(
@@ -266,5 +358,80 @@ mod tests {
         let three = scenario(&THREE_500S.replace("wireserver.health.xml", "imds.instance"));
         assert!(case_timing(&profile("imds_budget = 300.0"), &three).is_ok());
         assert!(case_timing(&profile("imds_budget = 30.0"), &closed).is_ok());
+    }
+
+    fn scalable(reactions: &str) -> AgentProfile {
+        let mut p = profile(reactions);
+        p.clock.kind = crate::agent::clock::ClockKind::Scalable;
+        p
+    }
+
+    #[test]
+    fn a_scalable_agent_runs_its_fixed_budget_in_agent_time() {
+        let closed = scenario("wireserver = \"closed\"\n");
+        let t = case_timing(
+            &scalable("budget = 1200.0\nretry_interval_min = 5.0"),
+            &closed,
+        )
+        .unwrap();
+        // The whole budget and its wind-down (the last request's timeout, one more sleep, the
+        // scenario's allowance), in agent time, at the speed that fits it in 20 s of the wall
+        // clock; sped up, the agent gets the scenario's deadline of the wall clock more.
+        let a = &closed.agent;
+        let budget_end = 1200.0 + a.request_timeout + 5.0 + a.deadline;
+        let scale = (budget_end / WALL_TARGET_SECONDS).ceil();
+        assert_eq!(t.scale.factor(), scale, "{t:?}");
+        assert_eq!(t.deadline, budget_end + a.deadline * (scale - 1.0));
+        assert_eq!(t.expected_wait, 1200.0);
+        assert!(
+            t.wall_deadline() <= WALL_TARGET_SECONDS + a.deadline,
+            "{t:?}"
+        );
+        // A short case keeps the wall clock; a few seconds of waits run a little faster.
+        let quick = scenario("");
+        assert!(case_timing(&scalable(""), &quick).unwrap().scale.is_wall());
+        let one = scenario(&THREE_500S.replace("times = 3", "times = 1"));
+        let t = case_timing(&scalable("retry_interval_min = 5.0"), &one).unwrap();
+        assert!(
+            t.scale.is_wall(),
+            "{t:?}: one 5 s sleep fits at the wall clock"
+        );
+        let thirty = scenario(&THREE_500S.replace("times = 3", "times = 30"));
+        let t = case_timing(&scalable("retry_interval_min = 5.0"), &thirty).unwrap();
+        assert!(t.scale.factor() > 1.0, "{t:?}");
+        // --time-scale fixes the speed; a wall-clock agent ignores it.
+        let mut fixed = scalable("budget = 1200.0");
+        fixed.clock.fixed = Some(TimeScale::new(30).unwrap());
+        assert_eq!(case_timing(&fixed, &closed).unwrap().scale.factor(), 30.0);
+        fixed.clock.kind = crate::agent::clock::ClockKind::Wall;
+        assert!(case_timing(&fixed, &closed).is_err());
+    }
+
+    #[test]
+    fn a_case_too_long_even_at_the_fastest_agent_time_is_not_run() {
+        let closed = scenario("wireserver = \"closed\"\n");
+        let why = case_timing(&scalable("budget = 36000.0"), &closed).unwrap_err();
+        assert!(why.contains("even at agent time x100"), "{why}");
+    }
+
+    #[test]
+    fn the_finest_judged_wait_bounds_the_speed() {
+        // 0.2 s intervals: x10, where the unseen 2 ms of lag is 20 ms, a tenth of them.
+        assert_eq!(finest_scale(Some(0.2)).times(), 10);
+        assert_eq!(finest_scale(Some(1.0)).times(), 50);
+        assert_eq!(finest_scale(Some(5.0)).times(), TimeScale::MAX);
+        assert_eq!(finest_scale(None).times(), TimeScale::MAX);
+        // A scalable agent retrying every 0.2 s after three 500s: its many-second budget case
+        // runs no faster than that.
+        let endless = scenario(&THREE_500S.replace(
+            "id = \"wireserver.health.xml\"",
+            "id = \"wireserver.health.xml\"\nend = \"repeat-last\"",
+        ));
+        let t = case_timing(
+            &scalable("budget = 300.0\nretry_interval_min = 0.2"),
+            &endless,
+        )
+        .unwrap();
+        assert_eq!(t.scale.times(), 10, "{t:?}");
     }
 }

@@ -85,6 +85,7 @@ pub fn fixture() -> RunResults {
                 stderr_tail: "provision-report: reported Ready (4 attempts)".into(),
                 stderr_bytes: 45,
             }],
+            time_scale: None,
         },
     );
     retry.evidence.push(Evidence {
@@ -111,6 +112,7 @@ pub fn fixture() -> RunResults {
                 event(70, None, health, post, "hang", true),
             ],
             runs: vec![],
+            time_scale: None,
         },
     );
     too_fast.evidence.push(Evidence {
@@ -135,6 +137,7 @@ pub fn fixture() -> RunResults {
                 stderr_tail: format!("{HOSTILE}\u{0}\nlast line"),
                 stderr_bytes: 9_000,
             }],
+            time_scale: None,
         },
     );
     hostile.evidence.push(Evidence {
@@ -172,6 +175,7 @@ pub fn fixture() -> RunResults {
                 ),
             ],
             runs: vec![],
+            time_scale: None,
         },
     );
     let unimplemented = case(
@@ -185,6 +189,7 @@ pub fn fixture() -> RunResults {
             agent_exit_ms: Some(120),
             events: vec![],
             runs: vec![],
+            time_scale: None,
         },
     );
     let skipped = case(
@@ -198,6 +203,7 @@ pub fn fixture() -> RunResults {
             agent_exit_ms: None,
             events: vec![],
             runs: vec![],
+            time_scale: None,
         },
     );
 

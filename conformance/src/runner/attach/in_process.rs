@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use fake_wireserver::clock::AgentClock;
 use fake_wireserver::contain::userns::{self, UnprivilegedRoot};
 use fake_wireserver::{AnswerKind, Fake, FakeConfig, Listeners, serve_on};
 
@@ -16,7 +17,7 @@ use super::{Endpoints, Session, SessionError, agent_invocation, record};
 use crate::agent::Attach;
 use crate::exec::{self, Exit};
 use crate::netns::NetNs;
-use crate::runner::{Planned, RunSettings};
+use crate::runner::{CaseTiming, Planned, RunSettings};
 use crate::scenario::Target;
 
 /// The pool file's name inside the case folder (`{kvp_pool}`).
@@ -47,7 +48,7 @@ pub async fn run(
     p: &Planned,
     settings: &RunSettings,
     case_dir: &Path,
-    deadline: f64,
+    timing: &CaseTiming,
 ) -> Result<Session, SessionError> {
     let scenario = &*p.scenario;
     let profile = &*p.profile;
@@ -56,7 +57,12 @@ pub async fn run(
     std::fs::write(&pool_path, b"")
         .map_err(|e| SessionError::Harness(format!("cannot create the pool file: {e}")))?;
 
-    let config = FakeConfig::default().scenario(scenario.fake.clone());
+    let config = FakeConfig::default()
+        .scenario(scenario.fake.clone())
+        .time_scale(timing.scale);
+    // The agent's clock at the fake's speed (nothing at the wall clock).
+    let agent_time = fake_wireserver::clock::agent_env(timing.scale)
+        .map_err(|e| SessionError::Harness(format!("agent time {}: {e}", timing.scale)))?;
     // The agent and the fake's listeners share a private network namespace (crate::netns):
     // always for proxy agents (they are given the real addresses), for url agents wherever
     // containment is available (root, or a user namespace of their own: `netns::unavailable`).
@@ -93,7 +99,7 @@ pub async fn run(
     };
     // The runner's clock starts just before the fake's, so run times are never earlier than
     // the fake's view of them (see `Observation::run_of`).
-    let t0 = Instant::now();
+    let clock = AgentClock::new(Instant::now(), timing.scale);
     let fake = std::sync::Arc::new(
         serve_on(config, listeners)
             .await
@@ -168,8 +174,15 @@ pub async fn run(
     };
     let mut runs = Vec::new();
     for run in &scenario.agent.runs {
-        let (argv, mut invocation) =
-            agent_invocation(p, settings, run, &endpoints, case_dir, deadline)?;
+        let (argv, mut invocation) = agent_invocation(
+            p,
+            settings,
+            run,
+            &endpoints,
+            case_dir,
+            wall_deadline(timing),
+        )?;
+        invocation.env.extend(agent_time.iter().cloned());
         // Its own PID namespace too, where it can be made: root, or inside the user namespace
         // its network namespace came with.
         invocation.pid_namespace = netns.is_some();
@@ -219,7 +232,7 @@ pub async fn run(
             )));
         }
         let exit = finished.exit.clone();
-        runs.push(record(run, argv, exit, finished, t0));
+        runs.push(record(run, argv, exit, finished, &clock));
     }
 
     drop(held);
@@ -266,7 +279,7 @@ pub async fn run(
         served,
         pool,
         runs,
-        clock_origin: t0,
+        clock,
         unjudgeable,
     })
 }
@@ -308,3 +321,8 @@ async fn settled_journal(fake: &Fake) -> Vec<fake_wireserver::Entry> {
 
 /// Longest wait for the journal to settle after the agent is done.
 const SETTLE_MAX: Duration = Duration::from_secs(3);
+
+/// Each invocation's deadline on the wall clock.
+fn wall_deadline(timing: &CaseTiming) -> Duration {
+    Duration::from_secs_f64(timing.wall_deadline())
+}

@@ -16,12 +16,14 @@ pub mod in_process;
 pub mod sandbox;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use fake_wireserver::clock::AgentClock;
 
 use fake_wireserver::journal::Entry;
 use wirecheck_oracle::ServedIds;
 
-use super::{Planned, RunSettings};
+use super::{CaseTiming, Planned, RunSettings};
 use crate::agent::template::{Placeholder, UnsetPolicy, Values};
 use crate::agent::{Action, Attach};
 use crate::disposition::{CannotArrange, Unavailable};
@@ -38,9 +40,9 @@ pub struct Session {
     /// The pool file after the run (`None`: there was none).
     pub pool: Option<Vec<u8>>,
     pub runs: Vec<RunRecord>,
-    /// The zero of the journal's clock (the fake's start, or just before it), on the
-    /// runner's clock.
-    pub clock_origin: Instant,
+    /// The journal's clock: its zero (the fake's start, or just before it) on the runner's
+    /// clock, and its speed (agent time).
+    pub clock: AgentClock,
     /// Why nothing may be judged from this session although it ran (the journal window
     /// dropped entries): its cases fail with this reason, artifacts kept.
     pub unjudgeable: Option<String>,
@@ -86,16 +88,17 @@ pub fn unavailable(p: &Planned, bin_dir: &Path) -> Option<Unavailable> {
     }
 }
 
-/// Runs the scenario's invocations (each killed after `deadline` seconds) in `case_dir`.
+/// Runs the scenario's invocations (each killed after the timing's deadline) in `case_dir`,
+/// at the timing's agent time.
 pub async fn run(
     p: &Planned,
     settings: &RunSettings,
     case_dir: &Path,
-    deadline: f64,
+    timing: &CaseTiming,
 ) -> Result<Session, SessionError> {
     match p.profile.attach {
-        Attach::Url | Attach::Proxy => in_process::run(p, settings, case_dir, deadline).await,
-        Attach::Sandbox => sandbox::run(p, settings, case_dir, deadline).await,
+        Attach::Url | Attach::Proxy => in_process::run(p, settings, case_dir, timing).await,
+        Attach::Sandbox => sandbox::run(p, settings, case_dir, timing).await,
     }
 }
 
@@ -170,7 +173,7 @@ fn agent_invocation(
     run: &Run,
     endpoints: &Endpoints,
     case_dir: &Path,
-    deadline: f64,
+    deadline: Duration,
 ) -> Result<(Vec<String>, Invocation), SessionError> {
     let profile = &*p.profile;
     let values = values(p, settings, run, endpoints, case_dir);
@@ -211,7 +214,7 @@ fn agent_invocation(
         env,
         env_remove,
         cwd: case_dir.to_path_buf(),
-        deadline: Duration::from_secs_f64(deadline),
+        deadline,
         activity: None,
         netns: None,
         pid_namespace: false,
@@ -245,18 +248,20 @@ fn case_env(values: &Values, action: Action) -> Vec<(String, String)> {
     env
 }
 
-fn ms_since(t0: Instant, t: Instant) -> u64 {
-    t.saturating_duration_since(t0).as_millis() as u64
-}
-
-/// A finished invocation as the checks see it; `t0` is the start of the fake's clock.
-fn record(run: &Run, argv: Vec<String>, exit: Exit, finished: Finished, t0: Instant) -> RunRecord {
+/// A finished invocation as the checks see it, on the journal's `clock`.
+fn record(
+    run: &Run,
+    argv: Vec<String>,
+    exit: Exit,
+    finished: Finished,
+    clock: &AgentClock,
+) -> RunRecord {
     RunRecord {
         run: run.clone(),
         argv,
-        start_ms: ms_since(t0, finished.started),
-        clock_ms: ms_since(t0, finished.clock_started),
-        end_ms: ms_since(t0, finished.ended),
+        start_ms: clock.ms(finished.started),
+        clock_ms: clock.ms(finished.clock_started),
+        end_ms: clock.ms(finished.ended),
         exit,
         stdout: finished.stdout,
         stderr: finished.stderr,

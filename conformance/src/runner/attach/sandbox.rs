@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use fake_wireserver::clock::AgentClock;
 use fake_wireserver::documents::Documents;
 use fake_wireserver::journal::Entry;
 use serde::Deserialize;
@@ -26,7 +27,7 @@ use crate::agent::{Action, Done};
 use crate::disposition::{CannotArrange, Unavailable};
 use crate::exec::{self, Exit, Invocation};
 use crate::observe::RunRecord;
-use crate::runner::{Planned, RunSettings};
+use crate::runner::{CaseTiming, Planned, RunSettings};
 use crate::scenario::Target;
 use fake_wireserver::contain::userns;
 use fake_wireserver::sandbox::PlatformHost;
@@ -171,9 +172,12 @@ pub async fn run(
     p: &Planned,
     settings: &RunSettings,
     case_dir: &Path,
-    deadline: f64,
+    timing: &CaseTiming,
 ) -> Result<Session, SessionError> {
     let scenario = &*p.scenario;
+    // Wall seconds from here on: the sandbox's --timeout and the runner's kill. The daemon's
+    // grace after its report stays wall time too (the harness's patience, not the agent's).
+    let deadline = timing.wall_deadline();
     // A daemon's end comes `done_grace` after its report (plus the sandbox's poll). The
     // agent's start-up is not the scenario's to wait for: the sandbox starts this clock at the
     // agent's first request (`--startup`), or after `startup` without one.
@@ -244,7 +248,7 @@ pub async fn run(
         run,
         &endpoints,
         Path::new(AGENT_CASE_DIR),
-        deadline,
+        Duration::from_secs_f64(deadline),
     )?;
     let mut args: Vec<String> = vec![
         "sandbox".into(),
@@ -260,6 +264,10 @@ pub async fn run(
         "--startup".into(),
         format!("{}", p.profile.sandbox_startup),
     ];
+    if !timing.scale.is_wall() {
+        args.push("--time-scale".into());
+        args.push(timing.scale.times().to_string());
+    }
     let refused = refused_hosts(p);
     for host in &refused {
         args.push("--refuse".into());
@@ -291,7 +299,7 @@ pub async fn run(
 
     // The fake's clock starts inside the sandbox, a little after this: journal times are never
     // later than the runner's view of the run (see `Observation::run_of`).
-    let t0 = Instant::now();
+    let clock = AgentClock::new(Instant::now(), timing.scale);
     let finished = exec::run(&invocation).await;
     let failed = |what: String| {
         let stderr = finished.stderr.text();
@@ -366,7 +374,7 @@ pub async fn run(
         }
     };
     let served = Documents::new(&scenario.fake).served_ids(0);
-    let mut record = record(run, argv, exit, finished, t0);
+    let mut record = record(run, argv, exit, finished, &clock);
     on_the_fakes_clock(&mut record, &summary);
     let runs = if two_in_one {
         split_at_terminal_report(record, &scenario.agent.runs[1], &journal)
@@ -378,7 +386,7 @@ pub async fn run(
         served,
         pool,
         runs,
-        clock_origin: t0,
+        clock,
         unjudgeable,
     })
 }

@@ -1,0 +1,220 @@
+//! What a profile obliges its agent to do with each answer, and what that costs in time: the one
+//! model the checks (`observe`: the interval after an answer), the runner (`runner::timing`:
+//! deadlines, expected waits, the speed of agent time) and the benches (`mandated_wait`) read,
+//! so a new fault kind or reaction is decided here once.
+//!
+//! * [`taken`]: whether an answer's status ends the agent's loop (success), sends it round again
+//!   (retry) or makes it give up (fatal), by the profile's reactions (docs/protocol.md §8.2);
+//! * [`wait_after`]: the seconds between an answer and the next attempt, at least (what
+//!   `behaviour.interval` holds the agent to) and at most (what a deadline allows for);
+//! * [`step_cost`]: what one scripted step of the fake costs the agent: how it takes the answer,
+//!   and the seconds the answer itself takes (a delay, or an unanswered request's timeout).
+
+use fake_wireserver::{Action as StepAction, Preset, Service};
+
+use crate::agent::{Forbidden, Reaction, Reactions};
+use crate::scenario::AgentPlan;
+
+/// How the agent takes one answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taken {
+    /// It is what the agent asked for: the loop moves on.
+    Success,
+    /// The agent tries again after its interval.
+    Retry,
+    /// The agent gives up on it.
+    Fatal,
+}
+
+/// How an agent with reactions `r` takes `status` from `service`; `throttle_body`: the body is
+/// the platform's throttle reply (`RequestRateLimitExceeded`).
+pub fn taken(r: &Reactions, service: Service, status: u16, throttle_body: bool) -> Taken {
+    if (200..300).contains(&status) {
+        return Taken::Success;
+    }
+    let imds = service == Service::Imds;
+    let retried = if status == 403 {
+        let forbidden = if imds {
+            r.imds_status_403.unwrap_or(r.status_403)
+        } else {
+            r.status_403
+        };
+        match forbidden {
+            Forbidden::Throttling => true,
+            Forbidden::ThrottleBody => throttle_body,
+            Forbidden::Fatal => false,
+        }
+    } else if imds {
+        r.imds_retryable
+            .as_ref()
+            .unwrap_or(&r.retryable)
+            .contains(&status)
+    } else {
+        r.retryable.contains(&status)
+    };
+    if retried { Taken::Retry } else { Taken::Fatal }
+}
+
+/// How a transport failure (no answer, a reset, a reply cut short) is taken.
+pub fn transport_taken(r: &Reactions) -> Taken {
+    match r.transport_errors {
+        Reaction::Retry => Taken::Retry,
+        Reaction::Fatal => Taken::Fatal,
+    }
+}
+
+/// Seconds between an answer and the agent's next attempt.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Wait {
+    /// At least this: a shorter wait fails `behaviour.interval`.
+    pub min: f64,
+    /// At most this, for sizing deadlines (an agent backing off: its longest sleep).
+    pub max: f64,
+}
+
+/// The wait after an answer with `status` (`None`: no status, a transport failure) from
+/// `service`: the throttled or 503 wait when the profile fixes one, IMDS's own interval, else
+/// the profile's fixed interval, else the one the scenario passes (`a.retry_interval`).
+pub fn wait_after(r: &Reactions, a: &AgentPlan, service: Service, status: Option<u16>) -> Wait {
+    let special = match status {
+        Some(403 | 429) => r.retry_interval_throttled,
+        Some(503) => r.retry_interval_throttled.or(r.retry_interval_503),
+        _ => None,
+    };
+    if let Some(wait) = special {
+        return Wait {
+            min: wait,
+            max: wait,
+        };
+    }
+    let fixed_min = r.retry_interval_min.unwrap_or(a.retry_interval);
+    let fixed_max = r.retry_interval_max.unwrap_or(fixed_min);
+    match (service, r.imds_retry_interval_min) {
+        (Service::Imds, Some(imds)) => Wait {
+            min: imds,
+            max: fixed_max.max(imds),
+        },
+        _ => Wait {
+            min: fixed_min,
+            max: fixed_max,
+        },
+    }
+}
+
+/// Seconds the agent waits for an answer: its fixed timeout, else the scenario's.
+pub fn request_timeout(r: &Reactions, a: &AgentPlan) -> f64 {
+    r.request_timeout.unwrap_or(a.request_timeout)
+}
+
+/// What one scripted step costs the agent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepCost {
+    pub taken: Taken,
+    /// The answer's status, when it has one.
+    pub status: Option<u16>,
+    /// Seconds the answer itself takes the agent: a delay shorter than its timeout, or its
+    /// whole timeout for an answer that never comes in time.
+    pub busy: f64,
+}
+
+/// What `action`, scripted on `service`, costs an agent with reactions `r` run as `a` says.
+pub fn step_cost(r: &Reactions, a: &AgentPlan, service: Service, action: &StepAction) -> StepCost {
+    let timeout = request_timeout(r, a);
+    let transport = |busy: f64| StepCost {
+        taken: transport_taken(r),
+        status: None,
+        busy,
+    };
+    match action {
+        StepAction::Respond(reply) => {
+            let status = reply
+                .status
+                .or(reply.preset.map(|p| p.status()))
+                .unwrap_or(200);
+            let throttle_body = reply.preset == Some(Preset::Throttled) && reply.body.is_none();
+            StepCost {
+                taken: taken(r, service, status, throttle_body),
+                status: Some(status),
+                busy: 0.0,
+            }
+        }
+        StepAction::Delay { seconds, .. } if *seconds < timeout => StepCost {
+            taken: Taken::Success,
+            status: None,
+            busy: *seconds,
+        },
+        StepAction::Delay { .. } | StepAction::Hang | StepAction::Slow { .. } => transport(timeout),
+        StepAction::Reset
+        | StepAction::Close
+        | StepAction::Malformed { .. }
+        | StepAction::Partial { .. } => transport(0.0),
+    }
+}
+
+/// The service a plan of the scenario's fake scripts: IMDS when it answers only IMDS, else the
+/// wireserver (a plan for both, `"*"`, counts as the wireserver's).
+pub fn plan_service(
+    fake: &fake_wireserver::Scenario,
+    plan: &fake_wireserver::EndpointPlan,
+) -> Service {
+    let answers = |service| {
+        fake.plans_for(service)
+            .iter()
+            .any(|p| std::ptr::eq(*p, plan))
+    };
+    if answers(Service::Imds) && !answers(Service::Wireserver) {
+        Service::Imds
+    } else {
+        Service::Wireserver
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn reactions(extra: &str) -> Reactions {
+        let text = format!(
+            "name = \"p\"\ndescription = \"p\"\ncapabilities = [\"xml\"]\n[commands]\nready = [\"true\"]\n[reactions]\nretryable = [500, 503]\ntransport_errors = \"retry\"\nstatus_403 = \"throttle-body\"\n{extra}"
+        );
+        crate::agent::AgentProfile::from_toml_str(&text, Path::new("p.toml"))
+            .unwrap()
+            .reactions
+    }
+
+    #[test]
+    fn imds_overrides_and_the_throttle_body_decide_how_an_answer_is_taken() {
+        let r = reactions("imds_retryable = [404]\nimds_status_403 = \"throttling\"\n");
+        assert_eq!(taken(&r, Service::Wireserver, 200, false), Taken::Success);
+        assert_eq!(taken(&r, Service::Wireserver, 500, false), Taken::Retry);
+        assert_eq!(taken(&r, Service::Imds, 500, false), Taken::Fatal);
+        assert_eq!(taken(&r, Service::Imds, 404, false), Taken::Retry);
+        assert_eq!(taken(&r, Service::Wireserver, 403, false), Taken::Fatal);
+        assert_eq!(taken(&r, Service::Wireserver, 403, true), Taken::Retry);
+        assert_eq!(taken(&r, Service::Imds, 403, false), Taken::Retry);
+    }
+
+    #[test]
+    fn waits_follow_the_profile_then_the_scenario() {
+        let plan = crate::scenario::Scenario::from_toml_str(
+            "id = \"s\"\ntitle = \"t\"\nchecks = [\"behaviour.exit\"]\n[agent]\naction = \"ready\"\nprotocol = \"xml\"\nretry_interval = 0.2\n",
+            Path::new("s.toml"),
+        )
+        .unwrap()
+        .remove(0)
+        .agent;
+        let scenario_only = reactions("");
+        let w = wait_after(&scenario_only, &plan, Service::Wireserver, Some(500));
+        assert_eq!((w.min, w.max), (0.2, 0.2));
+        let r = reactions(
+            "retry_interval_min = 1.0\nretry_interval_max = 30.0\nimds_retry_interval_min = 2.0\nretry_interval_503 = 5.0\n",
+        );
+        let w = wait_after(&r, &plan, Service::Wireserver, Some(500));
+        assert_eq!((w.min, w.max), (1.0, 30.0));
+        let w = wait_after(&r, &plan, Service::Wireserver, Some(503));
+        assert_eq!((w.min, w.max), (5.0, 5.0));
+        let w = wait_after(&r, &plan, Service::Imds, None);
+        assert_eq!((w.min, w.max), (2.0, 30.0));
+    }
+}

@@ -1,0 +1,139 @@
+//! Agent time changes nothing but the wall clock: each real agent whose profile says its clock
+//! can be scaled (`clock = "scalable"`: cloud-init 22.4.2, 25.1 and 26.2 in Python,
+//! libazureinit in Rust with tokio) gets the same verdicts on a sample of retrying cases run at
+//! the wall clock (`--time-scale 1`) and sped up (`--time-scale 20`), and the sped-up run says
+//! so in every timeline. A verdict only a loaded machine left unjudged (informational) is not
+//! compared; at least 20 cases per agent are.
+//!
+//! And the other direction: an agent whose clock libfaketime cannot scale is not sped up by the
+//! runner (the WALinuxAgent profiles keep the wall clock).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+use wirecheck_e2e::{require_root, wirecheck_run};
+
+/// Scenarios whose faults make the agent wait and retry, short enough to run at the wall clock.
+const SAMPLE: &[&str] = &[
+    "retry.status.500.xml.*",
+    "transport.reset.xml.*",
+    "retry.gone.health.xml.*",
+    "wire.health.xml.ready.*",
+];
+
+/// One `wirecheck run` at a time: four agents' runs side by side would load the two cores enough
+/// to leave timings unjudged.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// id → (verdict, time scale of its timeline).
+fn run(agent: &str, scale: u32, out: &Path) -> BTreeMap<String, (String, Option<u64>)> {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let scale_arg = scale.to_string();
+    let mut args = vec!["--agent", agent, "--time-scale", scale_arg.as_str()];
+    for cases in SAMPLE {
+        args.extend(["--cases", cases]);
+    }
+    let output = wirecheck_run(out, &args);
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "{agent} x{scale}: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    results["agents"][0]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_owned(),
+                (
+                    c["verdict"].as_str().unwrap().to_owned(),
+                    c["timeline"]["time_scale"].as_u64(),
+                ),
+            )
+        })
+        .collect()
+}
+
+fn same_verdicts_at_both_speeds(agent: &str) {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let wall = run(agent, 1, &dir.path().join("wall"));
+    let fast = run(agent, 20, &dir.path().join("fast"));
+    assert_eq!(
+        wall.keys().collect::<Vec<_>>(),
+        fast.keys().collect::<Vec<_>>()
+    );
+    let mut compared = 0;
+    let mut differ = Vec::new();
+    for (id, (verdict, scale)) in &wall {
+        let (fast_verdict, fast_scale) = &fast[id];
+        assert_eq!(*scale, None, "{id} at the wall clock");
+        if verdict == "skipped" {
+            continue;
+        }
+        assert_eq!(*fast_scale, Some(20), "{id} sped up");
+        if verdict == "informational" || fast_verdict == "informational" {
+            continue;
+        }
+        compared += 1;
+        if verdict != fast_verdict {
+            differ.push(format!("{id}: {verdict} at x1, {fast_verdict} at x20"));
+        }
+    }
+    assert!(differ.is_empty(), "{agent}: {differ:#?}");
+    assert!(compared >= 20, "{agent}: only {compared} cases compared");
+}
+
+#[test]
+fn cloud_init_22_4_gets_the_same_verdicts_sped_up() {
+    same_verdicts_at_both_speeds("cloud-init");
+}
+
+#[test]
+fn cloud_init_25_1_gets_the_same_verdicts_sped_up() {
+    same_verdicts_at_both_speeds("cloud-init-25.1");
+}
+
+#[test]
+fn cloud_init_26_2_gets_the_same_verdicts_sped_up() {
+    same_verdicts_at_both_speeds("cloud-init-26.2");
+}
+
+#[test]
+fn libazureinit_on_tokio_gets_the_same_verdicts_sped_up() {
+    same_verdicts_at_both_speeds("libazureinit-0.1.1");
+}
+
+/// `--time-scale` speeds only agents whose clock can be scaled: WALinuxAgent's stays the
+/// wall's, so its timelines carry no scale.
+#[test]
+fn an_agent_whose_clock_cannot_be_scaled_keeps_the_wall_clock() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("wala");
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let output = wirecheck_run(
+        &out,
+        &[
+            "--agent",
+            "walinuxagent-2.7.3",
+            "--cases",
+            "wire.health.xml.ready.*",
+            "--time-scale",
+            "20",
+        ],
+    );
+    assert!(matches!(output.status.code(), Some(0 | 1)));
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let cases = results["agents"][0]["cases"].as_array().unwrap();
+    assert!(!cases.is_empty());
+    for c in cases {
+        assert!(c["timeline"].get("time_scale").is_none(), "{c}");
+    }
+}
