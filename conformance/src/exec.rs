@@ -531,6 +531,9 @@ pub struct Finished {
     pub ended: Instant,
     pub stdout: Captured,
     pub stderr: Captured,
+    /// Its PID (the root of its process tree), where it started: the runner's lag watch
+    /// keeps the stalls of that tree for its cases (`runner::lag`).
+    pub pid: Option<u32>,
 }
 
 /// Runs the invocation to its end or its deadline. Never panics on agent behaviour.
@@ -670,6 +673,7 @@ pub async fn run(inv: &Invocation) -> Finished {
                 ended: Instant::now(),
                 stdout: Captured::default(),
                 stderr: Captured::default(),
+                pid: None,
             };
         }
     };
@@ -746,6 +750,7 @@ pub async fn run(inv: &Invocation) -> Finished {
         ended,
         stdout,
         stderr,
+        pid: pgid,
     }
 }
 
@@ -759,6 +764,7 @@ fn never_ran(exit: Exit) -> Finished {
         ended: now,
         stdout: Captured::default(),
         stderr: Captured::default(),
+        pid: None,
     }
 }
 

@@ -26,6 +26,8 @@ pub struct RunRecord {
     pub exit: Exit,
     pub stdout: Captured,
     pub stderr: Captured,
+    /// Its PID on the host, where it started (whose stalls are its own: `runner::lag`).
+    pub pid: Option<u32>,
 }
 
 impl RunRecord {

@@ -126,6 +126,7 @@ pub(crate) fn run(start: u64, end: u64, exit: Exit) -> RunRecord {
         exit,
         stdout: Captured::default(),
         stderr: Captured::default(),
+        pid: None,
     }
 }
 

@@ -10,8 +10,17 @@
 //! machine left waiting while the watcher ran on another does not show there. So each tick also
 //! reads how long each of wirecheck's threads waited for a CPU (`/proc/self/task/*/schedstat`,
 //! the run-queue delay): the longest wait of any thread in the tick is a stall too.
+//!
+//! An agent the machine keeps off the CPU sends late too, though wirecheck kept time (a busy
+//! neighbour beside the bundled reporter: its attempt 68 ms past its budget with no lag of
+//! wirecheck's own). So each tick reads the run-queue delay of every thread of every agent's
+//! process tree as well (wirecheck's children, found through `/proc/*/task/*/children`), and
+//! keeps that stall for that agent's cases only. A tree that itself used half a CPU in the tick
+//! or more is the load, not its victim: its waits are not counted, so an agent cannot make its own
+//! lateness "not judged" by spinning.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -29,74 +38,177 @@ const KEEP_FROM: Duration = Duration::from_millis(crate::observe::UNSEEN_LAG_MS)
 /// continuous lag.
 const MAX_SAMPLES: usize = 100_000;
 
-/// How long each thread of this process has been waiting for a CPU, look after look.
+/// Threads read per agent tree and tick at most (a fork bomb is not walked to its end).
+const MAX_TREE_THREADS: usize = 256;
+
+/// What one look saw: the longest wait of wirecheck's own threads, and of each agent tree's
+/// (by the PID of its root, wirecheck's child).
+#[derive(Debug, Default, PartialEq)]
+struct Look {
+    runner: Duration,
+    agents: Vec<(u32, Duration)>,
+}
+
+/// One thread's scheduler statistics at the last look.
+#[derive(Debug, Clone, Copy)]
+struct ThreadStat {
+    /// Total run-queue wait, ns.
+    waited: u64,
+    /// The wait of the looks in a row in which it waited, ns.
+    streak: u64,
+    /// Total time on a CPU, ns.
+    ran: u64,
+}
+
+/// How long each thread of this process and of its agents' trees has been waiting for a
+/// CPU, look after look.
 #[derive(Debug, Default)]
 struct RunQueueWaits {
-    /// Thread id → (total run-queue wait at the last look, ns; the wait of the looks in a row
-    /// in which it waited, ns).
-    last: std::collections::HashMap<u32, (u64, u64)>,
+    last: HashMap<u32, ThreadStat>,
     /// When the last look was.
     looked: Option<Instant>,
 }
 
 impl RunQueueWaits {
     /// The longest stretch any thread has been kept waiting for a CPU, ending now (zero where
-    /// the kernel keeps no scheduler statistics): a thread that waited in each of the last
-    /// ticks was held back for their sum.
-    fn longest_since_last(&mut self) -> Duration {
-        let now = Instant::now();
-        let elapsed = self
-            .looked
-            .replace(now)
-            .map_or(0, |then| now.duration_since(then).as_nanos() as u64);
-        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-            return Duration::ZERO;
-        };
-        let mut longest = 0u64;
-        let mut seen = std::collections::HashMap::with_capacity(self.last.len());
-        for task in tasks.flatten() {
-            let Some(tid) = task
-                .file_name()
-                .to_str()
-                .and_then(|t| t.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            // "<on-cpu ns> <run-queue wait ns> <time slices>"
-            let Some(waited) = std::fs::read_to_string(task.path().join("schedstat"))
-                .ok()
-                .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-            else {
-                continue;
-            };
-            // A thread that waited through (nearly) the whole time since the last look was held
-            // back all along: its wait goes on. Many short waits in a row are not one long one
-            // (each delayed what it delayed by at most its own length).
-            let streak = match self.last.get(&tid) {
-                Some((before, streak)) => {
-                    let delta = waited.saturating_sub(*before);
-                    if delta < KEEP_FROM.as_nanos() as u64 {
-                        0
-                    } else if delta * 10 >= elapsed * 9 {
-                        streak + delta
-                    } else {
-                        delta
-                    }
-                }
-                None => 0,
-            };
-            longest = longest.max(streak);
-            seen.insert(tid, (waited, streak));
-        }
+    /// the kernel keeps no scheduler statistics), wirecheck's own and each agent tree's: a
+    /// thread that waited in each of the last ticks was held back for their sum.
+    fn look(&mut self) -> Look {
+        let elapsed = self.elapsed();
+        let mut seen = HashMap::with_capacity(self.last.len());
+        let own = Path::new("/proc/self/task");
+        let runner = self.threads(own, elapsed, &mut seen).longest;
+        let agents = children(own)
+            .into_iter()
+            .map(|root| (root, self.tree(root, elapsed, &mut seen)))
+            .collect();
         self.last = seen;
+        Look {
+            runner: Duration::from_nanos(runner),
+            agents,
+        }
+    }
+
+    /// The wall time since the last look, ns (zero at the first).
+    fn elapsed(&mut self) -> u64 {
+        let now = Instant::now();
+        self.looked
+            .replace(now)
+            .map_or(0, |then| now.duration_since(then).as_nanos() as u64)
+    }
+
+    /// The longest wait in the tree of processes under `root`: zero when the tree ran for half
+    /// a CPU's worth of the time since the last look or more (it is the load itself; on a
+    /// machine whose other CPU is busy, a spinning tree gets about one, and an agent waiting
+    /// for its next attempt needs a few per cent).
+    fn tree(&self, root: u32, elapsed: u64, seen: &mut HashMap<u32, ThreadStat>) -> Duration {
+        let mut pending = vec![root];
+        let mut longest = 0;
+        let mut ran = 0;
+        let mut threads = 0;
+        while let Some(pid) = pending.pop() {
+            if threads >= MAX_TREE_THREADS {
+                break;
+            }
+            let tasks = Path::new("/proc").join(pid.to_string()).join("task");
+            let read = self.threads(&tasks, elapsed, seen);
+            longest = longest.max(read.longest);
+            ran += read.ran;
+            threads += read.threads;
+            pending.extend(children(&tasks));
+        }
+        if elapsed > 0 && ran * 2 >= elapsed {
+            return Duration::ZERO;
+        }
         Duration::from_nanos(longest)
     }
+
+    /// The threads under one `task` folder: their longest wait and their time on a CPU since
+    /// the last look.
+    fn threads(&self, tasks: &Path, elapsed: u64, seen: &mut HashMap<u32, ThreadStat>) -> Threads {
+        let mut read = Threads::default();
+        let Ok(entries) = std::fs::read_dir(tasks) else {
+            return read;
+        };
+        for task in entries.flatten() {
+            let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else {
+                continue;
+            };
+            let Some((ran, waited)) = schedstat(&task.path()) else {
+                continue;
+            };
+            let before = self.last.get(&tid);
+            let streak = before.map_or(0, |b| continued_wait(b, waited, elapsed));
+            read.longest = read.longest.max(streak);
+            read.ran += before.map_or(0, |b| ran.saturating_sub(b.ran));
+            read.threads += 1;
+            seen.insert(
+                tid,
+                ThreadStat {
+                    waited,
+                    streak,
+                    ran,
+                },
+            );
+        }
+        read
+    }
 }
+
+/// What [`RunQueueWaits::threads`] read.
+#[derive(Debug, Default)]
+struct Threads {
+    longest: u64,
+    ran: u64,
+    threads: usize,
+}
+
+/// A thread's wait streak now, from its statistics at the last look: a thread that waited
+/// through (nearly) the whole time since was held back all along, its wait goes on; many short
+/// waits in a row are not one long one (each delayed what it delayed by at most its own
+/// length).
+fn continued_wait(before: &ThreadStat, waited: u64, elapsed: u64) -> u64 {
+    let delta = waited.saturating_sub(before.waited);
+    if delta < KEEP_FROM.as_nanos() as u64 {
+        0
+    } else if delta * 10 >= elapsed * 9 {
+        before.streak + delta
+    } else {
+        delta
+    }
+}
+
+/// A thread's "<on-cpu ns> <run-queue wait ns> <time slices>".
+fn schedstat(task: &Path) -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string(task.join("schedstat")).ok()?;
+    let mut fields = s.split_whitespace().map(|f| f.parse::<u64>().ok());
+    Some((fields.next()??, fields.next()??))
+}
+
+/// The child processes of every thread under one `task` folder.
+fn children(tasks: &Path) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir(tasks) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|pid| pid.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+/// One recorded stall: when the watcher saw it end, how long, and whose (`None`: the
+/// runner's, every case's; `Some(pid)`: the agent tree under that PID's).
+type Sample = (Instant, Duration, Option<u32>);
 
 /// The recorded lag samples of one run.
 #[derive(Debug, Clone)]
 pub struct LagWatch {
-    samples: Arc<Mutex<VecDeque<(Instant, Duration)>>>,
+    samples: Arc<Mutex<VecDeque<Sample>>>,
 }
 
 impl LagWatch {
@@ -105,24 +217,19 @@ impl LagWatch {
         let watch = LagWatch {
             samples: Arc::default(),
         };
-        let samples = Arc::clone(&watch.samples);
+        let recorder = watch.clone();
         let task = tokio::spawn(async move {
             let mut waits = RunQueueWaits::default();
-            waits.longest_since_last();
+            waits.look();
             loop {
                 let before = Instant::now();
                 tokio::time::sleep(TICK).await;
                 let woke = Instant::now();
-                let lag = woke
-                    .duration_since(before)
-                    .saturating_sub(TICK)
-                    .max(waits.longest_since_last());
-                if lag >= KEEP_FROM {
-                    let mut s = samples.lock().unwrap_or_else(|e| e.into_inner());
-                    if s.len() == MAX_SAMPLES {
-                        s.pop_front();
-                    }
-                    s.push_back((woke, lag));
+                let late = woke.duration_since(before).saturating_sub(TICK);
+                let look = waits.look();
+                recorder.keep(woke, late.max(look.runner), None);
+                for (pid, lag) in look.agents {
+                    recorder.keep(woke, lag, Some(pid));
                 }
             }
         });
@@ -136,21 +243,33 @@ impl LagWatch {
         }
     }
 
-    /// Records one sample (for tests).
+    /// Records one sample of the runner's (for tests).
     pub fn record(&self, at: Instant, lag: Duration) {
-        self.samples
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back((at, lag));
+        self.keep(at, lag, None);
     }
 
-    /// The stalls that ended after `from`, on the fake's `clock`: in agent time, where a
-    /// stall of the wall clock lasts `scale` times as long.
-    pub fn stalls_since(&self, from: Instant, clock: &AgentClock) -> Vec<Stall> {
+    /// Keeps a sample that can matter to a verdict.
+    fn keep(&self, at: Instant, lag: Duration, whose: Option<u32>) {
+        if lag < KEEP_FROM {
+            return;
+        }
+        let mut s = self.samples.lock().unwrap_or_else(|e| e.into_inner());
+        if s.len() == MAX_SAMPLES {
+            s.pop_front();
+        }
+        s.push_back((at, lag, whose));
+    }
+
+    /// The stalls that ended after `from` of the runner and of the agents under `agents`
+    /// (their PIDs), on the fake's `clock`: in agent time, where a stall of the wall clock
+    /// lasts `scale` times as long.
+    pub fn stalls_since(&self, from: Instant, clock: &AgentClock, agents: &[u32]) -> Vec<Stall> {
         let s = self.samples.lock().unwrap_or_else(|e| e.into_inner());
         s.iter()
-            .filter(|(woke, _)| *woke >= from)
-            .map(|(woke, lag)| Stall {
+            .filter(|(woke, _, whose)| {
+                *woke >= from && whose.is_none_or(|pid| agents.contains(&pid))
+            })
+            .map(|(woke, lag, _)| Stall {
                 end_ms: clock.ms(*woke),
                 len_ms: lag.mul_f64(clock.scale().factor()).as_millis() as u64,
             })
@@ -162,10 +281,123 @@ impl LagWatch {
 mod tests {
     use super::*;
 
+    /// The tests that load the machine, one at a time (each measures what the load does).
+    static MACHINE: Mutex<()> = Mutex::new(());
+
+    /// Spinning threads of this process, four per core, until the returned stop is set.
+    fn spinners() -> (
+        Arc<std::sync::atomic::AtomicBool>,
+        Vec<std::thread::JoinHandle<()>>,
+    ) {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let threads = (0..4 * cores)
+            .map(|_| {
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        (stop, threads)
+    }
+
+    /// A child process in a group of its own, killed with its group when dropped.
+    struct Child(std::process::Child);
+
+    impl Child {
+        fn spawn(program: &str, args: &[&str]) -> Child {
+            use std::os::unix::process::CommandExt as _;
+            Child(
+                std::process::Command::new(program)
+                    .args(args)
+                    .process_group(0)
+                    .spawn()
+                    .unwrap(),
+            )
+        }
+    }
+
+    impl Drop for Child {
+        fn drop(&mut self) {
+            // SAFETY: a plain kill(2) of the child's own process group.
+            unsafe { libc::kill(-(self.0.id() as i32), libc::SIGKILL) };
+            let _ = self.0.wait();
+        }
+    }
+
+    /// The longest wait each look saw of the tree under `pid`, for `how_long`.
+    fn watch_tree(pid: u32, how_long: Duration) -> Vec<Duration> {
+        let mut waits = RunQueueWaits::default();
+        waits.look();
+        let until = Instant::now() + how_long;
+        let mut seen = Vec::new();
+        while Instant::now() < until {
+            std::thread::sleep(TICK);
+            let look = waits.look();
+            seen.extend(
+                look.agents
+                    .iter()
+                    .filter(|(p, _)| *p == pid)
+                    .map(|(_, d)| *d),
+            );
+        }
+        seen
+    }
+
+    /// An agent the machine keeps off the CPU (a child that wakes every 5 ms, beside four
+    /// spinners per core) is seen waiting, as its own tree's stall: the stall reaches that
+    /// agent's cases and no other agent's.
+    #[test]
+    fn an_agent_kept_waiting_for_a_cpu_is_its_own_cases_stall() {
+        let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+        let waker = Child::spawn(
+            "perl",
+            &["-e", "select(undef, undef, undef, 0.005) while 1"],
+        );
+        let (stop, threads) = spinners();
+        let seen = watch_tree(waker.0.id(), Duration::from_secs(2));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        assert!(!seen.is_empty(), "the child's tree was never found");
+        let longest = seen.iter().max().copied().unwrap_or_default();
+        assert!(longest >= KEEP_FROM, "longest wait {longest:?}");
+
+        let w = LagWatch::idle();
+        let origin = Instant::now();
+        w.keep(origin, Duration::from_millis(40), Some(waker.0.id()));
+        let clock = AgentClock::new(origin, Default::default());
+        assert_eq!(w.stalls_since(origin, &clock, &[waker.0.id()]).len(), 1);
+        assert_eq!(w.stalls_since(origin, &clock, &[waker.0.id() + 1]), []);
+    }
+
+    /// An agent that is itself the load (eight spinning processes per core) waits for a CPU
+    /// too, but that wait is not a stall: a slow agent cannot make its own lateness "not
+    /// judged" by spinning.
+    #[test]
+    fn an_agent_that_is_the_load_is_not_stalled_by_it() {
+        let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let script = format!(
+            "for i in $(seq {}); do (while :; do :; done) & done; wait",
+            8 * cores
+        );
+        let load = Child::spawn("sh", &["-c", &script]);
+        let seen = watch_tree(load.0.id(), Duration::from_secs(1));
+        assert!(!seen.is_empty(), "the child's tree was never found");
+        assert!(
+            seen.iter().all(|d| d.is_zero()),
+            "the spinning tree was called stalled: {seen:?}"
+        );
+    }
+
     /// A thread the machine keeps off the CPU (four spinners per core) is seen waiting, though
     /// it never sleeps late itself.
     #[test]
     fn a_thread_kept_waiting_for_a_cpu_is_seen() {
+        let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let spinners: Vec<_> = (0..4 * cores)
@@ -179,12 +411,12 @@ mod tests {
             })
             .collect();
         let mut waits = RunQueueWaits::default();
-        waits.longest_since_last();
+        waits.look();
         let mut longest = Duration::ZERO;
         let until = Instant::now() + Duration::from_secs(2);
         while Instant::now() < until {
             std::thread::sleep(TICK);
-            longest = longest.max(waits.longest_since_last());
+            longest = longest.max(waits.look().runner);
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         for s in spinners {
@@ -209,17 +441,17 @@ mod tests {
         );
         let wall = AgentClock::new(origin, fake_wireserver::clock::TimeScale::WALL);
         assert_eq!(
-            w.stalls_since(origin + Duration::from_millis(500), &wall),
+            w.stalls_since(origin + Duration::from_millis(500), &wall, &[]),
             [Stall {
                 end_ms: 900,
                 len_ms: 250
             }]
         );
-        assert_eq!(w.stalls_since(origin, &wall).len(), 2);
+        assert_eq!(w.stalls_since(origin, &wall, &[]).len(), 2);
         // In agent time at x20 a stall lasts twenty times as long, and ends twenty times later.
         let x20 = AgentClock::new(origin, fake_wireserver::clock::TimeScale::new(20).unwrap());
         assert_eq!(
-            w.stalls_since(origin + Duration::from_millis(500), &x20),
+            w.stalls_since(origin + Duration::from_millis(500), &x20, &[]),
             [Stall {
                 end_ms: 18_000,
                 len_ms: 5_000
@@ -236,7 +468,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(300));
         tokio::time::sleep(Duration::from_millis(50)).await;
         task.abort();
-        let stalls = w.stalls_since(origin, &AgentClock::new(origin, Default::default()));
+        let stalls = w.stalls_since(origin, &AgentClock::new(origin, Default::default()), &[]);
         assert!(stalls.iter().any(|s| s.len_ms >= 200), "{stalls:?}");
     }
 }

@@ -168,6 +168,7 @@ async fn execute(
     let pool = session.pool;
     let pool_view = decode_pool(pool.as_deref().unwrap_or_default());
     let imds_vm_id = fake_wireserver::documents::effective_imds(&scenario.fake.imds).vm_id;
+    let agent_pids: Vec<u32> = session.runs.iter().filter_map(|r| r.pid).collect();
 
     let obs = Observation {
         scenario,
@@ -178,7 +179,7 @@ async fn execute(
         pool,
         pool_view,
         runs: session.runs,
-        stalls: lag.stalls_since(started, &session.clock),
+        stalls: lag.stalls_since(started, &session.clock, &agent_pids),
         time_scale: session.clock.scale(),
         deadline: timing.deadline,
     };

@@ -157,6 +157,7 @@ mod tests {
                 bytes: stderr.as_bytes().to_vec(),
                 total: stderr.len(),
             },
+            pid: None,
         }
     }
 

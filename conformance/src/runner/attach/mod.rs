@@ -265,5 +265,6 @@ fn record(
         exit,
         stdout: finished.stdout,
         stderr: finished.stderr,
+        pid: finished.pid,
     }
 }

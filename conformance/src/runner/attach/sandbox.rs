@@ -504,6 +504,7 @@ mod tests {
             exit: Exit::StoppedWhenDone,
             stdout: Captured::default(),
             stderr: Captured::default(),
+            pid: None,
         }
     }
 
