@@ -36,6 +36,8 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 step "binaries the end-to-end tests run"
 cargo build --workspace --bins
+# Agent time's second preload, beside the binaries (fake_wireserver::clock::agent_clock_library).
+cargo build -p wirecheck-agent-clock
 
 step "tests (snapshots in check mode)"
 INSTA_UPDATE=no cargo insta test --workspace --check --unreferenced=reject

@@ -1,6 +1,7 @@
 //! Agent time: the fake's clock can run faster than the wall clock, in step with an agent whose
-//! own clock is sped up by the same factor (Debian's libfaketime, `LD_PRELOAD` with a speed:
-//! [`agent_env`]). Then a scripted 30 s delay takes 30 s of the agent's time and 1.5 s of the
+//! own clock is sped up by the same factor (Debian's libfaketime, `LD_PRELOAD` with a speed,
+//! after wirecheck's own `libwirecheck_agent_clock.so` for the waits libfaketime leaves on the
+//! real clock: [`agent_env`]). Then a scripted 30 s delay takes 30 s of the agent's time and 1.5 s of the
 //! wall's at x20, and the journal's times (`at_ms`, `done_ms`, ...) are the agent's.
 //!
 //! Only what the scenario scripts runs in agent time: delays, slow-body intervals, time triggers,
@@ -179,17 +180,64 @@ pub fn libfaketime() -> Result<PathBuf, String> {
         })
 }
 
-/// The variables that run an agent's clock at `scale`: `LD_PRELOAD` of libfaketime with its
-/// speed, the offset zero (its clock starts at the real time and runs `scale` times faster).
-/// None at the wall clock.
+/// The environment variable naming wirecheck's agent clock library (a build of one's own).
+pub const AGENT_CLOCK_VAR: &str = "WIRECHECK_AGENT_CLOCK";
+
+/// The file name of wirecheck's agent clock library (crate `wirecheck-agent-clock`).
+const AGENT_CLOCK_FILE: &str = "libwirecheck_agent_clock.so";
+
+/// The library preloaded before libfaketime that keeps the waits libfaketime leaves on the real
+/// clock at the agent's speed (`agent-clock/src/lib.rs`): `$WIRECHECK_AGENT_CLOCK`, else
+/// beside the running program (or one folder up: cargo's test binaries live in `deps/`), else
+/// `/usr/lib/wirecheck/` or `/usr/local/lib/wirecheck/`.
+pub fn agent_clock_library() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os(AGENT_CLOCK_VAR) {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "{AGENT_CLOCK_VAR} names {}, which is not a file",
+                path.display()
+            ))
+        };
+    }
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+        .into_iter()
+        .flat_map(|dir| {
+            [
+                dir.join(AGENT_CLOCK_FILE),
+                dir.join("..").join(AGENT_CLOCK_FILE),
+            ]
+        });
+    let installed = ["/usr/lib/wirecheck", "/usr/local/lib/wirecheck"]
+        .into_iter()
+        .map(|dir| Path::new(dir).join(AGENT_CLOCK_FILE));
+    beside.chain(installed).find(|p| p.is_file()).ok_or_else(|| {
+        format!(
+            "agent time needs {AGENT_CLOCK_FILE} (built with the workspace: cargo build -p wirecheck-agent-clock) beside wirecheck, or {AGENT_CLOCK_VAR} naming it"
+        )
+    })
+}
+
+/// The variables that run an agent's clock at `scale`: `LD_PRELOAD` of wirecheck's agent clock
+/// library and libfaketime with its speed, the offset zero (its clock starts at the real time
+/// and runs `scale` times faster). None at the wall clock.
 pub fn agent_env(scale: TimeScale) -> Result<Vec<(String, String)>, String> {
     if scale.is_wall() {
         return Ok(Vec::new());
     }
-    let lib = libfaketime()?;
+    let faketime = libfaketime()?;
+    let waits = agent_clock_library()?;
     Ok(vec![
-        ("LD_PRELOAD".into(), lib.display().to_string()),
+        (
+            "LD_PRELOAD".into(),
+            format!("{}:{}", waits.display(), faketime.display()),
+        ),
         ("FAKETIME".into(), format!("+0 x{}", scale.0)),
+        ("WIRECHECK_AGENT_CLOCK_SCALE".into(), scale.0.to_string()),
     ])
 }
 

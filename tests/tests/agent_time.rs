@@ -1,12 +1,12 @@
 //! Agent time changes nothing but the wall clock: each real agent whose profile says its clock
-//! can be scaled (`clock = "scalable"`: cloud-init 22.4.2, 25.1 and 26.2 in Python,
-//! libazureinit in Rust with tokio) gets the same verdicts on a sample of retrying cases run at
+//! can be scaled (`clock = "scalable"`: cloud-init 22.4.2, 25.1 and 26.2 and WALinuxAgent in
+//! Python, libazureinit in Rust with tokio) gets the same verdicts on a sample of retrying cases run at
 //! the wall clock (`--time-scale 1`) and sped up (`--time-scale 20`), and the sped-up run says
 //! so in every timeline. A verdict only a loaded machine left unjudged (informational) is not
 //! compared; at least 20 cases per agent are.
 //!
 //! And the other direction: an agent whose clock libfaketime cannot scale is not sped up by the
-//! runner (the WALinuxAgent profiles keep the wall clock).
+//! runner (afterburn's profile keeps the wall clock).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -104,24 +104,33 @@ fn cloud_init_26_2_gets_the_same_verdicts_sped_up() {
     same_verdicts_at_both_speeds("cloud-init-26.2");
 }
 
+/// WALinuxAgent's daemon waits on `threading.Event`s with timeouts (`sem_clockwait`), which
+/// libfaketime alone leaves hanging: sped up, it gets its verdicts only through wirecheck's agent
+/// clock library.
+#[test]
+fn walinuxagent_2_7_3_gets_the_same_verdicts_sped_up() {
+    same_verdicts_at_both_speeds("walinuxagent-2.7.3");
+}
+
 #[test]
 fn libazureinit_on_tokio_gets_the_same_verdicts_sped_up() {
     same_verdicts_at_both_speeds("libazureinit-0.1.1");
 }
 
-/// `--time-scale` speeds only agents whose clock can be scaled: WALinuxAgent's stays the
-/// wall's, so its timelines carry no scale.
+/// `--time-scale` speeds only agents whose clock can be scaled: afterburn's stays the wall's
+/// (its reqwest client waits on futexes libfaketime does not scale), so its timelines carry no
+/// scale.
 #[test]
 fn an_agent_whose_clock_cannot_be_scaled_keeps_the_wall_clock() {
     require_root();
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("wala");
+    let out = dir.path().join("afterburn");
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let output = wirecheck_run(
         &out,
         &[
             "--agent",
-            "walinuxagent-2.7.3",
+            "afterburn",
             "--cases",
             "wire.health.xml.ready.*",
             "--time-scale",

@@ -28,21 +28,37 @@ impl ClockKind {
     }
 }
 
-/// An agent's clock in a run: the profile's kind, and the speed `--time-scale` fixed for the
-/// run (`None`: the runner picks one per case).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+/// An agent's clock in a run: the profile's kind and the fastest speed it keeps up with
+/// (`fastest_clock`), and the speed `--time-scale` fixed for the run (`None`: the runner picks
+/// one per case).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AgentClockPolicy {
     pub kind: ClockKind,
     pub fixed: Option<TimeScale>,
+    /// Sped up, the agent's own work (start-up, key generation, parsing) costs `scale` times
+    /// as much of its time; an agent with much of it between its requests declares the speed
+    /// beyond which that work, not its waits, would decide its verdicts.
+    pub fastest: TimeScale,
+}
+
+impl Default for AgentClockPolicy {
+    fn default() -> Self {
+        AgentClockPolicy {
+            kind: ClockKind::default(),
+            fixed: None,
+            fastest: TimeScale::new(TimeScale::MAX).unwrap_or(TimeScale::WALL),
+        }
+    }
 }
 
 impl AgentClockPolicy {
     /// The speed of a case whose agent waits `wanted` would put at: the wall clock for an agent
-    /// that cannot be scaled, the run's fixed speed when one was given, else `wanted`.
+    /// that cannot be scaled, the run's fixed speed when one was given, else `wanted`; never
+    /// faster than the profile's `fastest_clock`.
     pub fn scale(&self, wanted: TimeScale) -> TimeScale {
         match self.kind {
             ClockKind::Wall => TimeScale::WALL,
-            ClockKind::Scalable => self.fixed.unwrap_or(wanted),
+            ClockKind::Scalable => self.fixed.unwrap_or(wanted).min(self.fastest),
         }
     }
 }
@@ -60,17 +76,35 @@ mod tests {
         let fixed_wall = AgentClockPolicy {
             kind: ClockKind::Wall,
             fixed: Some(x5),
+            ..Default::default()
         };
         assert_eq!(fixed_wall.scale(x20), TimeScale::WALL);
         let auto = AgentClockPolicy {
             kind: ClockKind::Scalable,
             fixed: None,
+            ..Default::default()
         };
         assert_eq!(auto.scale(x20), x20);
         let fixed = AgentClockPolicy {
             kind: ClockKind::Scalable,
             fixed: Some(x5),
+            ..Default::default()
         };
         assert_eq!(fixed.scale(x20), x5);
+        // Never faster than the agent keeps up with, chosen or fixed.
+        let capped = AgentClockPolicy {
+            kind: ClockKind::Scalable,
+            fixed: None,
+            fastest: x5,
+        };
+        assert_eq!(capped.scale(x20), x5);
+        assert_eq!(
+            AgentClockPolicy {
+                fixed: Some(x20),
+                ..capped
+            }
+            .scale(x20),
+            x5
+        );
     }
 }

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use fake_wireserver::clock::TimeScale;
 use globset::GlobSet;
 use serde::Deserialize;
 use toml::Spanned;
@@ -494,6 +495,7 @@ struct ProfileFile {
     health_report: Option<Spanned<HealthReporting>>,
     #[serde(default)]
     clock: clock::ClockKind,
+    fastest_clock: Option<Spanned<u32>>,
     #[serde(default, rename = "deviation")]
     deviations: Vec<DeviationFile>,
     #[serde(default, rename = "limitation")]
@@ -666,6 +668,7 @@ impl AgentProfile {
         let daemon = v.daemon(&file, &commands)?;
         let (sandbox_startup, sandbox_private_dirs) = v.sandbox(&file.sandbox, file.attach)?;
         let limits = v.limits(&file.limits)?;
+        let fastest = v.fastest_clock(file.fastest_clock.as_ref())?;
 
         Ok(AgentProfile {
             name,
@@ -688,6 +691,7 @@ impl AgentProfile {
             clock: clock::AgentClockPolicy {
                 kind: file.clock,
                 fixed: None,
+                fastest,
             },
             deviations,
             limitations,
@@ -855,6 +859,15 @@ struct Daemon {
 impl Validate<'_> {
     fn at(&self, span: std::ops::Range<usize>, field: &str, message: String) -> FileError {
         FileError::at(self.path, self.text, span, Some(field), message)
+    }
+
+    /// `fastest_clock`: the fastest agent time the agent keeps up with (the default
+    /// [`TimeScale::MAX`]).
+    fn fastest_clock(&self, raw: Option<&Spanned<u32>>) -> Result<TimeScale, FileError> {
+        let Some(raw) = raw else {
+            return Ok(TimeScale::new(TimeScale::MAX).unwrap_or(TimeScale::WALL));
+        };
+        TimeScale::new(*raw.get_ref()).map_err(|e| self.at(raw.span(), "fastest_clock", e))
     }
 
     /// `name`: a folder's name in the results and snapshots.

@@ -1,0 +1,146 @@
+//! Preloaded into an agent whose clock runs `WIRECHECK_AGENT_CLOCK_SCALE` times faster, before
+//! libfaketime (`fake_wireserver::clock::agent_env`). libfaketime scales the agent's clocks,
+//! sleeps and poll/epoll/socket timeouts, but Debian's 0.9.10 passes two waits to the kernel
+//! with a deadline read off the agent's sped-up clock, which the kernel reads off the real one:
+//! `sem_clockwait` (every timed wait of Python's `threading`: `Event.wait`, `Lock.acquire`,
+//! `Condition.wait`, `queue.get`) and `pthread_cond_clockwait` (C++'s `wait_until`;
+//! libfaketime issue #469). Such a wait then lasts years: WALinuxAgent's daemon hangs in its
+//! first `Event.wait(timeout)`. Here each such deadline is moved onto the real monotonic clock:
+//! what remains of it on the agent's clock, divided by the scale, from now.
+//!
+//! Nothing else is touched; without the variable (or with a scale of 1) the waits pass through
+//! unchanged.
+
+use std::ffi::{CStr, c_int, c_void};
+use std::sync::OnceLock;
+
+use libc::{clockid_t, pthread_cond_t, pthread_mutex_t, sem_t, timespec};
+
+/// The variable giving the agent's speed (agent seconds per wall second).
+const SCALE_VAR: &CStr = c"WIRECHECK_AGENT_CLOCK_SCALE";
+
+const NS_PER_S: i128 = 1_000_000_000;
+
+/// The agent's speed, read once (1 when unset or unreadable).
+fn scale() -> i128 {
+    static SCALE: OnceLock<i128> = OnceLock::new();
+    *SCALE.get_or_init(|| {
+        // SAFETY: getenv of a constant name; the value is copied before anything else runs.
+        let value = unsafe { libc::getenv(SCALE_VAR.as_ptr()) };
+        if value.is_null() {
+            return 1;
+        }
+        // SAFETY: getenv returned a NUL-terminated string.
+        let value = unsafe { CStr::from_ptr(value) };
+        value
+            .to_str()
+            .ok()
+            .and_then(|v| v.parse::<i128>().ok())
+            .filter(|s| (1..=1000).contains(s))
+            .unwrap_or(1)
+    })
+}
+
+fn ns(t: &timespec) -> i128 {
+    i128::from(t.tv_sec) * NS_PER_S + i128::from(t.tv_nsec)
+}
+
+fn timespec_of(ns: i128) -> timespec {
+    timespec {
+        tv_sec: (ns / NS_PER_S) as libc::time_t,
+        tv_nsec: (ns % NS_PER_S) as libc::c_long,
+    }
+}
+
+/// `deadline`, on the agent's `clock`, as a deadline on the real monotonic clock.
+///
+/// # Safety
+/// `deadline` points at a valid timespec.
+unsafe fn real_deadline(clock: clockid_t, deadline: *const timespec) -> timespec {
+    let mut agent_now = timespec_of(0);
+    let mut real_now = timespec_of(0);
+    // SAFETY: both point at timespecs owned here. The first call goes to libfaketime's
+    // clock_gettime (the agent's clock); the second is the system call, which nothing fakes.
+    unsafe {
+        libc::clock_gettime(clock, &mut agent_now);
+        libc::syscall(
+            libc::SYS_clock_gettime,
+            libc::CLOCK_MONOTONIC,
+            &mut real_now,
+        );
+    }
+    // SAFETY: the caller's promise.
+    let remaining = (ns(unsafe { &*deadline }) - ns(&agent_now)).max(0);
+    timespec_of(ns(&real_now) + remaining / scale())
+}
+
+/// The next definition of `name` after this library (the C library's).
+fn next(name: &CStr) -> *mut c_void {
+    // SAFETY: dlsym with a NUL-terminated name.
+    unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) }
+}
+
+type SemClockwait = unsafe extern "C" fn(*mut sem_t, clockid_t, *const timespec) -> c_int;
+type CondClockwait = unsafe extern "C" fn(
+    *mut pthread_cond_t,
+    *mut pthread_mutex_t,
+    clockid_t,
+    *const timespec,
+) -> c_int;
+
+/// `sem_clockwait(3)`, its deadline moved onto the real clock.
+///
+/// # Safety
+/// As `sem_clockwait(3)`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sem_clockwait(
+    sem: *mut sem_t,
+    clock: clockid_t,
+    deadline: *const timespec,
+) -> c_int {
+    static NEXT: OnceLock<usize> = OnceLock::new();
+    let next = *NEXT.get_or_init(|| next(c"sem_clockwait") as usize);
+    if next == 0 {
+        // SAFETY: sets errno of this thread.
+        unsafe { *libc::__errno_location() = libc::ENOSYS };
+        return -1;
+    }
+    // SAFETY: `next` is the C library's sem_clockwait.
+    let next: SemClockwait = unsafe { std::mem::transmute(next) };
+    if deadline.is_null() || scale() == 1 {
+        // SAFETY: the caller's arguments, unchanged.
+        return unsafe { next(sem, clock, deadline) };
+    }
+    // SAFETY: the caller's promise that `deadline` is valid.
+    let real = unsafe { real_deadline(clock, deadline) };
+    // SAFETY: the caller's semaphore, a deadline owned here.
+    unsafe { next(sem, libc::CLOCK_MONOTONIC, &real) }
+}
+
+/// `pthread_cond_clockwait(3)`, its deadline moved onto the real clock.
+///
+/// # Safety
+/// As `pthread_cond_clockwait(3)`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_clockwait(
+    cond: *mut pthread_cond_t,
+    mutex: *mut pthread_mutex_t,
+    clock: clockid_t,
+    deadline: *const timespec,
+) -> c_int {
+    static NEXT: OnceLock<usize> = OnceLock::new();
+    let next = *NEXT.get_or_init(|| next(c"pthread_cond_clockwait") as usize);
+    if next == 0 {
+        return libc::ENOSYS;
+    }
+    // SAFETY: `next` is the C library's pthread_cond_clockwait.
+    let next: CondClockwait = unsafe { std::mem::transmute(next) };
+    if deadline.is_null() || scale() == 1 {
+        // SAFETY: the caller's arguments, unchanged.
+        return unsafe { next(cond, mutex, clock, deadline) };
+    }
+    // SAFETY: the caller's promise that `deadline` is valid.
+    let real = unsafe { real_deadline(clock, deadline) };
+    // SAFETY: the caller's condition and mutex, a deadline owned here.
+    unsafe { next(cond, mutex, libc::CLOCK_MONOTONIC, &real) }
+}
