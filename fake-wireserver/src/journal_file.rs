@@ -57,6 +57,9 @@ impl JournalFile {
     pub(crate) fn write(&mut self, entry: &Entry) {
         if let Some(failed) = self.failed.as_mut() {
             failed.lost += 1;
+            // Entries are final in the order their answers end, not by seq: the first lost is
+            // the lowest seq, whichever failed first.
+            failed.first_seq = failed.first_seq.min(entry.seq);
             return;
         }
         let written = serde_json::to_vec(entry)
@@ -120,6 +123,13 @@ mod tests {
         let error = file.error().unwrap();
         assert_eq!((error.first_seq, error.lost), (1, 3));
         assert!(error.error.contains("No space left on device"), "{error}");
+        // Entries finish out of seq order (a slower answer ends later): the first lost is the
+        // lowest seq, not the first written.
+        let mut late = JournalFile::create(Path::new("/dev/full")).unwrap();
+        for seq in [2, 1, 3] {
+            late.write(&entry(seq));
+        }
+        assert_eq!(late.error().unwrap().first_seq, 1);
         assert_eq!(
             error.to_string(),
             format!(

@@ -384,17 +384,16 @@ mod tests {
         .unwrap();
         // The whole budget and its wind-down (the last request's timeout, one more sleep, the
         // scenario's allowance), in agent time, at the speed that fits it in 20 s of the wall
-        // clock; sped up, the agent gets the scenario's deadline of the wall clock more.
+        // clock; sped up, the agent gets the scenario's deadline of the wall clock more, and at
+        // least OWN_WORK_SECONDS.
         let a = &closed.agent;
         let budget_end = 1200.0 + a.request_timeout + 5.0 + a.deadline;
         let scale = (budget_end / WALL_TARGET_SECONDS).ceil();
+        let own_work = a.deadline.max(OWN_WORK_SECONDS);
         assert_eq!(t.scale.factor(), scale, "{t:?}");
-        assert_eq!(t.deadline, budget_end + a.deadline * (scale - 1.0));
+        assert_eq!(t.deadline, budget_end + own_work * (scale - 1.0));
         assert_eq!(t.expected_wait, 1200.0);
-        assert!(
-            t.wall_deadline() <= WALL_TARGET_SECONDS + a.deadline,
-            "{t:?}"
-        );
+        assert!(t.wall_deadline() <= WALL_TARGET_SECONDS + own_work, "{t:?}");
         // A short case keeps the wall clock; a few seconds of waits run a little faster.
         let quick = scenario("");
         assert!(case_timing(&scalable(""), &quick).unwrap().scale.is_wall());
