@@ -8,6 +8,14 @@
 //! first `Event.wait(timeout)`. Here each such deadline is moved onto the real monotonic clock:
 //! what remains of it on the agent's clock, divided by the scale, from now.
 //!
+//! Rust's standard library makes the futex system call itself, through `syscall(3)`, with a
+//! deadline read off the agent's `CLOCK_MONOTONIC` (every `Condvar::wait_timeout`,
+//! `thread::park_timeout` and `mpsc::recv_timeout`: reqwest's blocking client waits for its
+//! answer so). `syscall` is interposed too: a futex wait's deadline is moved the same way, a
+//! relative timeout divided by the scale, and every other call passes through unchanged. Its
+//! definition takes the six argument registers a variadic call fills (x86_64 and aarch64 pass
+//! variadic integer arguments as they pass fixed ones).
+//!
 //! Nothing else is touched; without the variable (or with a scale of 1) the waits pass through
 //! unchanged.
 
@@ -78,6 +86,66 @@ unsafe fn real_deadline(clock: clockid_t, deadline: *const timespec) -> timespec
 fn next(name: &CStr) -> *mut c_void {
     // SAFETY: dlsym with a NUL-terminated name.
     unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) }
+}
+
+type Syscall = unsafe extern "C" fn(libc::c_long, ...) -> libc::c_long;
+
+/// The futex operations that wait with a timeout, and how the kernel reads it.
+const FUTEX_WAIT: libc::c_long = 0;
+const FUTEX_WAIT_BITSET: libc::c_long = 9;
+const FUTEX_CMD_MASK: libc::c_long = !(128 | 256);
+const FUTEX_CLOCK_REALTIME: libc::c_long = 256;
+
+/// The C library's `syscall`, found once.
+fn next_syscall() -> Option<Syscall> {
+    static NEXT: OnceLock<usize> = OnceLock::new();
+    let next = *NEXT.get_or_init(|| next(c"syscall") as usize);
+    // SAFETY: the C library's syscall has this signature.
+    (next != 0).then(|| unsafe { std::mem::transmute::<usize, Syscall>(next) })
+}
+
+/// `syscall(2)`: a futex wait's timeout moved onto the real clock, everything else unchanged.
+///
+/// # Safety
+/// As `syscall(2)`; a caller passing fewer arguments leaves the rest as whatever its registers
+/// hold, which is passed on as the C library's own `syscall` would.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn syscall(
+    number: libc::c_long,
+    a1: libc::c_long,
+    a2: libc::c_long,
+    a3: libc::c_long,
+    a4: libc::c_long,
+    a5: libc::c_long,
+    a6: libc::c_long,
+) -> libc::c_long {
+    let Some(next) = next_syscall() else {
+        // SAFETY: sets errno of this thread.
+        unsafe { *libc::__errno_location() = libc::ENOSYS };
+        return -1;
+    };
+    let timeout = a4 as *const timespec;
+    let waits = number == libc::SYS_futex && !timeout.is_null() && scale() > 1;
+    if waits {
+        let cmd = a2 & FUTEX_CMD_MASK;
+        let moved = if cmd == FUTEX_WAIT {
+            // Relative: agent seconds, divided.
+            // SAFETY: the caller's timeout, a valid timespec by the futex contract.
+            Some(timespec_of(ns(unsafe { &*timeout }).max(0) / scale()))
+        } else if cmd == FUTEX_WAIT_BITSET && a2 & FUTEX_CLOCK_REALTIME == 0 {
+            // Absolute, on the agent's monotonic clock.
+            // SAFETY: as above.
+            Some(unsafe { real_deadline(libc::CLOCK_MONOTONIC, timeout) })
+        } else {
+            None
+        };
+        if let Some(moved) = moved {
+            // SAFETY: the caller's futex call with a timeout owned here.
+            return unsafe { next(number, a1, a2, a3, &moved as *const timespec, a5, a6) };
+        }
+    }
+    // SAFETY: the caller's arguments, unchanged.
+    unsafe { next(number, a1, a2, a3, a4, a5, a6) }
 }
 
 type SemClockwait = unsafe extern "C" fn(*mut sem_t, clockid_t, *const timespec) -> c_int;
