@@ -5,8 +5,8 @@
 //! so in every timeline. A verdict only a loaded machine left unjudged (informational) is not
 //! compared; at least 20 cases per agent are.
 //!
-//! And the other direction: an agent whose clock libfaketime cannot scale is not sped up by the
-//! runner (afterburn's profile keeps the wall clock).
+//! And the other direction: an agent whose profile keeps the wall clock is not sped up by the
+//! runner (afterburn's).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -117,9 +117,8 @@ fn libazureinit_on_tokio_gets_the_same_verdicts_sped_up() {
     same_verdicts_at_both_speeds("libazureinit-0.1.1");
 }
 
-/// `--time-scale` speeds only agents whose clock can be scaled: afterburn's stays the wall's
-/// (its reqwest client waits on futexes libfaketime does not scale), so its timelines carry no
-/// scale.
+/// `--time-scale` speeds only agents whose profile says their clock can be scaled:
+/// afterburn's stays the wall's, so its timelines carry no scale.
 #[test]
 fn an_agent_whose_clock_cannot_be_scaled_keeps_the_wall_clock() {
     require_root();
