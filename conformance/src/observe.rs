@@ -142,6 +142,10 @@ pub struct Observation<'a> {
     /// When the runner stalled during the case (empty on a machine that kept time), in agent
     /// time.
     pub stalls: Vec<Stall>,
+    /// How long the agent's own processes waited for a CPU, all their waits of each look of
+    /// the runner's watcher added up, in agent time (`runner::lag`): CPU-bound work of the
+    /// agent's (its exit) is late by their sum on a loaded machine.
+    pub agent_waited: Vec<Stall>,
     /// How fast the agent's clock and the fake's ran (agent time, `fake_wireserver::clock`).
     pub time_scale: TimeScale,
     /// Agent seconds after which each invocation was killed, from its first request
@@ -278,6 +282,17 @@ impl Observation<'_> {
         } else {
             stalled + (UNSEEN_LAG_MS as f64 * scale) as u64
         }
+    }
+
+    /// How long the agent's processes waited for a CPU, added up, in looks that ended after
+    /// `from_ms` and by `to_ms` (widened by one look's reach).
+    pub fn agent_waited_ms(&self, from_ms: u64, to_ms: u64) -> u64 {
+        let reach = (STALL_REACH_MS as f64 * self.time_scale.factor()) as u64;
+        self.agent_waited
+            .iter()
+            .filter(|w| w.end_ms > from_ms && w.end_ms <= to_ms + reach)
+            .map(|w| w.len_ms)
+            .sum()
     }
 
     /// The health endpoint of the flow the scenario tests (`agent.protocol`).

@@ -655,7 +655,22 @@ fn loop_end(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
         return;
     }
     let own_work = start_up.unwrap_or(0);
+    // Its exit is CPU-bound work: on a loaded machine it is late by every wait for a CPU its
+    // processes had since their last request, short ones added up (the runner measured them).
+    let held = obs.agent_waited_ms(wire_end, run.end_ms);
     match rule.exit(run.end_ms, wire_end, interval + own_work, lag) {
+        Within::Over { by_ms, .. } if held >= by_ms => t.uncertain(
+            format!(
+                "run {}: exited {by_ms} ms after the budget (or its last request) plus one {} interval plus its own start-up's {own_work} ms plus the runner's {lag} ms lag, and its processes waited {held} ms for a CPU meanwhile: the machine, not the agent, may have made it late",
+                ri + 1,
+                secs(interval),
+            ),
+            about(
+                format!("run {}: {}", ri + 1, run.exit.describe()),
+                &evidence,
+                None,
+            ),
+        ),
         Within::Over { limit_ms, by_ms } => t.fail(
             format!(
                 "run {}: the wireserver report took {} (first attempt to exit) of a {} budget: the agent exited {by_ms} ms after the budget (or its last request) plus one {} interval plus its own start-up's {own_work} ms plus the runner's {lag} ms lag ({})",

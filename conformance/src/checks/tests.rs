@@ -184,7 +184,20 @@ fn judge_at(
     stalls: Vec<crate::observe::Stall>,
     time_scale: fake_wireserver::clock::TimeScale,
 ) -> Judgement {
-    let obs = Observation {
+    let mut obs = observation(profile, scenario, journal, runs);
+    obs.stalls = stalls;
+    obs.time_scale = time_scale;
+    judge_obs(check, &obs)
+}
+
+/// What the checks see of a run at the wall clock on a machine that kept time.
+fn observation<'a>(
+    profile: &'a AgentProfile,
+    scenario: &'a Scenario,
+    journal: Vec<Entry>,
+    runs: Vec<RunRecord>,
+) -> Observation<'a> {
+    Observation {
         scenario,
         profile,
         journal,
@@ -197,12 +210,16 @@ fn judge_at(
         pool: Some(Vec::new()),
         pool_view: decode_pool(&[]),
         runs,
-        stalls,
-        time_scale,
+        stalls: Vec::new(),
+        agent_waited: Vec::new(),
+        time_scale: Default::default(),
         deadline: scenario.agent.deadline,
-    };
+    }
+}
+
+fn judge_obs(check: &str, obs: &Observation) -> Judgement {
     let def = super::get(crate::catalog::CheckId::from_id(check).unwrap());
-    (def.run)(&obs)
+    (def.run)(obs)
 }
 
 #[test]
@@ -620,6 +637,46 @@ fn the_agent_exits_within_one_interval_of_the_budget_plus_the_lag() {
     };
     assert_eq!(exit_at(3260, stall()).verdict, Verdict::Pass);
     assert_eq!(exit_at(3261, stall()).verdict, Verdict::Fail);
+}
+
+/// Its exit is CPU-bound work: late by no more than its processes waited for a CPU since its
+/// last request (all their waits added up, as the runner measured them), it is not judged; later
+/// than that, or with no such waits, it fails. Waits before its last request excuse nothing.
+#[test]
+fn an_exit_the_machine_held_back_is_not_judged_but_a_later_one_fails() {
+    let s = scenario("");
+    let p = profile();
+    // As above: the last request over at 2902 ms, the exit allowed until 3220 ms.
+    let exit_at = |end: u64, waited: &[(u64, u64)]| {
+        let mut obs = observation(
+            &p,
+            &s,
+            vec![health(1, 10, 503), health(2, 2900, 503)],
+            vec![run(0, end, Exit::Code(1))],
+        );
+        obs.agent_waited = waited
+            .iter()
+            .map(|&(end_ms, len_ms)| crate::observe::Stall { end_ms, len_ms })
+            .collect();
+        judge_obs("behaviour.budget", &obs)
+    };
+    let held = [(3000, 60), (3100, 60), (3200, 60)];
+    let j = exit_at(3400, &held);
+    assert_eq!(j.verdict, Verdict::Informational, "{j:?}");
+    assert!(
+        j.reason
+            .as_deref()
+            .unwrap()
+            .contains("waited 180 ms for a CPU"),
+        "{j:?}"
+    );
+    assert_eq!(exit_at(3401, &held).verdict, Verdict::Fail);
+    assert_eq!(exit_at(3400, &[]).verdict, Verdict::Fail);
+    // Waits before its last request (2902 ms) held back its loop, not its exit.
+    assert_eq!(
+        exit_at(3400, &[(1000, 60), (2000, 60), (2900, 60)]).verdict,
+        Verdict::Fail
+    );
 }
 
 /// cloud-init gives each request's retries a budget of their own (http_with_retries per call):
@@ -1570,6 +1627,7 @@ fn judge_failure_pool(
         pool: Some(pool),
         runs: vec![r],
         stalls: Vec::new(),
+        agent_waited: Vec::new(),
         time_scale: Default::default(),
         deadline: s.agent.deadline,
     };
@@ -2333,6 +2391,7 @@ fn an_unusable_imds_200_is_a_retry_decision_but_a_text_leaf_is_an_answer() {
         pool_view: wirecheck_oracle::kvp::decode_pool(&[]),
         runs: vec![run(0, 3000, Exit::Code(0))],
         stalls: Vec::new(),
+        agent_waited: Vec::new(),
         time_scale: Default::default(),
         deadline: s.agent.deadline,
     };

@@ -46,7 +46,17 @@ const MAX_TREE_THREADS: usize = 256;
 #[derive(Debug, Default, PartialEq)]
 struct Look {
     runner: Duration,
-    agents: Vec<(u32, Duration)>,
+    agents: Vec<(u32, TreeWait)>,
+}
+
+/// One agent tree's waits for a CPU since the last look.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct TreeWait {
+    /// The longest stretch one of its threads has been kept waiting (a late event).
+    longest: Duration,
+    /// All its threads' waits added up (work held back: CPU-bound work such as an exit is
+    /// late by the sum of its waits, many short ones included).
+    total: Duration,
 }
 
 /// One thread's scheduler statistics at the last look.
@@ -101,9 +111,10 @@ impl RunQueueWaits {
     /// a CPU's worth of the time since the last look or more (it is the load itself; on a
     /// machine whose other CPU is busy, a spinning tree gets about one, and an agent waiting
     /// for its next attempt needs a few per cent).
-    fn tree(&self, root: u32, elapsed: u64, seen: &mut HashMap<u32, ThreadStat>) -> Duration {
+    fn tree(&self, root: u32, elapsed: u64, seen: &mut HashMap<u32, ThreadStat>) -> TreeWait {
         let mut pending = vec![root];
         let mut longest = 0;
+        let mut total = 0;
         let mut ran = 0;
         let mut threads = 0;
         while let Some(pid) = pending.pop() {
@@ -113,14 +124,18 @@ impl RunQueueWaits {
             let tasks = Path::new("/proc").join(pid.to_string()).join("task");
             let read = self.threads(&tasks, elapsed, seen);
             longest = longest.max(read.longest);
+            total += read.waited;
             ran += read.ran;
             threads += read.threads;
             pending.extend(children(&tasks));
         }
         if elapsed > 0 && ran * 2 >= elapsed {
-            return Duration::ZERO;
+            return TreeWait::default();
         }
-        Duration::from_nanos(longest)
+        TreeWait {
+            longest: Duration::from_nanos(longest),
+            total: Duration::from_nanos(total),
+        }
     }
 
     /// The threads under one `task` folder: their longest wait and their time on a CPU since
@@ -140,6 +155,7 @@ impl RunQueueWaits {
             let before = self.last.get(&tid);
             let streak = before.map_or(0, |b| continued_wait(b, waited, elapsed));
             read.longest = read.longest.max(streak);
+            read.waited += before.map_or(0, |b| waited.saturating_sub(b.waited));
             read.ran += before.map_or(0, |b| ran.saturating_sub(b.ran));
             read.threads += 1;
             seen.insert(
@@ -159,6 +175,7 @@ impl RunQueueWaits {
 #[derive(Debug, Default)]
 struct Threads {
     longest: u64,
+    waited: u64,
     ran: u64,
     threads: usize,
 }
@@ -209,14 +226,15 @@ type Sample = (Instant, Duration, Option<u32>);
 #[derive(Debug, Clone)]
 pub struct LagWatch {
     samples: Arc<Mutex<VecDeque<Sample>>>,
+    /// Each agent tree's total wait per look (`TreeWait::total`), kept apart: a sum of short
+    /// waits delays work, not an event.
+    waited: Arc<Mutex<VecDeque<Sample>>>,
 }
 
 impl LagWatch {
     /// Starts watching on the current runtime until the returned handle is aborted.
     pub fn start() -> (LagWatch, tokio::task::JoinHandle<()>) {
-        let watch = LagWatch {
-            samples: Arc::default(),
-        };
+        let watch = LagWatch::idle();
         let recorder = watch.clone();
         let task = tokio::spawn(async move {
             let mut waits = RunQueueWaits::default();
@@ -228,8 +246,9 @@ impl LagWatch {
                 let late = woke.duration_since(before).saturating_sub(TICK);
                 let look = waits.look();
                 recorder.keep(woke, late.max(look.runner), None);
-                for (pid, lag) in look.agents {
-                    recorder.keep(woke, lag, Some(pid));
+                for (pid, wait) in look.agents {
+                    recorder.keep(woke, wait.longest, Some(pid));
+                    recorder.keep_waited(woke, wait.total, pid);
                 }
             }
         });
@@ -240,6 +259,7 @@ impl LagWatch {
     pub fn idle() -> LagWatch {
         LagWatch {
             samples: Arc::default(),
+            waited: Arc::default(),
         }
     }
 
@@ -260,21 +280,49 @@ impl LagWatch {
         s.push_back((at, lag, whose));
     }
 
+    /// Keeps an agent tree's total wait of one look, when it could matter.
+    fn keep_waited(&self, at: Instant, total: Duration, pid: u32) {
+        if total < Duration::from_millis(1) {
+            return;
+        }
+        let mut w = self.waited.lock().unwrap_or_else(|e| e.into_inner());
+        if w.len() == MAX_SAMPLES {
+            w.pop_front();
+        }
+        w.push_back((at, total, Some(pid)));
+    }
+
+    /// The total waits for a CPU of the agents under `agents` (their PIDs), per look, that
+    /// ended after `from`, on the fake's `clock` (`Observation::agent_waited`).
+    pub fn waited_since(&self, from: Instant, clock: &AgentClock, agents: &[u32]) -> Vec<Stall> {
+        let w = self.waited.lock().unwrap_or_else(|e| e.into_inner());
+        samples_since(&w, from, clock, agents)
+    }
+
     /// The stalls that ended after `from` of the runner and of the agents under `agents`
     /// (their PIDs), on the fake's `clock`: in agent time, where a stall of the wall clock
     /// lasts `scale` times as long.
     pub fn stalls_since(&self, from: Instant, clock: &AgentClock, agents: &[u32]) -> Vec<Stall> {
         let s = self.samples.lock().unwrap_or_else(|e| e.into_inner());
-        s.iter()
-            .filter(|(woke, _, whose)| {
-                *woke >= from && whose.is_none_or(|pid| agents.contains(&pid))
-            })
-            .map(|(woke, lag, _)| Stall {
-                end_ms: clock.ms(*woke),
-                len_ms: lag.mul_f64(clock.scale().factor()).as_millis() as u64,
-            })
-            .collect()
+        samples_since(&s, from, clock, agents)
     }
+}
+
+/// The samples after `from` that are the runner's or one of `agents`', on the fake's clock.
+fn samples_since(
+    samples: &VecDeque<Sample>,
+    from: Instant,
+    clock: &AgentClock,
+    agents: &[u32],
+) -> Vec<Stall> {
+    samples
+        .iter()
+        .filter(|(woke, _, whose)| *woke >= from && whose.is_none_or(|pid| agents.contains(&pid)))
+        .map(|(woke, lag, _)| Stall {
+            end_ms: clock.ms(*woke),
+            len_ms: lag.mul_f64(clock.scale().factor()).as_millis() as u64,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -341,7 +389,7 @@ mod tests {
                 look.agents
                     .iter()
                     .filter(|(p, _)| *p == pid)
-                    .map(|(_, d)| *d),
+                    .map(|(_, w)| w.longest),
             );
         }
         seen

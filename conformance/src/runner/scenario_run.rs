@@ -180,6 +180,7 @@ async fn execute(
         pool_view,
         runs: session.runs,
         stalls: lag.stalls_since(started, &session.clock, &agent_pids),
+        agent_waited: lag.waited_since(started, &session.clock, &agent_pids),
         time_scale: session.clock.scale(),
         deadline: timing.deadline,
     };

@@ -437,6 +437,7 @@ mod tests {
             pool_view: wirecheck_oracle::kvp::decode_pool(&[]),
             runs: vec![run(0, 3000, Exit::Code(0))],
             stalls,
+            agent_waited: Vec::new(),
             time_scale: Default::default(),
             deadline: scenario.agent.deadline,
         };
