@@ -16,8 +16,8 @@
 //! wirecheck's own). So each tick reads the run-queue delay of every thread of every agent's
 //! process tree as well (wirecheck's children, found through `/proc/*/task/*/children`), and
 //! keeps that stall for that agent's cases only. A tree that itself used half a CPU in the tick
-//! or more is the load, not its victim: its waits are not counted, so an agent cannot make its own
-//! lateness "not judged" by spinning.
+//! or more, or kept more than one thread waiting at a time, is the load, not its victim: its
+//! waits are not counted, so an agent cannot make its own lateness "not judged" by spinning.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
@@ -107,10 +107,10 @@ impl RunQueueWaits {
             .map_or(0, |then| now.duration_since(then).as_nanos() as u64)
     }
 
-    /// The longest wait in the tree of processes under `root`: zero when the tree ran for half
-    /// a CPU's worth of the time since the last look or more (it is the load itself; on a
-    /// machine whose other CPU is busy, a spinning tree gets about one, and an agent waiting
-    /// for its next attempt needs a few per cent).
+    /// The longest and the summed waits in the tree of processes under `root`: zero when the
+    /// tree is the load itself, having run for half a CPU's worth of the time since the last
+    /// look or more, or kept more than one thread waiting at a time (an agent waiting for its
+    /// next attempt needs a few per cent of a CPU and one thread).
     fn tree(&self, root: u32, elapsed: u64, seen: &mut HashMap<u32, ThreadStat>) -> TreeWait {
         let mut pending = vec![root];
         let mut longest = 0;
@@ -129,7 +129,10 @@ impl RunQueueWaits {
             threads += read.threads;
             pending.extend(children(&tasks));
         }
-        if elapsed > 0 && ran * 2 >= elapsed {
+        // The load itself: it ran half a CPU or more, or more than one of its threads was
+        // waiting at a time (one thread can wait no longer than the look lasted; on a machine
+        // busy with others a spinning tree gets little CPU but many waits).
+        if elapsed > 0 && (ran * 2 >= elapsed || total > elapsed) {
             return TreeWait::default();
         }
         TreeWait {
@@ -156,7 +159,10 @@ impl RunQueueWaits {
             let streak = before.map_or(0, |b| continued_wait(b, waited, elapsed));
             read.longest = read.longest.max(streak);
             read.waited += before.map_or(0, |b| waited.saturating_sub(b.waited));
-            read.ran += before.map_or(0, |b| ran.saturating_sub(b.ran));
+            // A thread new since the last look ran all its life in it (or just before): its
+            // whole time counts, so a tree that starts by forking spinners is the load from
+            // its first look on.
+            read.ran += before.map_or(ran, |b| ran.saturating_sub(b.ran));
             read.threads += 1;
             seen.insert(
                 tid,
