@@ -19,8 +19,8 @@
 //! Nothing else is touched; without the variable (or with a scale of 1) the waits pass through
 //! unchanged.
 
-use std::ffi::{CStr, c_int, c_void};
-use std::sync::OnceLock;
+use std::ffi::{CStr, c_int};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 use libc::{clockid_t, pthread_cond_t, pthread_mutex_t, sem_t, timespec};
 
@@ -29,24 +29,32 @@ const SCALE_VAR: &CStr = c"WIRECHECK_AGENT_CLOCK_SCALE";
 
 const NS_PER_S: i128 = 1_000_000_000;
 
-/// The agent's speed, read once (1 when unset or unreadable).
+/// The agent's speed, read once (1 when unset or unreadable). No `std::sync` here or below:
+/// its waits are futex calls through `syscall`, which this library defines, so a thread
+/// waiting for another's initialisation would call back into it. A race only reads the
+/// variable twice.
 fn scale() -> i128 {
-    static SCALE: OnceLock<i128> = OnceLock::new();
-    *SCALE.get_or_init(|| {
-        // SAFETY: getenv of a constant name; the value is copied before anything else runs.
-        let value = unsafe { libc::getenv(SCALE_VAR.as_ptr()) };
-        if value.is_null() {
-            return 1;
-        }
+    static SCALE: AtomicI64 = AtomicI64::new(0);
+    let known = SCALE.load(Ordering::Relaxed);
+    if known > 0 {
+        return i128::from(known);
+    }
+    // SAFETY: getenv of a constant name; the value is copied before anything else runs.
+    let value = unsafe { libc::getenv(SCALE_VAR.as_ptr()) };
+    let read = if value.is_null() {
+        1
+    } else {
         // SAFETY: getenv returned a NUL-terminated string.
         let value = unsafe { CStr::from_ptr(value) };
         value
             .to_str()
             .ok()
-            .and_then(|v| v.parse::<i128>().ok())
+            .and_then(|v| v.parse::<i64>().ok())
             .filter(|s| (1..=1000).contains(s))
             .unwrap_or(1)
-    })
+    };
+    SCALE.store(read, Ordering::Relaxed);
+    i128::from(read)
 }
 
 fn ns(t: &timespec) -> i128 {
@@ -82,10 +90,17 @@ unsafe fn real_deadline(clock: clockid_t, deadline: *const timespec) -> timespec
     timespec_of(ns(&real_now) + remaining / scale())
 }
 
-/// The next definition of `name` after this library (the C library's).
-fn next(name: &CStr) -> *mut c_void {
+/// The next definition of `name` after this library (the C library's), looked up once into
+/// `cache` (0: not yet; a race looks it up twice, to the same address).
+fn next(name: &CStr, cache: &AtomicUsize) -> usize {
+    let known = cache.load(Ordering::Relaxed);
+    if known != 0 {
+        return known;
+    }
     // SAFETY: dlsym with a NUL-terminated name.
-    unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) }
+    let found = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
+    cache.store(found, Ordering::Relaxed);
+    found
 }
 
 type Syscall = unsafe extern "C" fn(libc::c_long, ...) -> libc::c_long;
@@ -98,8 +113,8 @@ const FUTEX_CLOCK_REALTIME: libc::c_long = 256;
 
 /// The C library's `syscall`, found once.
 fn next_syscall() -> Option<Syscall> {
-    static NEXT: OnceLock<usize> = OnceLock::new();
-    let next = *NEXT.get_or_init(|| next(c"syscall") as usize);
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let next = next(c"syscall", &NEXT);
     // SAFETY: the C library's syscall has this signature.
     (next != 0).then(|| unsafe { std::mem::transmute::<usize, Syscall>(next) })
 }
@@ -127,21 +142,32 @@ pub unsafe extern "C" fn syscall(
     let timeout = a4 as *const timespec;
     let waits = number == libc::SYS_futex && !timeout.is_null() && scale() > 1;
     if waits {
-        let cmd = a2 & FUTEX_CMD_MASK;
+        // The operation is an int: the upper half of its register is whatever it was.
+        let op = libc::c_long::from(a2 as i32);
+        let cmd = op & FUTEX_CMD_MASK;
         let moved = if cmd == FUTEX_WAIT {
             // Relative: agent seconds, divided.
             // SAFETY: the caller's timeout, a valid timespec by the futex contract.
-            Some(timespec_of(ns(unsafe { &*timeout }).max(0) / scale()))
-        } else if cmd == FUTEX_WAIT_BITSET && a2 & FUTEX_CLOCK_REALTIME == 0 {
-            // Absolute, on the agent's monotonic clock.
+            Some((op, timespec_of(ns(unsafe { &*timeout }).max(0) / scale())))
+        } else if cmd == FUTEX_WAIT_BITSET {
+            // Absolute, on the agent's monotonic or (flagged) real-time clock: moved onto the
+            // real monotonic clock, the flag cleared.
+            let clock = if op & FUTEX_CLOCK_REALTIME != 0 {
+                libc::CLOCK_REALTIME
+            } else {
+                libc::CLOCK_MONOTONIC
+            };
             // SAFETY: as above.
-            Some(unsafe { real_deadline(libc::CLOCK_MONOTONIC, timeout) })
+            Some((op & !FUTEX_CLOCK_REALTIME, unsafe {
+                real_deadline(clock, timeout)
+            }))
         } else {
+            // The PI operations' timeouts (and futex_waitv, another call) pass unchanged.
             None
         };
-        if let Some(moved) = moved {
+        if let Some((op, moved)) = moved {
             // SAFETY: the caller's futex call with a timeout owned here.
-            return unsafe { next(number, a1, a2, a3, &moved as *const timespec, a5, a6) };
+            return unsafe { next(number, a1, op, a3, &moved as *const timespec, a5, a6) };
         }
     }
     // SAFETY: the caller's arguments, unchanged.
@@ -166,8 +192,8 @@ pub unsafe extern "C" fn sem_clockwait(
     clock: clockid_t,
     deadline: *const timespec,
 ) -> c_int {
-    static NEXT: OnceLock<usize> = OnceLock::new();
-    let next = *NEXT.get_or_init(|| next(c"sem_clockwait") as usize);
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let next = next(c"sem_clockwait", &NEXT);
     if next == 0 {
         // SAFETY: sets errno of this thread.
         unsafe { *libc::__errno_location() = libc::ENOSYS };
@@ -196,8 +222,8 @@ pub unsafe extern "C" fn pthread_cond_clockwait(
     clock: clockid_t,
     deadline: *const timespec,
 ) -> c_int {
-    static NEXT: OnceLock<usize> = OnceLock::new();
-    let next = *NEXT.get_or_init(|| next(c"pthread_cond_clockwait") as usize);
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let next = next(c"pthread_cond_clockwait", &NEXT);
     if next == 0 {
         return libc::ENOSYS;
     }

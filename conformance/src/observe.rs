@@ -142,9 +142,10 @@ pub struct Observation<'a> {
     /// When the runner stalled during the case (empty on a machine that kept time), in agent
     /// time.
     pub stalls: Vec<Stall>,
-    /// How long the agent's own processes waited for a CPU, all their waits of each look of
-    /// the runner's watcher added up, in agent time (`runner::lag`): CPU-bound work of the
-    /// agent's (its exit) is late by their sum on a loaded machine.
+    /// How long the agent's own processes waited for a CPU: per look of the runner's watcher,
+    /// the most one of their threads waited in it, short waits added up, in agent time
+    /// (`runner::lag`): CPU-bound work of the agent's (its exit) is late by their sum on a
+    /// loaded machine.
     pub agent_waited: Vec<Stall>,
     /// How fast the agent's clock and the fake's ran (agent time, `fake_wireserver::clock`).
     pub time_scale: TimeScale,
@@ -284,8 +285,9 @@ impl Observation<'_> {
         }
     }
 
-    /// How long the agent's processes waited for a CPU, added up, in looks that ended after
-    /// `from_ms` and by `to_ms` (widened by one look's reach).
+    /// How long the agent's processes waited for a CPU ([`Observation::agent_waited`]), added
+    /// up over the looks that ended after `from_ms` and by `to_ms` (widened by one look's
+    /// reach).
     pub fn agent_waited_ms(&self, from_ms: u64, to_ms: u64) -> u64 {
         let reach = (STALL_REACH_MS as f64 * self.time_scale.factor()) as u64;
         self.agent_waited

@@ -75,7 +75,7 @@ impl JournalFile {
                 // Part of the line may be in: cut it (best effort; a full disk allows it).
                 let _ = self.file.set_len(self.whole);
                 tracing::error!(
-                    "journal file {}: {e}; entries from seq {} on are not written to it",
+                    "journal file {}: {e}; entry {} and every one final after it are not written to it",
                     self.path.display(),
                     entry.seq
                 );

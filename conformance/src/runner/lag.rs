@@ -54,9 +54,10 @@ struct Look {
 struct TreeWait {
     /// The longest stretch one of its threads has been kept waiting (a late event).
     longest: Duration,
-    /// All its threads' waits added up (work held back: CPU-bound work such as an exit is
-    /// late by the sum of its waits, many short ones included).
-    total: Duration,
+    /// The most one of its threads waited in the look, short waits added up (work held back:
+    /// CPU-bound work such as an exit is late by the sum of its thread's waits, many short
+    /// ones included; one thread's, not all of them added, which could exceed the look).
+    widest: Duration,
 }
 
 /// One thread's scheduler statistics at the last look.
@@ -114,6 +115,7 @@ impl RunQueueWaits {
     fn tree(&self, root: u32, elapsed: u64, seen: &mut HashMap<u32, ThreadStat>) -> TreeWait {
         let mut pending = vec![root];
         let mut longest = 0;
+        let mut widest = 0;
         let mut total = 0;
         let mut ran = 0;
         let mut threads = 0;
@@ -124,6 +126,7 @@ impl RunQueueWaits {
             let tasks = Path::new("/proc").join(pid.to_string()).join("task");
             let read = self.threads(&tasks, elapsed, seen);
             longest = longest.max(read.longest);
+            widest = widest.max(read.widest);
             total += read.waited;
             ran += read.ran;
             threads += read.threads;
@@ -137,7 +140,7 @@ impl RunQueueWaits {
         }
         TreeWait {
             longest: Duration::from_nanos(longest),
-            total: Duration::from_nanos(total),
+            widest: Duration::from_nanos(widest),
         }
     }
 
@@ -158,7 +161,9 @@ impl RunQueueWaits {
             let before = self.last.get(&tid);
             let streak = before.map_or(0, |b| continued_wait(b, waited, elapsed));
             read.longest = read.longest.max(streak);
-            read.waited += before.map_or(0, |b| waited.saturating_sub(b.waited));
+            let delta = before.map_or(0, |b| waited.saturating_sub(b.waited));
+            read.waited += delta;
+            read.widest = read.widest.max(delta);
             // A thread new since the last look ran all its life in it (or just before): its
             // whole time counts, so a tree that starts by forking spinners is the load from
             // its first look on.
@@ -181,6 +186,7 @@ impl RunQueueWaits {
 #[derive(Debug, Default)]
 struct Threads {
     longest: u64,
+    widest: u64,
     waited: u64,
     ran: u64,
     threads: usize,
@@ -232,7 +238,7 @@ type Sample = (Instant, Duration, Option<u32>);
 #[derive(Debug, Clone)]
 pub struct LagWatch {
     samples: Arc<Mutex<VecDeque<Sample>>>,
-    /// Each agent tree's total wait per look (`TreeWait::total`), kept apart: a sum of short
+    /// Each agent tree's widest wait per look (`TreeWait::widest`), kept apart: a sum of short
     /// waits delays work, not an event.
     waited: Arc<Mutex<VecDeque<Sample>>>,
 }
@@ -254,7 +260,7 @@ impl LagWatch {
                 recorder.keep(woke, late.max(look.runner), None);
                 for (pid, wait) in look.agents {
                     recorder.keep(woke, wait.longest, Some(pid));
-                    recorder.keep_waited(woke, wait.total, pid);
+                    recorder.keep_waited(woke, wait.widest, pid);
                 }
             }
         });
@@ -286,19 +292,19 @@ impl LagWatch {
         s.push_back((at, lag, whose));
     }
 
-    /// Keeps an agent tree's total wait of one look, when it could matter.
-    fn keep_waited(&self, at: Instant, total: Duration, pid: u32) {
-        if total < Duration::from_millis(1) {
+    /// Keeps an agent tree's widest wait of one look, when it could matter.
+    fn keep_waited(&self, at: Instant, widest: Duration, pid: u32) {
+        if widest < Duration::from_millis(1) {
             return;
         }
         let mut w = self.waited.lock().unwrap_or_else(|e| e.into_inner());
         if w.len() == MAX_SAMPLES {
             w.pop_front();
         }
-        w.push_back((at, total, Some(pid)));
+        w.push_back((at, widest, Some(pid)));
     }
 
-    /// The total waits for a CPU of the agents under `agents` (their PIDs), per look, that
+    /// The widest waits for a CPU of the agents under `agents` (their PIDs), per look, that
     /// ended after `from`, on the fake's `clock` (`Observation::agent_waited`).
     pub fn waited_since(&self, from: Instant, clock: &AgentClock, agents: &[u32]) -> Vec<Stall> {
         let w = self.waited.lock().unwrap_or_else(|e| e.into_inner());
