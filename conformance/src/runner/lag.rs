@@ -16,11 +16,14 @@
 //! wirecheck's own). So each tick reads the run-queue delay of every thread of every agent's
 //! process tree as well (wirecheck's children, found through `/proc/*/task/*/children`), and
 //! keeps that stall for that agent's cases only. A tree that itself used half a CPU in the tick
-//! or more, or kept more than one thread waiting at a time, is the load, not its victim: its
-//! waits are not counted, so an agent cannot make its own lateness "not judged" by spinning.
+//! or more, or kept two threads or more wanting a CPU all along, is the load, not its victim:
+//! its waits are not counted, so an agent cannot make its own lateness "not judged" by
+//! spinning (except while it forks its spinners: they are not known yet). The
+//! `/proc` reads run on a thread of their own, never on a runtime worker serving the fakes.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -78,7 +81,14 @@ struct RunQueueWaits {
     last: HashMap<u32, ThreadStat>,
     /// When the last look was.
     looked: Option<Instant>,
+    /// When each agent tree (by its root's PID) was last the load.
+    loaded: HashMap<u32, Instant>,
 }
+
+/// How long a tree that was the load stays the load: the kernel adds a thread's wait only once
+/// it runs again, so a spinner kept waiting through a whole look shows none in it, and a look
+/// of a spinning tree can look idle.
+const LOAD_MEMORY: Duration = Duration::from_millis(100);
 
 impl RunQueueWaits {
     /// The longest stretch any thread has been kept waiting for a CPU, ending now (zero where
@@ -89,10 +99,27 @@ impl RunQueueWaits {
         let mut seen = HashMap::with_capacity(self.last.len());
         let own = Path::new("/proc/self/task");
         let runner = self.threads(own, elapsed, &mut seen).longest;
+        let now = Instant::now();
         let agents = children(own)
             .into_iter()
-            .map(|root| (root, self.tree(root, elapsed, &mut seen)))
+            .map(|root| {
+                let wait = self.tree(root, elapsed, &mut seen);
+                let was_load = self
+                    .loaded
+                    .get(&root)
+                    .is_some_and(|at| now.duration_since(*at) < LOAD_MEMORY);
+                match wait {
+                    None => {
+                        self.loaded.insert(root, now);
+                        (root, TreeWait::default())
+                    }
+                    Some(_) if was_load => (root, TreeWait::default()),
+                    Some(wait) => (root, wait),
+                }
+            })
             .collect();
+        self.loaded
+            .retain(|_, at| now.duration_since(*at) < LOAD_MEMORY);
         self.last = seen;
         Look {
             runner: Duration::from_nanos(runner),
@@ -108,15 +135,20 @@ impl RunQueueWaits {
             .map_or(0, |then| now.duration_since(then).as_nanos() as u64)
     }
 
-    /// The longest and the summed waits in the tree of processes under `root`: zero when the
+    /// The longest and the widest waits in the tree of processes under `root`: `None` when the
     /// tree is the load itself, having run for half a CPU's worth of the time since the last
-    /// look or more, or kept more than one thread waiting at a time (an agent waiting for its
-    /// next attempt needs a few per cent of a CPU and one thread).
-    fn tree(&self, root: u32, elapsed: u64, seen: &mut HashMap<u32, ThreadStat>) -> TreeWait {
+    /// look or more, or kept two threads or more wanting a CPU all along (an agent waiting for
+    /// its next attempt needs a few per cent of a CPU and one thread).
+    fn tree(
+        &self,
+        root: u32,
+        elapsed: u64,
+        seen: &mut HashMap<u32, ThreadStat>,
+    ) -> Option<TreeWait> {
         let mut pending = vec![root];
         let mut longest = 0;
         let mut widest = 0;
-        let mut total = 0;
+        let mut busy = 0;
         let mut ran = 0;
         let mut threads = 0;
         while let Some(pid) = pending.pop() {
@@ -127,21 +159,22 @@ impl RunQueueWaits {
             let read = self.threads(&tasks, elapsed, seen);
             longest = longest.max(read.longest);
             widest = widest.max(read.widest);
-            total += read.waited;
+            busy += read.busy;
             ran += read.ran;
             threads += read.threads;
             pending.extend(children(&tasks));
         }
-        // The load itself: it ran half a CPU or more, or more than one of its threads was
-        // waiting at a time (one thread can wait no longer than the look lasted; on a machine
-        // busy with others a spinning tree gets little CPU but many waits).
-        if elapsed > 0 && (ran * 2 >= elapsed || total > elapsed) {
-            return TreeWait::default();
+        // The load itself: it ran half a CPU or more, or two of its threads or more wanted a
+        // CPU (ran or waited) through the whole look (on a machine busy with others a spinning
+        // tree gets little CPU, but its spinners never stop wanting one; an agent's threads
+        // woken together at its exit want one briefly).
+        if elapsed > 0 && (ran * 2 >= elapsed || busy >= 2) {
+            return None;
         }
-        TreeWait {
+        Some(TreeWait {
             longest: Duration::from_nanos(longest),
             widest: Duration::from_nanos(widest),
-        }
+        })
     }
 
     /// The threads under one `task` folder: their longest wait and their time on a CPU since
@@ -162,8 +195,11 @@ impl RunQueueWaits {
             let streak = before.map_or(0, |b| continued_wait(b, waited, elapsed));
             read.longest = read.longest.max(streak);
             let delta = before.map_or(0, |b| waited.saturating_sub(b.waited));
-            read.waited += delta;
             read.widest = read.widest.max(delta);
+            let wanted = before.map_or(0, |b| ran.saturating_sub(b.ran)) + delta;
+            if elapsed > 0 && wanted * 10 >= elapsed * 9 {
+                read.busy += 1;
+            }
             // A thread new since the last look ran all its life in it (or just before): its
             // whole time counts, so a tree that starts by forking spinners is the load from
             // its first look on.
@@ -187,7 +223,8 @@ impl RunQueueWaits {
 struct Threads {
     longest: u64,
     widest: u64,
-    waited: u64,
+    /// Threads that wanted a CPU through (nearly) the whole look.
+    busy: usize,
     ran: u64,
     threads: usize,
 }
@@ -230,6 +267,15 @@ fn children(tasks: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// Sets its flag when dropped: the watcher's task, aborted, stops its thread.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// One recorded stall: when the watcher saw it end, how long, and whose (`None`: the
 /// runner's, every case's; `Some(pid)`: the agent tree under that PID's).
 type Sample = (Instant, Duration, Option<u32>);
@@ -244,27 +290,45 @@ pub struct LagWatch {
 }
 
 impl LagWatch {
-    /// Starts watching on the current runtime until the returned handle is aborted.
+    /// Starts watching on the current runtime until the returned handle is aborted: a task
+    /// that measures how late the runtime wakes it, and a thread of its own that reads the
+    /// run-queue waits (blocking `/proc` reads, never on a worker that serves fakes).
     pub fn start() -> (LagWatch, tokio::task::JoinHandle<()>) {
         let watch = LagWatch::idle();
+        let stop = Arc::new(AtomicBool::new(false));
+        let recorder = watch.clone();
+        let stopped = Arc::clone(&stop);
+        // Without the thread (none could be started) only the runtime's own lag is seen.
+        let _looker = std::thread::Builder::new()
+            .name("wirecheck-lag".into())
+            .spawn(move || recorder.read_waits(&stopped));
         let recorder = watch.clone();
         let task = tokio::spawn(async move {
-            let mut waits = RunQueueWaits::default();
-            waits.look();
+            let _stop = StopOnDrop(stop);
             loop {
                 let before = Instant::now();
                 tokio::time::sleep(TICK).await;
                 let woke = Instant::now();
-                let late = woke.duration_since(before).saturating_sub(TICK);
-                let look = waits.look();
-                recorder.keep(woke, late.max(look.runner), None);
-                for (pid, wait) in look.agents {
-                    recorder.keep(woke, wait.longest, Some(pid));
-                    recorder.keep_waited(woke, wait.widest, pid);
-                }
+                recorder.keep(woke, woke.duration_since(before).saturating_sub(TICK), None);
             }
         });
         (watch, task)
+    }
+
+    /// Looks at the run-queue waits every tick until `stop` is set.
+    fn read_waits(&self, stop: &AtomicBool) {
+        let mut waits = RunQueueWaits::default();
+        waits.look();
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(TICK);
+            let look = waits.look();
+            let now = Instant::now();
+            self.keep(now, look.runner, None);
+            for (pid, wait) in look.agents {
+                self.keep(now, wait.longest, Some(pid));
+                self.keep_waited(now, wait.widest, pid);
+            }
+        }
     }
 
     /// A watch that saw nothing (for runs without a watcher, e.g. tests of the judging).
@@ -445,7 +509,14 @@ mod tests {
             8 * cores
         );
         let load = Child::spawn("sh", &["-c", &script]);
-        let seen = watch_tree(load.0.id(), Duration::from_secs(1));
+        // Judged once its spinners exist: while it forks them, they are not known yet.
+        let pid = load.0.id();
+        let formed = Instant::now() + Duration::from_secs(10);
+        while children(&Path::new("/proc").join(pid.to_string()).join("task")).len() < 8 * cores {
+            assert!(Instant::now() < formed, "the spinners never started");
+            std::thread::sleep(TICK);
+        }
+        let seen = watch_tree(pid, Duration::from_secs(1));
         assert!(!seen.is_empty(), "the child's tree was never found");
         assert!(
             seen.iter().all(|d| d.is_zero()),
