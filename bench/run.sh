@@ -39,6 +39,8 @@ packages=(-p fake-wireserver-cli -p wirecheck -p reporter -p wirecheck-bench)
 # The real-agent matrix also runs libazureinit's adapter (found next to wirecheck).
 case " $* " in *" matrix "*|*"=matrix "*) packages+=(-p libazureinit-adapter) ;; esac
 cargo build --release --bins "${packages[@]}"
+# The agent clock preload, beside wirecheck: the matrix runs scalable agents in agent time.
+case " $* " in *" matrix "*|*"=matrix "*) cargo build --release -p wirecheck-agent-clock ;; esac
 target_dir="${CARGO_TARGET_DIR:-target}"
 
 if [ -n "${QUICK:-}" ]; then
