@@ -155,18 +155,23 @@ const LIBFAKETIME_PLACES: [&str; 4] = [
 /// The environment variable naming another libfaketime (a build of one's own).
 pub const LIBFAKETIME_VAR: &str = "WIRECHECK_LIBFAKETIME";
 
+/// The library the environment variable `var` names, when it is set: it must be a file.
+fn named_by(var: &str) -> Option<Result<PathBuf, String>> {
+    let path = PathBuf::from(std::env::var_os(var)?);
+    Some(if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{var} names {}, which is not a file",
+            path.display()
+        ))
+    })
+}
+
 /// The libfaketime to preload: `$WIRECHECK_LIBFAKETIME`, else Debian's.
 pub fn libfaketime() -> Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os(LIBFAKETIME_VAR) {
-        let path = PathBuf::from(path);
-        return if path.is_file() {
-            Ok(path)
-        } else {
-            Err(format!(
-                "{LIBFAKETIME_VAR} names {}, which is not a file",
-                path.display()
-            ))
-        };
+    if let Some(named) = named_by(LIBFAKETIME_VAR) {
+        return named;
     }
     LIBFAKETIME_PLACES
         .iter()
@@ -191,16 +196,8 @@ const AGENT_CLOCK_FILE: &str = "libwirecheck_agent_clock.so";
 /// beside the running program (or one folder up: cargo's test binaries live in `deps/`), else
 /// `/usr/lib/wirecheck/` or `/usr/local/lib/wirecheck/`.
 pub fn agent_clock_library() -> Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os(AGENT_CLOCK_VAR) {
-        let path = PathBuf::from(path);
-        return if path.is_file() {
-            Ok(path)
-        } else {
-            Err(format!(
-                "{AGENT_CLOCK_VAR} names {}, which is not a file",
-                path.display()
-            ))
-        };
+    if let Some(named) = named_by(AGENT_CLOCK_VAR) {
+        return named;
     }
     let beside = std::env::current_exe()
         .ok()

@@ -529,18 +529,7 @@ mod tests {
     #[test]
     fn a_thread_kept_waiting_for_a_cpu_is_seen() {
         let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let spinners: Vec<_> = (0..4 * cores)
-            .map(|_| {
-                let stop = Arc::clone(&stop);
-                std::thread::spawn(move || {
-                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        std::hint::spin_loop();
-                    }
-                })
-            })
-            .collect();
+        let (stop, spinners) = spinners();
         let mut waits = RunQueueWaits::default();
         waits.look();
         let mut longest = Duration::ZERO;
