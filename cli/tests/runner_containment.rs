@@ -23,7 +23,7 @@ fn is_root() -> bool {
 /// Whether agents can be contained here; says why not (a run then refuses: see
 /// `a_run_that_cannot_contain_its_agents_refuses_to_start_as_root`).
 fn containment_available() -> bool {
-    match conformance::netns::unavailable() {
+    match conformance::containment::unavailable() {
         None => true,
         Some(why) => {
             eprintln!("not run: {why}");

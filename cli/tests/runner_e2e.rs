@@ -464,7 +464,7 @@ fn url_agents_run_beside_the_fake_in_a_private_network_namespace() {
             .join("out/artifacts/urlagent/wire.health.json.ready/run-1.stdout"),
     )
     .unwrap();
-    if conformance::netns::unavailable().is_none() {
+    if conformance::containment::unavailable().is_none() {
         // Nothing but lo: an agent that ignored its URL could reach no real address.
         assert_eq!(seen.trim(), "lo");
     } else {
@@ -526,7 +526,7 @@ opener.open(request, timeout=2).read()
 fn proxy_attach_routes_the_real_addresses_through_the_fake() {
     let dir = tempfile::tempdir().unwrap();
     let (o, r) = run_script_agent(dir.path(), "proxied", "proxy", PROXIED_AGENT);
-    if conformance::netns::unavailable().is_some() {
+    if conformance::containment::unavailable().is_some() {
         // No private network namespace on this machine (no root, and unprivileged user
         // namespaces refused): skipped with the reason, never run exposed.
         let state = case(&r, "proxied", "wire.health.json.ready.report.state");

@@ -62,7 +62,7 @@ fn a_sigkilled_run_leaves_no_agent_process_behind() {
 
 #[test]
 fn a_sigkilled_run_of_an_ordinary_user_leaves_no_agent_process_behind() {
-    if let Some(why) = conformance::netns::unavailable() {
+    if let Some(why) = conformance::containment::unavailable() {
         eprintln!("not run: {why}");
         return;
     }

@@ -372,7 +372,7 @@ fn runs_beside_the_xml_bomber_and_a_fork_bomb_change_none_of_the_reporters_verdi
 #[test]
 fn a_fork_bomb_of_an_ordinary_users_run_changes_none_of_its_neighbours_verdicts() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(why) = conformance::netns::unavailable() {
+    if let Some(why) = conformance::containment::unavailable() {
         eprintln!("not run: {why}");
         return;
     }
@@ -389,7 +389,7 @@ fn hog_runs(
 ) -> Vec<(serde_json::Value, String)> {
     let mut runs = Vec::new();
     for &ordinary in users {
-        if ordinary && conformance::netns::unavailable().is_some() {
+        if ordinary && conformance::containment::unavailable().is_some() {
             continue;
         }
         let dir = shared_tempdir();

@@ -130,7 +130,7 @@ fn a_flow_the_agent_does_not_claim_is_named_once_not_skipped_case_by_case() {
 /// Whether agents can be contained here; says why not (the run itself refuses then: see
 /// `a_machine_that_refuses_part_of_the_containment_refuses_the_run_unless_uncontained`).
 fn containment_available() -> bool {
-    match conformance::netns::unavailable() {
+    match conformance::containment::unavailable() {
         None => true,
         Some(why) => {
             eprintln!("not run: {why}");

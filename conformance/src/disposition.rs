@@ -104,7 +104,7 @@ pub enum Unavailable {
         bin_dir: std::path::PathBuf,
     },
     /// The agent cannot be contained here (network namespace, mounts, PID namespace): the
-    /// probe's explanation (`netns::unavailable`).
+    /// probe's explanation (`containment::unavailable`).
     Containment(String),
 }
 

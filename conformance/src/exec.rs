@@ -15,7 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
 use crate::netns::NetNs;
-use fake_wireserver::contain::userns::{self, UnprivilegedRoot};
+use fake_wireserver::contain::userns::UnprivilegedRoot;
 use fake_wireserver::limits::{Limits, TreeLimits};
 
 /// Bytes of stdout/stderr kept per stream; the rest is counted and dropped.
@@ -783,65 +783,6 @@ fn cloexec_pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd
             std::os::fd::OwnedFd::from_raw_fd(fds[1]),
         )
     })
-}
-
-/// Runs `/bin/sh -c ': > written'` contained as an agent would be (network, PID and mount
-/// namespaces, hidden folders, a fresh `/proc`, no capabilities, the system-call filter and,
-/// as root, a user namespace whose root is nobody on the host): `Err` says how it ended when
-/// that is not possible here. Runs its own runtime; call it off any runtime thread.
-pub fn probe_containment() -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt as _;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("no runtime: {e}"))?;
-    let dir = tempfile::tempdir().map_err(|e| format!("no temporary folder: {e}"))?;
-    let hidden = dir.path().join("hidden");
-    let keep = hidden.join("case");
-    std::fs::create_dir_all(&keep).map_err(|e| format!("{}: {e}", keep.display()))?;
-    let (netns, _listeners) =
-        NetNs::with_loopback_listeners(0).map_err(|e| format!("no network namespace: {e}"))?;
-    // As root, the agent is root of a user namespace of its own, nobody on the host.
-    let as_root = rustix::process::geteuid().is_root();
-    let unprivileged_root = if as_root {
-        fake_wireserver::contain::userns::hand_over(&keep).map_err(|e| e.to_string())?;
-        Some(
-            UnprivilegedRoot::new()
-                .map_err(|e| format!("no user namespace for agents run by root: {e}"))?,
-        )
-    } else {
-        None
-    };
-    let invocation = Invocation {
-        program: PathBuf::from("/bin/sh"),
-        // The one place it can write is its case folder.
-        args: vec!["-c".into(), ": > written".into()],
-        env: Vec::new(),
-        env_remove: Vec::new(),
-        cwd: keep.clone(),
-        deadline: Duration::from_secs(20),
-        activity: None,
-        netns: Some(netns),
-        pid_namespace: true,
-        stop: None,
-        confine: Some(Confine {
-            hide: vec![hidden],
-            keep: keep.clone(),
-        }),
-        unprivileged_root,
-        limits: None,
-    };
-    let exit = runtime.block_on(run(&invocation)).exit;
-    let written = std::fs::symlink_metadata(keep.join("written"));
-    match (exit, written) {
-        (Exit::Code(0), Ok(file)) if as_root && file.uid() != userns::OUTSIDE_UID => Err(format!(
-            "it ran as uid {} on the host, not as nobody",
-            file.uid()
-        )),
-        (Exit::Code(0), Ok(file)) if file.is_file() => Ok(()),
-        (Exit::Code(0), _) => Err("its case folder is not the one it wrote to".into()),
-        (other, _) => Err(other.describe()),
-    }
 }
 
 /// In the forked child, before exec: a new PID namespace for the agent. The child (the

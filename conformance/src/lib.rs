@@ -11,7 +11,7 @@
 //! [`disposition`] (what becomes of a case: run, skipped and why, harness error),
 //! [`checks`] (the judges), [`observe`] (what a run produced, and the profile's reading of
 //! each answer), [`runner`] (planning, parallel execution, artifacts), [`exec`] (agent
-//! processes), [`netns`] (the private network namespace of proxy agents), [`timeline`],
+//! processes), [`netns`] (the private network namespace of proxy agents), [`containment`] (whether agents can be contained here), [`timeline`],
 //! [`select`] (case globs, partitions), [`embedded`] (the built-in suite and profiles),
 //! [`snapshot`] (regression snapshots), [`tools`] (`kvp dump`, `report parse`, `vectors
 //! check`), [`prop`] (`wirecheck prop`: generated inputs, shrunk failures).
@@ -24,6 +24,7 @@ pub mod bounds;
 pub mod build_info;
 pub mod catalog;
 pub mod checks;
+pub mod containment;
 pub mod diag;
 pub mod disposition;
 pub mod embedded;

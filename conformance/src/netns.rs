@@ -16,11 +16,7 @@
 //! Without root, a forked child makes a user namespace (mapping only the caller's own uid and
 //! gid) with a network namespace inside, binds the listeners there and hands them and both
 //! namespaces back over a socket (`SCM_RIGHTS`); the agent then joins the user namespace
-//! first. Where unprivileged user namespaces are not allowed (some distributions restrict
-//! them), [`unavailable`] says so: a run then refuses to start (`runner::uncontained`) unless
-//! the user chose `--uncontained`, when proxy agents are skipped and url agents run in the
-//! runner's namespace. As root, agents need a user namespace too (`exec::probe_containment`
-//! makes one: they are nobody on the host), so the same refusal covers root.
+//! first. Whether this machine allows it is asked once, by [`crate::containment`].
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -91,7 +87,7 @@ impl NetNs {
     /// Without root: a forked child unshares a user namespace (mapping only our own uid and
     /// gid) and a network namespace, brings `lo` up, binds the listeners and sends them back
     /// with both namespaces over a socket pair.
-    fn in_user_namespace(count: usize) -> io::Result<(NetNs, Vec<TcpListener>)> {
+    pub(crate) fn in_user_namespace(count: usize) -> io::Result<(NetNs, Vec<TcpListener>)> {
         use std::os::fd::AsRawFd as _;
         if count > MAX_LISTENERS {
             return Err(io::Error::other(format!(
@@ -365,50 +361,6 @@ fn loopback_up() -> io::Result<()> {
     Ok(())
 }
 
-/// Why agents cannot be isolated in namespaces of their own on this machine, if they cannot:
-/// without root when this kernel or its policy refuses unprivileged user namespaces (asked
-/// once, by making one); as anyone when the rest of the containment (as root: the agent's
-/// user namespace too) fails its trial run.
-pub fn unavailable() -> Option<String> {
-    if rustix::process::geteuid().is_root() {
-        return containment_unavailable();
-    }
-    static PROBE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    PROBE
-        .get_or_init(|| {
-            NetNs::in_user_namespace(0).err().map(|e| {
-                format!(
-                    "agents run in a user namespace of their own (with a private network namespace, \
-                     so a request that ignores the proxy cannot reach the real 168.63.129.16), and \
-                     this machine refuses user namespaces to this user: {e}"
-                )
-            })
-        })
-        .clone()
-        .or_else(containment_unavailable)
-}
-
-/// Why an agent cannot be contained here although a network namespace can be made: the rest
-/// of the containment (`exec::Confine`, the PID namespace and its `/proc`) is tried once, on
-/// `/bin/sh -c 'exit 0'`. A container that masks `/proc`, or a security module that refuses
-/// the mounts, then means "no containment, saying why", never a failure blamed on each agent.
-fn containment_unavailable() -> Option<String> {
-    static PROBE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    PROBE
-        .get_or_init(|| {
-            let tried = std::thread::spawn(crate::exec::probe_containment)
-                .join()
-                .unwrap_or_else(|_| Err("the containment probe panicked".into()));
-            tried.err().map(|e| {
-                format!(
-                    "agents run in namespaces of their own (user, network, PID, mount), and this machine \
-                     refuses part of that: a trial run ended with {e}"
-                )
-            })
-        })
-        .clone()
-}
-
 /// Interface names of the calling thread's network namespace other than `lo`.
 fn non_loopback_interfaces() -> io::Result<Vec<String>> {
     let text = std::fs::read_to_string("/proc/thread-self/net/dev")?;
@@ -462,7 +414,7 @@ mod tests {
     /// namespace of our own), where this machine allows it.
     #[test]
     fn children_join_a_namespace_with_only_loopback() {
-        if let Some(why) = unavailable() {
+        if let Some(why) = crate::containment::unavailable() {
             assert!(why.contains("refuses"), "{why}");
             return;
         }
@@ -477,9 +429,9 @@ mod tests {
     fn a_namespace_made_inside_a_user_namespace_is_joined_the_same_way() {
         let (ns, listeners) = match NetNs::in_user_namespace(3) {
             Ok(made) => made,
-            // A machine that refuses unprivileged user namespaces says so in `unavailable`.
+            // A machine that refuses unprivileged user namespaces says so in `containment::unavailable`.
             Err(e) if !rustix::process::geteuid().is_root() => {
-                assert!(unavailable().is_some(), "{e}");
+                assert!(crate::containment::unavailable().is_some(), "{e}");
                 return;
             }
             Err(e) => panic!("{e}"),

@@ -635,7 +635,7 @@ impl Journal {
             if self.finished.pop_front() == Some(false)
                 && let Some(file) = self.file.as_mut()
             {
-                file.write(&entry);
+                file.write(entry.seq, &entry);
             }
             let size = self.sizes.pop_front().unwrap_or_default();
             self.retained_bytes = self.retained_bytes.saturating_sub(size);
@@ -688,7 +688,7 @@ impl Journal {
     /// serializing is the costliest part of journaling).
     fn write_at(&mut self, idx: usize) {
         if let Some(file) = self.file.as_mut() {
-            file.write(&self.entries[idx]);
+            file.write(self.entries[idx].seq, &self.entries[idx]);
         }
     }
 

@@ -117,6 +117,29 @@ impl Property {
     }
 }
 
+// The rule lives with the properties (each says what it takes); `Input` knows no property.
+impl Input {
+    /// Whether `property` takes this input: a failure report a reason (and data), an
+    /// in-progress report a description only. The same rule for `--input` and the regression
+    /// file, so neither hands an agent an input it cannot be asked to report.
+    pub fn fits(&self, property: Property) -> Result<(), String> {
+        let name = property.name();
+        if property.is_failure() {
+            if self.reason.is_none() {
+                return Err(format!("property {name} takes a \"reason\" (and \"data\")"));
+            }
+            if self.description.is_some() {
+                return Err(format!(
+                    "property {name} takes a \"reason\" and \"data\", not a description"
+                ));
+            }
+        } else if self.description.is_none() || self.reason.is_some() || !self.data.is_empty() {
+            return Err(format!("property {name} takes a \"description\" only"));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -368,7 +368,7 @@ fn prepare(settings: &RunSettings, in_process: bool) -> std::io::Result<Prepared
 /// Only url and proxy agents (`in_process`) are contained by the runner; sandbox agents by
 /// `fake-wireserver sandbox --unprivileged`, which fails their cases where it cannot.
 pub fn uncontained(in_process: bool, allow: bool) -> Result<Option<String>, String> {
-    let Some(why) = in_process.then(crate::netns::unavailable).flatten() else {
+    let Some(why) = in_process.then(crate::containment::unavailable).flatten() else {
         return Ok(None);
     };
     if allow {

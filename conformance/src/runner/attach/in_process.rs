@@ -65,9 +65,9 @@ pub async fn run(
         .map_err(|e| SessionError::Harness(format!("agent time {}: {e}", timing.scale)))?;
     // The agent and the fake's listeners share a private network namespace (crate::netns):
     // always for proxy agents (they are given the real addresses), for url agents wherever
-    // containment is available (root, or a user namespace of their own: `netns::unavailable`).
+    // containment is available (root, or a user namespace of their own: `containment::unavailable`).
     let proxy = profile.attach == Attach::Proxy;
-    let isolate = proxy || crate::netns::unavailable().is_none();
+    let isolate = proxy || crate::containment::unavailable().is_none();
     let (netns, listeners) = if isolate {
         // Off the runtime's workers: making a namespace forks and waits.
         let count = if proxy { 3 } else { 2 };

@@ -4,7 +4,7 @@
 //! * `url` / `proxy` ([`in_process`]): the fake runs in this process on ephemeral loopback
 //!   ports; the agent gets loopback URLs, or the real addresses through the fake's proxy. The
 //!   fake's listeners and the agent share a private network namespace ([`crate::netns`]): always
-//!   for proxy agents, for url agents wherever containment is available (`netns::unavailable`).
+//!   for proxy agents, for url agents wherever containment is available (`containment::unavailable`).
 //! * `sandbox` ([`sandbox`]): `fake-wireserver sandbox` runs the agent in its own network and
 //!   mount namespaces, where the fake answers on 168.63.129.16 and 169.254.169.254 (root).
 //!
@@ -83,7 +83,7 @@ pub fn unsupported(p: &Planned) -> Option<CannotArrange> {
 pub fn unavailable(p: &Planned, bin_dir: &Path) -> Option<Unavailable> {
     match p.profile.attach {
         Attach::Url => None,
-        Attach::Proxy => crate::netns::unavailable().map(Unavailable::Containment),
+        Attach::Proxy => crate::containment::unavailable().map(Unavailable::Containment),
         Attach::Sandbox => sandbox::unavailable(bin_dir),
     }
 }
