@@ -4,6 +4,7 @@
 //! more with artifacts kept. Every case runs through the runner's own path
 //! (`runner::PairRunner`): a fresh fake, case folder and containment, the scenario checks.
 
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -257,7 +258,8 @@ impl Search<'_> {
     }
 }
 
-/// Runs one property against one agent.
+/// Runs one property against one agent: the replays first, then generated inputs until an
+/// undeclared failure, then each failure found shrunk.
 pub fn run_property(
     runner: &PairRunner,
     profile: &Arc<AgentProfile>,
@@ -288,102 +290,157 @@ pub fn run_property(
         property,
         settings,
     };
-
-    // Replayed first: --input, else the regression file's entries for this property.
-    let replays: Vec<Input> = match &settings.input {
-        Some(input) => vec![input.clone()],
-        None => match &settings.regressions {
-            Some(path) => match regressions::load(path) {
-                Ok(entries) => entries
-                    .into_iter()
-                    .filter(|e| e.property == property)
-                    .map(|e| e.input)
-                    .collect(),
-                Err(e) => {
-                    report.skipped = Some(NotRun::Harness(HarnessError(e.to_string())));
-                    return report;
-                }
-            },
-            None => Vec::new(),
-        },
-    };
-    for (input, (class, cases)) in replays.iter().zip(search.run_inputs(&replays, false)) {
-        report.replayed += 1;
-        match class {
-            Class::NotJudged => {
-                report.skipped = Some(not_judged_reason(&cases));
-                return finish(report, started);
-            }
-            Class::Undeclared if report.undeclared.is_none() => {
-                report.undeclared =
-                    Some(search.confirm(class, input.clone(), input.clone(), (0, 0), true));
-            }
-            Class::Declared(k)
-                if !report
-                    .declared
-                    .iter()
-                    .any(|f| f.class == Class::Declared(k)) =>
-            {
-                report.declared.push(search.confirm(
-                    class,
-                    input.clone(),
-                    input.clone(),
-                    (0, 0),
-                    true,
-                ));
-            }
-            _ => {}
+    let replays = match replays(settings, property) {
+        Ok(replays) => replays,
+        Err(why) => {
+            report.skipped = Some(why);
+            return report;
         }
-    }
-    if settings.input.is_some() || report.undeclared.is_some() {
+    };
+    if search.replay(&replays, &mut report).is_break()
+        || settings.input.is_some()
+        || report.undeclared.is_some()
+    {
         return finish(report, started);
     }
+    let ControlFlow::Continue(found) = search.generate(progress, &mut report) else {
+        return finish(report, started);
+    };
+    if let Some(tree) = found.undeclared {
+        search.keep_undeclared(tree, progress, &mut report);
+    }
+    search.keep_declared(found.first_declared, progress, &mut report);
+    finish(report, started)
+}
 
-    // Generated, `jobs` at a time; the first undeclared failure ends the search, a declared
-    // one is kept (the first per limitation) while the search goes on for undeclared ones.
-    let with_data = takes_data(profile);
-    let mut n = 0u32;
-    let mut first_declared: Vec<(usize, Tree)> = Vec::new();
-    let mut undeclared: Option<Tree> = None;
-    while n < settings.cases && undeclared.is_none() && runner.interrupted().is_none() {
-        let batch = (settings.cases - n).min(settings.jobs.max(1) as u32);
-        let mut trees = Vec::new();
-        for i in n..n + batch {
-            match generate(settings.seed, property, i, with_data) {
-                Ok(tree) => trees.push(tree),
-                Err(e) => {
-                    report.skipped = Some(NotRun::Harness(HarnessError(format!(
-                        "the generator gave up: {e}"
-                    ))));
-                    return finish(report, started);
-                }
-            }
-        }
-        let inputs: Vec<Input> = trees.iter().map(|t| t.current()).collect();
-        let outcomes = search.run_inputs(&inputs, false);
-        n += batch;
-        report.generated = n;
-        progress.ran(u64::from(batch));
-        for (tree, (class, cases)) in trees.into_iter().zip(outcomes) {
+/// The inputs replayed first: --input, else the regression file's entries for this property.
+fn replays(settings: &PropSettings, property: Property) -> Result<Vec<Input>, NotRun> {
+    if let Some(input) = &settings.input {
+        return Ok(vec![input.clone()]);
+    }
+    let Some(path) = &settings.regressions else {
+        return Ok(Vec::new());
+    };
+    match regressions::load(path) {
+        Ok(entries) => Ok(entries
+            .into_iter()
+            .filter(|e| e.property == property)
+            .map(|e| e.input)
+            .collect()),
+        Err(e) => Err(NotRun::Harness(HarnessError(e.to_string()))),
+    }
+}
+
+/// What the generated inputs found, before shrinking: the first undeclared failure, and the
+/// first of each declared limitation.
+struct Found {
+    undeclared: Option<Tree>,
+    first_declared: Vec<(usize, Tree)>,
+}
+
+impl Search<'_> {
+    /// Runs the replays; `Break` when the property cannot be judged on this agent.
+    fn replay(&self, replays: &[Input], report: &mut PropertyReport) -> ControlFlow<()> {
+        for (input, (class, cases)) in replays.iter().zip(self.run_inputs(replays, false)) {
+            report.replayed += 1;
             match class {
                 Class::NotJudged => {
                     report.skipped = Some(not_judged_reason(&cases));
-                    return finish(report, started);
+                    return ControlFlow::Break(());
                 }
-                Class::Undeclared if undeclared.is_none() => undeclared = Some(tree),
-                Class::Declared(k) if !first_declared.iter().any(|(j, _)| *j == k) => {
-                    first_declared.push((k, tree));
+                Class::Undeclared if report.undeclared.is_none() => {
+                    report.undeclared =
+                        Some(self.confirm(class, input.clone(), input.clone(), (0, 0), true));
+                }
+                Class::Declared(k)
+                    if !report
+                        .declared
+                        .iter()
+                        .any(|f| f.class == Class::Declared(k)) =>
+                {
+                    report.declared.push(self.confirm(
+                        class,
+                        input.clone(),
+                        input.clone(),
+                        (0, 0),
+                        true,
+                    ));
                 }
                 _ => {}
             }
         }
+        ControlFlow::Continue(())
     }
-    if let Some(tree) = undeclared {
+
+    /// Generated inputs, `jobs` at a time; the first undeclared failure ends the search, a
+    /// declared one is kept (the first per limitation) while the search goes on for undeclared
+    /// ones. `Break` when the generator gave up or the property cannot be judged.
+    fn generate(
+        &self,
+        progress: &dyn crate::progress::PropProgress,
+        report: &mut PropertyReport,
+    ) -> ControlFlow<(), Found> {
+        let settings = self.settings;
+        let with_data = takes_data(self.profile);
+        let mut n = 0u32;
+        let mut found = Found {
+            undeclared: None,
+            first_declared: Vec::new(),
+        };
+        while n < settings.cases
+            && found.undeclared.is_none()
+            && self.runner.interrupted().is_none()
+        {
+            let batch = (settings.cases - n).min(settings.jobs.max(1) as u32);
+            let mut trees = Vec::new();
+            for i in n..n + batch {
+                match generate(settings.seed, self.property, i, with_data) {
+                    Ok(tree) => trees.push(tree),
+                    Err(e) => {
+                        report.skipped = Some(NotRun::Harness(HarnessError(format!(
+                            "the generator gave up: {e}"
+                        ))));
+                        return ControlFlow::Break(());
+                    }
+                }
+            }
+            let inputs: Vec<Input> = trees.iter().map(|t| t.current()).collect();
+            let outcomes = self.run_inputs(&inputs, false);
+            n += batch;
+            report.generated = n;
+            progress.ran(u64::from(batch));
+            for (tree, (class, cases)) in trees.into_iter().zip(outcomes) {
+                match class {
+                    Class::NotJudged => {
+                        report.skipped = Some(not_judged_reason(&cases));
+                        return ControlFlow::Break(());
+                    }
+                    Class::Undeclared if found.undeclared.is_none() => {
+                        found.undeclared = Some(tree);
+                    }
+                    Class::Declared(k) if !found.first_declared.iter().any(|(j, _)| *j == k) => {
+                        found.first_declared.push((k, tree));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        ControlFlow::Continue(found)
+    }
+
+    /// The undeclared failure shrunk, confirmed and, with a regression file, kept in it.
+    fn keep_undeclared(
+        &self,
+        tree: Tree,
+        progress: &dyn crate::progress::PropProgress,
+        report: &mut PropertyReport,
+    ) {
+        let property = self.property;
         progress.phase(format!("{}: shrinking a failure", property.name()));
         let original = tree.current();
-        let (minimal, ms, runs) = search.shrink(tree, Class::Undeclared);
-        let finding = search.confirm(Class::Undeclared, minimal, original, (ms, runs), false);
-        if let Some(path) = &settings.regressions {
+        let (minimal, ms, runs) = self.shrink(tree, Class::Undeclared);
+        let finding = self.confirm(Class::Undeclared, minimal, original, (ms, runs), false);
+        if let Some(path) = &self.settings.regressions {
             let comment = judge::failed(&finding.cases)
                 .first()
                 .map(|c| {
@@ -394,7 +451,8 @@ pub fn run_property(
                     )
                 })
                 .unwrap_or_else(|| "failed".into());
-            match regressions::append(path, &profile.name, property, &finding.input, &comment) {
+            match regressions::append(path, &self.profile.name, property, &finding.input, &comment)
+            {
                 Ok(true) => report.persisted = Some(path.clone()),
                 Ok(false) => {}
                 Err(e) => eprintln!("wirecheck: warning: cannot write the regression file: {e}"),
@@ -402,29 +460,37 @@ pub fn run_property(
         }
         report.undeclared = Some(finding);
     }
-    for (k, tree) in first_declared {
-        if report
-            .declared
-            .iter()
-            .any(|f| f.class == Class::Declared(k))
-        {
-            continue;
+
+    /// Each declared limitation not replayed already, shrunk and confirmed.
+    fn keep_declared(
+        &self,
+        first_declared: Vec<(usize, Tree)>,
+        progress: &dyn crate::progress::PropProgress,
+        report: &mut PropertyReport,
+    ) {
+        for (k, tree) in first_declared {
+            if report
+                .declared
+                .iter()
+                .any(|f| f.class == Class::Declared(k))
+            {
+                continue;
+            }
+            progress.phase(format!(
+                "{}: shrinking a declared limitation",
+                self.property.name()
+            ));
+            let original = tree.current();
+            let (minimal, ms, runs) = self.shrink(tree, Class::Declared(k));
+            report.declared.push(self.confirm(
+                Class::Declared(k),
+                minimal,
+                original,
+                (ms, runs),
+                false,
+            ));
         }
-        progress.phase(format!(
-            "{}: shrinking a declared limitation",
-            property.name()
-        ));
-        let original = tree.current();
-        let (minimal, ms, runs) = search.shrink(tree, Class::Declared(k));
-        report.declared.push(search.confirm(
-            Class::Declared(k),
-            minimal,
-            original,
-            (ms, runs),
-            false,
-        ));
     }
-    finish(report, started)
 }
 
 fn finish(mut report: PropertyReport, started: Instant) -> PropertyReport {

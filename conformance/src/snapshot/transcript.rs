@@ -64,6 +64,18 @@ struct Distinct {
 
 /// The transcript of `obs`: text, one item per line, stable for the same agent behaviour.
 pub fn transcript(obs: &Observation) -> String {
+    let redactor = redactor(obs);
+    let mut out = String::new();
+    for (ri, run) in obs.runs.iter().enumerate() {
+        let _ = writeln!(out, "run {} ({}):", ri + 1, run.run.action.as_str());
+        write_run(&mut out, obs, ri, &run.exit, &redactor);
+    }
+    write_kvp(&mut out, obs, &redactor);
+    out
+}
+
+/// The profile's redactions, and the ids this case served.
+fn redactor(obs: &Observation) -> Redactor {
     let mut redactor = Redactor::new(&obs.profile.snapshot.redact)
         .known(&obs.served.container_id, "<container-id>")
         .known(&obs.served.instance_id, "<instance-id>");
@@ -77,108 +89,124 @@ pub fn transcript(obs: &Observation) -> String {
     {
         redactor = redactor.known(vm_id, "<imds-vm-id>");
     }
-    let options = &obs.profile.snapshot;
-    let mut out = String::new();
-    for (ri, run) in obs.runs.iter().enumerate() {
-        let _ = writeln!(out, "run {} ({}):", ri + 1, run.run.action.as_str());
-        let entries = obs.entries_of_run(ri);
-        // A daemon's requests after its terminal report depend on when it was stopped.
-        let until = match obs.profile.done {
-            crate::agent::Done::TerminalReport => entries
-                .iter()
-                .position(|e| obs.is_flow_health(e) && is_terminal(e))
-                .map_or(entries.len(), |i| i + 1),
-            _ => entries.len(),
+    redactor
+}
+
+/// Run `ri`: its distinct requests with their attempts, its last report and its exit.
+fn write_run(
+    out: &mut String,
+    obs: &Observation,
+    ri: usize,
+    exit_of_run: &Exit,
+    redactor: &Redactor,
+) {
+    let entries = obs.entries_of_run(ri);
+    // A daemon's requests after its terminal report depend on when it was stopped.
+    let until = match obs.profile.done {
+        crate::agent::Done::TerminalReport => entries
+            .iter()
+            .position(|e| obs.is_flow_health(e) && is_terminal(e))
+            .map_or(entries.len(), |i| i + 1),
+        _ => entries.len(),
+    };
+    let distinct = distinct_requests(obs, &entries[..until], redactor);
+    // The count is the scenario's (its scripted faults) when the agent stopped retrying
+    // on an answer (a success, or one it treats as fatal) and ended by itself (or reached
+    // its terminal report, for a daemon), and no timer of the scenario's moves the
+    // goalposts; otherwise its budget, its timers, the deadline or the scenario's triggers
+    // decide it.
+    let ended = matches!(exit_of_run, Exit::Code(_))
+        || (obs.profile.done == crate::agent::Done::TerminalReport && until < entries.len())
+        || (obs.profile.done == crate::agent::Done::TerminalReport
+            && matches!(exit_of_run, Exit::StoppedWhenDone));
+    let counted = ended && timing_free(obs);
+    for d in &distinct {
+        let attempts = if counted && d.last_settled {
+            d.attempts.to_string()
+        } else {
+            "1 or more (timing decides how many)".to_owned()
         };
-        let mut distinct: Vec<Distinct> = Vec::new();
-        // An answer this slow may have reached the agent after its own request timeout.
-        let slow_ms = (obs.request_timeout() * 500.0) as u64;
-        for entry in &entries[..until] {
-            let text = request(obs, entry, options, &redactor);
-            let settled = !matches!(obs.classify(entry), crate::observe::Class::Retryable(_));
-            // Slow as the agent saw it: the fake's own time to answer, plus how late the
-            // runner stalled around the request (the fake may have read it late, after the
-            // agent had given up on it).
-            let slow = entry.done_ms.is_none_or(|d| {
-                d.saturating_sub(entry.at_ms) + obs.uncertainty_ms(entry.at_ms) >= slow_ms
-            });
-            match distinct.iter_mut().find(|d| d.text == text) {
-                // A resend after a settled answer that was slow is not the scenario's doing
-                // (it scripts only retryable answers) but the agent's timer: a success that
-                // reached it after its request timeout on a loaded machine. It is not counted,
-                // so the transcript is the quiet machine's. (A resend after a prompt one is
-                // the agent's own flow, e.g. WALinuxAgent fetching the goal state twice.)
-                Some(d) if d.last_settled_slow => {}
-                Some(d) => {
-                    d.attempts += 1;
-                    d.last_settled = settled;
-                    d.last_settled_slow = settled && slow;
-                }
-                None => distinct.push(Distinct {
-                    text,
-                    attempts: 1,
-                    last_settled: settled,
-                    last_settled_slow: settled && slow,
-                }),
-            }
-        }
-        // The count is the scenario's (its scripted faults) when the agent stopped retrying
-        // on an answer (a success, or one it treats as fatal) and ended by itself (or reached
-        // its terminal report, for a daemon), and no timer of the scenario's moves the
-        // goalposts; otherwise its budget, its timers, the deadline or the scenario's triggers
-        // decide it.
-        let ended = matches!(run.exit, Exit::Code(_))
-            || (obs.profile.done == crate::agent::Done::TerminalReport && until < entries.len())
-            || (obs.profile.done == crate::agent::Done::TerminalReport
-                && matches!(run.exit, Exit::StoppedWhenDone));
-        let counted = ended && timing_free(obs);
-        for d in &distinct {
-            let attempts = if counted && d.last_settled {
-                d.attempts.to_string()
-            } else {
-                "1 or more (timing decides how many)".to_owned()
-            };
-            // The request's first line, then its attempts, then the rest.
-            let (first, rest) = d.text.split_once('\n').unwrap_or((&d.text, ""));
-            let _ = writeln!(out, "  - {first}  (attempts: {attempts})");
-            out.push_str(rest);
-        }
-        if until < entries.len() {
+        // The request's first line, then its attempts, then the rest.
+        let (first, rest) = d.text.split_once('\n').unwrap_or((&d.text, ""));
+        let _ = writeln!(out, "  - {first}  (attempts: {attempts})");
+        out.push_str(rest);
+    }
+    if until < entries.len() {
+        let _ = writeln!(
+            out,
+            "  (after its terminal report: requests not recorded, their number is the stop's)"
+        );
+    }
+    let terminal = entries[..until]
+        .iter()
+        .rev()
+        .find(|e| obs.is_flow_health(e) && e.report.is_some());
+    match terminal.and_then(|e| e.report.as_ref()) {
+        Some(r) => {
             let _ = writeln!(
                 out,
-                "  (after its terminal report: requests not recorded, their number is the stop's)"
+                "  last report: {}/{}",
+                r.state.as_ref().map_or("-", HealthState::as_str),
+                r.substatus.as_ref().map_or("-", SubStatus::as_str)
             );
         }
-        let terminal = entries[..until]
-            .iter()
-            .rev()
-            .find(|e| obs.is_flow_health(e) && e.report.is_some());
-        match terminal.and_then(|e| e.report.as_ref()) {
-            Some(r) => {
-                let _ = writeln!(
-                    out,
-                    "  last report: {}/{}",
-                    r.state.as_ref().map_or("-", HealthState::as_str),
-                    r.substatus.as_ref().map_or("-", SubStatus::as_str)
-                );
-            }
-            None => out.push_str("  last report: none\n"),
-        }
-        let _ = writeln!(out, "  exit: {}", exit(&run.exit));
+        None => out.push_str("  last report: none\n"),
     }
+    let _ = writeln!(out, "  exit: {}", exit(exit_of_run));
+}
+
+/// The run's requests as distinct texts, each with how often the agent sent it.
+fn distinct_requests(obs: &Observation, entries: &[&Entry], redactor: &Redactor) -> Vec<Distinct> {
+    let options = &obs.profile.snapshot;
+    let mut distinct: Vec<Distinct> = Vec::new();
+    // An answer this slow may have reached the agent after its own request timeout.
+    let slow_ms = (obs.request_timeout() * 500.0) as u64;
+    for entry in entries {
+        let text = request(obs, entry, options, redactor);
+        let settled = !matches!(obs.classify(entry), crate::observe::Class::Retryable(_));
+        // Slow as the agent saw it: the fake's own time to answer, plus how late the
+        // runner stalled around the request (the fake may have read it late, after the
+        // agent had given up on it).
+        let slow = entry.done_ms.is_none_or(|d| {
+            d.saturating_sub(entry.at_ms) + obs.uncertainty_ms(entry.at_ms) >= slow_ms
+        });
+        match distinct.iter_mut().find(|d| d.text == text) {
+            // A resend after a settled answer that was slow is not the scenario's doing
+            // (it scripts only retryable answers) but the agent's timer: a success that
+            // reached it after its request timeout on a loaded machine. It is not counted,
+            // so the transcript is the quiet machine's. (A resend after a prompt one is
+            // the agent's own flow, e.g. WALinuxAgent fetching the goal state twice.)
+            Some(d) if d.last_settled_slow => {}
+            Some(d) => {
+                d.attempts += 1;
+                d.last_settled = settled;
+                d.last_settled_slow = settled && slow;
+            }
+            None => distinct.push(Distinct {
+                text,
+                attempts: 1,
+                last_settled: settled,
+                last_settled_slow: settled && slow,
+            }),
+        }
+    }
+    distinct
+}
+
+/// The KVP records, sorted: agents write events from threads (cloud-init's reporting queue),
+/// so the order of the records is the scheduler's, not the agent's format.
+fn write_kvp(out: &mut String, obs: &Observation, redactor: &Redactor) {
     out.push_str("kvp:\n");
     if obs.pool_view.records.is_empty() {
         out.push_str("  (no records)\n");
     }
-    // Sorted: agents write events from threads (cloud-init's reporting queue), so the order
-    // of the records is the scheduler's, not the agent's format.
     let mut records: Vec<String> = obs
         .pool_view
         .records
         .iter()
         .map(|record| {
             let mut item = format!("  - key: {}\n", redactor.text(&event_key(&record.key)));
-            value(obs, &mut item, "    ", &record.value, &redactor);
+            value(obs, &mut item, "    ", &record.value, redactor);
             item
         })
         .collect();
@@ -186,7 +214,6 @@ pub fn transcript(obs: &Observation) -> String {
     for item in records {
         out.push_str(&item);
     }
-    out
 }
 
 /// A KVP key with cloud-init 26.1's VM id field (`CLOUD_INIT|<incarnation>|<type>|<name>|<vm_id>|

@@ -272,33 +272,44 @@ fn compare(
     check("query", json!(entry.query_pairs()));
     check("metadata_header", json!(entry.header("Metadata")));
     check("fake_responded", json!(entry.answer.status));
+    mismatches.extend(description_input(expected, entry));
+    mismatches.extend(unknown_keys(expected));
+    mismatches.extend(abnormal_answer(expected, entry, answer));
+    mismatches
+}
 
+/// The vector's `description_input`: what the agent was asked to report, against the parsed
+/// description.
+fn description_input(expected: &Map<String, Value>, entry: &Entry) -> Option<String> {
+    let report = entry.report.as_ref();
     // cloud-init cuts descriptions to 512 characters: the parsed description
     // must be the input, cut when the vector says so.
-    if let Some(input) = expected.get("description_input").and_then(Value::as_str) {
-        let trimmed = expected
-            .get("description_trimmed_to_512")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        let sent: String = if trimmed {
-            input.chars().take(512).collect()
-        } else {
-            input.to_string()
-        };
-        let parsed = report.and_then(|r| r.description.clone());
-        if parsed.as_deref() != Some(sent.as_str()) {
-            mismatches.push(differs(
-                if trimmed {
-                    "description_input (first 512 characters)"
-                } else {
-                    "description_input"
-                },
-                &json!(sent),
-                &json!(parsed),
-            ));
-        }
-    }
+    let input = expected.get("description_input").and_then(Value::as_str)?;
+    let trimmed = expected
+        .get("description_trimmed_to_512")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let sent: String = if trimmed {
+        input.chars().take(512).collect()
+    } else {
+        input.to_string()
+    };
+    let parsed = report.and_then(|r| r.description.clone());
+    (parsed.as_deref() != Some(sent.as_str())).then(|| {
+        differs(
+            if trimmed {
+                "description_input (first 512 characters)"
+            } else {
+                "description_input"
+            },
+            &json!(sent),
+            &json!(parsed),
+        )
+    })
+}
 
+/// Keys of `expected` this comparison does not know: said, never ignored.
+fn unknown_keys(expected: &Map<String, Value>) -> Vec<String> {
     const KNOWN: [&str; 16] = [
         "endpoint",
         "type",
@@ -317,35 +328,44 @@ fn compare(
         "description_input",
         "description_trimmed_to_512",
     ];
-    for key in expected.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
-        mismatches.push(format!("expected.{key}: unknown key, cannot check it"));
-    }
+    expected
+        .keys()
+        .filter(|k| !KNOWN.contains(&k.as_str()))
+        .map(|key| format!("expected.{key}: unknown key, cannot check it"))
+        .collect()
+}
 
-    // Otherwise the fake answered normally: XML health 200, JSON health 201, the rest 2xx.
-    if !expected.contains_key("fake_responded") {
-        let normal = match entry.endpoint {
-            EndpointId::WireserverHealthJson => Some(201),
-            EndpointId::WireserverHealthXml => Some(200),
-            EndpointId::WireserverRoleProperties => Some(202),
-            // No Fast Track; no IMDS documents on the wireserver (docs/protocol.md §1.1, §9.1).
-            EndpointId::HostpluginVmsettings | EndpointId::WireserverMetadata => Some(404),
-            _ => None,
-        };
-        let status = answer.map(|a| a.status);
-        let fine = match (normal, status) {
-            (Some(want), Some(got)) => want == got,
-            (None, Some(got)) => (200..300).contains(&got),
-            (_, None) => true, // the exchange error is already reported
-        };
-        if !fine {
-            mismatches.push(format!(
-                "the fake answered {} ({}); a normal answer was expected",
-                status.map_or("nothing".into(), |s| s.to_string()),
-                entry.answer.kind
-            ));
-        }
+/// Without `fake_responded` in the vector, an answer other than the normal one.
+fn abnormal_answer(
+    expected: &Map<String, Value>,
+    entry: &Entry,
+    answer: Option<&RawResponse>,
+) -> Option<String> {
+    if expected.contains_key("fake_responded") {
+        return None;
     }
-    mismatches
+    // The fake answers normally: XML health 200, JSON health 201, the rest 2xx.
+    let normal = match entry.endpoint {
+        EndpointId::WireserverHealthJson => Some(201),
+        EndpointId::WireserverHealthXml => Some(200),
+        EndpointId::WireserverRoleProperties => Some(202),
+        // No Fast Track; no IMDS documents on the wireserver (docs/protocol.md §1.1, §9.1).
+        EndpointId::HostpluginVmsettings | EndpointId::WireserverMetadata => Some(404),
+        _ => None,
+    };
+    let status = answer.map(|a| a.status);
+    let fine = match (normal, status) {
+        (Some(want), Some(got)) => want == got,
+        (None, Some(got)) => (200..300).contains(&got),
+        (_, None) => true, // the exchange error is already reported
+    };
+    (!fine).then(|| {
+        format!(
+            "the fake answered {} ({}); a normal answer was expected",
+            status.map_or("nothing".into(), |s| s.to_string()),
+            entry.answer.kind
+        )
+    })
 }
 
 /// The platform's throttling reply vs the fake's `throttled` preset.
