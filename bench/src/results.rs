@@ -147,6 +147,34 @@ pub fn merge(existing: &str, update: &Report) -> Result<String, String> {
     let (middle, commands) = rest.split_at(commands_at - summary_at);
 
     let titles: Vec<&str> = update.sections.iter().map(|s| s.title.as_str()).collect();
+    let mut out = merged_head(head, update, &titles);
+
+    // The middle: the summary (up to the first section), then one block per `## ` section.
+    let mut blocks: Vec<String> = Vec::new();
+    for (i, block) in middle.split("\n## ").enumerate() {
+        let block = block.trim_matches('\n');
+        if block.is_empty() {
+            continue;
+        }
+        let _ = i;
+        blocks.push(format!("## {}", block.trim_start_matches("## ")));
+    }
+    let summary = merged_summary(&blocks.remove(0), update)?;
+    replace_sections(&mut blocks, update);
+    out.push_str(summary.trim_end());
+    out.push('\n');
+    for block in &blocks {
+        out.push('\n');
+        out.push_str(block.trim_end());
+        out.push('\n');
+    }
+
+    append_commands(&mut out, commands, update, &titles)?;
+    Ok(out)
+}
+
+/// The part above the summary, with a line under the date saying what was re-measured.
+fn merged_head(head: &str, update: &Report, titles: &[&str]) -> String {
     let fact = |key: &str| {
         update
             .machine
@@ -176,18 +204,12 @@ pub fn merge(existing: &str, update: &Report) -> Result<String, String> {
         }
     }
     out.push('\n');
+    out
+}
 
-    // The middle: the summary (up to the first section), then one block per `## ` section.
-    let mut blocks: Vec<String> = Vec::new();
-    for (i, block) in middle.split("\n## ").enumerate() {
-        let block = block.trim_matches('\n');
-        if block.is_empty() {
-            continue;
-        }
-        let _ = i;
-        blocks.push(format!("## {}", block.trim_start_matches("## ")));
-    }
-    let mut summary = blocks.remove(0);
+/// The summary block with the re-measured figures' rows in place of their old ones, and what
+/// the re-run missed or could not measure under the table.
+fn merged_summary(summary: &str, update: &Report) -> Result<String, String> {
     let names: Vec<&str> = update
         .sections
         .iter()
@@ -232,8 +254,11 @@ pub fn merge(existing: &str, update: &Report) -> Result<String, String> {
         lines.push(String::new());
         lines.push(format!("**Not measured in the re-run: {section}.** {why}"));
     }
-    summary = lines.join("\n");
+    Ok(lines.join("\n"))
+}
 
+/// Replaces the sections of the same title with the re-measured ones; new ones go at the end.
+fn replace_sections(blocks: &mut Vec<String>, update: &Report) {
     for section in &update.sections {
         let text = format!("## {}\n\n{}", section.title, section.body.trim_end());
         let heading = format!("## {}", section.title);
@@ -245,14 +270,15 @@ pub fn merge(existing: &str, update: &Report) -> Result<String, String> {
             None => blocks.push(text),
         }
     }
-    out.push_str(summary.trim_end());
-    out.push('\n');
-    for block in &blocks {
-        out.push('\n');
-        out.push_str(block.trim_end());
-        out.push('\n');
-    }
+}
 
+/// The existing command block with the re-run's commands added at its end.
+fn append_commands(
+    out: &mut String,
+    commands: &str,
+    update: &Report,
+    titles: &[&str],
+) -> Result<(), String> {
     let commands = commands.trim_end();
     let fence = commands
         .rfind("\n```")
@@ -268,7 +294,7 @@ pub fn merge(existing: &str, update: &Report) -> Result<String, String> {
         let _ = write!(out, "\n{}", entry.render());
     }
     out.push_str("\n```\n");
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -121,6 +121,34 @@ fn main() -> ExitCode {
     }
 }
 
+impl Cli {
+    fn wants(&self, p: Part) -> bool {
+        (self.only.is_empty() || self.only.contains(&p)) && !self.skip.contains(&p)
+    }
+
+    fn settings(&self) -> Settings {
+        Settings {
+            wrk_seconds: self.wrk_seconds,
+            rounds: self.rounds,
+            wrk_threads: self.wrk_threads,
+            connections: self.connections,
+            startup_runs: self.startup_runs,
+            flood_requests: self.flood_requests,
+            flood_connections: self.flood_connections,
+            kvp_records: self.kvp_records,
+            kvp_runs: self.kvp_runs,
+            suite_runs: self.suite_runs,
+            reporter_runs: self.reporter_runs,
+            reliability_rounds: self.reliability_rounds,
+            install_runs: self.install_runs,
+            baseline_fake: self.baseline_fake.clone(),
+            baseline_checkout: self.baseline_checkout.clone(),
+            prop_cases: self.prop_cases,
+            prop_cases_cloud_init: self.prop_cases_cloud_init,
+        }
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     let root = cli
         .root
@@ -131,9 +159,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .clone()
         .map(|t| if t.is_absolute() { t } else { root.join(t) })
         .unwrap_or_else(|| root.join("target"));
-    let wanted = |p: Part| (cli.only.is_empty() || cli.only.contains(&p)) && !cli.skip.contains(&p);
     // Only the IMDS part runs wrk.
-    if wanted(Part::Imds) {
+    if cli.wants(Part::Imds) {
         wirecheck_bench::wrk::check_installed(&cli.wrk)?;
     }
     let tmp = tempfile::Builder::new()
@@ -146,25 +173,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         target_dir,
         tmp: tmp.path().to_path_buf(),
         log,
-        settings: Settings {
-            wrk_seconds: cli.wrk_seconds,
-            rounds: cli.rounds,
-            wrk_threads: cli.wrk_threads,
-            connections: cli.connections,
-            startup_runs: cli.startup_runs,
-            flood_requests: cli.flood_requests,
-            flood_connections: cli.flood_connections,
-            kvp_records: cli.kvp_records,
-            kvp_runs: cli.kvp_runs,
-            suite_runs: cli.suite_runs,
-            reporter_runs: cli.reporter_runs,
-            reliability_rounds: cli.reliability_rounds,
-            install_runs: cli.install_runs,
-            baseline_fake: cli.baseline_fake.clone(),
-            baseline_checkout: cli.baseline_checkout.clone(),
-            prop_cases: cli.prop_cases,
-            prop_cases_cloud_init: cli.prop_cases_cloud_init,
-        },
+        settings: cli.settings(),
         wrk: cli.wrk.clone(),
         python: cli.python.clone(),
     };
@@ -176,86 +185,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         );
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut report = Report {
-        date: chrono::Utc::now().format("%Y-%m-%d %H:%M").to_string(),
-        invocation: format!("`{}`", cli.invocation),
-        ..Report::default()
+    let mut parts = Parts {
+        report: Report {
+            date: chrono::Utc::now().format("%Y-%m-%d %H:%M").to_string(),
+            invocation: format!("`{}`", cli.invocation),
+            ..Report::default()
+        },
+        shared: Vec::new(),
+        cpus,
     };
-    // (part, other work in cores while it ran)
-    let mut shared: Vec<(String, f64)> = Vec::new();
-    let mut add = |name: &str, part: &dyn Fn() -> anyhow::Result<Section>| {
-        eprintln!("bench-run: {name}");
-        let before = CpuSnapshot::now();
-        let result = part();
-        let after = CpuSnapshot::now();
-        let other = before.other_cores_until(&after);
-        shared.push((name.to_owned(), other));
-        match result {
-            Ok(mut section) => {
-                section.body.push_str(&format!(
-                    "\n_While this part ran: other work used {other:.2} of the {cpus} cores on \
-                     average (1-minute load average {:.2} when it started)._\n",
-                    before.load1
-                ));
-                report.sections.push(section);
-            }
-            Err(e) => {
-                eprintln!("bench-run: {name}: {e:#}");
-                report.failed.push((name.to_owned(), format!("{e:#}")));
-            }
-        }
-    };
-    let doc = if wanted(Part::Imds) || wanted(Part::Footprint) {
-        eprintln!("bench-run: capturing the IMDS document from the fake");
-        match sections::capture_document(&ctx, tmp.path()) {
-            Ok(doc) => Some(doc),
-            Err(e) => {
-                add("IMDS document", &|| Err(anyhow::anyhow!("{e:#}")));
-                None
-            }
-        }
-    } else {
-        None
-    };
-    if let Some(doc) = &doc {
-        if wanted(Part::Imds) {
-            add("IMDS throughput (wrk)", &|| sections::imds::run(&ctx, doc));
-        }
-        if wanted(Part::Footprint) {
-            add("start-up and memory", &|| {
-                sections::footprint::run(&ctx, doc)
-            });
-        }
-    }
-    if wanted(Part::Reporter) {
-        add("provision-report latency (bench/reporter/run.sh)", &|| {
-            sections::reporter::run(&ctx)
-        });
-    }
-    if wanted(Part::Suite) {
-        add("conformance suite", &|| sections::suite::run(&ctx));
-    }
-    if wanted(Part::Kvp) {
-        add("kvp dump", &|| sections::kvp::run(&ctx));
-    }
-    if wanted(Part::Reliability) {
-        add("provision-report reliability", &|| {
-            sections::reliability::run(&ctx)
-        });
-    }
-    if wanted(Part::Prop) {
-        add("property runs", &|| sections::prop::run(&ctx));
-    }
-    if wanted(Part::Install) {
-        add("install", &|| sections::install::run(&ctx));
-    }
-    // Opt-in: it needs root and the real agents, and takes as long as its slowest case.
-    if cli.only.contains(&Part::Matrix) {
-        add("real-agent matrix", &|| sections::matrix::run(&ctx));
-    }
-    if cli.fuzz_seconds > 0 {
-        add("fuzzing", &|| sections::fuzz::run(&ctx, cli.fuzz_seconds));
-    }
+    run_parts(&cli, &ctx, tmp.path(), &mut parts);
+    let Parts {
+        mut report, shared, ..
+    } = parts;
     let run_end = CpuSnapshot::now();
     let other = run_start.other_cores_until(&run_end);
     report.machine = machine(&root, &cli, run_start.load1, run_end.load1, other, cpus);
@@ -277,6 +219,104 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         report.notes.push(fuzzing_note(&root));
     }
     report.commands = ctx.log.entries();
+    write_results(&cli, &root, &report)?;
+    if !report.failed.is_empty() {
+        anyhow::bail!("{} part(s) could not be measured", report.failed.len());
+    }
+    Ok(())
+}
+
+/// The parts run so far: their sections (or why they failed) and how busy the machine was.
+struct Parts {
+    report: Report,
+    /// (part, other work in cores while it ran)
+    shared: Vec<(String, f64)>,
+    cpus: usize,
+}
+
+impl Parts {
+    fn add(&mut self, name: &str, part: &dyn Fn() -> anyhow::Result<Section>) {
+        eprintln!("bench-run: {name}");
+        let before = CpuSnapshot::now();
+        let result = part();
+        let after = CpuSnapshot::now();
+        let other = before.other_cores_until(&after);
+        let cpus = self.cpus;
+        self.shared.push((name.to_owned(), other));
+        match result {
+            Ok(mut section) => {
+                section.body.push_str(&format!(
+                    "\n_While this part ran: other work used {other:.2} of the {cpus} cores on \
+                     average (1-minute load average {:.2} when it started)._\n",
+                    before.load1
+                ));
+                self.report.sections.push(section);
+            }
+            Err(e) => {
+                eprintln!("bench-run: {name}: {e:#}");
+                self.report.failed.push((name.to_owned(), format!("{e:#}")));
+            }
+        }
+    }
+}
+
+/// Every part the command line wants, one after the other.
+fn run_parts(cli: &Cli, ctx: &Ctx, tmp: &Path, parts: &mut Parts) {
+    let doc = if cli.wants(Part::Imds) || cli.wants(Part::Footprint) {
+        eprintln!("bench-run: capturing the IMDS document from the fake");
+        match sections::capture_document(ctx, tmp) {
+            Ok(doc) => Some(doc),
+            Err(e) => {
+                parts.add("IMDS document", &|| Err(anyhow::anyhow!("{e:#}")));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    if let Some(doc) = &doc {
+        if cli.wants(Part::Imds) {
+            parts.add("IMDS throughput (wrk)", &|| sections::imds::run(ctx, doc));
+        }
+        if cli.wants(Part::Footprint) {
+            parts.add("start-up and memory", &|| {
+                sections::footprint::run(ctx, doc)
+            });
+        }
+    }
+    if cli.wants(Part::Reporter) {
+        parts.add("provision-report latency (bench/reporter/run.sh)", &|| {
+            sections::reporter::run(ctx)
+        });
+    }
+    if cli.wants(Part::Suite) {
+        parts.add("conformance suite", &|| sections::suite::run(ctx));
+    }
+    if cli.wants(Part::Kvp) {
+        parts.add("kvp dump", &|| sections::kvp::run(ctx));
+    }
+    if cli.wants(Part::Reliability) {
+        parts.add("provision-report reliability", &|| {
+            sections::reliability::run(ctx)
+        });
+    }
+    if cli.wants(Part::Prop) {
+        parts.add("property runs", &|| sections::prop::run(ctx));
+    }
+    if cli.wants(Part::Install) {
+        parts.add("install", &|| sections::install::run(ctx));
+    }
+    // Opt-in: it needs root and the real agents, and takes as long as its slowest case.
+    if cli.only.contains(&Part::Matrix) {
+        parts.add("real-agent matrix", &|| sections::matrix::run(ctx));
+    }
+    if cli.fuzz_seconds > 0 {
+        parts.add("fuzzing", &|| sections::fuzz::run(ctx, cli.fuzz_seconds));
+    }
+}
+
+/// Writes RESULTS.md, or merges the parts measured into it (`--merge`).
+fn write_results(cli: &Cli, root: &Path, report: &Report) -> anyhow::Result<()> {
     let out = if cli.out.is_absolute() {
         cli.out.clone()
     } else {
@@ -288,16 +328,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let text = if cli.merge && out.exists() {
         let existing = std::fs::read_to_string(&out)
             .with_context(|| format!("reading {} to merge into", out.display()))?;
-        wirecheck_bench::results::merge(&existing, &report)
+        wirecheck_bench::results::merge(&existing, report)
             .map_err(|e| anyhow::anyhow!("--merge into {}: {e}", out.display()))?
     } else {
         report.render()
     };
     std::fs::write(&out, text).with_context(|| format!("writing {}", out.display()))?;
     eprintln!("bench-run: wrote {}", out.display());
-    if !report.failed.is_empty() {
-        anyhow::bail!("{} part(s) could not be measured", report.failed.len());
-    }
     Ok(())
 }
 

@@ -75,15 +75,7 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
         ctx.python_fake(doc, false),
     ];
 
-    // Start-up, interleaved.
-    let mut startup_ms: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
-    for _ in 0..s.startup_runs.max(1) {
-        for (i, spec) in specs.iter().enumerate() {
-            let server = spec.start(&ctx.log)?;
-            startup_ms[i].push(server.ready_after.as_secs_f64() * 1000.0);
-            server.stop();
-        }
-    }
+    let startup_ms = startup_samples(ctx, &specs)?;
 
     // Memory: the fake and the ceiling under the same flood; the Python fake idle only (at a
     // few thousand requests per second it would add minutes for a reference nobody targets).
@@ -92,15 +84,43 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
     let python = footprint(ctx, &specs[2], doc, 0)?;
 
     let mut body = String::new();
+    write_startup_table(&mut body, ctx, &specs, &startup_ms);
+    write_memory_table(&mut body, ctx, &specs, [&fake, &bare, &python]);
+    Ok(Section {
+        title: "Fake start-up and memory".into(),
+        body,
+        figures: figures(ctx, &startup_ms, &fake, &bare),
+    })
+}
+
+/// Start-up times in ms, one list per server, the servers interleaved.
+fn startup_samples(ctx: &Ctx, specs: &[ServerSpec]) -> anyhow::Result<Vec<Vec<f64>>> {
+    let mut startup_ms: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
+    for _ in 0..ctx.settings.startup_runs.max(1) {
+        for (i, spec) in specs.iter().enumerate() {
+            let server = spec.start(&ctx.log)?;
+            startup_ms[i].push(server.ready_after.as_secs_f64() * 1000.0);
+            server.stop();
+        }
+    }
+    Ok(startup_ms)
+}
+
+fn write_startup_table(
+    body: &mut String,
+    ctx: &Ctx,
+    specs: &[ServerSpec],
+    startup_ms: &[Vec<f64>],
+) {
     let _ = writeln!(
         body,
         "Start-up: spawn to the ready line on stdout (all three print one JSON line when their \
          listeners are bound), {} runs per server, interleaved.\n",
-        s.startup_runs.max(1)
+        ctx.settings.startup_runs.max(1)
     );
     let _ = writeln!(body, "| server | median ms | p90 ms | min ms |");
     let _ = writeln!(body, "|---|---:|---:|---:|");
-    for (spec, samples) in specs.iter().zip(&startup_ms) {
+    for (spec, samples) in specs.iter().zip(startup_ms) {
         let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
         let _ = writeln!(
             body,
@@ -111,6 +131,15 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
             min
         );
     }
+}
+
+fn write_memory_table(
+    body: &mut String,
+    ctx: &Ctx,
+    specs: &[ServerSpec],
+    footprints: [&Footprint; 3],
+) {
+    let s = &ctx.settings;
     let _ = writeln!(
         body,
         "\nMemory: VmRSS from `/proc/<pid>/status` {} ms after the ready line, and again after \
@@ -125,7 +154,7 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
         "| server | idle VmRSS MiB | after load VmRSS MiB | after load VmHWM MiB | flood req/s |"
     );
     let _ = writeln!(body, "|---|---:|---:|---:|---:|");
-    for (spec, f) in specs.iter().zip([&fake, &bare, &python]) {
+    for (spec, f) in specs.iter().zip(footprints) {
         let (rss, hwm, rate) = match &f.loaded {
             Some((m, rate)) => (
                 format!("{:.1}", m.rss_mib()),
@@ -141,7 +170,9 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
             f.idle.rss_mib()
         );
     }
+}
 
+fn figures(ctx: &Ctx, startup_ms: &[Vec<f64>], fake: &Footprint, bare: &Footprint) -> Vec<Figure> {
     let fake_start = median(&startup_ms[0]);
     let bare_start = median(&startup_ms[1]);
     let mut figures = vec![
@@ -166,7 +197,7 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
         figures.push(Figure {
             name: format!(
                 "fake memory after {} requests (VmRSS)",
-                thousands(s.flood_requests as f64)
+                thousands(ctx.settings.flood_requests as f64)
             ),
             measured: format!("{:.1} MiB", f.rss_mib()),
             reference: format!("bare axum {:.1} MiB", b.rss_mib()),
@@ -175,9 +206,5 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
             met: Some(f.rss_mib() < TARGET_LOADED_MIB),
         });
     }
-    Ok(Section {
-        title: "Fake start-up and memory".into(),
-        body,
-        figures,
-    })
+    figures
 }

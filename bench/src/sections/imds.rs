@@ -76,23 +76,66 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
         connections: s.connections,
         duration: Duration::from_secs(s.wrk_seconds),
     };
+    let specs = server_specs(ctx, doc)?;
+    let servers: Vec<Running> = specs
+        .iter()
+        .map(|spec| spec.start(&ctx.log))
+        .collect::<anyhow::Result<_>>()?;
+    check_same_document(&servers, doc)?;
+    let warm_up = Duration::from_secs(s.wrk_seconds.clamp(1, 2));
+    let measured = measure(ctx, &load, &servers, warm_up)?;
+    drop(servers);
+
+    let (fake, bare) = (&measured[0], &measured[1]);
+    let baseline = measured.get(4);
+    let mut body = String::new();
+    write_table(&mut body, ctx, doc, warm_up, &measured);
+    let mut figures = figures(&measured);
+    if let (Some(base), Some(path)) = (baseline, &s.baseline_fake) {
+        let _ = writeln!(
+            body,
+            "- fake-wireserver (baseline): `{}`, measured in the same rounds (before/after a \
+             change of the connection path).",
+            ctx.log.display_path(path)
+        );
+        figures.extend(baseline_figures(fake, base));
+    }
+    if fake.errors() > 0 || bare.errors() > 0 {
+        let _ = writeln!(
+            body,
+            "\n**Errors:** the fake had {} and bare axum {} wrk errors; their figures are not \
+             clean.",
+            fake.errors(),
+            bare.errors()
+        );
+    }
+    Ok(Section {
+        title: "IMDS throughput and latency".into(),
+        body,
+        figures,
+    })
+}
+
+/// The fake, bare axum, the two Python fakes, and the baseline fake when there is one, in that
+/// order (the figures find them by position).
+fn server_specs(ctx: &Ctx, doc: &Document) -> anyhow::Result<Vec<ServerSpec>> {
     let mut specs = vec![
         ctx.fake()?,
         ctx.bare_axum(doc)?,
         ctx.python_fake(doc, false),
         ctx.python_fake(doc, true),
     ];
-    if let Some(baseline) = &s.baseline_fake {
+    if let Some(baseline) = &ctx.settings.baseline_fake {
         let baseline = baseline
             .canonicalize()
             .with_context(|| format!("--baseline-fake {}", baseline.display()))?;
         specs.push(ServerSpec::new("fake-wireserver (baseline)", baseline, &[]));
     }
-    let servers: Vec<Running> = specs
-        .iter()
-        .map(|spec| spec.start(&ctx.log))
-        .collect::<anyhow::Result<_>>()?;
-    for server in &servers {
+    Ok(specs)
+}
+
+fn check_same_document(servers: &[Running], doc: &Document) -> anyhow::Result<()> {
+    for server in servers {
         let r = fetch(server.imds, &imds_request(IMDS_PATH))
             .with_context(|| format!("probing {}", server.name))?;
         if r.status != 200 || r.body != doc.bytes {
@@ -105,9 +148,18 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
             );
         }
     }
+    Ok(())
+}
+
+/// Warms every server up, then measures them in interleaved rounds.
+fn measure(
+    ctx: &Ctx,
+    load: &Load,
+    servers: &[Running],
+    warm_up: Duration,
+) -> anyhow::Result<Vec<Measured>> {
     let url = |server: &Running| format!("http://{}{IMDS_PATH}", server.imds);
-    let warm_up = Duration::from_secs(s.wrk_seconds.clamp(1, 2));
-    for server in &servers {
+    for server in servers {
         load.run_for(&url(server), &server.name, warm_up, &ctx.log)
             .with_context(|| format!("warming up {}", server.name))?;
     }
@@ -118,7 +170,7 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
             rounds: Vec::new(),
         })
         .collect();
-    for round in 0..s.rounds.max(1) {
+    for round in 0..ctx.settings.rounds.max(1) {
         // Rotate the order every round.
         for k in 0..servers.len() {
             let i = (round + k) % servers.len();
@@ -128,12 +180,19 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
             measured[i].rounds.push(summary);
         }
     }
-    drop(servers);
+    Ok(measured)
+}
 
-    let (fake, bare, python, python_threads) =
-        (&measured[0], &measured[1], &measured[2], &measured[3]);
-    let baseline = measured.get(4);
-    let mut body = String::new();
+/// How it was measured, the table of every server, and what the references are.
+fn write_table(
+    body: &mut String,
+    ctx: &Ctx,
+    doc: &Document,
+    warm_up: Duration,
+    measured: &[Measured],
+) {
+    let s = &ctx.settings;
+    let (fake, bare) = (&measured[0], &measured[1]);
     let _ = writeln!(
         body,
         "`wrk -t{} -c{} -d{}s` on `GET {IMDS_PATH}` with `Metadata: true` (`bench/imds.lua`), \
@@ -152,7 +211,7 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
         "| server | requests/s | p50 ms | p99 ms | requests | errors (connect/read/write/status/timeout) |"
     );
     let _ = writeln!(body, "|---|---:|---:|---:|---:|---:|");
-    for m in &measured {
+    for m in measured {
         let _ = writeln!(
             body,
             "| {} | {} | {:.3} | {:.3} | {} | {} |",
@@ -187,10 +246,16 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
         "- Fake vs bare axum round by round (the spread behind the median): {}.",
         per_round.join(", ")
     );
+}
+
+/// The fake against bare axum and the Python fakes.
+fn figures(measured: &[Measured]) -> Vec<Figure> {
+    let (fake, bare, python, python_threads) =
+        (&measured[0], &measured[1], &measured[2], &measured[3]);
     let vs_bare = fake.rps() / bare.rps();
     let vs_python = fake.rps() / python.rps();
     let p99_vs_bare = fake.p99_ms() / bare.p99_ms();
-    let mut figures = vec![
+    vec![
         Figure {
             name: "IMDS throughput vs bare axum".into(),
             measured: format!("{} req/s", thousands(fake.rps())),
@@ -223,45 +288,29 @@ pub fn run(ctx: &Ctx, doc: &Document) -> anyhow::Result<Section> {
             target: format!("≤ {TARGET_P99_VS_BARE}x"),
             met: Some(p99_vs_bare <= TARGET_P99_VS_BARE),
         },
-    ];
-    if let (Some(base), Some(path)) = (baseline, &s.baseline_fake) {
-        let _ = writeln!(
-            body,
-            "- fake-wireserver (baseline): `{}`, measured in the same rounds (before/after a \
-             change of the connection path).",
-            ctx.log.display_path(path)
-        );
-        let vs_base = fake.rps() / base.rps();
-        let p99_vs_base = fake.p99_ms() / base.p99_ms();
-        figures.push(Figure {
+    ]
+}
+
+/// The fake against the baseline build (`--baseline-fake`).
+fn baseline_figures(fake: &Measured, base: &Measured) -> [Figure; 2] {
+    let vs_base = fake.rps() / base.rps();
+    let p99_vs_base = fake.p99_ms() / base.p99_ms();
+    [
+        Figure {
             name: "IMDS throughput vs the baseline fake".into(),
             measured: format!("{} req/s", thousands(fake.rps())),
             reference: format!("{} req/s", thousands(base.rps())),
             ratio: Some(vs_base),
             target: format!("≥ {TARGET_VS_BASELINE}x"),
             met: Some(vs_base >= TARGET_VS_BASELINE),
-        });
-        figures.push(Figure {
+        },
+        Figure {
             name: "IMDS p99 latency vs the baseline fake".into(),
             measured: format!("{:.3} ms", fake.p99_ms()),
             reference: format!("{:.3} ms", base.p99_ms()),
             ratio: Some(p99_vs_base),
             target: format!("≤ {TARGET_P99_VS_BASELINE}x"),
             met: Some(p99_vs_base <= TARGET_P99_VS_BASELINE),
-        });
-    }
-    if fake.errors() > 0 || bare.errors() > 0 {
-        let _ = writeln!(
-            body,
-            "\n**Errors:** the fake had {} and bare axum {} wrk errors; their figures are not \
-             clean.",
-            fake.errors(),
-            bare.errors()
-        );
-    }
-    Ok(Section {
-        title: "IMDS throughput and latency".into(),
-        body,
-        figures,
-    })
+        },
+    ]
 }

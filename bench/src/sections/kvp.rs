@@ -81,9 +81,47 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
         .to_string();
     let py_args = vec![script, pool_arg];
 
-    // Check once that both read every record.
-    let out = Command::new(&wirecheck).args(&dump_args).output()?;
-    ctx.log.record(&render(&wirecheck, &dump_args));
+    check_both_read_every_record(ctx, &wirecheck, &dump_args, &py_args)?;
+
+    let mut t = Timings::default();
+    for _ in 0..s.kvp_runs.max(1) {
+        t.dump_ms.push(time_quiet(ctx, &wirecheck, &dump_args)?);
+        t.dump_json_ms
+            .push(time_quiet(ctx, &wirecheck, &dump_json_args)?);
+        let started = Instant::now();
+        let (_, read_s) = python_read(ctx, &py_args)?;
+        t.py_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+        t.py_call_ms.push(read_s * 1000.0);
+    }
+
+    Ok(Section {
+        title: "`wirecheck kvp dump` on a large pool".into(),
+        body: body(ctx, size, &t),
+        figures: figures(ctx, &t),
+    })
+}
+
+/// Each reader's timed runs, in ms.
+#[derive(Default)]
+struct Timings {
+    dump_ms: Vec<f64>,
+    dump_json_ms: Vec<f64>,
+    /// cloud-init's reader as a whole python3 process.
+    py_ms: Vec<f64>,
+    /// cloud-init's read alone, timed inside the interpreter.
+    py_call_ms: Vec<f64>,
+}
+
+/// Checks once that both readers read every record.
+fn check_both_read_every_record(
+    ctx: &Ctx,
+    wirecheck: &Path,
+    dump_args: &[String],
+    py_args: &[String],
+) -> anyhow::Result<()> {
+    let s = &ctx.settings;
+    let out = Command::new(wirecheck).args(dump_args).output()?;
+    ctx.log.record(&render(wirecheck, dump_args));
     let first = String::from_utf8_lossy(&out.stdout);
     let first = first.lines().next().unwrap_or_default();
     if out.status.code().is_none_or(|c| c > 1)
@@ -95,7 +133,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
             out.status
         );
     }
-    let py = python_read(ctx, &py_args)?;
+    let py = python_read(ctx, py_args)?;
     if py.0 != s.kvp_records {
         bail!(
             "cloud-init's reader saw {} records, not {}",
@@ -103,20 +141,11 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
             s.kvp_records
         );
     }
+    Ok(())
+}
 
-    let mut dump_ms = Vec::new();
-    let mut dump_json_ms = Vec::new();
-    let mut py_ms = Vec::new();
-    let mut py_call_ms = Vec::new();
-    for _ in 0..s.kvp_runs.max(1) {
-        dump_ms.push(time_quiet(ctx, &wirecheck, &dump_args)?);
-        dump_json_ms.push(time_quiet(ctx, &wirecheck, &dump_json_args)?);
-        let started = Instant::now();
-        let (_, read_s) = python_read(ctx, &py_args)?;
-        py_ms.push(started.elapsed().as_secs_f64() * 1000.0);
-        py_call_ms.push(read_s * 1000.0);
-    }
-
+fn body(ctx: &Ctx, size: u64, t: &Timings) -> String {
+    let s = &ctx.settings;
     let mut body = String::new();
     let _ = writeln!(
         body,
@@ -131,17 +160,17 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
     let _ = writeln!(body, "| reader | measured | median ms | p90 ms |");
     let _ = writeln!(body, "|---|---|---:|---:|");
     let rows: [(&str, &str, &Vec<f64>); 4] = [
-        ("`wirecheck kvp dump`", "process", &dump_ms),
-        ("`wirecheck kvp dump --json`", "process", &dump_json_ms),
+        ("`wirecheck kvp dump`", "process", &t.dump_ms),
+        ("`wirecheck kvp dump --json`", "process", &t.dump_json_ms),
         (
             "cloud-init 22.4.2 `_iterate_kvps` (python3 process)",
             "process",
-            &py_ms,
+            &t.py_ms,
         ),
         (
             "cloud-init 22.4.2 `_iterate_kvps` (the read alone)",
             "in-process",
-            &py_call_ms,
+            &t.py_call_ms,
         ),
     ];
     for (name, how, samples) in rows {
@@ -152,14 +181,18 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
             percentile(samples, 90.0)
         );
     }
-    let dump = median(&dump_ms);
-    let py = median(&py_ms);
-    let py_call = median(&py_call_ms);
-    let figures = vec![
+    body
+}
+
+fn figures(ctx: &Ctx, t: &Timings) -> Vec<Figure> {
+    let dump = median(&t.dump_ms);
+    let py = median(&t.py_ms);
+    let py_call = median(&t.py_call_ms);
+    vec![
         Figure {
             name: format!(
                 "`kvp dump` of {} records vs cloud-init's reader (process)",
-                thousands(s.kvp_records as f64)
+                thousands(ctx.settings.kvp_records as f64)
             ),
             measured: format!("{dump:.1} ms"),
             reference: format!("{py:.1} ms"),
@@ -175,12 +208,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
             target: "- (speed-up shown)".into(),
             met: None,
         },
-    ];
-    Ok(Section {
-        title: "`wirecheck kvp dump` on a large pool".into(),
-        body,
-        figures,
-    })
+    ]
 }
 
 /// Runs `program args` with stdout and stderr discarded; ms. Exit 0 or 1 (findings) only.

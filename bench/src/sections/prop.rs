@@ -104,9 +104,22 @@ fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
 }
 
+/// `name` under the run's temporary folder, as an argument.
+fn tmp_arg(ctx: &Ctx, name: &str) -> String {
+    ctx.tmp.join(name).display().to_string()
+}
+
+/// One agent's `prop` run and its `run` reference.
+struct AgentRuns<'a> {
+    agent: &'a str,
+    property: &'a str,
+    /// Generated cases of the `prop` run.
+    count: u32,
+    /// The `--cases` pattern of the `run` reference.
+    scenarios: &'a str,
+}
+
 pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
-    let tmp = |name: &str| ctx.tmp.join(name).display().to_string();
-    let agents = ctx.root.join("conformance/agents").display().to_string();
     let n = ctx.settings.prop_cases.max(1);
     let n_ci = ctx.settings.prop_cases_cloud_init.max(1);
     let mut body = String::new();
@@ -125,80 +138,102 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
     let _ = writeln!(body, "| agent | what | cases | seconds | per second |");
     let _ = writeln!(body, "|---|---|---:|---:|---:|");
 
-    for (agent, property, count, scenarios) in [
-        (
-            "provision-report",
-            "failure.json",
-            n,
-            "report.description.*",
-        ),
-        (
-            "cloud-init",
-            "failure.xml",
-            n_ci,
-            "report.description.*.xml.*",
-        ),
+    for runs in [
+        AgentRuns {
+            agent: "provision-report",
+            property: "failure.json",
+            count: n,
+            scenarios: "report.description.*",
+        },
+        AgentRuns {
+            agent: "cloud-init",
+            property: "failure.xml",
+            count: n_ci,
+            scenarios: "report.description.*.xml.*",
+        },
     ] {
-        let p = wirecheck(
-            ctx,
-            &[
-                args(&["prop", "--quiet", "--agent", agent, "--agents-dir", &agents]),
-                args(&[
-                    "--property",
-                    property,
-                    "--cases",
-                    &count.to_string(),
-                    "--seed",
-                    "1",
-                ]),
-                args(&["--jobs", JOBS, "--no-regressions", "--max-shrink-time", "1"]),
-                vec!["--out".into(), tmp(&format!("prop-{agent}"))],
-            ]
-            .concat(),
-        )?;
-        let r = wirecheck(
-            ctx,
-            &[
-                args(&["run", "--quiet", "--agent", agent, "--agents-dir", &agents]),
-                args(&["--cases", scenarios, "--jobs", JOBS]),
-                vec!["--out".into(), tmp(&format!("run-{agent}"))],
-            ]
-            .concat(),
-        )?;
-        let prop_rate = f64::from(count) / p.seconds;
-        let shrink_ms: u64 = cases(&p)
-            .first()
-            .map_or(0, |c| shrinks_of(c).iter().map(|(_, ms)| ms).sum());
-        let run_pairs = pairs(&r);
-        let run_rate = run_pairs as f64 / r.seconds;
-        let verdict = cases(&p)
-            .first()
-            .and_then(|c| c["verdict"].as_str())
-            .unwrap_or("?")
-            .to_owned();
-        let _ = writeln!(
-            body,
-            "| {agent} | `prop --property {property}` ({verdict}; {:.2} s of it shrinking) | {count} | {:.2} | {prop_rate:.1} |",
-            shrink_ms as f64 / 1000.0,
-            p.seconds
-        );
-        let _ = writeln!(
-            body,
-            "| {agent} | `run --cases '{scenarios}'` (pairs) | {run_pairs} | {:.2} | {run_rate:.1} |",
-            r.seconds
-        );
-        let ratio = prop_rate / run_rate;
-        figures.push(Figure {
-            name: format!("prop cases/s, {agent}"),
-            measured: format!("{prop_rate:.1} cases/s"),
-            reference: format!("{run_rate:.1} scenario pairs/s (`wirecheck run`)"),
-            ratio: Some(ratio),
-            target: "≥ 0.5× the scenario pair rate".into(),
-            met: Some(ratio >= 0.5),
-        });
+        figures.push(agent_rates(ctx, runs, &mut body)?);
     }
 
-    // The planted bug: found, then shrunk one agent run at a time.
+    figures.push(planted_bug(ctx, &mut body)?);
+    Ok(Section {
+        title: "Property runs (`wirecheck prop`)".into(),
+        body,
+        figures,
+    })
+}
+
+/// Cases per second of `prop` against pairs per second of `run` for one agent: two table rows
+/// and the figure.
+fn agent_rates(ctx: &Ctx, runs: AgentRuns<'_>, body: &mut String) -> anyhow::Result<Figure> {
+    let AgentRuns {
+        agent,
+        property,
+        count,
+        scenarios,
+    } = runs;
+    let agents = ctx.root.join("conformance/agents").display().to_string();
+    let p = wirecheck(
+        ctx,
+        &[
+            args(&["prop", "--quiet", "--agent", agent, "--agents-dir", &agents]),
+            args(&[
+                "--property",
+                property,
+                "--cases",
+                &count.to_string(),
+                "--seed",
+                "1",
+            ]),
+            args(&["--jobs", JOBS, "--no-regressions", "--max-shrink-time", "1"]),
+            vec!["--out".into(), tmp_arg(ctx, &format!("prop-{agent}"))],
+        ]
+        .concat(),
+    )?;
+    let r = wirecheck(
+        ctx,
+        &[
+            args(&["run", "--quiet", "--agent", agent, "--agents-dir", &agents]),
+            args(&["--cases", scenarios, "--jobs", JOBS]),
+            vec!["--out".into(), tmp_arg(ctx, &format!("run-{agent}"))],
+        ]
+        .concat(),
+    )?;
+    let prop_rate = f64::from(count) / p.seconds;
+    let shrink_ms: u64 = cases(&p)
+        .first()
+        .map_or(0, |c| shrinks_of(c).iter().map(|(_, ms)| ms).sum());
+    let run_pairs = pairs(&r);
+    let run_rate = run_pairs as f64 / r.seconds;
+    let verdict = cases(&p)
+        .first()
+        .and_then(|c| c["verdict"].as_str())
+        .unwrap_or("?")
+        .to_owned();
+    let _ = writeln!(
+        body,
+        "| {agent} | `prop --property {property}` ({verdict}; {:.2} s of it shrinking) | {count} | {:.2} | {prop_rate:.1} |",
+        shrink_ms as f64 / 1000.0,
+        p.seconds
+    );
+    let _ = writeln!(
+        body,
+        "| {agent} | `run --cases '{scenarios}'` (pairs) | {run_pairs} | {:.2} | {run_rate:.1} |",
+        r.seconds
+    );
+    let ratio = prop_rate / run_rate;
+    Ok(Figure {
+        name: format!("prop cases/s, {agent}"),
+        measured: format!("{prop_rate:.1} cases/s"),
+        reference: format!("{run_rate:.1} scenario pairs/s (`wirecheck run`)"),
+        ratio: Some(ratio),
+        target: "≥ 0.5× the scenario pair rate".into(),
+        met: Some(ratio >= 0.5),
+    })
+}
+
+/// The planted bug: found, then shrunk one agent run at a time.
+fn planted_bug(ctx: &Ctx, body: &mut String) -> anyhow::Result<Figure> {
     let support = ctx.root.join("cli/tests/prop_support");
     let planted = ctx.tmp.join("planted-agents");
     std::fs::create_dir_all(&planted)?;
@@ -220,7 +255,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
                 "--max-shrink-time",
                 "600",
             ]),
-            vec!["--out".into(), tmp("prop-planted")],
+            vec!["--out".into(), tmp_arg(ctx, "prop-planted")],
         ]
         .concat(),
     )?;
@@ -247,17 +282,12 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
          {ms} ms in {runs} agent runs ({per_run:.0} ms per run, one at a time) down to `{smallest}`.\n",
         m.seconds
     );
-    figures.push(Figure {
+    Ok(Figure {
         name: "shrink time, planted mis-quoting bug".into(),
         measured: format!("{:.2} s ({runs} agent runs)", ms as f64 / 1000.0),
         reference: format!("whole `prop` run {:.2} s", m.seconds),
         ratio: Some(ms as f64 / 1000.0 / m.seconds),
         target: "informational".into(),
         met: None,
-    });
-    Ok(Section {
-        title: "Property runs (`wirecheck prop`)".into(),
-        body,
-        figures,
     })
 }

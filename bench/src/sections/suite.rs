@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -231,20 +231,107 @@ fn run_suite_of(
     })
 }
 
+/// An older checkout's build (`--baseline-checkout`), timed beside the current one.
+struct Baseline {
+    dir: PathBuf,
+    wirecheck: PathBuf,
+}
+
+/// The longest mandated wait of the default suite, as `longest_mandated_wait` finds it.
+struct Longest {
+    id: String,
+    mandated: f64,
+    estimate: f64,
+    scenario_count: usize,
+}
+
 pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
-    let (longest_id, mandated, estimate, scenario_count) = longest_mandated_wait(&ctx.root)?;
-    let baseline = match &ctx.settings.baseline_checkout {
-        Some(dir) => {
-            // Run from the checkout itself: a relative path would not survive the cwd.
-            let dir = dir
-                .canonicalize()
-                .with_context(|| format!("--baseline-checkout {}", dir.display()))?;
-            let wirecheck = release_binary(&dir.join("target"), "wirecheck")
-                .with_context(|| format!("--baseline-checkout {}", dir.display()))?;
-            Some((dir, wirecheck))
-        }
-        None => None,
+    let (id, mandated, estimate, scenario_count) = longest_mandated_wait(&ctx.root)?;
+    let longest = Longest {
+        id,
+        mandated,
+        estimate,
+        scenario_count,
     };
+    let baseline = baseline(ctx)?;
+    let (runs, baseline_runs) = timed_runs(ctx, baseline.as_ref())?;
+    let alone = run_suite(
+        ctx,
+        &ctx.tmp.join("alone"),
+        &[format!("--cases={}.*", longest.id)],
+    )?;
+    let wall = median(&runs.iter().map(|r| r.seconds).collect::<Vec<_>>());
+    let last = runs.last().expect("at least one run");
+
+    let mut body = String::new();
+    write_table(&mut body, &longest, &runs, &alone, &baseline_runs);
+    let verdicts: Vec<String> = last
+        .verdicts
+        .iter()
+        .map(|(v, n)| format!("{v} {n}"))
+        .collect();
+    let _ = writeln!(body, "\nVerdicts of the last run: {}.", verdicts.join(", "));
+    if last.exit != 0 {
+        let _ = writeln!(
+            body,
+            "\n**The suite exited {}: at least one case failed** (the wall time still counts; \
+             see the verdicts).",
+            last.exit
+        );
+    }
+    let ratio = wall / longest.mandated;
+    let mut figures = vec![
+        Figure {
+            name: "conformance suite wall time vs longest mandated wait".into(),
+            measured: format!("{wall:.2} s"),
+            reference: format!("{:.2} s", longest.mandated),
+            ratio: Some(ratio),
+            target: format!("≤ {TARGET_RATIO}x and < {TARGET_SECONDS} s"),
+            met: Some(ratio <= TARGET_RATIO && wall < TARGET_SECONDS),
+        },
+        Figure {
+            name: "conformance suite wall time vs its longest scenario run alone".into(),
+            measured: format!("{wall:.2} s"),
+            reference: format!("{:.2} s", alone.seconds),
+            ratio: Some(wall / alone.seconds),
+            target: "-".into(),
+            met: None,
+        },
+    ];
+    if let Some(baseline) = &baseline {
+        figures.push(baseline_figure(
+            &mut body,
+            baseline,
+            &baseline_runs,
+            last,
+            wall,
+        ));
+    }
+    Ok(Section {
+        title: "Conformance suite wall time".into(),
+        body,
+        figures,
+    })
+}
+
+fn baseline(ctx: &Ctx) -> anyhow::Result<Option<Baseline>> {
+    let Some(dir) = &ctx.settings.baseline_checkout else {
+        return Ok(None);
+    };
+    // Run from the checkout itself: a relative path would not survive the cwd.
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("--baseline-checkout {}", dir.display()))?;
+    let wirecheck = release_binary(&dir.join("target"), "wirecheck")
+        .with_context(|| format!("--baseline-checkout {}", dir.display()))?;
+    Ok(Some(Baseline { dir, wirecheck }))
+}
+
+/// The timed runs of the suite, and of the baseline's suite when there is one.
+fn timed_runs(
+    ctx: &Ctx,
+    baseline: Option<&Baseline>,
+) -> anyhow::Result<(Vec<SuiteRun>, Vec<SuiteRun>)> {
     // Interleaved with the baseline's runs, so both see the same machine, in ABBA order so
     // neither always goes first.
     let mut runs = Vec::new();
@@ -254,7 +341,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
             runs.push(run_suite(ctx, &ctx.tmp.join(format!("suite-{i}")), &[])?);
             Ok(())
         };
-        let Some((dir, wirecheck)) = &baseline else {
+        let Some(Baseline { dir, wirecheck }) = baseline else {
             current(&mut runs)?;
             continue;
         };
@@ -267,15 +354,24 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
             current(&mut runs)?;
         }
     }
-    let alone = run_suite(
-        ctx,
-        &ctx.tmp.join("alone"),
-        &[format!("--cases={longest_id}.*")],
-    )?;
-    let wall = median(&runs.iter().map(|r| r.seconds).collect::<Vec<_>>());
-    let last = runs.last().expect("at least one run");
+    Ok((runs, baseline_runs))
+}
 
-    let mut body = String::new();
+/// What was timed and the table of seconds.
+fn write_table(
+    body: &mut String,
+    longest: &Longest,
+    runs: &[SuiteRun],
+    alone: &SuiteRun,
+    baseline_runs: &[SuiteRun],
+) {
+    let Longest {
+        id: longest_id,
+        mandated,
+        estimate,
+        scenario_count,
+    } = longest;
+    let last = runs.last().expect("at least one run");
     let _ = writeln!(
         body,
         "`wirecheck run` with its defaults (the bundled `provision-report`, {scenario_count} \
@@ -328,75 +424,45 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
             "| longest case inside the suite (`{scenario}`, from results.json) | {s:.2} |"
         );
     }
-    let verdicts: Vec<String> = last
-        .verdicts
-        .iter()
-        .map(|(v, n)| format!("{v} {n}"))
-        .collect();
-    let _ = writeln!(body, "\nVerdicts of the last run: {}.", verdicts.join(", "));
-    if last.exit != 0 {
-        let _ = writeln!(
-            body,
-            "\n**The suite exited {}: at least one case failed** (the wall time still counts; \
-             see the verdicts).",
-            last.exit
-        );
-    }
-    let ratio = wall / mandated;
-    let mut figures = vec![
-        Figure {
-            name: "conformance suite wall time vs longest mandated wait".into(),
-            measured: format!("{wall:.2} s"),
-            reference: format!("{mandated:.2} s"),
-            ratio: Some(ratio),
-            target: format!("≤ {TARGET_RATIO}x and < {TARGET_SECONDS} s"),
-            met: Some(ratio <= TARGET_RATIO && wall < TARGET_SECONDS),
-        },
-        Figure {
-            name: "conformance suite wall time vs its longest scenario run alone".into(),
-            measured: format!("{wall:.2} s"),
-            reference: format!("{:.2} s", alone.seconds),
-            ratio: Some(wall / alone.seconds),
-            target: "-".into(),
-            met: None,
-        },
-    ];
-    if let Some((dir, _)) = &baseline {
-        let before = median(&baseline_runs.iter().map(|r| r.seconds).collect::<Vec<_>>());
-        let _ = writeln!(
-            body,
-            "\nBaseline: `{}` (its own scenarios and bundled reporter), run between the \
-             current runs.",
-            dir.display()
-        );
-        // Only the same work is comparable: a baseline with other scenarios gets no verdict.
-        let same_work = baseline_runs.iter().all(|r| r.cases == last.cases);
-        if !same_work {
-            let _ = writeln!(
-                body,
-                "\nThe baseline ran a different number of cases ({}), so its ratio is shown \
-                 but not graded.",
-                baseline_runs
-                    .iter()
-                    .map(|r| r.cases.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        figures.push(Figure {
-            name: "conformance suite wall time vs the baseline checkout".into(),
-            measured: format!("{wall:.2} s"),
-            reference: format!("{before:.2} s"),
-            ratio: Some(wall / before),
-            target: format!("≤ {BASELINE_RATIO}x"),
-            met: same_work.then_some(wall / before <= BASELINE_RATIO),
-        });
-    }
-    Ok(Section {
-        title: "Conformance suite wall time".into(),
+}
+
+/// The figure against the baseline checkout, with what the body says of the baseline.
+fn baseline_figure(
+    body: &mut String,
+    baseline: &Baseline,
+    baseline_runs: &[SuiteRun],
+    last: &SuiteRun,
+    wall: f64,
+) -> Figure {
+    let before = median(&baseline_runs.iter().map(|r| r.seconds).collect::<Vec<_>>());
+    let _ = writeln!(
         body,
-        figures,
-    })
+        "\nBaseline: `{}` (its own scenarios and bundled reporter), run between the \
+         current runs.",
+        baseline.dir.display()
+    );
+    // Only the same work is comparable: a baseline with other scenarios gets no verdict.
+    let same_work = baseline_runs.iter().all(|r| r.cases == last.cases);
+    if !same_work {
+        let _ = writeln!(
+            body,
+            "\nThe baseline ran a different number of cases ({}), so its ratio is shown \
+             but not graded.",
+            baseline_runs
+                .iter()
+                .map(|r| r.cases.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Figure {
+        name: "conformance suite wall time vs the baseline checkout".into(),
+        measured: format!("{wall:.2} s"),
+        reference: format!("{before:.2} s"),
+        ratio: Some(wall / before),
+        target: format!("≤ {BASELINE_RATIO}x"),
+        met: same_work.then_some(wall / before <= BASELINE_RATIO),
+    }
 }
 
 /// How long a case's agent ran on its own clock (its timeline's last moment: the exit, else the
