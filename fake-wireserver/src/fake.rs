@@ -274,28 +274,7 @@ impl Listeners {
 pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, FakeError> {
     // A scenario built in code skipped the parser: hold it to the same rules before serving.
     config.scenario.validate().map_err(FakeError::Scenario)?;
-    let journal = Journal::new(
-        config.journal_capacity,
-        config.journal_max_bytes,
-        config.journal_file.as_deref(),
-    )
-    .map_err(|source| FakeError::Journal {
-        path: config.journal_file.clone().unwrap_or_default(),
-        source,
-    })?;
-    let clock = AgentClock::new(Instant::now(), config.time_scale);
-    let shared = Arc::new(Shared {
-        clock,
-        journal: Mutex::new(journal),
-        engine: Mutex::new(EngineSlot::new(config.scenario.clone(), clock.now())),
-        limits: Limits {
-            max_head: 64 * 1024,
-            max_body: config.max_body_bytes,
-            read_timeout: config.read_timeout,
-            head_timeout: config.head_timeout,
-        },
-        bodies: crate::bodies::BodyBudget::new(config.max_body_bytes),
-    });
+    let shared = Arc::new(shared_state(&config)?);
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     let mut addrs = Addresses {
@@ -305,15 +284,6 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
         proxy: None,
         admin: None,
     };
-    let to_tokio =
-        |name: &'static str, l: std::net::TcpListener| -> Result<TcpListener, FakeError> {
-            l.set_nonblocking(true)
-                .and_then(|()| TcpListener::from_std(l))
-                .map_err(|source| FakeError::Listener {
-                    listener: name,
-                    source,
-                })
-        };
     let agent_listeners = [
         (Listener::Wireserver, listeners.wireserver),
         (Listener::Imds, listeners.imds),
@@ -321,30 +291,10 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
         (Listener::Proxy, listeners.proxy),
     ];
     let count = agent_listeners.iter().filter(|(_, l)| l.is_some()).count();
-    // Descriptors run out before the cap under a low open-file limit: `accept` would fail
-    // instead of closing an idle connection (crate::fdlimit).
-    let soft = crate::fdlimit::soft_limit();
-    let cap = crate::fdlimit::listener_cap(config.max_connections.max(1), count, soft);
-    // Once per process: wirecheck starts a fake per case.
-    static LOWERED: std::sync::Once = std::sync::Once::new();
-    if cap < config.max_connections {
-        LOWERED.call_once(|| {
-            tracing::warn!(
-                "open-file limit {}: each agent listener holds at most {cap} connections (not {})",
-                soft.unwrap_or(0),
-                config.max_connections
-            );
-        });
-    }
+    let cap = connection_cap(config.max_connections, count);
     for (kind, listener) in agent_listeners {
         let Some(listener) = listener else { continue };
-        let listener = to_tokio(kind.as_str(), listener)?;
-        let addr = listener
-            .local_addr()
-            .map_err(|source| FakeError::Listener {
-                listener: kind.as_str(),
-                source,
-            })?;
+        let (listener, addr) = to_tokio(kind.as_str(), listener)?;
         match kind {
             Listener::Wireserver => addrs.wireserver = Some(addr),
             Listener::Imds => addrs.imds = Some(addr),
@@ -361,32 +311,10 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
     }
     let mut admin_token = None;
     if let Some(listener) = listeners.admin {
-        let listener = to_tokio("admin", listener)?;
-        let local = listener
-            .local_addr()
-            .map_err(|source| FakeError::Listener {
-                listener: "admin",
-                source,
-            })?;
-        addrs.admin = Some(local);
-        let token = crate::admin::new_token().map_err(FakeError::Token)?;
-        admin_token = Some(token.clone());
-        let mut rx = shutdown_rx.clone();
-        let app = crate::admin::router(crate::admin::AdminState {
-            shared: shared.clone(),
-            token,
-            local,
-            allow_files: config.allow_files.clone(),
-        });
-        // Capped, and silent connections closed, like the agent listeners (crate::conns).
-        let listener = crate::conns::AdminListener::new(listener, config.read_timeout);
-        tasks.push(tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = rx.changed().await;
-                })
-                .await;
-        }));
+        let admin = serve_admin(&config, &shared, listener, shutdown_rx.clone())?;
+        addrs.admin = Some(admin.local);
+        admin_token = Some(admin.token);
+        tasks.push(admin.task);
     }
     Ok(Fake {
         shared,
@@ -397,6 +325,110 @@ pub async fn serve_on(config: FakeConfig, listeners: Listeners) -> Result<Fake, 
         expectations: Mutex::new(Vec::new()),
         runtime: None,
     })
+}
+
+/// What the listeners share: the clock, the journal (its file created here), the scenario
+/// engine and the request limits.
+fn shared_state(config: &FakeConfig) -> Result<Shared, FakeError> {
+    let journal = Journal::new(
+        config.journal_capacity,
+        config.journal_max_bytes,
+        config.journal_file.as_deref(),
+    )
+    .map_err(|source| FakeError::Journal {
+        path: config.journal_file.clone().unwrap_or_default(),
+        source,
+    })?;
+    let clock = AgentClock::new(Instant::now(), config.time_scale);
+    Ok(Shared {
+        clock,
+        journal: Mutex::new(journal),
+        engine: Mutex::new(EngineSlot::new(config.scenario.clone(), clock.now())),
+        limits: Limits {
+            max_head: 64 * 1024,
+            max_body: config.max_body_bytes,
+            read_timeout: config.read_timeout,
+            head_timeout: config.head_timeout,
+        },
+        bodies: crate::bodies::BodyBudget::new(config.max_body_bytes),
+    })
+}
+
+/// The cap on open connections of each of `listeners` agent listeners: `max_connections`,
+/// lowered to fit the open-file limit (warned about once).
+fn connection_cap(max_connections: usize, listeners: usize) -> usize {
+    // Descriptors run out before the cap under a low open-file limit: `accept` would fail
+    // instead of closing an idle connection (crate::fdlimit).
+    let soft = crate::fdlimit::soft_limit();
+    let cap = crate::fdlimit::listener_cap(max_connections.max(1), listeners, soft);
+    // Once per process: wirecheck starts a fake per case.
+    static LOWERED: std::sync::Once = std::sync::Once::new();
+    if cap < max_connections {
+        LOWERED.call_once(|| {
+            tracing::warn!(
+                "open-file limit {}: each agent listener holds at most {cap} connections (not {})",
+                soft.unwrap_or(0),
+                max_connections
+            );
+        });
+    }
+    cap
+}
+
+/// A pre-bound listener, made non-blocking for tokio, and the address it listens on.
+fn to_tokio(
+    name: &'static str,
+    listener: std::net::TcpListener,
+) -> Result<(TcpListener, SocketAddr), FakeError> {
+    let listener = listener
+        .set_nonblocking(true)
+        .and_then(|()| TcpListener::from_std(listener))
+        .map_err(|source| FakeError::Listener {
+            listener: name,
+            source,
+        })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| FakeError::Listener {
+            listener: name,
+            source,
+        })?;
+    Ok((listener, addr))
+}
+
+/// The admin API, serving until shutdown.
+struct AdminServer {
+    local: SocketAddr,
+    /// The bearer token it asks for.
+    token: String,
+    task: JoinHandle<()>,
+}
+
+/// Starts the admin API on `listener`, with a new token.
+fn serve_admin(
+    config: &FakeConfig,
+    shared: &Arc<Shared>,
+    listener: std::net::TcpListener,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<AdminServer, FakeError> {
+    let (listener, local) = to_tokio("admin", listener)?;
+    let token = crate::admin::new_token().map_err(FakeError::Token)?;
+    let app = crate::admin::router(crate::admin::AdminState {
+        shared: shared.clone(),
+        token: token.clone(),
+        local,
+        allow_files: config.allow_files.clone(),
+    });
+    // Capped, and silent connections closed, like the agent listeners (crate::conns).
+    let listener = crate::conns::AdminListener::new(listener, config.read_timeout);
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = shutdown.changed().await;
+            })
+            .await;
+    });
+    Ok(AdminServer { local, token, task })
 }
 
 /// A running fake wireserver + IMDS. Dropping it stops the listeners and verifies the

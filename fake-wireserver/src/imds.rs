@@ -160,12 +160,6 @@ pub(crate) fn answer(
         res.allow_get = true;
         return res;
     }
-    let param = |name: &str| {
-        query
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_ref())
-    };
     match id {
         EndpointId::ImdsVersions => with_type(
             StatusCode::OK,
@@ -184,62 +178,70 @@ pub(crate) fn answer(
                 error(StatusCode::NOT_FOUND, "Not found")
             }
         }
-        _ => {
-            let extended = param("extended").is_some_and(|v| v.eq_ignore_ascii_case("true"));
-            let format = param("format").unwrap_or("json");
-            let rest = path.strip_prefix("/metadata/instance").unwrap_or_default();
-            if format.eq_ignore_ascii_case("json") && rest.split('/').all(str::is_empty) {
-                // The whole document, serialized once per scenario (the hot path).
-                return with_type(
-                    StatusCode::OK,
-                    JSON_CONTENT_TYPE,
-                    ctx.documents.instance_json_bytes(extended),
-                );
-            }
-            let doc = ctx.documents.instance_json(extended);
-            let mut node = &doc;
-            for segment in rest.split('/').filter(|s| !s.is_empty()) {
-                let next = match node {
-                    Value::Object(map) => map.get(segment),
-                    Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get(i)),
-                    _ => None,
-                };
-                match next {
-                    Some(n) => node = n,
-                    None => return error(StatusCode::NOT_FOUND, "Not found"),
-                }
-            }
-            let leaf = !matches!(node, Value::Object(_) | Value::Array(_));
-            match format {
-                f if f.eq_ignore_ascii_case("json") => {
-                    if leaf {
-                        error(
-                            StatusCode::BAD_REQUEST,
-                            "Bad request. Leaf nodes are only available with format=text.",
-                        )
-                    } else {
-                        json_reply(StatusCode::OK, node)
-                    }
-                }
-                f if f.eq_ignore_ascii_case("text") => {
-                    let text = match node {
-                        Value::String(s) => s.clone(),
-                        Value::Null => String::new(),
-                        Value::Object(map) => {
-                            map.keys().map(|k| format!("{k}\n")).collect::<String>()
-                        }
-                        Value::Array(items) => (0..items.len())
-                            .map(|i| format!("{i}\n"))
-                            .collect::<String>(),
-                        other => other.to_string(),
-                    };
-                    with_type(StatusCode::OK, TEXT_CONTENT_TYPE, text)
-                }
-                _ => error(
+        _ => instance_answer(ctx, path, query),
+    }
+}
+
+/// A walk of the instance document (`/metadata/instance` and what is below it), in the format
+/// asked for.
+fn instance_answer(ctx: &RequestCtx, path: &str, query: &[QueryPair]) -> ImdsAnswer {
+    let param = |name: &str| {
+        query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_ref())
+    };
+    let extended = param("extended").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let format = param("format").unwrap_or("json");
+    let rest = path.strip_prefix("/metadata/instance").unwrap_or_default();
+    if format.eq_ignore_ascii_case("json") && rest.split('/').all(str::is_empty) {
+        // The whole document, serialized once per scenario (the hot path).
+        return with_type(
+            StatusCode::OK,
+            JSON_CONTENT_TYPE,
+            ctx.documents.instance_json_bytes(extended),
+        );
+    }
+    let doc = ctx.documents.instance_json(extended);
+    let mut node = &doc;
+    for segment in rest.split('/').filter(|s| !s.is_empty()) {
+        let next = match node {
+            Value::Object(map) => map.get(segment),
+            Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get(i)),
+            _ => None,
+        };
+        match next {
+            Some(n) => node = n,
+            None => return error(StatusCode::NOT_FOUND, "Not found"),
+        }
+    }
+    let leaf = !matches!(node, Value::Object(_) | Value::Array(_));
+    match format {
+        f if f.eq_ignore_ascii_case("json") => {
+            if leaf {
+                error(
                     StatusCode::BAD_REQUEST,
-                    "Bad request. Unsupported format; use format=json or format=text.",
-                ),
+                    "Bad request. Leaf nodes are only available with format=text.",
+                )
+            } else {
+                json_reply(StatusCode::OK, node)
             }
         }
+        f if f.eq_ignore_ascii_case("text") => {
+            let text = match node {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                Value::Object(map) => map.keys().map(|k| format!("{k}\n")).collect::<String>(),
+                Value::Array(items) => (0..items.len())
+                    .map(|i| format!("{i}\n"))
+                    .collect::<String>(),
+                other => other.to_string(),
+            };
+            with_type(StatusCode::OK, TEXT_CONTENT_TYPE, text)
+        }
+        _ => error(
+            StatusCode::BAD_REQUEST,
+            "Bad request. Unsupported format; use format=json or format=text.",
+        ),
     }
 }

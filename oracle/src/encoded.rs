@@ -635,19 +635,50 @@ fn check_structure(
     repeats: &mut Repeats,
 ) {
     let keys: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
-    let value = |key: &str| {
-        fields
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    };
     // What is missing from a cut report was probably cut off, not left out.
     let missing_severity = if truncated {
         Severity::Warning
     } else {
         Severity::Error
     };
+    check_keys(&keys, findings, repeats);
 
+    if dialect.is_none() {
+        findings.push(Finding::warning(
+            id::report::DIALECT_UNKNOWN,
+            "no `agent=Cloud-Init/…` or `agent=Azure-Init/…` field and no quoted field: the dialect cannot be told",
+        ));
+    }
+
+    let result = field_value(fields, "result");
+    let Some(layout) = layout_of(result, dialect, &keys, missing_severity, findings) else {
+        return;
+    };
+    check_layout(
+        &keys,
+        layout,
+        truncated,
+        missing_severity,
+        findings,
+        repeats,
+    );
+
+    if result == Some("error") {
+        check_error_values(fields, &keys, truncated, findings);
+    }
+    check_values(fields, &keys, dialect, truncated, findings);
+}
+
+/// The value of the first field named `key`.
+fn field_value<'a>(fields: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    fields
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Each key an identifier, and given once.
+fn check_keys(keys: &[&str], findings: &mut Vec<Finding>, repeats: &mut Repeats) {
     // Each key once into a set: a report of thousands of fields is not compared pairwise.
     let mut seen = std::collections::HashSet::with_capacity(keys.len());
     for (index, key) in keys.iter().enumerate() {
@@ -671,22 +702,24 @@ fn check_structure(
             });
         }
     }
+}
 
-    if dialect.is_none() {
-        findings.push(Finding::warning(
-            id::report::DIALECT_UNKNOWN,
-            "no `agent=Cloud-Init/…` or `agent=Azure-Init/…` field and no quoted field: the dialect cannot be told",
-        ));
-    }
-
-    let result = value("result");
-    let layout = match (result, dialect) {
-        (Some("error"), Some(Dialect::CloudInit)) => &CLOUD_INIT_ERROR,
-        (Some("error"), Some(Dialect::AzureInit)) => &AZURE_INIT_ERROR,
-        (Some("error"), None) => &UNKNOWN_ERROR,
-        (Some("success"), Some(Dialect::CloudInit)) => &CLOUD_INIT_SUCCESS,
-        (Some("success"), Some(Dialect::AzureInit)) => &AZURE_INIT_SUCCESS,
-        (Some("success"), None) => &UNKNOWN_SUCCESS,
+/// The layout `result` and the dialect call for; `None`, with the finding, when `result` is
+/// missing or neither `error` nor `success`, and no layout applies.
+fn layout_of(
+    result: Option<&str>,
+    dialect: Option<Dialect>,
+    keys: &[&str],
+    missing_severity: Severity,
+    findings: &mut Vec<Finding>,
+) -> Option<&'static Layout> {
+    match (result, dialect) {
+        (Some("error"), Some(Dialect::CloudInit)) => Some(&CLOUD_INIT_ERROR),
+        (Some("error"), Some(Dialect::AzureInit)) => Some(&AZURE_INIT_ERROR),
+        (Some("error"), None) => Some(&UNKNOWN_ERROR),
+        (Some("success"), Some(Dialect::CloudInit)) => Some(&CLOUD_INIT_SUCCESS),
+        (Some("success"), Some(Dialect::AzureInit)) => Some(&AZURE_INIT_SUCCESS),
+        (Some("success"), None) => Some(&UNKNOWN_SUCCESS),
         (Some(other), _) => {
             findings.push(Finding::error(
                 id::report::RESULT_UNKNOWN,
@@ -695,12 +728,12 @@ fn check_structure(
             if keys.first() != Some(&"result") {
                 findings.push(order_finding(
                     "result",
-                    &keys,
+                    keys,
                     0,
                     "every report starts with `result`",
                 ));
             }
-            return;
+            None
         }
         (None, _) => {
             findings.push(Finding::new(
@@ -708,44 +741,50 @@ fn check_structure(
                 missing_severity,
                 "no `result` field; every report starts with `result=error` or `result=success` (§6.2)",
             ));
-            return;
-        }
-    };
-    check_layout(
-        &keys,
-        layout,
-        truncated,
-        missing_severity,
-        findings,
-        repeats,
-    );
-
-    if result == Some("error") {
-        match value("reason") {
-            Some("") => findings.push(Finding::warning(
-                id::report::REASON_EMPTY,
-                "`reason` is empty; an error report names its reason (§6.3)",
-            )),
-            Some(_) => {}
-            None => {} // reported as missing by check_layout
-        }
-        if let Some(url) = value("documentation_url")
-            && url != DOCUMENTATION_URL
-        {
-            let cut = truncated && keys.last() == Some(&"documentation_url");
-            if cut && DOCUMENTATION_URL.starts_with(url) {
-                // Cut at a limit: a prefix of the right value is all one can ask for.
-            } else {
-                findings.push(Finding::warning(
-                    id::report::DOCUMENTATION_URL_VALUE,
-                    format!(
-                        "`documentation_url` is {url:?}; expected {DOCUMENTATION_URL:?} (§6.2)"
-                    ),
-                ));
-            }
+            None
         }
     }
+}
 
+/// §6.3: the values only an error report has, `reason` and `documentation_url`.
+fn check_error_values(
+    fields: &[(String, String)],
+    keys: &[&str],
+    truncated: bool,
+    findings: &mut Vec<Finding>,
+) {
+    match field_value(fields, "reason") {
+        Some("") => findings.push(Finding::warning(
+            id::report::REASON_EMPTY,
+            "`reason` is empty; an error report names its reason (§6.3)",
+        )),
+        Some(_) => {}
+        None => {} // reported as missing by check_layout
+    }
+    if let Some(url) = field_value(fields, "documentation_url")
+        && url != DOCUMENTATION_URL
+    {
+        let cut = truncated && keys.last() == Some(&"documentation_url");
+        if cut && DOCUMENTATION_URL.starts_with(url) {
+            // Cut at a limit: a prefix of the right value is all one can ask for.
+        } else {
+            findings.push(Finding::warning(
+                id::report::DOCUMENTATION_URL_VALUE,
+                format!("`documentation_url` is {url:?}; expected {DOCUMENTATION_URL:?} (§6.2)"),
+            ));
+        }
+    }
+}
+
+/// §6.2: the values of `agent`, `pps_type`, `vm_id` and `timestamp`.
+fn check_values(
+    fields: &[(String, String)],
+    keys: &[&str],
+    dialect: Option<Dialect>,
+    truncated: bool,
+    findings: &mut Vec<Finding>,
+) {
+    let value = |key: &str| field_value(fields, key);
     if let Some(agent) = value("agent")
         && Dialect::from_agent(agent).is_none()
     {

@@ -261,156 +261,69 @@ impl Cli {
             Some(path) => load_config(path)?,
             None => FileConfig::default(),
         };
-        let config_path = self.options.config.clone();
-        let origin = |flag: &str, key: &str, from_cli: bool| -> String {
-            match (&config_path, from_cli) {
-                (Some(path), false) => format!("`{key}` in --config {}", path.display()),
-                _ => flag.to_owned(),
-            }
+        let sources = Sources {
+            cli: &self.options,
+            file: &file,
         };
-        let o = self.options;
-
-        let wireserver = {
-            let from_cli = o.wireserver.is_some();
-            let text = o
-                .wireserver
-                .or(file.wireserver)
-                .unwrap_or_else(|| DEFAULT_WIRESERVER.to_owned());
-            parse_base_url(&text).map_err(|why| {
-                usage(format!(
-                    "{}: {why}",
-                    origin("--wireserver", "wireserver", from_cli)
-                ))
-            })?
-        };
-        let no_imds = o.no_imds || file.no_imds.unwrap_or(false);
-        let imds = {
-            let from_cli = o.imds.is_some();
-            let text = o
-                .imds
-                .or(file.imds)
-                .unwrap_or_else(|| DEFAULT_IMDS.to_owned());
-            parse_base_url(&text)
-                .map_err(|why| usage(format!("{}: {why}", origin("--imds", "imds", from_cli))))?
-        };
-        let imds_url = imds.clone();
-        let imds = (!no_imds).then_some(imds);
-        let vm_id = {
-            let from_cli = o.vm_id.is_some();
-            match o.vm_id.or(file.vm_id) {
-                Some(id) => Some(check_vm_id(&id).map_err(|why| {
-                    usage(format!("{}: {why}", origin("--vm-id", "vm_id", from_cli)))
-                })?),
-                None => None,
-            }
-        };
-        let seconds = |cli: Option<Duration>,
-                       file: Option<f64>,
-                       default: Duration,
-                       allow_zero: bool,
-                       key: &str|
-         -> Result<Duration, UsageError> {
-            if let Some(d) = cli {
-                return Ok(d);
-            }
-            match file {
-                None => Ok(default),
-                Some(value) => parse_seconds_value(value, allow_zero)
-                    .map_err(|why| usage(format!("{}: {why}", origin("", key, false)))),
-            }
-        };
-        let retry = RetryPolicy {
-            budget: seconds(
-                o.timeout,
-                file.timeout,
-                RetryPolicy::WIRESERVER.budget,
-                false,
-                "timeout",
-            )?,
-            interval: seconds(
-                o.retry_interval,
-                file.retry_interval,
-                RetryPolicy::WIRESERVER.interval,
-                true,
-                "retry_interval",
-            )?,
-            request_timeout: seconds(
-                o.request_timeout,
-                file.request_timeout,
-                RetryPolicy::WIRESERVER.request_timeout,
-                false,
-                "request_timeout",
-            )?,
-        };
-        let imds_retry = RetryPolicy {
-            budget: seconds(
-                o.imds_timeout,
-                file.imds_timeout,
-                RetryPolicy::IMDS.budget,
-                false,
-                "imds_timeout",
-            )?,
-            interval: retry.interval,
-            request_timeout: retry.request_timeout,
-        };
-        let kvp_lock_timeout = seconds(
-            o.kvp_lock_timeout,
-            file.kvp_lock_timeout,
-            KvpTarget::default().lock_timeout,
-            false,
-            "kvp_lock_timeout",
-        )?;
-        let no_kvp = o.no_kvp || file.no_kvp.unwrap_or(false);
-        let defaults = KvpTarget::default();
-        let key_from_cli = o.kvp_key.is_some();
-        let kvp_key = o.kvp_key.or(file.kvp_key).unwrap_or(defaults.key);
-        let kvp_pool = o.kvp_pool.or(file.kvp_pool).unwrap_or(defaults.path);
-        let truncate_stale = o.truncate_stale || file.truncate_stale.unwrap_or(false);
-        let kvp = if no_kvp {
-            None
-        } else {
-            validate_key(&kvp_key).map_err(|why| {
-                usage(format!(
-                    "{}: {why}",
-                    origin("--kvp-key", "kvp_key", key_from_cli)
-                ))
-            })?;
-            Some(KvpTarget {
-                path: kvp_pool.clone(),
-                key: kvp_key.clone(),
-                truncate_stale,
-                lock_timeout: kvp_lock_timeout,
-            })
-        };
+        let endpoints = sources.endpoints()?;
+        let timing = sources.timing()?;
+        let kvp = sources.kvp(timing.kvp_lock_timeout)?;
+        let o = &self.options;
         let sysroot = o
             .sysroot
-            .or(file.sysroot)
+            .as_ref()
+            .or(file.sysroot.as_ref())
+            .cloned()
             .unwrap_or_else(|| PathBuf::from("/"));
         let dmi = Dmi::new(sysroot.clone());
         let protocol = o.protocol.or(file.protocol).unwrap_or(ProtocolArg::Json);
         let use_env_proxy = o.use_env_proxy || file.use_env_proxy.unwrap_or(false);
         let log_level = o.log_level.or(file.log_level).unwrap_or(LogLevel::Info);
         let effective = Effective {
-            wireserver: wireserver.to_string(),
+            wireserver: endpoints.wireserver.to_string(),
             protocol,
-            imds: imds_url.to_string(),
-            no_imds,
-            vm_id: vm_id.clone(),
-            timeout: retry.budget.as_secs_f64(),
-            retry_interval: retry.interval.as_secs_f64(),
-            request_timeout: retry.request_timeout.as_secs_f64(),
-            imds_timeout: imds_retry.budget.as_secs_f64(),
-            kvp_pool,
-            kvp_key,
-            no_kvp,
-            truncate_stale,
-            kvp_lock_timeout: kvp_lock_timeout.as_secs_f64(),
+            imds: endpoints.imds.to_string(),
+            no_imds: endpoints.no_imds,
+            vm_id: endpoints.vm_id.clone(),
+            timeout: timing.retry.budget.as_secs_f64(),
+            retry_interval: timing.retry.interval.as_secs_f64(),
+            request_timeout: timing.retry.request_timeout.as_secs_f64(),
+            imds_timeout: timing.imds_retry.budget.as_secs_f64(),
+            kvp_pool: kvp.pool,
+            kvp_key: kvp.key,
+            no_kvp: kvp.no_kvp,
+            truncate_stale: kvp.truncate_stale,
+            kvp_lock_timeout: timing.kvp_lock_timeout.as_secs_f64(),
             sysroot,
             use_env_proxy,
             log_level,
         };
-        let report = match self.command {
-            Command::Ready => Report::Ready,
+        let report = self.command.into_report()?;
+        Ok(Settings {
+            config: ReporterConfig {
+                wireserver: endpoints.wireserver,
+                protocol: protocol.into(),
+                retry: timing.retry,
+                imds: (!endpoints.no_imds).then_some(endpoints.imds),
+                imds_retry: timing.imds_retry,
+                vm_id: endpoints.vm_id,
+                dmi,
+                kvp: kvp.target,
+                use_env_proxy,
+            },
+            report,
+            log_level,
+            print_config: self.options.print_config,
+            effective,
+        })
+    }
+}
+
+impl Command {
+    /// The report the subcommand asks for, its reason and data checked.
+    fn into_report(self) -> Result<Report, UsageError> {
+        match self {
+            Command::Ready => Ok(Report::Ready),
             Command::Failure { reason, data } => {
                 let pairs = data
                     .iter()
@@ -435,26 +348,216 @@ impl Cli {
                     };
                     usage(format!("{flag}: {why}"))
                 })?;
-                Report::Failure(failure)
+                Ok(Report::Failure(failure))
             }
-            Command::InProgress { description } => Report::InProgress { description },
+            Command::InProgress { description } => Ok(Report::InProgress { description }),
+        }
+    }
+}
+
+/// Where the settings come from: the command line (the environment merged in by clap) over
+/// the --config file, over the built-in defaults.
+struct Sources<'a> {
+    cli: &'a Options,
+    file: &'a FileConfig,
+}
+
+/// Where the reports go, and the VM id they carry.
+struct Endpoints {
+    wireserver: Url,
+    /// Also with --no-imds: the effective configuration shows it.
+    imds: Url,
+    no_imds: bool,
+    vm_id: Option<String>,
+}
+
+/// How long the wireserver report, the IMDS query and each KVP pool lock may take.
+struct Timing {
+    retry: RetryPolicy,
+    imds_retry: RetryPolicy,
+    kvp_lock_timeout: Duration,
+}
+
+/// The KVP record: `target` is `None` with --no-kvp; the rest is for the effective
+/// configuration.
+struct KvpSettings {
+    target: Option<KvpTarget>,
+    pool: PathBuf,
+    key: String,
+    no_kvp: bool,
+    truncate_stale: bool,
+}
+
+impl Sources<'_> {
+    /// Names where a bad value came from: its flag, or its key in the --config file.
+    fn origin(&self, flag: &str, key: &str, from_cli: bool) -> String {
+        match (&self.cli.config, from_cli) {
+            (Some(path), false) => format!("`{key}` in --config {}", path.display()),
+            _ => flag.to_owned(),
+        }
+    }
+
+    /// A duration: the flag's (checked as it was parsed), else the config file's, else
+    /// `default`.
+    fn seconds(
+        &self,
+        cli: Option<Duration>,
+        file: Option<f64>,
+        default: Duration,
+        allow_zero: bool,
+        key: &str,
+    ) -> Result<Duration, UsageError> {
+        if let Some(d) = cli {
+            return Ok(d);
+        }
+        match file {
+            None => Ok(default),
+            Some(value) => parse_seconds_value(value, allow_zero)
+                .map_err(|why| usage(format!("{}: {why}", self.origin("", key, false)))),
+        }
+    }
+
+    fn endpoints(&self) -> Result<Endpoints, UsageError> {
+        let (o, file) = (self.cli, self.file);
+        let wireserver = {
+            let from_cli = o.wireserver.is_some();
+            let text = o
+                .wireserver
+                .as_deref()
+                .or(file.wireserver.as_deref())
+                .unwrap_or(DEFAULT_WIRESERVER);
+            parse_base_url(text).map_err(|why| {
+                usage(format!(
+                    "{}: {why}",
+                    self.origin("--wireserver", "wireserver", from_cli)
+                ))
+            })?
         };
-        Ok(Settings {
-            config: ReporterConfig {
-                wireserver,
-                protocol: protocol.into(),
-                retry,
-                imds,
-                imds_retry,
-                vm_id,
-                dmi,
-                kvp,
-                use_env_proxy,
-            },
-            report,
-            log_level,
-            print_config: o.print_config,
-            effective,
+        let no_imds = o.no_imds || file.no_imds.unwrap_or(false);
+        let imds = {
+            let from_cli = o.imds.is_some();
+            let text = o
+                .imds
+                .as_deref()
+                .or(file.imds.as_deref())
+                .unwrap_or(DEFAULT_IMDS);
+            parse_base_url(text).map_err(|why| {
+                usage(format!(
+                    "{}: {why}",
+                    self.origin("--imds", "imds", from_cli)
+                ))
+            })?
+        };
+        let vm_id = {
+            let from_cli = o.vm_id.is_some();
+            match o.vm_id.as_deref().or(file.vm_id.as_deref()) {
+                Some(id) => Some(check_vm_id(id).map_err(|why| {
+                    usage(format!(
+                        "{}: {why}",
+                        self.origin("--vm-id", "vm_id", from_cli)
+                    ))
+                })?),
+                None => None,
+            }
+        };
+        Ok(Endpoints {
+            wireserver,
+            imds,
+            no_imds,
+            vm_id,
+        })
+    }
+
+    fn timing(&self) -> Result<Timing, UsageError> {
+        let (o, file) = (self.cli, self.file);
+        let retry = RetryPolicy {
+            budget: self.seconds(
+                o.timeout,
+                file.timeout,
+                RetryPolicy::WIRESERVER.budget,
+                false,
+                "timeout",
+            )?,
+            interval: self.seconds(
+                o.retry_interval,
+                file.retry_interval,
+                RetryPolicy::WIRESERVER.interval,
+                true,
+                "retry_interval",
+            )?,
+            request_timeout: self.seconds(
+                o.request_timeout,
+                file.request_timeout,
+                RetryPolicy::WIRESERVER.request_timeout,
+                false,
+                "request_timeout",
+            )?,
+        };
+        let imds_retry = RetryPolicy {
+            budget: self.seconds(
+                o.imds_timeout,
+                file.imds_timeout,
+                RetryPolicy::IMDS.budget,
+                false,
+                "imds_timeout",
+            )?,
+            interval: retry.interval,
+            request_timeout: retry.request_timeout,
+        };
+        let kvp_lock_timeout = self.seconds(
+            o.kvp_lock_timeout,
+            file.kvp_lock_timeout,
+            KvpTarget::default().lock_timeout,
+            false,
+            "kvp_lock_timeout",
+        )?;
+        Ok(Timing {
+            retry,
+            imds_retry,
+            kvp_lock_timeout,
+        })
+    }
+
+    fn kvp(&self, lock_timeout: Duration) -> Result<KvpSettings, UsageError> {
+        let (o, file) = (self.cli, self.file);
+        let no_kvp = o.no_kvp || file.no_kvp.unwrap_or(false);
+        let defaults = KvpTarget::default();
+        let key_from_cli = o.kvp_key.is_some();
+        let key = o
+            .kvp_key
+            .as_ref()
+            .or(file.kvp_key.as_ref())
+            .cloned()
+            .unwrap_or(defaults.key);
+        let pool = o
+            .kvp_pool
+            .as_ref()
+            .or(file.kvp_pool.as_ref())
+            .cloned()
+            .unwrap_or(defaults.path);
+        let truncate_stale = o.truncate_stale || file.truncate_stale.unwrap_or(false);
+        let target = if no_kvp {
+            None
+        } else {
+            validate_key(&key).map_err(|why| {
+                usage(format!(
+                    "{}: {why}",
+                    self.origin("--kvp-key", "kvp_key", key_from_cli)
+                ))
+            })?;
+            Some(KvpTarget {
+                path: pool.clone(),
+                key: key.clone(),
+                truncate_stale,
+                lock_timeout,
+            })
+        };
+        Ok(KvpSettings {
+            target,
+            pool,
+            key,
+            no_kvp,
+            truncate_stale,
         })
     }
 }

@@ -299,6 +299,66 @@ impl ProvisioningError {
     /// The supporting data, in the order the reference agents write it.
     pub fn supporting_data(&self) -> Vec<(&'static str, String)> {
         use ProvisioningError::*;
+        match self {
+            DhcpInterfaceNotFound { .. }
+            | DhcpLeaseFailed { .. }
+            | ImdsConnectionTimeout { .. }
+            | ImdsConnectionError { .. }
+            | ImdsReadTimeout { .. }
+            | ImdsHttpError { .. }
+            | ImdsUnexpectedError { .. }
+            | ImdsInvalidMetadata { .. }
+            | ImdsMetadataParse { .. } => self.network_data(),
+            CustomDataUnreadable { provisioning_media } => {
+                vec![("provisioning_media", provisioning_media.clone())]
+            }
+            OvfEnvParse { .. } | HostShutdownWait | NonEmptyPasswordUnsupported => vec![],
+            ProxyAgentNotFound => vec![],
+            VmIdUnidentified {
+                exception,
+                system_uuid,
+            } => vec![
+                ("exception", exception.clone()),
+                ("system_uuid", system_uuid.clone()),
+            ],
+            HttpStatus { endpoint, status } => vec![
+                ("endpoint", endpoint.clone()),
+                ("status", status.to_string()),
+            ],
+            SubprocessFailed {
+                command,
+                exit_status,
+            } => vec![
+                ("command", command.clone()),
+                ("exit_status", exit_status.clone()),
+            ],
+            UserNotFound { user } => vec![("user", user.clone())],
+            UserProvisioning { error }
+            | HostnameProvisioning { error }
+            | PasswordProvisioning { error }
+            | SshdConfigUpdate { error }
+            | Timeout { error } => vec![("error", error.clone())],
+            UnsupportedPasswordLength { length, max_length } => vec![
+                ("length", length.to_string()),
+                ("max_length", max_length.to_string()),
+            ],
+            SshdConfigLoad { details } => vec![("details", details.clone())],
+            ProxyAgentStatus {
+                exit_code,
+                stdout,
+                stderr,
+            } => vec![
+                ("exit_code", exit_code.to_string()),
+                ("stdout", stdout.clone()),
+                ("stderr", stderr.clone()),
+            ],
+            Unhandled { error } => vec![("error", error.clone())],
+        }
+    }
+
+    /// [`Self::supporting_data`] of the DHCP and IMDS failures.
+    fn network_data(&self) -> Vec<(&'static str, String)> {
+        use ProvisioningError::*;
         let imds = |duration: &f64, exception: &String, url: &String| {
             vec![
                 ("duration", python_float(*duration)),
@@ -359,50 +419,7 @@ impl ProvisioningError {
                 ("type", value_type.clone()),
             ],
             ImdsMetadataParse { exception } => vec![("exception", exception.clone())],
-            CustomDataUnreadable { provisioning_media } => {
-                vec![("provisioning_media", provisioning_media.clone())]
-            }
-            OvfEnvParse { .. } | HostShutdownWait | NonEmptyPasswordUnsupported => vec![],
-            ProxyAgentNotFound => vec![],
-            VmIdUnidentified {
-                exception,
-                system_uuid,
-            } => vec![
-                ("exception", exception.clone()),
-                ("system_uuid", system_uuid.clone()),
-            ],
-            HttpStatus { endpoint, status } => vec![
-                ("endpoint", endpoint.clone()),
-                ("status", status.to_string()),
-            ],
-            SubprocessFailed {
-                command,
-                exit_status,
-            } => vec![
-                ("command", command.clone()),
-                ("exit_status", exit_status.clone()),
-            ],
-            UserNotFound { user } => vec![("user", user.clone())],
-            UserProvisioning { error }
-            | HostnameProvisioning { error }
-            | PasswordProvisioning { error }
-            | SshdConfigUpdate { error }
-            | Timeout { error } => vec![("error", error.clone())],
-            UnsupportedPasswordLength { length, max_length } => vec![
-                ("length", length.to_string()),
-                ("max_length", max_length.to_string()),
-            ],
-            SshdConfigLoad { details } => vec![("details", details.clone())],
-            ProxyAgentStatus {
-                exit_code,
-                stdout,
-                stderr,
-            } => vec![
-                ("exit_code", exit_code.to_string()),
-                ("stdout", stdout.clone()),
-                ("stderr", stderr.clone()),
-            ],
-            Unhandled { error } => vec![("error", error.clone())],
+            _ => unreachable!("supporting_data hands only DHCP and IMDS failures here"),
         }
     }
 }

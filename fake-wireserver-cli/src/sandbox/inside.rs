@@ -4,6 +4,7 @@
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::pin::Pin;
 use std::process::ExitStatus;
 use std::time::Duration;
 
@@ -302,9 +303,7 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
     let (program, rest) = args.command.split_first().context("no COMMAND given")?;
     // Handlers first: as the first process of its PID namespace, the sandbox would otherwise
     // ignore these signals; with them it can pass them on and still write the artifacts.
-    let mut terminate = signal(SignalKind::terminate())?;
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut hangup = signal(SignalKind::hangup())?;
+    let mut signals = Signals::install()?;
 
     let mut command = tokio::process::Command::new(program);
     command.args(rest);
@@ -335,117 +334,10 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
     let started_ms = fake.clock_ms();
     let mut child = match command.spawn() {
         Ok(child) => child,
-        Err(e) => {
-            let code = if e.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
-            error(format!("cannot run {}: {e}", program.to_string_lossy()));
-            return Ok(Outcome {
-                exit_status: code,
-                signal: None,
-                timed_out: false,
-                stopped_when_done: false,
-                started_ms: None,
-                exited_ms: None,
-            });
-        }
+        Err(e) => return Ok(not_started(program, &e)),
     };
-    let pid = child
-        .id()
-        .and_then(|id| rustix::process::Pid::from_raw(id as i32));
-    let pass_on = |sig: rustix::process::Signal| {
-        if let Some(pid) = pid {
-            // The child may just have exited; nothing to do then.
-            let _ = rustix::process::kill_process(pid, sig);
-        }
-    };
-
-    let timeout = args.timeout.map(Duration::from_secs_f64);
-    let startup = args.startup.map(Duration::from_secs_f64);
-    let spawned = tokio::time::Instant::now();
-    let deadline =
-        tokio::time::sleep(timeout.map_or(Duration::MAX / 4, |t| t + startup.unwrap_or_default()));
-    tokio::pin!(deadline);
-    // --startup: the clock restarts at the first request (seen within one `FIRST_REQUEST_POLL`,
-    // so never early).
-    let mut clock_started = startup.is_none();
-    let mut first_request = tokio::time::interval(FIRST_REQUEST_POLL);
-    let mut timed_out = false;
-    let mut stopping = false;
-    let grace = tokio::time::sleep(Duration::MAX / 4);
-    tokio::pin!(grace);
-    // --stop-after-report: poll for the terminal report, then wait the grace period, then stop.
-    let mut poll = tokio::time::interval(DONE_POLL);
-    let mut done_at: Option<tokio::time::Instant> = None;
-    let mut stopped_when_done = false;
-    let done_kill = tokio::time::sleep(Duration::MAX / 4);
-    tokio::pin!(done_kill);
-
-    let (status, exited_ms) = loop {
-        tokio::select! {
-            status = child.wait() => break (status.context("cannot wait for COMMAND")?, fake.clock_ms()),
-            () = &mut deadline, if timeout.is_some() && !timed_out => {
-                error(format!(
-                    "COMMAND still running after --timeout {}s; killing it",
-                    timeout.unwrap_or_default().as_secs_f64()
-                ));
-                timed_out = true;
-                let _ = child.start_kill();
-            }
-            _ = first_request.tick(), if !clock_started && !timed_out => {
-                // The clock starts at the first request or at the end of the start-up
-                // allowance, whichever comes first.
-                let now = tokio::time::Instant::now();
-                let stats = fake.journal_stats();
-                if now >= spawned + startup.unwrap_or_default() {
-                    clock_started = true;
-                } else if stats.entries > 0 || stats.evicted > 0 {
-                    clock_started = true;
-                    deadline
-                        .as_mut()
-                        .reset(now + timeout.unwrap_or(Duration::MAX / 4));
-                }
-            }
-            Some(()) = terminate.recv() => {
-                pass_on(rustix::process::Signal::TERM);
-                if !stopping {
-                    stopping = true;
-                    grace.as_mut().reset(tokio::time::Instant::now() + STOP_GRACE);
-                }
-            }
-            // A terminal sends these to the whole foreground process group, COMMAND included:
-            // only make sure the sandbox outlives COMMAND.
-            Some(()) = interrupt.recv() => {}
-            Some(()) = hangup.recv() => {}
-            () = &mut grace, if stopping => {
-                error("COMMAND did not stop after SIGTERM; killing it");
-                let _ = child.start_kill();
-            }
-            _ = poll.tick(), if args.stop_after_report.is_some() && !stopped_when_done && !timed_out => {
-                let now = tokio::time::Instant::now();
-                match done_at {
-                    None if has_terminal_report(&fake.journal()) => {
-                        let grace = Duration::from_secs_f64(args.stop_after_report.unwrap_or(0.0));
-                        done_at = Some(now + grace);
-                    }
-                    Some(at) if now >= at => {
-                        stopped_when_done = true;
-                        signal_all(rustix::process::Signal::TERM);
-                        done_kill.as_mut().reset(now + DONE_KILL_GRACE);
-                    }
-                    _ => {}
-                }
-            }
-            () = &mut done_kill, if stopped_when_done => {
-                error("COMMAND did not stop after SIGTERM once done; killing it");
-                signal_all(rustix::process::Signal::KILL);
-                let _ = child.start_kill();
-            }
-        }
-    };
-    if stopped_when_done {
+    let ended = supervise(&mut child, args, fake, &mut signals).await?;
+    if ended.stopped_when_done {
         // Whatever COMMAND left running goes too, before the journal is read.
         signal_all(rustix::process::Signal::KILL);
     }
@@ -457,7 +349,206 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
     }
     Ok(Outcome {
         started_ms: Some(started_ms),
-        exited_ms: Some(exited_ms),
-        ..Outcome::from_status(status, timed_out, stopped_when_done)
+        exited_ms: Some(ended.exited_ms),
+        ..Outcome::from_status(ended.status, ended.timed_out, ended.stopped_when_done)
+    })
+}
+
+/// The outcome of a COMMAND that could not be started, with the shell's exit codes.
+fn not_started(program: &std::ffi::OsStr, e: &std::io::Error) -> Outcome {
+    let code = if e.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    };
+    error(format!("cannot run {}: {e}", program.to_string_lossy()));
+    Outcome {
+        exit_status: code,
+        signal: None,
+        timed_out: false,
+        stopped_when_done: false,
+        started_ms: None,
+        exited_ms: None,
+    }
+}
+
+/// The signals the sandbox passes on to COMMAND, or only outlives.
+struct Signals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> std::io::Result<Signals> {
+        Ok(Signals {
+            terminate: signal(SignalKind::terminate())?,
+            interrupt: signal(SignalKind::interrupt())?,
+            hangup: signal(SignalKind::hangup())?,
+        })
+    }
+}
+
+/// How COMMAND ended, as [`supervise`] saw it.
+struct Ended {
+    status: ExitStatus,
+    /// On the fake's clock.
+    exited_ms: u64,
+    timed_out: bool,
+    stopped_when_done: bool,
+}
+
+/// `--timeout`, counted from the first request when `--startup` gives an allowance before it.
+struct Timeout {
+    limit: Option<Duration>,
+    startup: Option<Duration>,
+    spawned: tokio::time::Instant,
+    /// --startup: the clock restarts at the first request (seen within one `FIRST_REQUEST_POLL`,
+    /// so never early).
+    clock_started: bool,
+    timed_out: bool,
+}
+
+impl Timeout {
+    fn new(args: &SandboxArgs) -> Self {
+        let startup = args.startup.map(Duration::from_secs_f64);
+        Timeout {
+            limit: args.timeout.map(Duration::from_secs_f64),
+            startup,
+            spawned: tokio::time::Instant::now(),
+            clock_started: startup.is_none(),
+            timed_out: false,
+        }
+    }
+
+    /// The deadline before the clock restarts: the start-up allowance, then the limit.
+    fn first_deadline(&self) -> tokio::time::Sleep {
+        tokio::time::sleep(
+            self.limit
+                .map_or(Duration::MAX / 4, |t| t + self.startup.unwrap_or_default()),
+        )
+    }
+
+    /// One look at the journal for COMMAND's first request.
+    fn poll_first_request(&mut self, fake: &Fake, deadline: Pin<&mut tokio::time::Sleep>) {
+        // The clock starts at the first request or at the end of the start-up
+        // allowance, whichever comes first.
+        let now = tokio::time::Instant::now();
+        let stats = fake.journal_stats();
+        if now >= self.spawned + self.startup.unwrap_or_default() {
+            self.clock_started = true;
+        } else if stats.entries > 0 || stats.evicted > 0 {
+            self.clock_started = true;
+            deadline.reset(now + self.limit.unwrap_or(Duration::MAX / 4));
+        }
+    }
+}
+
+/// --stop-after-report: poll for the terminal report, then wait the grace period, then stop.
+struct StopWhenDone {
+    /// The grace period, in seconds; `None` without --stop-after-report.
+    after: Option<f64>,
+    done_at: Option<tokio::time::Instant>,
+    stopped: bool,
+}
+
+impl StopWhenDone {
+    /// One look at the journal for the terminal report, or at the clock for the end of the
+    /// grace period.
+    fn poll(&mut self, fake: &Fake, done_kill: Pin<&mut tokio::time::Sleep>) {
+        let now = tokio::time::Instant::now();
+        match self.done_at {
+            None if has_terminal_report(&fake.journal()) => {
+                let grace = Duration::from_secs_f64(self.after.unwrap_or(0.0));
+                self.done_at = Some(now + grace);
+            }
+            Some(at) if now >= at => {
+                self.stopped = true;
+                signal_all(rustix::process::Signal::TERM);
+                done_kill.reset(now + DONE_KILL_GRACE);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Waits for COMMAND to exit: passes on the sandbox's SIGTERM, and stops COMMAND on
+/// `--timeout` or once done (`--stop-after-report`).
+async fn supervise(
+    child: &mut tokio::process::Child,
+    args: &SandboxArgs,
+    fake: &Fake,
+    signals: &mut Signals,
+) -> anyhow::Result<Ended> {
+    let pid = child
+        .id()
+        .and_then(|id| rustix::process::Pid::from_raw(id as i32));
+    let pass_on = |sig: rustix::process::Signal| {
+        if let Some(pid) = pid {
+            // The child may just have exited; nothing to do then.
+            let _ = rustix::process::kill_process(pid, sig);
+        }
+    };
+
+    let mut timeout = Timeout::new(args);
+    let deadline = timeout.first_deadline();
+    tokio::pin!(deadline);
+    let mut first_request = tokio::time::interval(FIRST_REQUEST_POLL);
+    let mut stopping = false;
+    let grace = tokio::time::sleep(Duration::MAX / 4);
+    tokio::pin!(grace);
+    let mut poll = tokio::time::interval(DONE_POLL);
+    let mut done = StopWhenDone {
+        after: args.stop_after_report,
+        done_at: None,
+        stopped: false,
+    };
+    let done_kill = tokio::time::sleep(Duration::MAX / 4);
+    tokio::pin!(done_kill);
+
+    let (status, exited_ms) = loop {
+        tokio::select! {
+            status = child.wait() => break (status.context("cannot wait for COMMAND")?, fake.clock_ms()),
+            () = &mut deadline, if timeout.limit.is_some() && !timeout.timed_out => {
+                error(format!(
+                    "COMMAND still running after --timeout {}s; killing it",
+                    timeout.limit.unwrap_or_default().as_secs_f64()
+                ));
+                timeout.timed_out = true;
+                let _ = child.start_kill();
+            }
+            _ = first_request.tick(), if !timeout.clock_started && !timeout.timed_out => {
+                timeout.poll_first_request(fake, deadline.as_mut());
+            }
+            Some(()) = signals.terminate.recv() => {
+                pass_on(rustix::process::Signal::TERM);
+                if !stopping {
+                    stopping = true;
+                    grace.as_mut().reset(tokio::time::Instant::now() + STOP_GRACE);
+                }
+            }
+            // A terminal sends these to the whole foreground process group, COMMAND included:
+            // only make sure the sandbox outlives COMMAND.
+            Some(()) = signals.interrupt.recv() => {}
+            Some(()) = signals.hangup.recv() => {}
+            () = &mut grace, if stopping => {
+                error("COMMAND did not stop after SIGTERM; killing it");
+                let _ = child.start_kill();
+            }
+            _ = poll.tick(), if done.after.is_some() && !done.stopped && !timeout.timed_out => {
+                done.poll(fake, done_kill.as_mut());
+            }
+            () = &mut done_kill, if done.stopped => {
+                error("COMMAND did not stop after SIGTERM once done; killing it");
+                signal_all(rustix::process::Signal::KILL);
+                let _ = child.start_kill();
+            }
+        }
+    };
+    Ok(Ended {
+        status,
+        exited_ms,
+        timed_out: timeout.timed_out,
+        stopped_when_done: done.stopped,
     })
 }
