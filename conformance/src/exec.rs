@@ -538,6 +538,86 @@ pub struct Finished {
 
 /// Runs the invocation to its end or its deadline. Never panics on agent behaviour.
 pub async fn run(inv: &Invocation) -> Finished {
+    let AgentCommand {
+        cmd,
+        tree,
+        confine,
+        setup_failed,
+    } = match agent_command(inv) {
+        Ok(prepared) => prepared,
+        Err(exit) => return never_ran(exit),
+    };
+    let started = Instant::now();
+    // Off the runtime's workers (spawning waits for the child's exec, containment set-up
+    // included), on a thread that lives as long as the child (its parent-death signal). The
+    // hook (and its write end) is dropped with the command: a read then sees the byte or the
+    // end of the pipe, never blocks.
+    let (mut child, _tether) = match crate::lifetime::spawn(cmd).await {
+        Ok(spawned) => spawned,
+        Err(e) => return not_started(inv, &e, setup_failed.as_ref(), started),
+    };
+    // The child has its own copy of the handle on its case folder.
+    drop(confine);
+    let pgid = child.id();
+    let stdout = tokio::spawn(capture(child.stdout.take()));
+    let stderr = tokio::spawn(capture(child.stderr.take()));
+
+    let Waited {
+        exit,
+        clock_started,
+        ended,
+    } = wait_for_agent(&mut child, inv, started, pgid).await;
+
+    // Children that inherited the pipes keep them open; give them a moment, then end them.
+    let grace_end = tokio::time::Instant::now() + PIPE_GRACE;
+    let stdout = collect(stdout, grace_end, pgid).await;
+    let stderr = collect(stderr, grace_end, pgid).await;
+    // Nothing of this invocation may outlive it (a leftover child would keep retrying
+    // against the next scenario's fake). In a PID namespace the kernel saw to that, and the
+    // group, its leader reaped, may be someone else's by now.
+    if !inv.pid_namespace {
+        kill_group(pgid);
+    }
+    // What is left in its cgroup (a daemon of an uncontained agent) goes too.
+    if let Some(tree) = tree {
+        let _ = tokio::task::spawn_blocking(move || tree.finish()).await;
+    }
+    // The agent never ran when its namespace's init could not start it.
+    let exit = if containment_failed(setup_failed.as_ref()) {
+        Exit::ContainmentFailed(format!(
+            "its PID namespace's init could not start it ({})",
+            exit.describe()
+        ))
+    } else {
+        exit
+    };
+
+    Finished {
+        exit,
+        started,
+        clock_started,
+        ended,
+        stdout,
+        stderr,
+        pid: pgid,
+    }
+}
+
+/// The agent's command, ready to spawn, and what goes with it.
+struct AgentCommand {
+    cmd: Command,
+    /// Its limits: what is left in its cgroup is ended once it is done.
+    tree: Option<TreeLimits>,
+    /// Its prepared mounts, held until it is spawned.
+    confine: Option<std::sync::Arc<Prepared>>,
+    /// The read end of the containment's marker pipe ([`contain_in_child`]), where there is
+    /// containment.
+    setup_failed: Option<std::fs::File>,
+}
+
+/// The command for `inv`, with its hooks registered in the order they must run; `Err`: it
+/// cannot be run (the harness's failure, not the agent's).
+fn agent_command(inv: &Invocation) -> Result<AgentCommand, Exit> {
     let mut cmd = Command::new(&inv.program);
     cmd.args(&inv.args)
         .current_dir(&inv.cwd)
@@ -553,19 +633,12 @@ pub async fn run(inv: &Invocation) -> Finished {
     // Its limits: its cgroup joined before anything of its tree is forked (the waiter and the
     // init included, an allowance of their own), its rlimits set in the process that execs.
     let own_user_namespace = inv.netns.as_ref().is_some_and(NetNs::has_user_namespace);
-    let tree = match inv
+    let tree = inv
         .limits
         .as_ref()
         .map(|l| TreeLimits::new(l, own_user_namespace))
         .transpose()
-    {
-        Ok(tree) => tree,
-        Err(e) => {
-            return never_ran(Exit::ContainmentFailed(format!(
-                "cannot set up its limits: {e}"
-            )));
-        }
-    };
+        .map_err(|e| Exit::ContainmentFailed(format!("cannot set up its limits: {e}")))?;
     let rlimits_last = tree.as_ref().map(|t| t.join(&mut cmd));
     for key in &inv.env_remove {
         cmd.env_remove(key);
@@ -573,124 +646,143 @@ pub async fn run(inv: &Invocation) -> Finished {
     for (k, v) in &inv.env {
         cmd.env(k, v);
     }
-    let netns = inv.netns.clone();
-    let pid_namespace = inv.pid_namespace;
-    let agent_root = inv.unprivileged_root.clone();
-    if pid_namespace && agent_root.is_none() && rustix::process::geteuid().is_root() {
-        return never_ran(Exit::ContainmentFailed(
+    if inv.pid_namespace && inv.unprivileged_root.is_none() && rustix::process::geteuid().is_root()
+    {
+        return Err(Exit::ContainmentFailed(
             "as root, a contained agent needs a user namespace of its own (it is never the host's root)"
                 .into(),
         ));
     }
-    let confine = match inv.confine.as_ref().map(Confine::prepare).transpose() {
-        Ok(c) => c.map(std::sync::Arc::new),
-        Err(e) => {
-            return never_ran(Exit::ContainmentFailed(format!(
-                "cannot prepare its mounts: {e}"
-            )));
-        }
+    let confine = inv
+        .confine
+        .as_ref()
+        .map(Confine::prepare)
+        .transpose()
+        .map_err(|e| Exit::ContainmentFailed(format!("cannot prepare its mounts: {e}")))?
+        .map(std::sync::Arc::new);
+    let setup_failed = if inv.netns.is_some() || inv.pid_namespace || confine.is_some() {
+        Some(contain_in_child(&mut cmd, inv, confine.clone())?)
+    } else {
+        None
     };
-    // A byte on this pipe says the spawn failed in setting up the containment, not in
-    // exec: the spawn error alone (an errno) cannot tell the two apart.
-    let mut setup_failed = None;
-    if netns.is_some() || pid_namespace || confine.is_some() {
-        let (read, write) = match cloexec_pipe() {
-            Ok(ends) => ends,
-            Err(e) => {
-                return never_ran(Exit::ContainmentFailed(format!("no pipe: {e}")));
-            }
-        };
-        let confine = confine.clone();
-        // SAFETY: between fork and exec the hook only makes system calls (setrlimit, setns,
-        // unshare, mount, fork, waitpid, write, _exit: no allocation, no lock).
-        unsafe {
-            cmd.pre_exec(move || {
-                use std::os::fd::AsRawFd as _;
-                // The limit the agent would have had without wirecheck's raise (setrlimit only).
-                fake_wireserver::fdlimit::restore_for_child();
-                let contain = || -> std::io::Result<()> {
-                    if let Some(ns) = &netns {
-                        ns.enter()?;
-                    }
-                    if let Some(c) = &confine {
-                        c.enter()?;
-                    }
-                    if pid_namespace {
-                        enter_pid_namespace(
-                            confine.is_some(),
-                            write.as_raw_fd(),
-                            agent_root.as_ref(),
-                        )?;
-                    }
-                    Ok(())
-                };
-                contain().inspect_err(|_| {
-                    libc::write(write.as_raw_fd(), b"!".as_ptr().cast(), 1);
-                })
-            });
-        }
-        // Read only once every writer is gone or has written, but never to block.
-        if let Err(e) = rustix::fs::fcntl_setfl(&read, rustix::fs::OFlags::NONBLOCK) {
-            return never_ran(Exit::ContainmentFailed(format!("no marker pipe: {e}")));
-        }
-        setup_failed = Some(std::fs::File::from(read));
-    }
     // Last: only the process that execs gets here (the waiter and the init never return).
     if let Some(last) = rlimits_last {
         last.then_rlimits(&mut cmd);
     }
-    let containment_failed = |marker: &Option<std::fs::File>| {
-        let mut byte = [0u8; 1];
-        marker
-            .as_ref()
-            .is_some_and(|mut read| matches!(std::io::Read::read(&mut read, &mut byte), Ok(1)))
-    };
-    let started = Instant::now();
-    // Off the runtime's workers (spawning waits for the child's exec, containment set-up
-    // included), on a thread that lives as long as the child (its parent-death signal). The
-    // hook (and its write end) is dropped with the command: a read then sees the byte or the
-    // end of the pipe, never blocks.
-    let (mut child, _tether) = match crate::lifetime::spawn(cmd).await {
-        Ok(spawned) => spawned,
-        Err(e) => {
-            let exit = if containment_failed(&setup_failed) {
-                Exit::ContainmentFailed(e.to_string())
-            } else {
-                let hint = if inv.unprivileged_root.is_some()
-                    && e.kind() == std::io::ErrorKind::PermissionDenied
-                {
-                    " (started by root, the agent runs as nobody on the host: the program and \
-                     every folder above it must be readable and executable by others)"
-                } else {
-                    ""
-                };
-                Exit::SpawnFailed(format!("{}: {e}{hint}", inv.program.display()))
-            };
-            return Finished {
-                exit,
-                started,
-                clock_started: started,
-                ended: Instant::now(),
-                stdout: Captured::default(),
-                stderr: Captured::default(),
-                pid: None,
-            };
-        }
-    };
-    // The child has its own copy of the handle on its case folder.
-    drop(confine);
-    let pgid = child.id();
-    let stdout = tokio::spawn(capture(child.stdout.take()));
-    let stderr = tokio::spawn(capture(child.stderr.take()));
+    Ok(AgentCommand {
+        cmd,
+        tree,
+        confine,
+        setup_failed,
+    })
+}
 
+/// Registers the containment hook on `cmd` (its network namespace, its mounts, its PID
+/// namespace) and returns the read end of its marker pipe.
+fn contain_in_child(
+    cmd: &mut Command,
+    inv: &Invocation,
+    confine: Option<std::sync::Arc<Prepared>>,
+) -> Result<std::fs::File, Exit> {
+    // A byte on this pipe says the spawn failed in setting up the containment, not in
+    // exec: the spawn error alone (an errno) cannot tell the two apart.
+    let (read, write) =
+        cloexec_pipe().map_err(|e| Exit::ContainmentFailed(format!("no pipe: {e}")))?;
+    let netns = inv.netns.clone();
+    let pid_namespace = inv.pid_namespace;
+    let agent_root = inv.unprivileged_root.clone();
+    // SAFETY: between fork and exec the hook only makes system calls (setrlimit, setns,
+    // unshare, mount, fork, waitpid, write, _exit: no allocation, no lock).
+    unsafe {
+        cmd.pre_exec(move || {
+            use std::os::fd::AsRawFd as _;
+            // The limit the agent would have had without wirecheck's raise (setrlimit only).
+            fake_wireserver::fdlimit::restore_for_child();
+            let contain = || -> std::io::Result<()> {
+                if let Some(ns) = &netns {
+                    ns.enter()?;
+                }
+                if let Some(c) = &confine {
+                    c.enter()?;
+                }
+                if pid_namespace {
+                    enter_pid_namespace(confine.is_some(), write.as_raw_fd(), agent_root.as_ref())?;
+                }
+                Ok(())
+            };
+            contain().inspect_err(|_| {
+                libc::write(write.as_raw_fd(), b"!".as_ptr().cast(), 1);
+            })
+        });
+    }
+    // Read only once every writer is gone or has written, but never to block.
+    rustix::fs::fcntl_setfl(&read, rustix::fs::OFlags::NONBLOCK)
+        .map_err(|e| Exit::ContainmentFailed(format!("no marker pipe: {e}")))?;
+    Ok(std::fs::File::from(read))
+}
+
+/// Whether the containment hook said on its marker pipe that it failed.
+fn containment_failed(marker: Option<&std::fs::File>) -> bool {
+    let mut byte = [0u8; 1];
+    marker.is_some_and(|mut read| matches!(std::io::Read::read(&mut read, &mut byte), Ok(1)))
+}
+
+/// An invocation whose spawn failed (`e`): in its containment's set-up, or in the exec itself.
+fn not_started(
+    inv: &Invocation,
+    e: &std::io::Error,
+    setup_failed: Option<&std::fs::File>,
+    started: Instant,
+) -> Finished {
+    let exit = if containment_failed(setup_failed) {
+        Exit::ContainmentFailed(e.to_string())
+    } else {
+        let hint = if inv.unprivileged_root.is_some()
+            && e.kind() == std::io::ErrorKind::PermissionDenied
+        {
+            " (started by root, the agent runs as nobody on the host: the program and \
+             every folder above it must be readable and executable by others)"
+        } else {
+            ""
+        };
+        Exit::SpawnFailed(format!("{}: {e}{hint}", inv.program.display()))
+    };
+    Finished {
+        exit,
+        started,
+        clock_started: started,
+        ended: Instant::now(),
+        stdout: Captured::default(),
+        stderr: Captured::default(),
+        pid: None,
+    }
+}
+
+/// How waiting for the agent ended.
+struct Waited {
+    exit: Exit,
+    /// When its deadline clock started.
+    clock_started: Instant,
+    /// When the wait ended, before anything of it was killed.
+    ended: Instant,
+}
+
+/// Waits for the agent to exit, until its deadline or until wirecheck is stopped; at the
+/// deadline or the stop its process group is killed.
+async fn wait_for_agent(
+    child: &mut tokio::process::Child,
+    inv: &Invocation,
+    started: Instant,
+    pgid: Option<u32>,
+) -> Waited {
     let waited = match &inv.stop {
         Some(stop) => {
             tokio::select! {
-                waited = wait_with_deadline(&mut child, inv, started) => Ok(waited),
+                waited = wait_with_deadline(child, inv, started) => Ok(waited),
                 sig = stop.stopped() => Err(sig),
             }
         }
-        None => Ok(wait_with_deadline(&mut child, inv, started).await),
+        None => Ok(wait_with_deadline(child, inv, started).await),
     };
     let ended = Instant::now();
     let (exit, clock_started) = match waited {
@@ -718,39 +810,10 @@ pub async fn run(inv: &Invocation) -> Finished {
             (Exit::Interrupted(sig), started)
         }
     };
-
-    // Children that inherited the pipes keep them open; give them a moment, then end them.
-    let grace_end = tokio::time::Instant::now() + PIPE_GRACE;
-    let stdout = collect(stdout, grace_end, pgid).await;
-    let stderr = collect(stderr, grace_end, pgid).await;
-    // Nothing of this invocation may outlive it (a leftover child would keep retrying
-    // against the next scenario's fake). In a PID namespace the kernel saw to that, and the
-    // group, its leader reaped, may be someone else's by now.
-    if !pid_namespace {
-        kill_group(pgid);
-    }
-    // What is left in its cgroup (a daemon of an uncontained agent) goes too.
-    if let Some(tree) = tree {
-        let _ = tokio::task::spawn_blocking(move || tree.finish()).await;
-    }
-    // The agent never ran when its namespace's init could not start it.
-    let exit = if containment_failed(&setup_failed) {
-        Exit::ContainmentFailed(format!(
-            "its PID namespace's init could not start it ({})",
-            exit.describe()
-        ))
-    } else {
-        exit
-    };
-
-    Finished {
+    Waited {
         exit,
-        started,
         clock_started,
         ended,
-        stdout,
-        stderr,
-        pid: pgid,
     }
 }
 

@@ -13,11 +13,14 @@ use super::{
     Planned, RunSettings, apply_deviation, artifacts, case_title, failed_cases, harness_cases,
     not_run, skipped_cases,
 };
+use crate::agent::AgentProfile;
+use crate::catalog::CheckId;
 use crate::checks::Judgement;
 use crate::disposition::{Disposition, HarnessError};
 use crate::observe::Observation;
+use crate::scenario::Scenario;
 use crate::tools::text::visible;
-use wirecheck_results::{CaseResult, Verdict};
+use wirecheck_results::{CaseResult, Timeline, Verdict};
 
 /// Runs the pair and returns one result per selected case. A pair with a case whose timing the
 /// runner's stalls left unjudged runs again, up to [`retry::MAX_ATTEMPTS`] in all (`retry`).
@@ -136,13 +139,7 @@ async fn execute(
 ) -> Result<Vec<Attempted>, SessionError> {
     let scenario = &*p.scenario;
     let profile = &*p.profile;
-    let mut case_dir = tempfile::Builder::new();
-    case_dir.prefix("wirecheck-case-");
-    let case_dir = match &settings.case_root {
-        Some(root) => case_dir.tempdir_in(root),
-        None => case_dir.tempdir(),
-    }
-    .map_err(|e| SessionError::Harness(format!("cannot create a case folder: {e}")))?;
+    let case_dir = case_folder(settings)?;
     let timing = p.timing().map_err(SessionError::Harness)?;
     let started = Instant::now();
     let session = attach::run(p, settings, case_dir.path(), &timing).await?;
@@ -184,7 +181,88 @@ async fn execute(
         time_scale: session.clock.scale(),
         deadline: timing.deadline,
     };
-    let timeline = crate::timeline::build(&obs);
+    Ok(judge_attempt(
+        p,
+        settings,
+        attempt,
+        started,
+        &obs,
+        unjudgeable.as_deref(),
+    ))
+}
+
+/// The attempt's cases, judged from what it observed: each selected check's, then the
+/// snapshot's, with the artifacts written on the way.
+fn judge_attempt(
+    p: &Planned,
+    settings: &RunSettings,
+    attempt: u32,
+    started: Instant,
+    obs: &Observation,
+    unjudgeable: Option<&str>,
+) -> Vec<Attempted> {
+    let scenario = &*p.scenario;
+    let profile = &*p.profile;
+    let timeline = crate::timeline::build(obs);
+    let artifacts = write_artifacts(p, settings, attempt, obs);
+    let duration_ms = started.elapsed().as_millis() as u64;
+    let shared = Shared {
+        scenario,
+        duration_ms,
+        timeline,
+        artifacts,
+    };
+    let snapshot = settings
+        .snapshots
+        .as_ref()
+        .filter(|_| p.snapshot)
+        .map(|snapshots| {
+            let j = match unjudgeable {
+                Some(why) => Judgement::fail(why.to_owned(), Vec::new()),
+                None => snapshot_judgement(snapshots, obs),
+            };
+            shared.case(
+                super::snapshot_case_id(scenario),
+                super::snapshot_case_title(scenario),
+                j,
+            )
+        });
+
+    let mut cases: Vec<Attempted> = p
+        .checks
+        .iter()
+        .map(|check| {
+            let id = scenario.case_id(*check);
+            let j = check_judgement(profile, &id, *check, unjudgeable, obs);
+            shared.case(id, case_title(scenario, *check), j)
+        })
+        .collect();
+    cases.extend(snapshot);
+    cases
+}
+
+/// A case folder of the attempt's own (in the case root, where there is one): removed when
+/// dropped.
+fn case_folder(settings: &RunSettings) -> Result<tempfile::TempDir, SessionError> {
+    let mut case_dir = tempfile::Builder::new();
+    case_dir.prefix("wirecheck-case-");
+    match &settings.case_root {
+        Some(root) => case_dir.tempdir_in(root),
+        None => case_dir.tempdir(),
+    }
+    .map_err(|e| SessionError::Harness(format!("cannot create a case folder: {e}")))
+}
+
+/// Writes the attempt's artifacts where the run keeps them: their folder, relative to the
+/// results, or `None` when none were written.
+fn write_artifacts(
+    p: &Planned,
+    settings: &RunSettings,
+    attempt: u32,
+    obs: &Observation,
+) -> Option<String> {
+    let scenario = &*p.scenario;
+    let profile = &*p.profile;
     let artifacts_rel = match attempt {
         1 => artifacts::relative_dir(&profile.name, &scenario.id),
         n => format!(
@@ -193,11 +271,11 @@ async fn execute(
         ),
     };
     let written = if settings.artifacts {
-        Some(artifacts::write(&settings.out, &artifacts_rel, &obs))
+        Some(artifacts::write(&settings.out, &artifacts_rel, obs))
     } else {
         None
     };
-    let artifacts = match written {
+    match written {
         None => None,
         Some(Ok(())) => Some(artifacts_rel),
         Some(Err(e)) => {
@@ -208,77 +286,66 @@ async fn execute(
             );
             None
         }
-    };
-    let duration_ms = started.elapsed().as_millis() as u64;
-    let snapshot = settings
-        .snapshots
-        .as_ref()
-        .filter(|_| p.snapshot)
-        .map(|snapshots| {
-            let j = match &unjudgeable {
-                Some(why) => Judgement::fail(why.clone(), Vec::new()),
-                None => snapshot_judgement(snapshots, &obs),
-            };
-            let stalled = j.stalled;
-            let case = CaseResult {
-                id: super::snapshot_case_id(scenario),
-                title: super::snapshot_case_title(scenario),
-                scenario: scenario.name.clone(),
-                verdict: j.verdict,
-                reason: j.reason,
-                evidence: j.evidence,
-                duration_ms,
-                timeline: timeline.clone(),
-                artifacts: artifacts.clone(),
-                not_judged: None,
-                attempts: None,
-            };
-            Attempted { case, stalled }
-        });
+    }
+}
 
-    let mut cases: Vec<Attempted> = p
-        .checks
-        .iter()
-        .map(|check| {
-            let id = scenario.case_id(*check);
-            let def = crate::checks::get(*check);
-            let j = match (
-                &unjudgeable,
-                Disposition::of_case(profile, &id, None, def.needs),
-            ) {
-                (Some(why), _) => Judgement::fail(why.clone(), Vec::new()),
-                (None, Disposition::Run { .. }) => apply_deviation(profile, &id, (def.run)(&obs)),
-                (None, not_run) => {
-                    let (verdict, reason) = not_run
-                        .not_run()
-                        .unwrap_or((Verdict::Skipped, String::new()));
-                    Judgement {
-                        verdict,
-                        reason: Some(reason),
-                        evidence: Vec::new(),
-                        stalled: false,
-                    }
-                }
-            };
-            let stalled = j.stalled;
-            let case = CaseResult {
-                id,
-                title: case_title(scenario, *check),
-                scenario: scenario.name.clone(),
-                verdict: j.verdict,
-                reason: j.reason,
-                evidence: j.evidence,
-                duration_ms,
-                timeline: timeline.clone(),
-                artifacts: artifacts.clone(),
-                not_judged: None,
-                attempts: None,
-            };
-            Attempted { case, stalled }
-        })
-        .collect();
-    cases.extend(snapshot);
-    Ok(cases)
+/// One check's judgement of the attempt: failed for the session's reason when it is
+/// unjudgeable, else as the profile's disposition of the case says.
+fn check_judgement(
+    profile: &AgentProfile,
+    id: &str,
+    check: CheckId,
+    unjudgeable: Option<&str>,
+    obs: &Observation,
+) -> Judgement {
+    let def = crate::checks::get(check);
+    match (
+        unjudgeable,
+        Disposition::of_case(profile, id, None, def.needs),
+    ) {
+        (Some(why), _) => Judgement::fail(why.to_owned(), Vec::new()),
+        (None, Disposition::Run { .. }) => apply_deviation(profile, id, (def.run)(obs)),
+        (None, not_run) => {
+            let (verdict, reason) = not_run
+                .not_run()
+                .unwrap_or((Verdict::Skipped, String::new()));
+            Judgement {
+                verdict,
+                reason: Some(reason),
+                evidence: Vec::new(),
+                stalled: false,
+            }
+        }
+    }
+}
+
+/// What every case of one attempt holds in common.
+struct Shared<'a> {
+    scenario: &'a Scenario,
+    duration_ms: u64,
+    timeline: Timeline,
+    artifacts: Option<String>,
+}
+
+impl Shared<'_> {
+    /// The case `id` of the attempt, judged `j`.
+    fn case(&self, id: String, title: String, j: Judgement) -> Attempted {
+        let stalled = j.stalled;
+        let case = CaseResult {
+            id,
+            title,
+            scenario: self.scenario.name.clone(),
+            verdict: j.verdict,
+            reason: j.reason,
+            evidence: j.evidence,
+            duration_ms: self.duration_ms,
+            timeline: self.timeline.clone(),
+            artifacts: self.artifacts.clone(),
+            not_judged: None,
+            attempts: None,
+        };
+        Attempted { case, stalled }
+    }
 }
 
 /// Cases no check judged (nothing a stall could have left uncertain).

@@ -5,10 +5,10 @@
 //! the host (`fake_wireserver::contain::userns`): its case folder, its `tmp/` and its pool
 //! file are handed to nobody before it runs.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use fake_wireserver::clock::AgentClock;
+use fake_wireserver::clock::{AgentClock, TimeScale};
 use fake_wireserver::contain::userns::{self, UnprivilegedRoot};
 use fake_wireserver::{AnswerKind, Fake, FakeConfig, Listeners, serve_on};
 
@@ -17,6 +17,7 @@ use super::{Endpoints, Session, SessionError, agent_invocation, record};
 use crate::agent::Attach;
 use crate::exec::{self, Exit};
 use crate::netns::NetNs;
+use crate::observe::RunRecord;
 use crate::runner::{CaseTiming, Planned, RunSettings};
 use crate::scenario::Target;
 
@@ -69,91 +70,22 @@ pub async fn run(
     let proxy = profile.attach == Attach::Proxy;
     let isolate = proxy || crate::containment::unavailable().is_none();
     let (netns, listeners) = if isolate {
-        // Off the runtime's workers: making a namespace forks and waits.
-        let count = if proxy { 3 } else { 2 };
-        let (ns, mut bound) =
-            tokio::task::spawn_blocking(move || NetNs::with_loopback_listeners(count))
-                .await
-                .map_err(std::io::Error::other)
-                .and_then(|made| made)
-                .map_err(|e| {
-                    SessionError::Harness(format!(
-                        "cannot isolate the agent in a network namespace: {e}"
-                    ))
-                })?;
-        let mut next = || bound.pop();
-        let (proxy_listener, imds, wireserver) =
-            (if proxy { next() } else { None }, next(), next());
-        let listeners = Listeners {
-            wireserver,
-            imds,
-            proxy: proxy_listener,
-            admin: None,
-            ..Listeners::default()
-        };
+        let (ns, listeners) = isolated_listeners(proxy).await?;
         (Some(ns), listeners)
     } else {
         let listeners = Listeners::bind(&config)
             .map_err(|e| SessionError::Harness(format!("the fake could not start: {e}")))?;
         (None, listeners)
     };
-    // The runner's clock starts just before the fake's, so run times are never earlier than
-    // the fake's view of them (see `Observation::run_of`).
-    let clock = AgentClock::new(Instant::now(), timing.scale);
-    let fake = std::sync::Arc::new(
-        serve_on(config, listeners)
-            .await
-            .map_err(|e| SessionError::Harness(format!("the fake could not start: {e}")))?,
-    );
-    // Every request the fake received, evicted ones included: the agent's deadline clock
-    // starts at its first one.
-    let activity = {
-        let fake = std::sync::Arc::clone(&fake);
-        exec::Activity::new(move || {
-            let stats = fake.journal_stats();
-            stats.entries as u64 + stats.evicted
-        })
-    };
+    let StartedFake {
+        clock,
+        fake,
+        activity,
+    } = start_fake(config, listeners, timing.scale).await?;
 
-    let closed = |what: &str| {
-        ClosedPort::new().map_err(|e| {
-            SessionError::Harness(format!("cannot reserve a closed port for {what}: {e}"))
-        })
-    };
     // Held until the agent is done.
     let mut held: Vec<ClosedPort> = Vec::new();
-    let (wireserver_url, imds_url, proxy_url) = match profile.attach {
-        Attach::Proxy => (
-            format!("http://{}", fake_wireserver::endpoint::WIRESERVER_HOST),
-            format!("http://{}", fake_wireserver::endpoint::IMDS_HOST),
-            fake.proxy_addr().map(|a| format!("http://{a}")),
-        ),
-        _ => (fake.wireserver_url(), fake.imds_url(), None),
-    };
-    let wireserver_url = match scenario.agent.wireserver {
-        Target::Fake => wireserver_url,
-        Target::Closed => {
-            let port = closed("the wireserver")?;
-            let url = port.url.clone();
-            held.push(port);
-            url
-        }
-    };
-    let imds_url = match scenario.agent.imds {
-        Target::Fake => imds_url,
-        Target::Closed => {
-            let port = closed("IMDS")?;
-            let url = port.url.clone();
-            held.push(port);
-            url
-        }
-    };
-    let endpoints = Endpoints {
-        wireserver_url,
-        imds_url,
-        proxy_url,
-        kvp_pool: pool_path.clone(),
-    };
+    let endpoints = agent_endpoints(p, &fake, &pool_path, &mut held)?;
 
     // A contained agent may write only its case folder: its temporary files go to `tmp/`
     // there, made once, while the folder is still the harness's alone. What the agent makes of
@@ -189,30 +121,9 @@ pub async fn run(
         // ... and its own view of the file system: its case folder, not its neighbours' nor
         // the results.
         if netns.is_some()
-            && let (Some(cases), Some(root)) = (&settings.cases_parent, &settings.case_root)
+            && let Some(confine) = confinement(settings, case_dir)
         {
-            // The shared folder first: this run's folder may lie inside it.
-            let shared = std::env::temp_dir().join(crate::runner::CASES_FOLDER);
-            let mut hide = vec![settings.out.clone(), shared.clone()];
-            // ... and the accepted snapshots: an agent that could write its own would match it.
-            if let Some(snapshots) = &settings.snapshots {
-                hide.push(
-                    snapshots
-                        .dir
-                        .canonicalize()
-                        .unwrap_or_else(|_| snapshots.dir.clone()),
-                );
-            }
-            if cases != &shared {
-                hide.push(cases.clone());
-            }
-            if !root.starts_with(cases) {
-                hide.push(root.clone());
-            }
-            invocation.confine = Some(exec::Confine {
-                hide,
-                keep: case_dir.to_path_buf(),
-            });
+            invocation.confine = Some(confine);
             invocation
                 .env
                 .push(("TMPDIR".into(), tmp.to_string_lossy().into_owned()));
@@ -220,23 +131,174 @@ pub async fn run(
         invocation.netns = netns.clone();
         invocation.unprivileged_root = unprivileged_root.clone();
         invocation.activity = Some(activity.clone());
-        let finished = exec::run(&invocation).await;
-        if let Exit::ContainmentFailed(why) = &finished.exit {
-            return Err(SessionError::Harness(format!(
-                "the agent could not be contained: {why}"
-            )));
-        }
-        if let Exit::SpawnFailed(why) = &finished.exit {
-            return Err(SessionError::Agent(format!(
-                "the agent could not be started: {why}"
-            )));
-        }
+        let finished = agent_started(exec::run(&invocation).await)?;
         let exit = finished.exit.clone();
         runs.push(record(run, argv, exit, finished, &clock));
     }
 
     drop(held);
     drop(activity);
+    after_the_agent(fake, pool_path, runs, clock).await
+}
+
+/// The fake's listeners inside a private network namespace of their own, which the agent is
+/// to share: wireserver and IMDS, and the proxy for a proxy agent.
+async fn isolated_listeners(proxy: bool) -> Result<(NetNs, Listeners), SessionError> {
+    // Off the runtime's workers: making a namespace forks and waits.
+    let count = if proxy { 3 } else { 2 };
+    let (ns, mut bound) =
+        tokio::task::spawn_blocking(move || NetNs::with_loopback_listeners(count))
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|made| made)
+            .map_err(|e| {
+                SessionError::Harness(format!(
+                    "cannot isolate the agent in a network namespace: {e}"
+                ))
+            })?;
+    let mut next = || bound.pop();
+    let (proxy_listener, imds, wireserver) = (if proxy { next() } else { None }, next(), next());
+    let listeners = Listeners {
+        wireserver,
+        imds,
+        proxy: proxy_listener,
+        admin: None,
+        ..Listeners::default()
+    };
+    Ok((ns, listeners))
+}
+
+/// The fake, serving, with the journal's clock and the count of the requests it received.
+struct StartedFake {
+    clock: AgentClock,
+    fake: std::sync::Arc<Fake>,
+    activity: exec::Activity,
+}
+
+async fn start_fake(
+    config: FakeConfig,
+    listeners: Listeners,
+    scale: TimeScale,
+) -> Result<StartedFake, SessionError> {
+    // The runner's clock starts just before the fake's, so run times are never earlier than
+    // the fake's view of them (see `Observation::run_of`).
+    let clock = AgentClock::new(Instant::now(), scale);
+    let fake = std::sync::Arc::new(
+        serve_on(config, listeners)
+            .await
+            .map_err(|e| SessionError::Harness(format!("the fake could not start: {e}")))?,
+    );
+    // Every request the fake received, evicted ones included: the agent's deadline clock
+    // starts at its first one.
+    let activity = {
+        let fake = std::sync::Arc::clone(&fake);
+        exec::Activity::new(move || {
+            let stats = fake.journal_stats();
+            stats.entries as u64 + stats.evicted
+        })
+    };
+    Ok(StartedFake {
+        clock,
+        fake,
+        activity,
+    })
+}
+
+/// Where the agent is pointed: the fake, or a closed port where the scenario wants one (kept
+/// in `held`).
+fn agent_endpoints(
+    p: &Planned,
+    fake: &Fake,
+    pool_path: &Path,
+    held: &mut Vec<ClosedPort>,
+) -> Result<Endpoints, SessionError> {
+    let scenario = &*p.scenario;
+    let mut closed = |what: &str| {
+        let port = ClosedPort::new().map_err(|e| {
+            SessionError::Harness(format!("cannot reserve a closed port for {what}: {e}"))
+        })?;
+        let url = port.url.clone();
+        held.push(port);
+        Ok::<_, SessionError>(url)
+    };
+    let (wireserver_url, imds_url, proxy_url) = match p.profile.attach {
+        Attach::Proxy => (
+            format!("http://{}", fake_wireserver::endpoint::WIRESERVER_HOST),
+            format!("http://{}", fake_wireserver::endpoint::IMDS_HOST),
+            fake.proxy_addr().map(|a| format!("http://{a}")),
+        ),
+        _ => (fake.wireserver_url(), fake.imds_url(), None),
+    };
+    let wireserver_url = match scenario.agent.wireserver {
+        Target::Fake => wireserver_url,
+        Target::Closed => closed("the wireserver")?,
+    };
+    let imds_url = match scenario.agent.imds {
+        Target::Fake => imds_url,
+        Target::Closed => closed("IMDS")?,
+    };
+    Ok(Endpoints {
+        wireserver_url,
+        imds_url,
+        proxy_url,
+        kvp_pool: pool_path.to_path_buf(),
+    })
+}
+
+/// The contained agent's view of the file system: the folders it may not see, and its own
+/// case folder; `None` where the runner has no case folders of its own to hide.
+fn confinement(settings: &RunSettings, case_dir: &Path) -> Option<exec::Confine> {
+    let (Some(cases), Some(root)) = (&settings.cases_parent, &settings.case_root) else {
+        return None;
+    };
+    // The shared folder first: this run's folder may lie inside it.
+    let shared = std::env::temp_dir().join(crate::runner::CASES_FOLDER);
+    let mut hide = vec![settings.out.clone(), shared.clone()];
+    // ... and the accepted snapshots: an agent that could write its own would match it.
+    if let Some(snapshots) = &settings.snapshots {
+        hide.push(
+            snapshots
+                .dir
+                .canonicalize()
+                .unwrap_or_else(|_| snapshots.dir.clone()),
+        );
+    }
+    if cases != &shared {
+        hide.push(cases.clone());
+    }
+    if !root.starts_with(cases) {
+        hide.push(root.clone());
+    }
+    Some(exec::Confine {
+        hide,
+        keep: case_dir.to_path_buf(),
+    })
+}
+
+/// The invocation, once it is known to have started: one that could not be contained or
+/// started ends the session.
+fn agent_started(finished: exec::Finished) -> Result<exec::Finished, SessionError> {
+    if let Exit::ContainmentFailed(why) = &finished.exit {
+        return Err(SessionError::Harness(format!(
+            "the agent could not be contained: {why}"
+        )));
+    }
+    if let Exit::SpawnFailed(why) = &finished.exit {
+        return Err(SessionError::Agent(format!(
+            "the agent could not be started: {why}"
+        )));
+    }
+    Ok(finished)
+}
+
+/// The session once the agent is done: the fake's journal and what it served, then the fake
+/// shut down, and the pool file the agent left.
+async fn after_the_agent(
+    fake: std::sync::Arc<Fake>,
+    pool_path: PathBuf,
+    runs: Vec<RunRecord>,
+    clock: AgentClock,
+) -> Result<Session, SessionError> {
     let journal = settled_journal(&fake).await;
     // The window is this case's own; when the agent sent more than it keeps, what a check
     // needs (an early wrong report) may be gone, so nothing is judged from what is left.

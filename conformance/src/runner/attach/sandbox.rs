@@ -25,7 +25,7 @@ use super::agent_file::{POOL_READ_MAX, read_agent_file};
 use super::{Endpoints, Session, SessionError, agent_invocation, record};
 use crate::agent::{Action, Done};
 use crate::disposition::{CannotArrange, Unavailable};
-use crate::exec::{self, Exit, Invocation};
+use crate::exec::{self, Exit, Finished, Invocation};
 use crate::observe::RunRecord;
 use crate::runner::{CaseTiming, Planned, RunSettings};
 use crate::scenario::Target;
@@ -95,6 +95,58 @@ impl Summary {
                 self.journal_evicted
             )
         }))
+    }
+
+    /// Why the case is not judged when the sandbox did not copy the agent's pool file.
+    fn pool_not_copied(&self) -> Option<String> {
+        self.pools_not_copied
+            .iter()
+            .find(|n| n.name == POOL_COPY)
+            .map(|n| {
+                format!(
+                    "after the agent ran, its pool file {POOL_PATH} {}, so the sandbox did not copy it and the case is not judged",
+                    n.why
+                )
+            })
+    }
+
+    /// How the agent ended, as the sandbox saw it; `Err` when it could not be started in the
+    /// sandbox (its last output, in `finished`, says why).
+    fn agent_exit(&self, finished: &Finished) -> Result<Exit, SessionError> {
+        Ok(match *self {
+            Summary {
+                timed_out: true, ..
+            } => Exit::KilledAtDeadline,
+            Summary {
+                stopped_when_done: true,
+                ..
+            } => Exit::StoppedWhenDone,
+            Summary {
+                signal: Some(sig), ..
+            } => Exit::Signal(sig),
+            Summary {
+                exit_status: status @ (126 | 127),
+                ..
+            } => {
+                return Err(SessionError::Agent(format!(
+                    "the agent could not be started in the sandbox (exit status {status}): {}",
+                    finished.stderr.text().lines().last().unwrap_or_default()
+                )));
+            }
+            Summary { exit_status, .. } => Exit::Code(exit_status),
+        })
+    }
+
+    /// The sandbox left unserved exactly the hosts it was asked to refuse.
+    fn refused_as_asked(&self, refused: &[PlatformHost]) -> Result<(), SessionError> {
+        let asked: Vec<&str> = refused.iter().map(|h| h.as_str()).collect();
+        if self.refused != asked {
+            return Err(SessionError::Harness(format!(
+                "the sandbox was asked to refuse {asked:?} but says it refused {:?}",
+                self.refused
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -175,20 +227,6 @@ pub async fn run(
     timing: &CaseTiming,
 ) -> Result<Session, SessionError> {
     let scenario = &*p.scenario;
-    // Wall seconds from here on: the sandbox's --timeout and the runner's kill. The daemon's
-    // grace after its report stays wall time too (the harness's patience, not the agent's).
-    let deadline = timing.wall_deadline();
-    // A daemon's end comes `done_grace` after its report (plus the sandbox's poll). The
-    // agent's start-up is not the scenario's to wait for: the sandbox starts this clock at the
-    // agent's first request (`--startup`), or after `startup` without one.
-    let timeout = deadline
-        + if p.profile.done == Done::TerminalReport {
-            p.profile.done_grace + DONE_POLL_SLACK
-        } else {
-            0.0
-        };
-    // The runner's own clock, from spawn: the longest the sandbox may take.
-    let deadline = timeout + p.profile.sandbox_startup;
     let two_in_one = one_invocation_for_two(p);
     let run = match scenario.agent.runs.as_slice() {
         [run] => run,
@@ -198,173 +236,31 @@ pub async fn run(
             return Err(SessionError::Harness(why));
         }
     };
-    let fake_binary = exec::resolve_program(FAKE_BINARY, &settings.bin_dir)
-        .map_err(|_| SessionError::Harness(format!("{FAKE_BINARY} not found")))?;
-
-    // The [fake] table as a scenario file of its own (the files it loaded copied beside it,
-    // where the sandbox may read them), checked by reading it back so a problem is the
-    // runner's error, not the sandbox's.
-    let scenario_file = case_dir.join("fake-scenario.toml");
-    let text = scenario
-        .fake
-        .to_self_contained_toml(case_dir)
-        .map_err(|e| {
-            SessionError::Harness(format!(
-                "cannot write the [fake] table's files to {}: {e}",
-                case_dir.display()
-            ))
-        })?;
-    fake_wireserver::Scenario::from_toml_str(&text, &scenario_file.display().to_string()).map_err(
-        |e| {
-            SessionError::Harness(format!(
-                "cannot write the [fake] table as a scenario file: {e}"
-            ))
-        },
-    )?;
-    std::fs::write(&scenario_file, &text).map_err(|e| {
-        SessionError::Harness(format!("cannot write {}: {e}", scenario_file.display()))
-    })?;
-    let out = case_dir.join("sandbox");
-
-    let endpoints = Endpoints {
-        wireserver_url: format!("http://{}", fake_wireserver::sandbox::WIRESERVER_ADDR),
-        imds_url: format!("http://{}", fake_wireserver::sandbox::IMDS_ADDR),
-        proxy_url: None,
-        kvp_pool: PathBuf::from(POOL_PATH),
-    };
-    // The agent is nobody on the host (`--unprivileged`): it cannot reach the case folder
-    // (inside this run's folder, root's alone), so its own folder is bound into the sandbox's
-    // private /run; the sandbox's files (its scenario, its journal) stay out of its reach.
-    let agent_dir = case_dir.join(AGENT_FOLDER);
-    let hand_over = |dir: &Path| {
-        std::fs::create_dir_all(dir)
-            .and_then(|()| userns::hand_over(dir))
-            .map_err(|e| SessionError::Harness(format!("{}: {e}", dir.display())))
-    };
-    hand_over(&agent_dir)?;
-    let (argv, agent) = agent_invocation(
-        p,
-        settings,
-        run,
-        &endpoints,
-        Path::new(AGENT_CASE_DIR),
-        Duration::from_secs_f64(deadline),
-    )?;
-    let mut args: Vec<String> = vec![
-        "sandbox".into(),
-        "--unprivileged".into(),
-        "--bind".into(),
-        format!("{}:{AGENT_CASE_DIR}", agent_dir.display()),
-        "--scenario".into(),
-        scenario_file.display().to_string(),
-        "--out".into(),
-        out.display().to_string(),
-        "--timeout".into(),
-        format!("{timeout}"),
-        "--startup".into(),
-        format!("{}", p.profile.sandbox_startup),
-    ];
-    if !timing.scale.is_wall() {
-        args.push("--time-scale".into());
-        args.push(timing.scale.times().to_string());
-    }
-    let refused = refused_hosts(p);
-    for host in &refused {
-        args.push("--refuse".into());
-        args.push(host.as_str().into());
-    }
-    // The agent's limits, on the agent alone (not the sandbox's fake).
-    args.push("--limits".into());
-    args.push(p.profile.limits.to_string());
-    if p.profile.done == Done::TerminalReport {
-        args.push("--stop-after-report".into());
-        args.push(format!("{}", p.profile.done_grace));
-    }
-    for dir in &p.profile.sandbox_private_dirs {
-        let scratch = private_dir(case_dir, dir);
-        hand_over(&scratch)?;
-        args.push("--bind".into());
-        args.push(format!("{}:{}", scratch.display(), dir.display()));
-    }
-    args.extend(["--".into(), agent.program.display().to_string()]);
-    args.extend(agent.args.iter().cloned());
-    let invocation = Invocation {
-        program: fake_binary,
-        args,
-        deadline: agent.deadline + SANDBOX_GRACE,
-        cwd: case_dir.to_path_buf(),
-        limits: None,
-        ..agent
-    };
+    let SandboxInvocation {
+        argv,
+        invocation,
+        files,
+        refused,
+    } = sandbox_invocation(p, settings, case_dir, timing, run)?;
 
     // The fake's clock starts inside the sandbox, a little after this: journal times are never
     // later than the runner's view of the run (see `Observation::run_of`).
     let clock = AgentClock::new(Instant::now(), timing.scale);
     let finished = exec::run(&invocation).await;
-    let failed = |what: String| {
-        let stderr = finished.stderr.text();
-        let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        SessionError::Harness(format!(
-            "fake-wireserver sandbox failed ({what}); its last output: {}",
-            tail.join(" | ")
-        ))
-    };
-    let summary: Summary = match std::fs::read_to_string(out.join("sandbox.json")) {
-        Ok(text) => serde_json::from_str(&text)
-            .map_err(|e| failed(format!("{}/sandbox.json: {e}", out.display())))?,
-        Err(_) => return Err(failed(finished.exit.describe())),
-    };
+    let summary = read_summary(&files.out, &finished)?;
     // The agent's pool as the sandbox left it: not copied (and so not judged) when it was
     // not a bounded regular file; the copy itself read back bounded too.
-    let mut unjudgeable = summary
-        .pools_not_copied
-        .iter()
-        .find(|n| n.name == POOL_COPY)
-        .map(|n| {
-            format!(
-                "after the agent ran, its pool file {POOL_PATH} {}, so the sandbox did not copy it and the case is not judged",
-                n.why
-            )
-        });
-    let exit = match summary {
-        Summary {
-            timed_out: true, ..
-        } => Exit::KilledAtDeadline,
-        Summary {
-            stopped_when_done: true,
-            ..
-        } => Exit::StoppedWhenDone,
-        Summary {
-            signal: Some(sig), ..
-        } => Exit::Signal(sig),
-        Summary {
-            exit_status: status @ (126 | 127),
-            ..
-        } => {
-            return Err(SessionError::Agent(format!(
-                "the agent could not be started in the sandbox (exit status {status}): {}",
-                finished.stderr.text().lines().last().unwrap_or_default()
-            )));
-        }
-        Summary { exit_status, .. } => Exit::Code(exit_status),
-    };
-
-    let asked: Vec<&str> = refused.iter().map(|h| h.as_str()).collect();
-    if summary.refused != asked {
-        return Err(SessionError::Harness(format!(
-            "the sandbox was asked to refuse {asked:?} but says it refused {:?}",
-            summary.refused
-        )));
-    }
-    let journal = read_journal(&out.join(fake_wireserver::sandbox::JOURNAL_FILE))?;
+    let mut unjudgeable = summary.pool_not_copied();
+    let exit = summary.agent_exit(&finished)?;
+    summary.refused_as_asked(&refused)?;
+    let journal = read_journal(&files.out.join(fake_wireserver::sandbox::JOURNAL_FILE))?;
     if let Some(why) = summary.journal_whole(journal.len())? {
         unjudgeable = Some(match unjudgeable {
             Some(before) => format!("{before}; {why}"),
             None => why,
         });
     }
-    let pool = match read_agent_file(&out.join(POOL_COPY), POOL_READ_MAX) {
+    let pool = match read_agent_file(&files.out.join(POOL_COPY), POOL_READ_MAX) {
         Ok(pool) => pool,
         Err(why) => {
             unjudgeable.get_or_insert_with(|| {
@@ -389,6 +285,203 @@ pub async fn run(
         clock,
         unjudgeable,
     })
+}
+
+/// The sandbox's command for the agent's `run`, and what is read back after it.
+struct SandboxInvocation {
+    /// The agent's own argv, as its profile renders it.
+    argv: Vec<String>,
+    invocation: Invocation,
+    files: SandboxFiles,
+    /// The hosts the sandbox is asked to refuse.
+    refused: Vec<PlatformHost>,
+}
+
+/// Prepares the case folder for the sandbox (its scenario file, the agent's folders handed to
+/// nobody) and its command line around the agent's own.
+fn sandbox_invocation(
+    p: &Planned,
+    settings: &RunSettings,
+    case_dir: &Path,
+    timing: &CaseTiming,
+    run: &crate::scenario::Run,
+) -> Result<SandboxInvocation, SessionError> {
+    let scenario = &*p.scenario;
+    // Wall seconds from here on: the sandbox's --timeout and the runner's kill. The daemon's
+    // grace after its report stays wall time too (the harness's patience, not the agent's).
+    let deadline = timing.wall_deadline();
+    // A daemon's end comes `done_grace` after its report (plus the sandbox's poll). The
+    // agent's start-up is not the scenario's to wait for: the sandbox starts this clock at the
+    // agent's first request (`--startup`), or after `startup` without one.
+    let timeout = deadline
+        + if p.profile.done == Done::TerminalReport {
+            p.profile.done_grace + DONE_POLL_SLACK
+        } else {
+            0.0
+        };
+    // The runner's own clock, from spawn: the longest the sandbox may take.
+    let deadline = timeout + p.profile.sandbox_startup;
+    let fake_binary = exec::resolve_program(FAKE_BINARY, &settings.bin_dir)
+        .map_err(|_| SessionError::Harness(format!("{FAKE_BINARY} not found")))?;
+
+    let files = SandboxFiles::in_case(case_dir);
+    write_fake_scenario(scenario, case_dir, &files.scenario)?;
+
+    let endpoints = Endpoints {
+        wireserver_url: format!("http://{}", fake_wireserver::sandbox::WIRESERVER_ADDR),
+        imds_url: format!("http://{}", fake_wireserver::sandbox::IMDS_ADDR),
+        proxy_url: None,
+        kvp_pool: PathBuf::from(POOL_PATH),
+    };
+    // The agent is nobody on the host (`--unprivileged`): it cannot reach the case folder
+    // (inside this run's folder, root's alone), so its own folder is bound into the sandbox's
+    // private /run; the sandbox's files (its scenario, its journal) stay out of its reach.
+    hand_over(&files.agent)?;
+    let (argv, agent) = agent_invocation(
+        p,
+        settings,
+        run,
+        &endpoints,
+        Path::new(AGENT_CASE_DIR),
+        Duration::from_secs_f64(deadline),
+    )?;
+    let refused = refused_hosts(p);
+    let mut args = sandbox_args(p, timing, case_dir, &files, timeout, &refused)?;
+    args.extend(["--".into(), agent.program.display().to_string()]);
+    args.extend(agent.args.iter().cloned());
+    let invocation = Invocation {
+        program: fake_binary,
+        args,
+        deadline: agent.deadline + SANDBOX_GRACE,
+        cwd: case_dir.to_path_buf(),
+        limits: None,
+        ..agent
+    };
+    Ok(SandboxInvocation {
+        argv,
+        invocation,
+        files,
+        refused,
+    })
+}
+
+/// The sandbox's files in the case folder.
+struct SandboxFiles {
+    /// The [fake] table as a scenario file of its own (`--scenario`).
+    scenario: PathBuf,
+    /// Where the sandbox writes its journal, the pool copies and its summary (`--out`).
+    out: PathBuf,
+    /// The agent's own folder, bound in as its `{case_dir}`.
+    agent: PathBuf,
+}
+
+impl SandboxFiles {
+    fn in_case(case_dir: &Path) -> SandboxFiles {
+        SandboxFiles {
+            scenario: case_dir.join("fake-scenario.toml"),
+            out: case_dir.join("sandbox"),
+            agent: case_dir.join(AGENT_FOLDER),
+        }
+    }
+}
+
+/// Writes the [fake] table as a scenario file of its own at `path` (the files it loaded copied
+/// beside it, where the sandbox may read them), checked by reading it back so a problem is the
+/// runner's error, not the sandbox's.
+fn write_fake_scenario(
+    scenario: &crate::scenario::Scenario,
+    case_dir: &Path,
+    path: &Path,
+) -> Result<(), SessionError> {
+    let text = scenario
+        .fake
+        .to_self_contained_toml(case_dir)
+        .map_err(|e| {
+            SessionError::Harness(format!(
+                "cannot write the [fake] table's files to {}: {e}",
+                case_dir.display()
+            ))
+        })?;
+    fake_wireserver::Scenario::from_toml_str(&text, &path.display().to_string()).map_err(|e| {
+        SessionError::Harness(format!(
+            "cannot write the [fake] table as a scenario file: {e}"
+        ))
+    })?;
+    std::fs::write(path, &text)
+        .map_err(|e| SessionError::Harness(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Makes `dir` (with its parents) and hands it to the agent's host identity, nobody.
+fn hand_over(dir: &Path) -> Result<(), SessionError> {
+    std::fs::create_dir_all(dir)
+        .and_then(|()| userns::hand_over(dir))
+        .map_err(|e| SessionError::Harness(format!("{}: {e}", dir.display())))
+}
+
+/// The `fake-wireserver sandbox` arguments before the `--` and the agent's command; the
+/// private folders' scratch copies are made and handed over on the way.
+fn sandbox_args(
+    p: &Planned,
+    timing: &CaseTiming,
+    case_dir: &Path,
+    files: &SandboxFiles,
+    timeout: f64,
+    refused: &[PlatformHost],
+) -> Result<Vec<String>, SessionError> {
+    let mut args: Vec<String> = vec![
+        "sandbox".into(),
+        "--unprivileged".into(),
+        "--bind".into(),
+        format!("{}:{AGENT_CASE_DIR}", files.agent.display()),
+        "--scenario".into(),
+        files.scenario.display().to_string(),
+        "--out".into(),
+        files.out.display().to_string(),
+        "--timeout".into(),
+        format!("{timeout}"),
+        "--startup".into(),
+        format!("{}", p.profile.sandbox_startup),
+    ];
+    if !timing.scale.is_wall() {
+        args.push("--time-scale".into());
+        args.push(timing.scale.times().to_string());
+    }
+    for host in refused {
+        args.push("--refuse".into());
+        args.push(host.as_str().into());
+    }
+    // The agent's limits, on the agent alone (not the sandbox's fake).
+    args.push("--limits".into());
+    args.push(p.profile.limits.to_string());
+    if p.profile.done == Done::TerminalReport {
+        args.push("--stop-after-report".into());
+        args.push(format!("{}", p.profile.done_grace));
+    }
+    for dir in &p.profile.sandbox_private_dirs {
+        let scratch = private_dir(case_dir, dir);
+        hand_over(&scratch)?;
+        args.push("--bind".into());
+        args.push(format!("{}:{}", scratch.display(), dir.display()));
+    }
+    Ok(args)
+}
+
+/// `sandbox.json` from `out`; without it the sandbox failed, and its last output says why.
+fn read_summary(out: &Path, finished: &Finished) -> Result<Summary, SessionError> {
+    let failed = |what: String| {
+        let stderr = finished.stderr.text();
+        let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        SessionError::Harness(format!(
+            "fake-wireserver sandbox failed ({what}); its last output: {}",
+            tail.join(" | ")
+        ))
+    };
+    match std::fs::read_to_string(out.join("sandbox.json")) {
+        Ok(text) => serde_json::from_str(&text)
+            .map_err(|e| failed(format!("{}/sandbox.json: {e}", out.display()))),
+        Err(_) => Err(failed(finished.exit.describe())),
+    }
 }
 
 /// The run's start and end as the sandbox saw the agent's, on the fake's clock (the journal's):
