@@ -1,7 +1,7 @@
 //! Bad input: a clear error naming the argument, exit status 2, and nothing written to the
 //! pool or sent to the network.
 
-mod support;
+use crate::support;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;

@@ -1,7 +1,7 @@
 //! End-to-end: the `provision-report` binary against a scripted loopback server. Assertions are
 //! on what the server received and on the pool file's bytes, not only on exit codes.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 //! than [`MAX_LINE_BYTES`], and retries are logged for the first 10 attempts of a budget, then
 //! only at attempts 16, 32, 64, …
 
-mod support;
+use crate::support;
 
 use support::*;
 

@@ -3,7 +3,7 @@
 //! under a memory limit, a lock nobody lets go of, a file size limit, a symlink, a directory
 //! or a FIFO at the pool path (the machine's state at boot, not the user's input).
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::FileExt;
 use std::os::unix::process::CommandExt;

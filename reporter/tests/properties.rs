@@ -1,7 +1,7 @@
 //! Property tests: encoded reports read back through an independently configured CSV reader,
 //! and KVP records keep their size and content.
 
-mod support;
+use crate::support;
 
 use chrono::{TimeZone, Utc};
 use proptest::prelude::*;

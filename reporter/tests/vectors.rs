@@ -1,7 +1,7 @@
 //! Against the shared vectors (captured from real agents, `../testdata/vectors`): the
 //! reporter's output has the same structure as the real agents' output.
 
-mod support;
+use crate::support;
 
 use chrono::{DateTime, Utc};
 use reporter::format::HealthState;

@@ -1,6 +1,6 @@
 //! report.html: self-contained, escaped, deterministic; snapshot of a small fixture.
 
-mod results_support;
+use crate::results_support;
 
 use results_support::{HOSTILE, case_count, fixture};
 use wirecheck_results::{AgentResults, RunResults, Verdict, html};

@@ -1,7 +1,7 @@
 //! results.json: round trip, versioning, and the committed JSON Schema
 //! matches what is written (a small structural validator, both directions).
 
-mod results_support;
+use crate::results_support;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! junit.xml: structure (suite per agent, case per case, verdict mapping),
 //! hostile strings survive as data, and a snapshot of the whole document.
 
-mod results_support;
+use crate::results_support;
 
 use quick_junit::{NonSuccessKind, Report, TestCaseStatus};
 use results_support::{HOSTILE, fixture};

@@ -1,6 +1,6 @@
 //! The results model: verdict spelling, counts, exit codes.
 
-mod results_support;
+use crate::results_support;
 
 use results_support::fixture;
 use wirecheck_results::{AnswerClass, RunResults, Verdict};
