@@ -3,8 +3,7 @@
 //! Each test is named after the finding it closes.
 
 // The fake's own test helpers (one copy for its suites and these).
-#[path = "../../fake-wireserver/tests/common/mod.rs"]
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;

@@ -2,8 +2,7 @@
 //! `--print-config`, and refusing bad scenario files with exit status 2.
 
 // The fake's own test helpers (one copy for its suites and these).
-#[path = "../../fake-wireserver/tests/common/mod.rs"]
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;

@@ -1,7 +1,7 @@
 //! The admin API lives on its own listener only; the journal's JSON shape is a public
 //! interface (snapshots), in memory bounded, on disk complete.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;

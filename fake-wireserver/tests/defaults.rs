@@ -1,7 +1,7 @@
 //! The default documents satisfy every client's requirements listed in docs/protocol.md §3.1, §3.2
 //! and §1.2, checked by parsing what the fake serves the way each client reads it.
 
-mod common;
+use crate::common;
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;

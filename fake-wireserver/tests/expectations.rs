@@ -1,7 +1,7 @@
 //! Expectations are verified when the handle drops (wiremock style), with a message that says
 //! what was expected and what arrived.
 
-mod common;
+use crate::common;
 
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;

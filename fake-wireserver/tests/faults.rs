@@ -1,6 +1,6 @@
 //! Scripted steps produce real socket behaviour: what a raw TCP client (and reqwest) sees.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! platform's 5 requests a second, a 429 beyond, journaled as `throttled` with status 429; a
 //! scenario switches it off or sets another number; refused requests consume no scripted step.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

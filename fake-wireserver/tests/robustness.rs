@@ -1,7 +1,7 @@
 //! Arbitrary bytes over raw TCP never make the fake panic, and it still answers a normal request
 //! afterwards. (Its own test binary: the panic hook below is process-wide.)
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,7 +1,7 @@
 //! Scenario files: the examples load and round-trip; bad files are refused with a message that
 //! names the file, the line and the field.
 
-mod common;
+use crate::common;
 
 use fake_wireserver::scenario::{Action, Body, EndPolicy, Preset, TriggerAction};
 use fake_wireserver::{Scenario, ScenarioError};

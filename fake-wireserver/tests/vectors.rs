@@ -3,7 +3,7 @@
 //! classified as its `expected` block says. Absolute-form requests go through the proxy
 //! listener, origin-form ones to the listener their Host names.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::time::Duration;

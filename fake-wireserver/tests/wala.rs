@@ -3,7 +3,7 @@
 //! left out or broken by a scenario), the HostGAPlugin on its own listener and through the
 //! proxy, and the wireserver paths only WALA uses, each journaled under its own endpoint id.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -1,0 +1,9 @@
+//! The fake binary's integration tests, one binary: each file a module (the admin API's security,
+//! the binary, the sandbox); `common` is the fake's test support, shared.
+
+#[path = "../../fake-wireserver/tests/common/mod.rs"]
+mod common;
+
+mod admin_security;
+mod binary;
+mod sandbox;

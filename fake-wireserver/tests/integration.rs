@@ -1,0 +1,20 @@
+//! The fake's integration tests, one binary: each file a module; `common` is what they share.
+//! Two suites are binaries of their own: `fd_exhaustion` lowers this process's descriptor limit and
+//! takes every descriptor left, `bounded_work` times a neighbour's answers while bombers load the
+//! machine; beside other tests either would fail them or be disturbed by them.
+
+mod common;
+
+mod admin_journal;
+mod api_validation;
+mod defaults;
+mod expectations;
+mod faults;
+mod hostile_input;
+mod imds_rate_limit;
+mod robustness;
+mod rust_api;
+mod scenario_files;
+mod smoke;
+mod vectors;
+mod wala;
