@@ -6,8 +6,8 @@
 //! (`scripts/release.sh` of this build) in a folder or on a loopback server: checksum checked,
 //! kept in the tool cache, a tampered archive refused, no matching release built from source.
 
-mod release_support;
-mod runner_support;
+use crate::release_support;
+use crate::runner_support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! files and profiles from others, and agents whose text reaches the terminal. Each runs the
 //! binary: the findings were panics, aborts and raw escapes in the process's own output.
 
-mod runner_support;
+use crate::runner_support;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! `PROVISIONING_REPORT` records under one key (the host keeps one record per key,
 //! docs/protocol.md §7.1), and azure-init main's long report in chunks under that key.
 
-mod runner_support;
+use crate::runner_support;
 
 use std::path::PathBuf;
 

@@ -1,8 +1,7 @@
 //! `wirecheck prop` end to end: the built binary against the bundled reporter, cloud-init
 //! 22.4.2 (scripts/install-agents.sh) and a planted mis-quoting agent.
 
-#[path = "runner_support/mod.rs"]
-mod runner_support;
+use crate::runner_support;
 
 use std::path::{Path, PathBuf};
 

@@ -8,7 +8,7 @@
 //! The files are made from the test command's own debug build (`release.sh --bin-dir`); a
 //! release build itself is the release workflow's (.github/workflows/release.yml).
 
-mod release_support;
+use crate::release_support;
 
 use std::path::Path;
 use std::process::Command;

@@ -2,8 +2,7 @@
 //! bounded, and agent text escaped.
 
 // The results crate's fixture (one copy for every suite that renders it).
-#[path = "../../results/tests/results_support/mod.rs"]
-mod results_support;
+use crate::results_support;
 
 use std::path::Path;
 

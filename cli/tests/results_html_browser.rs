@@ -10,10 +10,8 @@
 //! command installs it. Missing Chromium is a failure, not a skip.
 
 // The results crate's fixture (one copy for every suite that renders it).
-#[path = "../../results/tests/results_support/mod.rs"]
-mod results_support;
-#[path = "runner_support/mod.rs"]
-mod runner_support;
+use crate::results_support;
+use crate::runner_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -2,7 +2,7 @@
 //! DIR`): parts of a `--partition` run put back together as the whole run would have written
 //! them, and every kind of part that does not belong refused by name.
 
-mod runner_support;
+use crate::runner_support;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! The `wirecheck` command line: help texts, `list`, and bad input (exit 2 with the file, line
 //! and field named).
 
-mod runner_support;
+use crate::runner_support;
 
 use runner_support::{repo, stderr, stdout, wirecheck, write_files};
 

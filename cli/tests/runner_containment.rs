@@ -2,7 +2,7 @@
 //! containment, or a run went on without it, named after that finding. As root and as
 //! `nobody` where the finding was both.
 
-mod runner_support;
+use crate::runner_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

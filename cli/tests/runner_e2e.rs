@@ -2,7 +2,7 @@
 //! workspace test command, `cargo build --workspace --bins` first), against a deliberately
 //! broken agent, a hanging agent and a proxied agent.
 
-mod runner_support;
+use crate::runner_support;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

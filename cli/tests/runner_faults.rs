@@ -3,7 +3,7 @@
 //! §8.2) passes the case, and the same agent with one bug fails it. So a verdict of `pass` on
 //! these cases means the agent did the right thing, not that nothing was looked at.
 
-mod runner_support;
+use crate::runner_support;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! Nothing of a run outlives it, however it ends: each test is one way `wirecheck run` used to
 //! leave agents running, or their folders behind, named after that finding.
 
-mod runner_support;
+use crate::runner_support;
 
 use std::path::Path;
 use std::time::Duration;

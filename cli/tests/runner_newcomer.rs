@@ -3,7 +3,7 @@
 //! `--claims`, repeatable `--scenarios`, the built-in suite of an installed binary,
 //! `wirecheck list | head`, `--print-config`.
 
-mod runner_support;
+use crate::runner_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

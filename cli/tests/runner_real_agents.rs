@@ -8,7 +8,7 @@
 //! suite runs (no --cases): the pairs run in parallel, so its wall time is that of the longest
 //! scenario (cloud-init's three 5 s retry sleeps), about 20 s.
 
-mod runner_support;
+use crate::runner_support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

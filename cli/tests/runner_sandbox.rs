@@ -5,7 +5,7 @@
 //! Each test runs a hard link of `wirecheck` from a folder of its own, so what sits "next to
 //! wirecheck" (no `fake-wireserver`, or a broken one) is under the test's control.
 
-mod runner_support;
+use crate::runner_support;
 
 use std::path::{Path, PathBuf};
 
