@@ -136,6 +136,36 @@ const LISTED_CASES: usize = 5;
 /// and they are clipped ([`shown`]).
 pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> String {
     let mut s = String::new();
+    verdict_table(&mut s, results, color);
+    causes(&mut s, results, strict, color);
+    unsteady(&mut s, results, color);
+    let counts = results.counts();
+    s.push_str(&format!(
+        "\n{} cases in {:.1} s: {counts}{}\n",
+        counts.total(),
+        results.duration_ms as f64 / 1000.0,
+        if strict {
+            " (strict: non-strict counts as fail)"
+        } else {
+            ""
+        }
+    ));
+    if let Some(why) = &results.uncontained {
+        s.push_str(&format!(
+            "{}: the agents ran without containment (--uncontained): {}\n",
+            paint("UNCONTAINED", Verdict::Fail, color),
+            visible(why)
+        ));
+    }
+    s.push_str(&format!(
+        "results: {}/results.json, junit.xml, report.html\n",
+        out.display()
+    ));
+    s
+}
+
+/// The verdict counts per agent, and the flows each agent does not claim.
+fn verdict_table(s: &mut String, results: &RunResults, color: bool) {
     let name_width = results
         .agents
         .iter()
@@ -169,7 +199,11 @@ pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> S
     for u in &results.unclaimed_flows {
         s.push_str(&format!("{}: {u}\n", shown(&u.agent)));
     }
+}
 
+/// The failing cases (with `strict`, the non-strict ones too) grouped by cause, most frequent
+/// first.
+fn causes(s: &mut String, results: &RunResults, strict: bool, color: bool) {
     let verdicts: &[Verdict] = if strict {
         &problems::PROBLEM_VERDICTS
     } else {
@@ -229,30 +263,6 @@ pub fn summary(results: &RunResults, out: &Path, strict: bool, color: bool) -> S
             ));
         }
     }
-    unsteady(&mut s, results, color);
-    let counts = results.counts();
-    s.push_str(&format!(
-        "\n{} cases in {:.1} s: {counts}{}\n",
-        counts.total(),
-        results.duration_ms as f64 / 1000.0,
-        if strict {
-            " (strict: non-strict counts as fail)"
-        } else {
-            ""
-        }
-    ));
-    if let Some(why) = &results.uncontained {
-        s.push_str(&format!(
-            "{}: the agents ran without containment (--uncontained): {}\n",
-            paint("UNCONTAINED", Verdict::Fail, color),
-            visible(why)
-        ));
-    }
-    s.push_str(&format!(
-        "results: {}/results.json, junit.xml, report.html\n",
-        out.display()
-    ));
-    s
 }
 
 /// Flaky cases (their judged attempts disagree; the worst verdict stands) and cases every

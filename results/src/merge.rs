@@ -199,6 +199,35 @@ fn scenario_id(case_id: &str) -> &str {
 pub fn merge(parts: &[Part]) -> Result<RunResults, MergeError> {
     let first = parts.first().ok_or(MergeError::NoParts)?;
     let info = run_info(first)?;
+    check_one_run(parts, first, info)?;
+    let by_k = by_partition(parts, info.partition.n)?;
+    let agents = merged_agents(&by_k, info)?;
+
+    let mut merged = RunResults::new(
+        first.results.started.clone(),
+        first.results.wirecheck_version.clone(),
+    );
+    merged.wirecheck_commit = first.results.wirecheck_commit.clone();
+    set_time_span(&mut merged, parts);
+    merged.interrupted = parts.iter().find_map(|p| p.results.interrupted.clone());
+    merged.uncontained = parts.iter().find_map(|p| p.results.uncontained.clone());
+    merged.never_started = never_started(parts);
+    // Counted on the whole plan, so every part of one run has the same.
+    merged.unclaimed_flows = parts
+        .first()
+        .map(|p| p.results.unclaimed_flows.clone())
+        .unwrap_or_default();
+    merged.run = Some(RunInfo {
+        partition: PartInfo { k: 1, n: 1 },
+        ..info.clone()
+    });
+    merged.agents = agents;
+    Ok(merged)
+}
+
+/// Every part is of the run `first` belongs to (`info`): one wirecheck, run id, plan and
+/// partitioning, and a partition that is one.
+fn check_one_run(parts: &[Part], first: &Part, info: &RunInfo) -> Result<(), MergeError> {
     let shown = |o: &Option<String>| {
         o.as_deref()
             .map_or("(none)".to_owned(), |s| format!("{s:?}"))
@@ -255,8 +284,11 @@ pub fn merge(parts: &[Part]) -> Result<RunResults, MergeError> {
             });
         }
     }
-    // Each partition once, none missing (a whole run: it alone).
-    let n = info.partition.n;
+    Ok(())
+}
+
+/// The parts by partition: each of the `n` once, none missing (a whole run: it alone).
+fn by_partition(parts: &[Part], n: usize) -> Result<BTreeMap<usize, &Part>, MergeError> {
     let mut by_k: BTreeMap<usize, &Part> = BTreeMap::new();
     for part in parts {
         let k = run_info(part)?.partition.k;
@@ -284,7 +316,15 @@ pub fn merge(parts: &[Part]) -> Result<RunResults, MergeError> {
                 .join(", "),
         });
     }
+    Ok(by_k)
+}
 
+/// The agents of all parts, each case once, and as many cases as the run (`info`) planned.
+fn merged_agents(
+    by_k: &BTreeMap<usize, &Part>,
+    info: &RunInfo,
+) -> Result<Vec<AgentResults>, MergeError> {
+    let n = info.partition.n;
     // Agents in the order they first appear; cases of an agent in plan order (scenarios by
     // id, a scenario's checks in its own order), as an unpartitioned run writes them.
     let mut agents: Vec<AgentResults> = Vec::new();
@@ -333,8 +373,11 @@ pub fn merge(parts: &[Part]) -> Result<RunResults, MergeError> {
                 .join(", "),
         });
     }
+    Ok(agents)
+}
 
-    // From the first part's start to the last part's end (the parts ran side by side).
+/// From the first part's start to the last part's end (the parts ran side by side).
+fn set_time_span(merged: &mut RunResults, parts: &[Part]) {
     // Checked: a part's duration is its own text, and an absurd one must not panic.
     let span = |r: &RunResults| {
         let start = chrono::DateTime::parse_from_rfc3339(&r.started).ok()?;
@@ -342,11 +385,6 @@ pub fn merge(parts: &[Part]) -> Result<RunResults, MergeError> {
         Some((start, start.checked_add_signed(took)?))
     };
     let spans: Vec<_> = parts.iter().filter_map(|p| span(&p.results)).collect();
-    let mut merged = RunResults::new(
-        first.results.started.clone(),
-        first.results.wirecheck_version.clone(),
-    );
-    merged.wirecheck_commit = first.results.wirecheck_commit.clone();
     if spans.len() == parts.len() {
         let start = spans.iter().map(|s| s.0).min().unwrap_or(spans[0].0);
         let end = spans.iter().map(|s| s.1).max().unwrap_or(spans[0].1);
@@ -361,9 +399,10 @@ pub fn merge(parts: &[Part]) -> Result<RunResults, MergeError> {
             .max()
             .unwrap_or(0);
     }
-    merged.interrupted = parts.iter().find_map(|p| p.results.interrupted.clone());
-    merged.uncontained = parts.iter().find_map(|p| p.results.uncontained.clone());
-    // Never got going in the whole run: in every part that ran it, if any.
+}
+
+/// The agents that never got going in the whole run: in every part that ran them, if any.
+fn never_started(parts: &[Part]) -> Vec<NeverStartedAgent> {
     let mut never: Vec<NeverStartedAgent> = Vec::new();
     for n in parts.iter().flat_map(|p| &p.results.never_started) {
         let ran_it = |p: &&Part| {
@@ -380,18 +419,7 @@ pub fn merge(parts: &[Part]) -> Result<RunResults, MergeError> {
             never.push(n.clone());
         }
     }
-    merged.never_started = never;
-    // Counted on the whole plan, so every part of one run has the same.
-    merged.unclaimed_flows = parts
-        .first()
-        .map(|p| p.results.unclaimed_flows.clone())
-        .unwrap_or_default();
-    merged.run = Some(RunInfo {
-        partition: PartInfo { k: 1, n: 1 },
-        ..info.clone()
-    });
-    merged.agents = agents;
-    Ok(merged)
+    never
 }
 
 /// Refuses an output folder that is one of the parts (its files would be overwritten while

@@ -3,7 +3,7 @@
 //! is the run's outcome.
 
 use std::io::IsTerminal as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use conformance::agent::{self, AgentProfile};
@@ -20,40 +20,10 @@ use crate::status::{EXIT_FAILED, EXIT_OK, usage};
 
 /// `wirecheck run`; returns the exit status.
 pub fn run(args: RunArgs) -> u8 {
-    let agents = args.sources.agents_source();
-    let mut profiles: Vec<Arc<AgentProfile>> = Vec::new();
-    let names: Vec<String> = if args.agents.is_empty() && args.ad_hoc.agent_cmd.is_none() {
-        vec![DEFAULT_AGENT.to_owned()]
-    } else {
-        args.agents.clone()
+    let profiles = match profiles(&args) {
+        Ok(p) => p,
+        Err(code) => return code,
     };
-    for name in &names {
-        match agents.find(name) {
-            Ok(p) => profiles.push(Arc::new(p)),
-            Err(e) => return usage(e),
-        }
-    }
-    match args.ad_hoc.profile() {
-        Some(Ok(mut p)) => {
-            // An ad-hoc agent's clock is scaled when the user asks for a speed.
-            if args.time_scale.is_some() {
-                p.clock.kind = conformance::agent::clock::ClockKind::Scalable;
-            }
-            profiles.push(Arc::new(p));
-        }
-        Some(Err(e)) => return usage(e),
-        None => {}
-    }
-    if let Some(scale) = args.time_scale {
-        for p in &mut profiles {
-            Arc::make_mut(p).clock.fixed = Some(scale);
-        }
-    }
-    for (i, p) in profiles.iter().enumerate() {
-        if profiles[..i].iter().any(|q| q.name == p.name) {
-            return usage(format!("agent {:?} is given twice", p.name));
-        }
-    }
     let scenarios = match load_scenarios(&args.sources) {
         Ok(s) => s,
         Err(code) => return code,
@@ -87,47 +57,11 @@ pub fn run(args: RunArgs) -> u8 {
         return usage(nothing_planned(&unclaimed_flows));
     }
     let bin_dir = bin_dir();
-    if let Err(e) = runner::preflight(&planned, &bin_dir) {
-        return usage(e);
-    }
-    let in_process = planned
-        .iter()
-        .any(|p| p.profile.attach != agent::Attach::Sandbox);
-    if let Err(refused) = runner::uncontained(in_process, args.uncontained) {
-        return usage(refused);
-    }
-    // Before any case runs: a snapshots folder that is a file, or cannot be written, is the
-    // user's to fix, not a verdict.
-    let snapshots = match &args.snapshots {
-        Some(dir) => match conformance::snapshot::store::prepare(dir) {
-            Ok(()) => Some(runner::SnapshotSettings {
-                dir: dir.clone(),
-                strict: args.snapshots_strict,
-            }),
-            Err(e) => return usage(e),
-        },
-        None => None,
+    let snapshots = match before_any_case(&args, &planned, &bin_dir) {
+        Ok(s) => s,
+        Err(code) => return code,
     };
-    // Before any case runs: the results folder holds only this run's results afterwards.
-    if let Err(e) = wirecheck_results::folder::claim(&args.out) {
-        return usage(format!("--out: {e}"));
-    }
-    let settings = RunSettings {
-        out: args.out.clone(),
-        jobs: args.jobs.map_or_else(runner::default_jobs, usize::from),
-        bin_dir,
-        progress: (!args.quiet).then(|| {
-            Arc::new(crate::console::Progress::default())
-                as Arc<dyn conformance::progress::RunProgress>
-        }),
-        stop: None,
-        case_root: None,
-        cases_parent: None,
-        snapshots: snapshots.clone(),
-        starts: runner::StartWatch::default(),
-        artifacts: true,
-        allow_uncontained: args.uncontained,
-    };
+    let settings = run_settings(&args, bin_dir, snapshots.clone());
     let run_info = run_info(&profiles, &scenarios, &filter, &args);
     let mut results = match runner::run(planned, &settings) {
         Ok(r) => r,
@@ -153,17 +87,130 @@ pub fn run(args: RunArgs) -> u8 {
     {
         return usage(format!("cannot write the summary {}: {e}", path.display()));
     }
+    show_results(&args, &results, snapshots.as_ref(), &profiles, &scenarios)
+}
+
+/// The agents to run, in the order given: the named profiles (the default one when neither a
+/// name nor an ad-hoc agent is given), then the ad-hoc agent; `Err` is the exit status of the
+/// usage error already reported.
+fn profiles(args: &RunArgs) -> Result<Vec<Arc<AgentProfile>>, u8> {
+    let agents = args.sources.agents_source();
+    let mut profiles: Vec<Arc<AgentProfile>> = Vec::new();
+    let names: Vec<String> = if args.agents.is_empty() && args.ad_hoc.agent_cmd.is_none() {
+        vec![DEFAULT_AGENT.to_owned()]
+    } else {
+        args.agents.clone()
+    };
+    for name in &names {
+        match agents.find(name) {
+            Ok(p) => profiles.push(Arc::new(p)),
+            Err(e) => return Err(usage(e)),
+        }
+    }
+    match args.ad_hoc.profile() {
+        Some(Ok(mut p)) => {
+            // An ad-hoc agent's clock is scaled when the user asks for a speed.
+            if args.time_scale.is_some() {
+                p.clock.kind = conformance::agent::clock::ClockKind::Scalable;
+            }
+            profiles.push(Arc::new(p));
+        }
+        Some(Err(e)) => return Err(usage(e)),
+        None => {}
+    }
+    if let Some(scale) = args.time_scale {
+        for p in &mut profiles {
+            Arc::make_mut(p).clock.fixed = Some(scale);
+        }
+    }
+    for (i, p) in profiles.iter().enumerate() {
+        if profiles[..i].iter().any(|q| q.name == p.name) {
+            return Err(usage(format!("agent {:?} is given twice", p.name)));
+        }
+    }
+    Ok(profiles)
+}
+
+/// The runner's settings for this run: the progress bar unless `--quiet`.
+fn run_settings(
+    args: &RunArgs,
+    bin_dir: PathBuf,
+    snapshots: Option<runner::SnapshotSettings>,
+) -> RunSettings {
+    RunSettings {
+        out: args.out.clone(),
+        jobs: args.jobs.map_or_else(runner::default_jobs, usize::from),
+        bin_dir,
+        progress: (!args.quiet).then(|| {
+            Arc::new(crate::console::Progress::default())
+                as Arc<dyn conformance::progress::RunProgress>
+        }),
+        stop: None,
+        case_root: None,
+        cases_parent: None,
+        snapshots,
+        starts: runner::StartWatch::default(),
+        artifacts: true,
+        allow_uncontained: args.uncontained,
+    }
+}
+
+/// What must hold before any case runs, or it is the user's to fix: the agents' commands, the
+/// containment asked for, the snapshots folder (its settings returned) and the results folder.
+/// `Err` is the exit status of the usage error already reported.
+fn before_any_case(
+    args: &RunArgs,
+    planned: &[runner::Planned],
+    bin_dir: &Path,
+) -> Result<Option<runner::SnapshotSettings>, u8> {
+    if let Err(e) = runner::preflight(planned, bin_dir) {
+        return Err(usage(e));
+    }
+    let in_process = planned
+        .iter()
+        .any(|p| p.profile.attach != agent::Attach::Sandbox);
+    if let Err(refused) = runner::uncontained(in_process, args.uncontained) {
+        return Err(usage(refused));
+    }
+    // Before any case runs: a snapshots folder that is a file, or cannot be written, is the
+    // user's to fix, not a verdict.
+    let snapshots = match &args.snapshots {
+        Some(dir) => match conformance::snapshot::store::prepare(dir) {
+            Ok(()) => Some(runner::SnapshotSettings {
+                dir: dir.clone(),
+                strict: args.snapshots_strict,
+            }),
+            Err(e) => return Err(usage(e)),
+        },
+        None => None,
+    };
+    // Before any case runs: the results folder holds only this run's results afterwards.
+    if let Err(e) = wirecheck_results::folder::claim(&args.out) {
+        return Err(usage(format!("--out: {e}")));
+    }
+    Ok(snapshots)
+}
+
+/// Once the results are written: the summary, the snapshot diffs and the snapshots of
+/// scenarios that are gone, then the outcome, which is the exit status.
+fn show_results(
+    args: &RunArgs,
+    results: &wirecheck_results::RunResults,
+    snapshots: Option<&runner::SnapshotSettings>,
+    profiles: &[Arc<AgentProfile>],
+    scenarios: &[Arc<Scenario>],
+) -> u8 {
     let color = crate::console::colors_enabled(std::io::stdout().is_terminal());
     conformance::tools::write_stdout(&crate::console::summary(
-        &results,
+        results,
         &args.out,
         args.strict,
         color,
     ));
     let mut unreferenced_failed = false;
-    if let Some(snapshots) = &snapshots {
-        print_snapshot_diffs(&results);
-        let orphans = match orphaned_snapshots(&snapshots.dir, &profiles, &scenarios) {
+    if let Some(snapshots) = snapshots {
+        print_snapshot_diffs(results);
+        let orphans = match orphaned_snapshots(&snapshots.dir, profiles, scenarios) {
             Ok(o) => o,
             Err(e) => return usage(e),
         };
@@ -185,7 +232,7 @@ pub fn run(args: RunArgs) -> u8 {
         }
         unreferenced_failed = args.unreferenced == Unreferenced::Reject && !orphans.is_empty();
     }
-    let outcome = wirecheck_results::outcome::Outcome::of(&results, args.strict);
+    let outcome = wirecheck_results::outcome::Outcome::of(results, args.strict);
     report_outcome(&outcome, &args.out);
     match outcome {
         wirecheck_results::outcome::Outcome::Passed if unreferenced_failed => EXIT_FAILED,

@@ -16,7 +16,7 @@ use crate::observe::{
     Class, LoopBudget, Observation, RunRecord, Service, Within, is_health, service_of,
 };
 use crate::scenario::{Outcome, Target};
-use wirecheck_results::Verdict;
+use wirecheck_results::{Evidence, Verdict};
 
 /// Slack below a declared minimum interval that still counts as honouring it (timer and
 /// clock granularity).
@@ -570,9 +570,6 @@ fn late_attempts(t: &mut Tally, obs: &Observation, ri: usize, service: Service, 
     }
 }
 
-/// The wireserver loop of run `ri` must be over by the budget plus its in-flight request (the
-/// last attempt that started within the budget) plus the runner's lag, and the agent gone one
-/// retry interval after that ([`LoopBudget`]).
 /// Run `ri`'s own start-up, spawn to its first request (`None`: it sent nothing). Its exit is
 /// CPU-bound work like its start, measured in the same run: as slow on a loaded machine, and as
 /// sped up by agent time, where a millisecond of CPU is `scale` milliseconds of the agent's
@@ -588,6 +585,21 @@ fn own_start_up_ms(obs: &Observation, ri: usize) -> Option<u64> {
         .map(|first| first.saturating_sub(start))
 }
 
+/// Run `ri`'s wireserver loop as [`loop_end`] measured it, for judging the agent's exit.
+struct WireLoop<'a> {
+    ri: usize,
+    rule: LoopBudget,
+    /// The last attempt that started within the budget.
+    in_flight: Option<&'a Entry>,
+    /// `in_flight` as the findings name it.
+    in_flight_text: String,
+    /// When the agent was done with the loop's last request.
+    end_ms: u64,
+}
+
+/// The wireserver loop of run `ri` must be over by the budget plus its in-flight request (the
+/// last attempt that started within the budget) plus the runner's lag, and the agent gone one
+/// retry interval after that ([`LoopBudget`]).
 fn loop_end(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
     let run = &obs.runs[ri];
     let reqs = requests(obs, ri, Service::Wireserver);
@@ -635,10 +647,33 @@ fn loop_end(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
             );
         }
     }
+    let wire_loop = WireLoop {
+        ri,
+        rule,
+        in_flight: in_flight.copied(),
+        in_flight_text,
+        end_ms: wire_end,
+    };
+    exit_after_loop(t, obs, wire_loop);
+}
+
+/// Run `ri` gone one retry interval after its wireserver loop, plus its own start-up and the
+/// runner's lag.
+fn exit_after_loop(t: &mut Tally, obs: &Observation, wire_loop: WireLoop) {
+    let WireLoop {
+        ri,
+        rule,
+        in_flight,
+        in_flight_text,
+        end_ms: wire_end,
+    } = wire_loop;
+    let run = &obs.runs[ri];
+    let budget = rule.budget_ms;
+    let since = |t: u64| secs(t.saturating_sub(rule.start_ms));
     let interval = ms(obs.interval_min());
     let start_up = own_start_up_ms(obs, ri);
     let lag = obs.uncertainty_ms(run.end_ms);
-    let evidence: Vec<&Entry> = in_flight.into_iter().copied().collect();
+    let evidence: Vec<&Entry> = in_flight.into_iter().collect();
     // In agent time an agent that sent nothing had a start-up N times longer on its clock that
     // nothing measured: its exit cannot be judged there (at the wall clock it gets none).
     if start_up.is_none() && !obs.time_scale.is_wall() {
@@ -724,56 +759,7 @@ pub fn terminal(obs: &Observation) -> Judgement {
             .collect();
         if let Some(first) = accepted.first() {
             delivered_total += 1;
-            let after: Vec<&Entry> = posts
-                .iter()
-                .copied()
-                .filter(|e| e.seq > first.seq)
-                .collect();
-            // The acceptance may have reached the agent only after it stopped waiting for it
-            // (its per-request timeout), on a machine that held the fake back: a resend then
-            // says nothing about the agent.
-            let timeout = ms(obs.request_timeout());
-            // As recorded: the latest the answer can have left (`finished_ms` takes the
-            // earliest, for intervals).
-            let answered_at = first.done_ms.unwrap_or(first.at_ms);
-            let answered_in = answered_at.saturating_sub(first.at_ms);
-            let late = obs
-                .uncertainty_ms(first.at_ms)
-                .max(obs.uncertainty_ms(answered_at));
-            let gave_up = |again: &Entry| {
-                again.at_ms >= first.at_ms + timeout.saturating_sub(UNANSWERED_SLACK_MS)
-            };
-            if let Some(again) = after.first()
-                && gave_up(again)
-                && late > 0
-                && answered_in + late + UNANSWERED_SLACK_MS >= timeout
-            {
-                t.uncertain(
-                    format!(
-                        "sent another health report (#{}) after #{} was accepted, but the fake took {answered_in} ms to answer #{} and the runner's wake-ups around then came up to {late} ms late, against the agent's {timeout} ms request timeout: the acceptance may have come too late for it",
-                        again.seq, first.seq, first.seq
-                    ),
-                    about(
-                        format!("{} then {}", line(first), line(again)),
-                        &[first, again],
-                        None,
-                    ),
-                );
-            } else if let Some(again) = after.first() {
-                t.fail(
-                    format!(
-                        "sent another health report (#{}) after #{} was accepted",
-                        again.seq, first.seq
-                    ),
-                    about(
-                        format!("{} then {}", line(first), line(again)),
-                        &[first, again],
-                        None,
-                    ),
-                );
-            } else {
-                t.note(about(format!("delivered: {}", line(first)), &[first], None));
-            }
+            after_acceptance(&mut t, obs, &posts, first);
         } else if posts.is_empty() && obs.scenario.agent.wireserver == Target::Fake {
             let imds_fatal = requests(obs, ri, Service::Imds)
                 .iter()
@@ -810,6 +796,59 @@ pub fn terminal(obs: &Observation) -> Judgement {
         _ => {}
     }
     t.finish("no terminal report was requested")
+}
+
+/// A run's health reports `posts` after `first`, the first one accepted: there must be none.
+fn after_acceptance(t: &mut Tally, obs: &Observation, posts: &[&Entry], first: &Entry) {
+    let after: Vec<&Entry> = posts
+        .iter()
+        .copied()
+        .filter(|e| e.seq > first.seq)
+        .collect();
+    // The acceptance may have reached the agent only after it stopped waiting for it
+    // (its per-request timeout), on a machine that held the fake back: a resend then
+    // says nothing about the agent.
+    let timeout = ms(obs.request_timeout());
+    // As recorded: the latest the answer can have left (`finished_ms` takes the
+    // earliest, for intervals).
+    let answered_at = first.done_ms.unwrap_or(first.at_ms);
+    let answered_in = answered_at.saturating_sub(first.at_ms);
+    let late = obs
+        .uncertainty_ms(first.at_ms)
+        .max(obs.uncertainty_ms(answered_at));
+    let gave_up =
+        |again: &Entry| again.at_ms >= first.at_ms + timeout.saturating_sub(UNANSWERED_SLACK_MS);
+    if let Some(again) = after.first()
+        && gave_up(again)
+        && late > 0
+        && answered_in + late + UNANSWERED_SLACK_MS >= timeout
+    {
+        t.uncertain(
+            format!(
+                "sent another health report (#{}) after #{} was accepted, but the fake took {answered_in} ms to answer #{} and the runner's wake-ups around then came up to {late} ms late, against the agent's {timeout} ms request timeout: the acceptance may have come too late for it",
+                again.seq, first.seq, first.seq
+            ),
+            about(
+                format!("{} then {}", line(first), line(again)),
+                &[first, again],
+                None,
+            ),
+        );
+    } else if let Some(again) = after.first() {
+        t.fail(
+            format!(
+                "sent another health report (#{}) after #{} was accepted",
+                again.seq, first.seq
+            ),
+            about(
+                format!("{} then {}", line(first), line(again)),
+                &[first, again],
+                None,
+            ),
+        );
+    } else {
+        t.note(about(format!("delivered: {}", line(first)), &[first], None));
+    }
 }
 
 /// behaviour.terminal for an agent whose profile says it sends no health report in this mode
@@ -856,11 +895,6 @@ pub fn exit(obs: &Observation) -> Judgement {
         let accepted: Option<&Entry> = requests(obs, ri, Service::Wireserver)
             .into_iter()
             .find(|e| obs.is_flow_health(e) && obs.classify(e).is_success());
-        // Without a delivered report, the agent's own words (its stderr) say why.
-        let evidence = |msg: String| match accepted {
-            Some(e) => about(msg, &[e], None),
-            None => note(msg, stderr_tail(run)),
-        };
         let what = format!(
             "run {} ({}): {}",
             ri + 1,
@@ -868,81 +902,14 @@ pub fn exit(obs: &Observation) -> Judgement {
             run.exit.describe()
         );
         described.push(what.clone());
-        let code = match &run.exit {
-            Exit::Code(c) => *c,
-            // A daemon that never exits (done = "terminal-report") and delivered no terminal
-            // report is still running at the deadline: that is its normal end, not a hang.
-            // Whether it retried or gave up is behaviour.retry's and behaviour.terminal's.
-            Exit::KilledAtDeadline
-                if obs.profile.done == Done::TerminalReport && accepted.is_none() =>
-            {
-                t.note(evidence(format!(
-                    "{what}: {} never exits on its own (done = \"terminal-report\"), and no report was delivered",
-                    obs.profile.name
-                )));
-                continue;
-            }
-            // Read the declaration: the profile says the agent is done at its terminal report,
-            // and the harness ended it for that reason. Only a delivered report makes it a pass.
-            Exit::StoppedWhenDone => {
-                match (obs.profile.done, accepted) {
-                    (Done::TerminalReport, Some(_)) => t.note(evidence(what)),
-                    (Done::TerminalReport, None) => t.fail(
-                        format!(
-                            "run {}: stopped as done, but no terminal report was accepted",
-                            ri + 1
-                        ),
-                        evidence(what),
-                    ),
-                    (Done::Exit, _) => t.fail(
-                        format!(
-                            "run {}: stopped by the harness, but the profile says it ends by exiting",
-                            ri + 1
-                        ),
-                        evidence(what),
-                    ),
-                }
-                continue;
-            }
-            other => {
-                t.fail(
-                    format!("run {}: {}", ri + 1, other.describe()),
-                    evidence(what),
-                );
-                continue;
-            }
+        let ending = Ending {
+            ri,
+            run,
+            accepted,
+            what,
         };
-        if codes.reported.is_empty() && codes.failed.is_empty() {
-            if obs.profile.done == Done::TerminalReport {
-                t.fail(
-                    format!(
-                        "run {}: exited by itself with {code}, but its profile says it never exits (done = \"terminal-report\")",
-                        ri + 1
-                    ),
-                    evidence(what),
-                );
-            }
-            continue;
-        }
-        let ok = match accepted {
-            Some(_) => codes.reported.contains(&code),
-            None if !codes.failed.is_empty() => codes.failed.contains(&code),
-            None => !codes.reported.contains(&code),
-        };
-        if ok {
-            t.note(evidence(what));
-        } else {
-            let expected = match accepted {
-                Some(_) => format!("one of {:?} (report delivered)", codes.reported),
-                None if !codes.failed.is_empty() => {
-                    format!("one of {:?} (no report delivered)", codes.failed)
-                }
-                None => format!("anything but {:?} (no report delivered)", codes.reported),
-            };
-            t.fail(
-                format!("run {} exited with {code}; expected {expected}", ri + 1),
-                evidence(what),
-            );
+        if let Some(code) = exit_code(&mut t, obs, &ending) {
+            code_as_declared(&mut t, obs, &ending, code);
         }
     }
     let mut j = t.finish("the agent was not run");
@@ -959,6 +926,121 @@ pub fn exit(obs: &Observation) -> Judgement {
         ));
     }
     j
+}
+
+/// How one run ended, as behaviour.exit judges it.
+struct Ending<'a> {
+    ri: usize,
+    run: &'a RunRecord,
+    /// Its first accepted health report.
+    accepted: Option<&'a Entry>,
+    /// `run N (action): how it ended`.
+    what: String,
+}
+
+impl Ending<'_> {
+    /// Without a delivered report, the agent's own words (its stderr) say why.
+    fn evidence(&self, msg: String) -> Evidence {
+        match self.accepted {
+            Some(e) => about(msg, &[e], None),
+            None => note(msg, stderr_tail(self.run)),
+        }
+    }
+
+    /// How the run ended, as evidence.
+    fn end_evidence(&self) -> Evidence {
+        self.evidence(self.what.clone())
+    }
+}
+
+/// The run's exit code; `None` when it ended otherwise, which is judged here.
+fn exit_code(t: &mut Tally, obs: &Observation, ending: &Ending) -> Option<i32> {
+    let Ending {
+        ri, run, accepted, ..
+    } = *ending;
+    match &run.exit {
+        Exit::Code(c) => Some(*c),
+        // A daemon that never exits (done = "terminal-report") and delivered no terminal
+        // report is still running at the deadline: that is its normal end, not a hang.
+        // Whether it retried or gave up is behaviour.retry's and behaviour.terminal's.
+        Exit::KilledAtDeadline
+            if obs.profile.done == Done::TerminalReport && accepted.is_none() =>
+        {
+            t.note(ending.evidence(format!(
+                "{}: {} never exits on its own (done = \"terminal-report\"), and no report was delivered",
+                ending.what, obs.profile.name
+            )));
+            None
+        }
+        // Read the declaration: the profile says the agent is done at its terminal report,
+        // and the harness ended it for that reason. Only a delivered report makes it a pass.
+        Exit::StoppedWhenDone => {
+            match (obs.profile.done, accepted) {
+                (Done::TerminalReport, Some(_)) => t.note(ending.end_evidence()),
+                (Done::TerminalReport, None) => t.fail(
+                    format!(
+                        "run {}: stopped as done, but no terminal report was accepted",
+                        ri + 1
+                    ),
+                    ending.end_evidence(),
+                ),
+                (Done::Exit, _) => t.fail(
+                    format!(
+                        "run {}: stopped by the harness, but the profile says it ends by exiting",
+                        ri + 1
+                    ),
+                    ending.end_evidence(),
+                ),
+            }
+            None
+        }
+        other => {
+            t.fail(
+                format!("run {}: {}", ri + 1, other.describe()),
+                ending.end_evidence(),
+            );
+            None
+        }
+    }
+}
+
+/// Exit `code` against the statuses the profile declares for a run that did, or did not,
+/// deliver its report.
+fn code_as_declared(t: &mut Tally, obs: &Observation, ending: &Ending, code: i32) {
+    let codes = &obs.profile.exit;
+    let (ri, accepted) = (ending.ri, ending.accepted);
+    if codes.reported.is_empty() && codes.failed.is_empty() {
+        if obs.profile.done == Done::TerminalReport {
+            t.fail(
+                format!(
+                    "run {}: exited by itself with {code}, but its profile says it never exits (done = \"terminal-report\")",
+                    ri + 1
+                ),
+                ending.end_evidence(),
+            );
+        }
+        return;
+    }
+    let ok = match accepted {
+        Some(_) => codes.reported.contains(&code),
+        None if !codes.failed.is_empty() => codes.failed.contains(&code),
+        None => !codes.reported.contains(&code),
+    };
+    if ok {
+        t.note(ending.end_evidence());
+    } else {
+        let expected = match accepted {
+            Some(_) => format!("one of {:?} (report delivered)", codes.reported),
+            None if !codes.failed.is_empty() => {
+                format!("one of {:?} (no report delivered)", codes.failed)
+            }
+            None => format!("anything but {:?} (no report delivered)", codes.reported),
+        };
+        t.fail(
+            format!("run {} exited with {code}; expected {expected}", ri + 1),
+            ending.end_evidence(),
+        );
+    }
 }
 
 /// How close to a deadline kill a hung connection's close counts as caused by the kill.

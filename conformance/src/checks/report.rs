@@ -12,7 +12,7 @@ use super::{Judgement, Tally, about, clip, line, trimmed};
 use crate::agent::{Action, FailureDescription, HealthReporting};
 use crate::observe::{Observation, is_health};
 use crate::scenario::Run;
-use wirecheck_results::Verdict;
+use wirecheck_results::{Evidence, Verdict};
 
 /// The platform caps descriptions at this many bytes (docs/protocol.md §4.2): the oracle's
 /// number, spelled once.
@@ -326,25 +326,7 @@ fn failure(
 ) {
     let excerpt = Some(clip(desc, 600));
     if obs.profile.failure_description == FailureDescription::ExceptionText {
-        // The profile says: exception text, never the requested reason. Only the shape the
-        // oracle recognised passes; an empty or encoded description is not that dialect.
-        match &report.exception_class {
-            Some(class) => t.note(about(
-                format!(
-                    "#{} [{class}] ...: {}'s own exception text (failure_description = \"exception-text\"); the requested reason cannot be carried",
-                    e.seq, obs.profile.name
-                ),
-                &[e],
-                excerpt,
-            )),
-            None => t.fail(
-                format!(
-                    "#{}: the failure description is not `[ClassName] message` exception text, which the profile declares",
-                    e.seq
-                ),
-                about(line(e), &[e], excerpt),
-            ),
-        }
+        exception_text(t, obs, e, report, excerpt);
         return;
     }
     if !encoded::looks_encoded(desc) {
@@ -376,8 +358,67 @@ fn failure(
             None,
         ));
     }
-    let parsed: EncodedReport = match dialect::parse(obs, desc, Mode::Strict) {
-        Ok(r) => r,
+    let Some(parsed) = parse_encoded(t, obs, e, desc, trimmed, &excerpt) else {
+        return;
+    };
+    let encoded = EncodedFailure {
+        obs,
+        e,
+        run,
+        desc,
+        cut,
+        trimmed,
+        parsed,
+        excerpt,
+    };
+    encoded.findings(t);
+    encoded.result_and_reason(t);
+    encoded.data(t);
+    encoded.tail(t);
+}
+
+/// The failure description of an agent whose profile says: exception text, never the requested
+/// reason (failure_description = "exception-text").
+fn exception_text(
+    t: &mut Tally,
+    obs: &Observation,
+    e: &Entry,
+    report: &HealthReport,
+    excerpt: Option<String>,
+) {
+    // Only the shape the oracle recognised passes; an empty or encoded description is not that
+    // dialect.
+    match &report.exception_class {
+        Some(class) => t.note(about(
+            format!(
+                "#{} [{class}] ...: {}'s own exception text (failure_description = \"exception-text\"); the requested reason cannot be carried",
+                e.seq, obs.profile.name
+            ),
+            &[e],
+            excerpt,
+        )),
+        None => t.fail(
+            format!(
+                "#{}: the failure description is not `[ClassName] message` exception text, which the profile declares",
+                e.seq
+            ),
+            about(line(e), &[e], excerpt),
+        ),
+    }
+}
+
+/// The encoded report parsed strictly, or leniently when the trim cut it inside a quoted field;
+/// `None` (a failure) when it does not parse.
+fn parse_encoded(
+    t: &mut Tally,
+    obs: &Observation,
+    e: &Entry,
+    desc: &str,
+    trimmed: bool,
+    excerpt: &Option<String>,
+) -> Option<EncodedReport> {
+    match dialect::parse(obs, desc, Mode::Strict) {
+        Ok(r) => Some(r),
         Err(strict_err) => match dialect::parse(obs, desc, Mode::Lenient) {
             Ok(r) if trimmed && r.truncated => {
                 t.note(about(
@@ -388,7 +429,7 @@ fn failure(
                     &[e],
                     None,
                 ));
-                r
+                Some(r)
             }
             _ => {
                 t.fail(
@@ -396,215 +437,254 @@ fn failure(
                         "#{}: the encoded report does not parse: {strict_err}",
                         e.seq
                     ),
-                    about(line(e), &[e], excerpt),
-                );
-                return;
-            }
-        },
-    };
-    // The fake's lenient parse already carries the same findings; judge the strict ones.
-    let _ = report;
-    let findings = if trimmed {
-        self::trimmed(&parsed.findings, desc)
-    } else {
-        parsed.findings.clone()
-    };
-    t.findings(&findings, &[e.seq], &format!("encoded report #{}", e.seq));
-
-    let get = |k: &str| parsed.get(k);
-    if parsed.fields.first().map(|(k, v)| (k.as_str(), v.as_str())) != Some(("result", "error")) {
-        t.fail(
-            format!(
-                "#{}: the encoded report must start with result=error",
-                e.seq
-            ),
-            about(line(e), &[e], excerpt.clone()),
-        );
-    }
-    match (
-        get("reason"),
-        &obs.scenario.expect.reason_contains,
-        run.action,
-    ) {
-        (None, _, _) => t.fail(
-            format!("#{}: the encoded report has no reason", e.seq),
-            about(line(e), &[e], excerpt.clone()),
-        ),
-        (Some(got), Some(part), _) => {
-            if !got.contains(part.as_str()) {
-                t.fail(
-                    format!(
-                        "#{}: reason {:?} does not mention {part:?}",
-                        e.seq,
-                        clip(got, 200)
-                    ),
                     about(line(e), &[e], excerpt.clone()),
                 );
+                None
             }
-        }
-        (Some(got), None, Action::Failure) => {
-            let wanted = run.reason.as_deref().unwrap_or("");
-            let ok = got == wanted || (trimmed && !got.is_empty() && wanted.starts_with(got));
-            if !ok {
-                t.fail(
-                    format!(
-                        "#{}: reason differs from the requested one{}",
-                        e.seq,
-                        first_difference(wanted, got)
-                    ),
-                    about(
-                        line(e),
-                        &[e],
-                        Some(format!(
-                            "requested: {}\nsent:      {}",
-                            clip(wanted, 300),
-                            clip(got, 300)
-                        )),
-                    ),
-                );
-            }
-        }
-        (Some(_), None, _) => {}
+        },
     }
-    // The request needs a trim, but a field is only cut off by it when the description was
-    // cut at the declared trim, or the field would not have fitted beside what was sent.
-    let cut_off = |key: &str, value_len: usize| {
-        trimmed
-            && (dialect::was_cut(desc, cut)
-                || desc.len() + key.len() + value_len + 2 > DESCRIPTION_LIMIT)
-    };
-    let not_cut = |what: &str| {
-        about(
-            format!(
-                "#{} {what} is missing, not cut off by the trim: the {}-byte description has room for it",
-                e.seq,
-                desc.len()
+}
+
+/// An encoded failure report that parsed, with what it is judged against.
+struct EncodedFailure<'a> {
+    obs: &'a Observation<'a>,
+    e: &'a Entry,
+    run: &'a Run,
+    desc: &'a str,
+    /// The cut the profile declares ([`description_cut`]).
+    cut: Cut,
+    /// The request cannot fit the platform's limit, or the description was cut to the
+    /// declared one ([`must_trim`], [`dialect::was_cut`]).
+    trimmed: bool,
+    parsed: EncodedReport,
+    excerpt: Option<String>,
+}
+
+impl EncodedFailure<'_> {
+    fn findings(&self, t: &mut Tally) {
+        let e = self.e;
+        // The fake's lenient parse already carries the same findings; judge the strict ones.
+        let findings = if self.trimmed {
+            trimmed(&self.parsed.findings, self.desc)
+        } else {
+            self.parsed.findings.clone()
+        };
+        t.findings(&findings, &[e.seq], &format!("encoded report #{}", e.seq));
+    }
+
+    fn result_and_reason(&self, t: &mut Tally) {
+        let (e, run, excerpt) = (self.e, self.run, &self.excerpt);
+        let parsed = &self.parsed;
+        if parsed.fields.first().map(|(k, v)| (k.as_str(), v.as_str())) != Some(("result", "error"))
+        {
+            t.fail(
+                format!(
+                    "#{}: the encoded report must start with result=error",
+                    e.seq
+                ),
+                about(line(e), &[e], excerpt.clone()),
+            );
+        }
+        match (
+            parsed.get("reason"),
+            &self.obs.scenario.expect.reason_contains,
+            run.action,
+        ) {
+            (None, _, _) => t.fail(
+                format!("#{}: the encoded report has no reason", e.seq),
+                about(line(e), &[e], excerpt.clone()),
             ),
-            &[e],
-            None,
-        )
-    };
-    // Supporting data: every requested pair, in order.
-    let mut pos = 0usize;
-    for (k, v) in &run.data {
-        match parsed.fields[pos..].iter().position(|(fk, _)| fk == k) {
-            Some(off) => {
-                let got = &parsed.fields[pos + off].1;
-                if got != v && !(trimmed && v.starts_with(got.as_str())) {
+            (Some(got), Some(part), _) => {
+                if !got.contains(part.as_str()) {
                     t.fail(
                         format!(
-                            "#{}: data {k} differs from the requested value{}",
+                            "#{}: reason {:?} does not mention {part:?}",
                             e.seq,
-                            first_difference(v, got)
+                            clip(got, 200)
+                        ),
+                        about(line(e), &[e], excerpt.clone()),
+                    );
+                }
+            }
+            (Some(got), None, Action::Failure) => {
+                let wanted = run.reason.as_deref().unwrap_or("");
+                let ok =
+                    got == wanted || (self.trimmed && !got.is_empty() && wanted.starts_with(got));
+                if !ok {
+                    t.fail(
+                        format!(
+                            "#{}: reason differs from the requested one{}",
+                            e.seq,
+                            first_difference(wanted, got)
                         ),
                         about(
                             line(e),
                             &[e],
                             Some(format!(
-                                "requested: {k}={}\nsent:      {k}={}",
-                                clip(v, 300),
+                                "requested: {}\nsent:      {}",
+                                clip(wanted, 300),
                                 clip(got, 300)
                             )),
                         ),
                     );
                 }
-                pos += off + 1;
             }
-            None if cut_off(k, v.len()) => t.note(about(
-                format!("#{} data {k} was cut off by the trim", e.seq),
+            (Some(_), None, _) => {}
+        }
+    }
+
+    /// Supporting data: every requested pair, in order.
+    fn data(&self, t: &mut Tally) {
+        let e = self.e;
+        let fields = &self.parsed.fields;
+        let mut pos = 0usize;
+        for (k, v) in &self.run.data {
+            match fields[pos..].iter().position(|(fk, _)| fk == k) {
+                Some(off) => {
+                    let got = &fields[pos + off].1;
+                    if got != v && !(self.trimmed && v.starts_with(got.as_str())) {
+                        t.fail(
+                            format!(
+                                "#{}: data {k} differs from the requested value{}",
+                                e.seq,
+                                first_difference(v, got)
+                            ),
+                            about(
+                                line(e),
+                                &[e],
+                                Some(format!(
+                                    "requested: {k}={}\nsent:      {k}={}",
+                                    clip(v, 300),
+                                    clip(got, 300)
+                                )),
+                            ),
+                        );
+                    }
+                    pos += off + 1;
+                }
+                None if self.cut_off(k, v.len()) => t.note(about(
+                    format!("#{} data {k} was cut off by the trim", e.seq),
+                    &[e],
+                    None,
+                )),
+                None if self.trimmed => t.note(self.not_cut(&format!("data {k}"))),
+                None => t.fail(
+                    format!(
+                        "#{}: requested data {k}={} is missing or out of order",
+                        e.seq,
+                        clip(v, 80)
+                    ),
+                    about(line(e), &[e], self.excerpt.clone()),
+                ),
+            }
+        }
+    }
+
+    /// The fields after the data: `vm_id`, `timestamp`, `documentation_url` and `agent`.
+    fn tail(&self, t: &mut Tally) {
+        let (obs, e, excerpt) = (self.obs, self.e, &self.excerpt);
+        let get = |k: &str| self.parsed.get(k);
+        match (get("vm_id"), expected_vm_id(obs)) {
+            (None, want) => self.tail_missing(t, "vm_id", want.map_or(0, |w| w.len())),
+            (Some(got), Some(want)) if self.cut_short("vm_id", got, &want) => t.note(about(
+                format!("#{} `vm_id` cut short by the trim", e.seq),
                 &[e],
                 None,
             )),
-            None if trimmed => t.note(not_cut(&format!("data {k}"))),
-            None => t.fail(
+            (Some(got), Some(want)) if got != want => t.fail(
+                format!("#{}: vm_id is {got:?}, expected {want:?}", e.seq),
+                about(line(e), &[e], excerpt.clone()),
+            ),
+            _ => {}
+        }
+        match get("timestamp") {
+            None => self.tail_missing(t, "timestamp", 0),
+            // A timestamp cut short is judged by the oracle's notes only.
+            Some(_) if self.trimmed && self.last_field_is("timestamp") => {}
+            Some(ts) => {
+                if let Some(problem) = dialect::timestamp_problem(obs, ts) {
+                    t.fail(
+                        format!("#{}: {problem}", e.seq),
+                        about(line(e), &[e], excerpt.clone()),
+                    );
+                }
+            }
+        }
+        match get("documentation_url") {
+            None => self.tail_missing(t, "documentation_url", DOCUMENTATION_URL.len()),
+            // Cut short by the trim: a prefix of the right value is all one can ask for.
+            Some(url)
+                if self.trimmed
+                    && self.last_field_is("documentation_url")
+                    && url != DOCUMENTATION_URL
+                    && DOCUMENTATION_URL.starts_with(url) =>
+            {
+                t.note(about(
+                    format!("#{} `documentation_url` cut short by the trim", e.seq),
+                    &[e],
+                    None,
+                ))
+            }
+            Some(url) if url != DOCUMENTATION_URL => t.fail(
                 format!(
-                    "#{}: requested data {k}={} is missing or out of order",
-                    e.seq,
-                    clip(v, 80)
+                    "#{}: documentation_url is {url:?}, expected {DOCUMENTATION_URL}",
+                    e.seq
                 ),
                 about(line(e), &[e], excerpt.clone()),
             ),
+            Some(_) => {}
+        }
+        if let Some(agent) = get("agent") {
+            t.note(about(format!("#{} agent={agent}", e.seq), &[e], None));
         }
     }
-    // `value_len`: the length the field's value should have (0 where it varies).
-    let tail_missing = |t: &mut Tally, key: &str, value_len: usize| {
-        if cut_off(key, value_len) {
+
+    fn last_field_is(&self, key: &str) -> bool {
+        self.parsed.fields.last().is_some_and(|(k, _)| k == key)
+    }
+
+    /// The request needs a trim, but a field is only cut off by it when the description was
+    /// cut at the declared trim, or the field would not have fitted beside what was sent.
+    fn cut_off(&self, key: &str, value_len: usize) -> bool {
+        self.trimmed
+            && (dialect::was_cut(self.desc, self.cut)
+                || self.desc.len() + key.len() + value_len + 2 > DESCRIPTION_LIMIT)
+    }
+
+    fn not_cut(&self, what: &str) -> Evidence {
+        about(
+            format!(
+                "#{} {what} is missing, not cut off by the trim: the {}-byte description has room for it",
+                self.e.seq,
+                self.desc.len()
+            ),
+            &[self.e],
+            None,
+        )
+    }
+
+    /// `value_len`: the length the field's value should have (0 where it varies).
+    fn tail_missing(&self, t: &mut Tally, key: &str, value_len: usize) {
+        let e = self.e;
+        if self.cut_off(key, value_len) {
             t.note(about(
                 format!("#{} `{key}` cut off by the trim", e.seq),
                 &[e],
                 None,
             ));
-        } else if trimmed {
-            t.note(not_cut(&format!("`{key}`")));
+        } else if self.trimmed {
+            t.note(self.not_cut(&format!("`{key}`")));
         } else {
             t.fail(
                 format!("#{}: the encoded report has no `{key}`", e.seq),
-                about(line(e), &[e], excerpt.clone()),
+                about(line(e), &[e], self.excerpt.clone()),
             );
         }
-    };
-    // The field the trim cut through: its value may be a prefix of the right one.
-    let cut_short = |key: &str, got: &str, want: &str| {
-        trimmed
-            && parsed.fields.last().is_some_and(|(k, _)| k == key)
-            && got != want
-            && want.starts_with(got)
-    };
-    match (get("vm_id"), expected_vm_id(obs)) {
-        (None, want) => tail_missing(t, "vm_id", want.map_or(0, |w| w.len())),
-        (Some(got), Some(want)) if cut_short("vm_id", got, &want) => t.note(about(
-            format!("#{} `vm_id` cut short by the trim", e.seq),
-            &[e],
-            None,
-        )),
-        (Some(got), Some(want)) if got != want => t.fail(
-            format!("#{}: vm_id is {got:?}, expected {want:?}", e.seq),
-            about(line(e), &[e], excerpt.clone()),
-        ),
-        _ => {}
     }
-    match get("timestamp") {
-        None => tail_missing(t, "timestamp", 0),
-        // A timestamp cut short is judged by the oracle's notes only.
-        Some(_) if trimmed && parsed.fields.last().is_some_and(|(k, _)| k == "timestamp") => {}
-        Some(ts) => {
-            if let Some(problem) = dialect::timestamp_problem(obs, ts) {
-                t.fail(
-                    format!("#{}: {problem}", e.seq),
-                    about(line(e), &[e], excerpt.clone()),
-                );
-            }
-        }
-    }
-    match get("documentation_url") {
-        None => tail_missing(t, "documentation_url", DOCUMENTATION_URL.len()),
-        // Cut short by the trim: a prefix of the right value is all one can ask for.
-        Some(url)
-            if trimmed
-                && parsed
-                    .fields
-                    .last()
-                    .is_some_and(|(k, _)| k == "documentation_url")
-                && url != DOCUMENTATION_URL
-                && DOCUMENTATION_URL.starts_with(url) =>
-        {
-            t.note(about(
-                format!("#{} `documentation_url` cut short by the trim", e.seq),
-                &[e],
-                None,
-            ))
-        }
-        Some(url) if url != DOCUMENTATION_URL => t.fail(
-            format!(
-                "#{}: documentation_url is {url:?}, expected {DOCUMENTATION_URL}",
-                e.seq
-            ),
-            about(line(e), &[e], excerpt.clone()),
-        ),
-        Some(_) => {}
-    }
-    if let Some(agent) = get("agent") {
-        t.note(about(format!("#{} agent={agent}", e.seq), &[e], None));
+
+    /// The field the trim cut through: its value may be a prefix of the right one.
+    fn cut_short(&self, key: &str, got: &str, want: &str) -> bool {
+        self.trimmed && self.last_field_is(key) && got != want && want.starts_with(got)
     }
 }
 
