@@ -4,6 +4,9 @@
 //! and the `reliability_*` suites kill, bomb and race the binaries in loops; beside other tests
 //! their load would reach those tests and others' load would reach them.
 
+// A test reads top to bottom as the story it checks; the length rule is for the code it tests.
+#![allow(clippy::too_many_lines)]
+
 mod afterburn;
 mod agent_snapshots;
 mod cloud_init;
