@@ -556,3 +556,32 @@ fn anchors_follow_github_slugs() {
         ]
     );
 }
+
+/// Issue 27: ARCHITECTURE.md stays a bird's-eye view (at most 30 KB: each file's `//!` header
+/// holds its own facts), and it and the docs stand on the repository alone (no pointer to the
+/// `../shared` notes a clean clone does not have).
+#[test]
+fn the_architecture_page_stays_short_and_inside_the_repository() {
+    let root = repo_root();
+    let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    assert!(
+        architecture.len() <= 30_000,
+        "ARCHITECTURE.md is {} bytes; the file-level facts belong in the files' `//!` headers",
+        architecture.len()
+    );
+    let mut pages = vec![(root.join("ARCHITECTURE.md"), architecture)];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            pages.push((path, text));
+        }
+    }
+    for (path, text) in pages {
+        assert!(
+            !text.contains("../shared"),
+            "{} points outside the repository (../shared)",
+            path.display()
+        );
+    }
+}
