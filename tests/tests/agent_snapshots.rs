@@ -8,19 +8,22 @@ use std::process::{Command, Output};
 
 use wirecheck_e2e::{repo_root, require_root, workspace_binary};
 
-/// (agent, cases): the reporter on the whole suite, the real agents on the health reports.
-const SNAPSHOTTED: [(&str, &str); 10] = [
-    ("provision-report", "*"),
-    ("cloud-init", "wire.health.*"),
-    ("cloud-init-25.1", "wire.health.*"),
-    ("cloud-init-26.2", "wire.health.*"),
-    ("afterburn", "wire.health.*"),
-    ("libazureinit-0.1.1", "wire.health.*"),
-    ("walinuxagent-2.7.3", "wire.health.*"),
-    ("walinuxagent-2.12", "wire.health.*"),
-    ("walinuxagent-2.16", "wire.health.*"),
-    ("walinuxagent-2.16-cloud-init", "wire.health.*"),
-];
+/// (agent, cases): every bundled profile's `[snapshot] cases` (the reporter on the whole suite,
+/// the real agents on the health reports), read from the profiles: the registry of real agents.
+fn snapshotted() -> Vec<(String, String)> {
+    let dir = repo_root().join("conformance/agents");
+    conformance::agent::list_profiles(&dir)
+        .unwrap()
+        .into_iter()
+        .map(|name| {
+            let profile = conformance::agent::find_profile(&dir, &name).unwrap();
+            let cases = profile.snapshot.cases.unwrap_or_else(|| {
+                panic!("{name}: no [snapshot] cases: every bundled profile is pinned")
+            });
+            (name, cases)
+        })
+        .collect()
+}
 
 fn run(agent: &str, cases: &str, snaps: &Path, agents_dir: Option<&Path>, out: &Path) -> Output {
     let mut cmd = Command::new(workspace_binary("wirecheck"));
@@ -89,7 +92,10 @@ fn every_snapshotted_agent_still_emits_what_was_accepted() {
     let dir = tempfile::tempdir().unwrap();
     let snaps = committed_snapshots(dir.path());
     let mut mismatches = Vec::new();
-    for (agent, cases) in SNAPSHOTTED {
+    let agents = snapshotted();
+    assert!(agents.len() >= 10, "{agents:?}");
+    for (agent, cases) in &agents {
+        let agent = agent.as_str();
         let out = dir.path().join(agent);
         let o = run(agent, cases, &snaps, None, &out);
         let (snapshots, _) = snapshot_verdicts(&out);

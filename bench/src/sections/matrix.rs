@@ -11,19 +11,17 @@ use super::Ctx;
 use super::suite::{SuiteRun, run_suite};
 use crate::results::{Figure, Section};
 
-/// Every profile in conformance/agents/ that runs a real agent, and the bundled reporter.
-pub const AGENTS: [&str; 10] = [
-    "provision-report",
-    "cloud-init",
-    "cloud-init-25.1",
-    "cloud-init-26.2",
-    "afterburn",
-    "libazureinit-0.1.1",
-    "walinuxagent-2.7.3",
-    "walinuxagent-2.12",
-    "walinuxagent-2.16",
-    "walinuxagent-2.16-cloud-init",
-];
+/// The matrix: every bundled profile (conformance/agents/: the registry of real agents, and
+/// the bundled reporter), so a new agent is in it with its profile.
+pub fn agents(root: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    let dir = root.join("conformance/agents");
+    let names = conformance::agent::list_profiles(&dir)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+    if names.is_empty() {
+        bail!("no profile in {}", dir.display());
+    }
+    Ok(names)
+}
 
 /// Target: the matrix ends within this multiple of its slowest case.
 pub const TARGET_RATIO: f64 = 1.5;
@@ -34,9 +32,10 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
             "not measured: the real agents run in fake-wireserver sandbox and private network namespaces, which need root"
         );
     }
-    let agents: Vec<String> = AGENTS
+    let names = agents(&ctx.root)?;
+    let agents: Vec<String> = names
         .iter()
-        .flat_map(|a| ["--agent".to_owned(), (*a).to_owned()])
+        .flat_map(|a| ["--agent".to_owned(), a.clone()])
         .collect();
     let whole = run_suite(ctx, &ctx.tmp.join("matrix"), &agents)?;
     let Some((agent, scenario, slowest)) = whole.slowest.clone() else {
@@ -66,13 +65,20 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
 
     Ok(Section {
         title: "Real-agent matrix wall time".into(),
-        body: body(&whole, &alone, &agent, &scenario, slowest),
+        body: body(&names, &whole, &alone, &agent, &scenario, slowest),
         figures: figures(&whole, &alone, slowest),
     })
 }
 
 /// The verdicts per agent, then the matrix's wall time beside its floors.
-fn body(whole: &SuiteRun, alone: &SuiteRun, agent: &str, scenario: &str, slowest: f64) -> String {
+fn body(
+    names: &[String],
+    whole: &SuiteRun,
+    alone: &SuiteRun,
+    agent: &str,
+    scenario: &str,
+    slowest: f64,
+) -> String {
     let mut body = String::new();
     let _ = writeln!(
         body,
@@ -80,8 +86,8 @@ fn body(whole: &SuiteRun, alone: &SuiteRun, agent: &str, scenario: &str, slowest
          timed run. Its floor is the slowest single case (its duration in results.json: what \
          that agent's fixed timing makes it wait in that scenario), and the same case run \
          alone.\n",
-        AGENTS.len(),
-        AGENTS.join(", "),
+        names.len(),
+        names.join(", "),
         whole.cases
     );
     let _ = writeln!(body, "| agent | cases not skipped | verdicts |");

@@ -5,6 +5,7 @@
 //! commented example). Unknown keys are errors; every error names the file, line and field.
 
 pub mod clock;
+pub mod install;
 pub mod template;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -469,6 +470,9 @@ pub struct AgentProfile {
     pub snapshot: crate::snapshot::SnapshotOptions,
     /// `[limits]`: what each invocation's process tree may use (defaults where not given).
     pub limits: Limits,
+    /// `[install]`: where a real agent comes from (`None`: the bundled reporter, an ad-hoc
+    /// agent, or one the user installs).
+    pub install: Option<install::Install>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -505,6 +509,7 @@ struct ProfileFile {
     snapshot: SnapshotFile,
     #[serde(default)]
     limits: LimitsFile,
+    install: Option<install::InstallFile>,
 }
 
 /// `[limits]`: each a whole number in the unit its name says (`Limits::RANGES`).
@@ -520,6 +525,7 @@ struct LimitsFile {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SnapshotFile {
+    cases: Option<Spanned<String>>,
     headers: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     redact: Vec<Spanned<RedactFile>>,
@@ -669,6 +675,10 @@ impl AgentProfile {
         let (sandbox_startup, sandbox_private_dirs) = v.sandbox(&file.sandbox, file.attach)?;
         let limits = v.limits(&file.limits)?;
         let fastest = v.fastest_clock(file.fastest_clock.as_ref())?;
+        let install = match &file.install {
+            Some(raw) => Some(raw.install(&|s, f, m| v.at(s, f, m))?),
+            None => None,
+        };
 
         Ok(AgentProfile {
             name,
@@ -698,6 +708,7 @@ impl AgentProfile {
             encoded,
             lenient_placeholders: false,
             limits,
+            install,
         })
     }
 
@@ -791,6 +802,7 @@ impl AgentProfile {
             encoded: None,
             lenient_placeholders: true,
             limits: Limits::DEFAULT,
+            install: None,
         })
     }
 
@@ -1046,6 +1058,11 @@ impl Validate<'_> {
     /// 64 of each.
     fn snapshot(&self, file: &SnapshotFile) -> Result<crate::snapshot::SnapshotOptions, FileError> {
         let mut snapshot = crate::snapshot::SnapshotOptions::default();
+        if let Some(cases) = &file.cases {
+            crate::select::glob(cases.get_ref())
+                .map_err(|msg| self.at(cases.span(), "snapshot.cases", msg))?;
+            snapshot.cases = Some(cases.get_ref().clone());
+        }
         if let Some(headers) = &file.headers {
             if headers.get_ref().len() > 64 {
                 return Err(self.at(

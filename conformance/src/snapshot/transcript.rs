@@ -36,6 +36,9 @@ const FRESH_HEADERS: [&str; 1] = ["x-ms-guest-agent-public-x509-cert"];
 /// What a profile adds to a transcript (`[snapshot]`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SnapshotOptions {
+    /// The cases whose transcripts are committed for a bundled profile (`snapshots/agents/`,
+    /// `tests/tests/agent_snapshots.rs`): a case glob; `None`: none are.
+    pub cases: Option<String>,
     /// Lower case; `None`: [`DEFAULT_HEADERS`].
     pub headers: Option<Vec<String>>,
     pub redact: Vec<Redaction>,
