@@ -1060,7 +1060,14 @@ pub fn timeout(obs: &Observation) -> Judgement {
                     AnswerKind::Delay | AnswerKind::Slow => e
                         .done_ms
                         .is_none_or(|d| d.saturating_sub(e.at_ms) > timeout + 100),
-                    _ => false,
+                    // Exhaustive: a new kind that can outlast a timeout must be named here.
+                    AnswerKind::Respond
+                    | AnswerKind::Reset
+                    | AnswerKind::Close
+                    | AnswerKind::Malformed
+                    | AnswerKind::Partial
+                    | AnswerKind::Throttled
+                    | AnswerKind::Default => false,
                 };
                 if !slow {
                     continue;

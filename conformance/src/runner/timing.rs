@@ -193,10 +193,15 @@ fn fault_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
         for step in &plan.steps {
             let cost = obligations::step_cost(r, a, service, &step.action);
             // A delay may end without a retry; counting it only makes the deadline longer.
-            let waits = matches!(
-                step.action,
-                StepAction::Hang | StepAction::Slow { .. } | StepAction::Delay { .. }
-            );
+            // Exhaustive: a new kind that holds the agent waiting must be named here.
+            let waits = match step.action {
+                StepAction::Hang | StepAction::Slow { .. } | StepAction::Delay { .. } => true,
+                StepAction::Respond(_)
+                | StepAction::Reset
+                | StepAction::Close
+                | StepAction::Malformed { .. }
+                | StepAction::Partial { .. } => false,
+            };
             let busy = if waits { extra_busy } else { 0.0 };
             extra += (sleep_after(service, cost.taken, cost.status) + busy) * f64::from(step.times);
         }
