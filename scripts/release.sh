@@ -7,8 +7,10 @@
 #
 # For each target (default: x86_64-unknown-linux-gnu and aarch64-unknown-linux-gnu), in OUTDIR:
 #   wirecheck-<version>-<target>.tar.gz   wirecheck-<version>-<target>/ holding wirecheck,
-#                                         fake-wireserver, provision-report, LICENSE, README.md
-#   wirecheck_<version>-1_<arch>.deb      the same binaries in /usr/bin (arch: amd64, arm64)
+#                                         fake-wireserver, provision-report, agent time's
+#                                         libwirecheck_agent_clock.so, LICENSE, README.md
+#   wirecheck_<version>-1_<arch>.deb      the same binaries in /usr/bin, the library in
+#                                         /usr/lib/wirecheck (arch: amd64, arm64)
 #   <file>.sha256 beside each             `sha256sum -c <file>.sha256` checks it
 #
 # By default it builds release binaries with `cargo zigbuild --target <target>.<glibc>` (glibc
@@ -29,6 +31,9 @@ set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BINARIES=(wirecheck fake-wireserver provision-report)
+# Agent time's preload (crate wirecheck-agent-clock), found beside wirecheck or in
+# /usr/lib/wirecheck (fake_wireserver::clock::agent_clock_library).
+LIBRARY=libwirecheck_agent_clock.so
 
 die() {
     echo "release.sh: $*" >&2
@@ -147,6 +152,10 @@ build_target() {
         cargo zigbuild --release --locked --target "$target.$glibc" \
         -p wirecheck -p fake-wireserver-cli -p reporter --bins >&2) \
         || die "building $target failed"
+    (cd "$REPO" && CARGO_PROFILE_RELEASE_STRIP=symbols \
+        cargo zigbuild --release --locked --target "$target.$glibc" \
+        -p wirecheck-agent-clock --lib >&2) \
+        || die "building $target's $LIBRARY failed"
     echo "${CARGO_TARGET_DIR:-$REPO/target}/$target/release"
 }
 
@@ -154,8 +163,12 @@ build_target() {
 check_binaries() {
     local target="$1" dir="$2" name machine needed
     machine="$(elf_machine "$target")"
+    [ -f "$dir/$LIBRARY" ] \
+        || die "$dir/$LIBRARY is missing (agent time's preload: cargo build -p wirecheck-agent-clock)"
     for name in "${BINARIES[@]}"; do
         [ -x "$dir/$name" ] || die "$dir/$name is missing (or not executable)"
+    done
+    for name in "${BINARIES[@]}" "$LIBRARY"; do
         readelf -h "$dir/$name" | grep -q "Machine: *$machine\$" \
             || die "$dir/$name is not a $target binary ($(readelf -h "$dir/$name" | grep Machine:))"
         needed="$(glibc_needed "$dir/$name")"
@@ -180,6 +193,7 @@ send and write. This archive holds:
 | \`wirecheck\` | the conformance suite (\`wirecheck run\`); the default scenarios and agent profiles are built in |
 | \`fake-wireserver\` | the fake wireserver + IMDS on its own |
 | \`provision-report\` | the reference provisioning health reporter (the default agent of \`wirecheck run\`) |
+| \`$LIBRARY\` | agent time: preloaded (with Debian's libfaketime) into agents whose clock runs faster; found beside \`wirecheck\` |
 
 Needs Linux with glibc $2 or newer. Quick start: \`./wirecheck run\` judges the bundled
 reporter; \`./wirecheck run --agent-cmd '...'\` your agent (\`./wirecheck run --help\`). In CI,
@@ -200,6 +214,7 @@ package_archive() { # $1 target, $2 binaries folder, $3 glibc needed
     local stage="$partial/stage/$name"
     mkdir -p "$stage"
     for b in "${BINARIES[@]}"; do install -m 0755 "$2/$b" "$stage/$b"; done
+    install -m 0644 "$2/$LIBRARY" "$stage/$LIBRARY"
     install -m 0644 "$REPO/LICENSE" "$stage/LICENSE"
     readme "$1" "$3" >"$stage/README.md"
     chmod 0644 "$stage/README.md"
@@ -215,8 +230,9 @@ package_deb() { # $1 target, $2 binaries folder, $3 glibc needed
     arch="$(deb_arch "$1")"
     local name="wirecheck_${version}-1_${arch}.deb"
     local root="$partial/deb-$arch"
-    mkdir -p "$root/DEBIAN" "$root/usr/bin" "$root/usr/share/doc/wirecheck"
+    mkdir -p "$root/DEBIAN" "$root/usr/bin" "$root/usr/lib/wirecheck" "$root/usr/share/doc/wirecheck"
     for b in "${BINARIES[@]}"; do install -m 0755 "$2/$b" "$root/usr/bin/$b"; done
+    install -m 0644 "$2/$LIBRARY" "$root/usr/lib/wirecheck/$LIBRARY"
     readme "$1" "$3" >"$root/usr/share/doc/wirecheck/README.md"
     {
         echo "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
@@ -268,8 +284,9 @@ epoch="${SOURCE_DATE_EPOCH:-$(git -C "$REPO" log -1 --format=%ct 2>/dev/null || 
 stripped_copies() {
     local b dir="$partial/stripped"
     mkdir -p "$dir"
-    for b in "${BINARIES[@]}"; do
+    for b in "${BINARIES[@]}" "$LIBRARY"; do
         [ -f "$1/$b" ] || die "$1/$b is missing"
+        # A shared library keeps its dynamic symbols (what the preload interposes).
         strip -o "$dir/$b" "$1/$b" || die "strip could not strip $1/$b (a binary of another machine?)"
     done
     echo "$dir"

@@ -69,6 +69,7 @@ fn the_archive_runs_the_suite_from_an_empty_folder_and_the_checksums_verify() {
             "LICENSE",
             "README.md",
             "fake-wireserver",
+            "libwirecheck_agent_clock.so",
             "provision-report",
             "wirecheck"
         ]
@@ -170,6 +171,11 @@ fn every_binary_names_its_build_and_the_deb_holds_the_same_build() {
     );
     assert!(ok, "{text}");
     assert!(root.join("usr/share/doc/wirecheck/copyright").is_file());
+    // Where `fake_wireserver::clock::agent_clock_library` looks when wirecheck is in /usr/bin.
+    assert!(
+        root.join("usr/lib/wirecheck/libwirecheck_agent_clock.so")
+            .is_file()
+    );
     for name in ["wirecheck", "fake-wireserver", "provision-report"] {
         let (ok, said) = run_in(
             work.path(),
@@ -343,5 +349,63 @@ fn the_release_workflow_builds_both_targets_on_a_tag_and_attaches_the_files() {
             .filter_map(|s| s["run"].as_str())
             .any(|r| r.contains("gh release upload \"$GITHUB_REF_NAME\" dist/*")),
         "{publish:?}"
+    );
+}
+
+/// Issue 25's leftover: agent time from a release archive. A reporter whose profile says its
+/// clock can be scaled, run at x10 by the unpacked archive's wirecheck with nothing of the
+/// checkout around it: the preload is found beside wirecheck (before, the archive had none and
+/// the run stopped with "agent time needs libwirecheck_agent_clock.so").
+#[test]
+fn agent_time_runs_from_the_unpacked_archive() {
+    let work = tempfile::tempdir().unwrap();
+    let stem = archive_stem();
+    let archive = release_files().join(format!("{stem}.tar.gz"));
+    let (ok, text) = run_in(work.path(), "tar", &["-xzf", archive.to_str().unwrap()]);
+    assert!(ok, "{text}");
+    let folder = work.path().join(&stem);
+    let agents = work.path().join("agents");
+    std::fs::create_dir(&agents).unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let profile = std::fs::read_to_string(repo.join("conformance/agents/provision-report.toml"))
+        .unwrap()
+        .replace("name = \"provision-report\"", "name = \"reporter-fast\"")
+        .replace(
+            "attach = \"url\"\n",
+            "attach = \"url\"\nclock = \"scalable\"\n",
+        );
+    assert!(profile.contains("clock = \"scalable\""));
+    std::fs::write(agents.join("reporter-fast.toml"), profile).unwrap();
+    let out = Command::new(folder.join("wirecheck"))
+        .args(["run", "--quiet", "--agent", "reporter-fast", "--agents-dir"])
+        .arg(&agents)
+        .args([
+            "--cases",
+            "retry.status.503.behaviour.*",
+            "--time-scale",
+            "10",
+        ])
+        .current_dir(work.path())
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .env("HOME", work.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let results: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(work.path().join("wirecheck-results/results.json")).unwrap(),
+    )
+    .unwrap();
+    let cases = results["agents"][0]["cases"].as_array().unwrap();
+    assert!(!cases.is_empty(), "{said}");
+    assert!(
+        cases.iter().all(|c| c["timeline"]["time_scale"] == 10),
+        "a case ran at another speed than x10: {said}"
     );
 }
