@@ -15,25 +15,32 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 log() { printf 'install-agents: %s\n' "$*" >&2; }
 
+if [ "$(id -u)" -ne 0 ]; then
+    log "must run as root (apt-get install)"
+    exit 2
+fi
+
 # The registry: one line per profile with an [install] table, "from package suite version
 # folder" ("-" where a field does not apply). Python's tomllib (3.11, Debian 12) reads the
-# profiles before anything of the workspace is built.
+# profiles before anything of the workspace is built; a minimal Debian has no python3 yet.
+if [ ! -x /usr/bin/python3 ]; then
+    log "installing python3 (it reads the profiles)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update
+    apt-get install -y --no-install-recommends python3
+fi
 registry() {
     /usr/bin/python3 - "${REPO}/conformance/agents" <<'PY'
 import pathlib, sys, tomllib
 for path in sorted(pathlib.Path(sys.argv[1]).glob("*.toml")):
-    install = tomllib.loads(path.read_text()).get("install")
+    with open(path, "rb") as f:
+        install = tomllib.load(f).get("install")
     if install:
         print(" ".join(install.get(k, "-") for k in ("from", "package", "suite", "version", "folder")))
 PY
 }
 REGISTRY="$(registry)"
 [ -n "${REGISTRY}" ] || { log "no [install] table in conformance/agents/*.toml"; exit 1; }
-
-if [ "$(id -u)" -ne 0 ]; then
-    log "must run as root (apt-get install)"
-    exit 2
-fi
 
 # --- from = "debian": packages of the machine's own suite ---------------------------------------
 # Only the Python package of cloud-init is used (the tests call its functions); its systemd units
@@ -74,8 +81,16 @@ fi
 declare -A unpacked=()
 while read -r from package suite version folder <&3; do
     [ "${from}" = debian-unpacked ] || continue
-    [ -z "${unpacked[${folder}]:-}" ] || continue
-    unpacked[${folder}]=1
+    line="${suite} ${package} ${version}"
+    if [ -n "${unpacked[${folder}]:-}" ]; then
+        # One folder, one package: profiles that share it must name the same one.
+        [ "${unpacked[${folder}]}" = "${line}" ] || {
+            log "target/agents/${folder} is claimed by two profiles: ${unpacked[${folder}]} and ${line}"
+            exit 1
+        }
+        continue
+    fi
+    unpacked[${folder}]="${line}"
     bash "${REPO}/scripts/debian-package.sh" "${suite}" "${package}" "${version}" "${REPO}/target/agents/${folder}"
 done 3<<< "${REGISTRY}"
 

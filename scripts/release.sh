@@ -300,7 +300,9 @@ for target in "${targets[@]}"; do
         dir="$(build_target "$target")"
     fi
     check_binaries "$target" "$dir"
-    needed="$(glibc_needed "$dir/wirecheck")"
+    # The newest glibc any shipped file needs (the .deb's Depends, the README).
+    needed="$(for f in "${BINARIES[@]}" "$LIBRARY"; do glibc_needed "$dir/$f"; done \
+        | grep -v '^none$' | sort -V | tail -n1 | grep . || echo none)"
     if [ "$target" = "$(host_target)" ]; then
         # What users will see: the version (and, when built here, the commit).
         said="$("$dir/wirecheck" --version)" || die "$dir/wirecheck --version failed"

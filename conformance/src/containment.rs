@@ -38,7 +38,7 @@ pub fn unavailable() -> Option<String> {
 
 /// Why an agent cannot be contained here although a network namespace can be made: the rest
 /// of the containment (`exec::Confine`, the PID namespace and its `/proc`) is tried once, on
-/// `/bin/sh -c 'exit 0'`. A container that masks `/proc`, or a security module that refuses
+/// `/bin/sh -c ': > written'`. A container that masks `/proc`, or a security module that refuses
 /// the mounts, then means "no containment, saying why", never a failure blamed on each agent.
 fn containment_unavailable() -> Option<String> {
     static PROBE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();

@@ -1,7 +1,7 @@
 //! Issue 13, "every parser of untrusted input bounded": hostile agent traffic gets a clean
 //! answer and a journal entry (or is closed), never a panic, and cannot starve the listener.
 
-use crate::common;
+mod common;
 
 use std::time::{Duration, Instant};
 

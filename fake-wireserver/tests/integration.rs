@@ -1,7 +1,8 @@
 //! The fake's integration tests, one binary: each file a module; `common` is what they share.
-//! Two suites are binaries of their own: `fd_exhaustion` lowers this process's descriptor limit and
-//! takes every descriptor left, `bounded_work` times a neighbour's answers while bombers load the
-//! machine; beside other tests either would fail them or be disturbed by them.
+//! Three suites are binaries of their own: `fd_exhaustion` lowers this process's descriptor limit
+//! and takes every descriptor left, `hostile_input` raises it and holds a thousand connections,
+//! `bounded_work` times a neighbour's answers while bombers load the machine; beside other tests
+//! they would fail them or be disturbed by them.
 
 // A test reads top to bottom as the story it checks; the length rule is for the code it tests.
 #![allow(clippy::too_many_lines)]
@@ -13,7 +14,6 @@ mod api_validation;
 mod defaults;
 mod expectations;
 mod faults;
-mod hostile_input;
 mod imds_rate_limit;
 mod robustness;
 mod rust_api;

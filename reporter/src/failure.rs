@@ -300,15 +300,67 @@ impl ProvisioningError {
     pub fn supporting_data(&self) -> Vec<(&'static str, String)> {
         use ProvisioningError::*;
         match self {
-            DhcpInterfaceNotFound { .. }
-            | DhcpLeaseFailed { .. }
-            | ImdsConnectionTimeout { .. }
-            | ImdsConnectionError { .. }
-            | ImdsReadTimeout { .. }
-            | ImdsHttpError { .. }
-            | ImdsUnexpectedError { .. }
-            | ImdsInvalidMetadata { .. }
-            | ImdsMetadataParse { .. } => self.network_data(),
+            DhcpInterfaceNotFound { duration } => vec![("duration", python_float(*duration))],
+            DhcpLeaseFailed {
+                driver,
+                duration,
+                interface,
+                mac_address,
+            } => vec![
+                ("driver", python_option(driver)),
+                ("duration", python_float(*duration)),
+                ("interface", python_option(interface)),
+                ("mac_address", python_option(mac_address)),
+            ],
+            ImdsConnectionTimeout {
+                duration,
+                exception,
+                url,
+            }
+            | ImdsConnectionError {
+                duration,
+                exception,
+                url,
+            }
+            | ImdsReadTimeout {
+                duration,
+                exception,
+                url,
+            }
+            | ImdsUnexpectedError {
+                duration,
+                exception,
+                url,
+            } => imds_data(*duration, exception, url),
+            ImdsHttpError {
+                http_code,
+                duration,
+                exception,
+                url,
+            } => {
+                let mut data = vec![("http_code", http_code.to_string())];
+                data.extend(imds_data(*duration, exception, url));
+                data
+            }
+            ImdsInvalidMetadata {
+                key,
+                value,
+                value_type,
+            } => vec![
+                ("key", key.clone()),
+                ("value", value.clone()),
+                ("type", value_type.clone()),
+            ],
+            ImdsMetadataParse { exception } => vec![("exception", exception.clone())],
+            other => other.guest_data(),
+        }
+    }
+
+    /// [`Self::supporting_data`] of the failures on the guest itself (media, users, sshd,
+    /// subprocesses, the proxy agent); the network's are `supporting_data`'s own arms.
+    fn guest_data(&self) -> Vec<(&'static str, String)> {
+        use ProvisioningError::*;
+        match self {
             CustomDataUnreadable { provisioning_media } => {
                 vec![("provisioning_media", provisioning_media.clone())]
             }
@@ -353,73 +405,16 @@ impl ProvisioningError {
                 ("stderr", stderr.clone()),
             ],
             Unhandled { error } => vec![("error", error.clone())],
-        }
-    }
-
-    /// [`Self::supporting_data`] of the DHCP and IMDS failures.
-    fn network_data(&self) -> Vec<(&'static str, String)> {
-        use ProvisioningError::*;
-        let imds = |duration: &f64, exception: &String, url: &String| {
-            vec![
-                ("duration", python_float(*duration)),
-                ("exception", exception.clone()),
-                ("url", url.clone()),
-            ]
-        };
-        match self {
-            DhcpInterfaceNotFound { duration } => vec![("duration", python_float(*duration))],
-            DhcpLeaseFailed {
-                driver,
-                duration,
-                interface,
-                mac_address,
-            } => vec![
-                ("driver", python_option(driver)),
-                ("duration", python_float(*duration)),
-                ("interface", python_option(interface)),
-                ("mac_address", python_option(mac_address)),
-            ],
-            ImdsConnectionTimeout {
-                duration,
-                exception,
-                url,
-            }
-            | ImdsConnectionError {
-                duration,
-                exception,
-                url,
-            }
-            | ImdsReadTimeout {
-                duration,
-                exception,
-                url,
-            }
-            | ImdsUnexpectedError {
-                duration,
-                exception,
-                url,
-            } => imds(duration, exception, url),
-            ImdsHttpError {
-                http_code,
-                duration,
-                exception,
-                url,
-            } => {
-                let mut data = vec![("http_code", http_code.to_string())];
-                data.extend(imds(duration, exception, url));
-                data
-            }
-            ImdsInvalidMetadata {
-                key,
-                value,
-                value_type,
-            } => vec![
-                ("key", key.clone()),
-                ("value", value.clone()),
-                ("type", value_type.clone()),
-            ],
-            ImdsMetadataParse { exception } => vec![("exception", exception.clone())],
-            _ => unreachable!("supporting_data hands only DHCP and IMDS failures here"),
+            // The network's failures are answered by `supporting_data` before it asks here.
+            DhcpInterfaceNotFound { .. }
+            | DhcpLeaseFailed { .. }
+            | ImdsConnectionTimeout { .. }
+            | ImdsConnectionError { .. }
+            | ImdsReadTimeout { .. }
+            | ImdsHttpError { .. }
+            | ImdsUnexpectedError { .. }
+            | ImdsInvalidMetadata { .. }
+            | ImdsMetadataParse { .. } => vec![],
         }
     }
 }
@@ -440,6 +435,15 @@ impl From<ProvisioningError> for Failure {
     fn from(error: ProvisioningError) -> Self {
         Failure::from(&error)
     }
+}
+
+/// The supporting data IMDS failures share: how long it took, the exception, the URL.
+fn imds_data(duration: f64, exception: &str, url: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("duration", python_float(duration)),
+        ("exception", exception.to_owned()),
+        ("url", url.to_owned()),
+    ]
 }
 
 /// `repr(float)`: the shortest text that reads back to the same value, always with a `.`.

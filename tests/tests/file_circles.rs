@@ -38,9 +38,9 @@ fn module_path(src: &Path, file: &Path) -> Vec<String> {
     parts
 }
 
-/// The code of a file: whole-line comments dropped, cut at its first `#[cfg(test)]` module (by
-/// the house's convention the test module comes last); and the files it declares as test-only
-/// modules (`#[cfg(test)] mod tests;`).
+/// The code of a file: whole-line comments and every `#[cfg(test)]` inline module (its
+/// braces counted) dropped; and the files it declares as test-only modules
+/// (`#[cfg(test)] mod tests;`).
 fn code(text: &str) -> (String, Vec<String>) {
     let mut out = String::new();
     let mut test_files = Vec::new();
@@ -61,7 +61,16 @@ fn code(text: &str) -> (String, Vec<String>) {
                     lines.next();
                     continue;
                 }
-                break;
+                // Skip the inline module to its closing brace; the code after it is read.
+                let mut depth = 0i64;
+                for skipped in lines.by_ref() {
+                    depth += skipped.matches('{').count() as i64;
+                    depth -= skipped.matches('}').count() as i64;
+                    if depth <= 0 && skipped.contains('}') {
+                        break;
+                    }
+                }
+                continue;
             }
         }
         out.push_str(line);
@@ -242,31 +251,76 @@ fn segments_at(chars: &[char], start: usize) -> (Vec<String>, Vec<Vec<String>>, 
             );
         }
         if chars.get(i) == Some(&'{') {
-            let close = chars[i..]
-                .iter()
-                .position(|&c| c == '}')
-                .map_or(chars.len(), |p| i + p);
+            let close = matching_brace(chars, i);
             let inner: String = chars[i + 1..close].iter().collect();
-            let groups = inner
-                .split(',')
-                .map(|p| {
-                    p.trim()
-                        .split("::")
-                        .take_while(|s| {
-                            !s.is_empty()
-                                && !s.starts_with(|c: char| {
-                                    c.is_ascii_uppercase() || c == '{' || c == '*'
-                                })
-                        })
-                        .filter(|s| *s != "self")
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .collect();
-            return (segments, groups, close);
+            return (segments, group_paths(&inner), close);
         }
     }
     (segments, Vec::new(), i)
+}
+
+/// Where the `{` at `open` closes (the end when it does not).
+fn matching_brace(chars: &[char], open: usize) -> usize {
+    let mut depth = 0;
+    for (k, &c) in chars.iter().enumerate().skip(open) {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return k;
+                }
+            }
+            _ => {}
+        }
+    }
+    chars.len()
+}
+
+/// The module paths of a use-group's items (`a::B, c::{d, E}` → `a`, `c::d`, `c`), nested
+/// groups flattened; item names (a type, a constant) end a path.
+fn group_paths(inner: &str) -> Vec<Vec<String>> {
+    let mut items = Vec::new();
+    let (mut depth, mut from) = (0, 0);
+    for (k, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&inner[from..k]);
+                from = k + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&inner[from..]);
+    let mut paths = Vec::new();
+    for item in items {
+        let item = item.trim();
+        let (head, nested) = match item.find("::{") {
+            Some(k) => (&item[..k], Some(&item[k + 3..item.len().saturating_sub(1)])),
+            None => (item, None),
+        };
+        let prefix: Vec<String> = head
+            .split("::")
+            .take_while(|w| {
+                !w.is_empty() && w.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            })
+            .filter(|w| *w != "self")
+            .map(str::to_owned)
+            .collect();
+        match nested {
+            Some(rest) => {
+                for tail in group_paths(rest) {
+                    let mut path = prefix.clone();
+                    path.extend(tail);
+                    paths.push(path);
+                }
+            }
+            None => paths.push(prefix),
+        }
+    }
+    paths
 }
 
 /// The rings of files (strongly connected groups of more than one file).
@@ -310,8 +364,11 @@ fn no_file_of_a_crate_imports_from_a_file_that_imports_from_it() {
     let root = repo_root();
     let mut found = Vec::new();
     let mut crates = 0;
-    for entry in std::fs::read_dir(&root).unwrap() {
-        let src = entry.unwrap().path().join("src");
+    let manifest: toml::Value =
+        toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).unwrap()).unwrap();
+    let members = manifest["workspace"]["members"].as_array().unwrap();
+    for member in members {
+        let src = root.join(member.as_str().unwrap()).join("src");
         if !src.is_dir() {
             continue;
         }
@@ -383,6 +440,47 @@ fn the_reader_sees_a_circle_through_each_kind_of_path() {
             vec!["exec.rs", "netns.rs"],
             vec!["runner/clock.rs", "runner/lag.rs"]
         ],
+        "{edges:?}"
+    );
+}
+
+/// What the reader must not miss: code after a `#[cfg(test)]` module in the middle of a file
+/// (the fake's HTTP/1 parser has one), and a path inside a nested use-group.
+#[test]
+fn code_after_a_test_module_and_nested_groups_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::write(
+        src.join("lib.rs"),
+        "mod http1;\nmod journal;\nmod limits;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("http1.rs"),
+        "fn a() {}\n#[cfg(test)]\npub(crate) mod scanned {\n    fn inner() { if true { } }\n}\n\nconst KEEP: usize = crate::journal::BODY_KEEP_BYTES;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("journal.rs"),
+        "use crate::{limits::{Caps}, http1::{self}};\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("limits.rs"),
+        "use crate::{journal::{Entry, Kind}};\n",
+    )
+    .unwrap();
+    let krate = Crate::read(src);
+    let edges = krate.edges();
+    let rel = |ring: &Vec<&PathBuf>| -> Vec<String> {
+        ring.iter()
+            .map(|p| p.strip_prefix(src).unwrap().display().to_string())
+            .collect()
+    };
+    let rings: Vec<Vec<String>> = circles(&edges).iter().map(rel).collect();
+    assert_eq!(
+        rings,
+        [vec!["http1.rs", "journal.rs", "limits.rs"]],
         "{edges:?}"
     );
 }

@@ -57,12 +57,14 @@ pub(super) struct InstallFile {
 type At<'a> = &'a dyn Fn(std::ops::Range<usize>, &str, String) -> FileError;
 
 /// A word of a package name, suite, version or folder: what a shell and a path can carry as
-/// is (no separators, no `..`).
+/// is (no separators; a letter or digit first, so neither `.`, `..` nor an option).
 fn plain(raw: &Spanned<String>, field: &str, at: At) -> Result<String, FileError> {
     let word = raw.get_ref();
-    let ok = !word.is_empty()
-        && word.len() <= 64
-        && word != ".."
+    let ok = word.len() <= 64
+        && word
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric())
         && word
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'+' | b'~'));
@@ -72,7 +74,9 @@ fn plain(raw: &Spanned<String>, field: &str, at: At) -> Result<String, FileError
         Err(at(
             raw.span(),
             field,
-            format!("{word:?}: expected 1 to 64 of letters, digits and . - _ + ~"),
+            format!(
+                "{word:?}: expected 1 to 64 of letters, digits and . - _ + ~, a letter or digit first"
+            ),
         ))
     }
 }
@@ -184,6 +188,12 @@ mod tests {
         );
         let shell = load("from = \"debian\"\npackage = \"a; rm -rf /\"\n").unwrap_err();
         assert!(shell.contains("install.package"), "{shell}");
+        let option =
+            load("from = \"debian\"\npackage = \"--allow-unauthenticated\"\n").unwrap_err();
+        assert!(option.contains("a letter or digit first"), "{option}");
+        let here = load("from = \"cargo\"\npackage = \"a\"\nversion = \"1\"\nfolder = \".\"\n")
+            .unwrap_err();
+        assert!(here.contains("install.folder"), "{here}");
         let unknown = load("from = \"pip\"\npackage = \"a\"\n").unwrap_err();
         assert!(
             unknown.contains("\"pip\"") && unknown.contains("debian-unpacked"),
@@ -192,13 +202,15 @@ mod tests {
     }
 
     /// The registry is what the tools use: every bundled real agent says where it comes from
-    /// and which cases are pinned, and one unpacked or built into a folder of its own runs from
-    /// that folder (a typo in either would install one place and run another).
+    /// and which cases are pinned; one unpacked or built into a folder of its own runs from that
+    /// folder (a typo in either would install one place and run another), and profiles that
+    /// share a folder name the same package (the installer unpacks a folder once).
     #[test]
     fn every_bundled_profile_is_in_the_registry_and_runs_from_its_folder() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("agents");
         let names = list_profiles(&dir).unwrap();
         assert!(names.len() >= 10, "{names:?}");
+        let mut folders: std::collections::BTreeMap<String, Install> = Default::default();
         for name in names {
             let path = dir.join(format!("{name}.toml"));
             let profile = AgentProfile::load(&path).unwrap();
@@ -212,16 +224,22 @@ mod tests {
             let install = profile
                 .install
                 .unwrap_or_else(|| panic!("{name}: no [install]"));
-            if let Some(folder) = install.folder() {
-                let text = std::fs::read_to_string(&path).unwrap();
-                let code: String = text
-                    .lines()
+            let Some(folder) = install.folder() else {
+                continue;
+            };
+            // In a command or environment value, where the runner resolves `{bin_dir}`.
+            let runs_from = format!("\"{{bin_dir}}/../agents/{folder}");
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(
+                text.lines()
                     .filter(|l| !l.trim_start().starts_with('#'))
-                    .collect();
-                assert!(
-                    code.contains(&format!("/agents/{folder}/"))
-                        || code.contains(&format!("/agents/{folder}\"")),
-                    "{name}: installed into target/agents/{folder}, but its commands and env do not run from there"
+                    .any(|l| l.contains(&runs_from)),
+                "{name}: installed into target/agents/{folder}, but no command or env value runs it from {runs_from}/"
+            );
+            if let Some(other) = folders.insert(folder.to_owned(), install.clone()) {
+                assert_eq!(
+                    other, install,
+                    "{name}: target/agents/{folder} holds another package"
                 );
             }
         }
