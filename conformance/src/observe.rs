@@ -326,6 +326,28 @@ impl Observation<'_> {
     }
 
     /// The entries of one run, in order.
+    /// Whether `entry` is a request the runner cut off: never complete (`http.incomplete`:
+    /// the connection closed inside it), and the connection closed when the runner ended the
+    /// run (killed at its deadline, stopped when done, or interrupted), within the runner's
+    /// measured lag and one watcher tick. Killing an agent mid-send is the runner's doing:
+    /// such a request is not judged as one the agent got wrong (cloud-init 26.2, which never
+    /// gives up on a 503, is ended by the deadline, now and then inside a request).
+    pub fn cut_by_the_runner(&self, entry: &Entry) -> bool {
+        let incomplete = entry
+            .findings
+            .iter()
+            .any(|f| f.id == fake_wireserver::inspect::RequestId::HttpIncomplete.as_str());
+        let reach = (STALL_REACH_MS as f64 * self.time_scale.factor()) as u64;
+        incomplete
+            && self.runs.iter().any(|r| {
+                matches!(
+                    r.exit,
+                    Exit::KilledAtDeadline | Exit::StoppedWhenDone | Exit::Interrupted(_)
+                ) && entry.at_ms + self.uncertainty_ms(r.end_ms) + reach >= r.end_ms
+                    && entry.at_ms <= r.end_ms + reach
+            })
+    }
+
     pub fn entries_of_run(&self, run: usize) -> Vec<&Entry> {
         self.journal
             .iter()

@@ -12,6 +12,17 @@ use crate::observe::Observation;
 pub fn request(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
     for e in &obs.journal {
+        if obs.cut_by_the_runner(e) {
+            t.note(about(
+                format!(
+                    "request #{}: cut off when the runner ended the agent, not judged",
+                    e.seq
+                ),
+                &[e],
+                None,
+            ));
+            continue;
+        }
         t.judged();
         if e.endpoint.is_unknown() {
             t.fail(
@@ -27,7 +38,7 @@ pub fn request(obs: &Observation) -> Judgement {
 
 pub fn headers(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
-    for e in &obs.journal {
+    for e in obs.journal.iter().filter(|e| !obs.cut_by_the_runner(e)) {
         // A request the rulebook did not inspect (an admin path, not HTTP) is not a judged
         // one: no header finding there means nothing.
         let inspected = inspect::judges_headers(e.endpoint) && inspect::inspected(e);

@@ -2409,3 +2409,48 @@ fn an_unusable_imds_200_is_a_retry_decision_but_a_text_leaf_is_an_answer() {
         crate::observe::Class::Retryable(_)
     ));
 }
+
+/// A request the runner cut off when it killed the agent at its deadline (the connection closed
+/// inside it: `http.incomplete`, on no known endpoint) is the runner's doing, not judged; the
+/// same cut request from an agent that ended by itself, or one cut long before the kill, fails.
+#[test]
+fn a_request_cut_off_by_the_deadline_kill_is_not_judged() {
+    let s = scenario("");
+    let good = request(
+        1,
+        EndpointId::WireserverGoalstate,
+        "GET",
+        "/machine/?comp=goalstate",
+        &[("x-ms-version", "2012-11-30")],
+    );
+    let cut = |at: u64| {
+        let mut e = entry(
+            2,
+            EndpointId::WireserverUnknown,
+            at,
+            None,
+            AnswerKind::Default,
+            None,
+        );
+        e.target = "/machine?comp=health".into();
+        e.method = "POST".into();
+        e.findings = vec![wirecheck_oracle::Finding::warning(
+            "http.incomplete",
+            "connection closed or timed out after 10 of 300 body bytes; connection closed without an answer",
+        )];
+        e
+    };
+    let verdict = |at: u64, exit: Exit| {
+        judge(
+            "protocol.request",
+            &s,
+            vec![good.clone(), cut(at)],
+            vec![run(0, 1000, exit)],
+        )
+        .verdict
+    };
+    assert_eq!(verdict(999, Exit::KilledAtDeadline), Verdict::Pass);
+    assert_eq!(verdict(1003, Exit::KilledAtDeadline), Verdict::Pass);
+    assert_eq!(verdict(999, Exit::Code(0)), Verdict::Fail);
+    assert_eq!(verdict(500, Exit::KilledAtDeadline), Verdict::Fail);
+}
