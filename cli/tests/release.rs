@@ -32,6 +32,34 @@ fn files_in(dir: &Path) -> Vec<String> {
     names
 }
 
+/// The unpacked archive's `wirecheck` run in `cwd` with nothing of the checkout around it (a
+/// bare PATH, no other variables); its output, and stdout and stderr as one text.
+fn archive_wirecheck(folder: &Path, cwd: &Path, args: &[&str]) -> (std::process::Output, String) {
+    let out = Command::new(folder.join("wirecheck"))
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .env("HOME", cwd)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, said)
+}
+
+/// The results.json a run in `cwd` wrote.
+fn results_in(cwd: &Path) -> serde_json::Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(cwd.join("wirecheck-results/results.json")).unwrap(),
+    )
+    .unwrap()
+}
+
 #[test]
 fn the_archive_runs_the_suite_from_an_empty_folder_and_the_checksums_verify() {
     let work = tempfile::tempdir().unwrap();
@@ -87,25 +115,9 @@ fn the_archive_runs_the_suite_from_an_empty_folder_and_the_checksums_verify() {
     // against the bundled reporter found beside wirecheck. It passes.
     let elsewhere = work.path().join("elsewhere");
     std::fs::create_dir(&elsewhere).unwrap();
-    let out = Command::new(folder.join("wirecheck"))
-        .args(["run", "--quiet"])
-        .current_dir(&elsewhere)
-        .env_clear()
-        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        .env("HOME", &elsewhere)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (out, said) = archive_wirecheck(&folder, &elsewhere, &["run", "--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{said}");
-    let results: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(elsewhere.join("wirecheck-results/results.json")).unwrap(),
-    )
-    .unwrap();
+    let results = results_in(&elsewhere);
     assert_eq!(results["agents"][0]["agent"], "provision-report");
     let cases = results["agents"][0]["cases"].as_array().unwrap();
     assert!(
@@ -376,32 +388,25 @@ fn agent_time_runs_from_the_unpacked_archive() {
         );
     assert!(profile.contains("clock = \"scalable\""));
     std::fs::write(agents.join("reporter-fast.toml"), profile).unwrap();
-    let out = Command::new(folder.join("wirecheck"))
-        .args(["run", "--quiet", "--agent", "reporter-fast", "--agents-dir"])
-        .arg(&agents)
-        .args([
+    let agents_dir = agents.to_str().unwrap();
+    let (out, said) = archive_wirecheck(
+        &folder,
+        work.path(),
+        &[
+            "run",
+            "--quiet",
+            "--agent",
+            "reporter-fast",
+            "--agents-dir",
+            agents_dir,
             "--cases",
             "retry.status.503.behaviour.*",
             "--time-scale",
             "10",
-        ])
-        .current_dir(work.path())
-        .env_clear()
-        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        .env("HOME", work.path())
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{said}");
-    let results: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(work.path().join("wirecheck-results/results.json")).unwrap(),
-    )
-    .unwrap();
+    let results = results_in(work.path());
     let cases = results["agents"][0]["cases"].as_array().unwrap();
     assert!(!cases.is_empty(), "{said}");
     assert!(

@@ -364,11 +364,8 @@ fn no_file_of_a_crate_imports_from_a_file_that_imports_from_it() {
     let root = repo_root();
     let mut found = Vec::new();
     let mut crates = 0;
-    let manifest: toml::Value =
-        toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).unwrap()).unwrap();
-    let members = manifest["workspace"]["members"].as_array().unwrap();
-    for member in members {
-        let src = root.join(member.as_str().unwrap()).join("src");
+    for (_, dir) in crate::workspace_members::workspace_members() {
+        let src = dir.join("src");
         if !src.is_dir() {
             continue;
         }
@@ -394,6 +391,19 @@ fn no_file_of_a_crate_imports_from_a_file_that_imports_from_it() {
         root.display()
     );
     assert!(found.is_empty(), "import circles:{}", found.concat());
+}
+
+/// The rings of the crate written under `src`, as paths relative to it.
+fn rings_in(src: &Path) -> Vec<Vec<String>> {
+    let krate = Crate::read(src);
+    circles(&krate.edges())
+        .iter()
+        .map(|ring| {
+            ring.iter()
+                .map(|p| p.strip_prefix(src).unwrap().display().to_string())
+                .collect()
+        })
+        .collect()
 }
 
 /// The reader sees a circle where there is one: two files naming each other, through
@@ -426,21 +436,12 @@ fn the_reader_sees_a_circle_through_each_kind_of_path() {
         "fn h() { crate::runner::lag::watch(); }\n",
     )
     .unwrap();
-    let krate = Crate::read(src);
-    let edges = krate.edges();
-    let rel = |ring: &Vec<&PathBuf>| -> Vec<String> {
-        ring.iter()
-            .map(|p| p.strip_prefix(src).unwrap().display().to_string())
-            .collect()
-    };
-    let rings: Vec<Vec<String>> = circles(&edges).iter().map(rel).collect();
     assert_eq!(
-        rings,
+        rings_in(src),
         [
             vec!["exec.rs", "netns.rs"],
             vec!["runner/clock.rs", "runner/lag.rs"]
         ],
-        "{edges:?}"
     );
 }
 
@@ -470,17 +471,5 @@ fn code_after_a_test_module_and_nested_groups_are_read() {
         "use crate::{journal::{Entry, Kind}};\n",
     )
     .unwrap();
-    let krate = Crate::read(src);
-    let edges = krate.edges();
-    let rel = |ring: &Vec<&PathBuf>| -> Vec<String> {
-        ring.iter()
-            .map(|p| p.strip_prefix(src).unwrap().display().to_string())
-            .collect()
-    };
-    let rings: Vec<Vec<String>> = circles(&edges).iter().map(rel).collect();
-    assert_eq!(
-        rings,
-        [vec!["http1.rs", "journal.rs", "limits.rs"]],
-        "{edges:?}"
-    );
+    assert_eq!(rings_in(src), [vec!["http1.rs", "journal.rs", "limits.rs"]],);
 }

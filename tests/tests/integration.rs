@@ -20,3 +20,4 @@ mod protocol_citations;
 mod test_binaries;
 mod walinuxagent;
 mod walinuxagent_2_16;
+mod workspace_members;

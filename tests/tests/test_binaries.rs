@@ -53,17 +53,14 @@ fn every_test_file_of_every_crate_is_part_of_a_test_binary() {
     let root = repo_root();
     let mut crates = 0;
     let mut orphans = Vec::new();
-    let manifest: toml::Value =
-        toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).unwrap()).unwrap();
-    for member in manifest["workspace"]["members"].as_array().unwrap() {
-        let dir = root.join(member.as_str().unwrap());
+    for (member, dir) in crate::workspace_members::workspace_members() {
         if !dir.join("tests").is_dir() {
             continue;
         }
         crates += 1;
         let (declared, present) = declared_and_present(&dir);
         for file in present.difference(&declared) {
-            orphans.push(format!("{}/tests/{file}", member.as_str().unwrap()));
+            orphans.push(format!("{member}/tests/{file}"));
         }
     }
     assert!(

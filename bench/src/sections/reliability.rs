@@ -123,7 +123,7 @@ fn pool_faults(h: &mut Harness<'_>) -> anyhow::Result<Vec<Case>> {
     for what in ["symlink", "directory", "FIFO"] {
         cases.push(not_a_file_at_pool_path(h, what)?);
     }
-    for lock in ["flock", "fcntl"] {
+    for lock in [PoolLock::Flock, PoolLock::Fcntl] {
         cases.push(locked_pool(h, lock)?);
     }
     cases.push(pool_cannot_grow(h)?);
@@ -132,6 +132,44 @@ fn pool_faults(h: &mut Harness<'_>) -> anyhow::Result<Vec<Case>> {
 }
 
 const EXPECTED_EXIT_3_UNCHANGED: &str = "exit 3, report delivered, pool unchanged";
+
+/// A pool fault whose right outcome is exit 3, the report delivered once and the pool as it was.
+fn exit_3_pool_unchanged(
+    name: String,
+    out: &Output,
+    got: usize,
+    unchanged: bool,
+    elapsed: Duration,
+) -> Case {
+    Case {
+        kind: "pool fault",
+        name,
+        expected: EXPECTED_EXIT_3_UNCHANGED.into(),
+        outcome: format!(
+            "{}, {got} report(s) received, pool {}",
+            exit_text(out),
+            if unchanged { "unchanged" } else { "CHANGED" }
+        ),
+        ok: out.status.code() == Some(3) && got == 1 && unchanged,
+        elapsed,
+    }
+}
+
+/// How another process holds the pool.
+#[derive(Clone, Copy)]
+enum PoolLock {
+    Flock,
+    Fcntl,
+}
+
+impl PoolLock {
+    fn name(self) -> &'static str {
+        match self {
+            PoolLock::Flock => "flock",
+            PoolLock::Fcntl => "a whole-file fcntl write lock",
+        }
+    }
+}
 
 fn unopenable_pool(h: &mut Harness<'_>) -> anyhow::Result<Case> {
     // Cannot be opened: sysfs refuses new files to everyone, root included.
@@ -201,7 +239,7 @@ fn not_a_file_at_pool_path(h: &mut Harness<'_>, what: &str) -> anyhow::Result<Ca
 }
 
 /// `lock`: "flock", or "fcntl" for a whole-file fcntl write lock.
-fn locked_pool(h: &mut Harness<'_>, lock: &str) -> anyhow::Result<Case> {
+fn locked_pool(h: &mut Harness<'_>, lock: PoolLock) -> anyhow::Result<Case> {
     use rustix::fs::FlockOperation;
     let dir = h.fresh_dir()?;
     let pool = dir.join(".kvp_pool_1");
@@ -212,8 +250,8 @@ fn locked_pool(h: &mut Harness<'_>, lock: &str) -> anyhow::Result<Case> {
         .write(true)
         .open(&pool)?;
     match lock {
-        "flock" => rustix::fs::flock(&holder, FlockOperation::LockExclusive)?,
-        _ => rustix::fs::fcntl_lock(&holder, FlockOperation::LockExclusive)?,
+        PoolLock::Flock => rustix::fs::flock(&holder, FlockOperation::LockExclusive)?,
+        PoolLock::Fcntl => rustix::fs::fcntl_lock(&holder, FlockOperation::LockExclusive)?,
     }
     let fake = h.fake()?;
     let cmd = h.command(&fake, &pool, &["--kvp-lock-timeout=1", "ready"]);
@@ -221,25 +259,16 @@ fn locked_pool(h: &mut Harness<'_>, lock: &str) -> anyhow::Result<Case> {
     drop(holder);
     let got = reports_received(&fake);
     let unchanged = std::fs::read(&pool)? == before;
-    Ok(Case {
-        kind: "pool fault",
-        name: format!(
+    Ok(exit_3_pool_unchanged(
+        format!(
             "{} held by another process past --kvp-lock-timeout 1",
-            if lock == "flock" {
-                "flock"
-            } else {
-                "a whole-file fcntl write lock"
-            }
+            lock.name()
         ),
-        expected: EXPECTED_EXIT_3_UNCHANGED.into(),
-        outcome: format!(
-            "{}, {got} report(s) received, pool {}",
-            exit_text(&out),
-            if unchanged { "unchanged" } else { "CHANGED" }
-        ),
-        ok: out.status.code() == Some(3) && got == 1 && unchanged,
+        &out,
+        got,
+        unchanged,
         elapsed,
-    })
+    ))
 }
 
 fn pool_cannot_grow(h: &mut Harness<'_>) -> anyhow::Result<Case> {
@@ -259,18 +288,13 @@ fn pool_cannot_grow(h: &mut Harness<'_>) -> anyhow::Result<Case> {
     let (out, elapsed) = h.run(cmd)?;
     let got = reports_received(&fake);
     let unchanged = std::fs::read(&pool)? == before;
-    Ok(Case {
-        kind: "pool fault",
-        name: "pool cannot grow (RLIMIT_FSIZE at its size: EFBIG)".into(),
-        expected: EXPECTED_EXIT_3_UNCHANGED.into(),
-        outcome: format!(
-            "{}, {got} report(s) received, pool {}",
-            exit_text(&out),
-            if unchanged { "unchanged" } else { "CHANGED" }
-        ),
-        ok: out.status.code() == Some(3) && got == 1 && unchanged,
+    Ok(exit_3_pool_unchanged(
+        "pool cannot grow (RLIMIT_FSIZE at its size: EFBIG)".into(),
+        &out,
+        got,
+        unchanged,
         elapsed,
-    })
+    ))
 }
 
 fn sparse_pool_under_address_limit(h: &mut Harness<'_>) -> anyhow::Result<Case> {
