@@ -46,9 +46,14 @@ fn scenario_budget(file: &str) -> f64 {
 /// (`--timeout`) 30 % longer than the scenario's: the reporter then starts new attempts past
 /// the budget it was given (at about 2.02, 2.22 and 2.42 s of 2 s, every 0.2 s), exactly as
 /// a reporter with that bug would.
-fn overrun_reporter(dir: &Path, budget: f64) -> std::path::PathBuf {
-    let profile =
+/// With `clock`, the profile's `clock` key too (`"scalable"`: its clock may be sped up).
+fn overrun_reporter(dir: &Path, budget: f64, clock: Option<&str>) -> std::path::PathBuf {
+    let mut profile =
         std::fs::read_to_string(repo().join("conformance/agents/provision-report.toml")).unwrap();
+    if let Some(clock) = clock {
+        assert!(!profile.contains("\nclock ="));
+        profile = profile.replace("\nattach = ", &format!("\nclock = \"{clock}\"\nattach = "));
+    }
     let stretched = format!("\"--timeout={:.2}\"", budget * 1.3);
     assert_eq!(profile.matches("\"--timeout={budget}\"").count(), 3);
     let profile = profile
@@ -63,7 +68,7 @@ fn a_reporter_overrunning_its_budget_by_30_percent_fails_ten_times_under_load() 
     let _one = LOAD.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let budget = scenario_budget("budget-exhausted-503.toml");
-    let agents = overrun_reporter(dir.path(), budget);
+    let agents = overrun_reporter(dir.path(), budget, None);
     let _hogs = Load::start(HOGS);
     for k in 0..RUNS {
         let out = dir.path().join(format!("out-{k}"));
@@ -91,6 +96,54 @@ fn a_reporter_overrunning_its_budget_by_30_percent_fails_ten_times_under_load() 
             "run {}: {v:?}",
             k + 1
         );
+        assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    }
+}
+
+/// The same reporter with its clock sped up at a forced `--time-scale 10` (the runner would keep
+/// these 2 s cases at the wall clock): there its exit's allowance, its own start-up and the
+/// runner's lag ten times over on its clock, nearly equals a 30 % overrun of a 2 s budget, and
+/// a refused wireserver's case, judged by the exit alone, passed in 1 of 5 such runs. Now it is
+/// never a pass: failed, or left unjudged saying why (the speed, or the machine).
+#[test]
+fn a_reporter_overrunning_its_budget_never_passes_at_a_forced_speed_under_load() {
+    let _one = LOAD.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let budget = scenario_budget("wireserver-unreachable-ready.toml");
+    let agents = overrun_reporter(dir.path(), budget, Some("scalable"));
+    let _hogs = Load::start(HOGS);
+    for k in 0..RUNS {
+        let out = dir.path().join(format!("out-{k}"));
+        let o = wirecheck(&repo())
+            .args([
+                "run",
+                "--quiet",
+                "--agent",
+                "overrun-reporter",
+                "--agents-dir",
+            ])
+            .arg(&agents)
+            .arg("--out")
+            .arg(&out)
+            .args(["--time-scale", "10", "--cases"])
+            .arg("{budget.exhausted.503,wireserver.unreachable.ready}.behaviour.budget")
+            .output()
+            .unwrap();
+        let v = runner_support::cases(&results(&out));
+        assert_eq!(v.len(), 2, "{v:?}\n{}", show(&o));
+        for (id, verdict, reason) in &v {
+            // Unjudged: the speed too coarse for its budget, or its exit held back by the hogs
+            // on every attempt (its CPU waits ten times over on its clock).
+            let unjudged = verdict == "informational"
+                && (reason.contains("slower --time-scale") || reason.contains("too loaded"));
+            assert!(
+                verdict == "fail" || unjudged,
+                "run {}: {id} is {verdict}: {reason}\n{}",
+                k + 1,
+                show(&o)
+            );
+        }
+        assert_eq!(v[0].1, "fail", "run {}: {v:?}", k + 1);
         assert_eq!(o.status.code(), Some(1), "{}", show(&o));
     }
 }

@@ -585,6 +585,40 @@ fn own_start_up_ms(obs: &Observation, ri: usize) -> Option<u64> {
         .map(|first| first.saturating_sub(start))
 }
 
+/// The share of its budget by which an exit past the budget must be judged: in agent time the
+/// allowance beyond the budget (one interval, the agent's own start-up and the runner's lag,
+/// the last two sped up N times on the agent's clock) must stay under a quarter of the budget,
+/// or an agent 30 % over its budget would fit inside it. Measured: the bundled reporter with a
+/// 2.6 s loop on a 2 s budget at a forced x10 under two CPU hogs exited at 2.92 s, inside an
+/// allowance of 0.2 s + 257 ms of start-up + the runner's lag, and passed.
+const EXIT_RESOLUTION_SHARE: u64 = 4;
+
+/// Why an exit past the budget cannot be judged at this run's agent time, if it cannot: the
+/// agent sent nothing, so its own start-up (sped up N times) was not measured; or the allowance
+/// it gets (`allowed_ms`) is too coarse for its budget. At the wall clock an exit is always
+/// judged: its allowance is the machine's own, measured.
+fn too_coarse_in_agent_time(
+    obs: &Observation,
+    start_up: Option<u64>,
+    allowed_ms: u64,
+    budget_ms: u64,
+) -> Option<String> {
+    let scale = obs.time_scale;
+    if scale.is_wall() {
+        return None;
+    }
+    if start_up.is_none() {
+        return Some(format!(
+            "having sent nothing, its own start-up (sped up {scale} on its clock) was not measured and its exit is not judged in agent time"
+        ));
+    }
+    (allowed_ms * EXIT_RESOLUTION_SHARE > budget_ms).then(|| {
+        format!(
+            "at agent time {scale} its exit can be judged only within {allowed_ms} ms (one interval, its own start-up and the runner's lag, sped up on its clock), more than a quarter of its budget: run it at a slower --time-scale, or let the runner choose (it keeps a case this short at the wall clock)"
+        )
+    })
+}
+
 /// Run `ri`'s wireserver loop as [`loop_end`] measured it, for judging the agent's exit.
 struct WireLoop<'a> {
     ri: usize,
@@ -674,18 +708,25 @@ fn exit_after_loop(t: &mut Tally, obs: &Observation, wire_loop: WireLoop) {
     let start_up = own_start_up_ms(obs, ri);
     let lag = obs.uncertainty_ms(run.end_ms);
     let evidence: Vec<&Entry> = in_flight.into_iter().collect();
-    // In agent time an agent that sent nothing had a start-up N times longer on its clock that
-    // nothing measured: its exit cannot be judged there (at the wall clock it gets none).
-    if start_up.is_none() && !obs.time_scale.is_wall() {
+    let allowed = interval + start_up.unwrap_or(0) + lag;
+    // Only an exit past the budget that its allowance alone would pass is left unjudged: an
+    // earlier one needs no allowance, a later one fails whatever the allowance.
+    let base = rule.end_ms().max(wire_end);
+    let excused = run.end_ms > base && (start_up.is_none() || run.end_ms <= base + allowed);
+    if let Some(why) = too_coarse_in_agent_time(obs, start_up, allowed, budget).filter(|_| excused)
+    {
         t.uncertain(
             format!(
-                "run {}: exited {} into a {} budget having sent nothing, so its own start-up (sped up {} on its clock) was not measured and its exit is not judged in agent time",
+                "run {}: exited {} into a {} budget, past it; {why}",
                 ri + 1,
                 since(run.end_ms),
                 secs(budget),
-                obs.time_scale
             ),
-            about(format!("run {}: {}", ri + 1, run.exit.describe()), &evidence, None),
+            about(
+                format!("run {}: {}", ri + 1, run.exit.describe()),
+                &evidence,
+                None,
+            ),
         );
         return;
     }

@@ -639,6 +639,53 @@ fn the_agent_exits_within_one_interval_of_the_budget_plus_the_lag() {
     assert_eq!(exit_at(3261, stall()).verdict, Verdict::Fail);
 }
 
+/// In agent time an exit past the budget is judged only when its allowance (one interval, its
+/// own start-up and the runner's lag, both sped up on its clock) is under a quarter of the
+/// budget; coarser, an exit the allowance alone would pass is not judged, so an agent 30 % over
+/// its budget cannot pass inside it. Found: the bundled reporter 30 % over a 2 s budget passed
+/// at a forced x10 under two CPU hogs.
+#[test]
+fn a_sped_up_exit_is_judged_only_as_finely_as_its_budget_needs() {
+    let s = scenario("");
+    let x10 = fake_wireserver::clock::TimeScale::new(10).unwrap();
+    // Spawned at 0, its first request at `start_up` ms (the budget of 3 s counts from it), its
+    // last one 2.9 s later: allowed to exit until the budget + 200 ms + `start_up` + the 20 ms
+    // of lag the runner cannot see at x10.
+    let exit_at = |start_up: u64, end: u64, scale| {
+        judge_at(
+            &profile(),
+            "behaviour.budget",
+            &s,
+            vec![health(1, start_up, 503), health(2, start_up + 2900, 503)],
+            vec![run(0, end, Exit::Code(1))],
+            vec![],
+            scale,
+        )
+    };
+    // A fine allowance (477 ms of a 3 s budget): judged as at the wall clock.
+    assert_eq!(exit_at(257, 3734, x10).verdict, Verdict::Pass);
+    assert_eq!(exit_at(257, 3735, x10).verdict, Verdict::Fail);
+    // A coarse one (820 ms): an exit 30 % past the budget that the allowance would pass is not
+    // judged, and says why; at the wall clock the same exit passes, its allowance measured.
+    let coarse = exit_at(600, 3900, x10);
+    assert_eq!(coarse.verdict, Verdict::Informational, "{coarse:?}");
+    assert!(
+        coarse
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("at agent time x10 its exit can be judged only within 820 ms"),
+        "{coarse:?}"
+    );
+    assert_eq!(
+        exit_at(600, 3900, fake_wireserver::clock::TimeScale::WALL).verdict,
+        Verdict::Pass
+    );
+    // Within the budget it needs no allowance; past the allowance it fails whatever its size.
+    assert_eq!(exit_at(600, 3600, x10).verdict, Verdict::Pass);
+    assert_eq!(exit_at(600, 4421, x10).verdict, Verdict::Fail);
+}
+
 /// Its exit is CPU-bound work: late by no more than its processes waited for a CPU since its
 /// last request (all their waits added up, as the runner measured them), it is not judged; later
 /// than that, or with no such waits, it fails. Waits before its last request excuse nothing.
