@@ -239,3 +239,57 @@ fn walinuxagent_2_7_3_and_2_12_get_real_verdicts_for_ready_in_progress_and_failu
         );
     }
 }
+
+/// WALinuxAgent never gives up (`gives_up = false` in its profile): the scenarios that never let
+/// its report through ran to its 3600 s budget in no case and were skipped as too long. Now they
+/// run to a horizon and are judged: where the wireserver refuses or hangs it is still trying
+/// at the kill (behaviour.budget fails, declared non-strict with its source lines); under 503s
+/// forever its health loop ends after 30 attempts, seen long before the kill, and passes.
+#[test]
+fn walinuxagent_2_7_3_is_judged_where_its_report_never_gets_through() {
+    require_root();
+    walinuxagent_root("2.7.3", "2.7.3.0");
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new(workspace_binary("wirecheck"))
+        .current_dir(repo_root())
+        .args(["run", "--quiet", "--agent", "walinuxagent-2.7.3", "--cases"])
+        .arg("{wireserver.unreachable.ready,budget.exhausted.503.xml,budget.exhausted.hang.xml}.behaviour.{budget,terminal,exit}")
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .expect("run wirecheck");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap())
+            .unwrap_or_else(|e| panic!("{e}\n{stdout}\n{stderr}"));
+    let cases = results["agents"][0]["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 9, "{stdout}\n{stderr}");
+    for c in cases {
+        assert_ne!(c["verdict"], "skipped", "{c}");
+        assert!(
+            c["timeline"]["time_scale"].as_u64().is_some_and(|s| s > 1),
+            "{c}"
+        );
+    }
+    for id in [
+        "wireserver.unreachable.ready.behaviour.budget",
+        "budget.exhausted.hang.xml.behaviour.budget",
+    ] {
+        let (v, why) = verdict(cases, id);
+        assert_eq!(v, "non-strict", "{id}: {why}");
+        assert!(why.contains("util.py:197-235"), "{id}: {why}");
+    }
+    let (v, why) = verdict(cases, "budget.exhausted.503.xml.behaviour.budget");
+    assert_eq!(v, "pass", "{why}");
+    // Its 30 throttled health attempts, then nothing more on the wireserver until the kill.
+    let journal = journal(
+        &out.path()
+            .join("artifacts/walinuxagent-2.7.3/budget.exhausted.503.xml/journal.jsonl"),
+    );
+    let posts = journal
+        .iter()
+        .filter(|e| e.endpoint.to_string() == "wireserver.health.xml")
+        .count();
+    assert_eq!(posts, 30, "{:?}", flow(&journal));
+}

@@ -264,6 +264,11 @@ pub struct Reactions {
     pub retry_interval_throttled: Option<f64>,
     /// What one budget covers (`budget_scope`).
     pub budget_scope: BudgetScope,
+    /// `false`: the agent never stops trying on its own (a daemon that starts its loop over
+    /// when its budget runs out: WALinuxAgent). A scenario that never lets its report through
+    /// then runs to a horizon ([`crate::runner::timing`]) instead of to its budget, and
+    /// behaviour.budget fails it for running on, as its profile's deviation may declare.
+    pub gives_up: bool,
 }
 
 /// The UTC timestamp style of an agent's encoded reports (docs/protocol.md §6.2).
@@ -716,6 +721,7 @@ impl Reactions {
             retry_interval_503: None,
             retry_interval_throttled: None,
             budget_scope: BudgetScope::Flow,
+            gives_up: true,
         }
     }
 }

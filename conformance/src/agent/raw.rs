@@ -128,6 +128,12 @@ pub(super) struct ReactionsFile {
     pub(super) retry_interval_throttled: Option<Spanned<f64>>,
     #[serde(default)]
     pub(super) budget_scope: BudgetScope,
+    #[serde(default = "yes")]
+    pub(super) gives_up: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Deserialize)]

@@ -45,6 +45,13 @@ fn a_valid_profile_loads() {
     assert_eq!(p.commands[&Action::Ready].line, Some(6));
     assert_eq!(p.deviation_for("retry.x.y").unwrap().reason, "known");
     assert!(p.deviation_for("wire.x").is_none());
+    // An agent gives up at its budget unless its profile says it never does.
+    assert!(p.reactions.gives_up);
+    let daemon = valid().replace(
+        "status_403 = \"fatal\"\n",
+        "status_403 = \"fatal\"\ngives_up = false\n",
+    );
+    assert!(!load(&daemon).unwrap().reactions.gives_up);
 }
 
 #[test]

@@ -514,6 +514,7 @@ pub(super) fn reactions_from(
             "reactions.retry_interval_throttled",
         )?,
         budget_scope: r.budget_scope,
+        gives_up: r.gives_up,
     };
 
     if let (Some(min), Some(max)) = (reactions.retry_interval_min, &r.retry_interval_max)

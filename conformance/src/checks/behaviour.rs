@@ -500,26 +500,20 @@ pub fn budget(obs: &Observation) -> Judgement {
             ));
             continue;
         }
+        if killed(run) && !obs.profile.reactions.gives_up && loop_ended_before_kill(obs, ri) {
+            // A daemon that never gives up ended this loop and idles on: its attempts are
+            // judged, its exit is not (it has none).
+            for service in [Service::Imds, Service::Wireserver] {
+                let rule = LoopBudget {
+                    start_ms: loop_start(obs, ri, service),
+                    budget_ms: ms(obs.budget_for(service)),
+                };
+                late_attempts(&mut t, obs, ri, service, &rule);
+            }
+            continue;
+        }
         if killed(run) {
-            let last: Vec<&Entry> = obs
-                .journal
-                .iter()
-                .rfind(|e| obs.run_of(e) == ri)
-                .into_iter()
-                .collect();
-            t.fail(
-                format!(
-                    "run {} was still running at the {} deadline; its budget is {}",
-                    ri + 1,
-                    secs(ms(obs.deadline)),
-                    secs(budget)
-                ),
-                about(
-                    format!("run {}: {}", ri + 1, run.exit.describe()),
-                    &last,
-                    None,
-                ),
-            );
+            still_running(&mut t, obs, ri, budget);
             continue;
         }
         for service in [Service::Imds, Service::Wireserver] {
@@ -532,6 +526,60 @@ pub fn budget(obs: &Observation) -> Judgement {
         loop_end(&mut t, obs, ri, budget);
     }
     t.finish("the agent was not run")
+}
+
+/// Run `ri` was still running at the deadline: it did not stop within its budget; one that
+/// never gives up (`gives_up = false`) was ended at a horizon short of its budget, and what
+/// fails is that no budget of time bounds its loop.
+fn still_running(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
+    let run = &obs.runs[ri];
+    let last: Vec<&Entry> = obs
+        .journal
+        .iter()
+        .rfind(|e| obs.run_of(e) == ri)
+        .into_iter()
+        .collect();
+    let why = if obs.profile.reactions.gives_up {
+        format!("its budget is {}", secs(budget))
+    } else {
+        format!(
+            "{} declares no time budget (reactions.gives_up = false): its loops are bounded by attempt counts that take hours, or start over",
+            obs.profile.name
+        )
+    };
+    t.fail(
+        format!(
+            "run {} was still running at the {} deadline; {why}",
+            ri + 1,
+            secs(ms(obs.deadline)),
+        ),
+        about(
+            format!("run {}: {}", ri + 1, run.exit.describe()),
+            &last,
+            None,
+        ),
+    );
+}
+
+/// Whether run `ri`'s wireserver loop was over well before the runner ended it: its last
+/// request done longer ago than its longest wait, a request timeout and the runner's lag (a
+/// loop still going would have sent again). A loop that sent nothing cannot be seen to end.
+fn loop_ended_before_kill(obs: &Observation, ri: usize) -> bool {
+    let run = &obs.runs[ri];
+    let Some(last_end) = requests(obs, ri, Service::Wireserver)
+        .iter()
+        .map(|e| obs.request_end_ms(e).unwrap_or(run.end_ms))
+        .max()
+    else {
+        return false;
+    };
+    let r = &obs.profile.reactions;
+    let a = &obs.scenario.agent;
+    let longest =
+        crate::obligations::wait_after(r, a, fake_wireserver::Service::Wireserver, None).max;
+    let quiet =
+        ms(longest + crate::obligations::request_timeout(r, a)) + obs.uncertainty_ms(run.end_ms);
+    run.end_ms.saturating_sub(last_end) > quiet
 }
 
 /// Fails every attempt of run `ri` to `service` that started after the budget beyond the

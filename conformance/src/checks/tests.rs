@@ -440,6 +440,51 @@ fn the_rate_is_judged_by_arrival_whatever_the_journal_order() {
     );
 }
 
+/// An agent that never gives up (`gives_up = false`: WALinuxAgent) is ended by the runner: a
+/// loop it was seen to end long before the kill (quiet for longer than its longest wait and a
+/// request timeout) is judged by its attempts, and one still trying at the kill fails as having
+/// no time budget, for its profile to declare; one that gives up fails as before.
+#[test]
+fn an_agent_that_never_gives_up_is_judged_by_the_loop_it_was_seen_to_end() {
+    let s = scenario("");
+    let mut daemon = profile();
+    daemon.reactions.gives_up = false;
+    let killed_at = |p: &AgentProfile, attempts: &[u64], kill: u64| {
+        let journal = (1..)
+            .zip(attempts)
+            .map(|(seq, &at)| health(seq, at, 503))
+            .collect();
+        judge_with(
+            p,
+            "behaviour.budget",
+            &s,
+            journal,
+            vec![run(0, kill, Exit::KilledAtDeadline)],
+        )
+    };
+    // Its loop over at 2 s of a 3 s budget, killed at 60 s: judged, passes.
+    let ended = killed_at(&daemon, &[10, 1010, 2010], 60_000);
+    assert_eq!(ended.verdict, Verdict::Pass, "{ended:?}");
+    // Over, but an attempt came after the budget: that still fails.
+    let late = killed_at(&daemon, &[10, 5000], 60_000);
+    assert_eq!(late.verdict, Verdict::Fail);
+    assert!(late.reason.unwrap().contains("new wireserver attempt"));
+    // Still trying at the kill (its last attempt 488 ms before it, within 200 ms + 1 s).
+    let trying = killed_at(&daemon, &[10, 1010, 2010], 2500);
+    assert_eq!(trying.verdict, Verdict::Fail);
+    assert!(
+        trying
+            .reason
+            .unwrap()
+            .contains("declares no time budget (reactions.gives_up = false)")
+    );
+    // Nothing reached the fake (a refused wireserver): it cannot be seen to have ended.
+    assert_eq!(killed_at(&daemon, &[], 60_000).verdict, Verdict::Fail);
+    // An agent that gives up and is killed fails for its budget, loop seen to end or not.
+    let gives_up = killed_at(&profile(), &[10, 1010, 2010], 60_000);
+    assert!(gives_up.reason.unwrap().contains("its budget is 3.00 s"));
+}
+
 #[test]
 fn the_budget_and_the_deadline() {
     let s = scenario("");

@@ -7,7 +7,9 @@
 //! such an agent at the scenario's deadline would judge the runner's impatience, not the agent,
 //! so the deadline grows by the profile's interval for every scripted fault (and by its fixed
 //! `request_timeout` for every unanswered request), and a scenario that only ends at a fixed
-//! budget gets that budget. All of that is agent time.
+//! budget gets that budget. All of that is agent time. An agent that never gives up
+//! (`gives_up = false`: WALinuxAgent's daemon starts its loop over) runs such a scenario to a
+//! horizon instead: two of its longest waits and one request timeout past the deadline.
 //!
 //! Agent time ([`fake_wireserver::clock`]): an agent whose profile says its clock is
 //! `scalable` runs a case whose deadline is longer than [`WALL_TARGET_SECONDS`] at the speed
@@ -67,6 +69,7 @@ pub fn case_timing(profile: &AgentProfile, scenario: &Scenario) -> Result<CaseTi
         deadline,
         expected_wait,
         finest_wait,
+        ends_at_horizon,
     } = agent_timing(profile, scenario);
     let scale = profile
         .clock
@@ -74,8 +77,13 @@ pub fn case_timing(profile: &AgentProfile, scenario: &Scenario) -> Result<CaseTi
     // The agent's own work (start-up, parsing, key generation, exit) is not sped up: sped up,
     // it gets the scenario's own deadline of the wall clock more to do it in, and at least
     // OWN_WORK_SECONDS. A kill is the runner's patience, not a judged tolerance: the checks
-    // judge what reached the fake.
-    let own_work = scenario.agent.deadline.max(OWN_WORK_SECONDS);
+    // judge what reached the fake. An agent the runner ends at its horizon has nothing to
+    // finish: the kill is its normal end.
+    let own_work = if ends_at_horizon {
+        0.0
+    } else {
+        scenario.agent.deadline.max(OWN_WORK_SECONDS)
+    };
     let deadline = deadline + own_work * (scale.factor() - 1.0);
     let timing = CaseTiming {
         deadline,
@@ -130,6 +138,21 @@ fn agent_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
     let a = &scenario.agent;
     let r = &profile.reactions;
     let faults = fault_timing(profile, scenario);
+    let runs = a.runs.len().max(1) as f64;
+    // An agent that never gives up (`gives_up = false`) meets a scenario that never lets its
+    // report through by trying on until the runner ends it: long enough after the scenario's
+    // own deadline for two of its longest waits and one unanswered request, so its retries are
+    // seen; its start-up is not counted (the deadline runs from its first request).
+    if !r.gives_up && never_succeeds(scenario) {
+        let longest = obligations::wait_after(r, a, fake_wireserver::Service::Wireserver, None).max;
+        let horizon = a.deadline + 2.0 * longest + obligations::request_timeout(r, a);
+        return FaultTiming {
+            deadline: faults.deadline.max(horizon),
+            expected_wait: faults.expected_wait.max(horizon * runs),
+            ends_at_horizon: true,
+            ..faults
+        };
+    }
     // A scenario that never lets the report through ends only at the agent's fixed budget
     // (IMDS's, for an IMDS that never answers): the agent gets that budget and the scenario's
     // own allowance after it for its last request and its exit.
@@ -149,7 +172,6 @@ fn agent_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
         let wind_down = obligations::request_timeout(r, a)
             + obligations::wait_after(r, a, fake_wireserver::Service::Wireserver, None).max
             + a.deadline;
-        let runs = a.runs.len().max(1) as f64;
         return FaultTiming {
             deadline: faults.deadline.max(fixed_end + wind_down),
             expected_wait: faults.expected_wait.max(fixed_end * runs),
@@ -166,6 +188,8 @@ struct FaultTiming {
     expected_wait: f64,
     /// The shortest wait after a retried answer: the finest interval the checks judge.
     finest_wait: Option<f64>,
+    /// The runner ends the agent at the deadline by design (it never gives up).
+    ends_at_horizon: bool,
 }
 
 /// The deadline and expected wait from the scripted faults: each costs the agent its fixed
@@ -218,6 +242,7 @@ fn fault_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
         deadline,
         expected_wait: (scenario.expected_wait() + extra * runs).min(deadline * runs),
         finest_wait: finest,
+        ends_at_horizon: false,
     }
 }
 
@@ -350,6 +375,33 @@ mod tests {
         // A short fixed budget, or the scenario's own budget: run it.
         assert!(case_timing(&profile("budget = 30.0"), &closed).is_ok());
         assert!(case_timing(&profile(""), &closed).is_ok());
+    }
+
+    /// WALinuxAgent never gives up (detection starts over): a scenario that never lets its
+    /// report through is not skipped for its 3600 s budget but run to a horizon, two of its
+    /// longest waits and a request timeout past the deadline, its own work not added (the kill
+    /// is its end). One whose report gets through keeps the usual timing.
+    #[test]
+    fn an_agent_that_never_gives_up_runs_an_endless_scenario_to_a_horizon() {
+        let wala = "retry_interval_min = 1.0\nretry_interval_max = 75.0\nrequest_timeout = 10.0\nbudget = 3600.0";
+        let endless = |gives_up: bool| {
+            let mut p = scalable(wala);
+            p.reactions.gives_up = gives_up;
+            p.clock.fastest = TimeScale::new(20).unwrap();
+            p
+        };
+        let closed = scenario("wireserver = \"closed\"\n");
+        assert!(case_timing(&endless(true), &closed).is_err());
+        let t = case_timing(&endless(false), &closed).unwrap();
+        let horizon = closed.agent.deadline + 2.0 * 75.0 + 10.0;
+        assert_eq!(t.deadline, horizon, "{t:?}");
+        assert_eq!(t.scale.times(), 9, "{t:?}");
+        // Three 500s, then the report: its own timing, own work and all, as before.
+        let three = scenario(THREE_500S);
+        assert_eq!(
+            case_timing(&endless(false), &three),
+            case_timing(&endless(true), &three)
+        );
     }
 
     #[test]
