@@ -1,0 +1,357 @@
+//! behaviour.budget: each retry loop (IMDS, then the wireserver) ends within the agent's budget,
+//! nothing may extend it, and the only slack is what was measured (the in-flight request's own
+//! duration, the runner's lag, the agent's own start-up for its exit). A daemon that never
+//! gives up is judged by the loop it was seen to end.
+
+use fake_wireserver::journal::Entry;
+
+use super::super::{Judgement, Tally, about, line, note};
+use super::{killed, loop_start, ms, requests, secs};
+use crate::agent::{BudgetScope, HealthReporting};
+use crate::observe::{LoopBudget, Observation, Service, Within};
+
+/// Judged by the one budget rule ([`LoopBudget`]): each retry loop (IMDS, then the
+/// wireserver) has the budget, nothing may extend it, and the only slack is what was measured
+/// (the in-flight request's own duration, the runner's lag).
+pub fn budget(obs: &Observation) -> Judgement {
+    let mut t = Tally::new();
+    let budget = ms(obs.budget());
+    for (ri, run) in obs.runs.iter().enumerate() {
+        t.judged();
+        // A daemon that never reports is never done: the deadline is its normal end, and it
+        // has no report loop whose budget could run out.
+        if killed(run) && obs.profile.health_report == HealthReporting::None {
+            t.note(note(
+                format!(
+                    "run {}: {}: {} sends no health report in this mode (health_report = \"none\") and never exits, so the deadline ends it",
+                    ri + 1,
+                    run.exit.describe(),
+                    obs.profile.name
+                ),
+                None,
+            ));
+            continue;
+        }
+        if killed(run) && !obs.profile.reactions.gives_up && loop_ended_before_kill(obs, ri) {
+            // A daemon that never gives up ended this loop and idles on: its attempts are
+            // judged, its exit is not (it has none).
+            for service in [Service::Imds, Service::Wireserver] {
+                let rule = LoopBudget {
+                    start_ms: loop_start(obs, ri, service),
+                    budget_ms: ms(obs.budget_for(service)),
+                };
+                late_attempts(&mut t, obs, ri, service, &rule);
+            }
+            continue;
+        }
+        if killed(run) {
+            still_running(&mut t, obs, ri, budget);
+            continue;
+        }
+        for service in [Service::Imds, Service::Wireserver] {
+            let rule = LoopBudget {
+                start_ms: loop_start(obs, ri, service),
+                budget_ms: ms(obs.budget_for(service)),
+            };
+            late_attempts(&mut t, obs, ri, service, &rule);
+        }
+        loop_end(&mut t, obs, ri, budget);
+    }
+    t.finish("the agent was not run")
+}
+
+/// Run `ri` was still running at the deadline: it did not stop within its budget; one that
+/// never gives up (`gives_up = false`) was ended at a horizon short of its budget, and what
+/// fails is that no budget of time bounds its loop.
+fn still_running(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
+    let run = &obs.runs[ri];
+    let last: Vec<&Entry> = obs
+        .journal
+        .iter()
+        .rfind(|e| obs.run_of(e) == ri)
+        .into_iter()
+        .collect();
+    let why = if obs.profile.reactions.gives_up {
+        format!("its budget is {}", secs(budget))
+    } else {
+        format!(
+            "{} declares no time budget (reactions.gives_up = false): its loops are bounded by attempt counts that take hours, or start over",
+            obs.profile.name
+        )
+    };
+    t.fail(
+        format!(
+            "run {} was still running at the {} deadline; {why}",
+            ri + 1,
+            secs(ms(obs.deadline)),
+        ),
+        about(
+            format!("run {}: {}", ri + 1, run.exit.describe()),
+            &last,
+            None,
+        ),
+    );
+}
+
+/// Whether run `ri`'s wireserver loop was over well before the runner ended it: its last
+/// request done longer ago than its longest wait, a request timeout and the runner's lag (a
+/// loop still going would have sent again). A loop that sent nothing cannot be seen to end.
+fn loop_ended_before_kill(obs: &Observation, ri: usize) -> bool {
+    let run = &obs.runs[ri];
+    let Some(last_end) = requests(obs, ri, Service::Wireserver)
+        .iter()
+        .map(|e| obs.request_end_ms(e).unwrap_or(run.end_ms))
+        .max()
+    else {
+        return false;
+    };
+    let r = &obs.profile.reactions;
+    let a = &obs.scenario.agent;
+    let longest =
+        crate::obligations::wait_after(r, a, fake_wireserver::Service::Wireserver, None).max;
+    let quiet =
+        ms(longest + crate::obligations::request_timeout(r, a)) + obs.uncertainty_ms(run.end_ms);
+    run.end_ms.saturating_sub(last_end) > quiet
+}
+
+/// Fails every attempt of run `ri` to `service` that started after the budget beyond the
+/// runner's lag around it. With a budget per request (`budget_scope = "request"`) each
+/// endpoint's loop starts at its own first attempt.
+fn late_attempts(t: &mut Tally, obs: &Observation, ri: usize, service: Service, rule: &LoopBudget) {
+    let name = match service {
+        Service::Imds => "IMDS",
+        _ => "wireserver",
+    };
+    let reqs = requests(obs, ri, service);
+    for e in &reqs {
+        let rule = &match obs.profile.reactions.budget_scope {
+            BudgetScope::Flow => *rule,
+            BudgetScope::Request => LoopBudget {
+                start_ms: reqs
+                    .iter()
+                    .find(|r| r.endpoint == e.endpoint)
+                    .map_or(rule.start_ms, |first| first.at_ms),
+                ..*rule
+            },
+        };
+        let lag = obs.uncertainty_ms(e.at_ms);
+        if let Within::Over { by_ms, .. } = rule.attempt(e.at_ms, lag) {
+            t.fail(
+                format!(
+                    "run {}: a new {name} attempt (#{}) started {} into a {} budget, {by_ms} ms past it and the runner's {lag} ms lag around then",
+                    ri + 1,
+                    e.seq,
+                    secs(e.at_ms.saturating_sub(rule.start_ms)),
+                    secs(rule.budget_ms)
+                ),
+                about(line(e), &[e], None),
+            );
+        }
+    }
+}
+
+/// Run `ri`'s own start-up, spawn to its first request (`None`: it sent nothing). Its exit is
+/// CPU-bound work like its start, measured in the same run: as slow on a loaded machine, and as
+/// sped up by agent time, where a millisecond of CPU is `scale` milliseconds of the agent's
+/// clock. A sleep is neither. The runner's own start allowance is not the agent's, so an agent
+/// that sent nothing has no start-up to allow.
+fn own_start_up_ms(obs: &Observation, ri: usize) -> Option<u64> {
+    let start = obs.runs[ri].start_ms;
+    obs.journal
+        .iter()
+        .filter(|e| obs.run_of(e) == ri)
+        .map(|e| e.at_ms)
+        .min()
+        .map(|first| first.saturating_sub(start))
+}
+
+/// The share of its budget by which an exit past the budget must be judged: in agent time the
+/// allowance beyond the budget (one interval, the agent's own start-up and the runner's lag,
+/// the last two sped up N times on the agent's clock) must stay under a quarter of the budget,
+/// or an agent 30 % over its budget would fit inside it. Measured: the bundled reporter with a
+/// 2.6 s loop on a 2 s budget at a forced x10 under two CPU hogs exited at 2.92 s, inside an
+/// allowance of 0.2 s + 257 ms of start-up + the runner's lag, and passed.
+const EXIT_RESOLUTION_SHARE: u64 = 4;
+
+/// Why an exit past the budget cannot be judged at this run's agent time, if it cannot: the
+/// agent sent nothing, so its own start-up (sped up N times) was not measured; or the allowance
+/// it gets (`allowed_ms`) is too coarse for its budget. At the wall clock an exit is always
+/// judged: its allowance is the machine's own, measured.
+fn too_coarse_in_agent_time(
+    obs: &Observation,
+    start_up: Option<u64>,
+    allowed_ms: u64,
+    budget_ms: u64,
+) -> Option<String> {
+    let scale = obs.time_scale;
+    if scale.is_wall() {
+        return None;
+    }
+    if start_up.is_none() {
+        return Some(format!(
+            "having sent nothing, its own start-up (sped up {scale} on its clock) was not measured and its exit is not judged in agent time"
+        ));
+    }
+    (allowed_ms * EXIT_RESOLUTION_SHARE > budget_ms).then(|| {
+        format!(
+            "at agent time {scale} its exit can be judged only within {allowed_ms} ms (one interval, its own start-up and the runner's lag, sped up on its clock), more than a quarter of its budget: run it at a slower --time-scale, or let the runner choose (it keeps a case this short at the wall clock)"
+        )
+    })
+}
+
+/// Run `ri`'s wireserver loop as [`loop_end`] measured it, for judging the agent's exit.
+struct WireLoop<'a> {
+    ri: usize,
+    rule: LoopBudget,
+    /// The last attempt that started within the budget.
+    in_flight: Option<&'a Entry>,
+    /// `in_flight` as the findings name it.
+    in_flight_text: String,
+    /// When the agent was done with the loop's last request.
+    end_ms: u64,
+}
+
+/// The wireserver loop of run `ri` must be over by the budget plus its in-flight request (the
+/// last attempt that started within the budget) plus the runner's lag, and the agent gone one
+/// retry interval after that ([`LoopBudget`]).
+fn loop_end(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
+    let run = &obs.runs[ri];
+    let reqs = requests(obs, ri, Service::Wireserver);
+    // With a budget per request, the loop that ends last is the health report's.
+    let health_start = reqs.iter().find(|e| obs.is_flow_health(e)).map(|e| e.at_ms);
+    let start_ms = match (obs.profile.reactions.budget_scope, health_start) {
+        (BudgetScope::Request, Some(first_post)) => first_post,
+        _ => loop_start(obs, ri, Service::Wireserver),
+    };
+    let rule = LoopBudget {
+        start_ms,
+        budget_ms: budget,
+    };
+    let in_flight = reqs
+        .iter()
+        .rev()
+        .find(|e| rule.attempt(e.at_ms, obs.uncertainty_ms(e.at_ms)) == Within::Inside);
+    let in_flight_ms = in_flight.map_or(0, |e| obs.request_span_ms(e));
+    let in_flight_text = match in_flight {
+        Some(e) => format!("its in-flight request #{} ({in_flight_ms} ms)", e.seq),
+        None => "no request in flight".to_owned(),
+    };
+    // The loop's last request is over when the agent was done with it (a request it never
+    // finished ends with the agent).
+    let last = reqs
+        .iter()
+        .max_by_key(|e| obs.request_end_ms(e).unwrap_or(run.end_ms));
+    let wire_end = last.map_or(rule.start_ms, |e| {
+        obs.request_end_ms(e).unwrap_or(run.end_ms)
+    });
+    let since = |t: u64| secs(t.saturating_sub(rule.start_ms));
+    if let Some(e) = last {
+        let lag = obs.uncertainty_ms(wire_end);
+        if let Within::Over { limit_ms, by_ms } = rule.loop_end(wire_end, in_flight_ms, lag) {
+            t.fail(
+                format!(
+                    "run {}: its last wireserver request (#{}) was over {} into a {} budget: {by_ms} ms past the budget plus {in_flight_text} plus the runner's {lag} ms lag ({})",
+                    ri + 1,
+                    e.seq,
+                    since(wire_end),
+                    secs(budget),
+                    since(limit_ms)
+                ),
+                about(line(e), &[e], None),
+            );
+        }
+    }
+    let wire_loop = WireLoop {
+        ri,
+        rule,
+        in_flight: in_flight.copied(),
+        in_flight_text,
+        end_ms: wire_end,
+    };
+    exit_after_loop(t, obs, wire_loop);
+}
+
+/// Run `ri` gone one retry interval after its wireserver loop, plus its own start-up and the
+/// runner's lag.
+fn exit_after_loop(t: &mut Tally, obs: &Observation, wire_loop: WireLoop) {
+    let WireLoop {
+        ri,
+        rule,
+        in_flight,
+        in_flight_text,
+        end_ms: wire_end,
+    } = wire_loop;
+    let run = &obs.runs[ri];
+    let budget = rule.budget_ms;
+    let since = |t: u64| secs(t.saturating_sub(rule.start_ms));
+    let interval = ms(obs.interval_min());
+    let start_up = own_start_up_ms(obs, ri);
+    let lag = obs.uncertainty_ms(run.end_ms);
+    let evidence: Vec<&Entry> = in_flight.into_iter().collect();
+    let allowed = interval + start_up.unwrap_or(0) + lag;
+    // Only an exit past the budget that its allowance alone would pass is left unjudged: an
+    // earlier one needs no allowance, a later one fails whatever the allowance.
+    let base = rule.end_ms().max(wire_end);
+    let excused = run.end_ms > base && (start_up.is_none() || run.end_ms <= base + allowed);
+    if let Some(why) = too_coarse_in_agent_time(obs, start_up, allowed, budget).filter(|_| excused)
+    {
+        t.uncertain(
+            format!(
+                "run {}: exited {} into a {} budget, past it; {why}",
+                ri + 1,
+                since(run.end_ms),
+                secs(budget),
+            ),
+            about(
+                format!("run {}: {}", ri + 1, run.exit.describe()),
+                &evidence,
+                None,
+            ),
+        );
+        return;
+    }
+    let own_work = start_up.unwrap_or(0);
+    // Its exit is CPU-bound work: on a loaded machine it is late by every wait for a CPU its
+    // processes had since their last request, short ones added up (the runner measured them).
+    let held = obs.agent_waited_ms(wire_end, run.end_ms);
+    match rule.exit(run.end_ms, wire_end, interval + own_work, lag) {
+        Within::Over { by_ms, .. } if held >= by_ms => t.uncertain(
+            format!(
+                "run {}: exited {by_ms} ms after the budget (or its last request) plus one {} interval plus its own start-up's {own_work} ms plus the runner's {lag} ms lag, and its processes waited {held} ms for a CPU meanwhile: the machine, not the agent, may have made it late",
+                ri + 1,
+                secs(interval),
+            ),
+            about(
+                format!("run {}: {}", ri + 1, run.exit.describe()),
+                &evidence,
+                None,
+            ),
+        ),
+        Within::Over { limit_ms, by_ms } => t.fail(
+            format!(
+                "run {}: the wireserver report took {} (first attempt to exit) of a {} budget: the agent exited {by_ms} ms after the budget (or its last request) plus one {} interval plus its own start-up's {own_work} ms plus the runner's {lag} ms lag ({})",
+                ri + 1,
+                since(run.end_ms),
+                secs(budget),
+                secs(interval),
+                since(limit_ms)
+            ),
+            about(
+                format!("run {}: {}", ri + 1, run.exit.describe()),
+                &evidence,
+                None,
+            ),
+        ),
+        Within::Inside => t.note(about(
+            format!(
+                "run {}: wireserver report {} of a {} budget, {in_flight_text} ({} in all)",
+                ri + 1,
+                since(run.end_ms),
+                secs(budget),
+                secs(run.duration_ms())
+            ),
+            &evidence,
+            None,
+        )),
+    }
+}
