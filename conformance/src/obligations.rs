@@ -8,7 +8,8 @@
 //! * [`wait_after`]: the seconds between an answer and the next attempt, at least (what
 //!   `behaviour.interval` holds the agent to) and at most (what a deadline allows for);
 //! * [`step_cost`]: what one scripted step of the fake costs the agent: how it takes the answer,
-//!   and the seconds the answer itself takes (a delay, or an unanswered request's timeout).
+//!   and the seconds the answer itself takes (a delay, or an unanswered request's timeout);
+//! * [`tries_exhausted_after`]: how long an agent that counts its tries takes to use them all.
 
 use fake_wireserver::{Action as StepAction, Preset, Service};
 
@@ -99,6 +100,37 @@ pub fn wait_after(r: &Reactions, a: &AgentPlan, service: Service, status: Option
             max: fixed_max,
         },
     }
+}
+
+/// The `n`-th sleep (from 0) of an agent whose sleeps double from its first interval up to its
+/// longest (afterburn's `retry::Retry`: 1, 2, 4, 5, 5 ... s).
+fn doubling_sleep(r: &Reactions, a: &AgentPlan, n: u32) -> f64 {
+    let first = r.retry_interval_min.unwrap_or(a.retry_interval);
+    let longest = r.retry_interval_max.unwrap_or(first);
+    (first * 2f64.powi(n.min(30) as i32)).min(longest)
+}
+
+/// Seconds an agent that counts its tries (`reactions.tries`) takes to use them all when every
+/// attempt takes `busy` seconds (an unanswered request: its timeout): each sequence tries the
+/// request that never succeeds `per_request` times with a sleep between tries, and the
+/// sequences sleep between them too. `None`: its loops are bounded by time, not counts.
+pub fn tries_exhausted_after(r: &Reactions, a: &AgentPlan, busy: f64) -> Option<f64> {
+    let tries = r.tries?;
+    let sleeps = |n: u32| -> f64 {
+        (0..n.saturating_sub(1))
+            .map(|k| doubling_sleep(r, a, k))
+            .sum()
+    };
+    let sequence = f64::from(tries.per_request) * busy + sleeps(tries.per_request);
+    Some(f64::from(tries.sequences) * sequence + sleeps(tries.sequences))
+}
+
+/// The attempts an agent that counts its tries makes before it gives up on a wireserver that
+/// never lets its report through: each sequence's failing request `per_request` times and the
+/// goal state before it, and the versions check once.
+pub fn tries_attempts(r: &Reactions) -> Option<u32> {
+    let tries = r.tries?;
+    Some(tries.sequences * (tries.per_request + 1) + 1)
 }
 
 /// Seconds the agent waits for an answer: its fixed timeout, else the scenario's.

@@ -3,10 +3,10 @@
 //! Python, libazureinit in Rust with tokio) gets the same verdicts on a sample of retrying cases run at
 //! the wall clock (`--time-scale 1`) and sped up (`--time-scale 20`), and the sped-up run says
 //! so in every timeline. A verdict only a loaded machine left unjudged (informational) is not
-//! compared; at least 20 cases per agent are.
+//! compared; at least 20 cases per agent are. afterburn (Rust, reqwest's blocking client) too.
 //!
 //! And the other direction: an agent whose profile keeps the wall clock is not sped up by the
-//! runner (afterburn's).
+//! runner (afterburn's profile without its `clock` key).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -117,17 +117,39 @@ fn libazureinit_on_tokio_gets_the_same_verdicts_sped_up() {
     same_verdicts_at_both_speeds("libazureinit-0.1.1");
 }
 
-/// `--time-scale` speeds only agents whose profile says their clock can be scaled:
-/// afterburn's stays the wall's, so its timelines carry no scale.
+/// afterburn's reqwest blocking client waits on futexes, which wirecheck's agent clock library
+/// moves onto the agent's speed (libfaketime alone left a 30 s timeout at 289 s).
+#[test]
+fn afterburn_gets_the_same_verdicts_sped_up() {
+    same_verdicts_at_both_speeds("afterburn");
+}
+
+/// `--time-scale` speeds only agents whose profile says their clock can be scaled: afterburn's
+/// profile without its `clock` key keeps the wall's, so its timelines carry no scale.
 #[test]
 fn an_agent_whose_clock_cannot_be_scaled_keeps_the_wall_clock() {
     require_root();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("afterburn");
+    let profile = std::fs::read_to_string(
+        wirecheck_e2e::repo_root().join("conformance/agents/afterburn.toml"),
+    )
+    .unwrap();
+    let wall: String = profile
+        .lines()
+        .filter(|l| !l.starts_with("clock =") && !l.starts_with("fastest_clock ="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(profile.lines().count(), wall.lines().count() + 2);
+    let agents = dir.path().join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(agents.join("afterburn.toml"), wall).unwrap();
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let output = wirecheck_run(
         &out,
         &[
+            "--agents-dir",
+            agents.to_str().unwrap(),
             "--agent",
             "afterburn",
             "--cases",

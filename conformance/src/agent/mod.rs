@@ -269,6 +269,19 @@ pub struct Reactions {
     /// then runs to a horizon ([`crate::runner::timing`]) instead of to its budget, and
     /// behaviour.budget fails it for running on, as its profile's deviation may declare.
     pub gives_up: bool,
+    /// A loop bounded by counts, not by a clock (`tries`, `sequence_tries`): afterburn.
+    pub tries: Option<Tries>,
+}
+
+/// An agent whose loops end after a fixed count of attempts rather than at a time budget
+/// (afterburn's `retry::Retry`): each request is tried `per_request` times, the whole goal
+/// state + health exchange `sequences` times, with sleeps doubling from `retry_interval_min`
+/// up to `retry_interval_max` between tries. behaviour.budget then counts attempts, which
+/// agent time cannot stretch, and the runner sizes an endless scenario from the counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tries {
+    pub per_request: u32,
+    pub sequences: u32,
 }
 
 /// The UTC timestamp style of an agent's encoded reports (docs/protocol.md §6.2).
@@ -722,6 +735,7 @@ impl Reactions {
             retry_interval_throttled: None,
             budget_scope: BudgetScope::Flow,
             gives_up: true,
+            tries: None,
         }
     }
 }

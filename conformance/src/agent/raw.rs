@@ -130,6 +130,8 @@ pub(super) struct ReactionsFile {
     pub(super) budget_scope: BudgetScope,
     #[serde(default = "yes")]
     pub(super) gives_up: bool,
+    pub(super) tries: Option<Spanned<u32>>,
+    pub(super) sequence_tries: Option<Spanned<u32>>,
 }
 
 fn yes() -> bool {

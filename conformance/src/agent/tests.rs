@@ -153,6 +153,55 @@ fn unset_placeholders_outside_groups_are_rejected() {
     assert!(err.message.contains("optional group"), "{err}");
 }
 
+/// `tries` counts from 1 and needs the first sleep it doubles; `sequence_tries` needs `tries`;
+/// each error names its field and line.
+#[test]
+fn counted_tries_are_validated() {
+    let with = |keys: &str| {
+        load(&valid().replace(
+            "status_403 = \"fatal\"\n",
+            &format!("status_403 = \"fatal\"\n{keys}\n"),
+        ))
+    };
+    let p = with("retry_interval_min = 1.0\ntries = 11\nsequence_tries = 6").unwrap();
+    assert_eq!(
+        p.reactions.tries,
+        Some(crate::agent::Tries {
+            per_request: 11,
+            sequences: 6
+        })
+    );
+    let once = with("retry_interval_min = 1.0\ntries = 3").unwrap();
+    assert_eq!(once.reactions.tries.unwrap().sequences, 1);
+    for (keys, field, says) in [
+        (
+            "retry_interval_min = 1.0\ntries = 0",
+            "reactions.tries",
+            "from 1 to 1000",
+        ),
+        (
+            "tries = 11",
+            "reactions.tries",
+            "needs `retry_interval_min`",
+        ),
+        (
+            "sequence_tries = 6",
+            "reactions.sequence_tries",
+            "needs `tries`",
+        ),
+        (
+            "retry_interval_min = 1.0\ntries = 2\nsequence_tries = 101",
+            "reactions.sequence_tries",
+            "from 1 to 100",
+        ),
+    ] {
+        let err = with(keys).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some(field), "{keys}: {err}");
+        assert!(err.message.contains(says), "{keys}: {err}");
+        assert!(err.line.is_some(), "{keys}: {err}");
+    }
+}
+
 #[test]
 fn retryable_403_is_rejected_with_a_hint() {
     let err = load(&valid().replace("[429, 503]", "[403]")).unwrap_err();

@@ -515,6 +515,7 @@ pub(super) fn reactions_from(
         )?,
         budget_scope: r.budget_scope,
         gives_up: r.gives_up,
+        tries: tries(r, at)?,
     };
 
     if let (Some(min), Some(max)) = (reactions.retry_interval_min, &r.retry_interval_max)
@@ -530,6 +531,54 @@ pub(super) fn reactions_from(
         ));
     }
     Ok(reactions)
+}
+
+/// Attempts per request, at most (afterburn: 11).
+const MAX_TRIES: u32 = 1000;
+/// Tries of the whole exchange, at most (afterburn: 6).
+const MAX_SEQUENCE_TRIES: u32 = 100;
+
+/// `tries` and `sequence_tries` → [`Tries`]: counts from 1, `sequence_tries` only beside
+/// `tries`, and a backoff to double (`retry_interval_min`).
+fn tries(
+    r: &ReactionsFile,
+    at: &dyn Fn(std::ops::Range<usize>, &str, String) -> FileError,
+) -> Result<Option<Tries>, FileError> {
+    let count = |v: &Spanned<u32>, field: &str, max: u32| {
+        if (1..=max).contains(v.get_ref()) {
+            Ok(*v.get_ref())
+        } else {
+            Err(at(
+                v.span(),
+                field,
+                format!("{} is not a count of attempts from 1 to {max}", v.get_ref()),
+            ))
+        }
+    };
+    let Some(per_request) = &r.tries else {
+        if let Some(s) = &r.sequence_tries {
+            return Err(at(
+                s.span(),
+                "reactions.sequence_tries",
+                "needs `tries`, the attempts of each request".into(),
+            ));
+        }
+        return Ok(None);
+    };
+    if r.retry_interval_min.is_none() {
+        return Err(at(
+            per_request.span(),
+            "reactions.tries",
+            "needs `retry_interval_min`, the first sleep between tries (doubling up to `retry_interval_max`)".into(),
+        ));
+    }
+    Ok(Some(Tries {
+        per_request: count(per_request, "reactions.tries", MAX_TRIES)?,
+        sequences: match &r.sequence_tries {
+            Some(s) => count(s, "reactions.sequence_tries", MAX_SEQUENCE_TRIES)?,
+            None => 1,
+        },
+    }))
 }
 
 /// `[encoded]` → [`EncodedDialect`]: quote and order must name one of the two dialects (§6.1,

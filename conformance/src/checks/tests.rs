@@ -485,6 +485,92 @@ fn an_agent_that_never_gives_up_is_judged_by_the_loop_it_was_seen_to_end() {
     assert!(gives_up.reason.unwrap().contains("its budget is 3.00 s"));
 }
 
+/// An agent that counts its tries (`reactions.tries`: afterburn's 11 per request, the exchange
+/// 6 times) is judged by counting what reached the fake, which agent time cannot stretch: a
+/// request tried more often in a row, or an endpoint more often in the run, fails (an agent
+/// 30 % over its count: 15 tries); it must be gone after its last attempt within one interval,
+/// its start-up and the lag; a refused wireserver (nothing counted) falls back to the time
+/// budget.
+#[test]
+fn an_agent_counting_its_tries_is_judged_by_its_counts() {
+    let s = scenario("");
+    let mut counting = profile();
+    counting.reactions.retry_interval_min = Some(1.0);
+    counting.reactions.tries = Some(crate::agent::Tries {
+        per_request: 11,
+        sequences: 6,
+    });
+    let goalstate = |seq, at| {
+        entry(
+            seq,
+            EndpointId::WireserverGoalstate,
+            at,
+            Some(at + 2),
+            AnswerKind::Default,
+            Some(200),
+        )
+    };
+    // `sequences` of a goal state and `posts` 503s each, 1 s apart, from 10 ms on.
+    let journal = |sequences: u64, posts: u64| {
+        let mut j = Vec::new();
+        let mut at = 10;
+        for _ in 0..sequences {
+            j.push(goalstate(j.len() as u64 + 1, at));
+            for _ in 0..posts {
+                at += 1000;
+                j.push(health(j.len() as u64 + 1, at, 503));
+            }
+            at += 1000;
+        }
+        (j, at)
+    };
+    let judge_counts = |sequences, posts, exit_after: u64| {
+        let (j, last) = journal(sequences, posts);
+        let end = last - 1000 + 2 + exit_after;
+        judge_with(
+            &counting,
+            "behaviour.budget",
+            &s,
+            j,
+            vec![run(0, end, Exit::Code(1))],
+        )
+    };
+    // Its whole count, 72 s long where the scenario's budget is 3 s: a pass, counted.
+    let all = judge_counts(6, 11, 5);
+    assert_eq!(all.verdict, Verdict::Pass, "{all:?}");
+    // 15 tries of a request in a row: 30 % over.
+    let streak = judge_counts(1, 15, 5);
+    assert_eq!(streak.verdict, Verdict::Fail);
+    assert!(
+        streak
+            .reason
+            .unwrap()
+            .contains("tried 15 times in a row (#2 to #16); its profile allows 11 tries")
+    );
+    // 8 tries of the exchange: 88 health reports where 66 are allowed.
+    let sequences = judge_counts(8, 11, 5);
+    assert_eq!(sequences.verdict, Verdict::Fail);
+    assert!(sequences.reason.unwrap().contains("asked 88 times"));
+    // Gone one interval (1 s) plus its 10 ms start-up after its last attempt, no later.
+    assert_eq!(judge_counts(6, 11, 1010).verdict, Verdict::Pass);
+    let lingered = judge_counts(6, 11, 1011);
+    assert_eq!(lingered.verdict, Verdict::Fail, "{lingered:?}");
+    assert!(
+        lingered
+            .reason
+            .unwrap()
+            .contains("after its last attempt (#72)")
+    );
+    // A refused wireserver: nothing to count, its time budget (the scenario's 3 s) judges.
+    let refused = |end: u64| {
+        let mut r = run(0, end, Exit::Code(1));
+        r.clock_ms = end;
+        judge_with(&counting, "behaviour.budget", &s, vec![], vec![r])
+    };
+    assert_eq!(refused(3000).verdict, Verdict::Pass);
+    assert_eq!(refused(60_000).verdict, Verdict::Fail);
+}
+
 #[test]
 fn the_budget_and_the_deadline() {
     let s = scenario("");

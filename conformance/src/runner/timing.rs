@@ -39,6 +39,12 @@ pub const WALL_TARGET_SECONDS: f64 = 20.0;
 /// 7 s deadline left it killed before its report.
 const OWN_WORK_SECONDS: f64 = 12.0;
 
+/// The wall time each attempt of an agent that makes many (`tries`) is allowed for its own work
+/// besides the whole case's [`OWN_WORK_SECONDS`]. Measured: afterburn's 73 attempts at x16 took
+/// 10.8 s of the wall's beyond their sleeps (150 ms each, a new HTTP client per attempt) on an
+/// idle 2-core machine; twice that leaves room for a loaded one.
+const OWN_WORK_PER_ATTEMPT_SECONDS: f64 = 0.3;
+
 /// The timing of one pair. `deadline` and `expected_wait` are agent seconds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaseTiming {
@@ -70,6 +76,7 @@ pub fn case_timing(profile: &AgentProfile, scenario: &Scenario) -> Result<CaseTi
         expected_wait,
         finest_wait,
         ends_at_horizon,
+        attempts,
     } = agent_timing(profile, scenario);
     let scale = profile
         .clock
@@ -79,10 +86,15 @@ pub fn case_timing(profile: &AgentProfile, scenario: &Scenario) -> Result<CaseTi
     // OWN_WORK_SECONDS. A kill is the runner's patience, not a judged tolerance: the checks
     // judge what reached the fake. An agent the runner ends at its horizon has nothing to
     // finish: the kill is its normal end.
+    // Many attempts each cost their own work too (afterburn: a new HTTP client per attempt).
     let own_work = if ends_at_horizon {
         0.0
     } else {
-        scenario.agent.deadline.max(OWN_WORK_SECONDS)
+        scenario
+            .agent
+            .deadline
+            .max(OWN_WORK_SECONDS)
+            .max(f64::from(attempts) * OWN_WORK_PER_ATTEMPT_SECONDS)
     };
     let deadline = deadline + own_work * (scale.factor() - 1.0);
     let timing = CaseTiming {
@@ -157,10 +169,15 @@ fn agent_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
     // (IMDS's, for an IMDS that never answers): the agent gets that budget and the scenario's
     // own allowance after it for its last request and its exit.
     let mut fixed_end = 0.0_f64;
-    if let Some(budget) = r.budget
-        && never_succeeds(scenario)
-    {
-        fixed_end = fixed_end.max(budget);
+    let mut attempts = 0;
+    if never_succeeds(scenario) {
+        // An agent counting its tries ends when they are used up, each as long as the answer
+        // that never comes takes; else at its fixed budget.
+        let busy = endless_attempt_seconds(profile, scenario);
+        if let Some(end) = obligations::tries_exhausted_after(r, a, busy).or(r.budget) {
+            fixed_end = end;
+        }
+        attempts = obligations::tries_attempts(r).unwrap_or(0);
     }
     if let Some(imds_budget) = r.imds_budget
         && imds_never_succeeds(scenario)
@@ -175,6 +192,7 @@ fn agent_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
         return FaultTiming {
             deadline: faults.deadline.max(fixed_end + wind_down),
             expected_wait: faults.expected_wait.max(fixed_end * runs),
+            attempts,
             ..faults
         };
     }
@@ -190,6 +208,8 @@ struct FaultTiming {
     finest_wait: Option<f64>,
     /// The runner ends the agent at the deadline by design (it never gives up).
     ends_at_horizon: bool,
+    /// Attempts the agent makes, when it counts them, for the own-work allowance (0: few).
+    attempts: u32,
 }
 
 /// The deadline and expected wait from the scripted faults: each costs the agent its fixed
@@ -243,6 +263,7 @@ fn fault_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
         expected_wait: (scenario.expected_wait() + extra * runs).min(deadline * runs),
         finest_wait: finest,
         ends_at_horizon: false,
+        attempts: 0,
     }
 }
 
@@ -258,6 +279,23 @@ fn never_succeeds(scenario: &Scenario) -> bool {
             .plans_for(fake_wireserver::Service::Wireserver)
             .iter()
             .any(|p| p.end != EndPolicy::Default)
+}
+
+/// Seconds each attempt at a wireserver that never lets the report through takes the agent: a
+/// refused connection none, an endless hang its request timeout (the longest any endlessly
+/// scripted step costs).
+fn endless_attempt_seconds(profile: &AgentProfile, scenario: &Scenario) -> f64 {
+    let (r, a) = (&profile.reactions, &scenario.agent);
+    scenario
+        .fake
+        .plans_for(fake_wireserver::Service::Wireserver)
+        .iter()
+        .filter(|p| p.end != EndPolicy::Default)
+        .flat_map(|p| &p.steps)
+        .map(|step| {
+            obligations::step_cost(r, a, fake_wireserver::Service::Wireserver, &step.action).busy
+        })
+        .fold(0.0, f64::max)
 }
 
 /// True when IMDS never serves its documents: refused connections, or an IMDS plan that
@@ -401,6 +439,50 @@ mod tests {
         assert_eq!(
             case_timing(&endless(false), &three),
             case_timing(&endless(true), &three)
+        );
+    }
+
+    /// afterburn counts its tries (11 per request, the exchange 6 times, sleeps doubling from
+    /// 1 s to 5 s): a wireserver answering 403 forever ends when they are used up (6 × 42 s of
+    /// sleeps + 17 s between sequences), and each of its 73 attempts gets its own work on top
+    /// of the case's; a hang forever costs each of its 66 reports a 30 s timeout besides, too
+    /// long even at x20.
+    #[test]
+    fn an_agent_counting_its_tries_runs_until_they_are_used_up() {
+        let mut afterburn = scalable(
+            "retry_interval_min = 1.0\nretry_interval_max = 5.0\nrequest_timeout = 30.0\nbudget = 270.0\ntries = 11\nsequence_tries = 6",
+        );
+        afterburn.clock.fastest = TimeScale::new(20).unwrap();
+        let forbidden = scenario(
+            &THREE_500S
+                .replace("status = 500\ntimes = 3", "status = 403")
+                .replace(
+                    "id = \"wireserver.health.xml\"",
+                    "id = \"wireserver.health.xml\"\nend = \"repeat-last\"",
+                ),
+        );
+        let a = &forbidden.agent;
+        let t = case_timing(&afterburn, &forbidden).unwrap();
+        let exhausted = 6.0 * 42.0 + 17.0;
+        let before_own_work = exhausted + 30.0 + 5.0 + a.deadline;
+        assert_eq!(
+            t.scale.times(),
+            (before_own_work / WALL_TARGET_SECONDS).ceil() as u32
+        );
+        let own_work = 73.0 * OWN_WORK_PER_ATTEMPT_SECONDS;
+        let expected = before_own_work + own_work * (t.scale.factor() - 1.0);
+        assert!((t.deadline - expected).abs() < 1e-9, "{t:?}");
+        let hang = scenario(
+            "[[fake.endpoint]]\nid = \"wireserver.health.xml\"\nend = \"repeat-last\"\n[[fake.endpoint.step]]\nkind = \"hang\"\n",
+        );
+        let why = case_timing(&afterburn, &hang).unwrap_err();
+        let with_timeouts = 6.0 * (11.0 * 30.0 + 42.0) + 17.0;
+        assert!(
+            why.contains(&format!(
+                "about {:.0} s",
+                with_timeouts + 30.0 + 5.0 + a.deadline + own_work * 19.0
+            )),
+            "{why}"
         );
     }
 

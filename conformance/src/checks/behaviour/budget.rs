@@ -10,6 +10,8 @@ use super::{killed, loop_start, ms, requests, secs};
 use crate::agent::{BudgetScope, HealthReporting};
 use crate::observe::{LoopBudget, Observation, Service, Within};
 
+mod tries;
+
 /// Judged by the one budget rule ([`LoopBudget`]): each retry loop (IMDS, then the
 /// wireserver) has the budget, nothing may extend it, and the only slack is what was measured
 /// (the in-flight request's own duration, the runner's lag).
@@ -46,6 +48,11 @@ pub fn budget(obs: &Observation) -> Judgement {
         }
         if killed(run) {
             still_running(&mut t, obs, ri, budget);
+            continue;
+        }
+        if let Some(tries) = obs.profile.reactions.tries
+            && tries::counted(&mut t, obs, ri, tries)
+        {
             continue;
         }
         for service in [Service::Imds, Service::Wireserver] {
