@@ -125,10 +125,25 @@ impl fmt::Display for Unavailable {
 }
 
 impl Skip {
-    /// Whether the agent not claiming something is the reason (a profile may then declare
-    /// the case unimplemented instead).
+    /// Whether the agent not claiming something is the reason.
     pub fn is_unclaimed(&self) -> bool {
         matches!(self, Skip::Unclaimed { .. } | Skip::CheckUnclaimed { .. })
+    }
+
+    /// Whether the reason is the agent's own (it does not claim what the case needs, or it
+    /// cannot do what the scenario asks: its in-progress report always goes on to Ready), so
+    /// its profile may declare the case unimplemented instead. The machine's or wirecheck's
+    /// reasons (root, a binary, an interruption) are never the agent's.
+    pub fn is_the_agents(&self) -> bool {
+        match self {
+            Skip::Unclaimed { .. }
+            | Skip::CheckUnclaimed { .. }
+            | Skip::CannotArrange(CannotArrange::InProgressAlwaysGoesOn { .. }) => true,
+            Skip::CannotArrange(CannotArrange::InvocationsInSandbox(_))
+            | Skip::TooLong(_)
+            | Skip::Unavailable(_)
+            | Skip::Interrupted { .. } => false,
+        }
     }
 
     /// The scenario's capabilities the agent does not claim, if any.
@@ -169,8 +184,9 @@ pub enum Disposition<'a> {
     Run { deviation: Option<&'a Deviation> },
     /// It is not run.
     Skipped(Skip),
-    /// It is not run because the agent does not claim what it needs, and the profile declares
-    /// that unimplemented (with what the agent does instead).
+    /// It is not run because the agent does not claim what it needs or cannot do what it asks
+    /// ([`Skip::is_the_agents`]), and the profile declares that unimplemented (with what the
+    /// agent does instead).
     Unimplemented {
         deviation: &'a Deviation,
         skip: Skip,
@@ -199,7 +215,7 @@ impl<'a> Disposition<'a> {
         let deviation = profile.deviation_for(case_id);
         match (skip, deviation) {
             (Some(skip), Some(d))
-                if skip.is_unclaimed() && d.verdict == DeviationVerdict::Unimplemented =>
+                if skip.is_the_agents() && d.verdict == DeviationVerdict::Unimplemented =>
             {
                 Disposition::Unimplemented { deviation: d, skip }
             }
@@ -476,6 +492,28 @@ mod tests {
             ),
             "{d:?}"
         );
+        // What the agent itself cannot do (its in-progress report always goes on to Ready) is
+        // its own limit: declared unimplemented, it is that, and says why; undeclared, a skip.
+        let always_ready = || {
+            Some(Skip::CannotArrange(CannotArrange::InProgressAlwaysGoesOn {
+                agent: "a".into(),
+            }))
+        };
+        let lone = profile(
+            "[[deviation]]\ncases = \"s.*\"\nverdict = \"unimplemented\"\nreason = \"always Ready\"\n",
+        );
+        let (verdict, reason) = Disposition::of_case(&lone, "s.report.state", always_ready(), None)
+            .not_run()
+            .unwrap();
+        assert_eq!(verdict, Verdict::Unimplemented);
+        assert!(
+            reason.starts_with("known deviation (s.*): always Ready; a's in-progress report"),
+            "{reason}"
+        );
+        assert!(matches!(
+            Disposition::of_case(&plain, "s.report.state", always_ready(), None),
+            Disposition::Skipped(_)
+        ));
         // A claimed check runs, graded by the declared deviation.
         let d = Disposition::of_case(&declared, "s.kvp.pool", None, None);
         let Disposition::Run { deviation } = d else {

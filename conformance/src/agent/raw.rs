@@ -128,14 +128,9 @@ pub(super) struct ReactionsFile {
     pub(super) retry_interval_throttled: Option<Spanned<f64>>,
     #[serde(default)]
     pub(super) budget_scope: BudgetScope,
-    #[serde(default = "yes")]
-    pub(super) gives_up: bool,
+    pub(super) gives_up: Option<Spanned<bool>>,
     pub(super) tries: Option<Spanned<u32>>,
     pub(super) sequence_tries: Option<Spanned<u32>>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 #[derive(Debug, Deserialize)]

@@ -154,7 +154,8 @@ fn unset_placeholders_outside_groups_are_rejected() {
 }
 
 /// `tries` counts from 1 and needs the first sleep it doubles; `sequence_tries` needs `tries`;
-/// each error names its field and line.
+/// an agent counting its tries gives up, so `gives_up = false` beside it is refused; each error
+/// names its field and line.
 #[test]
 fn counted_tries_are_validated() {
     let with = |keys: &str| {
@@ -193,6 +194,11 @@ fn counted_tries_are_validated() {
             "retry_interval_min = 1.0\ntries = 2\nsequence_tries = 101",
             "reactions.sequence_tries",
             "from 1 to 100",
+        ),
+        (
+            "retry_interval_min = 1.0\ntries = 2\ngives_up = false",
+            "reactions.gives_up",
+            "contradicts it",
         ),
     ] {
         let err = with(keys).unwrap_err();

@@ -514,7 +514,7 @@ pub(super) fn reactions_from(
             "reactions.retry_interval_throttled",
         )?,
         budget_scope: r.budget_scope,
-        gives_up: r.gives_up,
+        gives_up: r.gives_up.as_ref().is_none_or(|g| *g.get_ref()),
         tries: tries(r, at)?,
     };
 
@@ -555,6 +555,15 @@ fn tries(
             ))
         }
     };
+    if let (Some(_), Some(g)) = (&r.tries, &r.gives_up)
+        && !*g.get_ref()
+    {
+        return Err(at(
+            g.span(),
+            "reactions.gives_up",
+            "an agent that counts its tries (`tries`) gives up when they are used up; `gives_up = false` contradicts it".into(),
+        ));
+    }
     let Some(per_request) = &r.tries else {
         if let Some(s) = &r.sequence_tries {
             return Err(at(

@@ -2,9 +2,9 @@
 //! timeout and goal-state refresh, judged against the agent's profile (docs/protocol.md §8).
 //!
 //! Interval and timeout margins are generous on purpose: they catch an agent that ignores a rule
-//! (retries in a tight loop), not scheduler jitter. The budget has none: it is judged by
-//! `observe::LoopBudget`, whose only slack is what was measured (the in-flight request, the
-//! runner's lag).
+//! (retries in a tight loop), not scheduler jitter. The budget has none (`budget.rs`): it is
+//! judged by `observe::LoopBudget`, whose only slack is what was measured (the in-flight
+//! request, the runner's lag), or by counts for an agent that counts its tries.
 
 use fake_wireserver::EndpointId;
 use fake_wireserver::journal::{AnswerKind, Entry};

@@ -178,12 +178,15 @@ impl Judgement {
 const MAX_EVIDENCE: usize = 20;
 
 /// Collects problems and notes while a check walks the observation, then decides: any
-/// failure → fail, else any non-strict → non-strict, else pass.
+/// failure → fail, else a timing left unjudged (by the machine, or by the case's speed) →
+/// informational, else any non-strict → non-strict, else pass.
 #[derive(Debug, Default)]
 pub struct Tally {
     fails: Vec<(String, Evidence)>,
     /// Timings too close to their limit to call, given how late the runner woke meanwhile.
     uncertain: Vec<(String, Evidence)>,
+    /// Timings the case's agent time made too coarse to call (not the machine's doing).
+    coarse: Vec<(String, Evidence)>,
     non_strict: Vec<(String, Evidence)>,
     notes: Vec<Evidence>,
     judged: usize,
@@ -210,6 +213,14 @@ impl Tally {
     pub fn uncertain(&mut self, reason: impl Into<String>, evidence: Evidence) {
         self.judged += 1;
         self.uncertain.push((reason.into(), evidence));
+    }
+
+    /// A timing the case's speed (agent time, N times the wall clock) makes too coarse to
+    /// call: informational, saying so, and not a stall (the same speed again would not judge
+    /// it either, so the runner does not run it again).
+    pub fn unjudged_at_speed(&mut self, reason: impl Into<String>, evidence: Evidence) {
+        self.judged += 1;
+        self.coarse.push((reason.into(), evidence));
     }
 
     pub fn non_strict(&mut self, reason: impl Into<String>, evidence: Evidence) {
@@ -264,6 +275,14 @@ impl Tally {
                     summarize(&self.uncertain)
                 )),
             )
+        } else if !self.coarse.is_empty() {
+            (
+                Verdict::Informational,
+                Some(format!(
+                    "not judged at this speed: {}",
+                    summarize(&self.coarse)
+                )),
+            )
         } else if !self.non_strict.is_empty() {
             (Verdict::NonStrict, Some(summarize(&self.non_strict)))
         } else if self.judged == 0 {
@@ -280,6 +299,7 @@ impl Tally {
             .fails
             .into_iter()
             .chain(self.uncertain)
+            .chain(self.coarse)
             .chain(self.non_strict)
             .map(|(_, e)| e)
             .chain(self.notes)

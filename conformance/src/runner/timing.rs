@@ -7,7 +7,9 @@
 //! such an agent at the scenario's deadline would judge the runner's impatience, not the agent,
 //! so the deadline grows by the profile's interval for every scripted fault (and by its fixed
 //! `request_timeout` for every unanswered request), and a scenario that only ends at a fixed
-//! budget gets that budget. All of that is agent time. An agent that never gives up
+//! budget gets that budget (or, for an agent that counts its tries, the time they take, each
+//! attempt as long as the answer that never comes, and each allowed its own work). All of that
+//! is agent time. An agent that never gives up
 //! (`gives_up = false`: WALinuxAgent's daemon starts its loop over) runs such a scenario to a
 //! horizon instead: two of its longest waits and one request timeout past the deadline.
 //!
@@ -90,11 +92,8 @@ pub fn case_timing(profile: &AgentProfile, scenario: &Scenario) -> Result<CaseTi
     let own_work = if ends_at_horizon {
         0.0
     } else {
-        scenario
-            .agent
-            .deadline
-            .max(OWN_WORK_SECONDS)
-            .max(f64::from(attempts) * OWN_WORK_PER_ATTEMPT_SECONDS)
+        scenario.agent.deadline.max(OWN_WORK_SECONDS)
+            + f64::from(attempts) * OWN_WORK_PER_ATTEMPT_SECONDS
     };
     let deadline = deadline + own_work * (scale.factor() - 1.0);
     let timing = CaseTiming {
@@ -469,7 +468,7 @@ mod tests {
             t.scale.times(),
             (before_own_work / WALL_TARGET_SECONDS).ceil() as u32
         );
-        let own_work = 73.0 * OWN_WORK_PER_ATTEMPT_SECONDS;
+        let own_work = OWN_WORK_SECONDS.max(a.deadline) + 73.0 * OWN_WORK_PER_ATTEMPT_SECONDS;
         let expected = before_own_work + own_work * (t.scale.factor() - 1.0);
         assert!((t.deadline - expected).abs() < 1e-9, "{t:?}");
         let hang = scenario(

@@ -1,7 +1,8 @@
 //! behaviour.budget: each retry loop (IMDS, then the wireserver) ends within the agent's budget,
 //! nothing may extend it, and the only slack is what was measured (the in-flight request's own
-//! duration, the runner's lag, the agent's own start-up for its exit). A daemon that never
-//! gives up is judged by the loop it was seen to end.
+//! duration, the runner's lag, the agent's own start-up for its exit). An agent that counts its
+//! tries has its wireserver loop counted instead (`tries`); one that never gives up fails when
+//! the runner has to end it, for its profile to declare.
 
 use fake_wireserver::journal::Entry;
 
@@ -18,7 +19,7 @@ mod tries;
 pub fn budget(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
     let budget = ms(obs.budget());
-    for (ri, run) in obs.runs.iter().enumerate() {
+    'runs: for (ri, run) in obs.runs.iter().enumerate() {
         t.judged();
         // A daemon that never reports is never done: the deadline is its normal end, and it
         // has no report loop whose budget could run out.
@@ -34,28 +35,18 @@ pub fn budget(obs: &Observation) -> Judgement {
             ));
             continue;
         }
-        if killed(run) && !obs.profile.reactions.gives_up && loop_ended_before_kill(obs, ri) {
-            // A daemon that never gives up ended this loop and idles on: its attempts are
-            // judged, its exit is not (it has none).
-            for service in [Service::Imds, Service::Wireserver] {
-                let rule = LoopBudget {
-                    start_ms: loop_start(obs, ri, service),
-                    budget_ms: ms(obs.budget_for(service)),
-                };
-                late_attempts(&mut t, obs, ri, service, &rule);
-            }
-            continue;
-        }
         if killed(run) {
             still_running(&mut t, obs, ri, budget);
             continue;
         }
-        if let Some(tries) = obs.profile.reactions.tries
-            && tries::counted(&mut t, obs, ri, tries)
-        {
-            continue;
-        }
         for service in [Service::Imds, Service::Wireserver] {
+            // An agent counting its tries has its wireserver loop judged by the counts.
+            if service == Service::Wireserver
+                && let Some(tries) = obs.profile.reactions.tries
+                && tries::counted(&mut t, obs, ri, tries)
+            {
+                continue 'runs;
+            }
             let rule = LoopBudget {
                 start_ms: loop_start(obs, ri, service),
                 budget_ms: ms(obs.budget_for(service)),
@@ -67,9 +58,10 @@ pub fn budget(obs: &Observation) -> Judgement {
     t.finish("the agent was not run")
 }
 
-/// Run `ri` was still running at the deadline: it did not stop within its budget; one that
-/// never gives up (`gives_up = false`) was ended at a horizon short of its budget, and what
-/// fails is that no budget of time bounds its loop.
+/// Run `ri` was still running at the deadline: it did not stop within its budget. One that
+/// never gives up (`gives_up = false`) was ended at a horizon short of its budget: what fails
+/// is that it does not stop on its own, whatever it did last (a long sleep and an ended loop
+/// look alike from outside), for its profile to declare.
 fn still_running(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
     let run = &obs.runs[ri];
     let last: Vec<&Entry> = obs
@@ -82,7 +74,7 @@ fn still_running(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
         format!("its budget is {}", secs(budget))
     } else {
         format!(
-            "{} declares no time budget (reactions.gives_up = false): its loops are bounded by attempt counts that take hours, or start over",
+            "{} never stops on its own (reactions.gives_up = false), so no budget bounds it",
             obs.profile.name
         )
     };
@@ -98,27 +90,6 @@ fn still_running(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
             None,
         ),
     );
-}
-
-/// Whether run `ri`'s wireserver loop was over well before the runner ended it: its last
-/// request done longer ago than its longest wait, a request timeout and the runner's lag (a
-/// loop still going would have sent again). A loop that sent nothing cannot be seen to end.
-fn loop_ended_before_kill(obs: &Observation, ri: usize) -> bool {
-    let run = &obs.runs[ri];
-    let Some(last_end) = requests(obs, ri, Service::Wireserver)
-        .iter()
-        .map(|e| obs.request_end_ms(e).unwrap_or(run.end_ms))
-        .max()
-    else {
-        return false;
-    };
-    let r = &obs.profile.reactions;
-    let a = &obs.scenario.agent;
-    let longest =
-        crate::obligations::wait_after(r, a, fake_wireserver::Service::Wireserver, None).max;
-    let quiet =
-        ms(longest + crate::obligations::request_timeout(r, a)) + obs.uncertainty_ms(run.end_ms);
-    run.end_ms.saturating_sub(last_end) > quiet
 }
 
 /// Fails every attempt of run `ri` to `service` that started after the budget beyond the
@@ -199,11 +170,38 @@ fn too_coarse_in_agent_time(
             "having sent nothing, its own start-up (sped up {scale} on its clock) was not measured and its exit is not judged in agent time"
         ));
     }
+    // The speed was the user's (`--time-scale`) or the runner's, for a case too long to wait.
+    let remedy = if obs.profile.clock.fixed.is_some() {
+        "run it at a slower --time-scale, or without one (the runner keeps a short case at the wall clock)"
+    } else {
+        "the runner chose this speed for the case's length"
+    };
     (allowed_ms * EXIT_RESOLUTION_SHARE > budget_ms).then(|| {
         format!(
-            "at agent time {scale} its exit can be judged only within {allowed_ms} ms (one interval, its own start-up and the runner's lag, sped up on its clock), more than a quarter of its budget: run it at a slower --time-scale, or let the runner choose (it keeps a case this short at the wall clock)"
+            "at agent time {scale} its exit can be judged only within {allowed_ms} ms (one interval, its own start-up and the runner's lag, sped up on its clock), more than a quarter of its budget: {remedy}"
         )
     })
+}
+
+/// The request of `reqs` (run `ri`'s) the agent was done with last, and when: a request it
+/// never finished ends with the agent.
+fn last_request_end<'a>(
+    obs: &Observation,
+    ri: usize,
+    reqs: &[&'a Entry],
+) -> Option<(&'a Entry, u64)> {
+    let run_end = obs.runs[ri].end_ms;
+    reqs.iter()
+        .map(|e| (*e, obs.request_end_ms(e).unwrap_or(run_end)))
+        .max_by_key(|(_, end)| *end)
+}
+
+/// Whether run `ri`'s processes waited for a CPU, between `from_ms` and their exit, at least the
+/// `late_ms` its exit came too late by: an exit is CPU-bound work, late on a loaded machine by
+/// every such wait, short ones added up (the runner measured them), so the machine, not the
+/// agent, may have made it late.
+fn held_back(obs: &Observation, ri: usize, from_ms: u64, late_ms: u64) -> bool {
+    obs.agent_waited_ms(from_ms, obs.runs[ri].end_ms) >= late_ms
 }
 
 /// Run `ri`'s wireserver loop as [`loop_end`] measured it, for judging the agent's exit.
@@ -222,7 +220,6 @@ struct WireLoop<'a> {
 /// last attempt that started within the budget) plus the runner's lag, and the agent gone one
 /// retry interval after that ([`LoopBudget`]).
 fn loop_end(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
-    let run = &obs.runs[ri];
     let reqs = requests(obs, ri, Service::Wireserver);
     // With a budget per request, the loop that ends last is the health report's.
     let health_start = reqs.iter().find(|e| obs.is_flow_health(e)).map(|e| e.at_ms);
@@ -245,14 +242,10 @@ fn loop_end(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
     };
     // The loop's last request is over when the agent was done with it (a request it never
     // finished ends with the agent).
-    let last = reqs
-        .iter()
-        .max_by_key(|e| obs.request_end_ms(e).unwrap_or(run.end_ms));
-    let wire_end = last.map_or(rule.start_ms, |e| {
-        obs.request_end_ms(e).unwrap_or(run.end_ms)
-    });
+    let last = last_request_end(obs, ri, &reqs);
+    let wire_end = last.map_or(rule.start_ms, |(_, end)| end);
     let since = |t: u64| secs(t.saturating_sub(rule.start_ms));
-    if let Some(e) = last {
+    if let Some((e, _)) = last {
         let lag = obs.uncertainty_ms(wire_end);
         if let Within::Over { limit_ms, by_ms } = rule.loop_end(wire_end, in_flight_ms, lag) {
             t.fail(
@@ -302,7 +295,7 @@ fn exit_after_loop(t: &mut Tally, obs: &Observation, wire_loop: WireLoop) {
     let excused = run.end_ms > base && (start_up.is_none() || run.end_ms <= base + allowed);
     if let Some(why) = too_coarse_in_agent_time(obs, start_up, allowed, budget).filter(|_| excused)
     {
-        t.uncertain(
+        t.unjudged_at_speed(
             format!(
                 "run {}: exited {} into a {} budget, past it; {why}",
                 ri + 1,
@@ -318,11 +311,9 @@ fn exit_after_loop(t: &mut Tally, obs: &Observation, wire_loop: WireLoop) {
         return;
     }
     let own_work = start_up.unwrap_or(0);
-    // Its exit is CPU-bound work: on a loaded machine it is late by every wait for a CPU its
-    // processes had since their last request, short ones added up (the runner measured them).
     let held = obs.agent_waited_ms(wire_end, run.end_ms);
     match rule.exit(run.end_ms, wire_end, interval + own_work, lag) {
-        Within::Over { by_ms, .. } if held >= by_ms => t.uncertain(
+        Within::Over { by_ms, .. } if held_back(obs, ri, wire_end, by_ms) => t.uncertain(
             format!(
                 "run {}: exited {by_ms} ms after the budget (or its last request) plus one {} interval plus its own start-up's {own_work} ms plus the runner's {lag} ms lag, and its processes waited {held} ms for a CPU meanwhile: the machine, not the agent, may have made it late",
                 ri + 1,

@@ -1,9 +1,11 @@
-//! behaviour.budget for an agent whose loops end after a count of attempts (`reactions.tries`:
-//! afterburn), judged by counting what reached the fake: no request tried more than `tries`
-//! times in a row, no endpoint more than `tries` × `sequence_tries` times in a run, and the
-//! agent gone after its last attempt within one interval, its own start-up and the runner's
-//! lag. Counts are what agent time cannot stretch: sped up, the agent's own work between its
-//! attempts makes a sum of sleeps (its time budget) run late, not its counts.
+//! behaviour.budget's wireserver loop for an agent that ends it after a count of attempts
+//! (`reactions.tries`: afterburn), judged by counting what reached the fake: no endpoint asked
+//! more than `tries` × `sequence_tries` times in a run, and the agent gone after its last
+//! attempt within one interval, its own start-up and the runner's lag. Counts are what agent
+//! time cannot stretch: sped up, the agent's own work between attempts makes a sum of sleeps
+//! (a time budget) run late, not its counts. Tries in a row are not counted: where the
+//! exchange starts over cannot be seen when its first request is the one failing (a goal
+//! state failing in every round is asked `tries` × `sequence_tries` times in a row).
 
 use std::collections::BTreeMap;
 
@@ -12,48 +14,20 @@ use fake_wireserver::journal::Entry;
 
 use super::super::super::{Tally, about, line};
 use super::super::{ms, requests};
-use super::own_start_up_ms;
+use super::{held_back, last_request_end, own_start_up_ms};
 use crate::agent::Tries;
 use crate::observe::{Observation, Service};
 
-/// Judges run `ri` of an agent that counts its tries; `false` when nothing of its wireserver
-/// loop reached the fake (a refused wireserver: nothing to count, its time budget judges).
+/// Judges run `ri`'s wireserver loop for an agent that counts its tries; `false` when nothing
+/// of it reached the fake (a refused wireserver: nothing to count, its time budget judges).
 pub(super) fn counted(t: &mut Tally, obs: &Observation, ri: usize, tries: Tries) -> bool {
     let wire = requests(obs, ri, Service::Wireserver);
-    let Some(last) = wire
-        .iter()
-        .max_by_key(|e| obs.request_end_ms(e).unwrap_or(obs.runs[ri].end_ms))
-    else {
+    let Some((last, last_end)) = last_request_end(obs, ri, &wire) else {
         return false;
     };
-    for service in [Service::Imds, Service::Wireserver] {
-        let reqs = requests(obs, ri, service);
-        in_a_row(t, ri, &reqs, tries.per_request);
-        per_endpoint(t, ri, &reqs, tries);
-    }
-    exit_after_last(t, obs, ri, last);
+    per_endpoint(t, ri, &wire, tries);
+    exit_after_last(t, obs, ri, last, last_end);
     true
-}
-
-/// No request tried more than `per_request` times in a row (a streak of one endpoint).
-fn in_a_row(t: &mut Tally, ri: usize, reqs: &[&Entry], per_request: u32) {
-    for streak in reqs.chunk_by(|a, b| a.endpoint == b.endpoint) {
-        if streak.len() > per_request as usize {
-            let first = streak[0];
-            let over = streak[per_request as usize];
-            t.fail(
-                format!(
-                    "run {}: {} tried {} times in a row (#{} to #{}); its profile allows {per_request} tries of a request (reactions.tries)",
-                    ri + 1,
-                    first.endpoint,
-                    streak.len(),
-                    first.seq,
-                    streak[streak.len() - 1].seq
-                ),
-                about(line(over), &[over], None),
-            );
-        }
-    }
 }
 
 /// No endpoint asked more than `per_request` × `sequences` times in the run.
@@ -80,17 +54,15 @@ fn per_endpoint(t: &mut Tally, ri: usize, reqs: &[&Entry], tries: Tries) {
     }
 }
 
-/// Gone after its last attempt within one interval, its own start-up and the runner's lag;
-/// later only when its processes waited for a CPU at least that much longer.
-fn exit_after_last(t: &mut Tally, obs: &Observation, ri: usize, last: &Entry) {
+/// Gone after its last attempt (done with at `last_end`) within one interval, its own start-up
+/// and the runner's lag; later only unjudged when its processes waited for a CPU that long.
+fn exit_after_last(t: &mut Tally, obs: &Observation, ri: usize, last: &Entry, last_end: u64) {
     let run = &obs.runs[ri];
-    let last_end = obs.request_end_ms(last).unwrap_or(run.end_ms);
     let interval = ms(obs.interval_min());
     let own_work = own_start_up_ms(obs, ri).unwrap_or(0);
     let lag = obs.uncertainty_ms(run.end_ms);
     let limit = last_end + interval + own_work + lag;
     let after = run.end_ms.saturating_sub(last_end);
-    let what = format!("run {}: {}", ri + 1, run.exit.describe());
     if run.end_ms <= limit {
         t.note(about(
             format!(
@@ -104,19 +76,22 @@ fn exit_after_last(t: &mut Tally, obs: &Observation, ri: usize, last: &Entry) {
         return;
     }
     let by = run.end_ms - limit;
-    let held = obs.agent_waited_ms(last_end, run.end_ms);
     let text = format!(
-        "run {}: exited {after} ms after its last attempt (#{}), {by} ms past one {} ms interval plus its own start-up's {own_work} ms plus the runner's {lag} ms lag",
+        "run {}: exited {after} ms after its last attempt (#{}), {by} ms past one {interval} ms interval plus its own start-up's {own_work} ms plus the runner's {lag} ms lag",
         ri + 1,
         last.seq,
-        interval
     );
-    if held >= by {
+    let evidence = about(
+        format!("run {}: {}", ri + 1, run.exit.describe()),
+        &[last],
+        None,
+    );
+    if held_back(obs, ri, last_end, by) {
         t.uncertain(
-            format!("{text}, and its processes waited {held} ms for a CPU meanwhile: the machine, not the agent, may have made it late"),
-            about(what, &[last], None),
+            format!("{text}, and its processes waited for a CPU at least that long meanwhile: the machine, not the agent, may have made it late"),
+            evidence,
         );
     } else {
-        t.fail(text, about(what, &[last], None));
+        t.fail(text, evidence);
     }
 }
