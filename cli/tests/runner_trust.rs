@@ -388,16 +388,36 @@ c.close()
 post(b'{"state":"Ready"}')
 "#;
 
+/// `wire.health.json.ready` with a deadline long enough for 10,000 padding requests from
+/// Python on a loaded machine: killed before it had padded, the agent would be judged on a
+/// journal within its bound (its wrong report failing as usual), which is not what this tests.
+const PADDING_SCENARIO: &str = r#"
+id = "wire.health.json.ready"
+title = "Ready over json, time to pad"
+checks = ["report.state", "behaviour.terminal", "behaviour.exit"]
+
+[agent]
+action = "ready"
+protocol = "json"
+deadline = 60.0
+
+[expect]
+outcome = "reported"
+"#;
+
 #[test]
 fn an_agent_that_pads_the_journal_past_its_bound_is_not_judged_as_a_pass() {
     let _machine = quiet_machine();
     let dir = tempfile::tempdir().unwrap();
     let agents = script_agent(dir.path(), "padder", "url", "\"json\"", PADDING_AGENT);
+    let scenarios = dir.path().join("scenarios");
+    std::fs::create_dir_all(&scenarios).unwrap();
+    std::fs::write(scenarios.join("padding.toml"), PADDING_SCENARIO).unwrap();
     let o = run(
         dir.path(),
         "padder",
         &agents,
-        &["--cases", "wire.health.json.ready.*"],
+        &["--scenarios", scenarios.to_str().unwrap()],
     );
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
     let r = results(&dir.path().join("out"));

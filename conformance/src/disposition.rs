@@ -125,11 +125,6 @@ impl fmt::Display for Unavailable {
 }
 
 impl Skip {
-    /// Whether the agent not claiming something is the reason.
-    pub fn is_unclaimed(&self) -> bool {
-        matches!(self, Skip::Unclaimed { .. } | Skip::CheckUnclaimed { .. })
-    }
-
     /// Whether the reason is the agent's own (it does not claim what the case needs, or it
     /// cannot do what the scenario asks: its in-progress report always goes on to Ready), so
     /// its profile may declare the case unimplemented instead. The machine's or wirecheck's
@@ -444,7 +439,9 @@ mod tests {
         for (skip, text) in cases {
             assert_eq!(skip.to_string(), text);
             assert!(
-                !skip.is_unclaimed() && !is_unjudged(text) && !is_unclaimed(text),
+                !matches!(skip, Skip::Unclaimed { .. } | Skip::CheckUnclaimed { .. })
+                    && !is_unjudged(text)
+                    && !is_unclaimed(text),
                 "{text}"
             );
         }
@@ -476,22 +473,26 @@ mod tests {
         );
         assert_eq!(d.list_status().as_deref(), Some("unimplemented: no KVP"));
 
-        // A skip that is not about claims stays a skip, whatever the profile declares, even
-        // for a check the agent does not claim either: the scenario does not run at all (as
-        // `wirecheck run` has it; `wirecheck list` used to say "unimplemented" here).
-        let d = Disposition::of_case(
-            &declared,
-            "s.kvp.report",
-            Some(Skip::CannotArrange(CannotArrange::InvocationsInSandbox(2))),
-            Some(Capability::Kvp),
-        );
-        assert!(
-            matches!(
-                &d,
-                Disposition::Skipped(Skip::CannotArrange(CannotArrange::InvocationsInSandbox(2)))
-            ),
-            "{d:?}"
-        );
+        // A skip that is not the agent's (the sandbox's limit, wirecheck's patience, the
+        // machine) stays a skip, whatever the profile declares, even for a check the agent
+        // does not claim either: the scenario does not run at all (as `wirecheck run` has it;
+        // `wirecheck list` used to say "unimplemented" here).
+        for not_the_agents in [
+            Skip::CannotArrange(CannotArrange::InvocationsInSandbox(2)),
+            Skip::TooLong("over 60 s".into()),
+            Skip::Unavailable(Unavailable::SandboxNeedsRoot),
+        ] {
+            let d = Disposition::of_case(
+                &declared,
+                "s.kvp.report",
+                Some(not_the_agents.clone()),
+                Some(Capability::Kvp),
+            );
+            assert!(
+                matches!(&d, Disposition::Skipped(skip) if *skip == not_the_agents),
+                "{d:?}"
+            );
+        }
         // What the agent itself cannot do (its in-progress report always goes on to Ready) is
         // its own limit: declared unimplemented, it is that, and says why; undeclared, a skip.
         let always_ready = || {

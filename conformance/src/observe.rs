@@ -193,13 +193,12 @@ impl Class {
 }
 
 impl Observation<'_> {
-    /// Seconds the agent must respect as its budget: its fixed one, else (counting its tries)
-    /// how long its tries take with every answer at once, else the scenario's.
+    /// Seconds the agent must respect as its budget.
     pub fn budget(&self) -> f64 {
-        let (r, a) = (&self.profile.reactions, &self.scenario.agent);
-        r.budget
-            .or_else(|| crate::obligations::tries_exhausted_after(r, a, 0.0))
-            .unwrap_or(a.budget)
+        self.profile
+            .reactions
+            .budget
+            .unwrap_or(self.scenario.agent.budget)
     }
 
     /// Seconds the agent keeps trying `service`: IMDS's own budget when the profile fixes one

@@ -153,7 +153,8 @@ fn unset_placeholders_outside_groups_are_rejected() {
     assert!(err.message.contains("optional group"), "{err}");
 }
 
-/// `tries` counts from 1 and needs the first sleep it doubles; `sequence_tries` needs `tries`;
+/// `tries` counts from 1 and needs the first sleep it doubles and a time budget (what is judged
+/// where nothing can be counted); `sequence_tries` needs `tries`;
 /// an agent counting its tries gives up, so `gives_up = false` beside it is refused; each error
 /// names its field and line.
 #[test]
@@ -164,7 +165,8 @@ fn counted_tries_are_validated() {
             &format!("status_403 = \"fatal\"\n{keys}\n"),
         ))
     };
-    let p = with("retry_interval_min = 1.0\ntries = 11\nsequence_tries = 6").unwrap();
+    let p =
+        with("retry_interval_min = 1.0\nbudget = 65.0\ntries = 11\nsequence_tries = 6").unwrap();
     assert_eq!(
         p.reactions.tries,
         Some(crate::agent::Tries {
@@ -172,18 +174,23 @@ fn counted_tries_are_validated() {
             sequences: 6
         })
     );
-    let once = with("retry_interval_min = 1.0\ntries = 3").unwrap();
+    let once = with("retry_interval_min = 1.0\nbudget = 3.0\ntries = 3").unwrap();
     assert_eq!(once.reactions.tries.unwrap().sequences, 1);
     for (keys, field, says) in [
         (
-            "retry_interval_min = 1.0\ntries = 0",
+            "retry_interval_min = 1.0\nbudget = 3.0\ntries = 0",
             "reactions.tries",
             "from 1 to 1000",
         ),
         (
-            "tries = 11",
+            "budget = 3.0\ntries = 11",
             "reactions.tries",
             "needs `retry_interval_min`",
+        ),
+        (
+            "retry_interval_min = 1.0\ntries = 11",
+            "reactions.tries",
+            "needs `budget`",
         ),
         (
             "sequence_tries = 6",
@@ -191,12 +198,12 @@ fn counted_tries_are_validated() {
             "needs `tries`",
         ),
         (
-            "retry_interval_min = 1.0\ntries = 2\nsequence_tries = 101",
+            "retry_interval_min = 1.0\nbudget = 3.0\ntries = 2\nsequence_tries = 101",
             "reactions.sequence_tries",
             "from 1 to 100",
         ),
         (
-            "retry_interval_min = 1.0\ntries = 2\ngives_up = false",
+            "retry_interval_min = 1.0\nbudget = 3.0\ntries = 2\ngives_up = false",
             "reactions.gives_up",
             "contradicts it",
         ),

@@ -581,6 +581,13 @@ fn tries(
             "needs `retry_interval_min`, the first sleep between tries (doubling up to `retry_interval_max`)".into(),
         ));
     }
+    if r.budget.is_none() {
+        return Err(at(
+            per_request.span(),
+            "reactions.tries",
+            "needs `budget`, the seconds its tries take when every answer comes at once (what a refused wireserver, which leaves nothing to count, is judged by)".into(),
+        ));
+    }
     Ok(Some(Tries {
         per_request: count(per_request, "reactions.tries", MAX_TRIES)?,
         sequences: match &r.sequence_tries {

@@ -485,16 +485,19 @@ fn an_agent_that_never_gives_up_fails_when_the_runner_ends_it() {
 
 /// An agent that counts its tries (`reactions.tries`: afterburn's 11 per request, the exchange
 /// 6 times) has its wireserver loop judged by counting what reached the fake, which agent time
-/// cannot stretch: an endpoint asked more often in the run fails (an agent 30 % over its count
-/// of either kind: 15 tries a round, or 8 rounds); a goal state failing in every round, asked
-/// 66 times in a row, does not (where a round starts cannot be seen then). It must be gone one
-/// interval, its start-up and the lag after its last attempt. A refused wireserver (nothing
-/// counted) is judged by the time its tries take with every answer at once.
+/// cannot stretch: an endpoint asked more often in the run, or a request after the goal state
+/// more often in one round, fails (an agent 30 % over its count of either kind: 15 tries a
+/// round, or 8 rounds); a goal state failing in every round, asked 66 times in a row, does not
+/// (where a round starts cannot be seen then). It must be gone one interval, its start-up and
+/// the lag after its last attempt. A refused wireserver (nothing counted) is judged by its
+/// time budget.
 #[test]
 fn an_agent_counting_its_tries_is_judged_by_its_counts() {
     let s = scenario("");
     let mut counting = profile();
     counting.reactions.retry_interval_min = Some(1.0);
+    // Its tries with every answer at once: 6 rounds of 10 one-second sleeps, 5 between rounds.
+    counting.reactions.budget = Some(65.0);
     counting.reactions.tries = Some(crate::agent::Tries {
         per_request: 11,
         sequences: 6,
@@ -547,6 +550,16 @@ fn an_agent_counting_its_tries_is_judged_by_its_counts() {
             .unwrap()
             .contains("wireserver.health.json asked 90 times; its profile allows 11 tries of a request in each of 6 tries of the exchange, 66 in all")
     );
+    // 15 tries of the report in each of 4 rounds: 60 in all, but 15 in a round where 11 are
+    // allowed.
+    let per_round = judge_counts(journal(4, 1, 200, 15), 5);
+    assert_eq!(per_round.verdict, Verdict::Fail);
+    assert!(
+        per_round
+            .reason
+            .unwrap()
+            .contains("wireserver.health.json tried 15 times in one round of the exchange (#2 to #16, no goal state between)")
+    );
     // 8 rounds: 88 reports.
     let rounds = judge_counts(journal(8, 1, 200, 11), 5);
     assert_eq!(rounds.verdict, Verdict::Fail);
@@ -571,8 +584,8 @@ fn an_agent_counting_its_tries_is_judged_by_its_counts() {
             .unwrap()
             .contains("after its last attempt (#72)")
     );
-    // A refused wireserver: nothing to count; its tries with every answer at once take 65 s
-    // (6 rounds of 10 one-second sleeps, 5 between rounds), and it may exit one interval after.
+    // A refused wireserver: nothing to count; its budget (65 s) judges, and it may exit one
+    // interval after.
     let refused = |end: u64| {
         let mut r = run(0, end, Exit::Code(1));
         r.clock_ms = end;
@@ -793,9 +806,9 @@ fn a_sped_up_exit_is_judged_only_as_finely_as_its_budget_needs() {
     // Spawned at 0, its first request at `start_up` ms (the budget of 3 s counts from it), its
     // last one 2.9 s later: allowed to exit until the budget + 200 ms + `start_up` + the 20 ms
     // of lag the runner cannot see at x10.
-    let exit_at = |start_up: u64, end: u64, scale| {
+    let exit_at_with = |p: &AgentProfile, start_up: u64, end: u64, scale| {
         judge_at(
-            &profile(),
+            p,
             "behaviour.budget",
             &s,
             vec![health(1, start_up, 503), health(2, start_up + 2900, 503)],
@@ -804,22 +817,39 @@ fn a_sped_up_exit_is_judged_only_as_finely_as_its_budget_needs() {
             scale,
         )
     };
+    let exit_at = |start_up, end, scale| exit_at_with(&profile(), start_up, end, scale);
     // A fine allowance (477 ms of a 3 s budget): judged as at the wall clock.
     assert_eq!(exit_at(257, 3734, x10).verdict, Verdict::Pass);
     assert_eq!(exit_at(257, 3735, x10).verdict, Verdict::Fail);
-    // A coarse one (820 ms, over a quarter of 3 s): an exit past the budget that only the
-    // allowance would pass is not judged, says why, and is not a stall (the same speed again
-    // would not judge it); at the wall clock the same exit passes, its allowance measured.
+    // A coarse one (820 ms, over a quarter of 3 s, by its start-up and lag): an exit past the
+    // budget that only the allowance would pass is not judged and says why; a calmer machine
+    // might judge it, so the case may run again as for a stall. At the wall clock the same exit
+    // passes, its allowance measured.
     let coarse = exit_at(600, 3900, x10);
     assert_eq!(coarse.verdict, Verdict::Informational, "{coarse:?}");
-    assert!(!coarse.stalled);
+    assert!(coarse.stalled);
     assert!(
         coarse
             .reason
             .as_deref()
             .unwrap()
-            .starts_with("not judged at this speed: run 1: exited 3.30 s into a 3.00 s budget, past it; at agent time x10 its exit can be judged only within 820 ms"),
+            .contains("run 1: exited 3.30 s into a 3.00 s budget, past it; at agent time x10 its exit can be judged only within 820 ms"),
         "{coarse:?}"
+    );
+    // Coarse by its 1 s interval alone (over a quarter of 3 s): the speed, not the machine,
+    // leaves it unjudged, and running it again at that speed would not judge it either.
+    let mut slow = profile();
+    slow.reactions.retry_interval_min = Some(1.0);
+    let inherent = exit_at_with(&slow, 10, 3500, x10);
+    assert_eq!(inherent.verdict, Verdict::Informational, "{inherent:?}");
+    assert!(!inherent.stalled);
+    assert!(
+        inherent
+            .reason
+            .as_deref()
+            .unwrap()
+            .starts_with("not judged at this speed: run 1: exited 3.49 s into a 3.00 s budget"),
+        "{inherent:?}"
     );
     assert_eq!(
         exit_at(600, 3900, fake_wireserver::clock::TimeScale::WALL).verdict,

@@ -10,16 +10,19 @@ use super::super::{Judgement, Tally, about, line, note};
 use super::{killed, loop_start, ms, requests, secs};
 use crate::agent::{BudgetScope, HealthReporting};
 use crate::observe::{LoopBudget, Observation, Service, Within};
+use wirecheck_results::Evidence;
 
 mod tries;
 
 /// Judged by the one budget rule ([`LoopBudget`]): each retry loop (IMDS, then the
 /// wireserver) has the budget, nothing may extend it, and the only slack is what was measured
-/// (the in-flight request's own duration, the runner's lag).
+/// (the in-flight request's own duration, the runner's lag). An agent counting its tries has
+/// its wireserver loop counted ([`tries`]); a run the runner had to end fails, as its agent's
+/// budget did not end it ([`still_running`]).
 pub fn budget(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
     let budget = ms(obs.budget());
-    'runs: for (ri, run) in obs.runs.iter().enumerate() {
+    for (ri, run) in obs.runs.iter().enumerate() {
         t.judged();
         // A daemon that never reports is never done: the deadline is its normal end, and it
         // has no report loop whose budget could run out.
@@ -39,23 +42,27 @@ pub fn budget(obs: &Observation) -> Judgement {
             still_running(&mut t, obs, ri, budget);
             continue;
         }
-        for service in [Service::Imds, Service::Wireserver] {
-            // An agent counting its tries has its wireserver loop judged by the counts.
-            if service == Service::Wireserver
-                && let Some(tries) = obs.profile.reactions.tries
-                && tries::counted(&mut t, obs, ri, tries)
-            {
-                continue 'runs;
-            }
-            let rule = LoopBudget {
-                start_ms: loop_start(obs, ri, service),
-                budget_ms: ms(obs.budget_for(service)),
-            };
-            late_attempts(&mut t, obs, ri, service, &rule);
+        within_budget(&mut t, obs, ri, Service::Imds);
+        // An agent counting its tries has its wireserver loop judged by the counts, where
+        // anything of it reached the fake.
+        if let Some(tries) = obs.profile.reactions.tries
+            && tries::counted(&mut t, obs, ri, tries)
+        {
+            continue;
         }
+        within_budget(&mut t, obs, ri, Service::Wireserver);
         loop_end(&mut t, obs, ri, budget);
     }
     t.finish("the agent was not run")
+}
+
+/// Run `ri`'s attempts to `service`, each started within its budget ([`late_attempts`]).
+fn within_budget(t: &mut Tally, obs: &Observation, ri: usize, service: Service) {
+    let rule = LoopBudget {
+        start_ms: loop_start(obs, ri, service),
+        budget_ms: ms(obs.budget_for(service)),
+    };
+    late_attempts(t, obs, ri, service, &rule);
 }
 
 /// Run `ri` was still running at the deadline: it did not stop within its budget. One that
@@ -63,7 +70,6 @@ pub fn budget(obs: &Observation) -> Judgement {
 /// is that it does not stop on its own, whatever it did last (a long sleep and an ended loop
 /// look alike from outside), for its profile to declare.
 fn still_running(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
-    let run = &obs.runs[ri];
     let last: Vec<&Entry> = obs
         .journal
         .iter()
@@ -84,11 +90,7 @@ fn still_running(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
             ri + 1,
             secs(ms(obs.deadline)),
         ),
-        about(
-            format!("run {}: {}", ri + 1, run.exit.describe()),
-            &last,
-            None,
-        ),
+        exit_evidence(obs, ri, &last),
     );
 }
 
@@ -151,24 +153,36 @@ fn own_start_up_ms(obs: &Observation, ri: usize) -> Option<u64> {
 /// allowance of 0.2 s + 257 ms of start-up + the runner's lag, and passed.
 const EXIT_RESOLUTION_SHARE: u64 = 4;
 
+/// Why an exit past the budget cannot be judged at this run's agent time.
+struct Coarse {
+    text: String,
+    /// The speed alone makes it so (nothing measured, or one interval is already too coarse):
+    /// the same speed again would not judge it. Else a calmer machine might (the start-up and
+    /// the lag it measured count N times), and the case may run again as for a stall.
+    inherent: bool,
+}
+
 /// Why an exit past the budget cannot be judged at this run's agent time, if it cannot: the
 /// agent sent nothing, so its own start-up (sped up N times) was not measured; or the allowance
-/// it gets (`allowed_ms`) is too coarse for its budget. At the wall clock an exit is always
-/// judged: its allowance is the machine's own, measured.
+/// it gets (`allowed_ms`, of which `interval_ms` is its interval) is too coarse for its budget.
+/// At the wall clock an exit is always judged: its allowance is the machine's own, measured.
 fn too_coarse_in_agent_time(
     obs: &Observation,
     start_up: Option<u64>,
-    allowed_ms: u64,
+    (interval_ms, allowed_ms): (u64, u64),
     budget_ms: u64,
-) -> Option<String> {
+) -> Option<Coarse> {
     let scale = obs.time_scale;
     if scale.is_wall() {
         return None;
     }
     if start_up.is_none() {
-        return Some(format!(
-            "having sent nothing, its own start-up (sped up {scale} on its clock) was not measured and its exit is not judged in agent time"
-        ));
+        return Some(Coarse {
+            text: format!(
+                "having sent nothing, its own start-up (sped up {scale} on its clock) was not measured and its exit is not judged in agent time"
+            ),
+            inherent: true,
+        });
     }
     // The speed was the user's (`--time-scale`) or the runner's, for a case too long to wait.
     let remedy = if obs.profile.clock.fixed.is_some() {
@@ -176,10 +190,11 @@ fn too_coarse_in_agent_time(
     } else {
         "the runner chose this speed for the case's length"
     };
-    (allowed_ms * EXIT_RESOLUTION_SHARE > budget_ms).then(|| {
-        format!(
+    (allowed_ms * EXIT_RESOLUTION_SHARE > budget_ms).then(|| Coarse {
+        text: format!(
             "at agent time {scale} its exit can be judged only within {allowed_ms} ms (one interval, its own start-up and the runner's lag, sped up on its clock), more than a quarter of its budget: {remedy}"
-        )
+        ),
+        inherent: interval_ms * EXIT_RESOLUTION_SHARE > budget_ms,
     })
 }
 
@@ -196,12 +211,30 @@ fn last_request_end<'a>(
         .max_by_key(|(_, end)| *end)
 }
 
-/// Whether run `ri`'s processes waited for a CPU, between `from_ms` and their exit, at least the
-/// `late_ms` its exit came too late by: an exit is CPU-bound work, late on a loaded machine by
-/// every such wait, short ones added up (the runner measured them), so the machine, not the
-/// agent, may have made it late.
-fn held_back(obs: &Observation, ri: usize, from_ms: u64, late_ms: u64) -> bool {
-    obs.agent_waited_ms(from_ms, obs.runs[ri].end_ms) >= late_ms
+/// How long run `ri`'s processes waited for a CPU between `from_ms` and their exit, when that
+/// is at least the `late_ms` its exit came too late by: an exit is CPU-bound work, late on a
+/// loaded machine by every such wait, short ones added up (the runner measured them), so the
+/// machine, not the agent, may have made it late.
+fn held_back(obs: &Observation, ri: usize, from_ms: u64, late_ms: u64) -> Option<u64> {
+    let held = obs.agent_waited_ms(from_ms, obs.runs[ri].end_ms);
+    (held >= late_ms).then_some(held)
+}
+
+/// What [`held_back`] found, as the findings say it.
+fn held_text(held_ms: u64) -> String {
+    format!(
+        "and its processes waited {held_ms} ms for a CPU meanwhile: the machine, not the agent, may have made it late"
+    )
+}
+
+/// Evidence about how run `ri` ended, with the requests that bear on it.
+fn exit_evidence(obs: &Observation, ri: usize, entries: &[&Entry]) -> Evidence {
+    let run = &obs.runs[ri];
+    about(
+        format!("run {}: {}", ri + 1, run.exit.describe()),
+        entries,
+        None,
+    )
 }
 
 /// Run `ri`'s wireserver loop as [`loop_end`] measured it, for judging the agent's exit.
@@ -293,38 +326,39 @@ fn exit_after_loop(t: &mut Tally, obs: &Observation, wire_loop: WireLoop) {
     // earlier one needs no allowance, a later one fails whatever the allowance.
     let base = rule.end_ms().max(wire_end);
     let excused = run.end_ms > base && (start_up.is_none() || run.end_ms <= base + allowed);
-    if let Some(why) = too_coarse_in_agent_time(obs, start_up, allowed, budget).filter(|_| excused)
+    if let Some(why) =
+        too_coarse_in_agent_time(obs, start_up, (interval, allowed), budget).filter(|_| excused)
     {
-        t.unjudged_at_speed(
-            format!(
-                "run {}: exited {} into a {} budget, past it; {why}",
-                ri + 1,
-                since(run.end_ms),
-                secs(budget),
-            ),
-            about(
-                format!("run {}: {}", ri + 1, run.exit.describe()),
-                &evidence,
-                None,
-            ),
+        let what = format!(
+            "run {}: exited {} into a {} budget, past it; {}",
+            ri + 1,
+            since(run.end_ms),
+            secs(budget),
+            why.text
         );
+        match why.inherent {
+            true => t.unjudged_at_speed(what, exit_evidence(obs, ri, &evidence)),
+            false => t.uncertain(what, exit_evidence(obs, ri, &evidence)),
+        }
         return;
     }
     let own_work = start_up.unwrap_or(0);
-    let held = obs.agent_waited_ms(wire_end, run.end_ms);
-    match rule.exit(run.end_ms, wire_end, interval + own_work, lag) {
-        Within::Over { by_ms, .. } if held_back(obs, ri, wire_end, by_ms) => t.uncertain(
+    let exit = rule.exit(run.end_ms, wire_end, interval + own_work, lag);
+    if let Within::Over { by_ms, .. } = exit
+        && let Some(held) = held_back(obs, ri, wire_end, by_ms)
+    {
+        t.uncertain(
             format!(
-                "run {}: exited {by_ms} ms after the budget (or its last request) plus one {} interval plus its own start-up's {own_work} ms plus the runner's {lag} ms lag, and its processes waited {held} ms for a CPU meanwhile: the machine, not the agent, may have made it late",
+                "run {}: exited {by_ms} ms after the budget (or its last request) plus one {} interval plus its own start-up's {own_work} ms plus the runner's {lag} ms lag, {}",
                 ri + 1,
                 secs(interval),
+                held_text(held)
             ),
-            about(
-                format!("run {}: {}", ri + 1, run.exit.describe()),
-                &evidence,
-                None,
-            ),
-        ),
+            exit_evidence(obs, ri, &evidence),
+        );
+        return;
+    }
+    match exit {
         Within::Over { limit_ms, by_ms } => t.fail(
             format!(
                 "run {}: the wireserver report took {} (first attempt to exit) of a {} budget: the agent exited {by_ms} ms after the budget (or its last request) plus one {} interval plus its own start-up's {own_work} ms plus the runner's {lag} ms lag ({})",
@@ -334,11 +368,7 @@ fn exit_after_loop(t: &mut Tally, obs: &Observation, wire_loop: WireLoop) {
                 secs(interval),
                 since(limit_ms)
             ),
-            about(
-                format!("run {}: {}", ri + 1, run.exit.describe()),
-                &evidence,
-                None,
-            ),
+            exit_evidence(obs, ri, &evidence),
         ),
         Within::Inside => t.note(about(
             format!(

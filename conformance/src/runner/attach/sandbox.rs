@@ -187,6 +187,12 @@ fn one_invocation_for_two(p: &Planned) -> bool {
 
 pub fn unsupported(p: &Planned) -> Option<CannotArrange> {
     let scenario = &*p.scenario;
+    // The sandbox's own limit first: only what it could run is the agent's to refuse.
+    if scenario.agent.runs.len() > 1 && !one_invocation_for_two(p) {
+        return Some(CannotArrange::InvocationsInSandbox(
+            scenario.agent.runs.len(),
+        ));
+    }
     if p.profile.in_progress_continues_to_ready
         && !one_invocation_for_two(p)
         && scenario
@@ -198,11 +204,6 @@ pub fn unsupported(p: &Planned) -> Option<CannotArrange> {
         return Some(CannotArrange::InProgressAlwaysGoesOn {
             agent: p.profile.name.clone(),
         });
-    }
-    if scenario.agent.runs.len() > 1 && !one_invocation_for_two(p) {
-        return Some(CannotArrange::InvocationsInSandbox(
-            scenario.agent.runs.len(),
-        ));
     }
     None
 }

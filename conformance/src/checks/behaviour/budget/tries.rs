@@ -1,11 +1,12 @@
 //! behaviour.budget's wireserver loop for an agent that ends it after a count of attempts
 //! (`reactions.tries`: afterburn), judged by counting what reached the fake: no endpoint asked
-//! more than `tries` × `sequence_tries` times in a run, and the agent gone after its last
-//! attempt within one interval, its own start-up and the runner's lag. Counts are what agent
-//! time cannot stretch: sped up, the agent's own work between attempts makes a sum of sleeps
-//! (a time budget) run late, not its counts. Tries in a row are not counted: where the
-//! exchange starts over cannot be seen when its first request is the one failing (a goal
-//! state failing in every round is asked `tries` × `sequence_tries` times in a row).
+//! more than `tries` × `sequence_tries` times in a run, none after the goal state more than
+//! `tries` times in one round (a round starts at a goal-state request), and the agent gone
+//! after its last attempt within one interval, its own start-up and the runner's lag. Counts
+//! are what agent time cannot stretch: sped up, the agent's own work between attempts makes a
+//! sum of sleeps (a time budget) run late, not its counts. The goal state's own tries per
+//! round cannot be told apart when it fails in every round (where a round starts is not seen
+//! then): only its total is counted.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +15,7 @@ use fake_wireserver::journal::Entry;
 
 use super::super::super::{Tally, about, line};
 use super::super::{ms, requests};
-use super::{held_back, last_request_end, own_start_up_ms};
+use super::{exit_evidence, held_back, held_text, last_request_end, own_start_up_ms};
 use crate::agent::Tries;
 use crate::observe::{Observation, Service};
 
@@ -26,8 +27,39 @@ pub(super) fn counted(t: &mut Tally, obs: &Observation, ri: usize, tries: Tries)
         return false;
     };
     per_endpoint(t, ri, &wire, tries);
+    per_round(t, ri, &wire, tries.per_request);
     exit_after_last(t, obs, ri, last, last_end);
     true
+}
+
+/// No request after the goal state tried more than `per_request` times in one round; a round
+/// starts at each goal-state request (the exchange's first), whatever comes between.
+fn per_round(t: &mut Tally, ri: usize, reqs: &[&Entry], per_request: u32) {
+    let mut round: BTreeMap<EndpointId, Vec<&Entry>> = BTreeMap::new();
+    let mut over: Vec<(EndpointId, Vec<&Entry>)> = Vec::new();
+    for e in reqs {
+        if e.endpoint == EndpointId::WireserverGoalstate {
+            over.extend(std::mem::take(&mut round));
+            continue;
+        }
+        round.entry(e.endpoint).or_default().push(e);
+    }
+    over.extend(round);
+    for (endpoint, asked) in over {
+        if asked.len() > per_request as usize {
+            let first_over = asked[per_request as usize];
+            t.fail(
+                format!(
+                    "run {}: {endpoint} tried {} times in one round of the exchange (#{} to #{}, no goal state between); its profile allows {per_request} tries of a request (reactions.tries)",
+                    ri + 1,
+                    asked.len(),
+                    asked[0].seq,
+                    asked[asked.len() - 1].seq
+                ),
+                about(line(first_over), &[first_over], None),
+            );
+        }
+    }
 }
 
 /// No endpoint asked more than `per_request` × `sequences` times in the run.
@@ -81,17 +113,9 @@ fn exit_after_last(t: &mut Tally, obs: &Observation, ri: usize, last: &Entry, la
         ri + 1,
         last.seq,
     );
-    let evidence = about(
-        format!("run {}: {}", ri + 1, run.exit.describe()),
-        &[last],
-        None,
-    );
-    if held_back(obs, ri, last_end, by) {
-        t.uncertain(
-            format!("{text}, and its processes waited for a CPU at least that long meanwhile: the machine, not the agent, may have made it late"),
-            evidence,
-        );
-    } else {
-        t.fail(text, evidence);
+    let evidence = exit_evidence(obs, ri, &[last]);
+    match held_back(obs, ri, last_end, by) {
+        Some(held) => t.uncertain(format!("{text}, {}", held_text(held)), evidence),
+        None => t.fail(text, evidence),
     }
 }
