@@ -167,3 +167,75 @@ fn an_agent_whose_clock_cannot_be_scaled_keeps_the_wall_clock() {
         assert!(c["timeline"].get("time_scale").is_none(), "{c}");
     }
 }
+
+/// WALinuxAgent never stops on its own (`gives_up = false` in its profile): the scenarios that
+/// never let its report through ran to its 3600 s stand-in budget in no case and were skipped
+/// as too long. Now they run sped up to a horizon and are judged: the daemon is still running
+/// when the runner ends it (behaviour.budget fails, declared non-strict with its source lines),
+/// trying on where the wireserver refuses or hangs, idle after its 30 tries under 503s forever.
+/// Here, one run at a time: three sped-up daemons load the two cores.
+#[test]
+fn walinuxagent_2_7_3_is_judged_where_its_report_never_gets_through() {
+    require_root();
+    wirecheck_e2e::walinuxagent_root("2.7.3", "2.7.3.0");
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = wirecheck_run(
+        &out,
+        &[
+            "--agent",
+            "walinuxagent-2.7.3",
+            "--cases",
+            "{wireserver.unreachable.ready,budget.exhausted.503.xml,budget.exhausted.hang.xml}.behaviour.{budget,terminal,exit}",
+        ],
+    );
+    let context = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("results.json"))
+            .unwrap_or_else(|e| panic!("{e}\n{context}")),
+    )
+    .unwrap();
+    let cases = results["agents"][0]["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 9, "{context}");
+    for c in cases {
+        assert_ne!(c["verdict"], "skipped", "{c}");
+        assert!(
+            c["timeline"]["time_scale"].as_u64().is_some_and(|s| s > 1),
+            "{c}"
+        );
+    }
+    for id in [
+        "wireserver.unreachable.ready.behaviour.budget",
+        "budget.exhausted.hang.xml.behaviour.budget",
+        "budget.exhausted.503.xml.behaviour.budget",
+    ] {
+        let case = cases
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("no {id}"));
+        let why = case["reason"].as_str().unwrap_or_default();
+        assert_eq!(case["verdict"], "non-strict", "{id}: {why}");
+        // Declared with its source lines, and what was seen: running on at the kill.
+        assert!(why.contains("util.py:197-235"), "{id}: {why}");
+        assert!(
+            why.contains("observed: run 1 was still running at the"),
+            "{id}: {why}"
+        );
+    }
+    // Its 30 throttled health attempts, then nothing more on the wireserver until the kill.
+    let journal = std::fs::read_to_string(
+        out.join("artifacts/walinuxagent-2.7.3/budget.exhausted.503.xml/journal.jsonl"),
+    )
+    .unwrap();
+    let posts = journal
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["endpoint"] == "wireserver.health.xml")
+        .count();
+    assert_eq!(posts, 30, "{journal}");
+}
