@@ -541,29 +541,24 @@ fn an_agent_counting_its_tries_is_judged_by_its_counts() {
     // Its whole count, 72 s long where the scenario's budget is 3 s: a pass, counted.
     let all = judge_counts(journal(6, 1, 200, 11), 5);
     assert_eq!(all.verdict, Verdict::Pass, "{all:?}");
+    let fails_saying = |j: Judgement, says: &str| {
+        assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+        let reason = j.reason.unwrap_or_default();
+        assert!(reason.contains(says), "{reason}");
+    };
     // 15 tries of the report in each of its 6 rounds: 90 where 66 are allowed.
-    let per_request = judge_counts(journal(6, 1, 200, 15), 5);
-    assert_eq!(per_request.verdict, Verdict::Fail);
-    assert!(
-        per_request
-            .reason
-            .unwrap()
-            .contains("wireserver.health.json asked 90 times; its profile allows 11 tries of a request in each of 6 tries of the exchange, 66 in all")
+    fails_saying(
+        judge_counts(journal(6, 1, 200, 15), 5),
+        "wireserver.health.json asked 90 times; its profile allows 11 tries of a request in each of 6 tries of the exchange, 66 in all",
     );
     // 15 tries of the report in each of 4 rounds: 60 in all, but 15 in a round where 11 are
     // allowed.
-    let per_round = judge_counts(journal(4, 1, 200, 15), 5);
-    assert_eq!(per_round.verdict, Verdict::Fail);
-    assert!(
-        per_round
-            .reason
-            .unwrap()
-            .contains("wireserver.health.json tried 15 times in one round of the exchange (#2 to #16, no goal state between)")
+    fails_saying(
+        judge_counts(journal(4, 1, 200, 15), 5),
+        "wireserver.health.json tried 15 times in one round of the exchange (#2 to #16, no goal state between)",
     );
     // 8 rounds: 88 reports.
-    let rounds = judge_counts(journal(8, 1, 200, 11), 5);
-    assert_eq!(rounds.verdict, Verdict::Fail);
-    assert!(rounds.reason.unwrap().contains("asked 88 times"));
+    fails_saying(judge_counts(journal(8, 1, 200, 11), 5), "asked 88 times");
     // A goal state failing in every round: 66 GETs in a row, its whole count.
     let goal_state = judge_counts(journal(6, 11, 500, 0), 5);
     assert_eq!(goal_state.verdict, Verdict::Pass, "{goal_state:?}");

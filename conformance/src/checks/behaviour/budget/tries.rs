@@ -35,17 +35,8 @@ pub(super) fn counted(t: &mut Tally, obs: &Observation, ri: usize, tries: Tries)
 /// No request after the goal state tried more than `per_request` times in one round; a round
 /// starts at each goal-state request (the exchange's first), whatever comes between.
 fn per_round(t: &mut Tally, ri: usize, reqs: &[&Entry], per_request: u32) {
-    let mut round: BTreeMap<EndpointId, Vec<&Entry>> = BTreeMap::new();
-    let mut over: Vec<(EndpointId, Vec<&Entry>)> = Vec::new();
-    for e in reqs {
-        if e.endpoint == EndpointId::WireserverGoalstate {
-            over.extend(std::mem::take(&mut round));
-            continue;
-        }
-        round.entry(e.endpoint).or_default().push(e);
-    }
-    over.extend(round);
-    for (endpoint, asked) in over {
+    let rounds = reqs.split(|e| e.endpoint == EndpointId::WireserverGoalstate);
+    for (endpoint, asked) in rounds.flat_map(by_endpoint) {
         if asked.len() > per_request as usize {
             let first_over = asked[per_request as usize];
             t.fail(
@@ -65,11 +56,7 @@ fn per_round(t: &mut Tally, ri: usize, reqs: &[&Entry], per_request: u32) {
 /// No endpoint asked more than `per_request` × `sequences` times in the run.
 fn per_endpoint(t: &mut Tally, ri: usize, reqs: &[&Entry], tries: Tries) {
     let allowed = u64::from(tries.per_request) * u64::from(tries.sequences);
-    let mut seen: BTreeMap<EndpointId, Vec<&Entry>> = BTreeMap::new();
-    for e in reqs {
-        seen.entry(e.endpoint).or_default().push(e);
-    }
-    for (endpoint, asked) in seen {
+    for (endpoint, asked) in by_endpoint(reqs) {
         if asked.len() as u64 > allowed {
             let over = asked[allowed as usize];
             t.fail(
@@ -84,6 +71,15 @@ fn per_endpoint(t: &mut Tally, ri: usize, reqs: &[&Entry], tries: Tries) {
             );
         }
     }
+}
+
+/// `reqs` grouped by endpoint, each in the order asked.
+fn by_endpoint<'a>(reqs: &[&'a Entry]) -> BTreeMap<EndpointId, Vec<&'a Entry>> {
+    let mut asked: BTreeMap<EndpointId, Vec<&'a Entry>> = BTreeMap::new();
+    for e in reqs {
+        asked.entry(e.endpoint).or_default().push(e);
+    }
+    asked
 }
 
 /// Gone after its last attempt (done with at `last_end`) within one interval, its own start-up
