@@ -11,6 +11,10 @@
 #                          NotReady/Provisioning, then Ready
 #             failure      Provisioning.Agent=cloud-init, with an ovf-env.xml without HostName:
 #                          NotReady/ProvisioningFailed "[ProvisionError] ..."
+#             waagent      Provisioning.Agent=waagent: its own provisioning from the guest's
+#                          media (`fake-wireserver sandbox --guest`, which it must run in):
+#                          reads /mnt/cdrom/secure/ovf-env.xml, sets the host name, creates the
+#                          user; Ready, or NotReady/ProvisioningFailed in its own words
 #
 # Run it only inside `fake-wireserver sandbox` (wirecheck's sandbox attach), which owns the
 # network, bind-mounts a scratch folder over /var/log (WALA's fixed log path) and stops the
@@ -18,7 +22,7 @@
 # configuration file, ovf-env.xml and the host key, then execs waagent; it never patches it.
 set -eu
 
-[ "$#" -eq 3 ] || { echo "usage: $0 AGENT_ROOT CASE_DIR ready|provisioning|failure" >&2; exit 2; }
+[ "$#" -eq 3 ] || { echo "usage: $0 AGENT_ROOT CASE_DIR ready|provisioning|failure|waagent" >&2; exit 2; }
 root=$1 case_dir=$2 mode=$3
 waagent="$root/usr/sbin/waagent"
 [ -f "$waagent" ] || { echo "$0: $waagent not found (run scripts/install-agents.sh)" >&2; exit 127; }
@@ -26,7 +30,13 @@ waagent="$root/usr/sbin/waagent"
 case "$mode" in
     ready) provisioning_agent=disabled ;;
     provisioning|failure) provisioning_agent=cloud-init ;;
-    *) echo "$0: MODE must be ready, provisioning or failure, got '$mode'" >&2; exit 2 ;;
+    waagent)
+        provisioning_agent=waagent
+        # Its provisioning writes /etc and /home and renames the host: only in a guest, whose
+        # /etc, /home and host name are private.
+        [ -d /run/fake-wireserver-guest ] || { echo "$0: waagent mode runs only in fake-wireserver sandbox --guest" >&2; exit 2; }
+        ;;
+    *) echo "$0: MODE must be ready, provisioning, failure or waagent, got '$mode'" >&2; exit 2 ;;
 esac
 
 scratch="$case_dir/wala"
@@ -39,7 +49,7 @@ Lib.Dir=$lib
 Pid.File=$scratch/waagent.pid
 Extension.LogDir=$scratch/extensions
 OS.SshDir=$ssh
-DVD.MountPoint=$scratch/dvd
+$( [ "$mode" = waagent ] || echo "DVD.MountPoint=$scratch/dvd" )
 OS.OpensslPath=/usr/bin/openssl
 Logs.Console=n
 Logs.Verbose=y
@@ -57,7 +67,14 @@ CONF
 # The daemon stops before it spawns the extension handler (-run-exthandlers), then sleeps.
 : > "$lib/disable_agent"
 
-if [ "$mode" != ready ]; then
+if [ "$mode" = waagent ]; then
+    # The image it provisions has no cloud-init enabled (the host's may): its provisioning
+    # refuses to run beside it (pa/provision/cloudinitdetect.py). Only the guest's /etc changes.
+    rm -f /etc/systemd/system/cloud-init.target.wants/cloud-init*.service
+    # An image's sshd configuration and host key, which it edits and fingerprints.
+    : > "$ssh/sshd_config"
+    [ -f "$ssh/ssh_host_rsa_key.pub" ] || ssh-keygen -q -t rsa -b 2048 -N '' -f "$ssh/ssh_host_rsa_key"
+elif [ "$mode" != ready ]; then
     if [ "$mode" = failure ]; then hostname_element=""; else hostname_element="<ns1:HostName>wala-vm</ns1:HostName>"; fi
     cat > "$lib/ovf-env.xml" <<OVF
 <?xml version="1.0" encoding="utf-8"?>

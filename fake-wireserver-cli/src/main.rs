@@ -130,6 +130,10 @@ fn parse_listen(s: &str) -> Result<Listen, String> {
 }
 
 fn main() -> ExitCode {
+    // Inside a guest this binary also stands in for the provisioning tools (`useradd`, ...).
+    if let Some(code) = sandbox::guest::stand_in_if_called_as_tool() {
+        return ExitCode::from(code);
+    }
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

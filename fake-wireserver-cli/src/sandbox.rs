@@ -2,7 +2,7 @@
 //! fake answers on the platform's real addresses. Its contract (addresses, files, limits, exit
 //! statuses) is the library's `fake_wireserver::sandbox`.
 //!
-//! The sandbox makes new network, mount and PID namespaces (util-linux `unshare`, then this
+//! The sandbox makes new network, mount, UTS and PID namespaces (util-linux `unshare`, then this
 //! binary re-executes itself inside them), and in there:
 //!
 //! * brings `lo` up and adds `168.63.129.16/32` and `169.254.169.254/32` to it; the fake's
@@ -29,6 +29,9 @@
 //!   journal's lines (`journal_entries`) and the requests its memory window dropped before it
 //!   was written (`journal_evicted`): a journal that is not whole says so.
 //!
+//! * with `--guest FILE`, makes COMMAND's world a simulated Azure VM (`fake_wireserver::guest`):
+//!   private `/etc`, `/home`, `/root`, `/mnt`, `/var/mail`, DMI, provisioning media, `eth0`,
+//!   and recording stand-ins for `useradd` and the other provisioning tools;
 //! * with `--time-scale FACTOR`, runs COMMAND's clock and the fake's scripted times in agent
 //!   time (`fake_wireserver::clock`), FACTOR times faster than the wall clock;
 //!
@@ -39,6 +42,7 @@
 //! exits, the kernel ends whatever COMMAND left behind.
 
 mod artifacts;
+pub(crate) mod guest;
 mod inside;
 mod outside;
 mod setup;
@@ -57,6 +61,14 @@ pub struct SandboxArgs {
     /// Scenario file (TOML) for the fake; default behaviour without it.
     #[arg(long, value_name = "FILE")]
     pub scenario: Option<PathBuf>,
+
+    /// Guest file (TOML, `fake_wireserver::guest`): COMMAND provisions a simulated VM with a
+    /// private /etc, /home, /root, /mnt and /var/mail, DMI, the provisioning media with its
+    /// ovf-env.xml, a primary NIC, and recording stand-ins for the provisioning tools, which
+    /// fail as the file says. Their calls go to guest-calls.jsonl in --out. Not with
+    /// --unprivileged.
+    #[arg(long, value_name = "FILE")]
+    pub guest: Option<PathBuf>,
 
     /// Folder for journal.jsonl and the copied .kvp_pool_* files (created when missing).
     #[arg(long, value_name = "DIR")]

@@ -10,4 +10,5 @@
 mod common;
 
 mod admin_security;
+mod guest;
 mod sandbox;

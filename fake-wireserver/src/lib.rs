@@ -360,6 +360,7 @@ pub mod expect;
 mod fake;
 pub mod fdlimit;
 pub mod files;
+pub mod guest;
 pub mod hostplugin;
 mod http1;
 pub mod imds;

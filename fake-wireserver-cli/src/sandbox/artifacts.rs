@@ -10,6 +10,7 @@ use anyhow::Context as _;
 use rustix::fs::{Mode, OFlags};
 use serde::Serialize;
 
+use fake_wireserver::guest::GUEST_CALLS_FILE;
 use fake_wireserver::journal::Entry;
 
 /// Prefix of the KVP pool files copied from `/var/lib/hyperv`.
@@ -56,6 +57,19 @@ pub(crate) struct Summary {
     /// Requests the journal's memory window dropped (oldest first) before it was written: not
     /// in `journal.jsonl`, so the journal is not whole.
     pub(crate) journal_evicted: u64,
+    /// With `--guest`: the calls its stand-in tools recorded (lines of `guest-calls.jsonl`),
+    /// or why the record was not copied.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub(crate) guest_calls: Option<GuestCalls>,
+}
+
+/// What became of the guest's call record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) enum GuestCalls {
+    #[serde(rename = "guest_calls")]
+    Copied(usize),
+    #[serde(rename = "guest_calls_not_copied")]
+    NotCopied(String),
 }
 
 /// A `.kvp_pool_*` entry the agent left that was not copied.
@@ -72,10 +86,10 @@ pub(crate) struct CopiedPools {
     pub(crate) not_copied: Vec<NotCopied>,
 }
 
-/// A pool file the agent may have made anything: read only if it is a regular file (not
+/// A file the agent may have made anything (a pool, the guest's call record): read only if it is a regular file (not
 /// followed if a link, a FIFO cannot block the open), at most `cap` bytes, checked before
 /// reading (a sparse pool's size costs nothing to fake) and while reading (it may grow).
-fn read_pool(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
+fn read_agent_file(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
     use std::io::Read as _;
     let fd = match rustix::fs::open(
         path,
@@ -162,7 +176,7 @@ impl OutDir {
             if !name.starts_with(POOL_PREFIX) {
                 continue;
             }
-            match read_pool(&entry.path(), cap) {
+            match read_agent_file(&entry.path(), cap) {
                 Ok(bytes) => {
                     self.write(&name, &bytes)?;
                     result.copied.push(name);
@@ -173,6 +187,19 @@ impl OutDir {
         result.copied.sort();
         result.not_copied.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(result)
+    }
+
+    /// The guest's call record, copied as [`GUEST_CALLS_FILE`] when it is a regular file of
+    /// at most `cap` bytes (the agent could have replaced it).
+    pub(crate) fn copy_guest_calls(&self, path: &Path, cap: u64) -> anyhow::Result<GuestCalls> {
+        match read_agent_file(path, cap) {
+            Ok(bytes) => {
+                self.write(GUEST_CALLS_FILE, &bytes)?;
+                let lines = bytes.iter().filter(|b| **b == b'\n').count();
+                Ok(GuestCalls::Copied(lines))
+            }
+            Err(why) => Ok(GuestCalls::NotCopied(format!("{} {why}", path.display()))),
+        }
     }
 
     pub(crate) fn write_summary(&self, summary: &Summary) -> anyhow::Result<()> {

@@ -12,11 +12,11 @@ use anyhow::Context as _;
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::artifacts::{OutDir, Summary};
-use super::setup;
 use super::{
     EXIT_SANDBOX_FAILED, EXIT_TIMEOUT, IMDS_ADDR, JOURNAL_FILE, NamespaceIds, PlatformHost,
     SandboxArgs, WIRESERVER_ADDR, error,
 };
+use super::{guest, setup};
 use fake_wireserver::contain::userns;
 use fake_wireserver::endpoint::HOSTPLUGIN_PORT;
 use fake_wireserver::limits::TreeLimits;
@@ -99,6 +99,16 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         (0, 0)
     };
     setup::mount_private_hyperv(pool_owner).context("mounting the private /var/lib/hyperv")?;
+    let guest = args
+        .guest
+        .as_deref()
+        .map(fake_wireserver::guest::Guest::from_file)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--guest {e}"))?;
+    if let Some(g) = &guest {
+        let exe = std::env::current_exe().context("cannot locate the fake-wireserver binary")?;
+        guest::prepare(g, &exe).context("setting up the guest (--guest)")?;
+    }
     for bind in &args.binds {
         setup::bind_mount(&bind.source, &bind.target).with_context(|| {
             format!("--bind {}:{}", bind.source.display(), bind.target.display())
@@ -123,6 +133,10 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         );
     }
     out.write_journal(JOURNAL_FILE, &journal)?;
+    let guest_calls = match guest {
+        Some(_) => Some(out.copy_guest_calls(&guest::calls_file(), guest::CALLS_COPY_MAX)?),
+        None => None,
+    };
     let mut refused = args.refuse.clone();
     refused.sort();
     refused.dedup();
@@ -151,6 +165,7 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         pools_not_copied: pools.not_copied,
         journal_entries: journal.len(),
         journal_evicted: evicted,
+        guest_calls,
     })?;
     Ok(outcome.exit_status)
 }

@@ -63,6 +63,10 @@ pub(super) fn run(args: SandboxArgs) -> i32 {
         error(e);
         return EXIT_USAGE;
     }
+    if let Err(e) = check_guest(&args) {
+        error(format!("{e:#}"));
+        return EXIT_USAGE;
+    }
     for bind in &args.binds {
         for (what, path) in [("SRC", &bind.source), ("DST", &bind.target)] {
             // Made inside the private /run when missing (the host's /run is never touched).
@@ -96,6 +100,26 @@ pub(super) fn run(args: SandboxArgs) -> i32 {
             EXIT_SANDBOX_FAILED
         }
     }
+}
+
+/// A guest file that loads, where a guest may be; its private folders would hide a `--bind`
+/// source below them (binds are made after the guest).
+fn check_guest(args: &SandboxArgs) -> anyhow::Result<()> {
+    let Some(path) = &args.guest else {
+        return Ok(());
+    };
+    super::guest::check_allowed(args.unprivileged)?;
+    fake_wireserver::guest::Guest::from_file(path).map_err(|e| anyhow::anyhow!("--guest {e}"))?;
+    for bind in &args.binds {
+        if let Some(hidden) = super::guest::hides(&bind.source) {
+            anyhow::bail!(
+                "--bind {}:{}: SRC is below {hidden}, which --guest replaces with a private folder",
+                bind.source.display(),
+                bind.target.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
@@ -147,6 +171,8 @@ fn unshare_command(
     cmd.args([
         "--net",
         "--mount",
+        // The guest's own host name: `hostname` and `hostnamectl` never rename the host.
+        "--uts",
         "--propagation",
         "private",
         // A PID namespace whose first process is the inner half: when it exits, the kernel
@@ -164,6 +190,9 @@ fn unshare_command(
     cmd.arg("--out").arg(out);
     if let Some(s) = scenario {
         cmd.arg("--scenario").arg(s);
+    }
+    if let Some(g) = &args.guest {
+        cmd.arg("--guest").arg(absolute(g)?);
     }
     if let Some(t) = args.startup {
         cmd.arg("--startup").arg(t.to_string());

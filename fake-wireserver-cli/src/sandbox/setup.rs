@@ -36,7 +36,7 @@ pub(crate) fn verify_new_namespaces(host: NamespaceIds) -> anyhow::Result<()> {
 }
 
 /// Runs a setup tool, failing with its command line and stderr.
-fn tool(program: &str, args: &[&str]) -> anyhow::Result<String> {
+pub(crate) fn tool(program: &str, args: &[&str]) -> anyhow::Result<String> {
     let output = Command::new(program)
         .args(args)
         .output()
@@ -93,7 +93,7 @@ pub(crate) fn lease_file_content() -> String {
 
 /// `mount`/`umount` always with `-n`: without it libmount records the mount in
 /// `/run/mount/utab`, and before the private `/run` exists that would be the host's `/run`.
-fn mount_tmpfs(
+pub(crate) fn mount_tmpfs(
     target: &str,
     mode: u32,
     uid: u32,
@@ -111,7 +111,7 @@ fn mount_tmpfs(
     Ok(())
 }
 
-fn make_dirs(path: &Path) -> anyhow::Result<()> {
+pub(crate) fn make_dirs(path: &Path) -> anyhow::Result<()> {
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o755)
@@ -204,54 +204,79 @@ fn create_pools(dir: &Path, owner: (u32, u32)) -> anyhow::Result<()> {
 }
 
 fn rebuild_var_lib_with_hyperv() -> anyhow::Result<()> {
-    let var_lib = Path::new("/var/lib");
     if fs::symlink_metadata(HYPERV_DIR).is_ok() {
         bail!("{HYPERV_DIR} exists but is not a folder; cannot mount a private KVP folder on it");
     }
-    let meta = fs::metadata(var_lib).context("cannot stat /var/lib")?;
-    // The host's /var/lib stays reachable here (on the private /run tmpfs) while the new one
+    rebuild_dir(Path::new("/var/lib"), Some("hyperv"), None)
+}
+
+/// Replaces `dir` by a tmpfs of its mode and owner in which every host entry is bind-mounted
+/// back (symlinks are copied) but `leave_out`, plus the new empty folder `add`: how the
+/// sandbox adds or hides an entry where creating or removing it would change the host.
+pub(crate) fn rebuild_dir(
+    dir: &Path,
+    add: Option<&str>,
+    leave_out: Option<&str>,
+) -> anyhow::Result<()> {
+    let meta = fs::metadata(dir).with_context(|| format!("cannot stat {}", dir.display()))?;
+    // The host's folder stays reachable here (on the private /run tmpfs) while the new one
     // is assembled; it is detached afterwards.
-    let staging = Path::new("/run/.fake-wireserver-host-var-lib");
-    make_dirs(staging)?;
-    let staging_str = staging.to_str().expect("ASCII path");
-    tool("mount", &["-n", "--rbind", "/var/lib", staging_str])?;
+    let staging = PathBuf::from(format!(
+        "/run/.fake-wireserver-host{}",
+        path_str(dir)?.replace('/', "-")
+    ));
+    make_dirs(&staging)?;
+    let (dir_str, staging_str) = (path_str(dir)?, path_str(&staging)?);
+    tool("mount", &["-n", "--rbind", dir_str, staging_str])?;
     mount_tmpfs(
-        "/var/lib",
+        dir_str,
         meta.permissions().mode() & 0o7777,
         meta.uid(),
         meta.gid(),
         None,
     )?;
-    let entries = fs::read_dir(staging).context("cannot list the host's /var/lib")?;
-    for entry in entries {
-        let entry = entry.context("cannot list the host's /var/lib")?;
-        let source = entry.path();
-        let target = var_lib.join(entry.file_name());
-        let kind = entry
-            .file_type()
-            .with_context(|| format!("cannot stat {}", source.display()))?;
-        if kind.is_symlink() {
-            let link = fs::read_link(&source)
-                .with_context(|| format!("cannot read link {}", source.display()))?;
-            std::os::unix::fs::symlink(&link, &target)
-                .with_context(|| format!("cannot create link {}", target.display()))?;
+    let listing = || format!("cannot list the host's {}", dir.display());
+    for entry in fs::read_dir(&staging).with_context(listing)? {
+        let entry = entry.with_context(listing)?;
+        if leave_out.is_some_and(|name| entry.file_name() == name) {
             continue;
         }
-        if kind.is_dir() {
-            fs::create_dir(&target)
-        } else {
-            fs::File::create(&target).map(drop)
-        }
-        .with_context(|| format!("cannot create mount point {}", target.display()))?;
-        let (source, target) = (path_str(&source)?, path_str(&target)?);
-        tool("mount", &["-n", "--rbind", source, target])?;
+        bind_back(&entry, &dir.join(entry.file_name()))?;
     }
     tool("umount", &["-n", "--lazy", staging_str])?;
-    fs::remove_dir(staging).with_context(|| format!("cannot remove {}", staging.display()))?;
-    make_dirs(Path::new(HYPERV_DIR))
+    fs::remove_dir(&staging).with_context(|| format!("cannot remove {}", staging.display()))?;
+    match add {
+        Some(name) => make_dirs(&dir.join(name)),
+        None => Ok(()),
+    }
 }
 
-fn path_str(path: &Path) -> anyhow::Result<&str> {
+/// One host entry of a rebuilt folder at `target`: a symlink copied, anything else bound.
+fn bind_back(entry: &fs::DirEntry, target: &Path) -> anyhow::Result<()> {
+    let source = entry.path();
+    let kind = entry
+        .file_type()
+        .with_context(|| format!("cannot stat {}", source.display()))?;
+    if kind.is_symlink() {
+        let link = fs::read_link(&source)
+            .with_context(|| format!("cannot read link {}", source.display()))?;
+        return std::os::unix::fs::symlink(&link, target)
+            .with_context(|| format!("cannot create link {}", target.display()));
+    }
+    if kind.is_dir() {
+        fs::create_dir(target)
+    } else {
+        fs::File::create(target).map(drop)
+    }
+    .with_context(|| format!("cannot create mount point {}", target.display()))?;
+    tool(
+        "mount",
+        &["-n", "--rbind", path_str(&source)?, path_str(target)?],
+    )?;
+    Ok(())
+}
+
+pub(crate) fn path_str(path: &Path) -> anyhow::Result<&str> {
     path.to_str()
         .with_context(|| format!("{} is not valid UTF-8", path.display()))
 }

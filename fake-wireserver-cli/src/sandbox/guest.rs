@@ -1,0 +1,375 @@
+//! `--guest FILE`: the simulated VM (its contract is `fake_wireserver::guest`). Set up inside
+//! the new namespaces after the private `/run`, in this order: the private `/etc`, `/home`,
+//! `/root`, `/mnt`, `/var/mail`; DMI and the firmware; the media; the primary NIC; the
+//! stand-ins, each bound over its tool (the real one stays reachable under [`STATE_DIR`]).
+//! The stand-in is this binary, called by a tool's name ([`stand_in_if_called_as_tool`]).
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs;
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+
+use super::setup::{self, make_dirs, mount_tmpfs, tool};
+use fake_wireserver::guest::{
+    AZURE_CHASSIS_ASSET_TAG, Generation, Guest, MAX_RECORDED_ARGV_BYTES, MAX_RECORDED_CALLS,
+    MEDIA_DEVICE, MEDIA_MOUNT, PRIMARY_ADDRESS, PRIMARY_NIC, Tool, ToolCall, ToolFault,
+};
+
+/// The guest's own files, on the private `/run`: the scripted faults, the recorded calls, the
+/// real tools and the copies of `/etc` and the DMI folder.
+pub(crate) const STATE_DIR: &str = "/run/fake-wireserver-guest";
+const FAULTS_FILE: &str = "faults.json";
+const CALLS_FILE: &str = "calls.jsonl";
+/// The recorded calls' file is copied to `--out` up to this size.
+pub(crate) const CALLS_COPY_MAX: u64 =
+    (MAX_RECORDED_CALLS * (MAX_RECORDED_ARGV_BYTES + 256)) as u64;
+/// Folders a provisioning agent writes that the guest makes private (when the host has them).
+const PRIVATE_DIRS: [&str; 4] = ["/home", "/root", "/mnt", "/var/mail"];
+/// Where the host keeps the tools the stand-ins replace.
+const TOOL_DIRS: [&str; 6] = [
+    "/usr/local/sbin",
+    "/usr/local/bin",
+    "/usr/sbin",
+    "/usr/bin",
+    "/sbin",
+    "/bin",
+];
+/// The private `/etc` and the media are bounded like the KVP folder.
+const ETC_TMPFS_SIZE: u64 = 256 << 20;
+const MEDIA_TMPFS_SIZE: u64 = 4 << 20;
+
+fn state(name: &str) -> PathBuf {
+    Path::new(STATE_DIR).join(name)
+}
+
+/// Sets the guest up (see the module header); `exe` is this binary, the stand-in.
+pub(crate) fn prepare(guest: &Guest, exe: &Path) -> anyhow::Result<()> {
+    make_dirs(Path::new(STATE_DIR))?;
+    // Kept reachable first: the private folders may hide where this binary lives.
+    let stand_in = state("stand-in");
+    fs::File::create(&stand_in).context("cannot create the stand-in's mount point")?;
+    tool(
+        "mount",
+        &[
+            "-n",
+            "--bind",
+            setup::path_str(exe)?,
+            setup::path_str(&stand_in)?,
+        ],
+    )?;
+    private_etc().context("making the guest's private /etc")?;
+    for dir in PRIVATE_DIRS {
+        private_dir(dir).with_context(|| format!("making the guest's private {dir}"))?;
+    }
+    dmi(guest).context("giving the guest its DMI")?;
+    firmware(guest.generation).context("giving the guest its firmware")?;
+    if let Some(ovf) = &guest.ovf_env {
+        media(ovf).context("inserting the guest's provisioning media")?;
+    }
+    primary_nic().context("giving the guest its primary NIC")?;
+    stand_ins(&guest.fail, &stand_in).context("putting the stand-in tools in place")
+}
+
+/// A copy of the host's `/etc` on a tmpfs, bound over it.
+fn private_etc() -> anyhow::Result<()> {
+    let copy = state("etc");
+    make_dirs(&copy)?;
+    let meta = fs::metadata("/etc").context("cannot stat /etc")?;
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    mount_tmpfs(
+        setup::path_str(&copy)?,
+        meta.permissions().mode() & 0o7777,
+        meta.uid(),
+        meta.gid(),
+        Some(ETC_TMPFS_SIZE),
+    )?;
+    tool("cp", &["-a", "/etc/.", setup::path_str(&copy)?])?;
+    tool("mount", &["-n", "--bind", setup::path_str(&copy)?, "/etc"])?;
+    Ok(())
+}
+
+/// An empty tmpfs with the folder's own mode and owner over `dir`, when the host has it.
+fn private_dir(dir: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let Ok(meta) = fs::metadata(dir) else {
+        return Ok(());
+    };
+    if !meta.is_dir() {
+        return Ok(());
+    }
+    mount_tmpfs(
+        dir,
+        meta.permissions().mode() & 0o7777,
+        meta.uid(),
+        meta.gid(),
+        None,
+    )
+}
+
+/// `/sys/class/dmi/id` as on Azure: the vendor, product, asset tag and (with a VM id) the
+/// `product_uuid` in the generation's byte order.
+fn dmi(guest: &Guest) -> anyhow::Result<()> {
+    let dir = state("dmi-id");
+    make_dirs(&dir)?;
+    let mut files = vec![
+        ("sys_vendor", "Microsoft Corporation".to_owned()),
+        ("product_name", "Virtual Machine".to_owned()),
+        ("chassis_asset_tag", AZURE_CHASSIS_ASSET_TAG.to_owned()),
+        ("chassis_vendor", "Microsoft Corporation".to_owned()),
+    ];
+    if let Some(uuid) = guest.dmi_product_uuid() {
+        files.push(("product_uuid", uuid));
+    }
+    for (name, value) in files {
+        let path = dir.join(name);
+        fs::write(&path, format!("{value}\n"))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let id = Path::new("/sys/class/dmi/id");
+    if let Ok(real) = id.canonicalize() {
+        return tool(
+            "mount",
+            &[
+                "-n",
+                "--bind",
+                setup::path_str(&dir)?,
+                setup::path_str(&real)?,
+            ],
+        )
+        .map(drop);
+    }
+    // No DMI on this machine: `/sys/class` is rebuilt with a `dmi/id` of the guest's.
+    setup::rebuild_dir(Path::new("/sys/class"), Some("dmi"), None)?;
+    make_dirs(id)?;
+    tool(
+        "mount",
+        &["-n", "--bind", setup::path_str(&dir)?, "/sys/class/dmi/id"],
+    )
+    .map(drop)
+}
+
+/// Generation 2 boots UEFI (`/sys/firmware/efi` exists); generation 1 does not.
+fn firmware(generation: Generation) -> anyhow::Result<()> {
+    let firmware = Path::new("/sys/firmware");
+    let has_efi = firmware.join("efi").exists();
+    match (generation, has_efi) {
+        (Generation::Gen2, false) => setup::rebuild_dir(firmware, Some("efi"), None),
+        (Generation::Gen1, true) => setup::rebuild_dir(firmware, None, Some("efi")),
+        _ => Ok(()),
+    }
+}
+
+/// A `/dev/sr0` entry (on a private overlay of `/dev`) and a tmpfs mounted from it on
+/// [`MEDIA_MOUNT`] holding `ovf-env.xml`.
+fn media(ovf_env: &str) -> anyhow::Result<()> {
+    let host_dev = state("host-dev");
+    let (upper, work) = (state("dev-upper"), state("dev-work"));
+    for dir in [&host_dev, &upper, &work] {
+        make_dirs(dir)?;
+    }
+    tool(
+        "mount",
+        &["-n", "--rbind", "/dev", setup::path_str(&host_dev)?],
+    )?;
+    let options = format!(
+        "lowerdir=/dev,upperdir={},workdir={}",
+        setup::path_str(&upper)?,
+        setup::path_str(&work)?
+    );
+    tool(
+        "mount",
+        &["-n", "-t", "overlay", "-o", &options, "overlay", "/dev"],
+    )?;
+    // The overlay shows no mounts below the host's /dev: the ones agents use come back.
+    for sub in ["pts", "shm", "mqueue"] {
+        let (from, to) = (host_dev.join(sub), Path::new("/dev").join(sub));
+        if from.is_dir() && to.is_dir() {
+            tool(
+                "mount",
+                &[
+                    "-n",
+                    "--rbind",
+                    setup::path_str(&from)?,
+                    setup::path_str(&to)?,
+                ],
+            )?;
+        }
+    }
+    tool("umount", &["-n", "--lazy", setup::path_str(&host_dev)?])?;
+    fs::File::create(MEDIA_DEVICE).with_context(|| format!("cannot create {MEDIA_DEVICE}"))?;
+    let mount = Path::new(MEDIA_MOUNT);
+    make_dirs(mount)?;
+    let options = format!("ro,size={MEDIA_TMPFS_SIZE},mode=0755");
+    // Written before it is made read-only: a tmpfs cannot be filled once mounted `ro`.
+    tool(
+        "mount",
+        &[
+            "-n",
+            "-t",
+            "tmpfs",
+            "-o",
+            &options.replacen("ro,", "", 1),
+            MEDIA_DEVICE,
+            MEDIA_MOUNT,
+        ],
+    )?;
+    let file = mount.join("ovf-env.xml");
+    fs::write(&file, ovf_env).with_context(|| format!("cannot write {}", file.display()))?;
+    tool("mount", &["-n", "-o", "remount,ro", MEDIA_MOUNT])?;
+    Ok(())
+}
+
+/// `eth0` with [`PRIMARY_ADDRESS`]/24: a bridge with no ports (this kernel may lack `dummy`),
+/// enough for agents that wait for a NIC with an address.
+fn primary_nic() -> anyhow::Result<()> {
+    tool("ip", &["link", "add", PRIMARY_NIC, "type", "bridge"])?;
+    tool(
+        "ip",
+        &[
+            "addr",
+            "add",
+            &format!("{PRIMARY_ADDRESS}/24"),
+            "dev",
+            PRIMARY_NIC,
+        ],
+    )?;
+    tool("ip", &["link", "set", "dev", PRIMARY_NIC, "up"]).map(drop)
+}
+
+/// Each [`Tool`] the host has is bound over by `exe` (this binary), the real one kept at
+/// `STATE_DIR/real/<name>`; the faults are written for the stand-ins to read. A tool the host
+/// lacks stays missing: the guest is the host's image.
+fn stand_ins(faults: &BTreeMap<Tool, ToolFault>, exe: &Path) -> anyhow::Result<()> {
+    let real_dir = state("real");
+    make_dirs(&real_dir)?;
+    let faults_json = serde_json::to_vec(faults).context("cannot serialise the faults")?;
+    fs::write(state(FAULTS_FILE), faults_json).context("cannot write the guest's faults")?;
+    fs::write(state(CALLS_FILE), b"").context("cannot create the guest's call record")?;
+    let exe = setup::path_str(exe)?;
+    for t in Tool::ALL {
+        let mut places: Vec<PathBuf> = TOOL_DIRS
+            .iter()
+            .map(|d| Path::new(d).join(t.name()))
+            .filter(|p| p.is_file())
+            .filter_map(|p| p.canonicalize().ok())
+            .collect();
+        places.sort();
+        places.dedup();
+        let Some(first) = places.first() else {
+            continue;
+        };
+        let kept = real_dir.join(t.name());
+        fs::File::create(&kept).with_context(|| format!("cannot create {}", kept.display()))?;
+        tool(
+            "mount",
+            &[
+                "-n",
+                "--bind",
+                setup::path_str(first)?,
+                setup::path_str(&kept)?,
+            ],
+        )?;
+        for place in &places {
+            tool("mount", &["-n", "--bind", exe, setup::path_str(place)?])?;
+        }
+    }
+    Ok(())
+}
+
+/// The recorded calls, to copy to `--out`.
+pub(crate) fn calls_file() -> PathBuf {
+    state(CALLS_FILE)
+}
+
+/// When this binary was called by a [`Tool`]'s name inside a guest: record the call, then fail
+/// as scripted or run the real tool. Returns the exit status; None when it is not a stand-in.
+pub(crate) fn stand_in_if_called_as_tool() -> Option<u8> {
+    let mut argv = std::env::args_os();
+    let argv0 = PathBuf::from(argv.next()?);
+    let tool = Tool::from_name(argv0.file_name()?.to_str()?)?;
+    let faults = fs::read(state(FAULTS_FILE)).ok()?;
+    let args: Vec<OsString> = argv.collect();
+    Some(stand_in(tool, &faults, args))
+}
+
+fn stand_in(tool: Tool, faults: &[u8], args: Vec<OsString>) -> u8 {
+    let faults: BTreeMap<Tool, ToolFault> = match serde_json::from_slice(faults) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("{}: the guest's faults cannot be read: {e}", tool.name());
+            return 125;
+        }
+    };
+    let fault = faults.get(&tool);
+    record(tool, &args, fault.map(|f| f.exit));
+    if let Some(f) = fault {
+        eprint!("{}", f.stderr);
+        return f.exit;
+    }
+    use std::os::unix::process::CommandExt as _;
+    let e = std::process::Command::new(state("real").join(tool.name()))
+        .arg0(tool.name())
+        .args(args)
+        .exec();
+    eprintln!("{}: cannot run the real tool: {e}", tool.name());
+    127
+}
+
+/// Appends the call to the record, one line in one write; past [`MAX_RECORDED_CALLS`] lines'
+/// worth of bytes it records nothing more (the sandbox says the record is full).
+fn record(tool: Tool, args: &[OsString], failed_with: Option<u8>) {
+    let mut kept = Vec::new();
+    let mut bytes = 0;
+    let mut args_cut = false;
+    for a in args {
+        let a = a.to_string_lossy();
+        if bytes + a.len() > MAX_RECORDED_ARGV_BYTES {
+            args_cut = true;
+            break;
+        }
+        bytes += a.len();
+        kept.push(a.into_owned());
+    }
+    let call = ToolCall {
+        tool,
+        args: kept,
+        args_cut,
+        failed_with,
+    };
+    let Ok(mut line) = serde_json::to_vec(&call) else {
+        return;
+    };
+    line.push(b'\n');
+    let path = state(CALLS_FILE);
+    let full = fs::metadata(&path).is_ok_and(|m| m.len() + line.len() as u64 > CALLS_COPY_MAX);
+    if full {
+        return;
+    }
+    if let Ok(mut f) = fs::OpenOptions::new()
+        .append(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(&path)
+    {
+        let _ = f.write_all(&line);
+    }
+}
+
+/// Which of the guest's private folders (`/etc` and [`PRIVATE_DIRS`]) hides `path`, if one
+/// does.
+pub(crate) fn hides(path: &Path) -> Option<&'static str> {
+    std::iter::once("/etc")
+        .chain(PRIVATE_DIRS)
+        .find(|dir| path.starts_with(dir))
+}
+
+/// Refuses a guest where it cannot be one.
+pub(crate) fn check_allowed(unprivileged: bool) -> anyhow::Result<()> {
+    if unprivileged {
+        bail!("--guest needs root in the sandbox: it cannot be given with --unprivileged");
+    }
+    Ok(())
+}
