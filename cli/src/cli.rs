@@ -192,15 +192,21 @@ impl AdHocArgs {
 }
 
 /// A `--claims` value: one of the runner's capabilities, spelled as profiles spell it
-/// (`Capability::as_str`, in `Capability::ALL`'s order).
+/// (`Capability::as_str`, in `Capability::ALL`'s order), but `guest` (sandbox only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Claim(pub Capability);
 
 impl clap::ValueEnum for Claim {
     fn value_variants<'a>() -> &'a [Self] {
-        static CLAIMS: std::sync::LazyLock<[Claim; 5]> =
-            std::sync::LazyLock::new(|| Capability::ALL.map(Claim));
-        &*CLAIMS
+        // An ad-hoc agent runs at loopback URLs: it cannot provision a guest (sandbox only).
+        static CLAIMS: std::sync::LazyLock<Vec<Claim>> = std::sync::LazyLock::new(|| {
+            Capability::ALL
+                .into_iter()
+                .filter(|c| *c != Capability::Guest)
+                .map(Claim)
+                .collect()
+        });
+        &CLAIMS
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {

@@ -26,6 +26,7 @@ mod runner_cli;
 mod runner_containment;
 mod runner_e2e;
 mod runner_faults;
+mod runner_guest;
 mod runner_lifetime;
 mod runner_newcomer;
 mod runner_real_agents;

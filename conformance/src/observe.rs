@@ -152,6 +152,8 @@ pub struct Observation<'a> {
     /// Agent seconds after which each invocation was killed, from its first request
     /// (`runner::timing`: the scenario's deadline, grown for the profile's fixed timing).
     pub deadline: f64,
+    /// In a guest: what its stand-in tools were asked to do, in order (`guest-calls.jsonl`).
+    pub guest_calls: Vec<fake_wireserver::guest::ToolCall>,
 }
 
 /// Which service a request went to, for retry bookkeeping.
@@ -359,7 +361,11 @@ impl Observation<'_> {
     /// the scenario expects the agent to decide otherwise (`[expect] state`, validated to one
     /// of these combinations when the scenario loads).
     pub fn expected_state(&self, run: &Run) -> (HealthState, Option<SubStatus>) {
-        if let Some(state) = &self.scenario.expect.state {
+        // The expected state is the terminal report's: an in-progress run before it (an agent
+        // that reports progress while it provisions a guest) stays in progress.
+        if run.action != Action::InProgress
+            && let Some(state) = &self.scenario.expect.state
+        {
             return match (state, &self.scenario.expect.substatus) {
                 (HealthState::NotReady, Some(SubStatus::Provisioning)) => {
                     (HealthState::NotReady, Some(SubStatus::Provisioning))
@@ -374,6 +380,25 @@ impl Observation<'_> {
             Action::Ready => (HealthState::Ready, None),
             Action::Failure => (HealthState::NotReady, Some(SubStatus::ProvisioningFailed)),
             Action::InProgress => (HealthState::NotReady, Some(SubStatus::Provisioning)),
+        }
+    }
+
+    /// What a failure report's reason must contain, when the agent chooses its own: the
+    /// scenario's `[expect] reason_contains`, or for a guest scenario what the profile declares
+    /// for it (`[guest.reasons]`). `Err`: a guest scenario the profile declares nothing for.
+    pub fn expected_reason_part(&self) -> Result<Option<&str>, String> {
+        if let Some(part) = &self.scenario.expect.reason_contains {
+            return Ok(Some(part));
+        }
+        if self.scenario.guest.is_none() {
+            return Ok(None);
+        }
+        match self.profile.guest.reasons.get(&self.scenario.family) {
+            Some(part) => Ok(Some(part)),
+            None => Err(format!(
+                "{} chooses its own failure text in a guest, and its profile declares none for {} ([guest.reasons])",
+                self.profile.name, self.scenario.family
+            )),
         }
     }
 

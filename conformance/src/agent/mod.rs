@@ -151,16 +151,20 @@ pub enum Capability {
     InProgress,
     /// `PROVISIONING_REPORT` written to the KVP pool file.
     Kvp,
+    /// Provisions a simulated VM (`fake-wireserver sandbox --guest`) through its own
+    /// provisioning path, choosing its own failure text (sandbox attach only).
+    Guest,
 }
 
 impl Capability {
     /// Every capability, in the order `--claims` lists them.
-    pub const ALL: [Capability; 5] = [
+    pub const ALL: [Capability; 6] = [
         Capability::Json,
         Capability::Xml,
         Capability::Failure,
         Capability::InProgress,
         Capability::Kvp,
+        Capability::Guest,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -170,6 +174,7 @@ impl Capability {
             Capability::Failure => "failure",
             Capability::InProgress => "in-progress",
             Capability::Kvp => "kvp",
+            Capability::Guest => "guest",
         }
     }
 
@@ -180,6 +185,7 @@ impl Capability {
             Capability::Failure => "failure reports",
             Capability::InProgress => "in-progress reports",
             Capability::Kvp => "the KVP PROVISIONING_REPORT",
+            Capability::Guest => "provisioning a guest",
         }
     }
 }
@@ -498,6 +504,18 @@ pub struct AgentProfile {
     /// `[install]`: where a real agent comes from (`None`: the bundled reporter, an ad-hoc
     /// agent, or one the user installs).
     pub install: Option<install::Install>,
+    /// `[guest]`: how it provisions a guest, when it claims `guest`.
+    pub guest: GuestPolicy,
+}
+
+/// `[guest]`: an agent that provisions a simulated VM and chooses its own failure text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GuestPolicy {
+    /// Its commands run only in a guest (`only`): scenarios without one cannot be arranged.
+    pub only: bool,
+    /// What its failure text says for each guest scenario (by scenario id, without the flow):
+    /// the text its report's reason must contain (`[guest.reasons]`).
+    pub reasons: BTreeMap<String, String>,
 }
 
 /// Default `done_grace`: long enough for a last request after the report (WALA's IMDS GET).
@@ -565,6 +583,7 @@ impl AgentProfile {
             Some(raw) => Some(raw.install(&|s, f, m| v.at(s, f, m))?),
             None => None,
         };
+        let guest = v.guest(file.guest.as_ref(), &capabilities, file.attach)?;
 
         Ok(AgentProfile {
             name,
@@ -595,6 +614,7 @@ impl AgentProfile {
             lenient_placeholders: false,
             limits,
             install,
+            guest,
         })
     }
 
@@ -689,6 +709,7 @@ impl AgentProfile {
             lenient_placeholders: true,
             limits: Limits::DEFAULT,
             install: None,
+            guest: GuestPolicy::default(),
         })
     }
 

@@ -44,6 +44,17 @@ pub(super) struct ProfileFile {
     #[serde(default)]
     pub(super) limits: LimitsFile,
     pub(super) install: Option<install::InstallFile>,
+    pub(super) guest: Option<Spanned<GuestFile>>,
+}
+
+/// `[guest]`: `only`, and `[guest.reasons]` by scenario id.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct GuestFile {
+    #[serde(default)]
+    pub(super) only: bool,
+    #[serde(default)]
+    pub(super) reasons: BTreeMap<String, Spanned<String>>,
 }
 
 /// `[limits]`: each a whole number in the unit its name says (`Limits::RANGES`).

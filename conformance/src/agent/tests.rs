@@ -515,3 +515,42 @@ status_403 = "fatal"
     let e = with("property = \"failure.*\"\ninput = \"emoji\"\nverdict = \"non-strict\"\nreason = \"r\"\nchecks = \"*\"\n").unwrap_err();
     assert!(e.to_string().contains("emoji") && e.line == Some(12), "{e}");
 }
+
+/// `[guest]`: only an agent claiming "guest", which only the sandbox can arrange; each declared
+/// reason a text to find.
+#[test]
+fn a_guest_profile_loads_and_its_mistakes_name_their_field() {
+    let guest = |attach: &str, extra: &str| {
+        valid().replace(
+            "capabilities = [\"json\", \"kvp\"]",
+            &format!("attach = \"{attach}\"\ncapabilities = [\"json\", \"guest\"]\n{extra}"),
+        )
+    };
+    let p = load(&guest(
+        "sandbox",
+        "[guest]\nonly = true\n[guest.reasons]\n\"guest.useradd.fails\" = \"user\"\n",
+    ))
+    .unwrap();
+    assert!(p.claims(Capability::Guest) && p.guest.only);
+    assert_eq!(p.guest.reasons["guest.useradd.fails"], "user");
+    // Not claimed: no guest policy at all.
+    assert_eq!(load(&valid()).unwrap().guest, GuestPolicy::default());
+
+    let err = load(&guest("url", "")).unwrap_err();
+    assert!(err.to_string().contains("only the sandbox"), "{err}");
+    let err =
+        load(&valid().replace("[reactions]", "[guest]\nonly = true\n\n[reactions]")).unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("guest"), "{err}");
+    assert!(err.message.contains("claims \"guest\""), "{err}");
+    let err = load(&guest(
+        "sandbox",
+        "[guest.reasons]\n\"guest.useradd.fails\" = \" \"\n",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        err.field.as_deref(),
+        Some("guest.reasons.guest.useradd.fails"),
+        "{err}"
+    );
+    assert!(err.line.is_some(), "{err}");
+}

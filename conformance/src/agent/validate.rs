@@ -154,6 +154,49 @@ impl Validate<'_> {
         Ok(capabilities)
     }
 
+    /// `[guest]`: only for an agent that claims `guest`, which needs the sandbox; each declared
+    /// reason a text to find.
+    pub(super) fn guest(
+        &self,
+        guest: Option<&Spanned<GuestFile>>,
+        capabilities: &BTreeSet<Capability>,
+        attach: Attach,
+    ) -> Result<GuestPolicy, FileError> {
+        let claims = capabilities.contains(&Capability::Guest);
+        if claims && attach != Attach::Sandbox {
+            return Err(FileError::whole(
+                self.path,
+                "field `capabilities`: claims \"guest\", which only the sandbox can arrange (attach = \"sandbox\")",
+            ));
+        }
+        let Some(guest) = guest else {
+            return Ok(GuestPolicy::default());
+        };
+        if !claims {
+            return Err(self.at(
+                guest.span(),
+                "guest",
+                "[guest] is for an agent that claims \"guest\" in `capabilities`".into(),
+            ));
+        }
+        let mut reasons = BTreeMap::new();
+        for (id, text) in &guest.get_ref().reasons {
+            if text.get_ref().trim().is_empty() {
+                return Err(self.at(
+                    text.span(),
+                    &format!("guest.reasons.{id}"),
+                    "expected the text its failure report's reason contains, not an empty one"
+                        .into(),
+                ));
+            }
+            reasons.insert(id.clone(), text.get_ref().clone());
+        }
+        Ok(GuestPolicy {
+            only: guest.get_ref().only,
+            reasons,
+        })
+    }
+
     /// `[[deviation]]`: a case glob and a reason.
     pub(super) fn deviations(
         &self,

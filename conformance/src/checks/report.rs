@@ -235,8 +235,9 @@ pub fn description(obs: &Observation) -> Judgement {
     }
     let mut j = t.finish("no health report reached the fake");
     // Nothing wrong, but nothing of the requested report either: informational, as the
-    // profile declares (the exception text is WALA's, not the scenario's reason).
-    if let (Verdict::Pass, Some(class)) = (j.verdict, exception_text) {
+    // profile declares (the exception text is WALA's, not the scenario's reason). In a guest
+    // its text was judged against what its profile declares.
+    if let (Verdict::Pass, Some(class), None) = (j.verdict, exception_text, &obs.scenario.guest) {
         j.verdict = Verdict::Informational;
         j.reason = Some(format!(
             "{} describes failures with its own exception text ([{class}] ...), not the requested encoded report (failure_description = \"exception-text\")",
@@ -387,7 +388,17 @@ fn exception_text(
     excerpt: Option<String>,
 ) {
     // Only the shape the oracle recognised passes; an empty or encoded description is not that
-    // dialect.
+    // dialect. In a guest the text is the agent's answer to the fault, judged by what it says.
+    if report.exception_class.is_some() && obs.scenario.guest.is_some() {
+        reason_part(
+            t,
+            obs,
+            e,
+            report.description.as_deref().unwrap_or(""),
+            excerpt,
+        );
+        return;
+    }
     match &report.exception_class {
         Some(class) => t.note(about(
             format!(
@@ -404,6 +415,28 @@ fn exception_text(
             ),
             about(line(e), &[e], excerpt),
         ),
+    }
+}
+
+/// The agent's own failure text `got` (a reason, or the whole exception text) must contain
+/// what the scenario or, in a guest, the profile declares ([`Observation::expected_reason_part`]).
+fn reason_part(t: &mut Tally, obs: &Observation, e: &Entry, got: &str, excerpt: Option<String>) {
+    match obs.expected_reason_part() {
+        Ok(Some(part)) if got.contains(part) => t.note(about(
+            format!("#{}: its failure text mentions {part:?}", e.seq),
+            &[e],
+            excerpt,
+        )),
+        Ok(Some(part)) => t.fail(
+            format!(
+                "#{}: its failure text {:?} does not mention {part:?}",
+                e.seq,
+                clip(got, 200)
+            ),
+            about(line(e), &[e], excerpt),
+        ),
+        Ok(None) => {}
+        Err(why) => t.fail(format!("#{}: {why}", e.seq), about(line(e), &[e], excerpt)),
     }
 }
 
@@ -485,28 +518,15 @@ impl EncodedFailure<'_> {
                 about(line(e), &[e], excerpt.clone()),
             );
         }
-        match (
-            parsed.get("reason"),
-            &self.obs.scenario.expect.reason_contains,
-            run.action,
-        ) {
+        let chosen_by_agent =
+            self.obs.scenario.expect.reason_contains.is_some() || self.obs.scenario.guest.is_some();
+        match (parsed.get("reason"), chosen_by_agent, run.action) {
             (None, _, _) => t.fail(
                 format!("#{}: the encoded report has no reason", e.seq),
                 about(line(e), &[e], excerpt.clone()),
             ),
-            (Some(got), Some(part), _) => {
-                if !got.contains(part.as_str()) {
-                    t.fail(
-                        format!(
-                            "#{}: reason {:?} does not mention {part:?}",
-                            e.seq,
-                            clip(got, 200)
-                        ),
-                        about(line(e), &[e], excerpt.clone()),
-                    );
-                }
-            }
-            (Some(got), None, Action::Failure) => {
+            (Some(got), true, _) => reason_part(t, self.obs, e, got, excerpt.clone()),
+            (Some(got), false, Action::Failure) => {
                 let wanted = run.reason.as_deref().unwrap_or("");
                 let ok =
                     got == wanted || (self.trimmed && !got.is_empty() && wanted.starts_with(got));
@@ -529,7 +549,7 @@ impl EncodedFailure<'_> {
                     );
                 }
             }
-            (Some(_), None, _) => {}
+            (Some(_), false, _) => {}
         }
     }
 

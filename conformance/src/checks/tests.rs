@@ -214,6 +214,7 @@ fn observation<'a>(
         agent_waited: Vec::new(),
         time_scale: Default::default(),
         deadline: scenario.agent.deadline,
+        guest_calls: Vec::new(),
     }
 }
 
@@ -1813,6 +1814,79 @@ fn an_expected_reason_part_and_state_override_the_action() {
     );
 }
 
+/// In a guest the agent chooses its own failure text: judged against what its profile
+/// declares for the scenario (`[guest.reasons]`), as exception text too, and failed when the
+/// profile declares nothing; the expected state is the terminal report's, an in-progress run
+/// before it staying in progress.
+#[test]
+fn a_guest_failure_is_judged_by_the_reason_its_profile_declares() {
+    let s = scenario(
+        "[expect]\nstate = \"NotReady\"\nsubstatus = \"ProvisioningFailed\"\n[guest]\n[guest.fail.useradd]\nexit = 9\n",
+    );
+    let text = PROFILE
+        .replace("capabilities = [", "attach = \"sandbox\"\nfailure_description = \"exception-text\"\ncapabilities = [\"guest\", ")
+        + "[guest.reasons]\nt = \"user account\"\n";
+    let declared = AgentProfile::from_toml_str(&text, Path::new("t.toml")).unwrap();
+    let undeclared = AgentProfile::from_toml_str(
+        &text.replace("[guest.reasons]\nt = \"user account\"\n", ""),
+        Path::new("t.toml"),
+    )
+    .unwrap();
+    let report = |desc: &str| {
+        let mut post = health(1, 10, 201);
+        let body = format!(
+            r#"{{"state":"NotReady","details":{{"subStatus":"ProvisioningFailed","description":"{desc}"}}}}"#
+        );
+        post.report = Some(wirecheck_oracle::health::parse_json(body.as_bytes()));
+        post
+    };
+    let judge_desc = |p: &AgentProfile, desc: &str| {
+        judge_with(
+            p,
+            "report.description",
+            &s,
+            vec![report(desc)],
+            vec![run(0, 20, Exit::Code(0))],
+        )
+    };
+    let said = "[ProvisionError] Failed to create user account:azureuser, Retcode: 9";
+    let good = judge_desc(&declared, said);
+    assert_eq!(good.verdict, Verdict::Pass, "{good:?}");
+    let vague = judge_desc(&declared, "[ProvisionError] Failed to provision");
+    assert_eq!(vague.verdict, Verdict::Fail, "{vague:?}");
+    assert!(
+        vague
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("does not mention \"user account\""),
+        "{vague:?}"
+    );
+    let silent = judge_desc(&undeclared, said);
+    assert_eq!(silent.verdict, Verdict::Fail, "{silent:?}");
+    assert!(
+        silent
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("declares none for t ([guest.reasons])"),
+        "{silent:?}"
+    );
+    // Ready although the guest failed: the expected state is the failure.
+    let mut ready = health(1, 10, 201);
+    ready.report = Some(wirecheck_oracle::health::parse_json(
+        br#"{"state":"Ready"}"#,
+    ));
+    let state = judge_with(
+        &declared,
+        "report.state",
+        &s,
+        vec![ready],
+        vec![run(0, 20, Exit::Code(0))],
+    );
+    assert_eq!(state.verdict, Verdict::Fail, "{state:?}");
+}
+
 /// The profile of a cloud-init 25.1-like agent: its dialect declared in `[encoded]`.
 fn declared_profile() -> AgentProfile {
     let text = format!(
@@ -1898,6 +1972,7 @@ fn judge_failure_pool(
         agent_waited: Vec::new(),
         time_scale: Default::default(),
         deadline: s.agent.deadline,
+        guest_calls: Vec::new(),
     };
     let def = super::get(crate::catalog::CheckId::from_id(check).unwrap());
     (def.run)(&obs)
@@ -2662,6 +2737,7 @@ fn an_unusable_imds_200_is_a_retry_decision_but_a_text_leaf_is_an_answer() {
         agent_waited: Vec::new(),
         time_scale: Default::default(),
         deadline: s.agent.deadline,
+        guest_calls: Vec::new(),
     };
     assert!(matches!(
         obs.classify(&whole),

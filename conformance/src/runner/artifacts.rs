@@ -1,5 +1,6 @@
 //! A scenario run's artifacts, kept under `<out>/artifacts/<agent>/<scenario id>/`:
 //! `journal.jsonl` (one journal entry per line), `kvp_pool_1` (the pool file after the run),
+//! `guest-calls.jsonl` (in a guest: what its stand-in tools were asked, one call per line),
 //! and per invocation `run-N.command`, `run-N.stdout`, `run-N.stderr`.
 
 use std::io::Write as _;
@@ -29,6 +30,14 @@ pub fn write(out: &Path, relative: &str, obs: &Observation) -> std::io::Result<(
 
     if let Some(pool) = &obs.pool {
         std::fs::write(dir.join(super::attach::in_process::POOL_FILE), pool)?;
+    }
+    if !obs.guest_calls.is_empty() {
+        let mut calls = Vec::new();
+        for call in &obs.guest_calls {
+            serde_json::to_writer(&mut calls, call)?;
+            calls.push(b'\n');
+        }
+        std::fs::write(dir.join(fake_wireserver::guest::GUEST_CALLS_FILE), calls)?;
     }
     for (i, run) in obs.runs.iter().enumerate() {
         let n = i + 1;

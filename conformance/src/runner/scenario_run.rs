@@ -180,6 +180,7 @@ async fn execute(
         agent_waited: lag.waited_since(started, &session.clock, &agent_pids),
         time_scale: session.clock.scale(),
         deadline: timing.deadline,
+        guest_calls: session.guest_calls,
     };
     Ok(judge_attempt(
         p,

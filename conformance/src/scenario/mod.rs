@@ -124,6 +124,9 @@ pub struct Scenario {
     /// Checks that apply, in catalog order.
     pub checks: Vec<CheckId>,
     pub fake: fake_wireserver::Scenario,
+    /// `[guest]`: the simulated VM the agent provisions through its own path, which decides
+    /// its report (`fake_wireserver::guest`); None: the agent is told what to report.
+    pub guest: Option<fake_wireserver::guest::Guest>,
 }
 
 impl Scenario {
@@ -131,6 +134,9 @@ impl Scenario {
     pub fn required_capabilities(&self) -> BTreeSet<Capability> {
         let mut caps = BTreeSet::new();
         caps.insert(self.agent.protocol.capability());
+        if self.guest.is_some() {
+            caps.insert(Capability::Guest);
+        }
         for run in &self.agent.runs {
             match run.action {
                 Action::Ready => {}
@@ -282,6 +288,8 @@ struct ScenarioFile {
     agent: Spanned<AgentFile>,
     #[serde(default)]
     expect: ExpectFile,
+    /// The simulated VM the agent provisions (`fake-wireserver sandbox --guest`).
+    guest: Option<Spanned<fake_wireserver::guest::Guest>>,
     /// Parsed separately by `fake_wireserver::Scenario::from_toml_section`.
     #[serde(default)]
     #[allow(dead_code)]
@@ -366,6 +374,7 @@ impl Scenario {
         let agent = v.agent(file.agent)?;
         let checks = v.checks(&file.checks)?;
         let expect = v.expect(file.expect)?;
+        let guest = v.guest(file.guest)?;
         let fake = fake_table(path, text)?;
         let flows = flows::flows(declared.as_ref().map(|d| d.flows.as_slice()), &fake, |i| {
             nth("fake.endpoint", i)
@@ -399,6 +408,7 @@ impl Scenario {
                 expect: expect.clone(),
                 checks: checks.clone(),
                 fake: fake.clone(),
+                guest: guest.clone(),
             })
             .collect())
     }
@@ -416,6 +426,23 @@ struct DeclaredFlows {
 struct Validate<'a> {
     path: &'a Path,
     text: &'a str,
+}
+
+impl Validate<'_> {
+    /// `[guest]`: within the guest file's bounds (`Guest::validate`).
+    fn guest(
+        &self,
+        guest: Option<Spanned<fake_wireserver::guest::Guest>>,
+    ) -> Result<Option<fake_wireserver::guest::Guest>, FileError> {
+        let Some(guest) = guest else {
+            return Ok(None);
+        };
+        guest
+            .get_ref()
+            .validate()
+            .map_err(|msg| self.at(guest.span(), "guest", msg))?;
+        Ok(Some(guest.into_inner()))
+    }
 }
 
 /// One invocation as written, before its rules are checked: where it is and what it is
@@ -1002,6 +1029,27 @@ checks = ["protocol.*", "behaviour.exit"]
 action = "ready"
 budget = 2.5
 "#;
+
+    /// `[guest]`: the guest file's keys, checked where the scenario is read; a guest scenario
+    /// needs an agent that provisions one.
+    #[test]
+    fn a_guest_table_loads_and_its_mistakes_name_the_line() {
+        let s = load(&format!(
+            "{BASE}[guest]\novf_env = \"<x/>\"\n[guest.fail.useradd]\nexit = 9\n"
+        ))
+        .unwrap();
+        let guest = s.guest.as_ref().unwrap();
+        assert_eq!(guest.ovf_env.as_deref(), Some("<x/>"));
+        assert_eq!(guest.fail[&fake_wireserver::guest::Tool::Useradd].exit, 9);
+        assert!(s.required_capabilities().contains(&Capability::Guest));
+        assert!(load(BASE).unwrap().guest.is_none());
+        let err = load(&format!("{BASE}[guest]\nvm_id = \"not-a-uuid\"\n")).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("guest"), "{err}");
+        assert!(err.message.contains("vm_id: expected a UUID"), "{err}");
+        assert!(err.line.is_some(), "{err}");
+        let err = load(&format!("{BASE}[guest.fail.rm]\nexit = 1\n")).unwrap_err();
+        assert!(err.to_string().contains("rm"), "{err}");
+    }
 
     #[test]
     fn a_minimal_scenario_loads_with_defaults() {

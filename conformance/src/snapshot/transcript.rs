@@ -470,6 +470,7 @@ mod tests {
             agent_waited: Vec::new(),
             time_scale: Default::default(),
             deadline: scenario.agent.deadline,
+            guest_calls: Vec::new(),
         };
         transcript(&obs)
     }

@@ -343,6 +343,7 @@ async fn after_the_agent(
         runs,
         clock,
         unjudgeable,
+        guest_calls: Vec::new(),
     })
 }
 

@@ -46,6 +46,8 @@ pub struct Session {
     /// Why nothing may be judged from this session although it ran (the journal window
     /// dropped entries): its cases fail with this reason, artifacts kept.
     pub unjudgeable: Option<String>,
+    /// In a guest: its stand-ins' record of the calls (`fake_wireserver::guest`).
+    pub guest_calls: Vec<fake_wireserver::guest::ToolCall>,
 }
 
 /// Why a session produced nothing to judge.

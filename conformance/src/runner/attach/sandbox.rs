@@ -193,6 +193,11 @@ pub fn unsupported(p: &Planned) -> Option<CannotArrange> {
             scenario.agent.runs.len(),
         ));
     }
+    if p.profile.guest.only && scenario.guest.is_none() {
+        return Some(CannotArrange::NeedsGuest {
+            agent: p.profile.name.clone(),
+        });
+    }
     if p.profile.in_progress_continues_to_ready
         && !one_invocation_for_two(p)
         && scenario
@@ -278,6 +283,7 @@ pub async fn run(
     } else {
         vec![record]
     };
+    let guest_calls = read_guest_calls(&files.out, &mut unjudgeable);
     Ok(Session {
         journal,
         served,
@@ -285,6 +291,7 @@ pub async fn run(
         runs,
         clock,
         unjudgeable,
+        guest_calls,
     })
 }
 
@@ -429,9 +436,19 @@ fn sandbox_args(
     timeout: f64,
     refused: &[PlatformHost],
 ) -> Result<Vec<String>, SessionError> {
-    let mut args: Vec<String> = vec![
-        "sandbox".into(),
-        "--unprivileged".into(),
+    let mut args: Vec<String> = vec!["sandbox".into()];
+    match &p.scenario.guest {
+        // A guest's agent is root in the sandbox's namespaces: its provisioning writes the
+        // guest's /etc and /home and hands homes to new users, which a user namespace of one
+        // uid cannot map. What it changes is the guest's (private folders, its own host name).
+        Some(guest) => {
+            let path = case_dir.join(GUEST_FILE);
+            write_guest(p, guest, &path)?;
+            args.extend(["--guest".into(), path.display().to_string()]);
+        }
+        None => args.push("--unprivileged".into()),
+    }
+    args.extend([
         "--bind".into(),
         format!("{}:{AGENT_CASE_DIR}", files.agent.display()),
         "--scenario".into(),
@@ -442,7 +459,7 @@ fn sandbox_args(
         format!("{timeout}"),
         "--startup".into(),
         format!("{}", p.profile.sandbox_startup),
-    ];
+    ]);
     if !timing.scale.is_wall() {
         args.push("--time-scale".into());
         args.push(timing.scale.times().to_string());
@@ -465,6 +482,62 @@ fn sandbox_args(
         args.push(format!("{}:{}", scratch.display(), dir.display()));
     }
     Ok(args)
+}
+
+/// The guest's record of its stand-ins' calls, bounded like the sandbox's copy of it. The agent
+/// ran as root beside the record: a line that is not a call makes the case unjudgeable, not a
+/// verdict.
+fn read_guest_calls(
+    out: &Path,
+    unjudgeable: &mut Option<String>,
+) -> Vec<fake_wireserver::guest::ToolCall> {
+    let path = out.join(fake_wireserver::guest::GUEST_CALLS_FILE);
+    let cap = (fake_wireserver::guest::MAX_RECORDED_CALLS
+        * (fake_wireserver::guest::MAX_RECORDED_ARGV_BYTES + 256)) as u64;
+    let bytes = match read_agent_file(&path, cap) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Vec::new(),
+        Err(why) => {
+            unjudgeable.get_or_insert(format!("the guest's call record {why}"));
+            return Vec::new();
+        }
+    };
+    let mut calls = Vec::new();
+    for (i, line) in bytes
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .enumerate()
+    {
+        match serde_json::from_slice(line) {
+            Ok(call) => calls.push(call),
+            Err(e) => {
+                unjudgeable.get_or_insert(format!(
+                    "line {} of the guest's call record is not a call ({e})",
+                    i + 1
+                ));
+                return calls;
+            }
+        }
+    }
+    calls
+}
+
+/// The guest file in the case folder (`--guest`).
+const GUEST_FILE: &str = "guest.toml";
+
+/// Writes the scenario's guest for the sandbox, its VM id the fake's IMDS `vmId` unless the
+/// scenario gives its own (a DMI id that differs from IMDS is a guest fault of its own).
+fn write_guest(
+    p: &Planned,
+    guest: &fake_wireserver::guest::Guest,
+    path: &Path,
+) -> Result<(), SessionError> {
+    let mut guest = guest.clone();
+    if guest.vm_id.is_none() {
+        guest.vm_id = fake_wireserver::documents::effective_imds(&p.scenario.fake.imds).vm_id;
+    }
+    std::fs::write(path, guest.to_toml())
+        .map_err(|e| SessionError::Harness(format!("cannot write {}: {e}", path.display())))
 }
 
 /// `sandbox.json` from `out`; without it the sandbox failed, and its last output says why.
