@@ -9,12 +9,14 @@ use crate::runner_support::{self, repo, results, wirecheck, write_files};
 
 /// A planted agent: reports progress, runs `useradd`, then reports through the bundled
 /// reporter. `PLANT` decides what it says when `useradd` fails: `honest` names the user,
-/// `vague` says nothing about it, `ready-anyway` reports Ready.
+/// `vague` says nothing about it, `ready-anyway` reports Ready; `lazy` never runs `useradd`
+/// and reports Ready.
 const PLANTED: &str = r#"#!/bin/sh
 bin=$1 ws=$2 imds=$3 pool=$4 plant=$5
 set -- --wireserver="$ws" --imds="$imds" --protocol=json --kvp-pool="$pool" \
     --timeout=3 --imds-timeout=3 --retry-interval=0.2 --request-timeout=1
 "$bin/provision-report" in-progress --description="creating the admin user" "$@" || exit 1
+if [ "$plant" = lazy ]; then exec "$bin/provision-report" ready "$@"; fi
 err=$(useradd -m -s /bin/bash azureuser 2>&1)
 rc=$?
 if [ "$rc" -eq 0 ] || [ "$plant" = ready-anyway ]; then
@@ -67,7 +69,7 @@ reported = [0]
 
 /// Runs the planted agent on the guest scenarios' JSON instances; (case, verdict, reason).
 fn run(plant: &str) -> (tempfile::TempDir, Vec<(String, String, String)>) {
-    // The sandbox keeps its own /tmp: the agent's script lives where it can see it.
+    // Below the target folder: a case folder the agent (nobody on the host) can reach.
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let agents = planted(dir.path(), plant);
     let out = dir.path().join("out");
@@ -104,7 +106,7 @@ fn an_honest_guest_agent_passes_and_the_stand_in_recorded_its_useradd() {
     for (id, verdict, reason) in &v {
         assert_eq!(verdict, "pass", "{id}: {reason}\n{v:?}");
     }
-    assert_eq!(v.len(), 14, "{v:?}");
+    assert_eq!(v.len(), 15, "{v:?}");
     // What the agent asked of useradd, as the guest's stand-in recorded it.
     let calls = dir
         .path()
@@ -143,11 +145,28 @@ fn a_guest_agent_whose_failure_says_nothing_about_the_user_fails() {
     let (description, reason) = verdict(&v, "guest.useradd.fails.json.report.description");
     assert_eq!(description, "fail", "{v:?}");
     assert!(
-        reason.contains(r#""provisioning failed" does not mention "user azureuser""#),
+        reason.contains(r#""provisioning failed" does not mention "azureuser""#),
         "{reason}"
     );
     assert_eq!(
         verdict(&v, "guest.useradd.fails.json.report.state").0,
+        "pass",
+        "{v:?}"
+    );
+}
+
+#[test]
+fn a_guest_agent_reporting_ready_without_creating_the_user_fails() {
+    let (_dir, v) = run("lazy");
+    let (users, reason) = verdict(&v, "guest.provisions.json.guest.users");
+    assert_eq!(users, "fail", "{v:?}");
+    assert!(
+        reason.contains(r#"user "azureuser" is not in the guest's /etc/passwd"#),
+        "{reason}"
+    );
+    // Its report alone looks right.
+    assert_eq!(
+        verdict(&v, "guest.provisions.json.report.state").0,
         "pass",
         "{v:?}"
     );

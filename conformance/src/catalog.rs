@@ -58,6 +58,7 @@ catalog! {
     BehaviourTimeout => "behaviour.timeout", "abandons a request that hangs past the per-request timeout";
     BehaviourRefresh => "behaviour.refresh",
         "fetches the goal state again after a 410 on the health report (XML flow)";
+    GuestUsers => "guest.users", "the guest has the users it was asked to create";
 }
 
 /// The case id tail of the snapshot case (`--snapshots`): not a catalog check (no scenario

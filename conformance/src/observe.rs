@@ -154,6 +154,9 @@ pub struct Observation<'a> {
     pub deadline: f64,
     /// In a guest: what its stand-in tools were asked to do, in order (`guest-calls.jsonl`).
     pub guest_calls: Vec<fake_wireserver::guest::ToolCall>,
+    /// In a guest: the users it has after the run that the host has not (`None`: its
+    /// `/etc/passwd` could not be read after the run, or no guest).
+    pub guest_users: Option<Vec<String>>,
 }
 
 /// Which service a request went to, for retry bookkeeping.
@@ -384,22 +387,29 @@ impl Observation<'_> {
     }
 
     /// What a failure report's reason must contain, when the agent chooses its own: the
-    /// scenario's `[expect] reason_contains`, or for a guest scenario what the profile declares
-    /// for it (`[guest.reasons]`). `Err`: a guest scenario the profile declares nothing for.
-    pub fn expected_reason_part(&self) -> Result<Option<&str>, String> {
-        if let Some(part) = &self.scenario.expect.reason_contains {
-            return Ok(Some(part));
-        }
+    /// scenario's `[expect] reason_contains`, and for a guest scenario what the profile declares
+    /// for it too (`[guest.reasons]`). `Err`: a guest scenario the profile declares nothing for.
+    pub fn expected_reason_parts(&self) -> Result<Vec<&str>, String> {
+        let mut parts: Vec<&str> = self
+            .scenario
+            .expect
+            .reason_contains
+            .as_deref()
+            .into_iter()
+            .collect();
         if self.scenario.guest.is_none() {
-            return Ok(None);
+            return Ok(parts);
         }
         match self.profile.guest.reasons.get(&self.scenario.family) {
-            Some(part) => Ok(Some(part)),
-            None => Err(format!(
-                "{} chooses its own failure text in a guest, and its profile declares none for {} ([guest.reasons])",
-                self.profile.name, self.scenario.family
-            )),
+            Some(part) => parts.push(part),
+            None => {
+                return Err(format!(
+                    "{} chooses its own failure text in a guest, and its profile declares none for {} ([guest.reasons])",
+                    self.profile.name, self.scenario.family
+                ));
+            }
         }
+        Ok(parts)
     }
 
     /// Whether a run's report ends provisioning (Ready or failure), as opposed to in-progress.

@@ -169,7 +169,7 @@ fn a_real_useradd_creates_the_user_in_the_guest_only_and_gen2_boots_uefi() {
 }
 
 #[test]
-fn a_bad_guest_file_or_an_unprivileged_guest_is_refused_before_anything_runs() {
+fn a_bad_guest_file_is_refused_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("guest.toml");
     std::fs::write(&bad, "[fail.useradd]\nexit = 0\n").unwrap();
@@ -187,17 +187,45 @@ fn a_bad_guest_file_or_an_unprivileged_guest_is_refused_before_anything_runs() {
         stderr.contains("guest.toml") && stderr.contains("fail.useradd.exit"),
         "{stderr}"
     );
-    let good = write_guest(dir.path(), &Guest::default());
-    let o = sandbox(
-        &dir.path().join("out"),
-        &["--guest", &good, "--unprivileged"],
-        &["bash", "-c", &touch],
-    );
-    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("cannot be given with --unprivileged"),
-        "{}",
-        describe(&o)
-    );
     assert!(!marker.exists());
+}
+
+/// The guest's root is nobody on the host: what it may do to the guest (its /etc, its users'
+/// homes, its host name) it may not do to the host, whose files root owns.
+#[test]
+fn the_guests_root_is_nobody_on_the_host() {
+    let before = host_files();
+    let dir = tempfile::tempdir().unwrap();
+    let guest_file = write_guest(dir.path(), &Guest::default());
+    let script = r#"
+        id -u
+        echo x >> /etc/passwd && echo guest-etc-written
+        touch /usr/wirecheck-guest-litter 2>/dev/null || echo host-usr-refused
+        echo 1 > /proc/sys/vm/drop_caches 2>/dev/null || echo host-sysctl-refused
+        : >> /usr/sbin/useradd 2>/dev/null || echo stand-in-refused
+        hostname guest-vm && hostname
+    "#;
+    for extra in [
+        &["--guest", &guest_file][..],
+        &["--guest", &guest_file, "--unprivileged"],
+    ] {
+        let o = sandbox(&dir.path().join("out"), extra, &["bash", "-c", script]);
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(
+            stdout.lines().collect::<Vec<_>>(),
+            [
+                "0",
+                "guest-etc-written",
+                "host-usr-refused",
+                "host-sysctl-refused",
+                "stand-in-refused",
+                "guest-vm"
+            ],
+            "{}",
+            describe(&o)
+        );
+    }
+    assert!(!Path::new("/usr/wirecheck-guest-litter").exists());
+    assert_eq!(before, host_files(), "the guest changed the host");
 }

@@ -2,11 +2,15 @@
 //! --guest FILE` (issue 26). This is its contract, the file's format and what the sandbox
 //! makes of it; the set-up itself is the binary's (`fake-wireserver-cli/src/sandbox/guest.rs`).
 //!
-//! With a guest, the sandbox also gives COMMAND (root only, never `--unprivileged`):
+//! With a guest, COMMAND runs as root of a guest namespace of its own
+//! (`contain::userns::UnprivilegedRoot::new_guest`): nobody on the host, as with
+//! `--unprivileged`, but with ids 1 to 65535 of its own for the users it creates, its
+//! capabilities held in that namespace only, its own host name, under the agent system-call
+//! filter. The sandbox also gives it:
 //!
-//! * a UTS namespace (as every sandbox does), so `hostname` names only the guest;
-//! * a private, writable `/etc` (a copy of the host's, on a tmpfs), `/home`, `/root`, `/mnt`
-//!   and `/var/mail`, all discarded after: `useradd` and friends change only the guest;
+//! * a private, writable `/etc` (a copy of the host's, on a tmpfs, its files the guest's root's
+//!   and users' as they were the host's), `/home`, `/root`, `/mnt`, `/var/mail` and `/var/log`,
+//!   all discarded after: `useradd` and friends change only the guest;
 //! * DMI: `/sys/class/dmi/id` with `product_uuid` (the VM id in the byte order of the
 //!   [`Generation`]), `sys_vendor`, `product_name` and `chassis_asset_tag` as on Azure, and
 //!   `/sys/firmware/efi` present on generation 2 only;
@@ -34,12 +38,16 @@ pub const PRIMARY_NIC: &str = "eth0";
 pub const PRIMARY_ADDRESS: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 4);
 /// The stand-ins' calls, one JSON line each ([`ToolCall`]), in `--out`.
 pub const GUEST_CALLS_FILE: &str = "guest-calls.jsonl";
-/// Calls recorded at most; the sandbox summary says when more were made.
+/// Calls recorded at most (in bytes: [`CALLS_FILE_MAX`]); later calls are not recorded.
 pub const MAX_RECORDED_CALLS: usize = 10_000;
 /// Bytes of one call's arguments recorded at most (the rest is cut, and the record says so).
 pub const MAX_RECORDED_ARGV_BYTES: usize = 16 << 10;
+/// The call record's largest size: what a stand-in stops recording at, and what is copied.
+pub const CALLS_FILE_MAX: u64 = (MAX_RECORDED_CALLS * (MAX_RECORDED_ARGV_BYTES + 256)) as u64;
 /// The largest `ovf-env.xml` or scripted stderr a guest file may hold.
 pub const MAX_TEXT_BYTES: usize = 256 << 10;
+/// The largest guest file: its texts, one per tool and the media's, and their keys.
+pub const MAX_FILE_BYTES: u64 = ((Tool::ALL.len() + 2) * MAX_TEXT_BYTES) as u64;
 /// Azure's chassis asset tag (cloud-init's platform check reads it).
 pub const AZURE_CHASSIS_ASSET_TAG: &str = "7783-7084-3265-9085-8269-3286-77";
 
@@ -159,7 +167,7 @@ pub struct Guest {
 impl Guest {
     /// Reads and checks a guest file; errors name the file and the field.
     pub fn from_file(path: &Path) -> Result<Guest, String> {
-        let text = crate::files::read_regular_text(path, MAX_TEXT_BYTES as u64 * 2)
+        let text = crate::files::read_regular_text(path, MAX_FILE_BYTES)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         Guest::from_toml_str(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
@@ -234,6 +242,9 @@ fn parse_uuid(s: &str) -> Option<[u8; 16]> {
         return None;
     }
     let hex: String = groups.concat();
+    if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
     let mut out = [0u8; 16];
     for (i, byte) in out.iter_mut().enumerate() {
         *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
@@ -291,6 +302,9 @@ mod tests {
     #[test]
     fn a_guest_file_names_the_field_it_rejects() {
         let e = Guest::from_toml_str("vm_id = \"nope\"").unwrap_err();
+        assert!(e.contains("vm_id: expected a UUID"), "{e}");
+        let e =
+            Guest::from_toml_str("vm_id = \"+2345678-9abc-def0-1122-334455667788\"").unwrap_err();
         assert!(e.contains("vm_id: expected a UUID"), "{e}");
         let e = Guest::from_toml_str("generation = 3").unwrap_err();
         assert!(e.contains("expected 1 or 2"), "{e}");

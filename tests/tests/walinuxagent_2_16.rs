@@ -4,6 +4,10 @@
 //! no health report at all (`Provisioning.Agent=cloud-init`, upstream PR #3484) and whose
 //! profile says so (`health_report = "none"`).
 //!
+//! In a guest (`fake-wireserver sandbox --guest`), `walinuxagent-2.16-waagent` runs its own
+//! provisioning (`Provisioning.Agent=waagent`): the user, the host name, and its own failure
+//! text when the guest fails it.
+//!
 //! The silence is judged strictly, with real agents on both sides: WALinuxAgent 2.12 in
 //! cloud-init mode (it does report) under a profile declaring silence fails, and 2.16's silence
 //! under a profile that expects a report fails.
@@ -258,4 +262,84 @@ fn a_declared_silence_and_a_missing_report_both_fail_with_the_real_agents() {
     for (id, _, reason) in loud.iter().chain(&mute) {
         assert!(!reason.starts_with("harness error"), "{id}: {reason}");
     }
+}
+
+/// What a guest must leave as it was on the host.
+fn host_files() -> (Vec<u8>, Vec<u8>, String, Vec<String>) {
+    let hostname = std::process::Command::new("hostname").output().unwrap();
+    let mut home: Vec<String> = std::fs::read_dir("/home")
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    home.sort();
+    (
+        std::fs::read("/etc/passwd").unwrap(),
+        std::fs::read("/etc/group").unwrap(),
+        String::from_utf8_lossy(&hostname.stdout).into_owned(),
+        home,
+    )
+}
+
+/// WALinuxAgent 2.16 in its own provisioning mode (`walinuxagent-2.16-waagent`) provisions the
+/// guest of each `guest.*` scenario, unmodified: it creates the user the media's ovf-env.xml
+/// names (the stand-in recorded `useradd ... azureuser`), reports Ready, or ProvisioningFailed
+/// in its own words when useradd fails or the ovf-env.xml lacks HostName; the host's users,
+/// groups, homes and host name stay as they were.
+#[test]
+fn walinuxagent_2_16_provisions_the_guest_itself_and_reports_its_own_failures() {
+    require_root();
+    walinuxagent_root("2.16", "2.16.0.2");
+    let before = host_files();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let o = run(&["walinuxagent-2.16-waagent"], "guest.*", None, &out);
+    let all = cases(&out, "walinuxagent-2.16-waagent");
+    for (id, verdict, reason) in &all {
+        assert_eq!(verdict, "pass", "{id}: {reason}\n{all:?}\n{o:?}");
+    }
+    assert_eq!(all.len(), 22, "{all:?}");
+    let artifacts = out.join("artifacts/walinuxagent-2.16-waagent");
+    for (scenario, useradd) in [
+        ("guest.provisions", Some(None)),
+        ("guest.useradd.fails", Some(Some(9))),
+        // No HostName: it stops before it creates anyone.
+        ("guest.ovf.no-hostname", None),
+    ] {
+        let calls = std::fs::read_to_string(artifacts.join(scenario).join("guest-calls.jsonl"))
+            .unwrap_or_default();
+        let calls: Vec<fake_wireserver::guest::ToolCall> = calls
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let asked: Vec<_> = calls
+            .iter()
+            .filter(|c| c.tool == fake_wireserver::guest::Tool::Useradd)
+            .map(|c| (c.args.clone(), c.failed_with))
+            .collect();
+        let want: Vec<(Vec<String>, Option<u8>)> = useradd
+            .map(|failed| {
+                let args = ["-m", "azureuser", "-s", "/bin/bash"]
+                    .map(String::from)
+                    .to_vec();
+                (args, failed)
+            })
+            .into_iter()
+            .collect();
+        assert_eq!(asked, want, "{scenario}: {calls:?}");
+    }
+    // Its own words, as the platform got them.
+    let failed = journal(&artifacts.join("guest.useradd.fails/journal.jsonl"));
+    let said: Vec<String> = failed
+        .iter()
+        .filter_map(|e| e.report.as_ref()?.description.clone())
+        .collect();
+    assert!(
+        said.iter().any(|d| d.starts_with(
+            "[ProvisionError] Failed to provision: [OSUtilError] Failed to create user account:azureuser, Retcode: 9"
+        )),
+        "{said:?}"
+    );
+    assert_eq!(before, host_files(), "the guest changed the host");
 }

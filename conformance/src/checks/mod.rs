@@ -6,6 +6,7 @@
 
 mod behaviour;
 pub(crate) mod dialect;
+mod guest;
 mod kvp;
 mod protocol;
 mod report;
@@ -51,6 +52,7 @@ pub fn get(id: CheckId) -> CheckDef {
         CheckId::BehaviourExit => (None, behaviour::exit),
         CheckId::BehaviourTimeout => (None, behaviour::timeout),
         CheckId::BehaviourRefresh => (None, behaviour::refresh),
+        CheckId::GuestUsers => (Some(Capability::Guest), guest::users),
     };
     CheckDef { id, needs, run }
 }

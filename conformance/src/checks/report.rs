@@ -419,24 +419,32 @@ fn exception_text(
 }
 
 /// The agent's own failure text `got` (a reason, or the whole exception text) must contain
-/// what the scenario or, in a guest, the profile declares ([`Observation::expected_reason_part`]).
+/// what the scenario and, in a guest, the profile declare ([`Observation::expected_reason_parts`]).
 fn reason_part(t: &mut Tally, obs: &Observation, e: &Entry, got: &str, excerpt: Option<String>) {
-    match obs.expected_reason_part() {
-        Ok(Some(part)) if got.contains(part) => t.note(about(
-            format!("#{}: its failure text mentions {part:?}", e.seq),
-            &[e],
-            excerpt,
-        )),
-        Ok(Some(part)) => t.fail(
-            format!(
-                "#{}: its failure text {:?} does not mention {part:?}",
-                e.seq,
-                clip(got, 200)
-            ),
-            about(line(e), &[e], excerpt),
-        ),
-        Ok(None) => {}
-        Err(why) => t.fail(format!("#{}: {why}", e.seq), about(line(e), &[e], excerpt)),
+    let parts = match obs.expected_reason_parts() {
+        Ok(parts) => parts,
+        Err(why) => {
+            t.fail(format!("#{}: {why}", e.seq), about(line(e), &[e], excerpt));
+            return;
+        }
+    };
+    for part in parts {
+        if got.contains(part) {
+            t.note(about(
+                format!("#{}: its failure text mentions {part:?}", e.seq),
+                &[e],
+                excerpt.clone(),
+            ));
+        } else {
+            t.fail(
+                format!(
+                    "#{}: its failure text {:?} does not mention {part:?}",
+                    e.seq,
+                    clip(got, 200)
+                ),
+                about(line(e), &[e], excerpt.clone()),
+            );
+        }
     }
 }
 

@@ -215,6 +215,7 @@ fn observation<'a>(
         time_scale: Default::default(),
         deadline: scenario.agent.deadline,
         guest_calls: Vec::new(),
+        guest_users: None,
     }
 }
 
@@ -1887,6 +1888,36 @@ fn a_guest_failure_is_judged_by_the_reason_its_profile_declares() {
     assert_eq!(state.verdict, Verdict::Fail, "{state:?}");
 }
 
+/// guest.users judges what the sandbox read of the guest after the run, not what the agent
+/// said: a Ready report without the user fails, and so does a passwd it made unreadable.
+#[test]
+fn the_guests_users_are_judged_from_its_passwd_after_the_run() {
+    let s = scenario("[expect]\nusers = [\"azureuser\"]\n[guest]\n");
+    let p = profile();
+    let users = |added: Option<Vec<&str>>| {
+        let mut obs = observation(&p, &s, vec![], vec![run(0, 20, Exit::Code(0))]);
+        obs.guest_users = added.map(|a| a.into_iter().map(String::from).collect());
+        judge_obs("guest.users", &obs)
+    };
+    assert_eq!(users(Some(vec!["azureuser"])).verdict, Verdict::Pass);
+    let missing = users(Some(vec!["someone"]));
+    assert_eq!(missing.verdict, Verdict::Fail, "{missing:?}");
+    assert!(
+        missing
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("user \"azureuser\" is not in the guest's /etc/passwd"),
+        "{missing:?}"
+    );
+    let unreadable = users(None);
+    assert_eq!(unreadable.verdict, Verdict::Fail, "{unreadable:?}");
+    assert!(
+        unreadable.reason.as_deref().unwrap().contains("could not be read"),
+        "{unreadable:?}"
+    );
+}
+
 /// The profile of a cloud-init 25.1-like agent: its dialect declared in `[encoded]`.
 fn declared_profile() -> AgentProfile {
     let text = format!(
@@ -1973,6 +2004,7 @@ fn judge_failure_pool(
         time_scale: Default::default(),
         deadline: s.agent.deadline,
         guest_calls: Vec::new(),
+        guest_users: None,
     };
     let def = super::get(crate::catalog::CheckId::from_id(check).unwrap());
     (def.run)(&obs)
@@ -2738,6 +2770,7 @@ fn an_unusable_imds_200_is_a_retry_decision_but_a_text_leaf_is_an_answer() {
         time_scale: Default::default(),
         deadline: s.agent.deadline,
         guest_calls: Vec::new(),
+        guest_users: None,
     };
     assert!(matches!(
         obs.classify(&whole),

@@ -181,6 +181,7 @@ async fn execute(
         time_scale: session.clock.scale(),
         deadline: timing.deadline,
         guest_calls: session.guest_calls,
+        guest_users: session.guest_users,
     };
     Ok(judge_attempt(
         p,

@@ -105,6 +105,8 @@ pub struct Expect {
     /// to `Ready`, or `NotReady` with a known substatus.
     pub state: Option<HealthState>,
     pub substatus: Option<SubStatus>,
+    /// In a guest: the users it must have after the agent provisioned it (`guest.users`).
+    pub users: Vec<String>,
 }
 
 /// A loaded, validated scenario.
@@ -340,6 +342,7 @@ struct ExpectFile {
     reason_contains: Option<String>,
     state: Option<Spanned<String>>,
     substatus: Option<Spanned<String>>,
+    users: Option<Spanned<Vec<String>>>,
 }
 
 fn default_budget() -> Spanned<f64> {
@@ -375,6 +378,22 @@ impl Scenario {
         let checks = v.checks(&file.checks)?;
         let expect = v.expect(file.expect)?;
         let guest = v.guest(file.guest)?;
+        let all_in_progress = agent.runs.iter().all(|r| r.action == Action::InProgress);
+        if all_in_progress
+            && expect.state.is_some()
+            && expect.substatus != Some(SubStatus::Provisioning)
+        {
+            return Err(FileError::whole(
+                path,
+                "field `expect.state`: it is the terminal report's, and every run here asks for an in-progress one",
+            ));
+        }
+        if guest.is_none() && !expect.users.is_empty() {
+            return Err(FileError::whole(
+                path,
+                "field `expect.users`: only a scenario with a [guest] has users to expect",
+            ));
+        }
         let fake = fake_table(path, text)?;
         let flows = flows::flows(declared.as_ref().map(|d| d.flows.as_slice()), &fake, |i| {
             nth("fake.endpoint", i)
@@ -803,6 +822,7 @@ impl Validate<'_> {
             ));
         }
         Ok(Expect {
+            users: e.users.map(Spanned::into_inner).unwrap_or_default(),
             outcome: e.outcome,
             reason_contains: e.reason_contains,
             state: e.state.map(|s| HealthState::from(s.into_inner())),

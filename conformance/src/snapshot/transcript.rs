@@ -471,6 +471,7 @@ mod tests {
             time_scale: Default::default(),
             deadline: scenario.agent.deadline,
             guest_calls: Vec::new(),
+            guest_users: None,
         };
         transcript(&obs)
     }

@@ -61,6 +61,10 @@ pub(crate) struct Summary {
     /// or why the record was not copied.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub(crate) guest_calls: Option<GuestCalls>,
+    /// With `--guest`: the users its `/etc/passwd` has after the run that the host's had not
+    /// (absent when it could not be read: not a bounded regular file any more).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) guest_users: Option<Vec<String>>,
 }
 
 /// What became of the guest's call record.
@@ -89,7 +93,7 @@ pub(crate) struct CopiedPools {
 /// A file the agent may have made anything (a pool, the guest's call record): read only if it is a regular file (not
 /// followed if a link, a FIFO cannot block the open), at most `cap` bytes, checked before
 /// reading (a sparse pool's size costs nothing to fake) and while reading (it may grow).
-fn read_agent_file(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
+pub(crate) fn read_agent_file(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
     use std::io::Read as _;
     let fd = match rustix::fs::open(
         path,

@@ -1,8 +1,11 @@
 //! `--guest FILE`: the simulated VM (its contract is `fake_wireserver::guest`). Set up inside
-//! the new namespaces after the private `/run`, in this order: the private `/etc`, `/home`,
-//! `/root`, `/mnt`, `/var/mail`; DMI and the firmware; the media; the primary NIC; the
-//! stand-ins, each bound over its tool (the real one stays reachable under [`STATE_DIR`]).
-//! The stand-in is this binary, called by a tool's name ([`stand_in_if_called_as_tool`]).
+//! the new namespaces after the private `/run`, in this order: the private `/etc` and
+//! [`PRIVATE_DIRS`], their files handed to the guest namespace's ids (`guest_host_id`: the
+//! host's root's are the guest's root's, nobody on the host); DMI and the firmware; the media;
+//! the primary NIC; the stand-ins, each bound over its tool (the real one stays reachable
+//! under [`STATE_DIR`]). The stand-in is this binary, called by a tool's name
+//! ([`stand_in_if_called_as_tool`]). Everything made here is on a private tmpfs or in the
+//! private mount namespace: the host keeps none of it.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -14,8 +17,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 
 use super::setup::{self, make_dirs, mount_tmpfs, tool};
+use fake_wireserver::contain::userns::{OUTSIDE_GID, OUTSIDE_UID, guest_host_id};
 use fake_wireserver::guest::{
-    AZURE_CHASSIS_ASSET_TAG, Generation, Guest, MAX_RECORDED_ARGV_BYTES, MAX_RECORDED_CALLS,
+    AZURE_CHASSIS_ASSET_TAG, CALLS_FILE_MAX, Generation, Guest, MAX_RECORDED_ARGV_BYTES,
     MEDIA_DEVICE, MEDIA_MOUNT, PRIMARY_ADDRESS, PRIMARY_NIC, Tool, ToolCall, ToolFault,
 };
 
@@ -24,11 +28,8 @@ use fake_wireserver::guest::{
 pub(crate) const STATE_DIR: &str = "/run/fake-wireserver-guest";
 const FAULTS_FILE: &str = "faults.json";
 const CALLS_FILE: &str = "calls.jsonl";
-/// The recorded calls' file is copied to `--out` up to this size.
-pub(crate) const CALLS_COPY_MAX: u64 =
-    (MAX_RECORDED_CALLS * (MAX_RECORDED_ARGV_BYTES + 256)) as u64;
 /// Folders a provisioning agent writes that the guest makes private (when the host has them).
-const PRIVATE_DIRS: [&str; 4] = ["/home", "/root", "/mnt", "/var/mail"];
+const PRIVATE_DIRS: [&str; 5] = ["/home", "/root", "/mnt", "/var/mail", "/var/log"];
 /// Where the host keeps the tools the stand-ins replace.
 const TOOL_DIRS: [&str; 6] = [
     "/usr/local/sbin",
@@ -83,12 +84,40 @@ fn private_etc() -> anyhow::Result<()> {
     mount_tmpfs(
         setup::path_str(&copy)?,
         meta.permissions().mode() & 0o7777,
-        meta.uid(),
-        meta.gid(),
+        guest_uid(meta.uid()),
+        guest_uid(meta.gid()),
         Some(ETC_TMPFS_SIZE),
     )?;
     tool("cp", &["-a", "/etc/.", setup::path_str(&copy)?])?;
+    hand_to_guest(&copy)?;
     tool("mount", &["-n", "--bind", setup::path_str(&copy)?, "/etc"])?;
+    Ok(())
+}
+
+/// The host id that is host id `id` in the guest's namespace: the host's root is the guest's
+/// root (nobody on the host); ids it cannot map stay nobody's.
+fn guest_uid(id: u32) -> u32 {
+    guest_host_id(id).unwrap_or(OUTSIDE_UID)
+}
+
+/// Every entry below `dir` (a private copy) handed to the guest's ids as its host owners were:
+/// the guest's root may then edit `/etc/passwd`, and `shadow` stays its group's.
+fn hand_to_guest(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        let meta = fs::symlink_metadata(&path)
+            .with_context(|| format!("cannot stat {}", path.display()))?;
+        let (uid, gid) = (guest_uid(meta.uid()), guest_uid(meta.gid()));
+        std::os::unix::fs::lchown(&path, Some(uid), Some(gid))
+            .with_context(|| format!("cannot hand {} to the guest", path.display()))?;
+        if meta.is_dir() {
+            let listing = || format!("cannot list {}", path.display());
+            for entry in fs::read_dir(&path).with_context(listing)? {
+                stack.push(entry.with_context(listing)?.path());
+            }
+        }
+    }
     Ok(())
 }
 
@@ -104,8 +133,8 @@ fn private_dir(dir: &str) -> anyhow::Result<()> {
     mount_tmpfs(
         dir,
         meta.permissions().mode() & 0o7777,
-        meta.uid(),
-        meta.gid(),
+        guest_uid(meta.uid()),
+        guest_uid(meta.gid()),
         None,
     )
 }
@@ -200,7 +229,17 @@ fn media(ovf_env: &str) -> anyhow::Result<()> {
         }
     }
     tool("umount", &["-n", "--lazy", setup::path_str(&host_dev)?])?;
-    fs::File::create(MEDIA_DEVICE).with_context(|| format!("cannot create {MEDIA_DEVICE}"))?;
+    // A host with a drive of its own: only the overlay's whiteout hides it, never opened.
+    if let Err(e) = fs::remove_file(MEDIA_DEVICE)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        return Err(e).with_context(|| format!("cannot hide the host's {MEDIA_DEVICE}"));
+    }
+    fs::File::create_new(MEDIA_DEVICE).with_context(|| format!("cannot create {MEDIA_DEVICE}"))?;
+    // Below the private /mnt only: without one it would be made on the host.
+    if !Path::new("/mnt").is_dir() {
+        bail!("the host has no /mnt, so the guest has no private one for its media");
+    }
     let mount = Path::new(MEDIA_MOUNT);
     make_dirs(mount)?;
     let options = format!("ro,size={MEDIA_TMPFS_SIZE},mode=0755");
@@ -248,7 +287,10 @@ fn stand_ins(faults: &BTreeMap<Tool, ToolFault>, exe: &Path) -> anyhow::Result<(
     make_dirs(&real_dir)?;
     let faults_json = serde_json::to_vec(faults).context("cannot serialise the faults")?;
     fs::write(state(FAULTS_FILE), faults_json).context("cannot write the guest's faults")?;
+    // The stand-ins run as the guest's root: theirs to append to.
     fs::write(state(CALLS_FILE), b"").context("cannot create the guest's call record")?;
+    std::os::unix::fs::chown(state(CALLS_FILE), Some(OUTSIDE_UID), Some(OUTSIDE_GID))
+        .context("cannot hand the guest's call record to it")?;
     let exe = setup::path_str(exe)?;
     for t in Tool::ALL {
         let mut places: Vec<PathBuf> = TOOL_DIRS
@@ -256,6 +298,8 @@ fn stand_ins(faults: &BTreeMap<Tool, ToolFault>, exe: &Path) -> anyhow::Result<(
             .map(|d| Path::new(d).join(t.name()))
             .filter(|p| p.is_file())
             .filter_map(|p| p.canonicalize().ok())
+            // Only a file of the tool's own name: a multi-call binary (busybox) serves others.
+            .filter(|p| p.file_name().and_then(|n| n.to_str()) == Some(t.name()))
             .collect();
         places.sort();
         places.dedup();
@@ -278,6 +322,36 @@ fn stand_ins(faults: &BTreeMap<Tool, ToolFault>, exe: &Path) -> anyhow::Result<(
         }
     }
     Ok(())
+}
+
+/// The largest `/etc/passwd` read for its users.
+const PASSWD_MAX: u64 = 4 << 20;
+/// Users listed at most in the summary.
+const USERS_MAX: usize = 1000;
+
+/// The user names of a passwd file's text.
+fn user_names(passwd: &[u8]) -> std::collections::BTreeSet<String> {
+    String::from_utf8_lossy(passwd)
+        .lines()
+        .filter_map(|l| l.split(':').next())
+        .filter(|n| !n.is_empty() && !n.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// After the run: the users the guest's `/etc/passwd` has that the host's (`host_passwd`, read
+/// before the guest was made) had not, at most [`USERS_MAX`]; None when the agent left it
+/// anything but a bounded regular file.
+pub(crate) fn users_added(host_passwd: &[u8]) -> Option<Vec<String>> {
+    let guest = super::artifacts::read_agent_file(Path::new("/etc/passwd"), PASSWD_MAX).ok()?;
+    let host = user_names(host_passwd);
+    Some(
+        user_names(&guest)
+            .into_iter()
+            .filter(|u| !host.contains(u))
+            .take(USERS_MAX)
+            .collect(),
+    )
 }
 
 /// The recorded calls, to copy to `--out`.
@@ -319,8 +393,8 @@ fn stand_in(tool: Tool, faults: &[u8], args: Vec<OsString>) -> u8 {
     127
 }
 
-/// Appends the call to the record, one line in one write; past [`MAX_RECORDED_CALLS`] lines'
-/// worth of bytes it records nothing more (the sandbox says the record is full).
+/// Appends the call to the record, one line in one write; past [`CALLS_FILE_MAX`] bytes it
+/// records nothing more.
 fn record(tool: Tool, args: &[OsString], failed_with: Option<u8>) {
     let mut kept = Vec::new();
     let mut bytes = 0;
@@ -345,7 +419,7 @@ fn record(tool: Tool, args: &[OsString], failed_with: Option<u8>) {
     };
     line.push(b'\n');
     let path = state(CALLS_FILE);
-    let full = fs::metadata(&path).is_ok_and(|m| m.len() + line.len() as u64 > CALLS_COPY_MAX);
+    let full = fs::metadata(&path).is_ok_and(|m| m.len() + line.len() as u64 > CALLS_FILE_MAX);
     if full {
         return;
     }
@@ -364,12 +438,4 @@ pub(crate) fn hides(path: &Path) -> Option<&'static str> {
     std::iter::once("/etc")
         .chain(PRIVATE_DIRS)
         .find(|dir| path.starts_with(dir))
-}
-
-/// Refuses a guest where it cannot be one.
-pub(crate) fn check_allowed(unprivileged: bool) -> anyhow::Result<()> {
-    if unprivileged {
-        bail!("--guest needs root in the sandbox: it cannot be given with --unprivileged");
-    }
-    Ok(())
 }

@@ -93,7 +93,7 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
 
     let lo = setup::configure_loopback().context("setting up the loopback interface")?;
     setup::mount_private_run(lo).context("mounting the private /run")?;
-    let pool_owner = if args.unprivileged {
+    let pool_owner = if args.unprivileged || args.guest.is_some() {
         (userns::OUTSIDE_UID, userns::OUTSIDE_GID)
     } else {
         (0, 0)
@@ -105,6 +105,8 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         .map(fake_wireserver::guest::Guest::from_file)
         .transpose()
         .map_err(|e| anyhow::anyhow!("--guest {e}"))?;
+    // The host's users, before the guest's /etc hides them: what the guest adds is judged.
+    let host_passwd = std::fs::read("/etc/passwd").unwrap_or_default();
     if let Some(g) = &guest {
         let exe = std::env::current_exe().context("cannot locate the fake-wireserver binary")?;
         guest::prepare(g, &exe).context("setting up the guest (--guest)")?;
@@ -133,8 +135,13 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         );
     }
     out.write_journal(JOURNAL_FILE, &journal)?;
+    let guest_users = guest
+        .as_ref()
+        .and_then(|_| guest::users_added(&host_passwd));
     let guest_calls = match guest {
-        Some(_) => Some(out.copy_guest_calls(&guest::calls_file(), guest::CALLS_COPY_MAX)?),
+        Some(_) => Some(
+            out.copy_guest_calls(&guest::calls_file(), fake_wireserver::guest::CALLS_FILE_MAX)?,
+        ),
         None => None,
     };
     let mut refused = args.refuse.clone();
@@ -166,6 +173,7 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         journal_entries: journal.len(),
         journal_evicted: evicted,
         guest_calls,
+        guest_users,
     })?;
     Ok(outcome.exit_status)
 }
@@ -335,7 +343,18 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
         }
         None => None,
     };
-    if args.unprivileged {
+    if args.guest.is_some() {
+        // Root of a guest namespace: nobody on the host, its users ids of their own.
+        let root = userns::UnprivilegedRoot::new_guest()
+            .context("--guest: cannot make COMMAND's user namespace")?;
+        // SAFETY: between fork and exec, `enter` and `lock_down_guest` only make system calls.
+        unsafe {
+            command.pre_exec(move || {
+                root.enter()?;
+                fake_wireserver::contain::lock_down_guest()
+            });
+        }
+    } else if args.unprivileged {
         let root = userns::UnprivilegedRoot::new()
             .context("--unprivileged: cannot make COMMAND's user namespace")?;
         // SAFETY: between fork and exec, `enter` and `lock_down` only make system calls.
@@ -352,10 +371,9 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
         Err(e) => return Ok(not_started(program, &e)),
     };
     let ended = supervise(&mut child, args, fake, &mut signals).await?;
-    if ended.stopped_when_done {
-        // Whatever COMMAND left running goes too, before the journal is read.
-        signal_all(rustix::process::Signal::KILL);
-    }
+    // Whatever COMMAND left running goes too, before the journal is read and the artifacts
+    // are written: nothing of it may touch them afterwards.
+    signal_all(rustix::process::Signal::KILL);
     if let Some(tree) = tree {
         for limit in tree.reached() {
             eprintln!("fake-wireserver sandbox: COMMAND reached its {limit} limit (--limits)");

@@ -67,6 +67,23 @@ pub unsafe fn drop_capabilities() -> std::io::Result<()> {
     Ok(())
 }
 
+/// For an agent provisioning a guest, root of its guest namespace
+/// ([`userns::UnprivilegedRoot::new_guest`]): `no_new_privs` and the [`seccomp`] filter, its
+/// capabilities kept. They hold only in its own namespace (files of the ids it maps, its own
+/// host name), which it needs to create users and hand them homes; on the host it is nobody.
+///
+/// # Safety
+/// Only between fork and exec: system calls only.
+pub unsafe fn lock_down_guest() -> std::io::Result<()> {
+    // SAFETY: prctl(2) on our own process; the caller is between fork and exec.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        seccomp::install()
+    }
+}
+
 /// [`drop_capabilities`], then the [`seccomp`] filter: the last steps before exec.
 ///
 /// # Safety

@@ -18,11 +18,27 @@ use std::sync::Arc;
 pub const OUTSIDE_UID: u32 = 65534;
 /// The host gid an agent's root group is (nogroup).
 pub const OUTSIDE_GID: u32 = 65534;
+/// In a guest's namespace ([`UnprivilegedRoot::new_guest`]) ids 1 to 65535 are this plus the
+/// id on the host: ids of no host account, so the users an agent creates own nothing there.
+pub const GUEST_ID_BASE: u32 = 1_000_000;
+/// Ids a guest's namespace maps (0 to this, exclusive).
+pub const GUEST_IDS: u32 = 65536;
+
+/// The host id of id `inside` of a guest's namespace (`None`: it has none).
+pub fn guest_host_id(inside: u32) -> Option<u32> {
+    match inside {
+        0 => Some(OUTSIDE_UID),
+        i if i < GUEST_IDS => Some(GUEST_ID_BASE + i),
+        _ => None,
+    }
+}
 
 /// A user namespace whose root is [`OUTSIDE_UID`]/[`OUTSIDE_GID`] on the host.
 #[derive(Debug, Clone)]
 pub struct UnprivilegedRoot {
     namespace: Arc<OwnedFd>,
+    /// A guest's: its ids 1 to 65535 mapped too, and a host name of its own ([`Self::enter`]).
+    guest: bool,
 }
 
 impl UnprivilegedRoot {
@@ -30,6 +46,18 @@ impl UnprivilegedRoot {
     /// and policy that allow user namespaces. Blocks for a fork and a few writes: call it off
     /// an async runtime's workers.
     pub fn new() -> io::Result<UnprivilegedRoot> {
+        Self::made(false)
+    }
+
+    /// The same for an agent that provisions a guest: its root is still nobody on the host,
+    /// but the users and groups it creates (ids 1 to 65535) are ids of their own there
+    /// ([`guest_host_id`]), so it can hand them homes; and it gets a UTS namespace of its own,
+    /// so it may set the guest's host name.
+    pub fn new_guest() -> io::Result<UnprivilegedRoot> {
+        Self::made(true)
+    }
+
+    fn made(guest: bool) -> io::Result<UnprivilegedRoot> {
         let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
         // SAFETY: the child only makes system calls on memory made before the fork, then
         // `_exit`s; it never returns into Rust code.
@@ -46,7 +74,7 @@ impl UnprivilegedRoot {
             }
         }
         drop(theirs);
-        let made = map_and_keep(pid, &ours);
+        let made = map_and_keep(pid, &ours, guest);
         // A byte, not the end of the stream, lets the child go: another thread's helper, forked
         // before this one closes `theirs`, may hold a copy of our end for a moment.
         // SAFETY: send(2) on our own socket; MSG_NOSIGNAL: a child already gone is no SIGPIPE.
@@ -64,6 +92,7 @@ impl UnprivilegedRoot {
         unsafe { libc::waitpid(pid, &mut status, 0) };
         made.map(|namespace| UnprivilegedRoot {
             namespace: Arc::new(namespace),
+            guest,
         })
     }
 
@@ -96,6 +125,9 @@ impl UnprivilegedRoot {
             )))?;
             check(libc::syscall(libc::SYS_setresgid, 0u32, 0u32, 0u32))?;
             check(libc::syscall(libc::SYS_setresuid, 0u32, 0u32, 0u32))?;
+            if self.guest {
+                check(libc::c_long::from(libc::unshare(libc::CLONE_NEWUTS)))?;
+            }
         }
         Ok(())
     }
@@ -140,7 +172,11 @@ unsafe fn unshare_and_wait(socket: libc::c_int) -> ! {
 
 /// In the parent: once the child `pid` said it unshared, writes its maps and opens its
 /// namespace.
-fn map_and_keep(pid: libc::pid_t, socket: &std::os::unix::net::UnixStream) -> io::Result<OwnedFd> {
+fn map_and_keep(
+    pid: libc::pid_t,
+    socket: &std::os::unix::net::UnixStream,
+    guest: bool,
+) -> io::Result<OwnedFd> {
     use std::io::Read as _;
     let mut status = [0u8; 4];
     (&*socket).read_exact(&mut status).map_err(|e| {
@@ -158,10 +194,15 @@ fn map_and_keep(pid: libc::pid_t, socket: &std::os::unix::net::UnixStream) -> io
         ));
     }
     let proc = Path::new("/proc").join(pid.to_string());
+    // A guest's ids 1 to 65535 too, one line more ([`guest_host_id`]).
+    let more = match guest {
+        true => format!("1 {} {}\n", GUEST_ID_BASE + 1, GUEST_IDS - 1),
+        false => String::new(),
+    };
     for (file, text) in [
         ("setgroups", "deny".to_owned()),
-        ("uid_map", format!("0 {OUTSIDE_UID} 1\n")),
-        ("gid_map", format!("0 {OUTSIDE_GID} 1\n")),
+        ("uid_map", format!("0 {OUTSIDE_UID} 1\n{more}")),
+        ("gid_map", format!("0 {OUTSIDE_GID} 1\n{more}")),
     ] {
         let path = proc.join(file);
         std::fs::write(&path, text)

@@ -181,21 +181,20 @@ fn too_coarse_in_agent_time(
     if scale.is_wall() {
         return None;
     }
-    if start_up.is_none() {
+    let Some(unseen_ms) = start_up else {
         return Some(Coarse {
             text: format!(
                 "having sent nothing, its own start-up (sped up {scale} on its clock) was not measured and its exit is not judged in agent time"
             ),
             inherent: true,
         });
-    }
+    };
     // The speed was the user's (`--time-scale`) or the runner's, for a case too long to wait.
     let remedy = if obs.profile.clock.fixed.is_some() {
         "run it at a slower --time-scale, or without one (the runner keeps a short case at the wall clock)"
     } else {
         "the runner chose this speed for the case's length"
     };
-    let unseen_ms = start_up.unwrap_or(0);
     ((allowed_ms + unseen_ms) * EXIT_RESOLUTION_SHARE > budget_ms).then(|| Coarse {
         text: format!(
             "at agent time {scale} its exit can be judged only within {allowed_ms} ms (one interval, its own start-up and the runner's lag, sped up on its clock) of a loop that may have begun its start-up's {unseen_ms} ms before it was seen, more than a quarter of its budget: {remedy}"

@@ -344,6 +344,7 @@ async fn after_the_agent(
         clock,
         unjudgeable,
         guest_calls: Vec::new(),
+        guest_users: None,
     })
 }
 

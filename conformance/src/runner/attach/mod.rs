@@ -48,6 +48,9 @@ pub struct Session {
     pub unjudgeable: Option<String>,
     /// In a guest: its stand-ins' record of the calls (`fake_wireserver::guest`).
     pub guest_calls: Vec<fake_wireserver::guest::ToolCall>,
+    /// In a guest: the users it has after the run that the host has not (`None`: its
+    /// `/etc/passwd` could not be read, or no guest).
+    pub guest_users: Option<Vec<String>>,
 }
 
 /// Why a session produced nothing to judge.

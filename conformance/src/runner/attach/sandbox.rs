@@ -74,6 +74,10 @@ struct Summary {
     agent_started_ms: Option<u64>,
     #[serde(default)]
     agent_exited_ms: Option<u64>,
+    /// In a guest: the users it has after the run that the host has not (absent: its
+    /// `/etc/passwd` could not be read).
+    #[serde(default)]
+    guest_users: Option<Vec<String>>,
 }
 
 impl Summary {
@@ -253,7 +257,7 @@ pub async fn run(
     // later than the runner's view of the run (see `Observation::run_of`).
     let clock = AgentClock::new(Instant::now(), timing.scale);
     let finished = exec::run(&invocation).await;
-    let summary = read_summary(&files.out, &finished)?;
+    let mut summary = read_summary(&files.out, &finished)?;
     // The agent's pool as the sandbox left it: not copied (and so not judged) when it was
     // not a bounded regular file; the copy itself read back bounded too.
     let mut unjudgeable = summary.pool_not_copied();
@@ -284,6 +288,7 @@ pub async fn run(
         vec![record]
     };
     let guest_calls = read_guest_calls(&files.out, &mut unjudgeable);
+    let guest_users = summary.guest_users.take();
     Ok(Session {
         journal,
         served,
@@ -292,6 +297,7 @@ pub async fn run(
         clock,
         unjudgeable,
         guest_calls,
+        guest_users,
     })
 }
 
@@ -436,17 +442,13 @@ fn sandbox_args(
     timeout: f64,
     refused: &[PlatformHost],
 ) -> Result<Vec<String>, SessionError> {
-    let mut args: Vec<String> = vec!["sandbox".into()];
-    match &p.scenario.guest {
-        // A guest's agent is root in the sandbox's namespaces: its provisioning writes the
-        // guest's /etc and /home and hands homes to new users, which a user namespace of one
-        // uid cannot map. What it changes is the guest's (private folders, its own host name).
-        Some(guest) => {
-            let path = case_dir.join(GUEST_FILE);
-            write_guest(p, guest, &path)?;
-            args.extend(["--guest".into(), path.display().to_string()]);
-        }
-        None => args.push("--unprivileged".into()),
+    let mut args: Vec<String> = vec!["sandbox".into(), "--unprivileged".into()];
+    // A guest's agent is nobody on the host too: root of a guest namespace whose users have
+    // ids of their own (`fake_wireserver::guest`).
+    if let Some(guest) = &p.scenario.guest {
+        let path = case_dir.join(GUEST_FILE);
+        write_guest(p, guest, &path)?;
+        args.extend(["--guest".into(), path.display().to_string()]);
     }
     args.extend([
         "--bind".into(),
@@ -492,9 +494,7 @@ fn read_guest_calls(
     unjudgeable: &mut Option<String>,
 ) -> Vec<fake_wireserver::guest::ToolCall> {
     let path = out.join(fake_wireserver::guest::GUEST_CALLS_FILE);
-    let cap = (fake_wireserver::guest::MAX_RECORDED_CALLS
-        * (fake_wireserver::guest::MAX_RECORDED_ARGV_BYTES + 256)) as u64;
-    let bytes = match read_agent_file(&path, cap) {
+    let bytes = match read_agent_file(&path, fake_wireserver::guest::CALLS_FILE_MAX) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => return Vec::new(),
         Err(why) => {
@@ -688,6 +688,7 @@ mod tests {
             refused: Vec::new(),
             agent_started_ms: started,
             agent_exited_ms: exited,
+            guest_users: None,
         };
         // The runner saw 100..5000 (the sandbox's set-up and teardown included); the sandbox
         // saw the agent run 40..4200 on the fake's clock.
