@@ -1913,7 +1913,11 @@ fn the_guests_users_are_judged_from_its_passwd_after_the_run() {
     let unreadable = users(None);
     assert_eq!(unreadable.verdict, Verdict::Fail, "{unreadable:?}");
     assert!(
-        unreadable.reason.as_deref().unwrap().contains("could not be read"),
+        unreadable
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("could not be read"),
         "{unreadable:?}"
     );
 }
