@@ -4,9 +4,9 @@
 //! no health report at all (`Provisioning.Agent=cloud-init`, upstream PR #3484) and whose
 //! profile says so (`health_report = "none"`).
 //!
-//! In a guest (`fake-wireserver sandbox --guest`), `walinuxagent-2.16-waagent` runs its own
-//! provisioning (`Provisioning.Agent=waagent`): the user, the host name, and its own failure
-//! text when the guest fails it.
+//! In a guest (`fake-wireserver sandbox --guest`), `walinuxagent-2.16-waagent` (and 2.12's
+//! `walinuxagent-2.12-waagent`) runs its own provisioning (`Provisioning.Agent=waagent`): the
+//! user, the host name, and its own failure text when the guest fails it.
 //!
 //! The silence is judged strictly, with real agents on both sides: WALinuxAgent 2.12 in
 //! cloud-init mode (it does report) under a profile declaring silence fails, and 2.16's silence
@@ -282,25 +282,36 @@ fn host_files() -> (Vec<u8>, Vec<u8>, String, Vec<String>) {
     )
 }
 
-/// WALinuxAgent 2.16 in its own provisioning mode (`walinuxagent-2.16-waagent`) provisions the
-/// guest of each `guest.*` scenario, unmodified: it creates the user the media's ovf-env.xml
-/// names (the stand-in recorded `useradd ... azureuser`), reports Ready, or ProvisioningFailed
-/// in its own words when useradd fails or the ovf-env.xml lacks HostName; the host's users,
-/// groups, homes and host name stay as they were.
+/// WALinuxAgent in its own provisioning mode (`walinuxagent-2.16-waagent`, and 2.12 from Debian
+/// 13 beside it) provisions the guest of each `guest.*` scenario, unmodified: it creates the
+/// user the media's ovf-env.xml names (the stand-in recorded `useradd ... azureuser`), reports
+/// Ready, or ProvisioningFailed in its own words when useradd fails or the ovf-env.xml lacks
+/// HostName; the host's users, groups, homes and host name stay as they were.
 #[test]
 fn walinuxagent_2_16_provisions_the_guest_itself_and_reports_its_own_failures() {
     require_root();
     walinuxagent_root("2.16", "2.16.0.2");
+    provisions_the_guest("walinuxagent-2.16-waagent");
+}
+
+#[test]
+fn walinuxagent_2_12_provisions_the_guest_itself_and_reports_its_own_failures() {
+    require_root();
+    walinuxagent_root("2.12", "2.12.0.2");
+    provisions_the_guest("walinuxagent-2.12-waagent");
+}
+
+fn provisions_the_guest(agent: &str) {
     let before = host_files();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
-    let o = run(&["walinuxagent-2.16-waagent"], "guest.*", None, &out);
-    let all = cases(&out, "walinuxagent-2.16-waagent");
+    let o = run(&[agent], "guest.*", None, &out);
+    let all = cases(&out, agent);
     for (id, verdict, reason) in &all {
         assert_eq!(verdict, "pass", "{id}: {reason}\n{all:?}\n{o:?}");
     }
     assert_eq!(all.len(), 22, "{all:?}");
-    let artifacts = out.join("artifacts/walinuxagent-2.16-waagent");
+    let artifacts = out.join("artifacts").join(agent);
     for (scenario, useradd) in [
         ("guest.provisions", Some(None)),
         ("guest.useradd.fails", Some(Some(9))),
