@@ -10,13 +10,14 @@ use crate::runner_support::{self, repo, results, wirecheck, write_files};
 /// A planted agent: reports progress, runs `useradd`, then reports through the bundled
 /// reporter. `PLANT` decides what it says when `useradd` fails: `honest` names the user,
 /// `vague` says nothing about it, `ready-anyway` reports Ready; `lazy` never runs `useradd`
-/// and reports Ready.
+/// and reports Ready; `progress-only` never sends more than its in-progress report.
 const PLANTED: &str = r#"#!/bin/sh
 bin=$1 ws=$2 imds=$3 pool=$4 plant=$5
 set -- --wireserver="$ws" --imds="$imds" --protocol=json --kvp-pool="$pool" \
     --timeout=3 --imds-timeout=3 --retry-interval=0.2 --request-timeout=1
 "$bin/provision-report" in-progress --description="creating the admin user" "$@" || exit 1
 if [ "$plant" = lazy ]; then exec "$bin/provision-report" ready "$@"; fi
+if [ "$plant" = progress-only ]; then exit 0; fi
 err=$(useradd -m -s /bin/bash azureuser 2>&1)
 rc=$?
 if [ "$rc" -eq 0 ] || [ "$plant" = ready-anyway ]; then
@@ -168,6 +169,20 @@ fn a_guest_agent_reporting_ready_without_creating_the_user_fails() {
     assert_eq!(
         verdict(&v, "guest.provisions.json.report.state").0,
         "pass",
+        "{v:?}"
+    );
+}
+
+/// The expected state is the terminal report's: an agent that reports only its progress has not
+/// reported at all.
+#[test]
+fn a_guest_agent_that_only_reports_progress_fails() {
+    let (_dir, v) = run("progress-only");
+    let (terminal, reason) = verdict(&v, "guest.useradd.fails.json.behaviour.terminal");
+    assert_eq!(terminal, "fail", "{reason}\n{v:?}");
+    assert_eq!(
+        verdict(&v, "guest.provisions.json.behaviour.terminal").0,
+        "fail",
         "{v:?}"
     );
 }

@@ -3,7 +3,7 @@
 //! statuses its users rely on. The sandbox runs an unmodified agent where the fake answers on
 //! the platform's real addresses.
 //!
-//! The sandbox makes new network, mount and PID namespaces (util-linux `unshare`, then this
+//! The sandbox makes new network, mount, UTS and PID namespaces (util-linux `unshare`, then this
 //! binary re-executes itself inside them), and in there:
 //!
 //! * brings `lo` up and adds `168.63.129.16/32` and `169.254.169.254/32` to it; the fake's
@@ -22,6 +22,7 @@
 //!   (65534) on the host, without capabilities, under the agent system-call filter
 //!   (`fake_wireserver::contain`), with `/var/lib/hyperv` nobody's (what else it must write,
 //!   the caller hands to nobody and binds in; a `--bind` target below `/run` is made);
+//! * with `--guest FILE`, makes COMMAND's world a simulated Azure VM ([`crate::guest`]);
 //! * runs COMMAND, then writes the journal (`journal.jsonl`, JSON Lines) and copies of
 //!   `/var/lib/hyperv/.kvp_pool_*` into `--out DIR`: regular files of at most
 //!   [`POOL_COPY_MAX`] bytes only, never followed through a link; the others are listed in

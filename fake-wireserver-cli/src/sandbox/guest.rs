@@ -52,16 +52,7 @@ pub(crate) fn prepare(guest: &Guest, exe: &Path) -> anyhow::Result<()> {
     make_dirs(Path::new(STATE_DIR))?;
     // Kept reachable first: the private folders may hide where this binary lives.
     let stand_in = state("stand-in");
-    fs::File::create(&stand_in).context("cannot create the stand-in's mount point")?;
-    tool(
-        "mount",
-        &[
-            "-n",
-            "--bind",
-            setup::path_str(exe)?,
-            setup::path_str(&stand_in)?,
-        ],
-    )?;
+    bind_file(exe, &stand_in)?;
     private_etc().context("making the guest's private /etc")?;
     for dir in PRIVATE_DIRS {
         private_dir(dir).with_context(|| format!("making the guest's private {dir}"))?;
@@ -90,7 +81,7 @@ fn private_etc() -> anyhow::Result<()> {
     )?;
     tool("cp", &["-a", "/etc/.", setup::path_str(&copy)?])?;
     hand_to_guest(&copy)?;
-    tool("mount", &["-n", "--bind", setup::path_str(&copy)?, "/etc"])?;
+    setup::bind_mount(&copy, Path::new("/etc"))?;
     Ok(())
 }
 
@@ -160,25 +151,19 @@ fn dmi(guest: &Guest) -> anyhow::Result<()> {
     }
     let id = Path::new("/sys/class/dmi/id");
     if let Ok(real) = id.canonicalize() {
-        return tool(
-            "mount",
-            &[
-                "-n",
-                "--bind",
-                setup::path_str(&dir)?,
-                setup::path_str(&real)?,
-            ],
-        )
-        .map(drop);
+        return setup::bind_mount(&dir, &real);
     }
     // No DMI on this machine: `/sys/class` is rebuilt with a `dmi/id` of the guest's.
     setup::rebuild_dir(Path::new("/sys/class"), Some("dmi"), None)?;
     make_dirs(id)?;
-    tool(
-        "mount",
-        &["-n", "--bind", setup::path_str(&dir)?, "/sys/class/dmi/id"],
-    )
-    .map(drop)
+    setup::bind_mount(&dir, id)
+}
+
+/// The file `source` bound over a new empty file `target` (its mount point).
+fn bind_file(source: &Path, target: &Path) -> anyhow::Result<()> {
+    fs::File::create(target)
+        .with_context(|| format!("cannot create the mount point {}", target.display()))?;
+    setup::bind_mount(source, target)
 }
 
 /// Generation 2 boots UEFI (`/sys/firmware/efi` exists); generation 1 does not.
@@ -291,7 +276,6 @@ fn stand_ins(faults: &BTreeMap<Tool, ToolFault>, exe: &Path) -> anyhow::Result<(
     fs::write(state(CALLS_FILE), b"").context("cannot create the guest's call record")?;
     std::os::unix::fs::chown(state(CALLS_FILE), Some(OUTSIDE_UID), Some(OUTSIDE_GID))
         .context("cannot hand the guest's call record to it")?;
-    let exe = setup::path_str(exe)?;
     for t in Tool::ALL {
         let mut places: Vec<PathBuf> = TOOL_DIRS
             .iter()
@@ -306,19 +290,9 @@ fn stand_ins(faults: &BTreeMap<Tool, ToolFault>, exe: &Path) -> anyhow::Result<(
         let Some(first) = places.first() else {
             continue;
         };
-        let kept = real_dir.join(t.name());
-        fs::File::create(&kept).with_context(|| format!("cannot create {}", kept.display()))?;
-        tool(
-            "mount",
-            &[
-                "-n",
-                "--bind",
-                setup::path_str(first)?,
-                setup::path_str(&kept)?,
-            ],
-        )?;
+        bind_file(first, &real_dir.join(t.name()))?;
         for place in &places {
-            tool("mount", &["-n", "--bind", exe, setup::path_str(place)?])?;
+            setup::bind_mount(exe, place)?;
         }
     }
     Ok(())

@@ -343,25 +343,23 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
         }
         None => None,
     };
-    if args.guest.is_some() {
-        // Root of a guest namespace: nobody on the host, its users ids of their own.
-        let root = userns::UnprivilegedRoot::new_guest()
-            .context("--guest: cannot make COMMAND's user namespace")?;
-        // SAFETY: between fork and exec, `enter` and `lock_down_guest` only make system calls.
-        unsafe {
-            command.pre_exec(move || {
-                root.enter()?;
-                fake_wireserver::contain::lock_down_guest()
-            });
+    if args.unprivileged || args.guest.is_some() {
+        // A guest's root is nobody on the host too, its users ids of their own, and keeps its
+        // capabilities in its own namespace (`contain::lock_down_guest`).
+        let guest = args.guest.is_some();
+        let root = match guest {
+            true => userns::UnprivilegedRoot::new_guest(),
+            false => userns::UnprivilegedRoot::new(),
         }
-    } else if args.unprivileged {
-        let root = userns::UnprivilegedRoot::new()
-            .context("--unprivileged: cannot make COMMAND's user namespace")?;
-        // SAFETY: between fork and exec, `enter` and `lock_down` only make system calls.
+        .context("cannot make COMMAND's user namespace")?;
+        // SAFETY: between fork and exec, `enter` and the lock-downs only make system calls.
         unsafe {
             command.pre_exec(move || {
                 root.enter()?;
-                fake_wireserver::contain::lock_down()
+                match guest {
+                    true => fake_wireserver::contain::lock_down_guest(),
+                    false => fake_wireserver::contain::lock_down(),
+                }
             });
         }
     }
