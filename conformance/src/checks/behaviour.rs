@@ -774,6 +774,18 @@ fn code_as_declared(t: &mut Tally, obs: &Observation, ending: &Ending, code: i32
     };
     if ok {
         t.note(ending.end_evidence());
+    } else if let Some(lateness) = accepted
+        // Its "not reported" status: any other is wrong whatever the timing.
+        .filter(|_| codes.failed.is_empty() || codes.failed.contains(&code))
+        .and_then(|e| answer_maybe_past_deadline(obs, ri, e))
+    {
+        t.uncertain(
+            format!(
+                "run {} exited with {code} (not reported), though its report was accepted; {lateness}",
+                ri + 1
+            ),
+            ending.end_evidence(),
+        );
     } else {
         let expected = match accepted {
             Some(_) => format!("one of {:?} (report delivered)", codes.reported),
@@ -787,6 +799,27 @@ fn code_as_declared(t: &mut Tally, obs: &Observation, ending: &Ending, code: i32
             ending.end_evidence(),
         );
     }
+}
+
+/// Why the accepting answer to `accepted` may have reached the agent only after it had stopped
+/// waiting for it, if it may: the answer ended within the lag measured around it (the runner's
+/// stalls, the agent's waits for a CPU since its loop began) of the earliest deadline the agent
+/// can have had for it: its request timeout from the request, or its budget from the earliest
+/// moment its loop can have started. An agent that says "not reported" of an answer that came
+/// in time, by more than that lag, fails.
+fn answer_maybe_past_deadline(obs: &Observation, ri: usize, accepted: &Entry) -> Option<String> {
+    let done = accepted.done_ms?;
+    let start = earliest_loop_start(obs, ri, Service::Wireserver);
+    let deadline = (accepted.at_ms + ms(obs.request_timeout()))
+        .min(start + ms(obs.budget_for(Service::Wireserver)));
+    let lag = obs.uncertainty_ms(done) + obs.agent_waited_ms(start, obs.runs[ri].end_ms);
+    (done + lag >= deadline).then(|| {
+        format!(
+            "the answer ended {} after the request, within the {lag} ms the machine lagged of the agent's deadline for it ({} after the request), so it may have come too late for the agent",
+            secs(done.saturating_sub(accepted.at_ms)),
+            secs(deadline.saturating_sub(accepted.at_ms))
+        )
+    })
 }
 
 /// How close to a deadline kill a hung connection's close counts as caused by the kill.

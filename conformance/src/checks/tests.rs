@@ -191,7 +191,7 @@ fn judge_at(
 }
 
 /// What the checks see of a run at the wall clock on a machine that kept time.
-fn observation<'a>(
+pub(crate) fn observation<'a>(
     profile: &'a AgentProfile,
     scenario: &'a Scenario,
     journal: Vec<Entry>,
@@ -1108,6 +1108,43 @@ fn exit_status_must_match_delivery() {
         vec![run(0, 20, Exit::Code(0))],
     );
     assert_eq!(honest.verdict, Verdict::Pass);
+}
+
+/// "Not reported" of an accepted report is the machine's doing only when the answer ended
+/// within the lag measured around it of the agent's deadline for it (its request timeout, or
+/// its budget): a loaded machine delivered it too late. Any earlier, the agent is wrong.
+#[test]
+fn not_reported_of_a_late_accepted_answer_is_the_machines_only_within_the_lag() {
+    let s = scenario(""); // budget 3 s, request timeout 1 s
+    let exit_after = |at: u64, done: u64, code: i32, stall_ms: u64| {
+        let mut post = health(1, at, 201);
+        post.done_ms = Some(done);
+        let stalls = vec![crate::observe::Stall {
+            end_ms: done,
+            len_ms: stall_ms,
+        }];
+        judge_stalled(
+            "behaviour.exit",
+            &s,
+            vec![post],
+            vec![run(0, done + 5, Exit::Code(code))],
+            if stall_ms == 0 { vec![] } else { stalls },
+        )
+    };
+    // A prompt answer: "not reported" is the agent's error, stall or not.
+    assert_eq!(exit_after(10, 12, 1, 0).verdict, Verdict::Fail);
+    assert_eq!(exit_after(10, 12, 1, 300).verdict, Verdict::Fail);
+    // Within the 10 ms stall of the budget's end (3 s from the run's start).
+    let late = exit_after(2000, 2995, 1, 10);
+    assert_eq!(late.verdict, Verdict::Informational, "{late:?}");
+    assert!(late.stalled);
+    assert!(late.reason.unwrap().contains("may have come too late"));
+    assert_eq!(exit_after(2000, 2989, 1, 10).verdict, Verdict::Fail);
+    // Within the 30 ms stall of the request's timeout (1 s after it).
+    assert_eq!(exit_after(500, 1480, 1, 30).verdict, Verdict::Informational);
+    assert_eq!(exit_after(500, 1460, 1, 30).verdict, Verdict::Fail);
+    // A status that is not its "not reported" one is wrong whatever the timing.
+    assert_eq!(exit_after(2000, 2995, 2, 10).verdict, Verdict::Fail);
 }
 
 #[test]

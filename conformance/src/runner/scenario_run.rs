@@ -361,6 +361,12 @@ fn unstalled(cases: Vec<CaseResult>) -> Vec<Attempted> {
         .collect()
 }
 
+/// Whether the runner measured a stall of its own, or of the agent's processes waiting for a
+/// CPU, during the case.
+fn machine_lagged(obs: &Observation) -> bool {
+    !obs.stalls.is_empty() || !obs.agent_waited.is_empty()
+}
+
 /// The snapshot case: the pair's transcript against its accepted snapshot.
 fn snapshot_judgement(snapshots: &super::SnapshotSettings, obs: &Observation) -> Judgement {
     use crate::snapshot::{Outcome, Snapshot, store};
@@ -397,22 +403,32 @@ fn snapshot_judgement(snapshots: &super::SnapshotSettings, obs: &Observation) ->
                 }
             }
         }
-        // A scenario whose answers move with the clock, on a machine that stalled the runner:
-        // the difference may be the machine's, as with any timing comparison (`runner::lag`).
-        Ok(Outcome::Differs { diff, pending })
-            if !crate::snapshot::transcript::timing_free(obs) && !obs.stalls.is_empty() =>
+        // The machine's, maybe, as with any timing comparison (`runner::lag`): a scenario whose
+        // answers move with the clock, or a difference only in what the agent's own timers
+        // decide (a resend, an exit status), on a machine that stalled the runner or held the
+        // agent back during the case. Stalled: the runner tries the case again.
+        Ok(Outcome::Differs {
+            diff,
+            accepted,
+            pending,
+        }) if machine_lagged(obs)
+            && (!crate::snapshot::transcript::timing_free(obs)
+                || crate::snapshot::transcript::same_but_for_timers(
+                    &accepted,
+                    &snapshot.transcript,
+                )) =>
         {
             Judgement {
                 verdict: Verdict::Informational,
                 reason: Some(format!(
-                    "differs from its accepted snapshot, but this scenario's answers depend on time and the runner stalled during the case, so the difference may be the machine's; the new one is {}",
+                    "differs from its accepted snapshot only where time decides (this scenario's answers, or the agent's resends and exit), and the machine stalled the runner or held the agent back during the case, so the difference may be the machine's; the new one is {}",
                     pending.display()
                 )),
                 evidence: vec![crate::checks::note("diff, accepted → this run", Some(diff))],
                 stalled: true,
             }
         }
-        Ok(Outcome::Differs { diff, pending }) => Judgement::fail(
+        Ok(Outcome::Differs { diff, pending, .. }) => Judgement::fail(
             format!(
                 "what the agent emitted differs from its accepted snapshot; the new one is {} (`{accept}` if the change is intended)",
                 pending.display()
@@ -428,5 +444,70 @@ fn snapshot_judgement(snapshots: &super::SnapshotSettings, obs: &Observation) ->
             Vec::new(),
         ),
         Err(e) => Judgement::fail(format!("the snapshot cannot be compared: {e}"), Vec::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::tests::{health, observation, profile, run, scenario};
+    use crate::exec::Exit;
+    use crate::observe::Stall;
+
+    /// A resend or an exit status that differs from the accepted snapshot is the machine's only
+    /// when it measured a stall during the case (the case then runs again); anything else the
+    /// agent emitted differently fails, stall or not.
+    #[test]
+    fn only_the_agents_timers_may_differ_on_a_machine_that_stalled() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = super::super::SnapshotSettings {
+            dir: dir.path().to_owned(),
+            strict: true,
+        };
+        let (s, p) = (scenario(""), profile());
+        let judge = |journal, exit, stalls: Vec<Stall>| {
+            let mut obs = observation(&p, &s, journal, vec![run(0, 3000, exit)]);
+            obs.stalls = stalls;
+            snapshot_judgement(&settings, &obs)
+        };
+        // Accept the quiet run's transcript.
+        assert_eq!(
+            judge(vec![health(1, 0, 201)], Exit::Code(0), vec![]).verdict,
+            Verdict::Fail
+        );
+        let snap = crate::snapshot::store::path(dir.path(), "t", "t");
+        std::fs::rename(crate::snapshot::store::pending_path(&snap), &snap).unwrap();
+        let quiet = judge(vec![health(1, 0, 201)], Exit::Code(0), vec![]);
+        assert_eq!(quiet.verdict, Verdict::Pass, "{quiet:?}");
+
+        let stall = || {
+            vec![Stall {
+                end_ms: 2500,
+                len_ms: 40,
+            }]
+        };
+        let resent = || vec![health(1, 0, 201), health(2, 300, 201)];
+        for (journal, exit) in [
+            (resent(), Exit::Code(0)),
+            (vec![health(1, 0, 201)], Exit::Code(1)),
+        ] {
+            let kept_time = judge(journal.clone(), exit.clone(), vec![]);
+            assert_eq!(kept_time.verdict, Verdict::Fail, "{kept_time:?}");
+            let stalled = judge(journal, exit, stall());
+            assert_eq!(stalled.verdict, Verdict::Informational, "{stalled:?}");
+            assert!(stalled.stalled);
+            assert!(stalled.reason.unwrap().contains("where time decides"));
+        }
+        // Another request is what the agent emitted, whatever the machine did.
+        let goal_state = crate::checks::tests::entry(
+            2,
+            fake_wireserver::EndpointId::WireserverGoalstate,
+            10,
+            Some(12),
+            fake_wireserver::journal::AnswerKind::Default,
+            Some(200),
+        );
+        let other = judge(vec![health(1, 0, 201), goal_state], Exit::Code(0), stall());
+        assert_eq!(other.verdict, Verdict::Fail, "{other:?}");
     }
 }

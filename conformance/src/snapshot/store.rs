@@ -181,6 +181,8 @@ pub enum Outcome {
     /// A unified diff, old → new; the transcript was written as pending.
     Differs {
         diff: String,
+        /// The accepted transcript (what the diff is from).
+        accepted: String,
         pending: PathBuf,
     },
     /// The snapshot is of another format: not compared; the transcript was written as pending.
@@ -222,6 +224,7 @@ pub fn compare(dir: &Path, snapshot: &Snapshot) -> Result<Outcome, String> {
         },
         Some(old) => Outcome::Differs {
             diff: diff(&old.transcript, &snapshot.transcript, &snap),
+            accepted: old.transcript.clone(),
             pending: pending.clone(),
         },
         None => Outcome::New {

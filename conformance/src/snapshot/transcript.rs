@@ -243,6 +243,27 @@ pub fn timing_free(obs: &Observation) -> bool {
     obs.scenario.fake.triggers.is_empty() && obs.scenario.fake.rate_limit.is_none()
 }
 
+/// Whether two transcripts differ at most in what an agent's own timers decide on a machine
+/// that held it or the fake back: how often a request was sent (a resend after a request
+/// timeout that a stall caused) and how a run ended (a delivered report whose answer came after
+/// the agent's deadline). Every request, header, body, report and KVP record is the same.
+pub fn same_but_for_timers(accepted: &str, new: &str) -> bool {
+    fn timer_free(line: &str) -> &str {
+        // A run's end, at the run's indentation (deeper lines are bodies).
+        if line.starts_with("  exit: ") {
+            return "  exit";
+        }
+        match line.rsplit_once("  (attempts: ") {
+            Some((request, count)) if count.ends_with(')') => request,
+            _ => line,
+        }
+    }
+    accepted
+        .lines()
+        .map(timer_free)
+        .eq(new.lines().map(timer_free))
+}
+
 fn is_terminal(entry: &Entry) -> bool {
     entry.answer.status.is_some_and(|s| (200..300).contains(&s))
         && entry.report.as_ref().is_some_and(|r| r.is_terminal())
@@ -524,6 +545,38 @@ mod tests {
             health(4, 1700, 201),
         ]);
         assert_eq!(scripted_then_late, scripted);
+    }
+
+    /// A resend and an exit status are the agent's timers; any other difference is what it
+    /// emitted.
+    #[test]
+    fn only_attempt_counts_and_exits_are_the_timers() {
+        let accepted = transcript_of(vec![health(1, 0, 201)]);
+        let resent = transcript_of(vec![health(1, 0, 201), health(2, 300, 201)]);
+        assert_ne!(accepted, resent);
+        assert!(same_but_for_timers(&accepted, &resent));
+        let exited_1 = accepted.replace("exit: status 0", "exit: status 1");
+        assert!(accepted.contains("  exit: status 0"), "{accepted}");
+        assert!(same_but_for_timers(&accepted, &exited_1));
+        // Another request, a missing line: not the timers.
+        let goal_state = crate::checks::tests::entry(
+            2,
+            fake_wireserver::EndpointId::WireserverGoalstate,
+            10,
+            Some(12),
+            fake_wireserver::journal::AnswerKind::Default,
+            Some(200),
+        );
+        let other = transcript_of(vec![health(1, 0, 201), goal_state]);
+        assert!(!same_but_for_timers(&accepted, &other));
+        let cut: String = accepted.lines().skip(1).map(|l| format!("{l}\n")).collect();
+        assert!(!same_but_for_timers(&accepted, &cut));
+        // An "exit:" deeper than a run's line is a body's, compared as it is.
+        let body = format!("{accepted}    exit: 1\n");
+        assert!(!same_but_for_timers(
+            &body,
+            &format!("{accepted}    exit: 2\n")
+        ));
     }
 
     #[test]
