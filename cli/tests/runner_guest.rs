@@ -70,6 +70,19 @@ reported = [0]
 
 /// Runs the planted agent on the guest scenarios' JSON instances; (case, verdict, reason).
 fn run(plant: &str) -> (tempfile::TempDir, Vec<(String, String, String)>) {
+    let (dir, v, _) = run_cases(plant, "{guest.useradd.fails,guest.provisions}.json.*");
+    (dir, v)
+}
+
+/// The planted agent on the cases `cases` selects: its folder, its cases, its output.
+fn run_cases(
+    plant: &str,
+    cases: &str,
+) -> (
+    tempfile::TempDir,
+    Vec<(String, String, String)>,
+    std::process::Output,
+) {
     // Below the target folder: a case folder the agent (nobody on the host) can reach.
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let agents = planted(dir.path(), plant);
@@ -80,7 +93,7 @@ fn run(plant: &str) -> (tempfile::TempDir, Vec<(String, String, String)>) {
         .arg(&agents)
         .arg("--out")
         .arg(&out)
-        .args(["--cases", "{guest.useradd.fails,guest.provisions}.json.*"])
+        .args(["--cases", cases])
         .output()
         .unwrap();
     let v = runner_support::cases(&results(&out));
@@ -90,7 +103,32 @@ fn run(plant: &str) -> (tempfile::TempDir, Vec<(String, String, String)>) {
         runner_support::stdout(&o),
         runner_support::stderr(&o)
     );
-    (dir, v)
+    (dir, v, o)
+}
+
+/// An agent that runs only in a guest is not offered a scenario without one: neither run nor
+/// skipped (no rows), named once in the summary and results.json.
+#[test]
+fn a_scenario_without_a_guest_is_not_offered_to_a_guest_only_agent() {
+    let (dir, v, o) = run_cases(
+        "honest",
+        "{guest.provisions.json.*,imds.unreachable.behaviour.exit}",
+    );
+    assert!(
+        v.iter()
+            .all(|(id, ..)| id.starts_with("guest.provisions.json.")),
+        "{v:?}"
+    );
+    let r = results(&dir.path().join("out"));
+    let unclaimed = &r["unclaimed_flows"];
+    assert_eq!(unclaimed.as_array().map(Vec::len), Some(1), "{unclaimed}");
+    assert_eq!(unclaimed[0]["flow"], "without-guest", "{unclaimed}");
+    assert_eq!(unclaimed[0]["scenarios"], 1, "{unclaimed}");
+    let out = runner_support::stdout(&o);
+    assert!(
+        out.contains("planted-honest: it runs only in a guest: 1 scenario without one ("),
+        "{out}"
+    );
 }
 
 fn verdict<'a>(v: &'a [(String, String, String)], id: &str) -> (&'a str, &'a str) {

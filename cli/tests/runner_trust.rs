@@ -122,7 +122,7 @@ fn a_flow_the_agent_does_not_claim_is_named_once_not_skipped_case_by_case() {
         .unwrap();
     assert!(
         stdout(&matrix).contains(&format!(
-            "| *flows not claimed* | xml (1 scenario, {} cases) |",
+            "| *not offered* | xml (1 scenario, {} cases) |",
             all.len()
         )),
         "{}",

@@ -76,8 +76,6 @@ pub enum CannotArrange {
     InProgressAlwaysGoesOn { agent: String },
     /// The sandbox runs one invocation per scenario; this many were asked for.
     InvocationsInSandbox(usize),
-    /// The agent provisions only a guest (`[guest] only`), and the scenario has none.
-    NeedsGuest { agent: String },
 }
 
 impl fmt::Display for CannotArrange {
@@ -90,10 +88,6 @@ impl fmt::Display for CannotArrange {
             CannotArrange::InvocationsInSandbox(n) => write!(
                 f,
                 "the sandbox runs one agent invocation per scenario; this one has {n}"
-            ),
-            CannotArrange::NeedsGuest { agent } => write!(
-                f,
-                "{agent} runs only where it provisions a guest ([guest] only = true), and this scenario has no [guest]"
             ),
         }
     }
@@ -139,8 +133,7 @@ impl Skip {
         match self {
             Skip::Unclaimed { .. }
             | Skip::CheckUnclaimed { .. }
-            | Skip::CannotArrange(CannotArrange::InProgressAlwaysGoesOn { .. })
-            | Skip::CannotArrange(CannotArrange::NeedsGuest { .. }) => true,
+            | Skip::CannotArrange(CannotArrange::InProgressAlwaysGoesOn { .. }) => true,
             Skip::CannotArrange(CannotArrange::InvocationsInSandbox(_))
             | Skip::TooLong(_)
             | Skip::Unavailable(_)

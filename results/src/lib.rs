@@ -31,8 +31,8 @@ pub mod text;
 
 pub use model::{
     AgentResults, AnswerClass, Attempts, CaseResult, Evidence, NeverStartedAgent, NotJudged,
-    PartInfo, RunEnd, RunInfo, RunResults, SCHEMA_VERSION, Timeline, TimelineEvent, UnclaimedFlow,
-    Unsteady, Verdict, VerdictCounts,
+    NotOffered, PartInfo, RunEnd, RunInfo, RunResults, SCHEMA_VERSION, Timeline, TimelineEvent,
+    UnclaimedFlow, Unsteady, Verdict, VerdictCounts,
 };
 pub use output::ResultsError;
 

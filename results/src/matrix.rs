@@ -105,9 +105,10 @@ pub fn render(results: &RunResults) -> String {
     out
 }
 
-/// The row naming, once per agent, the flows it does not claim (their scenarios were not
-/// offered to it, so they are in no other row).
-const UNCLAIMED_ROW: &str = "*flows not claimed*";
+/// The row naming, once per agent, what it was not offered (the flows it does not claim, the
+/// scenarios without a guest for an agent that runs only in one), so those scenarios are in no
+/// other row.
+const UNCLAIMED_ROW: &str = "*not offered*";
 
 /// `json (30 scenarios, 212 cases)`, `; `-joined, or `–`.
 fn unclaimed_cell(results: &RunResults, agent: &str) -> String {
@@ -119,7 +120,7 @@ fn unclaimed_cell(results: &RunResults, agent: &str) -> String {
             let plural = |n: usize| if n == 1 { "" } else { "s" };
             format!(
                 "{} ({} scenario{}, {} case{})",
-                escape(&u.flow, 20),
+                u.flow.label(),
                 u.scenarios,
                 plural(u.scenarios),
                 u.cases,
@@ -234,13 +235,13 @@ mod tests {
         ];
         results.unclaimed_flows = vec![crate::model::UnclaimedFlow {
             agent: "a".into(),
-            flow: "json".into(),
+            flow: crate::model::NotOffered::Json,
             scenarios: 30,
             cases: 212,
         }];
         let table = render(&results);
         assert!(
-            table.contains("| *flows not claimed* | json (30 scenarios, 212 cases) | – |\n"),
+            table.contains("| *not offered* | json (30 scenarios, 212 cases) | – |\n"),
             "{table}"
         );
         assert!(!table.contains("skipped"), "{table}");
@@ -340,7 +341,7 @@ mod tests {
                         .collect();
                     unclaimed.push(crate::model::UnclaimedFlow {
                         agent: agent.agent.clone(),
-                        flow: name.to_owned(),
+                        flow: crate::model::NotOffered::from_label(name).expect("a flow"),
                         scenarios: numbers[0],
                         cases: numbers[1],
                     });

@@ -104,32 +104,81 @@ pub struct RunResults {
     pub agents: Vec<AgentResults>,
 }
 
-/// A flow an agent does not claim, and what the plan had on it.
+/// Scenarios an agent was not offered, and what the plan had of them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnclaimedFlow {
     pub agent: String,
-    /// `json` or `xml`.
-    pub flow: String,
-    /// Scenario instances on that flow that were not offered.
+    /// Why they were not offered: a flow it does not claim, or no guest for an agent that
+    /// provisions only guests.
+    pub flow: NotOffered,
+    /// Scenario instances that were not offered.
     pub scenarios: usize,
     /// Their selected cases.
     pub cases: usize,
 }
 
+/// Why an agent was not offered a scenario (the scenario's side of what the agent claims).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum NotOffered {
+    /// A scenario on the JSON health flow, to an agent that does not claim `json`.
+    #[serde(rename = "json")]
+    Json,
+    /// A scenario on the XML flow, to an agent that does not claim `xml`.
+    #[serde(rename = "xml")]
+    Xml,
+    /// A scenario without a guest, to an agent whose profile runs it only in one.
+    #[serde(rename = "without-guest")]
+    WithoutGuest,
+}
+
+impl NotOffered {
+    pub const ALL: [NotOffered; 3] = [NotOffered::Json, NotOffered::Xml, NotOffered::WithoutGuest];
+
+    /// The serialized name (`json`, `xml`, `without-guest`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotOffered::Json => "json",
+            NotOffered::Xml => "xml",
+            NotOffered::WithoutGuest => "without-guest",
+        }
+    }
+
+    /// What a reader is shown: the flow, or `without a guest`.
+    pub fn label(self) -> &'static str {
+        match self {
+            NotOffered::Json => "json",
+            NotOffered::Xml => "xml",
+            NotOffered::WithoutGuest => "without a guest",
+        }
+    }
+
+    /// The one [`Self::label`] names.
+    pub fn from_label(label: &str) -> Option<NotOffered> {
+        NotOffered::ALL.into_iter().find(|n| n.label() == label)
+    }
+}
+
 impl std::fmt::Display for UnclaimedFlow {
-    /// `the json flow is not claimed: 30 scenarios (212 cases) not offered` (the agent's name
-    /// is the caller's to show).
+    /// `the json flow is not claimed: 30 scenarios (212 cases) not offered`, or `it runs only
+    /// in a guest: 41 scenarios without one (312 cases) not offered` (the agent's name is the
+    /// caller's to show).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let plural = |n: usize| if n == 1 { "" } else { "s" };
-        write!(
-            f,
-            "the {} flow is not claimed: {} scenario{} ({} case{}) not offered",
-            self.flow,
-            self.scenarios,
-            plural(self.scenarios),
-            self.cases,
-            plural(self.cases)
-        )
+        let (scenarios, cases) = (self.scenarios, self.cases);
+        let counted = match self.flow {
+            NotOffered::Json | NotOffered::Xml => format!(
+                "the {} flow is not claimed: {scenarios} scenario{} ({cases} case{})",
+                self.flow.label(),
+                plural(scenarios),
+                plural(cases)
+            ),
+            NotOffered::WithoutGuest => format!(
+                "it runs only in a guest: {scenarios} scenario{} without one ({cases} case{})",
+                plural(scenarios),
+                plural(cases)
+            ),
+        };
+        write!(f, "{counted} not offered")
     }
 }
 

@@ -193,7 +193,7 @@ mod tests {
         });
         offered_nothing.unclaimed_flows = vec![crate::model::UnclaimedFlow {
             agent: "xml-only".into(),
-            flow: "json".into(),
+            flow: crate::model::NotOffered::Json,
             scenarios: 3,
             cases: 30,
         }];

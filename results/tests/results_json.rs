@@ -158,7 +158,7 @@ fn written_file_validates_against_the_schema() {
     // `unclaimed_flows` only when an agent does not claim a flow the plan has.
     results.unclaimed_flows = vec![wirecheck_results::UnclaimedFlow {
         agent: "provision-report".into(),
-        flow: "json".into(),
+        flow: wirecheck_results::NotOffered::Json,
         scenarios: 29,
         cases: 347,
     }];

@@ -511,7 +511,7 @@ pub struct AgentProfile {
 /// `[guest]`: an agent that provisions a simulated VM and chooses its own failure text.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GuestPolicy {
-    /// Its commands run only in a guest (`only`): scenarios without one cannot be arranged.
+    /// Its commands run only in a guest (`only`): scenarios without one are not offered to it.
     pub only: bool,
     /// What its failure text says for each guest scenario (by scenario id, without the flow):
     /// the text its report's reason must contain (`[guest.reasons]`).

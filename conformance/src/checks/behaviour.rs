@@ -889,47 +889,90 @@ pub fn timeout(obs: &Observation) -> Judgement {
                         obs.request_span_ms(e),
                         obs.uncertainty_ms(run.end_ms),
                     ) == Within::Inside;
-                let late = stall_flips(
-                    gave_up_after,
-                    allowed + 1,
-                    obs.uncertainty_ms(e.at_ms),
-                    obs.uncertainty_ms(e.at_ms + gave_up_after),
+                let limits = Limits { allowed, timeout };
+                give_up(
+                    &mut t,
+                    obs,
+                    e,
+                    (gave_up_after, &what),
+                    limits,
+                    cut_by_budget,
                 );
-                if let Some(late) = late.filter(|_| !cut_by_budget) {
-                    t.uncertain(
-                        format!(
-                            "waited {} on unanswered request #{} ({what}), the limit is {}, and the runner's wake-ups around then came up to {late} ms late",
-                            secs(gave_up_after),
-                            e.seq,
-                            secs(allowed)
-                        ),
-                        about(line(e), &[e], None),
-                    );
-                } else if gave_up_after > allowed && !cut_by_budget {
-                    t.fail(
-                        format!(
-                            "waited {} on unanswered request #{} ({what}); the per-request timeout is {}",
-                            secs(gave_up_after),
-                            e.seq,
-                            secs(timeout)
-                        ),
-                        about(line(e), &[e], None),
-                    );
-                } else {
-                    t.note(about(
-                        format!(
-                            "gave up on #{} within {} ({what})",
-                            e.seq,
-                            secs(gave_up_after)
-                        ),
-                        &[e],
-                        None,
-                    ));
-                }
             }
         }
     }
     t.finish("no request went unanswered")
+}
+
+/// A hung request's limits: what the agent may wait in all, and its own timeout.
+#[derive(Clone, Copy)]
+struct Limits {
+    allowed: u64,
+    timeout: u64,
+}
+
+/// Judges when the agent gave up on the unanswered request `e` (`gave_up_after` ms after it,
+/// seen as `what`): within the limit passes; past it fails, unless the runner's stalls or the
+/// agent's waits for a CPU could have made it so, or the budget ended the attempt.
+fn give_up(
+    t: &mut Tally,
+    obs: &Observation,
+    e: &Entry,
+    (gave_up_after, what): (u64, &str),
+    Limits { allowed, timeout }: Limits,
+    cut_by_budget: bool,
+) {
+    let late = stall_flips(
+        gave_up_after,
+        allowed + 1,
+        obs.uncertainty_ms(e.at_ms),
+        obs.uncertainty_ms(e.at_ms + gave_up_after),
+    );
+    // Giving up is CPU-bound work too: an agent the machine kept off the CPU meanwhile (waits
+    // the runner measured, short ones added up) may notice its timeout late by as much.
+    let held = obs.agent_waited_ms(e.at_ms, e.at_ms + gave_up_after);
+    let over = gave_up_after.saturating_sub(allowed);
+    if let Some(late) = late.filter(|_| !cut_by_budget) {
+        t.uncertain(
+            format!(
+                "waited {} on unanswered request #{} ({what}), the limit is {}, and the runner's wake-ups around then came up to {late} ms late",
+                secs(gave_up_after),
+                e.seq,
+                secs(allowed)
+            ),
+            about(line(e), &[e], None),
+        );
+    } else if over > 0 && !cut_by_budget && held >= over {
+        t.uncertain(
+            format!(
+                "waited {} on unanswered request #{} ({what}), {over} ms past the limit of {}, and its processes waited {held} ms for a CPU meanwhile: the machine, not the agent, may have made it late",
+                secs(gave_up_after),
+                e.seq,
+                secs(allowed)
+            ),
+            about(line(e), &[e], None),
+        );
+    } else if over > 0 && !cut_by_budget {
+        t.fail(
+            format!(
+                "waited {} on unanswered request #{} ({what}); the per-request timeout is {}",
+                secs(gave_up_after),
+                e.seq,
+                secs(timeout)
+            ),
+            about(line(e), &[e], None),
+        );
+    } else {
+        t.note(about(
+            format!(
+                "gave up on #{} within {} ({what})",
+                e.seq,
+                secs(gave_up_after)
+            ),
+            &[e],
+            None,
+        ));
+    }
 }
 
 pub fn refresh(obs: &Observation) -> Judgement {

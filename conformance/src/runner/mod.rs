@@ -22,9 +22,11 @@ use crate::checks::Judgement;
 use crate::diag::FileError;
 use crate::disposition::{Disposition, HarnessError, Skip};
 use crate::exec;
-use crate::scenario::Scenario;
+use crate::scenario::{Protocol, Scenario};
 use crate::select::{CaseFilter, Partition};
-use wirecheck_results::{AgentResults, CaseResult, RunResults, Timeline, UnclaimedFlow, Verdict};
+use wirecheck_results::{
+    AgentResults, CaseResult, NotOffered, RunResults, Timeline, UnclaimedFlow, Verdict,
+};
 
 pub use attach::in_process::ClosedPort;
 pub use case_root::{CASE_ROOT_PREFIX, CASES_FOLDER, CaseRoot};
@@ -88,13 +90,12 @@ pub fn unclaimed_flows(
     let mut out: Vec<UnclaimedFlow> = Vec::new();
     for profile in profiles {
         for scenario in by_id(scenarios) {
-            if offered(profile, scenario) {
+            let Some(flow) = not_offered(profile, scenario) else {
                 continue;
-            }
+            };
             let Some(p) = selected_pair(profile, scenario, filter, snapshots) else {
                 continue;
             };
-            let flow = scenario.agent.protocol.as_str();
             let cases = p.checks.len() + usize::from(p.snapshot);
             match out
                 .iter_mut()
@@ -106,7 +107,7 @@ pub fn unclaimed_flows(
                 }
                 None => out.push(UnclaimedFlow {
                     agent: profile.name.clone(),
-                    flow: flow.to_owned(),
+                    flow,
                     scenarios: 1,
                     cases,
                 }),
@@ -125,7 +126,19 @@ fn by_id(scenarios: &[Arc<Scenario>]) -> Vec<&Arc<Scenario>> {
 
 /// Whether the agent claims the scenario's flow: an agent is offered only its own flows.
 pub fn offered(profile: &AgentProfile, scenario: &Scenario) -> bool {
-    profile.claims(scenario.agent.protocol.capability())
+    not_offered(profile, scenario).is_none()
+}
+
+/// Why the scenario is not offered to the agent, if it is not: a flow it does not claim, or
+/// no guest for an agent whose profile runs it only in one (`[guest] only`).
+pub fn not_offered(profile: &AgentProfile, scenario: &Scenario) -> Option<NotOffered> {
+    if !profile.claims(scenario.agent.protocol.capability()) {
+        return Some(match scenario.agent.protocol {
+            Protocol::Json => NotOffered::Json,
+            Protocol::Xml => NotOffered::Xml,
+        });
+    }
+    (profile.guest.only && scenario.guest.is_none()).then_some(NotOffered::WithoutGuest)
 }
 
 /// The pair with the cases `filter` selects of it, if any.

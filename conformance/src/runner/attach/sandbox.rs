@@ -197,11 +197,6 @@ pub fn unsupported(p: &Planned) -> Option<CannotArrange> {
             scenario.agent.runs.len(),
         ));
     }
-    if p.profile.guest.only && scenario.guest.is_none() {
-        return Some(CannotArrange::NeedsGuest {
-            agent: p.profile.name.clone(),
-        });
-    }
     if p.profile.in_progress_continues_to_ready
         && !one_invocation_for_two(p)
         && scenario
