@@ -17,7 +17,7 @@
 //! * the provisioning media: a `/dev/sr0` entry and a tmpfs mounted from `/dev/sr0` on
 //!   [`MEDIA_MOUNT`] holding `ovf-env.xml` (agents that find the device already mounted read it
 //!   there; the kernel here may have no iso9660 or udf);
-//! * a primary NIC, `eth0` at [`PRIMARY_ADDRESS`], for agents that wait for one;
+//! * a primary NIC, `eth0` at [`PRIMARY_ADDRESS`] with IMDS's MAC, for agents that wait for one;
 //! * stand-ins for the provisioning tools ([`Tool`]): each call is recorded (a line of
 //!   [`GUEST_CALLS_FILE`] in `--out`: [`ToolCall`]), then fails as the guest file says, or
 //!   runs the real tool on the private `/etc` and `/home`.
@@ -36,6 +36,9 @@ pub const MEDIA_DEVICE: &str = "/dev/sr0";
 pub const PRIMARY_NIC: &str = "eth0";
 /// The primary NIC's address (a /24).
 pub const PRIMARY_ADDRESS: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 4);
+/// The primary NIC's MAC: the one the default IMDS instance document gives its interface
+/// (`network.interface[0].macAddress`), as on Azure, where agents match the two (cloud-init).
+pub const PRIMARY_MAC: &str = "60:45:bd:a7:a1:b2";
 /// The stand-ins' calls, one JSON line each ([`ToolCall`]), in `--out`.
 pub const GUEST_CALLS_FILE: &str = "guest-calls.jsonl";
 /// Calls recorded at most (in bytes: [`CALLS_FILE_MAX`]); later calls are not recorded.
@@ -283,6 +286,16 @@ pub struct ToolCall {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The guest's NIC is the one IMDS describes: an agent matching them finds its NIC.
+    #[test]
+    fn the_primary_mac_is_the_default_instance_documents() {
+        let doc: serde_json::Value = serde_json::from_str(crate::documents::INSTANCE_JSON).unwrap();
+        let mac = doc["network"]["interface"][0]["macAddress"]
+            .as_str()
+            .unwrap();
+        assert_eq!(PRIMARY_MAC.replace(':', "").to_uppercase(), mac);
+    }
 
     #[test]
     fn gen1_shows_the_vm_id_byte_swapped_and_gen2_as_is() {

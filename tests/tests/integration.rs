@@ -12,6 +12,7 @@ mod agent_snapshots;
 mod cloud_init;
 mod cloud_init_25;
 mod cloud_init_26;
+mod cloud_init_boot;
 mod crate_seams;
 mod doc_links;
 mod file_circles;

@@ -19,7 +19,7 @@ use fake_wireserver::journal::Entry;
 use serde_json::Value;
 use wirecheck_e2e::{repo_root, require_root, walinuxagent_root};
 
-fn journal(path: &Path) -> Vec<Entry> {
+pub(crate) fn journal(path: &Path) -> Vec<Entry> {
     std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         .lines()
@@ -28,7 +28,7 @@ fn journal(path: &Path) -> Vec<Entry> {
 }
 
 /// `wirecheck run` of `agents` on `cases`, profiles from `agents_dir` (else the checkout's).
-fn run(agents: &[&str], cases: &str, agents_dir: Option<&Path>, out: &Path) -> Output {
+pub(crate) fn run(agents: &[&str], cases: &str, agents_dir: Option<&Path>, out: &Path) -> Output {
     let mut args = vec!["--cases", cases];
     for agent in agents {
         args.extend(["--agent", agent]);
@@ -41,7 +41,7 @@ fn run(agents: &[&str], cases: &str, agents_dir: Option<&Path>, out: &Path) -> O
 }
 
 /// Every case of one agent in a results folder: id → (verdict, reason).
-fn cases(out: &Path, agent: &str) -> Vec<(String, String, String)> {
+pub(crate) fn cases(out: &Path, agent: &str) -> Vec<(String, String, String)> {
     let results: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     let agent = results["agents"]
@@ -64,7 +64,7 @@ fn cases(out: &Path, agent: &str) -> Vec<(String, String, String)> {
         .collect()
 }
 
-fn verdict<'a>(cases: &'a [(String, String, String)], id: &str) -> (&'a str, &'a str) {
+pub(crate) fn verdict<'a>(cases: &'a [(String, String, String)], id: &str) -> (&'a str, &'a str) {
     cases
         .iter()
         .find(|c| c.0 == id)
@@ -265,7 +265,7 @@ fn a_declared_silence_and_a_missing_report_both_fail_with_the_real_agents() {
 }
 
 /// What a guest must leave as it was on the host.
-fn host_files() -> (Vec<u8>, Vec<u8>, String, Vec<String>) {
+pub(crate) fn host_files() -> (Vec<u8>, Vec<u8>, String, Vec<String>) {
     let hostname = std::process::Command::new("hostname").output().unwrap();
     let mut home: Vec<String> = std::fs::read_dir("/home")
         .map(|d| {

@@ -86,7 +86,7 @@ fn case_status(
 ) -> Option<String> {
     let planned = Planned {
         profile: Arc::clone(profile),
-        scenario: Arc::clone(s),
+        scenario: runner::as_offered(profile, s),
         checks: vec![],
         snapshot: false,
     };

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::agent::template::{Placeholder, Values};
-use crate::agent::{Action, AgentProfile, Source};
+use crate::agent::{Action, AgentProfile, Capability, Source};
 use crate::catalog::CheckId;
 use crate::checks::Judgement;
 use crate::diag::FileError;
@@ -157,10 +157,26 @@ fn selected_pair(
     let snapshot = snapshots && filter.matches(&snapshot_case_id(scenario));
     (!checks.is_empty() || snapshot).then(|| Planned {
         profile: Arc::clone(profile),
-        scenario: Arc::clone(scenario),
+        scenario: as_offered(profile, scenario),
         checks,
         snapshot,
     })
+}
+
+/// The scenario as the agent is offered it: a guest scenario's in-progress runs are the progress
+/// an agent may report while it provisions, so one that does not claim in-progress reports
+/// (cloud-init) is run on the terminal run alone.
+pub fn as_offered(profile: &AgentProfile, scenario: &Arc<Scenario>) -> Arc<Scenario> {
+    let progress = |r: &crate::scenario::Run| r.action == Action::InProgress;
+    if scenario.guest.is_none()
+        || profile.claims(Capability::InProgress)
+        || !scenario.agent.runs.iter().any(progress)
+    {
+        return Arc::clone(scenario);
+    }
+    let mut own = Scenario::clone(scenario);
+    own.agent.runs.retain(|r| !progress(r));
+    Arc::new(own)
 }
 
 /// Why a planned pair does not run at all (its cases are skipped, or declared unimplemented,
@@ -814,6 +830,53 @@ mod tests {
 
     fn profile() -> Arc<AgentProfile> {
         Arc::new(AgentProfile::ad_hoc("true", &[], std::path::Path::new(".")).unwrap())
+    }
+
+    /// A guest scenario's in-progress run is progress the agent may report: one that claims no
+    /// in-progress reports (cloud-init) is offered the terminal run alone, one that does both
+    /// runs; a scenario without a guest keeps its runs and needs the capability.
+    #[test]
+    fn a_guests_progress_run_is_offered_only_to_agents_that_report_progress() {
+        let guest = |extra: &str| {
+            let text = format!(
+                "id = \"g\"\ntitle = \"t\"\nchecks = [\"report.state\"]\n[agent]\nprotocol = \"xml\"\n[[agent.run]]\naction = \"in-progress\"\n[[agent.run]]\naction = \"ready\"\n{extra}"
+            );
+            Arc::new(
+                Scenario::from_toml_str(&text, Path::new("g.toml"))
+                    .unwrap()
+                    .remove(0),
+            )
+        };
+        let with_guest = guest("[guest]\novf_env = \"<x/>\"\n");
+        let without = guest("");
+        let agent = |caps: &str| {
+            let text = format!(
+                "name = \"a\"\ndescription = \"a\"\nattach = \"sandbox\"\ncapabilities = [{caps}]\n[commands]\nready = [\"true\"]\nin-progress = [\"true\"]\n"
+            );
+            AgentProfile::from_toml_str(&text, Path::new("a.toml")).unwrap()
+        };
+        let silent = agent("\"xml\", \"guest\"");
+        let talkative = agent("\"xml\", \"guest\", \"in-progress\"");
+        let actions = |s: &Scenario| s.agent.runs.iter().map(|r| r.action).collect::<Vec<_>>();
+        assert_eq!(actions(&as_offered(&silent, &with_guest)), [Action::Ready]);
+        assert_eq!(
+            actions(&as_offered(&talkative, &with_guest)),
+            [Action::InProgress, Action::Ready]
+        );
+        assert!(
+            !with_guest
+                .required_capabilities()
+                .contains(&Capability::InProgress)
+        );
+        assert_eq!(
+            actions(&as_offered(&silent, &without)),
+            [Action::InProgress, Action::Ready]
+        );
+        assert!(
+            without
+                .required_capabilities()
+                .contains(&Capability::InProgress)
+        );
     }
 
     fn ids(planned: &[Planned]) -> Vec<String> {

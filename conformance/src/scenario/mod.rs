@@ -145,6 +145,8 @@ impl Scenario {
                 Action::Failure => {
                     caps.insert(Capability::Failure);
                 }
+                // A guest's progress is the agent's to report or not (`runner::as_offered`).
+                Action::InProgress if self.guest.is_some() => {}
                 Action::InProgress => {
                     caps.insert(Capability::InProgress);
                 }

@@ -2,7 +2,7 @@
 //! the new namespaces after the private `/run`, in this order: the private `/etc` and
 //! [`PRIVATE_DIRS`], their files handed to the guest namespace's ids (`guest_host_id`: the
 //! host's root's are the guest's root's, nobody on the host); DMI and the firmware; the media;
-//! the primary NIC; the stand-ins, each bound over its tool (the real one stays reachable
+//! the primary NIC (a veth end, shown in `/sys` as the namespace sees it); the stand-ins, each bound over its tool (the real one stays reachable
 //! under [`STATE_DIR`]). The stand-in is this binary, called by a tool's name
 //! ([`stand_in_if_called_as_tool`]). Everything made here is on a private tmpfs or in the
 //! private mount namespace: the host keeps none of it.
@@ -20,7 +20,8 @@ use super::setup::{self, make_dirs, mount_tmpfs, tool};
 use fake_wireserver::contain::userns::{OUTSIDE_GID, OUTSIDE_UID, guest_host_id};
 use fake_wireserver::guest::{
     AZURE_CHASSIS_ASSET_TAG, CALLS_FILE_MAX, Generation, Guest, MAX_RECORDED_ARGV_BYTES,
-    MEDIA_DEVICE, MEDIA_MOUNT, PRIMARY_ADDRESS, PRIMARY_NIC, Tool, ToolCall, ToolFault,
+    MEDIA_DEVICE, MEDIA_MOUNT, PRIMARY_ADDRESS, PRIMARY_MAC, PRIMARY_NIC, Tool, ToolCall,
+    ToolFault,
 };
 
 /// The guest's own files, on the private `/run`: the scripted faults, the recorded calls, the
@@ -63,6 +64,7 @@ pub(crate) fn prepare(guest: &Guest, exe: &Path) -> anyhow::Result<()> {
         media(ovf).context("inserting the guest's provisioning media")?;
     }
     primary_nic().context("giving the guest its primary NIC")?;
+    own_network_in_sys().context("showing the guest its own network in /sys")?;
     stand_ins(&guest.fail, &stand_in).context("putting the stand-in tools in place")
 }
 
@@ -247,10 +249,34 @@ fn media(ovf_env: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `eth0` with [`PRIMARY_ADDRESS`]/24: a bridge with no ports (this kernel may lack `dummy`),
-/// enough for agents that wait for a NIC with an address.
+/// The far end of [`PRIMARY_NIC`]'s pair: `veth*` names are not a VM's NIC to cloud-init
+/// (net/__init__.py `find_candidate_nics`).
+const PRIMARY_NIC_PEER: &str = "veth-platform";
+/// Its MAC: fixed (a locally administered one), so what agents log of it is the same each run.
+const PRIMARY_NIC_PEER_MAC: &str = "02:00:00:00:00:01";
+
+/// `eth0` with [`PRIMARY_ADDRESS`]/24, up with a carrier: one end of a veth pair (this kernel
+/// may lack `dummy`; a bridge is no VM NIC to cloud-init, which skips bridges when it looks
+/// for the one to take its DHCP lease on).
 fn primary_nic() -> anyhow::Result<()> {
-    tool("ip", &["link", "add", PRIMARY_NIC, "type", "bridge"])?;
+    tool(
+        "ip",
+        &[
+            "link",
+            "add",
+            PRIMARY_NIC,
+            "address",
+            PRIMARY_MAC,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            PRIMARY_NIC_PEER,
+            "address",
+            PRIMARY_NIC_PEER_MAC,
+        ],
+    )?;
+    tool("ip", &["link", "set", "dev", PRIMARY_NIC_PEER, "up"])?;
     tool(
         "ip",
         &[
@@ -262,6 +288,22 @@ fn primary_nic() -> anyhow::Result<()> {
         ],
     )?;
     tool("ip", &["link", "set", "dev", PRIMARY_NIC, "up"]).map(drop)
+}
+
+/// `/sys/class/net` and `/sys/devices/virtual/net` as the sandbox's network namespace sees
+/// them (a sysfs mounted here, in it), over the host's: an agent looking for its NIC there
+/// (cloud-init: carrier, operstate, MAC) finds the guest's `eth0`, not the host's devices.
+fn own_network_in_sys() -> anyhow::Result<()> {
+    let sysfs = state("sysfs");
+    make_dirs(&sysfs)?;
+    tool(
+        "mount",
+        &["-n", "-t", "sysfs", "sysfs", setup::path_str(&sysfs)?],
+    )?;
+    for dir in ["class/net", "devices/virtual/net"] {
+        setup::bind_mount(&sysfs.join(dir), &Path::new("/sys").join(dir))?;
+    }
+    Ok(())
 }
 
 /// Each [`Tool`] the host has is bound over by `exe` (this binary), the real one kept at

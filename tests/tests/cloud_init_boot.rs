@@ -1,0 +1,80 @@
+//! cloud-init's Azure datasource through its own boot (`cloud-init-25.1-boot`, Debian 13's
+//! 25.1.4, and `cloud-init-26.2-boot`, unstable's 26.2), unmodified, in the guest of
+//! `fake-wireserver sandbox --guest`: `init --local` reads the media's ovf-env.xml, takes the
+//! platform's lease, queries IMDS and reports Ready or its own failure; `init` creates the
+//! media's user afterwards. A failing useradd is never reported (Ready came first), which
+//! its profile declares with the source lines; the host stays as it was.
+
+use crate::walinuxagent_2_16::{cases, host_files, journal, run, verdict};
+use wirecheck_e2e::require_root;
+
+#[test]
+fn cloud_init_25_1_provisions_the_guest_through_its_boot() {
+    require_root();
+    boots_the_guest("cloud-init-25.1-boot");
+}
+
+#[test]
+fn cloud_init_26_2_provisions_the_guest_through_its_boot() {
+    require_root();
+    boots_the_guest("cloud-init-26.2-boot");
+}
+
+fn boots_the_guest(agent: &str) {
+    let before = host_files();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let o = run(&[agent], "guest.*", None, &out);
+    let all = cases(&out, agent);
+    assert_eq!(all.len(), 22, "{all:?}\n{o:?}");
+    // Ready before its users: the one declared deviation, everything else passes.
+    for (id, v, reason) in &all {
+        let declared = id.starts_with("guest.useradd.fails.report.");
+        let want = if declared && (id.ends_with(".state") || id.ends_with(".description")) {
+            "non-strict"
+        } else {
+            "pass"
+        };
+        assert_eq!(v, want, "{id}: {reason}\n{all:?}");
+    }
+    let (_, why) = verdict(&all, "guest.useradd.fails.report.state");
+    assert!(why.contains("got Ready"), "{why}");
+    let artifacts = out.join("artifacts").join(agent);
+    for (scenario, useradd) in [
+        ("guest.provisions", Some(None)),
+        ("guest.useradd.fails", Some(Some(9))),
+        // Its ovf-env.xml is refused before any module runs.
+        ("guest.ovf.no-hostname", None),
+    ] {
+        let calls = std::fs::read_to_string(artifacts.join(scenario).join("guest-calls.jsonl"))
+            .unwrap_or_default();
+        let calls: Vec<fake_wireserver::guest::ToolCall> = calls
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let asked: Vec<_> = calls
+            .iter()
+            .filter(|c| c.tool == fake_wireserver::guest::Tool::Useradd)
+            .map(|c| (c.args.first().cloned(), c.failed_with))
+            .collect();
+        let want: Vec<(Option<String>, Option<u8>)> = useradd
+            .map(|failed| (Some("azureuser".to_owned()), failed))
+            .into_iter()
+            .collect();
+        assert_eq!(asked, want, "{scenario}: {calls:?}");
+    }
+    // Its own words for the media it cannot use, as the platform got them.
+    let refused = journal(&artifacts.join("guest.ovf.no-hostname/journal.jsonl"));
+    let said: Vec<String> = refused
+        .iter()
+        .filter_map(|e| e.report.as_ref()?.description.clone())
+        .collect();
+    assert!(
+        // Quoted as its csv writer quotes a field holding its quote character.
+        said.iter().any(|d| d.starts_with(
+            "result=error|'reason=unexpected metadata parsing ovf-env.xml: missing configuration for ''HostName'''|agent=Cloud-Init/"
+        )),
+        "{said:?}"
+    );
+    assert_eq!(before, host_files(), "the guest changed the host");
+}
