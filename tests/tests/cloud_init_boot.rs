@@ -2,8 +2,9 @@
 //! 25.1.4, and `cloud-init-26.2-boot`, unstable's 26.2), unmodified, in the guest of
 //! `fake-wireserver sandbox --guest`: `init --local` reads the media's ovf-env.xml, takes the
 //! platform's lease, queries IMDS and reports Ready or its own failure; `init` creates the
-//! media's user afterwards. A failing useradd is never reported (Ready came first), which
-//! its profile declares with the source lines; the host stays as it was.
+//! media's user afterwards; media it cannot parse it reports in its own words. A failing useradd
+//! is never reported (Ready came first), which its profile declares with the source lines; the
+//! host stays as it was.
 
 use crate::walinuxagent_2_16::{cases, host_files, journal, run, verdict};
 use wirecheck_e2e::require_root;
@@ -26,7 +27,7 @@ fn boots_the_guest(agent: &str) {
     let out = dir.path().join("results");
     let o = run(&[agent], "guest.*", None, &out);
     let all = cases(&out, agent);
-    assert_eq!(all.len(), 22, "{all:?}\n{o:?}");
+    assert_eq!(all.len(), 29, "{all:?}\n{o:?}");
     // Ready before its users: the one declared deviation, everything else passes.
     for (id, v, reason) in &all {
         let declared = id.starts_with("guest.useradd.fails.report.");
@@ -45,6 +46,7 @@ fn boots_the_guest(agent: &str) {
         ("guest.useradd.fails", Some(Some(9))),
         // Its ovf-env.xml is refused before any module runs.
         ("guest.ovf.no-hostname", None),
+        ("guest.ovf.malformed", None),
     ] {
         let calls = std::fs::read_to_string(artifacts.join(scenario).join("guest-calls.jsonl"))
             .unwrap_or_default();
@@ -75,6 +77,14 @@ fn boots_the_guest(agent: &str) {
             "result=error|'reason=unexpected metadata parsing ovf-env.xml: missing configuration for ''HostName'''|agent=Cloud-Init/"
         )),
         "{said:?}"
+    );
+    let broken = journal(&artifacts.join("guest.ovf.malformed/journal.jsonl"));
+    assert!(
+        broken
+            .iter()
+            .filter_map(|e| e.report.as_ref()?.description.as_deref())
+            .any(|d| d.starts_with("result=error|reason=error parsing ovf-env.xml: ")),
+        "{broken:?}"
     );
     assert_eq!(before, host_files(), "the guest changed the host");
 }
