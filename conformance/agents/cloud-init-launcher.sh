@@ -20,7 +20,8 @@
 #   - udhcpc: the platform's DHCP answer, given to cloud-init's own lease script: the address the
 #     guest's eth0 has (10.0.0.4/24) and classless static routes to the wireserver and IMDS
 #     (option 121, which cloud-init requires of the primary NIC: DataSourceAzure
-#     _check_if_primary). No option 245: the wireserver is then 168.63.129.16, as on Azure;
+#     _check_if_primary). No option 245 (Azure's DHCP sends the wireserver's address in it):
+#     cloud-init then falls back to 168.63.129.16, the same address; that path is not exercised;
 #   - ip: the guest's root has no network privileges in the sandbox's namespace, and the
 #     network is already what the lease says, so changes (link up, address, routes) succeed
 #     without effect; every other call is the real ip's.
@@ -35,6 +36,8 @@ pkg="$root/usr/lib/python3/dist-packages"
 [ -d /run/fake-wireserver-guest ] || { echo "$0: runs only in fake-wireserver sandbox --guest" >&2; exit 2; }
 
 scratch="$case_dir/cloud-init"
+# It goes into YAML single-quoted: a quote in it would end the value.
+case "$scratch" in *"'"*) echo "$0: CASE_DIR must not hold a single quote: $case_dir" >&2; exit 2 ;; esac
 shims="$scratch/bin"
 mkdir -p "$shims" "$scratch/lib" "$scratch/waagent"
 
@@ -89,7 +92,7 @@ cat > /etc/cloud/cloud.cfg.d/99-wirecheck.cfg <<CFG
 datasource_list: [Azure]
 datasource:
   Azure:
-    data_dir: $scratch/waagent
+    data_dir: '$scratch/waagent'
 network:
   config: disabled
 reporting:
@@ -102,7 +105,7 @@ system_info:
   network:
     dhcp_client_priority: [udhcpc]
   paths:
-    cloud_dir: $scratch/lib
+    cloud_dir: '$scratch/lib'
 CFG
 
 PYTHONPATH="$pkg"

@@ -108,8 +108,8 @@ pub struct RunResults {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnclaimedFlow {
     pub agent: String,
-    /// Why they were not offered: a flow it does not claim, or no guest for an agent that
-    /// provisions only guests.
+    /// Why they were not offered: a flow it does not claim, a guest it does not provision, or
+    /// no guest for an agent that runs only in one.
     pub flow: NotOffered,
     /// Scenario instances that were not offered.
     pub scenarios: usize,
@@ -126,28 +126,38 @@ pub enum NotOffered {
     /// A scenario on the XML flow, to an agent that does not claim `xml`.
     #[serde(rename = "xml")]
     Xml,
+    /// A scenario with a guest, to an agent that does not claim `guest` (it provisions none).
+    #[serde(rename = "guest")]
+    Guest,
     /// A scenario without a guest, to an agent whose profile runs it only in one.
     #[serde(rename = "without-guest")]
     WithoutGuest,
 }
 
 impl NotOffered {
-    pub const ALL: [NotOffered; 3] = [NotOffered::Json, NotOffered::Xml, NotOffered::WithoutGuest];
+    pub const ALL: [NotOffered; 4] = [
+        NotOffered::Json,
+        NotOffered::Xml,
+        NotOffered::Guest,
+        NotOffered::WithoutGuest,
+    ];
 
-    /// The serialized name (`json`, `xml`, `without-guest`).
+    /// The serialized name (`json`, `xml`, `guest`, `without-guest`).
     pub fn as_str(self) -> &'static str {
         match self {
             NotOffered::Json => "json",
             NotOffered::Xml => "xml",
+            NotOffered::Guest => "guest",
             NotOffered::WithoutGuest => "without-guest",
         }
     }
 
-    /// What a reader is shown: the flow, or `without a guest`.
+    /// What a reader is shown: the flow, `with a guest` or `without a guest`.
     pub fn label(self) -> &'static str {
         match self {
             NotOffered::Json => "json",
             NotOffered::Xml => "xml",
+            NotOffered::Guest => "with a guest",
             NotOffered::WithoutGuest => "without a guest",
         }
     }
@@ -169,6 +179,11 @@ impl std::fmt::Display for UnclaimedFlow {
             NotOffered::Json | NotOffered::Xml => format!(
                 "the {} flow is not claimed: {scenarios} scenario{} ({cases} case{})",
                 self.flow.label(),
+                plural(scenarios),
+                plural(cases)
+            ),
+            NotOffered::Guest => format!(
+                "it provisions no guest: {scenarios} scenario{} with one ({cases} case{})",
                 plural(scenarios),
                 plural(cases)
             ),

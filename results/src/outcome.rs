@@ -66,7 +66,7 @@ pub fn harness_errors(results: &RunResults) -> usize {
 /// unimplemented.
 fn nothing_judged(agent: &AgentResults, results: &RunResults) -> Option<String> {
     if agent.cases.is_empty() {
-        // Offered nothing at all: every selected scenario is on a flow it does not claim.
+        // Offered nothing at all: every selected scenario was not offered to it.
         let unclaimed: Vec<String> = results
             .unclaimed_flows
             .iter()

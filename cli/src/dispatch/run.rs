@@ -240,7 +240,8 @@ fn show_results(
     }
 }
 
-/// Why nothing runs: every selected case is on a flow the agents do not claim, or none matched.
+/// Why nothing runs: every selected case is one the agents are not offered (a flow they do not
+/// claim, no guest for a guest-only agent), or none matched.
 fn nothing_planned(unclaimed_flows: &[wirecheck_results::UnclaimedFlow]) -> String {
     let unclaimed: Vec<String> = unclaimed_flows
         .iter()
@@ -250,13 +251,13 @@ fn nothing_planned(unclaimed_flows: &[wirecheck_results::UnclaimedFlow]) -> Stri
         return "no case matches --cases / --exclude / --partition; `wirecheck list` shows the case ids".to_owned();
     }
     format!(
-        "no case to run: the selected cases are on flows the agents do not claim ({})",
+        "no case to run: the selected cases are not offered to the agents ({})",
         unclaimed.join("; ")
     )
 }
 
 /// Every agent of the run has its entry, in the order given: one offered no case at all
-/// (every selected scenario on a flow it does not claim) is shown, and not judged.
+/// (every selected scenario not offered to it) is shown, and not judged.
 fn list_every_agent(results: &mut wirecheck_results::RunResults, profiles: &[Arc<AgentProfile>]) {
     let mut ran = std::mem::take(&mut results.agents);
     results.agents = profiles

@@ -638,9 +638,7 @@ pub fn exit(obs: &Observation) -> Judgement {
     let mut described = Vec::new();
     for (ri, run) in obs.runs.iter().enumerate() {
         t.judged();
-        let accepted: Option<&Entry> = requests(obs, ri, Service::Wireserver)
-            .into_iter()
-            .find(|e| obs.is_flow_health(e) && obs.classify(e).is_success());
+        let accepted = accepted_report(obs, ri);
         let what = format!(
             "run {} ({}): {}",
             ri + 1,
@@ -801,18 +799,36 @@ fn code_as_declared(t: &mut Tally, obs: &Observation, ending: &Ending, code: i32
     }
 }
 
+/// Why run `ri`'s accepted report may have got its answer only after the agent stopped waiting
+/// for it, if it may ([`answer_maybe_past_deadline`]): what the snapshot comparison excuses an
+/// exit status by.
+pub(crate) fn late_answer(obs: &Observation, ri: usize) -> Option<String> {
+    let accepted = accepted_report(obs, ri)?;
+    answer_maybe_past_deadline(obs, ri, accepted)
+}
+
+/// Run `ri`'s first accepted health report of the flow, if any.
+fn accepted_report<'o>(obs: &'o Observation, ri: usize) -> Option<&'o Entry> {
+    requests(obs, ri, Service::Wireserver)
+        .into_iter()
+        .find(|e| obs.is_flow_health(e) && obs.classify(e).is_success())
+}
+
 /// Why the accepting answer to `accepted` may have reached the agent only after it had stopped
-/// waiting for it, if it may: the answer ended within the lag measured around it (the runner's
-/// stalls, the agent's waits for a CPU since its loop began) of the earliest deadline the agent
-/// can have had for it: its request timeout from the request, or its budget from the earliest
-/// moment its loop can have started. An agent that says "not reported" of an answer that came
-/// in time, by more than that lag, fails.
+/// waiting for it, if it may. The agent's deadline for it is its request timeout from when it
+/// sent it, or its budget from the earliest moment its loop can have started, whichever is
+/// first; the answer may have come too late when it ended (`done_ms`, recorded once written)
+/// within the lag measured before that deadline: the runner's stall around the request's arrival
+/// (it may have been sent that much earlier than recorded) and the agent's waits for a CPU from
+/// its loop's start to the deadline (a held agent reads its answer late). Waits after the
+/// deadline, or a stall after the answer was written, cannot make it late. An agent that says
+/// "not reported" of an answer that came in time, by more than that lag, fails.
 fn answer_maybe_past_deadline(obs: &Observation, ri: usize, accepted: &Entry) -> Option<String> {
     let done = accepted.done_ms?;
     let start = earliest_loop_start(obs, ri, Service::Wireserver);
     let deadline = (accepted.at_ms + ms(obs.request_timeout()))
         .min(start + ms(obs.budget_for(Service::Wireserver)));
-    let lag = obs.uncertainty_ms(done) + obs.agent_waited_ms(start, obs.runs[ri].end_ms);
+    let lag = obs.uncertainty_ms(accepted.at_ms) + obs.agent_waited_ms(start, deadline);
     (done + lag >= deadline).then(|| {
         format!(
             "the answer ended {} after the request, within the {lag} ms the machine lagged of the agent's deadline for it ({} after the request), so it may have come too late for the agent",

@@ -4,7 +4,7 @@
 //!
 //! Checks never use the reporter crate (the oracle is independent, DESIGN.md).
 
-mod behaviour;
+pub(crate) mod behaviour;
 pub(crate) mod dialect;
 mod guest;
 mod kvp;

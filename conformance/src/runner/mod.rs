@@ -56,7 +56,9 @@ impl Planned {
 /// Every (agent, scenario) pair with at least one selected case, in a stable order: agents
 /// as given, scenarios by id. With `snapshots`, each pair's snapshot case is selected by the
 /// filter like any case (`--cases '*.snapshot.transcript'` selects only those). A scenario on
-/// a flow the agent does not claim is not offered to it ([`unclaimed_flows`] counts them).
+/// a flow the agent does not claim, with a guest it does not provision, or without one for an
+/// agent that runs only in one, is not offered to it ([`not_offered`]; [`unclaimed_flows`]
+/// counts them).
 pub fn plan(
     profiles: &[Arc<AgentProfile>],
     scenarios: &[Arc<Scenario>],
@@ -129,8 +131,9 @@ pub fn offered(profile: &AgentProfile, scenario: &Scenario) -> bool {
     not_offered(profile, scenario).is_none()
 }
 
-/// Why the scenario is not offered to the agent, if it is not: a flow it does not claim, or
-/// no guest for an agent whose profile runs it only in one (`[guest] only`).
+/// Why the scenario is not offered to the agent, if it is not: a flow it does not claim, a
+/// guest to an agent that does not claim `guest`, or no guest to an agent whose profile runs it
+/// only in one (`[guest] only`).
 pub fn not_offered(profile: &AgentProfile, scenario: &Scenario) -> Option<NotOffered> {
     if !profile.claims(scenario.agent.protocol.capability()) {
         return Some(match scenario.agent.protocol {
@@ -138,7 +141,11 @@ pub fn not_offered(profile: &AgentProfile, scenario: &Scenario) -> Option<NotOff
             Protocol::Xml => NotOffered::Xml,
         });
     }
-    (profile.guest.only && scenario.guest.is_none()).then_some(NotOffered::WithoutGuest)
+    match (scenario.guest.is_some(), profile.claims(Capability::Guest)) {
+        (true, false) => Some(NotOffered::Guest),
+        (false, true) if profile.guest.only => Some(NotOffered::WithoutGuest),
+        _ => None,
+    }
 }
 
 /// The pair with the cases `filter` selects of it, if any.
@@ -168,9 +175,11 @@ fn selected_pair(
 /// (cloud-init) is run on the terminal run alone.
 pub fn as_offered(profile: &AgentProfile, scenario: &Arc<Scenario>) -> Arc<Scenario> {
     let progress = |r: &crate::scenario::Run| r.action == Action::InProgress;
+    // Only where a terminal run remains: a scenario of progress alone is what it says.
     if scenario.guest.is_none()
         || profile.claims(Capability::InProgress)
         || !scenario.agent.runs.iter().any(progress)
+        || scenario.agent.runs.iter().all(progress)
     {
         return Arc::clone(scenario);
     }
@@ -874,6 +883,22 @@ mod tests {
         );
         assert!(
             without
+                .required_capabilities()
+                .contains(&Capability::InProgress)
+        );
+        // Progress alone stays what it is, and needs the capability.
+        let text = "id = \"p\"\ntitle = \"t\"\nchecks = [\"report.state\"]\n[agent]\nprotocol = \"xml\"\naction = \"in-progress\"\n[guest]\novf_env = \"<x/>\"\n";
+        let progress = Arc::new(
+            Scenario::from_toml_str(text, Path::new("p.toml"))
+                .unwrap()
+                .remove(0),
+        );
+        assert_eq!(
+            actions(&as_offered(&silent, &progress)),
+            [Action::InProgress]
+        );
+        assert!(
+            progress
                 .required_capabilities()
                 .contains(&Capability::InProgress)
         );

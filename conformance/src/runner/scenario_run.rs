@@ -361,10 +361,17 @@ fn unstalled(cases: Vec<CaseResult>) -> Vec<Attempted> {
         .collect()
 }
 
-/// Whether the runner measured a stall of its own, or of the agent's processes waiting for a
-/// CPU, during the case.
-fn machine_lagged(obs: &Observation) -> bool {
-    !obs.stalls.is_empty() || !obs.agent_waited.is_empty()
+/// Whether the machine may explain a transcript that differs from the accepted one: in a scenario
+/// whose answers move with the clock, any stall of the runner's; otherwise only a difference in
+/// exit statuses, when some run's accepted report got its answer within the measured lag of the
+/// agent's deadline for it (`checks::behaviour::late_answer`).
+fn machine_may_explain(obs: &Observation, accepted: &str, new: &str) -> bool {
+    use crate::snapshot::transcript;
+    if !transcript::timing_free(obs) {
+        return !obs.stalls.is_empty();
+    }
+    transcript::differs_only_in_exit_status(accepted, new)
+        && (0..obs.runs.len()).any(|ri| crate::checks::behaviour::late_answer(obs, ri).is_some())
 }
 
 /// The snapshot case: the pair's transcript against its accepted snapshot.
@@ -404,30 +411,22 @@ fn snapshot_judgement(snapshots: &super::SnapshotSettings, obs: &Observation) ->
             }
         }
         // The machine's, maybe, as with any timing comparison (`runner::lag`): a scenario whose
-        // answers move with the clock, or a difference only in what the agent's own timers
-        // decide (a resend, an exit status), on a machine that stalled the runner or held the
-        // agent back during the case. Stalled: the runner tries the case again.
+        // answers move with the clock, on a machine that stalled the runner; or only an exit
+        // status, where a report's answer came within the measured lag of the agent's deadline
+        // for it. Stalled: the runner tries the case again.
         Ok(Outcome::Differs {
             diff,
             accepted,
             pending,
-        }) if machine_lagged(obs)
-            && (!crate::snapshot::transcript::timing_free(obs)
-                || crate::snapshot::transcript::same_but_for_timers(
-                    &accepted,
-                    &snapshot.transcript,
-                )) =>
-        {
-            Judgement {
-                verdict: Verdict::Informational,
-                reason: Some(format!(
-                    "differs from its accepted snapshot only where time decides (this scenario's answers, or the agent's resends and exit), and the machine stalled the runner or held the agent back during the case, so the difference may be the machine's; the new one is {}",
-                    pending.display()
-                )),
-                evidence: vec![crate::checks::note("diff, accepted → this run", Some(diff))],
-                stalled: true,
-            }
-        }
+        }) if machine_may_explain(obs, &accepted, &snapshot.transcript) => Judgement {
+            verdict: Verdict::Informational,
+            reason: Some(format!(
+                "differs from its accepted snapshot only where time decides (this scenario's answers, or the exit status of a run whose report's answer came within the measured lag of the agent's deadline), and the machine stalled, so the difference may be the machine's; the new one is {}",
+                pending.display()
+            )),
+            evidence: vec![crate::checks::note("diff, accepted → this run", Some(diff))],
+            stalled: true,
+        },
         Ok(Outcome::Differs { diff, pending, .. }) => Judgement::fail(
             format!(
                 "what the agent emitted differs from its accepted snapshot; the new one is {} (`{accept}` if the change is intended)",
@@ -454,51 +453,56 @@ mod tests {
     use crate::exec::Exit;
     use crate::observe::Stall;
 
-    /// A resend or an exit status that differs from the accepted snapshot is the machine's only
-    /// when it measured a stall during the case (the case then runs again); anything else the
-    /// agent emitted differently fails, stall or not.
+    /// An exit status that differs from the accepted snapshot is the machine's only when a run's
+    /// report got its answer within the measured lag of the agent's deadline for it (the case then
+    /// runs again); a prompt answer, another end than an exit status, a resend or another request
+    /// is what the agent emitted, stall or not.
     #[test]
-    fn only_the_agents_timers_may_differ_on_a_machine_that_stalled() {
+    fn only_an_exit_status_after_a_late_answer_may_differ() {
         let dir = tempfile::tempdir().unwrap();
         let settings = super::super::SnapshotSettings {
             dir: dir.path().to_owned(),
             strict: true,
         };
-        let (s, p) = (scenario(""), profile());
+        let (s, p) = (scenario(""), profile()); // budget 3 s, request timeout 1 s
         let judge = |journal, exit, stalls: Vec<Stall>| {
             let mut obs = observation(&p, &s, journal, vec![run(0, 3000, exit)]);
             obs.stalls = stalls;
             snapshot_judgement(&settings, &obs)
         };
         // Accept the quiet run's transcript.
-        assert_eq!(
-            judge(vec![health(1, 0, 201)], Exit::Code(0), vec![]).verdict,
-            Verdict::Fail
-        );
+        let quiet = || vec![health(1, 0, 201)];
+        assert_eq!(judge(quiet(), Exit::Code(0), vec![]).verdict, Verdict::Fail);
         let snap = crate::snapshot::store::path(dir.path(), "t", "t");
         std::fs::rename(crate::snapshot::store::pending_path(&snap), &snap).unwrap();
-        let quiet = judge(vec![health(1, 0, 201)], Exit::Code(0), vec![]);
-        assert_eq!(quiet.verdict, Verdict::Pass, "{quiet:?}");
+        assert_eq!(judge(quiet(), Exit::Code(0), vec![]).verdict, Verdict::Pass);
 
+        // Its report's answer ended 5 ms before the budget, the request arrived in a 10 ms stall.
+        let late = || {
+            let mut post = health(1, 2000, 201);
+            post.done_ms = Some(2995);
+            vec![post]
+        };
         let stall = || {
             vec![Stall {
-                end_ms: 2500,
-                len_ms: 40,
+                end_ms: 2000,
+                len_ms: 10,
             }]
         };
-        let resent = || vec![health(1, 0, 201), health(2, 300, 201)];
-        for (journal, exit) in [
-            (resent(), Exit::Code(0)),
-            (vec![health(1, 0, 201)], Exit::Code(1)),
-        ] {
-            let kept_time = judge(journal.clone(), exit.clone(), vec![]);
-            assert_eq!(kept_time.verdict, Verdict::Fail, "{kept_time:?}");
-            let stalled = judge(journal, exit, stall());
-            assert_eq!(stalled.verdict, Verdict::Informational, "{stalled:?}");
-            assert!(stalled.stalled);
-            assert!(stalled.reason.unwrap().contains("where time decides"));
-        }
-        // Another request is what the agent emitted, whatever the machine did.
+        let excused = judge(late(), Exit::Code(1), stall());
+        assert_eq!(excused.verdict, Verdict::Informational, "{excused:?}");
+        assert!(excused.stalled);
+        assert!(excused.reason.unwrap().contains("where time decides"));
+        assert_eq!(judge(late(), Exit::Code(1), vec![]).verdict, Verdict::Fail);
+        assert_eq!(
+            judge(quiet(), Exit::Code(1), stall()).verdict,
+            Verdict::Fail
+        );
+        let killed = judge(late(), Exit::KilledAtDeadline, stall());
+        assert_eq!(killed.verdict, Verdict::Fail, "{killed:?}");
+        // A resend, another request: what the agent emitted, whatever the machine did.
+        let resent = vec![health(1, 0, 201), health(2, 300, 201)];
+        assert_eq!(judge(resent, Exit::Code(0), stall()).verdict, Verdict::Fail);
         let goal_state = crate::checks::tests::entry(
             2,
             fake_wireserver::EndpointId::WireserverGoalstate,

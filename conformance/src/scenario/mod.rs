@@ -145,14 +145,23 @@ impl Scenario {
                 Action::Failure => {
                     caps.insert(Capability::Failure);
                 }
-                // A guest's progress is the agent's to report or not (`runner::as_offered`).
-                Action::InProgress if self.guest.is_some() => {}
+                // A guest's progress before a terminal run is the agent's to report or not
+                // (`runner::as_offered`).
+                Action::InProgress if self.guest.is_some() && self.has_terminal_run() => {}
                 Action::InProgress => {
                     caps.insert(Capability::InProgress);
                 }
             }
         }
         caps
+    }
+
+    /// Whether a run asks for a terminal report (ready or failure).
+    fn has_terminal_run(&self) -> bool {
+        self.agent
+            .runs
+            .iter()
+            .any(|r| r.action != Action::InProgress)
     }
 
     /// `<id>.<check>`.

@@ -169,9 +169,15 @@ fn distinct_requests(obs: &Observation, entries: &[&Entry], redactor: &Redactor)
         let settled = !matches!(obs.classify(entry), crate::observe::Class::Retryable(_));
         // Slow as the agent saw it: the fake's own time to answer, plus how late the
         // runner stalled around the request (the fake may have read it late, after the
-        // agent had given up on it).
+        // agent had given up on it), plus how long the agent waited for a CPU within its
+        // timeout.
+        // Its own waits for a CPU meanwhile count too: a worker held off the CPU reads the
+        // answer late.
         let slow = entry.done_ms.is_none_or(|d| {
-            d.saturating_sub(entry.at_ms) + obs.uncertainty_ms(entry.at_ms) >= slow_ms
+            d.saturating_sub(entry.at_ms)
+                + obs.uncertainty_ms(entry.at_ms)
+                + obs.agent_waited_ms(entry.at_ms, entry.at_ms + 2 * slow_ms)
+                >= slow_ms
         });
         match distinct.iter_mut().find(|d| d.text == text) {
             // A resend after a settled answer that was slow is not the scenario's doing
@@ -243,25 +249,19 @@ pub fn timing_free(obs: &Observation) -> bool {
     obs.scenario.fake.triggers.is_empty() && obs.scenario.fake.rate_limit.is_none()
 }
 
-/// Whether two transcripts differ at most in what an agent's own timers decide on a machine
-/// that held it or the fake back: how often a request was sent (a resend after a request
-/// timeout that a stall caused) and how a run ended (a delivered report whose answer came after
-/// the agent's deadline). Every request, header, body, report and KVP record is the same.
-pub fn same_but_for_timers(accepted: &str, new: &str) -> bool {
-    fn timer_free(line: &str) -> &str {
-        // A run's end, at the run's indentation (deeper lines are bodies).
-        if line.starts_with("  exit: ") {
-            return "  exit";
-        }
-        match line.rsplit_once("  (attempts: ") {
-            Some((request, count)) if count.ends_with(')') => request,
-            _ => line,
-        }
-    }
-    accepted
-        .lines()
-        .map(timer_free)
-        .eq(new.lines().map(timer_free))
+/// Whether two transcripts differ only in exit statuses: every request, header, body, report
+/// and KVP record is the same, and where a run's end differs both are exit statuses (an agent
+/// that got its report's answer after its own deadline on a loaded machine exits "not
+/// reported"; a kill, a signal or a run that never started is never the machine's).
+pub fn differs_only_in_exit_status(accepted: &str, new: &str) -> bool {
+    let (a, b): (Vec<&str>, Vec<&str>) = (accepted.lines().collect(), new.lines().collect());
+    // A run's end, at the run's indentation (deeper lines are bodies).
+    let status = |line: &str| line.starts_with("  exit: status ");
+    a.len() == b.len()
+        && a != b
+        && a.iter()
+            .zip(&b)
+            .all(|(x, y)| x == y || (status(x) && status(y)))
 }
 
 fn is_terminal(entry: &Entry) -> bool {
@@ -477,6 +477,14 @@ mod tests {
     }
 
     fn transcript_with_stalls(journal: Vec<Entry>, stalls: Vec<crate::observe::Stall>) -> String {
+        transcript_with(journal, stalls, Vec::new())
+    }
+
+    fn transcript_with(
+        journal: Vec<Entry>,
+        stalls: Vec<crate::observe::Stall>,
+        agent_waited: Vec<crate::observe::Stall>,
+    ) -> String {
         let (scenario, profile) = (scenario(""), profile());
         let obs = Observation {
             scenario: &scenario,
@@ -488,7 +496,7 @@ mod tests {
             pool_view: wirecheck_oracle::kvp::decode_pool(&[]),
             runs: vec![run(0, 3000, Exit::Code(0))],
             stalls,
-            agent_waited: Vec::new(),
+            agent_waited,
             time_scale: Default::default(),
             deadline: scenario.agent.deadline,
             guest_calls: Vec::new(),
@@ -547,36 +555,44 @@ mod tests {
         assert_eq!(scripted_then_late, scripted);
     }
 
-    /// A resend and an exit status are the agent's timers; any other difference is what it
-    /// emitted.
+    /// Only exit statuses may differ; a resend, another request, a missing line, a kill or a
+    /// body's "exit:" is what the agent emitted.
     #[test]
-    fn only_attempt_counts_and_exits_are_the_timers() {
+    fn only_exit_statuses_may_differ() {
         let accepted = transcript_of(vec![health(1, 0, 201)]);
-        let resent = transcript_of(vec![health(1, 0, 201), health(2, 300, 201)]);
-        assert_ne!(accepted, resent);
-        assert!(same_but_for_timers(&accepted, &resent));
+        assert!(accepted.contains("\n  exit: status 0\n"), "{accepted}");
         let exited_1 = accepted.replace("exit: status 0", "exit: status 1");
-        assert!(accepted.contains("  exit: status 0"), "{accepted}");
-        assert!(same_but_for_timers(&accepted, &exited_1));
-        // Another request, a missing line: not the timers.
-        let goal_state = crate::checks::tests::entry(
-            2,
-            fake_wireserver::EndpointId::WireserverGoalstate,
-            10,
-            Some(12),
-            fake_wireserver::journal::AnswerKind::Default,
-            Some(200),
-        );
-        let other = transcript_of(vec![health(1, 0, 201), goal_state]);
-        assert!(!same_but_for_timers(&accepted, &other));
+        assert!(differs_only_in_exit_status(&accepted, &exited_1));
+        assert!(!differs_only_in_exit_status(&accepted, &accepted));
+        let killed = accepted.replace("exit: status 0", "exit: killed at the deadline");
+        assert!(!differs_only_in_exit_status(&accepted, &killed));
+        let resent = transcript_of(vec![health(1, 0, 201), health(2, 300, 201)]);
+        assert!(!differs_only_in_exit_status(&accepted, &resent));
         let cut: String = accepted.lines().skip(1).map(|l| format!("{l}\n")).collect();
-        assert!(!same_but_for_timers(&accepted, &cut));
-        // An "exit:" deeper than a run's line is a body's, compared as it is.
-        let body = format!("{accepted}    exit: 1\n");
-        assert!(!same_but_for_timers(
-            &body,
-            &format!("{accepted}    exit: 2\n")
-        ));
+        assert!(!differs_only_in_exit_status(&accepted, &cut));
+        let body = |n| format!("{accepted}    exit: status {n}\n");
+        assert!(!differs_only_in_exit_status(&body(1), &body(2)));
+    }
+
+    /// A prompt answer to an agent its machine held off the CPU for about its timeout may have
+    /// been read after it gave up: the resend is not counted, as for a runner stall.
+    #[test]
+    fn a_resend_after_the_agent_waited_for_a_cpu_is_not_counted() {
+        let once = transcript_of(vec![health(1, 0, 201)]);
+        let journal = || vec![health(1, 0, 201), health(2, 1100, 201)];
+        let held = |len_ms| {
+            transcript_with(
+                journal(),
+                vec![],
+                vec![crate::observe::Stall {
+                    end_ms: 600,
+                    len_ms,
+                }],
+            )
+        };
+        assert_eq!(held(600), once);
+        // Waits short of half the timeout leave the resend the agent's own.
+        assert!(held(100).contains("(attempts: 2)"));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `--guest FILE`: the simulated VM (its contract is `fake_wireserver::guest`). Set up inside
 //! the new namespaces after the private `/run`, in this order: the private `/etc` and
 //! [`PRIVATE_DIRS`], their files handed to the guest namespace's ids (`guest_host_id`: the
-//! host's root's are the guest's root's, nobody on the host); DMI and the firmware; the media;
+//! host's root's are the guest's root's, nobody on the host); DMI and the firmware; a private
+//! `/dev` without the host's Azure disk links; the media;
 //! the primary NIC (a veth end, shown in `/sys` as the namespace sees it); the stand-ins, each bound over its tool (the real one stays reachable
 //! under [`STATE_DIR`]). The stand-in is this binary, called by a tool's name
 //! ([`stand_in_if_called_as_tool`]). Everything made here is on a private tmpfs or in the
@@ -60,6 +61,7 @@ pub(crate) fn prepare(guest: &Guest, exe: &Path) -> anyhow::Result<()> {
     }
     dmi(guest).context("giving the guest its DMI")?;
     firmware(guest.generation).context("giving the guest its firmware")?;
+    private_dev().context("giving the guest its own /dev")?;
     if let Some(ovf) = &guest.ovf_env {
         media(ovf).context("inserting the guest's provisioning media")?;
     }
@@ -179,9 +181,14 @@ fn firmware(generation: Generation) -> anyhow::Result<()> {
     }
 }
 
-/// A `/dev/sr0` entry (on a private overlay of `/dev`) and a tmpfs mounted from it on
-/// [`MEDIA_MOUNT`] holding `ovf-env.xml`.
-fn media(ovf_env: &str) -> anyhow::Result<()> {
+/// Links to a host's Azure disks (udev's 66-azure-ephemeral.rules): the guest has none of them,
+/// so an agent that formats the resource disk it finds there (cloud-init's `disk_setup`) finds
+/// nothing, whatever host the tests run on.
+const HOST_DISK_LINKS: [&str; 2] = ["/dev/disk/cloud", "/dev/disk/azure"];
+
+/// A private overlay of `/dev`, without the host's Azure disk links ([`HOST_DISK_LINKS`], hidden
+/// by the overlay's whiteouts, never opened).
+fn private_dev() -> anyhow::Result<()> {
     let host_dev = state("host-dev");
     let (upper, work) = (state("dev-upper"), state("dev-work"));
     for dir in [&host_dev, &upper, &work] {
@@ -216,6 +223,19 @@ fn media(ovf_env: &str) -> anyhow::Result<()> {
         }
     }
     tool("umount", &["-n", "--lazy", setup::path_str(&host_dev)?])?;
+    for link in HOST_DISK_LINKS {
+        if let Err(e) = fs::remove_dir_all(link)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            return Err(e).with_context(|| format!("cannot hide the host's {link}"));
+        }
+    }
+    Ok(())
+}
+
+/// A `/dev/sr0` entry (on the private overlay of `/dev`) and a tmpfs mounted from it on
+/// [`MEDIA_MOUNT`] holding `ovf-env.xml`.
+fn media(ovf_env: &str) -> anyhow::Result<()> {
     // A host with a drive of its own: only the overlay's whiteout hides it, never opened.
     if let Err(e) = fs::remove_file(MEDIA_DEVICE)
         && e.kind() != std::io::ErrorKind::NotFound
@@ -303,7 +323,8 @@ fn own_network_in_sys() -> anyhow::Result<()> {
     for dir in ["class/net", "devices/virtual/net"] {
         setup::bind_mount(&sysfs.join(dir), &Path::new("/sys").join(dir))?;
     }
-    Ok(())
+    // The binds keep what they show; the staging mount goes.
+    tool("umount", &["-n", "--lazy", setup::path_str(&sysfs)?]).map(drop)
 }
 
 /// Each [`Tool`] the host has is bound over by `exe` (this binary), the real one kept at
