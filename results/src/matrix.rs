@@ -214,8 +214,8 @@ mod tests {
         let results = read_back(table);
         assert_eq!(
             results.agents.len(),
-            10,
-            "the reporter and the nine real agents of the matrix run"
+            14,
+            "the reporter and the thirteen real-agent profiles of the matrix run"
         );
         assert_eq!(render(&results), table);
     }
