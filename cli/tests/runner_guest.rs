@@ -41,7 +41,7 @@ fn planted(dir: &Path, plant: &str) -> std::path::PathBuf {
         r#"name = "{name}"
 description = "a planted guest agent: {plant}"
 attach = "sandbox"
-capabilities = ["json", "in-progress", "guest"]
+capabilities = ["json", "in-progress", "guest", "kvp"]
 in_progress_continues_to_ready = true
 
 [guest]
@@ -145,7 +145,7 @@ fn an_honest_guest_agent_passes_and_the_stand_in_recorded_its_useradd() {
     for (id, verdict, reason) in &v {
         assert_eq!(verdict, "pass", "{id}: {reason}\n{v:?}");
     }
-    assert_eq!(v.len(), 15, "{v:?}");
+    assert_eq!(v.len(), 19, "{v:?}");
     // What the agent asked of useradd, as the guest's stand-in recorded it.
     let calls = dir
         .path()
@@ -170,6 +170,9 @@ fn a_guest_agent_reporting_ready_although_useradd_failed_fails() {
         reason.contains("expected NotReady/ProvisioningFailed; got Ready"),
         "{reason}"
     );
+    // The host's own record (KVP) says success too: as wrong as the report.
+    let (kvp, why) = verdict(&v, "guest.useradd.fails.json.kvp.report");
+    assert_eq!(kvp, "fail", "{why}\n{v:?}");
     // Where useradd works, Ready is right.
     assert_eq!(
         verdict(&v, "guest.provisions.json.report.state").0,

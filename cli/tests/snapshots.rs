@@ -609,7 +609,7 @@ fn cases_can_select_the_snapshot_cases_alone() {
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(
         stderr(&o).contains(
-            "the selected cases are on flows the agents do not claim (agent layout: the json flow is not claimed: 1 scenario (1 case) not offered)"
+            "the selected cases are not offered to the agents (agent layout: the json flow is not claimed: 1 scenario (1 case) not offered)"
         ),
         "{}",
         show(&o)

@@ -93,6 +93,7 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
 
     let lo = setup::configure_loopback().context("setting up the loopback interface")?;
     setup::mount_private_run(lo).context("mounting the private /run")?;
+    setup::mount_private_shm().context("mounting the private /dev/shm")?;
     let pool_owner = if args.unprivileged || args.guest.is_some() {
         (userns::OUTSIDE_UID, userns::OUTSIDE_GID)
     } else {

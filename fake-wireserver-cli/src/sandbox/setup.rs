@@ -1,5 +1,5 @@
-//! Preparing the namespaces: loopback addresses, the private `/run` with its DHCP lease, the
-//! private `/var/lib/hyperv`. Everything here runs inside the new namespaces only.
+//! Preparing the namespaces: loopback addresses, the private `/run` with its DHCP lease, a
+//! private `/dev/shm`, the private `/var/lib/hyperv`. Everything here runs inside the new namespaces only.
 
 use std::fs;
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
@@ -135,6 +135,22 @@ pub(crate) fn mount_private_run(lo_ifindex: u32) -> anyhow::Result<()> {
     fs::write(&lease, lease_file_content())
         .with_context(|| format!("cannot write {}", lease.display()))?;
     Ok(())
+}
+
+/// Bytes of POSIX shared memory a sandbox may hold: what an agent's libraries keep there
+/// (libfaketime's clock, a few KiB) with room to spare.
+const SHM_TMPFS_SIZE: u64 = 64 << 20;
+
+/// A private, empty tmpfs on `/dev/shm` (mode 1777, as the host's): POSIX shared memory is
+/// named by the process, and processes in two sandboxes' PID namespaces have the same PIDs, so
+/// on the host's `/dev/shm` one sandbox's agent could open, or be refused, another's object
+/// (libfaketime's `/faketime_shm_<pid>`: "shm_open failed: File exists", and the agent never
+/// starts). Nothing is made when the host has no `/dev/shm` (no mount point on the host).
+pub(crate) fn mount_private_shm() -> anyhow::Result<()> {
+    if !Path::new("/dev/shm").is_dir() {
+        return Ok(());
+    }
+    mount_tmpfs("/dev/shm", 0o1777, 0, 0, Some(SHM_TMPFS_SIZE))
 }
 
 /// Whether `path` lies below `/run` (which the sandbox replaces with a tmpfs of its own), with
