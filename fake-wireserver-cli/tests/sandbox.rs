@@ -906,3 +906,32 @@ fn sandbox_stamps_the_agents_start_and_exit_on_the_fakes_clock() {
         "start {started}, request {request}, exit {exited}"
     );
 }
+
+/// POSIX shared memory is the sandbox's own: an object of the host's name is not there, one the
+/// command makes does not outlive it on the host. (Processes of two sandboxes have the same PIDs
+/// in their PID namespaces: on the host's `/dev/shm`, libfaketime's `/faketime_shm_<pid>` of one
+/// agent refused another's, "shm_open failed: File exists", and the agent never started.)
+#[test]
+fn sandbox_shared_memory_is_private() {
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    let host_object = Path::new("/dev/shm/wirecheck-sandbox-shm-probe");
+    std::fs::write(host_object, b"host").unwrap();
+    // `set -C`: the redirection creates the file exclusively (O_EXCL), as shm_open does.
+    let output = sandbox(
+        out.path(),
+        &[],
+        &[
+            "sh",
+            "-c",
+            "set -C; : > /dev/shm/wirecheck-sandbox-shm-probe && : > /dev/shm/wirecheck-left-behind",
+        ],
+    );
+    let host_after = std::fs::read(host_object);
+    let _ = std::fs::remove_file(host_object);
+    let left = Path::new("/dev/shm/wirecheck-left-behind").exists();
+    let _ = std::fs::remove_file("/dev/shm/wirecheck-left-behind");
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert_eq!(host_after.unwrap(), b"host");
+    assert!(!left, "the sandbox's shared memory outlived it on the host");
+}
