@@ -6,7 +6,9 @@
 //! is never reported (Ready came first), which its profile declares with the source lines; the
 //! host stays as it was.
 
-use crate::walinuxagent_2_16::{cases, host_files, journal, run, verdict};
+use crate::walinuxagent_2_16::{
+    cases, descriptions, guest_calls, host_files, run, useradds, verdict,
+};
 use wirecheck_e2e::require_root;
 
 #[test]
@@ -53,16 +55,10 @@ fn boots_the_guest(agent: &str) {
         ("guest.ovf.no-hostname", None),
         ("guest.ovf.malformed", None),
     ] {
-        let calls = std::fs::read_to_string(artifacts.join(scenario).join("guest-calls.jsonl"))
-            .unwrap_or_default();
-        let calls: Vec<fake_wireserver::guest::ToolCall> = calls
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        let asked: Vec<_> = calls
-            .iter()
-            .filter(|c| c.tool == fake_wireserver::guest::Tool::Useradd)
-            .map(|c| (c.args.first().cloned(), c.failed_with))
+        let calls = guest_calls(&artifacts.join(scenario));
+        let asked: Vec<_> = useradds(&calls)
+            .into_iter()
+            .map(|(args, failed)| (args.first().cloned(), failed))
             .collect();
         let want: Vec<(Option<String>, Option<u8>)> = useradd
             .map(|failed| (Some("azureuser".to_owned()), failed))
@@ -71,11 +67,7 @@ fn boots_the_guest(agent: &str) {
         assert_eq!(asked, want, "{scenario}: {calls:?}");
     }
     // Its own words for the media it cannot use, as the platform got them.
-    let refused = journal(&artifacts.join("guest.ovf.no-hostname/journal.jsonl"));
-    let said: Vec<String> = refused
-        .iter()
-        .filter_map(|e| e.report.as_ref()?.description.clone())
-        .collect();
+    let said = descriptions(&artifacts.join("guest.ovf.no-hostname/journal.jsonl"));
     assert!(
         // Quoted as its csv writer quotes a field holding its quote character.
         said.iter().any(|d| d.starts_with(
@@ -83,11 +75,10 @@ fn boots_the_guest(agent: &str) {
         )),
         "{said:?}"
     );
-    let broken = journal(&artifacts.join("guest.ovf.malformed/journal.jsonl"));
+    let broken = descriptions(&artifacts.join("guest.ovf.malformed/journal.jsonl"));
     assert!(
         broken
             .iter()
-            .filter_map(|e| e.report.as_ref()?.description.as_deref())
             .any(|d| d.starts_with("result=error|reason=error parsing ovf-env.xml: ")),
         "{broken:?}"
     );

@@ -264,6 +264,34 @@ fn a_declared_silence_and_a_missing_report_both_fail_with_the_real_agents() {
     }
 }
 
+/// A case's guest calls (`guest-calls.jsonl` in its artifacts folder `case`).
+pub(crate) fn guest_calls(case: &Path) -> Vec<fake_wireserver::guest::ToolCall> {
+    std::fs::read_to_string(case.join("guest-calls.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The `useradd` calls among `calls`: (arguments, the exit status it was made to fail with).
+pub(crate) fn useradds(
+    calls: &[fake_wireserver::guest::ToolCall],
+) -> Vec<(Vec<String>, Option<u8>)> {
+    calls
+        .iter()
+        .filter(|c| c.tool == fake_wireserver::guest::Tool::Useradd)
+        .map(|c| (c.args.clone(), c.failed_with))
+        .collect()
+}
+
+/// The descriptions of the health reports in a journal, as the platform got them.
+pub(crate) fn descriptions(journal_path: &Path) -> Vec<String> {
+    journal(journal_path)
+        .iter()
+        .filter_map(|e| e.report.as_ref()?.description.clone())
+        .collect()
+}
+
 /// What a guest must leave as it was on the host.
 pub(crate) fn host_files() -> (Vec<u8>, Vec<u8>, String, Vec<String>) {
     let hostname = std::process::Command::new("hostname").output().unwrap();
@@ -350,17 +378,8 @@ fn provisions_the_guest(agent: &str) {
         // No HostName: it stops before it creates anyone.
         ("guest.ovf.no-hostname", None),
     ] {
-        let calls = std::fs::read_to_string(artifacts.join(scenario).join("guest-calls.jsonl"))
-            .unwrap_or_default();
-        let calls: Vec<fake_wireserver::guest::ToolCall> = calls
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        let asked: Vec<_> = calls
-            .iter()
-            .filter(|c| c.tool == fake_wireserver::guest::Tool::Useradd)
-            .map(|c| (c.args.clone(), c.failed_with))
-            .collect();
+        let calls = guest_calls(&artifacts.join(scenario));
+        let asked = useradds(&calls);
         let want: Vec<(Vec<String>, Option<u8>)> = useradd
             .map(|failed| {
                 let args = ["-m", "azureuser", "-s", "/bin/bash"]
@@ -373,11 +392,7 @@ fn provisions_the_guest(agent: &str) {
         assert_eq!(asked, want, "{scenario}: {calls:?}");
     }
     // Its own words, as the platform got them.
-    let failed = journal(&artifacts.join("guest.useradd.fails/journal.jsonl"));
-    let said: Vec<String> = failed
-        .iter()
-        .filter_map(|e| e.report.as_ref()?.description.clone())
-        .collect();
+    let said = descriptions(&artifacts.join("guest.useradd.fails/journal.jsonl"));
     assert!(
         said.iter().any(|d| d.starts_with(
             "[ProvisionError] Failed to provision: [OSUtilError] Failed to create user account:azureuser, Retcode: 9"
