@@ -362,6 +362,83 @@ fn an_interval_within_a_stall_of_its_floor_is_not_called_either_way() {
     assert_eq!(before_retry.verdict, Verdict::Fail, "{before_retry:?}");
 }
 
+/// `n` 503s then a 201, each request `step` ms after the one before (answers take 2 ms).
+fn retries_every(n: u64, step: u64) -> Vec<Entry> {
+    (0..=n)
+        .map(|k| health(k + 1, 10 + k * step, if k < n { 503 } else { 201 }))
+        .collect()
+}
+
+/// Stalls of 100 ms ending at the arrival of the retries `at` (1-based request numbers) of
+/// [`retries_every`].
+fn stalls_at(step: u64, at: &[u64]) -> Vec<crate::observe::Stall> {
+    at.iter()
+        .map(|k| crate::observe::Stall {
+            end_ms: 10 + (k - 1) * step,
+            len_ms: 100,
+        })
+        .collect()
+}
+
+/// A loop's waits of one kind come from one decision: among many waits judged clear of any
+/// stall, the few a stall could flip are not judged and do not leave the case unjudged (before:
+/// one stall among cloud-init 25.1's 1,640 retries of a 503 made every attempt informational).
+/// An agent 30 % short fails on the clear ones whatever the stalls; few clear waits, or a
+/// stalled quarter, still leave it unjudged.
+#[test]
+fn stalled_waits_among_many_clear_ones_are_sampled_out_not_a_reason_to_run_again() {
+    let s = scenario("");
+    let at_end = |n: u64, step: u64| vec![run(0, 20 + n * step, Exit::Code(0))];
+    // Interval 200 ms (floor 190): every 212 ms leaves 210 ms, within a 100 ms stall of it.
+    let correct = judge_stalled(
+        "behaviour.interval",
+        &s,
+        retries_every(20, 212),
+        at_end(20, 212),
+        stalls_at(212, &[6, 13]),
+    );
+    assert_eq!(correct.verdict, Verdict::Pass, "{correct:?}");
+    assert!(
+        correct
+            .evidence
+            .iter()
+            .any(|e| e.note.contains("not judged")),
+        "{correct:?}"
+    );
+    // 30 % short (140 ms of 200): fails on the clear waits, the stalls change nothing.
+    let short = judge_stalled(
+        "behaviour.interval",
+        &s,
+        retries_every(20, 142),
+        at_end(20, 142),
+        stalls_at(142, &[6, 13]),
+    );
+    assert_eq!(short.verdict, Verdict::Fail, "{short:?}");
+    // Few waits: one stalled among five is not sampled out.
+    let few = judge_stalled(
+        "behaviour.interval",
+        &s,
+        retries_every(5, 212),
+        at_end(5, 212),
+        stalls_at(212, &[3]),
+    );
+    assert_eq!(few.verdict, Verdict::Informational, "{few:?}");
+    // Many waits, but over a quarter of them stalled: not sampled out either.
+    let stalled: Vec<u64> = (2..=21).step_by(3).collect();
+    let mostly_stalled = judge_stalled(
+        "behaviour.interval",
+        &s,
+        retries_every(20, 212),
+        at_end(20, 212),
+        stalls_at(212, &stalled),
+    );
+    assert_eq!(
+        mostly_stalled.verdict,
+        Verdict::Informational,
+        "{mostly_stalled:?}"
+    );
+}
+
 #[test]
 fn retrying_faster_than_the_interval_fails() {
     let s = scenario("");
@@ -648,8 +725,19 @@ fn an_attempt_starting_one_ms_past_the_budget_and_the_measured_lag_fails() {
             stall_at_budget_end(),
         )
     };
+    // Seen past the budget but within the lag: not judged either way (before: a pass, so an
+    // agent over its budget passed whenever the machine stalled long enough around it).
     let inside = judge_at(3010 + 40);
-    assert_eq!(inside.verdict, Verdict::Pass, "{inside:?}");
+    assert_eq!(inside.verdict, Verdict::Informational, "{inside:?}");
+    assert!(
+        inside
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("may have started in time"),
+        "{inside:?}"
+    );
+    assert_eq!(judge_at(3010).verdict, Verdict::Pass);
     let past = judge_at(3010 + 40 + 1);
     assert_eq!(past.verdict, Verdict::Fail, "{past:?}");
     let reason = past.reason.unwrap();
@@ -669,6 +757,46 @@ fn an_attempt_starting_one_ms_past_the_budget_and_the_measured_lag_fails() {
     };
     assert_eq!(quiet(3010), Verdict::Pass);
     assert_eq!(quiet(3011), Verdict::Fail);
+}
+
+/// Sending an attempt is CPU-bound work: one seen past the budget by no more than the agent's
+/// processes waited for a CPU since the answer before it is not judged (cloud-init 22.4.2 at
+/// x50 under load: an attempt it decided on in time arrived 3.68 s past its 20 minutes); later
+/// than that, or with no such waits, or waits before that answer, it fails.
+#[test]
+fn an_attempt_the_machine_held_back_is_not_judged_but_a_later_one_fails() {
+    let s = scenario("");
+    let p = profile();
+    // The budget ends at 3010 ms; the answer before the late attempt is over at 2902 ms.
+    let attempt_at = |at: u64, waited: &[(u64, u64)]| {
+        let mut obs = observation(
+            &p,
+            &s,
+            vec![health(1, 10, 503), health(2, 2900, 503), health(3, at, 503)],
+            vec![run(0, at + 2, Exit::Code(1))],
+        );
+        obs.agent_waited = waited
+            .iter()
+            .map(|&(end_ms, len_ms)| crate::observe::Stall { end_ms, len_ms })
+            .collect();
+        judge_obs("behaviour.budget", &obs)
+    };
+    let held = [(3000, 60), (3100, 60)];
+    let j = attempt_at(3130, &held);
+    assert_eq!(j.verdict, Verdict::Informational, "{j:?}");
+    assert!(
+        j.reason
+            .as_deref()
+            .unwrap()
+            .contains("waited 120 ms for a CPU"),
+        "{j:?}"
+    );
+    assert_eq!(attempt_at(3131, &held).verdict, Verdict::Fail);
+    assert_eq!(attempt_at(3130, &[]).verdict, Verdict::Fail);
+    assert_eq!(
+        attempt_at(3130, &[(1000, 60), (2000, 60)]).verdict,
+        Verdict::Fail
+    );
 }
 
 #[test]

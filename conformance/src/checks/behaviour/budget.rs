@@ -103,7 +103,7 @@ fn late_attempts(t: &mut Tally, obs: &Observation, ri: usize, service: Service, 
         _ => "wireserver",
     };
     let reqs = requests(obs, ri, service);
-    for e in &reqs {
+    for (k, e) in reqs.iter().enumerate() {
         let rule = &match obs.profile.reactions.budget_scope {
             BudgetScope::Flow => *rule,
             BudgetScope::Request => LoopBudget {
@@ -115,17 +115,50 @@ fn late_attempts(t: &mut Tally, obs: &Observation, ri: usize, service: Service, 
             },
         };
         let lag = obs.uncertainty_ms(e.at_ms);
-        if let Within::Over { by_ms, .. } = rule.attempt(e.at_ms, lag) {
-            t.fail(
+        let into = secs(e.at_ms.saturating_sub(rule.start_ms));
+        let decided_after = k.checked_sub(1).map_or(rule.start_ms, |p| {
+            obs.request_end_ms(reqs[p]).unwrap_or(reqs[p].at_ms)
+        });
+        match rule.attempt(e.at_ms, lag) {
+            // Sending the attempt is CPU-bound work: its processes waiting for a CPU since the
+            // answer before it, as long as it is late, may have made it late, not its decision
+            // (cloud-init 22.4.2 decides against its 20-minute deadline before it sleeps 5 s,
+            // and at x50 under load an attempt in time arrived 3.68 s past it).
+            Within::Over { by_ms, .. } => match held_back_until(obs, decided_after, e.at_ms, by_ms) {
+                Some(held) => t.uncertain(
+                    format!(
+                        "run {}: a new {name} attempt (#{}) was seen {into} into a {} budget, {by_ms} ms past it and the runner's {lag} ms lag around then, {}",
+                        ri + 1,
+                        e.seq,
+                        secs(rule.budget_ms),
+                        held_text(held)
+                    ),
+                    about(line(e), &[e], None),
+                ),
+                None => t.fail(
                 format!(
-                    "run {}: a new {name} attempt (#{}) started {} into a {} budget, {by_ms} ms past it and the runner's {lag} ms lag around then",
+                    "run {}: a new {name} attempt (#{}) started {into} into a {} budget, {by_ms} ms past it and the runner's {lag} ms lag around then",
                     ri + 1,
                     e.seq,
-                    secs(e.at_ms.saturating_sub(rule.start_ms)),
                     secs(rule.budget_ms)
                 ),
                 about(line(e), &[e], None),
-            );
+                ),
+            },
+            // Seen past the budget, but within what the runner's lag could have added: it may
+            // have started in time, or not. Never a pass: under two CPU hogs a reporter 30 %
+            // over its budget had its last attempt (2.42 s into 2 s) inside a 420 ms stall.
+            Within::Inside if e.at_ms > rule.end_ms() => t.uncertain(
+                format!(
+                    "run {}: a new {name} attempt (#{}) was seen {into} into a {} budget, {} ms past it, within the runner's {lag} ms lag around then: it may have started in time",
+                    ri + 1,
+                    e.seq,
+                    secs(rule.budget_ms),
+                    e.at_ms - rule.end_ms()
+                ),
+                about(line(e), &[e], None),
+            ),
+            Within::Inside => {}
         }
     }
 }
@@ -221,7 +254,13 @@ fn last_request_end<'a>(
 /// loaded machine by every such wait, short ones added up (the runner measured them), so the
 /// machine, not the agent, may have made it late.
 fn held_back(obs: &Observation, ri: usize, from_ms: u64, late_ms: u64) -> Option<u64> {
-    let held = obs.agent_waited_ms(from_ms, obs.runs[ri].end_ms);
+    held_back_until(obs, from_ms, obs.runs[ri].end_ms, late_ms)
+}
+
+/// How long the agent's processes waited for a CPU between `from_ms` and `to_ms`, when that is
+/// at least the `late_ms` something of it came too late by.
+fn held_back_until(obs: &Observation, from_ms: u64, to_ms: u64, late_ms: u64) -> Option<u64> {
+    let held = obs.agent_waited_ms(from_ms, to_ms);
     (held >= late_ms).then_some(held)
 }
 
@@ -283,7 +322,9 @@ fn loop_end(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
     let last = last_request_end(obs, ri, &reqs);
     let wire_end = last.map_or(rule.start_ms, |(_, end)| end);
     let since = |t: u64| secs(t.saturating_sub(rule.start_ms));
-    if let Some((e, _)) = last {
+    // A last request that started after the budget is a late attempt, judged as one
+    // ([`late_attempts`]): its end says nothing more.
+    if let Some((e, _)) = last.filter(|(e, _)| e.at_ms <= rule.end_ms()) {
         let lag = obs.uncertainty_ms(wire_end);
         if let Within::Over { limit_ms, by_ms } = rule.loop_end(wire_end, in_flight_ms, lag) {
             t.fail(
