@@ -23,7 +23,22 @@ suite="$1" package="$2" upstream="$3" dest="$4"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 log() { printf 'debian-package: %s\n' "$*" >&2; }
 
+# What the package's install does for its Python modules (dpkg's postinst runs py3compile):
+# byte-compiled once here, they are not compiled again by every run of the agent (the unpacked
+# tree is read-only in the sandbox, so Python could never cache them itself). The interpreter is
+# the one the profiles run (Debian 12's /usr/bin/python3).
+byte_compile() {
+    local tree="$1"
+    [ -f "${tree}/.byte-compiled" ] && return 0
+    if find "${tree}" -name '*.py' -print -quit | grep -q .; then
+        /usr/bin/python3 -m compileall -q -j 0 "${tree}" >/dev/null \
+            || { log "python3 -m compileall failed in ${tree}"; exit 1; }
+    fi
+    touch "${tree}/.byte-compiled"
+}
+
 if [ -f "${dest}/.package" ] && grep -q "^${package} ${upstream}" "${dest}/.package"; then
+    byte_compile "${dest}"
     log "$(cat "${dest}/.package") already unpacked in ${dest}"
     exit 0
 fi
@@ -119,4 +134,5 @@ dpkg-deb -x "${deb}" "${dest}.partial"
 echo "${package} ${version} ${suite}" > "${dest}.partial/.package"
 rm -rf "${dest}"
 mv "${dest}.partial" "${dest}"
+byte_compile "${dest}"
 log "${package} ${version} (${suite}) unpacked in ${dest}"
