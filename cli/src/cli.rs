@@ -141,13 +141,13 @@ cannot be written.";
 /// Where scenarios and agent profiles are read from.
 #[derive(Debug, Args)]
 pub struct Sources {
-    /// Folder of scenario files (*.toml, not recursive); repeatable (comma-separated in the
-    /// environment), `@builtin` naming the built-in suite, e.g. `--scenarios @builtin
-    /// --scenarios ./my-scenarios` [default: the checkout's scenarios/ when wirecheck runs
-    /// from one (target/<profile>/wirecheck), else the built-in suite]
+    /// Folder of scenario files (*.toml, not recursive), or one scenario file; repeatable
+    /// (comma-separated in the environment), `@builtin` naming the built-in suite, e.g.
+    /// `--scenarios @builtin --scenarios ./my-scenarios` [default: the checkout's scenarios/
+    /// when wirecheck runs from one (target/<profile>/wirecheck), else the built-in suite]
     #[arg(
         long,
-        value_name = "DIR",
+        value_name = "DIR|FILE",
         env = "WIRECHECK_SCENARIOS",
         value_delimiter = ','
     )]
@@ -333,10 +333,13 @@ pub enum SnapshotsCommand {
 
 const PROP_AFTER_HELP: &str = "\
 Properties: failure.json, failure.xml (a failure report: reason and supporting data), \
-in-progress.json, in-progress.xml (an in-progress description). Each generated input runs as \
-case prop.<property> through the scenario checks protocol.*, report.*, kvp.*, \
-behaviour.terminal and behaviour.exit; properties needing a capability the agent does not \
-claim are skipped.
+in-progress.json, in-progress.xml (an in-progress description), schedule.json, schedule.xml \
+(the fake's answers to a Ready report: statuses, Retry-After, throttling, resets, closes, \
+delays, hangs). Each generated input runs as case prop.<property> through the scenario checks \
+protocol.*, report.*, kvp.*, behaviour.terminal and behaviour.exit (a schedule also through \
+behaviour.budget, behaviour.retry and behaviour.interval); properties needing a capability \
+the agent does not claim are skipped. A shrunk schedule is kept as a scenario file in its \
+artifacts (scenario.toml), which wirecheck run --scenarios FILE replays.
 
 A failure is shrunk (proptest) to the smallest input that still fails the same way; it is \
 printed with the check that failed, its evidence and a command that replays exactly that \

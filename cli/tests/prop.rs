@@ -473,3 +473,148 @@ fn a_limitation_does_not_hide_a_failure_its_characters_do_not_cause() {
     let o = prop(&["--input", r#"{"reason":"y \u00e9"}"#]);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
 }
+
+/// An agents folder with the planted retrying agent, one profile per bug (`retrying-<bug>`).
+fn retrying_agents(dir: &Path) -> PathBuf {
+    let agents = dir.join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    let support = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/prop_support");
+    let template = std::fs::read_to_string(support.join("retrying.toml.in")).unwrap();
+    let script = support.join("retrying_agent.py").display().to_string();
+    for bug in ["none", "third-503", "retry-after", "throttle-fatal"] {
+        std::fs::write(
+            agents.join(format!("retrying-{bug}.toml")),
+            template.replace("@SCRIPT@", &script).replace("@BUG@", bug),
+        )
+        .unwrap();
+    }
+    agents
+}
+
+/// `wirecheck prop --property schedule.json` against one retrying agent.
+fn prop_schedules(
+    dir: &Path,
+    agents: &Path,
+    bug: &str,
+    cases: &str,
+) -> (std::process::Output, PathBuf) {
+    let out = dir.join(format!("out-{bug}"));
+    let o = wirecheck(dir)
+        .args(["prop", "--quiet", "--agent", &format!("retrying-{bug}")])
+        .args([
+            "--property",
+            "schedule.json",
+            "--cases",
+            cases,
+            "--seed",
+            "29",
+        ])
+        .args([
+            "--max-shrink-time",
+            "120",
+            "--no-regressions",
+            "--agents-dir",
+        ])
+        .arg(agents)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    (o, out)
+}
+
+/// Each planted retry-loop bug is found by generated schedules and shrunk to a schedule of at
+/// most three faulted answers that shows it; the shrunk schedule is kept as a scenario file
+/// that `wirecheck run --scenarios` replays: failing the planted agent, passing the right one.
+#[test]
+fn planted_retry_loop_bugs_are_found_and_shrunk_to_three_faults_at_most() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = retrying_agents(dir.path());
+    let bugs: [(&str, ShowsIt); 3] = [
+        ("third-503", |s| {
+            s.as_array().unwrap().iter().filter(|a| is_503(a)).count() >= 3
+        }),
+        ("retry-after", |s| {
+            s.as_array().unwrap().iter().any(|a| {
+                a["retry-after"]["seconds"]
+                    .as_u64()
+                    .is_some_and(|secs| secs > 3)
+            })
+        }),
+        ("throttle-fatal", |s| {
+            s.as_array().unwrap().iter().any(|a| a == "throttled")
+        }),
+    ];
+    // The three searches mostly wait (the agents sleep): run side by side.
+    let runs: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = bugs
+            .iter()
+            .map(|(bug, _)| scope.spawn(|| prop_schedules(dir.path(), &agents, bug, "64")))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for ((bug, shows_it), (o, out)) in bugs.into_iter().zip(runs) {
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{bug}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        let r = results(&out);
+        let c = case(&r, &format!("retrying-{bug}"), "prop.schedule.json").clone();
+        assert_eq!(c["verdict"], "fail", "{bug}: {c:#}");
+        let input = smallest_input(&c, "smallest failing input");
+        let schedule = &input["schedule"];
+        let faults = schedule
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a.get("delay").is_none())
+            .count();
+        assert!(faults <= 3, "{bug}: {input}");
+        assert!(shows_it(schedule), "{bug}: {input}");
+        // The scenario file beside the artifacts replays it with `wirecheck run`.
+        let file = out
+            .join(c["artifacts"].as_str().unwrap())
+            .join("scenario.toml");
+        let replay = |agent: &str| {
+            wirecheck(dir.path())
+                .args(["run", "--quiet", "--agent", agent, "--agents-dir"])
+                .arg(&agents)
+                .arg("--scenarios")
+                .arg(&file)
+                .arg("--out")
+                .arg(dir.path().join(format!("replay-{agent}")))
+                .output()
+                .unwrap()
+        };
+        let planted = replay(&format!("retrying-{bug}"));
+        assert_eq!(
+            planted.status.code(),
+            Some(1),
+            "{bug}: {}",
+            stdout(&planted)
+        );
+        let right = replay("retrying-none");
+        assert_eq!(right.status.code(), Some(0), "{bug}: {}", stdout(&right));
+    }
+}
+
+/// Whether a shrunk schedule shows the planted bug.
+type ShowsIt = fn(&serde_json::Value) -> bool;
+
+fn is_503(answer: &serde_json::Value) -> bool {
+    answer["status"] == 503 || answer["retry-after"]["status"] == 503
+}
+
+/// The same loop without a bug passes every generated schedule.
+#[test]
+fn the_retrying_agent_without_a_bug_passes_64_schedules() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = retrying_agents(dir.path());
+    let (o, out) = prop_schedules(dir.path(), &agents, "none", "64");
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let c = case(&results(&out), "retrying-none", "prop.schedule.json").clone();
+    assert_eq!(c["verdict"], "pass", "{c:#}");
+}

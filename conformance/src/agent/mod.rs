@@ -270,6 +270,11 @@ pub struct Reactions {
     pub retry_interval_throttled: Option<f64>,
     /// What one budget covers (`budget_scope`).
     pub budget_scope: BudgetScope,
+    /// Statuses whose `Retry-After` the agent sleeps before it retries, whatever is left of
+    /// its budget (`honours_retry_after`; cloud-init 25.1+: a 503's, url_helper.py:433-439);
+    /// empty: it retries at its own interval (the recommended policy, docs/protocol.md §8.2).
+    /// A case grows by each such scripted `Retry-After`.
+    pub honours_retry_after: Vec<u16>,
     /// `false`: the agent never stops trying on its own (a daemon that starts its loop over
     /// when its budget runs out: WALinuxAgent). A scenario that never lets its report through
     /// then runs to a horizon ([`crate::runner::timing`]) instead of to its budget, and
@@ -755,6 +760,7 @@ impl Reactions {
             retry_interval_503: None,
             retry_interval_throttled: None,
             budget_scope: BudgetScope::Flow,
+            honours_retry_after: Vec::new(),
             gives_up: true,
             tries: None,
         }

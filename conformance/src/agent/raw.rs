@@ -139,6 +139,7 @@ pub(super) struct ReactionsFile {
     pub(super) retry_interval_throttled: Option<Spanned<f64>>,
     #[serde(default)]
     pub(super) budget_scope: BudgetScope,
+    pub(super) honours_retry_after: Option<Spanned<Vec<u16>>>,
     pub(super) gives_up: Option<Spanned<bool>>,
     pub(super) tries: Option<Spanned<u32>>,
     pub(super) sequence_tries: Option<Spanned<u32>>,

@@ -557,6 +557,19 @@ pub(super) fn reactions_from(
             "reactions.retry_interval_throttled",
         )?,
         budget_scope: r.budget_scope,
+        honours_retry_after: match &r.honours_retry_after {
+            Some(list) => {
+                if let Some(bad) = list.get_ref().iter().find(|s| !(400..=599).contains(*s)) {
+                    return Err(at(
+                        list.span(),
+                        "reactions.honours_retry_after",
+                        format!("{bad} is not an error status (400-599)"),
+                    ));
+                }
+                list.get_ref().clone()
+            }
+            None => Vec::new(),
+        },
         gives_up: r.gives_up.as_ref().is_none_or(|g| *g.get_ref()),
         tries: tries(r, at)?,
     };

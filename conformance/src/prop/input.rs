@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::schedule::{self, Answer};
 use crate::agent::InputClass;
 
 /// The largest `--input` or regression line accepted (bytes of JSON).
@@ -22,8 +23,8 @@ pub const RESERVED_KEYS: &[&str] = &[
     "documentation_url",
 ];
 
-/// What one generated case asks the agent to report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What one generated case asks the agent to report, or the faults it meets on the way.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
     /// A failure report's reason.
@@ -35,6 +36,9 @@ pub struct Input {
     /// An in-progress report's description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// A schedule property's answers to the health reports ([`Answer`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schedule: Vec<Answer>,
 }
 
 impl Input {
@@ -74,6 +78,7 @@ impl Input {
                 .map(|(k, v)| (k.clone(), plain(v)))
                 .collect(),
             description: self.description.as_deref().map(plain),
+            schedule: self.schedule.clone(),
         }
     }
 
@@ -105,7 +110,7 @@ impl Input {
         }
         let input: Input = serde_json::from_str(text).map_err(|e| {
             format!(
-                "not an input: {e} (expected {{\"reason\": \"...\", \"data\": [[\"key\", \"value\"]]}} or {{\"description\": \"...\"}})"
+                "not an input: {e} (expected {{\"reason\": \"...\", \"data\": [[\"key\", \"value\"]]}}, {{\"description\": \"...\"}} or {{\"schedule\": [{{\"status\": 503}}, \"reset\", ...]}})"
             )
         })?;
         input.validate()?;
@@ -115,6 +120,9 @@ impl Input {
     /// Rules every input must keep to be passable as arguments: no NUL (argv strings end at
     /// one), keys that are names (`KEY=VALUE` splits at the first `=`), no key twice.
     pub fn validate(&self) -> Result<(), String> {
+        if !self.schedule.is_empty() {
+            schedule::validate(&self.schedule).map_err(|e| format!("schedule: {e}"))?;
+        }
         if self.texts().any(|t| t.contains('\0')) {
             return Err("a NUL character cannot be passed in an argument".into());
         }
@@ -170,7 +178,7 @@ mod tests {
         let input = Input {
             reason: Some("a'b|c\r\n\u{7f}é€😀\u{1}".into()),
             data: vec![("k".into(), "v=1".into())],
-            description: None,
+            ..Input::default()
         };
         let json = input.to_json();
         assert!(json.is_ascii() && !json.contains('\u{7f}'), "{json}");

@@ -20,6 +20,9 @@ pub enum Class {
     Undeclared,
     /// The case was not judged (a harness error, an interruption): why.
     NotJudged,
+    /// The runner did not run it: a schedule longer than a case may take for this agent
+    /// (`runner::timing`), counted apart, never as a pass.
+    NotRun,
 }
 
 /// The checks of one case that failed.
@@ -59,6 +62,9 @@ pub fn classify(
 ) -> Class {
     if cases.iter().any(|c| c.not_judged.is_some()) {
         return Class::NotJudged;
+    }
+    if !cases.is_empty() && cases.iter().all(|c| c.verdict == Verdict::Skipped) {
+        return Class::NotRun;
     }
     let failed = failed(cases);
     let Some(first) = failed.first() else {
@@ -119,6 +125,7 @@ reason = "Latin-1 only"
             reason: Some(reason.into()),
             data: Vec::new(),
             description: None,
+            schedule: Vec::new(),
         }
     }
 
@@ -174,9 +181,10 @@ reason = "Latin-1 only"
             Class::NotJudged
         );
         // What decides is how the case was disposed of, not how its reason reads: a skip whose
-        // text happens to start like an interruption's is still a skip.
+        // text happens to start like an interruption's is still a skip, and a skipped input
+        // is not run, never a pass (a schedule too long for the agent is counted apart).
         let mut skipped = case("report.state", Verdict::Skipped);
         skipped.reason = Some("not run: the scenario would take 90 s".into());
-        assert_eq!(classify(&p, prop, &input("a"), &[skipped]), Class::Pass);
+        assert_eq!(classify(&p, prop, &input("a"), &[skipped]), Class::NotRun);
     }
 }

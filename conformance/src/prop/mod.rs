@@ -7,13 +7,15 @@
 //! limitations `non-strict` / `unimplemented` with the smallest input that shows them.
 //!
 //! Modules: [`input`] (the input and its JSON form), [`strategy`] (the generators),
-//! [`property`] (the properties and their scenarios), [`judge`] (a case's class),
+//! [`property`] (the properties and their scenarios), [`schedule`] (a fault schedule and the
+//! scenario file it is run as), [`judge`] (a case's class),
 //! [`search`] (generate, shrink, confirm), [`regressions`] (the regression file).
 
 pub mod input;
 pub mod judge;
 pub mod property;
 pub mod regressions;
+pub mod schedule;
 pub mod search;
 pub mod strategy;
 
@@ -29,17 +31,25 @@ use wirecheck_results::{CaseResult, Evidence, Timeline, Verdict};
 
 /// A plain input for the pre-flight checks (capabilities, attach mode).
 pub fn strategy_probe_input(property: Property) -> Input {
+    if property.generates() == property::Generates::Schedule {
+        return Input {
+            schedule: vec![schedule::Answer::Status(503)],
+            ..Input::default()
+        };
+    }
     if property.is_failure() {
         Input {
             reason: Some("probe".into()),
             data: Vec::new(),
             description: None,
+            schedule: Vec::new(),
         }
     } else {
         Input {
             reason: None,
             data: Vec::new(),
             description: Some("probe".into()),
+            schedule: Vec::new(),
         }
     }
 }
@@ -98,6 +108,17 @@ fn finding_evidence(
         "replay exactly this input",
         Some(replay_command(settings, property, &f.input)),
     ));
+    if property.generates() == property::Generates::Schedule
+        && let Some(dir) = f.cases.iter().find_map(|c| c.artifacts.as_ref())
+    {
+        out.push(crate::checks::note(
+            format!(
+                "as a scenario file: {dir}/{} (wirecheck run --scenarios FILE replays it)",
+                search::SCENARIO_FILE
+            ),
+            None,
+        ));
+    }
     for c in judge::failed(&f.cases) {
         out.push(crate::checks::note(
             format!(
@@ -133,10 +154,18 @@ pub fn case_result(
     let property = report.property;
     let mut evidence = vec![crate::checks::note(
         format!(
-            "{} generated input(s) (seed {}), {} replayed{}",
+            "{} generated input(s) (seed {}), {} replayed{}{}",
             report.generated,
             report.seed,
             report.replayed,
+            if report.not_run > 0 {
+                format!(
+                    ", {} not run (longer than a case may take for this agent)",
+                    report.not_run
+                )
+            } else {
+                String::new()
+            },
             settings
                 .regressions
                 .as_ref()
@@ -147,8 +176,18 @@ pub fn case_result(
     )];
     let mut timeline = Timeline::default();
     let mut artifacts = None;
+    let every_input_not_run =
+        report.not_run > 0 && report.not_run == report.generated + report.replayed;
     let (verdict, reason) = if let Some(why) = &report.skipped {
         (Verdict::Skipped, Some(why.to_string()))
+    } else if every_input_not_run && report.undeclared.is_none() && report.declared.is_empty() {
+        (
+            Verdict::Skipped,
+            Some(format!(
+                "none of its {} inputs could be run: each longer than a case may take for this agent",
+                report.not_run
+            )),
+        )
     } else if let Some(f) = &report.undeclared {
         finding_evidence(settings, property, profile, f, &mut evidence);
         if let Some(c) = f.cases.first() {

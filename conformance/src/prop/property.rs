@@ -1,6 +1,9 @@
-//! The properties `wirecheck prop` checks: one per (report kind, health flow). Each is a
+//! The properties `wirecheck prop` checks: one per (what is generated, health flow). Each is a
 //! scenario held in memory whose one agent run takes the generated input, judged by the same
-//! checks as the scenario files (`report.*` round trip and limit, `kvp.*`, exit status...).
+//! checks as the scenario files (`report.*` round trip and limit, `kvp.*`, exit status...):
+//! a failure report's text, an in-progress description, or a fault schedule (the fake's
+//! answers to a Ready report, [`super::schedule`]), which also judges retries, intervals and
+//! the budget.
 
 use std::path::PathBuf;
 
@@ -15,6 +18,19 @@ pub enum Property {
     FailureXml,
     InProgressJson,
     InProgressXml,
+    ScheduleJson,
+    ScheduleXml,
+}
+
+/// What a property generates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Generates {
+    /// A failure report's reason and supporting data.
+    FailureReport,
+    /// An in-progress description.
+    Description,
+    /// The fake's answers to a Ready report.
+    Schedule,
 }
 
 /// The checks of every property: what the agent sent and wrote, not how long it took (the
@@ -27,12 +43,26 @@ pub const CHECKS: &[&str] = &[
     "behaviour.exit",
 ];
 
+/// The checks of the schedule properties: the text ones, and how the agent met the faults.
+pub const SCHEDULE_CHECKS: &[&str] = &[
+    "protocol.*",
+    "report.*",
+    "kvp.*",
+    "behaviour.terminal",
+    "behaviour.exit",
+    "behaviour.budget",
+    "behaviour.retry",
+    "behaviour.interval",
+];
+
 impl Property {
-    pub const ALL: [Property; 4] = [
+    pub const ALL: [Property; 6] = [
         Property::FailureJson,
         Property::FailureXml,
         Property::InProgressJson,
         Property::InProgressXml,
+        Property::ScheduleJson,
+        Property::ScheduleXml,
     ];
 
     pub fn name(self) -> &'static str {
@@ -41,6 +71,8 @@ impl Property {
             Property::FailureXml => "failure.xml",
             Property::InProgressJson => "in-progress.json",
             Property::InProgressXml => "in-progress.xml",
+            Property::ScheduleJson => "schedule.json",
+            Property::ScheduleXml => "schedule.xml",
         }
     }
 
@@ -52,22 +84,32 @@ impl Property {
         Property::ALL.map(Property::name).join(", ")
     }
 
+    pub fn generates(self) -> Generates {
+        match self {
+            Property::FailureJson | Property::FailureXml => Generates::FailureReport,
+            Property::InProgressJson | Property::InProgressXml => Generates::Description,
+            Property::ScheduleJson | Property::ScheduleXml => Generates::Schedule,
+        }
+    }
+
     pub fn is_failure(self) -> bool {
-        matches!(self, Property::FailureJson | Property::FailureXml)
+        self.generates() == Generates::FailureReport
     }
 
     pub fn action(self) -> Action {
-        if self.is_failure() {
-            Action::Failure
-        } else {
-            Action::InProgress
+        match self.generates() {
+            Generates::FailureReport => Action::Failure,
+            Generates::Description => Action::InProgress,
+            Generates::Schedule => Action::Ready,
         }
     }
 
     pub fn protocol(self) -> Protocol {
         match self {
-            Property::FailureJson | Property::InProgressJson => Protocol::Json,
-            Property::FailureXml | Property::InProgressXml => Protocol::Xml,
+            Property::FailureJson | Property::InProgressJson | Property::ScheduleJson => {
+                Protocol::Json
+            }
+            Property::FailureXml | Property::InProgressXml | Property::ScheduleXml => Protocol::Xml,
         }
     }
 
@@ -78,31 +120,61 @@ impl Property {
     }
 
     pub fn title(self) -> String {
-        let what = if self.is_failure() {
-            "failure reports (reason, supporting data)"
-        } else {
-            "in-progress descriptions"
+        let flow = self.protocol().as_str().to_uppercase();
+        match self.generates() {
+            Generates::FailureReport => format!(
+                "generated failure reports (reason, supporting data), {flow} flow: sent and written exactly as asked"
+            ),
+            Generates::Description => format!(
+                "generated in-progress descriptions, {flow} flow: sent and written exactly as asked"
+            ),
+            Generates::Schedule => format!(
+                "generated fault schedules, {flow} flow: each answer met as the profile's reactions oblige, the report delivered or given up within the budget"
+            ),
+        }
+    }
+
+    /// The scenario file `input` is run as: for a schedule, one `wirecheck run --scenarios`
+    /// replays as it stands.
+    pub fn scenario_toml(self, input: &Input) -> String {
+        let (action, field, expect, checks, faults) = match self.generates() {
+            Generates::FailureReport => (
+                "failure",
+                "reason = \"generated\"\n",
+                "[expect]\noutcome = \"reported\"\n",
+                CHECKS,
+                String::new(),
+            ),
+            Generates::Description => (
+                "in-progress",
+                "description = \"generated\"\n",
+                "[expect]\noutcome = \"reported\"\n",
+                CHECKS,
+                String::new(),
+            ),
+            // Whether a conforming agent gets its report through depends on its reactions and
+            // budget, which the checks read from its profile: no outcome is expected.
+            Generates::Schedule => (
+                "ready",
+                "",
+                "",
+                SCHEDULE_CHECKS,
+                format!("\n{}", super::schedule::endpoint_toml(&input.schedule)),
+            ),
         };
         format!(
-            "generated {what}, {} flow: sent and written exactly as asked",
-            self.protocol().as_str().to_uppercase()
+            "# {replay}\nid = {id:?}\ntitle = {title:?}\nchecks = {checks:?}\n\n[agent]\naction = {action:?}\nprotocol = {protocol:?}\n{field}{expect}{faults}",
+            replay = "wirecheck prop: generated; replay with wirecheck run --scenarios FILE",
+            id = self.case_id(),
+            title = self.title(),
+            protocol = self.protocol().as_str(),
         )
     }
 
-    /// The in-memory scenario, with `input` as its one run's reason, data or description.
+    /// The in-memory scenario, with `input` as its one run's reason, data or description, or
+    /// its schedule as the health endpoint's answers.
     pub fn scenario(self, input: &Input) -> Scenario {
-        let (action, field) = if self.is_failure() {
-            ("failure", "reason = \"generated\"")
-        } else {
-            ("in-progress", "description = \"generated\"")
-        };
-        let text = format!(
-            "id = {id:?}\ntitle = {title:?}\nchecks = {checks:?}\n[agent]\naction = {action:?}\nprotocol = {protocol:?}\n{field}\n[expect]\noutcome = \"reported\"\n",
-            id = self.case_id(),
-            title = self.title(),
-            checks = CHECKS,
-            protocol = self.protocol().as_str(),
-        );
+        let text = self.scenario_toml(input);
         let path = PathBuf::from(format!("<wirecheck prop {}>", self.name()));
         // `protocol` names one flow: one instance.
         let mut scenario = Scenario::from_toml_str(&text, &path)
@@ -124,6 +196,21 @@ impl Input {
     /// file, so neither hands an agent an input it cannot be asked to report.
     pub fn fits(&self, property: Property) -> Result<(), String> {
         let name = property.name();
+        if property.generates() == Generates::Schedule {
+            if self.schedule.is_empty()
+                || self.reason.is_some()
+                || self.description.is_some()
+                || !self.data.is_empty()
+            {
+                return Err(format!("property {name} takes a \"schedule\" only"));
+            }
+            return Ok(());
+        }
+        if !self.schedule.is_empty() {
+            return Err(format!(
+                "property {name} takes no \"schedule\" (the schedule.* properties do)"
+            ));
+        }
         if property.is_failure() {
             if self.reason.is_none() {
                 return Err(format!("property {name} takes a \"reason\" (and \"data\")"));
@@ -150,9 +237,12 @@ mod tests {
         let input = Input {
             reason: Some("a|b".into()),
             data: vec![("k".into(), "".into())],
-            description: None,
+            ..Input::default()
         };
-        for p in Property::ALL {
+        for p in Property::ALL
+            .into_iter()
+            .filter(|p| p.generates() != Generates::Schedule)
+        {
             assert_eq!(Property::from_name(p.name()), Some(p));
             let s = p.scenario(&input);
             assert_eq!(s.id, p.case_id());
@@ -165,5 +255,52 @@ mod tests {
         let s = Property::FailureJson.scenario(&input);
         assert_eq!(s.agent.runs[0].reason.as_deref(), Some("a|b"));
         assert_eq!(s.agent.runs[0].data, input.data);
+    }
+
+    /// A schedule's scenario file is one `wirecheck run --scenarios` reads as it stands: the
+    /// answers on the health endpoint, a Ready run, the timing checks, no expected outcome.
+    #[test]
+    fn a_schedule_is_a_scenario_file_with_its_answers_and_the_timing_checks() {
+        use super::super::schedule::Answer;
+        let input = Input {
+            schedule: vec![Answer::Status(503), Answer::Status(503), Answer::Throttled],
+            ..Input::default()
+        };
+        for p in [Property::ScheduleJson, Property::ScheduleXml] {
+            assert_eq!(Property::from_name(p.name()), Some(p));
+            assert!(input.fits(p).is_ok());
+            let text = p.scenario_toml(&input);
+            assert!(text.contains("status = 503\ntimes = 2"), "{text}");
+            let s = Scenario::from_toml_str(&text, std::path::Path::new("replayed.toml"))
+                .unwrap()
+                .remove(0);
+            assert_eq!(s.agent.runs[0].action, Action::Ready);
+            assert_eq!(s.agent.protocol, p.protocol());
+            assert_eq!(s.expect.outcome, None);
+            for check in [
+                CheckId::BehaviourBudget,
+                CheckId::BehaviourRetry,
+                CheckId::BehaviourInterval,
+            ] {
+                assert!(s.checks.contains(&check), "{check:?}");
+            }
+            assert!(!s.fake.endpoints.is_empty(), "{text}");
+        }
+        assert!(
+            input
+                .fits(Property::FailureJson)
+                .unwrap_err()
+                .contains("no \"schedule\"")
+        );
+        let text_only = Input {
+            reason: Some("r".into()),
+            ..Input::default()
+        };
+        assert!(
+            text_only
+                .fits(Property::ScheduleXml)
+                .unwrap_err()
+                .contains("\"schedule\" only")
+        );
     }
 }

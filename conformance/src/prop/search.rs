@@ -74,6 +74,9 @@ pub struct PropertyReport {
     pub skipped: Option<NotRun>,
     pub generated: u32,
     pub replayed: u32,
+    /// Generated or replayed inputs the runner did not run (longer than a case may take for
+    /// this agent): not judged, and said so.
+    pub not_run: u32,
     pub undeclared: Option<Finding>,
     /// The smallest input of each declared limitation that was hit (one per limitation).
     pub declared: Vec<Finding>,
@@ -245,6 +248,7 @@ impl Search<'_> {
         let (again, cases) = self
             .run_inputs(std::slice::from_ref(&input), true)
             .remove(0);
+        self.keep_scenario_file(&input, &cases);
         Finding {
             class,
             reproduced: again == class,
@@ -257,6 +261,26 @@ impl Search<'_> {
         }
     }
 }
+
+impl Search<'_> {
+    /// A schedule's smallest failing input, as the scenario file that replays it, beside the
+    /// confirmation run's artifacts (`scenario.toml`): `wirecheck run --scenarios` takes it.
+    fn keep_scenario_file(&self, input: &Input, cases: &[CaseResult]) {
+        if self.property.generates() != super::property::Generates::Schedule {
+            return;
+        }
+        let Some(dir) = cases.iter().find_map(|c| c.artifacts.as_ref()) else {
+            return;
+        };
+        let path = self.runner.settings().out.join(dir).join(SCENARIO_FILE);
+        if let Err(e) = std::fs::write(&path, self.property.scenario_toml(input)) {
+            eprintln!("wirecheck: warning: cannot write {}: {e}", path.display());
+        }
+    }
+}
+
+/// The file name of a shrunk schedule's scenario file in its artifacts.
+pub const SCENARIO_FILE: &str = "scenario.toml";
 
 /// Runs one property against one agent: the replays first, then generated inputs until an
 /// undeclared failure, then each failure found shrunk.
@@ -273,6 +297,7 @@ pub fn run_property(
         skipped: None,
         generated: 0,
         replayed: 0,
+        not_run: 0,
         undeclared: None,
         declared: Vec::new(),
         seed: settings.seed,
@@ -344,6 +369,7 @@ impl Search<'_> {
         for (input, (class, cases)) in replays.iter().zip(self.run_inputs(replays, false)) {
             report.replayed += 1;
             match class {
+                Class::NotRun => report.not_run += 1,
                 Class::NotJudged => {
                     report.skipped = Some(not_judged_reason(&cases));
                     return ControlFlow::Break(());
@@ -411,6 +437,7 @@ impl Search<'_> {
             progress.ran(u64::from(batch));
             for (tree, (class, cases)) in trees.into_iter().zip(outcomes) {
                 match class {
+                    Class::NotRun => report.not_run += 1,
                     Class::NotJudged => {
                         report.skipped = Some(not_judged_reason(&cases));
                         return ControlFlow::Break(());

@@ -9,7 +9,8 @@ use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
 
 use super::input::{Input, RESERVED_KEYS};
-use super::property::Property;
+use super::property::{Generates, Property};
+use super::schedule::Answer;
 
 /// Characters of a short text (shrinks towards `a`).
 pub fn character() -> BoxedStrategy<char> {
@@ -148,10 +149,56 @@ pub fn data() -> BoxedStrategy<Vec<(String, String)>> {
         .boxed()
 }
 
+/// One answer of a fault schedule, weighted to the edges agents argue about: the plain
+/// retryable statuses first (a shrunk schedule keeps the plainest answer that still fails),
+/// then `Retry-After` from 1 s to far past any budget, the throttle reply, a plain 403 and a 410,
+/// transport faults, a late answer, a hang that costs a whole request timeout. Answers are the
+/// same for every agent: a schedule replays on any of them.
+pub fn answer() -> BoxedStrategy<Answer> {
+    prop_oneof![
+        8 => Just(Answer::Status(503)),
+        3 => Just(Answer::Status(500)),
+        1 => prop::sample::select(vec![400_u16, 429, 502, 504]).prop_map(Answer::Status),
+        3 => (
+            prop::sample::select(vec![503_u16, 429]),
+            prop::sample::select(vec![1_u32, 2, 5, 30, 600, 3600]),
+        )
+            .prop_map(|(status, seconds)| Answer::RetryAfter { status, seconds }),
+        3 => Just(Answer::Throttled),
+        1 => Just(Answer::Status(403)),
+        2 => Just(Answer::Status(410)),
+        2 => Just(Answer::Reset),
+        2 => Just(Answer::Close),
+        // Well inside the scenarios' 1 s request timeout: an answer that races the agent's
+        // timeout is a hang to it or not by chance (a hang covers the far side).
+        1 => (50_u32..=700).prop_map(|ms| Answer::Delay { ms }),
+        1 => Just(Answer::Hang),
+    ]
+    .boxed()
+}
+
+/// A fault schedule: mostly a few answers, sometimes a dozen (past the tries of an agent that
+/// counts them: the report goes through only after its last planned attempt).
+pub fn schedule() -> BoxedStrategy<Vec<Answer>> {
+    prop_oneof![
+        4 => prop::collection::vec(answer(), 1..=5),
+        1 => prop::collection::vec(answer(), 6..=12),
+    ]
+    .boxed()
+}
+
 /// Inputs for `property`; `with_data`: the agent is handed supporting data (its failure
 /// command uses `{data}`), else none is generated (a failure could otherwise be blamed on a
 /// character the agent never saw).
 pub fn input(property: Property, with_data: bool) -> BoxedStrategy<Input> {
+    if property.generates() == Generates::Schedule {
+        return schedule()
+            .prop_map(|schedule| Input {
+                schedule,
+                ..Input::default()
+            })
+            .boxed();
+    }
     let data = if with_data {
         data()
     } else {
@@ -163,6 +210,7 @@ pub fn input(property: Property, with_data: bool) -> BoxedStrategy<Input> {
                 reason: Some(reason),
                 data,
                 description: None,
+                schedule: Vec::new(),
             })
             .boxed()
     } else {
@@ -171,6 +219,7 @@ pub fn input(property: Property, with_data: bool) -> BoxedStrategy<Input> {
                 reason: None,
                 data: Vec::new(),
                 description: Some(description),
+                schedule: Vec::new(),
             })
             .boxed()
     }

@@ -245,7 +245,9 @@ fn fault_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
                 | StepAction::Malformed { .. }
                 | StepAction::Partial { .. } => false,
             };
-            let busy = if waits { extra_busy } else { 0.0 };
+            // An answer itself costs nothing beyond the scenario's own timing, but for a
+            // `Retry-After` the agent honours (`obligations::step_cost`).
+            let busy = if waits { extra_busy } else { cost.busy };
             extra += (sleep_after(service, cost.taken, cost.status) + busy) * f64::from(step.times);
         }
     }

@@ -889,8 +889,12 @@ fn fake_error(path: &Path, e: fake_wireserver::ScenarioError) -> FileError {
 }
 
 /// Loads every `*.toml` directly in `dir` (not recursively: sub-folders hold other things),
-/// sorted by file name. Ids must be unique.
+/// sorted by file name, or the one scenario file `dir` names (a schedule `wirecheck prop`
+/// shrank, replayed as it was written). Ids must be unique.
 pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, FileError> {
+    if dir.is_file() {
+        return Scenario::load(dir);
+    }
     let entries = std::fs::read_dir(dir)
         .map_err(|e| FileError::whole(dir, format!("cannot read the scenarios folder: {e}")))?;
     let mut paths: Vec<PathBuf> = Vec::new();
