@@ -339,8 +339,8 @@ impl Observation<'_> {
     /// the agent got wrong (cloud-init, which never gives up on a 503, is ended by the
     /// deadline, now and then inside a request). There is no upper tolerance: the run's end is
     /// taken before the kill, and the kill, the agent's death and the fake seeing the
-    /// connection close take what a loaded machine makes them take (at x50, 25 ms of the wall's
-    /// is 1.25 s of agent time: the project CI at dae5fdf). After the end no agent process is left to send
+    /// connection close take what a loaded machine makes them take (at x50, 20 ms of the wall's
+    /// is 1 s of agent time: the project CI at dae5fdf). After the end no agent process is left to send
     /// anything, so a close seen then is the kill's.
     pub fn cut_by_the_runner(&self, entry: &Entry) -> bool {
         let incomplete = entry

@@ -411,11 +411,14 @@ fn retry_gaps<'a>(obs: &Observation, reqs: &[&'a Entry]) -> Vec<Gap<'a>> {
 const CLEAR_GAPS_TO_SAMPLE: usize = 10;
 
 /// Judges each wait. A wait a stall could flip is not judged; the case is left unjudged for it
-/// (informational, run again) unless its kind was judged often enough without a stall: at
-/// least [`CLEAR_GAPS_TO_SAMPLE`] waits and three quarters of that kind's, all of them long
-/// enough. A loop's waits of one kind come from one decision, so a wrong one shows in the
-/// waits no stall touched (an agent 30 % short fails on every one of them); before, one stall
-/// among cloud-init's 1,640 retries of a 503 left the whole case unjudged on every attempt.
+/// (informational, run again) unless it measured long enough and its kind was judged often
+/// enough without a stall: at least [`CLEAR_GAPS_TO_SAMPLE`] waits and three quarters of that
+/// kind's (a failing clear one fails the case whatever). A loop's waits of one kind come from
+/// one decision, so a wrong one shows in the waits no stall touched (an agent 30 % short fails
+/// on every one of them); before, one stall among cloud-init's 1,640 retries of a 503 left the
+/// whole case unjudged on every attempt. A wait measured short stays unjudged: at agent time
+/// the unseen lag makes every wait just under the floor "stalled", and an agent short on a
+/// few of its waits must not hide there.
 fn judge_gaps(t: &mut Tally, gaps: Vec<Gap<'_>>) {
     // Per kind: (waits, waits clear of any stall).
     let mut kinds: std::collections::HashMap<(EndpointId, u64), (usize, usize)> =
@@ -439,7 +442,7 @@ fn judge_gaps(t: &mut Tally, gaps: Vec<Gap<'_>>) {
             )
         };
         match g.stalled {
-            Some(late) if sampled(g) => t.note(about(
+            Some(late) if g.gap >= g.floor && sampled(g) => t.note(about(
                 format!(
                     "#{} → #{}: {} ms, not judged (the runner's wake-ups around it came up to {late} ms late); its kind was judged on the waits without a stall",
                     g.from.seq, g.to.seq, g.gap
