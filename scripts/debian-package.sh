@@ -25,16 +25,19 @@ log() { printf 'debian-package: %s\n' "$*" >&2; }
 
 # What the package's install does for its Python modules (dpkg's postinst runs py3compile):
 # byte-compiled once here, they are not compiled again by every run of the agent (the unpacked
-# tree is read-only in the sandbox, so Python could never cache them itself). The interpreter is
-# the one the profiles run (Debian 12's /usr/bin/python3).
+# tree is read-only in the sandbox, so Python could never cache them itself). Only the modules
+# (usr/lib/python3/dist-packages), with the interpreter the profiles run (Debian 12's
+# /usr/bin/python3), whose version the stamp names: another one compiles them again. A module
+# that does not compile is left to compile at import, as Python would anyway.
 byte_compile() {
-    local tree="$1"
-    [ -f "${tree}/.byte-compiled" ] && return 0
-    if find "${tree}" -name '*.py' -print -quit | grep -q .; then
-        /usr/bin/python3 -m compileall -q -j 0 "${tree}" >/dev/null \
-            || { log "python3 -m compileall failed in ${tree}"; exit 1; }
+    local tree="$1" modules="$1/usr/lib/python3/dist-packages" python
+    python="$(/usr/bin/python3 --version 2>&1)"
+    [ "$(cat "${tree}/.byte-compiled" 2>/dev/null)" = "${python}" ] && return 0
+    if [ -d "${modules}" ]; then
+        /usr/bin/python3 -m compileall -q -j 0 "${modules}" >/dev/null \
+            || log "warning: some modules in ${modules} did not byte-compile (${python}); they compile at import"
     fi
-    touch "${tree}/.byte-compiled"
+    echo "${python}" > "${tree}/.byte-compiled"
 }
 
 if [ -f "${dest}/.package" ] && grep -q "^${package} ${upstream}" "${dest}/.package"; then

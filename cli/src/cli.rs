@@ -337,7 +337,8 @@ in-progress.json, in-progress.xml (an in-progress description), schedule.json, s
 (the fake's answers to a Ready report: statuses, Retry-After, throttling, resets, closes, \
 delays, hangs). Each generated input runs as case prop.<property> through the scenario checks \
 protocol.*, report.*, kvp.*, behaviour.terminal and behaviour.exit (a schedule also through \
-behaviour.budget, behaviour.retry and behaviour.interval); properties needing a capability \
+behaviour.budget, behaviour.retry, behaviour.interval, behaviour.rate, behaviour.timeout and \
+behaviour.refresh); properties needing a capability \
 the agent does not claim are skipped. A shrunk schedule is kept as a scenario file in its \
 artifacts (scenario.toml), which wirecheck run --scenarios FILE replays.
 

@@ -100,7 +100,7 @@ pub fn load_scenarios(sources: &Sources) -> Result<Vec<Arc<Scenario>>, u8> {
         for s in loaded {
             if let Some(other) = all.iter().find(|o| o.id == s.id) {
                 return Err(usage(format!(
-                    "{}: field `id`: {:?} is already used by {}; case ids must be unique across --scenarios folders",
+                    "{}: field `id`: {:?} is already used by {}; case ids must be unique across --scenarios folders and files",
                     s.file.display(),
                     s.id,
                     other.file.display()

@@ -30,16 +30,10 @@ fn the_bundled_reporter_passes_256_generated_cases_per_property() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let o = wirecheck(dir.path())
-        .args([
-            "prop",
-            "--quiet",
-            "--cases",
-            "256",
-            "--seed",
-            "16",
-            "--no-regressions",
-            "--out",
-        ])
+        .args(["prop", "--quiet", "--cases", "256", "--seed", "16"])
+        .args(["--property", "failure.json", "--property", "failure.xml"])
+        .args(["--property", "in-progress.json", "--property", "in-progress.xml"])
+        .args(["--no-regressions", "--out"])
         .arg(&out)
         .output()
         .unwrap();
@@ -64,6 +58,30 @@ fn the_bundled_reporter_passes_256_generated_cases_per_property() {
     let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
     assert!(junit.contains("prop.failure.xml"), "{junit}");
     assert!(stderr(&o).contains("seed 16"), "{}", stderr(&o));
+}
+
+/// The bundled reporter meets 256 generated fault schedules, 128 on each flow, as its profile's
+/// reactions oblige: every one judged and passed (none too long to run, none left unjudged).
+#[test]
+fn the_bundled_reporter_passes_256_generated_schedules() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = wirecheck(dir.path())
+        .args(["prop", "--quiet", "--cases", "128", "--seed", "16"])
+        .args(["--property", "schedule.json", "--property", "schedule.xml"])
+        .args(["--no-regressions", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let r = results(&out);
+    for p in ["schedule.json", "schedule.xml"] {
+        let c = case(&r, "provision-report", &format!("prop.{p}"));
+        assert_eq!(c["verdict"], "pass", "{c:#}");
+        let note = c["evidence"][0]["note"].as_str().unwrap();
+        assert!(note.starts_with("128 generated input(s) (seed 16)"), "{c:#}");
+        assert!(!note.contains("not run"), "{c:#}");
+    }
 }
 
 /// XML 1.0 cannot carry U+0001, not even as a reference: the reporter sends U+FFFD, and the
@@ -481,7 +499,13 @@ fn retrying_agents(dir: &Path) -> PathBuf {
     let support = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/prop_support");
     let template = std::fs::read_to_string(support.join("retrying.toml.in")).unwrap();
     let script = support.join("retrying_agent.py").display().to_string();
-    for bug in ["none", "third-503", "retry-after", "throttle-fatal"] {
+    for bug in [
+        "none",
+        "third-503",
+        "retry-after",
+        "throttle-fatal",
+        "refetch-once",
+    ] {
         std::fs::write(
             agents.join(format!("retrying-{bug}.toml")),
             template.replace("@SCRIPT@", &script).replace("@BUG@", bug),
@@ -491,24 +515,17 @@ fn retrying_agents(dir: &Path) -> PathBuf {
     agents
 }
 
-/// `wirecheck prop --property schedule.json` against one retrying agent.
+/// `wirecheck prop --property <property>` against one retrying agent.
 fn prop_schedules(
     dir: &Path,
     agents: &Path,
     bug: &str,
-    cases: &str,
+    property: &str,
 ) -> (std::process::Output, PathBuf) {
     let out = dir.join(format!("out-{bug}"));
     let o = wirecheck(dir)
         .args(["prop", "--quiet", "--agent", &format!("retrying-{bug}")])
-        .args([
-            "--property",
-            "schedule.json",
-            "--cases",
-            cases,
-            "--seed",
-            "29",
-        ])
+        .args(["--property", property, "--cases", "64", "--seed", "29"])
         .args([
             "--max-shrink-time",
             "120",
@@ -524,36 +541,47 @@ fn prop_schedules(
 }
 
 /// Each planted retry-loop bug is found by generated schedules and shrunk to a schedule of at
-/// most three faulted answers that shows it; the shrunk schedule is kept as a scenario file
+/// most three faulted answers that shows it (the refresh bug on the XML flow, where a 410 asks
+/// for the goal state again); the shrunk schedule is kept as a scenario file
 /// that `wirecheck run --scenarios` replays: failing the planted agent, passing the right one.
 #[test]
 fn planted_retry_loop_bugs_are_found_and_shrunk_to_three_faults_at_most() {
     let dir = tempfile::tempdir().unwrap();
     let agents = retrying_agents(dir.path());
-    let bugs: [(&str, ShowsIt); 3] = [
-        ("third-503", |s| {
+    let bugs: [(&str, &str, ShowsIt); 4] = [
+        ("third-503", "schedule.json", |s| {
             s.as_array().unwrap().iter().filter(|a| is_503(a)).count() >= 3
         }),
-        ("retry-after", |s| {
+        ("retry-after", "schedule.json", |s| {
             s.as_array().unwrap().iter().any(|a| {
                 a["retry-after"]["seconds"]
                     .as_u64()
                     .is_some_and(|secs| secs > 3)
             })
         }),
-        ("throttle-fatal", |s| {
+        ("throttle-fatal", "schedule.json", |s| {
             s.as_array().unwrap().iter().any(|a| a == "throttled")
         }),
+        ("refetch-once", "schedule.xml", |s| {
+            s.as_array()
+                .unwrap()
+                .iter()
+                .filter(|a| a["status"] == 410)
+                .count()
+                >= 2
+        }),
     ];
-    // The three searches mostly wait (the agents sleep): run side by side.
+    // The four searches mostly wait (the agents sleep): run side by side.
     let runs: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = bugs
             .iter()
-            .map(|(bug, _)| scope.spawn(|| prop_schedules(dir.path(), &agents, bug, "64")))
+            .map(|(bug, property, _)| {
+                scope.spawn(|| prop_schedules(dir.path(), &agents, bug, property))
+            })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    for ((bug, shows_it), (o, out)) in bugs.into_iter().zip(runs) {
+    for ((bug, property, shows_it), (o, out)) in bugs.into_iter().zip(runs) {
         assert_eq!(
             o.status.code(),
             Some(1),
@@ -562,7 +590,7 @@ fn planted_retry_loop_bugs_are_found_and_shrunk_to_three_faults_at_most() {
             stderr(&o)
         );
         let r = results(&out);
-        let c = case(&r, &format!("retrying-{bug}"), "prop.schedule.json").clone();
+        let c = case(&r, &format!("retrying-{bug}"), &format!("prop.{property}")).clone();
         assert_eq!(c["verdict"], "fail", "{bug}: {c:#}");
         let input = smallest_input(&c, "smallest failing input");
         let schedule = &input["schedule"];
@@ -608,13 +636,35 @@ fn is_503(answer: &serde_json::Value) -> bool {
     answer["status"] == 503 || answer["retry-after"]["status"] == 503
 }
 
-/// The same loop without a bug passes every generated schedule.
+/// The same loop without a bug passes 64 generated schedules on each flow.
 #[test]
-fn the_retrying_agent_without_a_bug_passes_64_schedules() {
+fn the_retrying_agent_without_a_bug_passes_64_schedules_per_flow() {
     let dir = tempfile::tempdir().unwrap();
     let agents = retrying_agents(dir.path());
-    let (o, out) = prop_schedules(dir.path(), &agents, "none", "64");
+    let out = dir.path().join("out");
+    let o = wirecheck(dir.path())
+        .args(["prop", "--quiet", "--agent", "retrying-none"])
+        .args(["--property", "schedule.json", "--property", "schedule.xml"])
+        .args([
+            "--cases",
+            "64",
+            "--seed",
+            "29",
+            "--no-regressions",
+            "--agents-dir",
+        ])
+        .arg(&agents)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-    let c = case(&results(&out), "retrying-none", "prop.schedule.json").clone();
-    assert_eq!(c["verdict"], "pass", "{c:#}");
+    let r = results(&out);
+    for property in ["schedule.json", "schedule.xml"] {
+        let c = case(&r, "retrying-none", &format!("prop.{property}")).clone();
+        assert_eq!(c["verdict"], "pass", "{c:#}");
+        let note = c["evidence"][0]["note"].as_str().unwrap();
+        assert!(note.starts_with("64 generated input(s)"), "{c:#}");
+        assert!(!note.contains("not run"), "{c:#}");
+    }
 }

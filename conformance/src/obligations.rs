@@ -166,9 +166,10 @@ pub fn step_cost(r: &Reactions, a: &AgentPlan, service: Service, action: &StepAc
             let throttle_body = reply.preset == Some(Preset::Throttled) && reply.body.is_none();
             let taken = taken(r, service, status, throttle_body);
             // An agent that honours Retry-After sleeps it before the retry: the answer costs
-            // that long (a deadline allows for it).
+            // that long, up to its budget (a deadline allows for it; past the budget the
+            // runner ends it, and behaviour.budget judges a sleep the budget did not end).
             let busy = if taken == Taken::Retry && r.honours_retry_after.contains(&status) {
-                retry_after_seconds(&reply.headers)
+                retry_after_seconds(&reply.headers).min(r.budget.unwrap_or(a.budget))
             } else {
                 0.0
             };
@@ -267,9 +268,10 @@ mod tests {
         assert_eq!((w.min, w.max), (2.0, 30.0));
     }
 
-    /// A scripted `Retry-After` costs an agent that honours it its seconds (the case's deadline
-    /// allows for the sleep: cloud-init 25.1 was killed 7.8 s into a generated 503 with
-    /// `Retry-After: 30`), and nothing to one that ignores it or gives up on the answer.
+    /// A scripted `Retry-After` costs an agent that honours it its seconds, up to its budget
+    /// (the case's deadline allows for the sleep: cloud-init 25.1 was killed 7.8 s into a
+    /// generated 503 with `Retry-After: 30`), and nothing to one that ignores it or gives up on
+    /// the answer.
     #[test]
     fn a_retry_after_costs_what_it_says_only_to_an_agent_that_honours_it() {
         let plan = crate::scenario::Scenario::from_toml_str(
@@ -288,7 +290,13 @@ mod tests {
         };
         let honours = reactions("honours_retry_after = [503]\n");
         let cost = |r: &Reactions, status| step_cost(r, &plan, Service::Wireserver, &reply(status));
-        assert_eq!(cost(&honours, 503).busy, 30.0);
+        assert_eq!(
+            cost(&honours, 503).busy,
+            3.0,
+            "capped at the scenario's 3 s budget"
+        );
+        let patient = reactions("honours_retry_after = [503]\nbudget = 1200.0\n");
+        assert_eq!(cost(&patient, 503).busy, 30.0);
         assert_eq!(cost(&reactions(""), 503).busy, 0.0);
         // A 404 is fatal to it: nothing to sleep; a 500's Retry-After it does not honour.
         assert_eq!(cost(&honours, 404).busy, 0.0);

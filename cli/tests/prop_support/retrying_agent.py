@@ -1,31 +1,40 @@
 # A test agent whose retry loop is right but for one planted bug, chosen with --bug (none: the
-# loop is right). It reports Ready on the JSON flow with the recommended policy (docs/protocol.md
-# §8.2, as the bundled reporter): 2xx delivered (exit 0); 404, 410, 429, 500, 503 and transport
-# errors retried after --retry-interval (Retry-After ignored); a 403 retried only with the
-# platform's throttle body; anything else fatal (exit 1); no new attempt once --budget is spent.
+# loop is right). It reports Ready with the recommended policy (docs/protocol.md §8.2, as the
+# bundled reporter): 2xx delivered (exit 0); 404, 410, 429, 500, 503 and transport errors
+# retried after --retry-interval (Retry-After ignored); a 403 retried only with the platform's
+# throttle body; anything else fatal (exit 1); no new attempt once --budget is spent. On the
+# XML flow it fetches the goal state first and again after every 410 (docs/protocol.md §4).
 #   third-503        gives up after the third 503
 #   retry-after      honours a Retry-After whole, sleeping past its budget
 #   throttle-fatal   treats a 403 with the throttle body as fatal
+#   refetch-once     fetches the goal state again after the first 410 only
 import argparse, sys, time, urllib.error, urllib.request
+import xml.etree.ElementTree as ET
 
 p = argparse.ArgumentParser()
 p.add_argument("--wireserver", required=True)
 p.add_argument("--budget", type=float, required=True)
 p.add_argument("--retry-interval", type=float, required=True)
 p.add_argument("--request-timeout", type=float, required=True)
-p.add_argument("--bug", default="none", choices=["none", "third-503", "retry-after", "throttle-fatal"])
+p.add_argument("--protocol", default="json", choices=["json", "xml"])
+p.add_argument("--bug", default="none",
+               choices=["none", "third-503", "retry-after", "throttle-fatal", "refetch-once"])
 a = p.parse_args()
 
 RETRYABLE = {404, 410, 429, 500, 503}
 start = time.monotonic()
 unavailable = 0
 
-def post():
+HEALTH = ('<?xml version="1.0" encoding="utf-8"?><Health xmlns:xsi="http://www.w3.org/2001/'
+          'XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema"><GoalStateIncarnation>'
+          '{incarnation}</GoalStateIncarnation><Container><ContainerId>{container}</ContainerId>'
+          '<RoleInstanceList><Role><InstanceId>{instance}</InstanceId><Health><State>Ready</State>'
+          '</Health></Role></RoleInstanceList></Container></Health>')
+XML_HEADERS = {"x-ms-agent-name": "WALinuxAgent", "x-ms-version": "2012-11-30"}
+
+
+def exchange(request):
     """(status, headers, body) of one attempt; status None for a transport error."""
-    request = urllib.request.Request(
-        a.wireserver + "/provisioning/health", data=b'{"state":"Ready"}', method="POST",
-        headers={"Content-Type": "application/json", "x-ms-guest-agent-name": "retrying v1.0",
-                 "User-Agent": "retrying v1.0"})
     try:
         with urllib.request.urlopen(request, timeout=a.request_timeout) as r:
             return r.status, r.headers, r.read()
@@ -35,8 +44,43 @@ def post():
         print(f"transport error: {e}", file=sys.stderr)
         return None, {}, b""
 
+
+def goal_state():
+    """The goal state's values the health document echoes, or None when it could not be read."""
+    status, _, body = exchange(urllib.request.Request(
+        a.wireserver + "/machine/?comp=goalstate", headers=XML_HEADERS))
+    if status != 200:
+        return None
+    root = ET.fromstring(body)
+    return {"incarnation": root.findtext("Incarnation"),
+            "container": root.findtext("Container/ContainerId"),
+            "instance": root.findtext("Container/RoleInstanceList/RoleInstance/InstanceId")}
+
+
+def post(gs):
+    if a.protocol == "json":
+        return exchange(urllib.request.Request(
+            a.wireserver + "/provisioning/health", data=b'{"state":"Ready"}', method="POST",
+            headers={"Content-Type": "application/json",
+                     "x-ms-guest-agent-name": "retrying v1.0", "User-Agent": "retrying v1.0"}))
+    return exchange(urllib.request.Request(
+        a.wireserver + "/machine?comp=health", data=HEALTH.format(**gs).encode(), method="POST",
+        headers={**XML_HEADERS, "Content-Type": "text/xml; charset=utf-8"}))
+
+
+gs = None
+gone = 0
 while True:
-    status, headers, body = post()
+    if a.protocol == "xml" and gs is None:
+        gs = goal_state()
+        if gs is None:
+            print("no goal state", file=sys.stderr)
+            sys.exit(1)
+    status, headers, body = post(gs)
+    if status == 410:
+        gone += 1
+        if a.bug != "refetch-once" or gone == 1:
+            gs = None
     if status is not None and 200 <= status < 300:
         sys.exit(0)
     throttled = status == 403 and b"RequestRateLimitExceeded" in body

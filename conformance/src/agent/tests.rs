@@ -222,6 +222,29 @@ fn retryable_403_is_rejected_with_a_hint() {
     assert!(err.message.contains("status_403"), "{err}");
 }
 
+/// `honours_retry_after` lists statuses the agent retries, naming the file's line otherwise.
+#[test]
+fn honoured_retry_after_statuses_are_retried_error_statuses() {
+    let with = |list: &str| {
+        load(&valid().replace(
+            "retryable = [429, 503]",
+            &format!("retryable = [429, 503]\nhonours_retry_after = {list}"),
+        ))
+    };
+    assert_eq!(
+        with("[503]").unwrap().reactions.honours_retry_after,
+        vec![503]
+    );
+    for (list, says) in [
+        ("[500]", "500 is not retried"),
+        ("[302]", "302 is not an error status"),
+    ] {
+        let err = with(list).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("reactions.honours_retry_after"));
+        assert!(err.line.is_some() && err.message.contains(says), "{err}");
+    }
+}
+
 fn daemon(extra: &str) -> String {
     valid().replace(
         "capabilities = [\"json\", \"kvp\"]",

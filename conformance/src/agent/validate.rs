@@ -528,6 +528,7 @@ pub(super) fn reactions_from(
     let seconds = |v: &Option<Spanned<f64>>, field: &str| {
         bounded(v, field, crate::bounds::MAX_SECONDS, "seconds")
     };
+    let honours_retry_after = honours_retry_after(r, &retryable, at)?;
     let reactions = Reactions {
         retryable,
         transport_errors: r.transport_errors,
@@ -557,19 +558,7 @@ pub(super) fn reactions_from(
             "reactions.retry_interval_throttled",
         )?,
         budget_scope: r.budget_scope,
-        honours_retry_after: match &r.honours_retry_after {
-            Some(list) => {
-                if let Some(bad) = list.get_ref().iter().find(|s| !(400..=599).contains(*s)) {
-                    return Err(at(
-                        list.span(),
-                        "reactions.honours_retry_after",
-                        format!("{bad} is not an error status (400-599)"),
-                    ));
-                }
-                list.get_ref().clone()
-            }
-            None => Vec::new(),
-        },
+        honours_retry_after,
         gives_up: r.gives_up.as_ref().is_none_or(|g| *g.get_ref()),
         tries: tries(r, at)?,
     };
@@ -596,6 +585,40 @@ const MAX_SEQUENCE_TRIES: u32 = 100;
 
 /// `tries` and `sequence_tries` → [`Tries`]: counts from 1, `sequence_tries` only beside
 /// `tries`, and a backoff to double (`retry_interval_min`).
+/// `honours_retry_after`: error statuses the agent retries (a Retry-After on an answer it gives
+/// up on has no retry to wait for).
+fn honours_retry_after(
+    r: &ReactionsFile,
+    retryable: &BTreeSet<u16>,
+    at: &dyn Fn(std::ops::Range<usize>, &str, String) -> FileError,
+) -> Result<Vec<u16>, FileError> {
+    let Some(list) = &r.honours_retry_after else {
+        return Ok(Vec::new());
+    };
+    let field = "reactions.honours_retry_after";
+    for status in list.get_ref() {
+        if !(400..=599).contains(status) {
+            return Err(at(
+                list.span(),
+                field,
+                format!("{status} is not an error status (400-599)"),
+            ));
+        }
+        let retried =
+            retryable.contains(status) || (*status == 403 && r.status_403 != Forbidden::Fatal);
+        if !retried {
+            return Err(at(
+                list.span(),
+                field,
+                format!(
+                    "{status} is not retried (reactions.retryable, status_403): there is no retry to wait for"
+                ),
+            ));
+        }
+    }
+    Ok(list.get_ref().clone())
+}
+
 fn tries(
     r: &ReactionsFile,
     at: &dyn Fn(std::ops::Range<usize>, &str, String) -> FileError,

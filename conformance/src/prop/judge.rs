@@ -23,6 +23,9 @@ pub enum Class {
     /// The runner did not run it: a schedule longer than a case may take for this agent
     /// (`runner::timing`), counted apart, never as a pass.
     NotRun,
+    /// Nothing failed, but a check could not be called (`informational`: a timing the machine
+    /// stalled, or one the agent time made too coarse): counted apart, never as a pass.
+    Unjudged,
 }
 
 /// The checks of one case that failed.
@@ -68,6 +71,9 @@ pub fn classify(
     }
     let failed = failed(cases);
     let Some(first) = failed.first() else {
+        if cases.iter().any(|c| c.verdict == Verdict::Informational) {
+            return Class::Unjudged;
+        }
         return Class::Pass;
     };
     let covered =
@@ -171,6 +177,19 @@ reason = "Latin-1 only"
                 &[case("report.state", Verdict::NonStrict)]
             ),
             Class::Pass
+        );
+        // A timing left unjudged is neither a pass nor a failure.
+        assert_eq!(
+            classify(
+                &p,
+                prop,
+                &input("a"),
+                &[
+                    case("report.state", Verdict::Pass),
+                    case("behaviour.interval", Verdict::Informational)
+                ]
+            ),
+            Class::Unjudged
         );
         let mut harness = case("report.state", Verdict::Skipped);
         harness.reason =

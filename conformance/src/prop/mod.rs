@@ -145,6 +145,25 @@ fn first_failure(property: Property, f: &Finding) -> String {
         .unwrap_or_else(|| "it passed when run once more".into())
 }
 
+/// `, N not run (...), M not judged (...)` for the inputs that were neither a pass nor a
+/// failure; empty when every input was judged.
+fn unjudged_text(report: &PropertyReport) -> String {
+    let mut out = String::new();
+    if report.not_run > 0 {
+        out.push_str(&format!(
+            ", {} not run (longer than a case may take for this agent)",
+            report.not_run
+        ));
+    }
+    if report.unjudged > 0 {
+        out.push_str(&format!(
+            ", {} not judged (a timing the machine stalled or the speed made too coarse)",
+            report.unjudged
+        ));
+    }
+    out
+}
+
 /// The property's case `prop.<property>` in the results model.
 pub fn case_result(
     report: &PropertyReport,
@@ -158,14 +177,7 @@ pub fn case_result(
             report.generated,
             report.seed,
             report.replayed,
-            if report.not_run > 0 {
-                format!(
-                    ", {} not run (longer than a case may take for this agent)",
-                    report.not_run
-                )
-            } else {
-                String::new()
-            },
+            unjudged_text(report),
             settings
                 .regressions
                 .as_ref()
@@ -176,16 +188,16 @@ pub fn case_result(
     )];
     let mut timeline = Timeline::default();
     let mut artifacts = None;
-    let every_input_not_run =
-        report.not_run > 0 && report.not_run == report.generated + report.replayed;
+    let not_judged = report.not_run + report.unjudged;
+    let every_input_not_run = not_judged > 0 && not_judged == report.generated + report.replayed;
     let (verdict, reason) = if let Some(why) = &report.skipped {
         (Verdict::Skipped, Some(why.to_string()))
     } else if every_input_not_run && report.undeclared.is_none() && report.declared.is_empty() {
         (
             Verdict::Skipped,
             Some(format!(
-                "none of its {} inputs could be run: each longer than a case may take for this agent",
-                report.not_run
+                "none of its {not_judged} inputs could be judged{}",
+                unjudged_text(report)
             )),
         )
     } else if let Some(f) = &report.undeclared {
@@ -252,16 +264,20 @@ pub fn case_result(
 /// What the terminal shows for one property (agent text escaped).
 pub fn describe(report: &PropertyReport, case: &CaseResult) -> String {
     let mut out = format!(
-        "{} {}: {} ({} generated, {} replayed, {} ms)\n",
+        "{} {}: {} ({} generated, {} replayed{}, {} ms)\n",
         case.verdict.as_str().to_uppercase(),
         case.id,
         match case.verdict {
+            Verdict::Pass if report.not_run + report.unjudged > 0 => {
+                "every check judged passed".to_owned()
+            }
             Verdict::Pass => "every check passed".to_owned(),
             // Not clipped: it ends with the replay command, which must stay whole.
             _ => visible(case.reason.as_deref().unwrap_or("")),
         },
         report.generated,
         report.replayed,
+        unjudged_text(report),
         report.duration_ms
     );
     if case.verdict != Verdict::Pass && case.verdict != Verdict::Skipped {

@@ -53,6 +53,9 @@ pub const SCHEDULE_CHECKS: &[&str] = &[
     "behaviour.budget",
     "behaviour.retry",
     "behaviour.interval",
+    "behaviour.rate",
+    "behaviour.timeout",
+    "behaviour.refresh",
 ];
 
 impl Property {

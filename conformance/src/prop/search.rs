@@ -77,6 +77,8 @@ pub struct PropertyReport {
     /// Generated or replayed inputs the runner did not run (longer than a case may take for
     /// this agent): not judged, and said so.
     pub not_run: u32,
+    /// Inputs run with nothing failed but a check left unjudged (informational): said so.
+    pub unjudged: u32,
     pub undeclared: Option<Finding>,
     /// The smallest input of each declared limitation that was hit (one per limitation).
     pub declared: Vec<Finding>,
@@ -298,6 +300,7 @@ pub fn run_property(
         generated: 0,
         replayed: 0,
         not_run: 0,
+        unjudged: 0,
         undeclared: None,
         declared: Vec::new(),
         seed: settings.seed,
@@ -370,6 +373,7 @@ impl Search<'_> {
             report.replayed += 1;
             match class {
                 Class::NotRun => report.not_run += 1,
+                Class::Unjudged => report.unjudged += 1,
                 Class::NotJudged => {
                     report.skipped = Some(not_judged_reason(&cases));
                     return ControlFlow::Break(());
@@ -438,6 +442,7 @@ impl Search<'_> {
             for (tree, (class, cases)) in trees.into_iter().zip(outcomes) {
                 match class {
                     Class::NotRun => report.not_run += 1,
+                    Class::Unjudged => report.unjudged += 1,
                     Class::NotJudged => {
                         report.skipped = Some(not_judged_reason(&cases));
                         return ControlFlow::Break(());

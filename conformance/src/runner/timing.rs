@@ -283,8 +283,8 @@ fn never_succeeds(scenario: &Scenario) -> bool {
 }
 
 /// Seconds each attempt at a wireserver that never lets the report through takes the agent: a
-/// refused connection none, an endless hang its request timeout (the longest any endlessly
-/// scripted step costs).
+/// refused connection none, an endless hang its request timeout, an honoured `Retry-After` its
+/// sleep (the longest any endlessly scripted step costs).
 fn endless_attempt_seconds(profile: &AgentProfile, scenario: &Scenario) -> f64 {
     let (r, a) = (&profile.reactions, &scenario.agent);
     scenario
