@@ -32,7 +32,12 @@ fn the_bundled_reporter_passes_256_generated_cases_per_property() {
     let o = wirecheck(dir.path())
         .args(["prop", "--quiet", "--cases", "256", "--seed", "16"])
         .args(["--property", "failure.json", "--property", "failure.xml"])
-        .args(["--property", "in-progress.json", "--property", "in-progress.xml"])
+        .args([
+            "--property",
+            "in-progress.json",
+            "--property",
+            "in-progress.xml",
+        ])
         .args(["--no-regressions", "--out"])
         .arg(&out)
         .output()
@@ -79,7 +84,10 @@ fn the_bundled_reporter_passes_256_generated_schedules() {
         let c = case(&r, "provision-report", &format!("prop.{p}"));
         assert_eq!(c["verdict"], "pass", "{c:#}");
         let note = c["evidence"][0]["note"].as_str().unwrap();
-        assert!(note.starts_with("128 generated input(s) (seed 16)"), "{c:#}");
+        assert!(
+            note.starts_with("128 generated input(s) (seed 16)"),
+            "{c:#}"
+        );
         assert!(!note.contains("not run"), "{c:#}");
     }
 }

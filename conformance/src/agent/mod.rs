@@ -359,7 +359,8 @@ pub struct Deviation {
 }
 
 /// A class of generated input (`wirecheck prop`) an agent knowingly does not handle, named in
-/// a profile's `[[limitation]]` (`input = "non-latin-1"`).
+/// a profile's `[[limitation]]` (`input = "non-latin-1"`): characters of a text, or answers of
+/// a fault schedule (`input = "gone"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum InputClass {
@@ -376,6 +377,16 @@ pub enum InputClass {
     XmlInvalid,
     /// CR or LF.
     LineBreak,
+    /// A schedule's 410 Gone (`schedule.*` properties).
+    Gone,
+    /// A schedule's answer with a `Retry-After`.
+    RetryAfter,
+    /// A schedule's plain 400.
+    BadRequest,
+    /// A schedule's 403 without the throttle body.
+    PlainForbidden,
+    /// A schedule's request that is never answered.
+    Hang,
 }
 
 impl InputClass {
@@ -387,10 +398,27 @@ impl InputClass {
             InputClass::Control => "control",
             InputClass::XmlInvalid => "xml-invalid",
             InputClass::LineBreak => "line-break",
+            InputClass::Gone => "gone",
+            InputClass::RetryAfter => "retry-after",
+            InputClass::BadRequest => "bad-request",
+            InputClass::PlainForbidden => "plain-forbidden",
+            InputClass::Hang => "hang",
         }
     }
 
-    /// True when `c` belongs to the class.
+    /// True for a class of a schedule's answers, false for one of characters.
+    pub fn is_answer(self) -> bool {
+        matches!(
+            self,
+            InputClass::Gone
+                | InputClass::RetryAfter
+                | InputClass::BadRequest
+                | InputClass::PlainForbidden
+                | InputClass::Hang
+        )
+    }
+
+    /// True when `c` belongs to the class (never, for a class of answers).
     pub fn has(self, c: char) -> bool {
         match self {
             InputClass::NonAscii => !c.is_ascii(),
@@ -403,6 +431,11 @@ impl InputClass {
                     || c == '\u{FFFF}'
             }
             InputClass::LineBreak => matches!(c, '\r' | '\n'),
+            InputClass::Gone
+            | InputClass::RetryAfter
+            | InputClass::BadRequest
+            | InputClass::PlainForbidden
+            | InputClass::Hang => false,
         }
     }
 

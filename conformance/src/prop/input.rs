@@ -51,13 +51,14 @@ impl Input {
             .chain(self.description.iter().map(String::as_str))
     }
 
-    /// True when some text holds a character of `class`.
+    /// True when some text holds a character of `class`, or the schedule an answer of it.
     pub fn has(&self, class: InputClass) -> bool {
-        self.texts().any(|t| class.in_text(t))
+        self.texts().any(|t| class.in_text(t)) || self.schedule.iter().any(|a| a.is(class))
     }
 
-    /// This input with every character of `class` replaced by `a`: what a failure a
-    /// limitation of that class explains must not show (keys are names, left alone).
+    /// This input with every character of `class` replaced by `a`, and every answer of it by
+    /// the normal answer (`delay` of 0 ms): what a failure a limitation of that class explains
+    /// must not show (keys are names, left alone).
     pub fn without(&self, class: InputClass) -> Input {
         let plain = |t: &str| -> String {
             t.chars()
@@ -78,7 +79,17 @@ impl Input {
                 .map(|(k, v)| (k.clone(), plain(v)))
                 .collect(),
             description: self.description.as_deref().map(plain),
-            schedule: self.schedule.clone(),
+            schedule: self
+                .schedule
+                .iter()
+                .map(|a| {
+                    if a.is(class) {
+                        Answer::Delay { ms: 0 }
+                    } else {
+                        a.clone()
+                    }
+                })
+                .collect(),
         }
     }
 
@@ -195,6 +206,27 @@ mod tests {
         assert!(err(r#"{"reason":"a","data":[["k","1"],["k","2"]]}"#).contains("twice"));
         assert!(err(r#"{"reason":"a","extra":1}"#).contains("unknown field"));
         assert!(err(&format!("\"{}\"", "a".repeat(MAX_INPUT_JSON))).contains("at most"));
+    }
+
+    /// A schedule has the classes of its answers; without one, those answers become the
+    /// normal answer and the others stay.
+    #[test]
+    fn a_schedule_has_the_classes_of_its_answers_and_loses_them_one_by_one() {
+        let input = Input {
+            schedule: vec![Answer::Status(410), Answer::Status(503), Answer::Hang],
+            ..Input::default()
+        };
+        assert!(input.has(InputClass::Gone) && input.has(InputClass::Hang));
+        assert!(!input.has(InputClass::RetryAfter) && !input.has(InputClass::NonAscii));
+        assert_eq!(
+            input.without(InputClass::Gone).schedule,
+            vec![Answer::Delay { ms: 0 }, Answer::Status(503), Answer::Hang]
+        );
+        let text = Input {
+            reason: Some("é".into()),
+            ..Input::default()
+        };
+        assert!(!text.has(InputClass::Gone));
     }
 
     #[test]

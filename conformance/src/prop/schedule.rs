@@ -70,6 +70,24 @@ impl Answer {
         }
     }
 
+    /// Whether this answer belongs to `class` (a class of characters holds no answer).
+    pub fn is(&self, class: crate::agent::InputClass) -> bool {
+        use crate::agent::InputClass;
+        match class {
+            InputClass::Gone => *self == Answer::Status(410),
+            InputClass::RetryAfter => matches!(self, Answer::RetryAfter { .. }),
+            InputClass::BadRequest => *self == Answer::Status(400),
+            InputClass::PlainForbidden => *self == Answer::Status(403),
+            InputClass::Hang => *self == Answer::Hang,
+            InputClass::NonAscii
+            | InputClass::NonLatin1
+            | InputClass::NonBmp
+            | InputClass::Control
+            | InputClass::XmlInvalid
+            | InputClass::LineBreak => false,
+        }
+    }
+
     /// Whether this answer is a fault (a delay still lets the report through).
     pub fn is_fault(&self) -> bool {
         !matches!(self, Answer::Delay { .. })
