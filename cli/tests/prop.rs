@@ -66,7 +66,8 @@ fn the_bundled_reporter_passes_256_generated_cases_per_property() {
 }
 
 /// The bundled reporter meets 256 generated fault schedules, 128 on each flow, as its profile's
-/// reactions oblige: every one judged and passed (none too long to run, none left unjudged).
+/// reactions oblige: none failed, none too long to run, and at most a tenth left unjudged (a
+/// timing a loaded machine stalled on every attempt).
 #[test]
 fn the_bundled_reporter_passes_256_generated_schedules() {
     let dir = tempfile::tempdir().unwrap();
@@ -89,7 +90,16 @@ fn the_bundled_reporter_passes_256_generated_schedules() {
             "{c:#}"
         );
         assert!(!note.contains("not run"), "{c:#}");
+        assert!(not_judged(note) <= 128 / 10, "{c:#}");
     }
+}
+
+/// The inputs a property's note counts as not judged (`, N not judged (...)`), 0 without.
+fn not_judged(note: &str) -> usize {
+    note.split(", ")
+        .find_map(|part| part.split_once(" not judged"))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or(0)
 }
 
 /// XML 1.0 cannot carry U+0001, not even as a reference: the reporter sends U+FFFD, and the
@@ -644,6 +654,38 @@ fn is_503(answer: &serde_json::Value) -> bool {
     answer["status"] == 503 || answer["retry-after"]["status"] == 503
 }
 
+/// A limitation of one kind of answer covers a failure only when the schedule with those
+/// answers made plain passes, the answers after them still met: declaring `retry-after` does
+/// not hide the third-503 bug behind a Retry-After at the front (made a normal answer, the
+/// report would have gone through before the 503s and "passed").
+#[test]
+fn a_limitation_of_answers_does_not_hide_a_failure_the_answers_after_them_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = retrying_agents(dir.path());
+    let declared = std::fs::read_to_string(agents.join("retrying-third-503.toml"))
+        .unwrap()
+        .replace(
+            "name = \"retrying-third-503\"",
+            "name = \"retrying-declared\"",
+        )
+        + "\n[[limitation]]\nproperty = \"schedule.*\"\ninput = \"retry-after\"\nchecks = \"behaviour.*\"\nverdict = \"non-strict\"\nreason = \"a test's false excuse\"\n";
+    std::fs::write(agents.join("retrying-declared.toml"), declared).unwrap();
+    let out = dir.path().join("out");
+    let o = wirecheck(dir.path())
+        .args(["prop", "--quiet", "--agent", "retrying-declared"])
+        .args(["--property", "schedule.json", "--no-regressions", "--input"])
+        .arg(r#"{"schedule":[{"retry-after":{"status":503,"seconds":1}},{"status":503},{"status":503}]}"#)
+        .arg("--agents-dir")
+        .arg(&agents)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let c = case(&results(&out), "retrying-declared", "prop.schedule.json").clone();
+    assert_eq!(c["verdict"], "fail", "{c:#}");
+}
+
 /// The same loop without a bug passes 64 generated schedules on each flow.
 #[test]
 fn the_retrying_agent_without_a_bug_passes_64_schedules_per_flow() {
@@ -674,5 +716,6 @@ fn the_retrying_agent_without_a_bug_passes_64_schedules_per_flow() {
         let note = c["evidence"][0]["note"].as_str().unwrap();
         assert!(note.starts_with("64 generated input(s)"), "{c:#}");
         assert!(!note.contains("not run"), "{c:#}");
+        assert!(not_judged(note) <= 64 / 10, "{c:#}");
     }
 }

@@ -583,8 +583,6 @@ const MAX_TRIES: u32 = 1000;
 /// Tries of the whole exchange, at most (afterburn: 6).
 const MAX_SEQUENCE_TRIES: u32 = 100;
 
-/// `tries` and `sequence_tries` → [`Tries`]: counts from 1, `sequence_tries` only beside
-/// `tries`, and a backoff to double (`retry_interval_min`).
 /// `honours_retry_after`: error statuses the agent retries (a Retry-After on an answer it gives
 /// up on has no retry to wait for).
 fn honours_retry_after(
@@ -619,6 +617,8 @@ fn honours_retry_after(
     Ok(list.get_ref().clone())
 }
 
+/// `tries` and `sequence_tries` → [`Tries`]: counts from 1, `sequence_tries` only beside
+/// `tries`, and a backoff to double (`retry_interval_min`).
 fn tries(
     r: &ReactionsFile,
     at: &dyn Fn(std::ops::Range<usize>, &str, String) -> FileError,

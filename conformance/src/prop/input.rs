@@ -56,9 +56,11 @@ impl Input {
         self.texts().any(|t| class.in_text(t)) || self.schedule.iter().any(|a| a.is(class))
     }
 
-    /// This input with every character of `class` replaced by `a`, and every answer of it by
-    /// the normal answer (`delay` of 0 ms): what a failure a limitation of that class explains
-    /// must not show (keys are names, left alone).
+    /// This input with every character of `class` replaced by `a`, and every answer of it made
+    /// plain: a `Retry-After` dropped from its status, any other answer of the class left out
+    /// (the normal answer, a `delay` of 0 ms, if none is left), so the answers after it are
+    /// still met. What a failure a limitation of that class explains must not show (keys are
+    /// names, left alone).
     pub fn without(&self, class: InputClass) -> Input {
         let plain = |t: &str| -> String {
             t.chars()
@@ -79,17 +81,7 @@ impl Input {
                 .map(|(k, v)| (k.clone(), plain(v)))
                 .collect(),
             description: self.description.as_deref().map(plain),
-            schedule: self
-                .schedule
-                .iter()
-                .map(|a| {
-                    if a.is(class) {
-                        Answer::Delay { ms: 0 }
-                    } else {
-                        a.clone()
-                    }
-                })
-                .collect(),
+            schedule: plain_schedule(&self.schedule, class),
         }
     }
 
@@ -165,6 +157,28 @@ impl Input {
     }
 }
 
+/// `schedule` without the answers of `class` ([`Input::without`]).
+fn plain_schedule(schedule: &[Answer], class: InputClass) -> Vec<Answer> {
+    if schedule.is_empty() {
+        return Vec::new();
+    }
+    let plain: Vec<Answer> = schedule
+        .iter()
+        .filter_map(|a| match a {
+            Answer::RetryAfter { status, .. } if class == InputClass::RetryAfter => {
+                Some(Answer::Status(*status))
+            }
+            a if a.is(class) => None,
+            a => Some(a.clone()),
+        })
+        .collect();
+    if plain.is_empty() {
+        vec![Answer::Delay { ms: 0 }]
+    } else {
+        plain
+    }
+}
+
 /// A supporting-data key: `[A-Za-z_][A-Za-z0-9_]*`, at most 254 bytes.
 pub fn is_key(key: &str) -> bool {
     let mut chars = key.chars();
@@ -218,9 +232,32 @@ mod tests {
         };
         assert!(input.has(InputClass::Gone) && input.has(InputClass::Hang));
         assert!(!input.has(InputClass::RetryAfter) && !input.has(InputClass::NonAscii));
+        // The answers after the one left out are still met.
         assert_eq!(
             input.without(InputClass::Gone).schedule,
-            vec![Answer::Delay { ms: 0 }, Answer::Status(503), Answer::Hang]
+            vec![Answer::Status(503), Answer::Hang]
+        );
+        let waits = Input {
+            schedule: vec![
+                Answer::RetryAfter {
+                    status: 503,
+                    seconds: 5,
+                },
+                Answer::Hang,
+            ],
+            ..Input::default()
+        };
+        assert_eq!(
+            waits.without(InputClass::RetryAfter).schedule,
+            vec![Answer::Status(503), Answer::Hang]
+        );
+        let only = Input {
+            schedule: vec![Answer::Status(410)],
+            ..Input::default()
+        };
+        assert_eq!(
+            only.without(InputClass::Gone).schedule,
+            vec![Answer::Delay { ms: 0 }]
         );
         let text = Input {
             reason: Some("é".into()),

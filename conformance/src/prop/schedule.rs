@@ -74,10 +74,10 @@ impl Answer {
     pub fn is(&self, class: crate::agent::InputClass) -> bool {
         use crate::agent::InputClass;
         match class {
-            InputClass::Gone => *self == Answer::Status(410),
+            InputClass::Gone => self.status() == Some(410),
             InputClass::RetryAfter => matches!(self, Answer::RetryAfter { .. }),
-            InputClass::BadRequest => *self == Answer::Status(400),
-            InputClass::PlainForbidden => *self == Answer::Status(403),
+            InputClass::BadRequest => self.status() == Some(400),
+            InputClass::PlainForbidden => self.status() == Some(403),
             InputClass::Hang => *self == Answer::Hang,
             InputClass::NonAscii
             | InputClass::NonLatin1
@@ -85,6 +85,18 @@ impl Answer {
             | InputClass::Control
             | InputClass::XmlInvalid
             | InputClass::LineBreak => false,
+        }
+    }
+
+    /// The status it answers with (the throttle reply's 403 is not a plain one: `None`).
+    fn status(&self) -> Option<u16> {
+        match self {
+            Answer::Status(s) | Answer::RetryAfter { status: s, .. } => Some(*s),
+            Answer::Throttled
+            | Answer::Delay { .. }
+            | Answer::Hang
+            | Answer::Reset
+            | Answer::Close => None,
         }
     }
 

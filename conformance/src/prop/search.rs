@@ -164,9 +164,11 @@ struct Search<'a> {
 
 impl Search<'_> {
     /// Runs `inputs` and classifies each. A failure a limitation covers is declared only if the
-    /// same input without the characters of the limitation's class passes (one more run): a
-    /// limitation explains a failure its characters cause, not any failure of an input that
-    /// happens to hold one (a quoting bug in a reason with an `é` in it is still a bug).
+    /// same input without the characters (or answers) of the limitation's class passes, or
+    /// fails only as another limitation explains (one more run): a limitation explains a
+    /// failure its class causes, not any failure of an input that happens to hold one (a
+    /// quoting bug in a reason with an `é` in it is still a bug). A plain input the runner did
+    /// not run or could not judge leaves the input so, not declared.
     fn run_inputs(&self, inputs: &[Input], artifacts: bool) -> Vec<(Class, Vec<CaseResult>)> {
         let mut out = self.run_classified(inputs, artifacts);
         let declared: Vec<(usize, Input)> = out
@@ -182,8 +184,11 @@ impl Search<'_> {
         if !declared.is_empty() {
             let plain: Vec<Input> = declared.iter().map(|(_, p)| p.clone()).collect();
             for ((i, _), (class, _)) in declared.iter().zip(self.run_classified(&plain, false)) {
-                if class == Class::Undeclared {
-                    out[*i].0 = Class::Undeclared;
+                // Declared only if the plain input passes, or fails as another limitation
+                // explains; a plain input not run or not judged proves nothing either way.
+                match class {
+                    Class::Pass => {}
+                    other => out[*i].0 = other,
                 }
             }
         }

@@ -315,4 +315,45 @@ mod tests {
                 .all(|i| i.reason.as_deref().is_some_and(|r| !r.trim().is_empty()))
         );
     }
+
+    /// Schedules reach every kind of answer, every limitation class of answers, a dozen
+    /// answers, and a Retry-After past any budget, in a few hundred draws; all are valid.
+    #[test]
+    fn every_kind_of_answer_is_generated() {
+        let mut runner = TestRunner::deterministic();
+        let strategy = input(Property::ScheduleXml, false);
+        let inputs: Vec<Input> = (0..300)
+            .map(|_| strategy.new_tree(&mut runner).unwrap().current())
+            .collect();
+        let answers: Vec<&Answer> = inputs.iter().flat_map(|i| &i.schedule).collect();
+        for class in [
+            InputClass::Gone,
+            InputClass::RetryAfter,
+            InputClass::BadRequest,
+            InputClass::PlainForbidden,
+            InputClass::Hang,
+        ] {
+            assert!(inputs.iter().any(|i| i.has(class)), "{class:?}");
+        }
+        for kind in [
+            Answer::Throttled,
+            Answer::Reset,
+            Answer::Close,
+            Answer::Status(503),
+        ] {
+            assert!(answers.contains(&&kind), "{kind:?}");
+        }
+        assert!(answers.iter().any(|a| matches!(a, Answer::Delay { .. })));
+        assert!(
+            answers
+                .iter()
+                .any(|a| matches!(a, Answer::RetryAfter { seconds, .. } if *seconds >= 3600))
+        );
+        assert!(inputs.iter().any(|i| i.schedule.len() >= 10));
+        assert!(
+            inputs
+                .iter()
+                .all(|i| i.validate().is_ok() && i.fits(Property::ScheduleXml).is_ok())
+        );
+    }
 }

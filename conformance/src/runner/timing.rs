@@ -220,6 +220,7 @@ fn fault_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
     let extra_busy = (obligations::request_timeout(r, a) - a.request_timeout).max(0.0);
     let mut finest: Option<f64> = None;
     let mut extra = 0.0;
+    let mut honoured = 0.0_f64;
     // The sleep after an answer beyond the scenario's own; an answer given up on costs none.
     let mut sleep_after = |service, taken, status| {
         if taken == Taken::Fatal {
@@ -246,11 +247,19 @@ fn fault_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
                 | StepAction::Partial { .. } => false,
             };
             // An answer itself costs nothing beyond the scenario's own timing, but for a
-            // `Retry-After` the agent honours (`obligations::step_cost`).
-            let busy = if waits { extra_busy } else { cost.busy };
-            extra += (sleep_after(service, cost.taken, cost.status) + busy) * f64::from(step.times);
+            // `Retry-After` the agent honours (`obligations::step_cost`), counted apart.
+            let times = f64::from(step.times);
+            if waits {
+                extra += extra_busy * times;
+            } else {
+                honoured += cost.busy * times;
+            }
+            extra += sleep_after(service, cost.taken, cost.status) * times;
         }
     }
+    // The honoured sleeps together: past the budget the agent's loop is over, or the runner
+    // ends it there, whatever more they ask (three of an hour are not three budgets).
+    extra += honoured.min(r.budget.unwrap_or(a.budget));
     if scenario.fake.rate_limit.is_some() {
         // The rate limiter answers with the platform's 403 throttle reply.
         let wireserver = fake_wireserver::Service::Wireserver;
