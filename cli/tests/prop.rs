@@ -612,10 +612,11 @@ fn planted_retry_loop_bugs_are_found_and_shrunk_to_three_faults_at_most() {
         assert_eq!(c["verdict"], "fail", "{bug}: {c:#}");
         let input = smallest_input(&c, "smallest failing input");
         let schedule = &input["schedule"];
-        let faults = schedule
-            .as_array()
-            .unwrap()
+        // Faulted answers on every endpoint: the goal state's and IMDS's shrink away.
+        let faults = ["schedule", "goalstate", "imds"]
             .iter()
+            .filter_map(|key| input[key].as_array())
+            .flatten()
             .filter(|a| a.get("delay").is_none())
             .count();
         assert!(faults <= 3, "{bug}: {input}");
@@ -718,4 +719,57 @@ fn the_retrying_agent_without_a_bug_passes_64_schedules_per_flow() {
         assert!(!note.contains("not run"), "{c:#}");
         assert!(not_judged(note) <= 64 / 10, "{c:#}");
     }
+}
+
+/// A failing schedule is kept in the regression file and replayed first on the next run
+/// (nothing generated after it fails again), as a failing text input is.
+#[test]
+fn a_failing_schedule_is_kept_in_the_regression_file_and_replayed_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = retrying_agents(dir.path());
+    let regressions = dir.path().join("regressions.txt");
+    let run = |n: usize| {
+        let out = dir.path().join(format!("out-{n}"));
+        let o = wirecheck(dir.path())
+            .args(["prop", "--quiet", "--agent", "retrying-throttle-fatal"])
+            .args([
+                "--property",
+                "schedule.xml",
+                "--cases",
+                "64",
+                "--seed",
+                "29",
+            ])
+            .args(["--max-shrink-time", "120", "--agents-dir"])
+            .arg(&agents)
+            .arg("--regressions")
+            .arg(&regressions)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+        case(
+            &results(&out),
+            "retrying-throttle-fatal",
+            "prop.schedule.xml",
+        )
+        .clone()
+    };
+    let first = run(1);
+    let input = smallest_input(&first, "smallest failing input");
+    let file = std::fs::read_to_string(&regressions).unwrap();
+    assert!(
+        file.lines().any(|l| l.starts_with("schedule.xml {")
+            && serde_json::from_str::<serde_json::Value>(&l["schedule.xml ".len()..]).unwrap()
+                == input),
+        "{file}"
+    );
+    let again = run(2);
+    let note = again["evidence"][0]["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("0 generated input(s) (seed 29), 1 replayed"),
+        "{again:#}"
+    );
+    assert_eq!(smallest_input(&again, "smallest failing input"), input);
 }

@@ -125,6 +125,9 @@ fn within(t_ms: u64, limit_ms: u64) -> Within {
     }
 }
 
+/// The VM id of a report whose agent could not learn it (docs/protocol.md §6.2).
+pub const NIL_VM_ID: &str = "00000000-0000-0000-0000-000000000000";
+
 /// Everything the checks judge.
 #[derive(Debug)]
 pub struct Observation<'a> {
@@ -416,6 +419,30 @@ impl Observation<'_> {
             }
         }
         Ok(parts)
+    }
+
+    /// The VM ids a report may carry: the scenario's; else the one the fake's IMDS serves. An
+    /// agent that asked IMDS and never got a usable instance document has no source for it
+    /// and may say so with the nil id (docs/protocol.md §6.2); one that never asked must have
+    /// it from elsewhere (a guest's DMI). Empty: nothing to hold the report to.
+    pub fn expected_vm_ids(&self) -> Vec<String> {
+        if let Some(given) = &self.scenario.agent.vm_id {
+            return vec![given.clone()];
+        }
+        let Some(served) = &self.imds_vm_id else {
+            return Vec::new();
+        };
+        let mut asked = self
+            .journal
+            .iter()
+            .filter(|e| e.endpoint == EndpointId::ImdsInstance)
+            .peekable();
+        let never_got_it = asked.peek().is_some() && asked.all(|e| !self.classify(e).is_success());
+        let mut ids = vec![served.clone()];
+        if never_got_it {
+            ids.push(NIL_VM_ID.to_owned());
+        }
+        ids
     }
 
     /// Whether a run's report ends provisioning (Ready or failure), as opposed to in-progress.

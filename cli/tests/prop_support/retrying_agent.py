@@ -3,7 +3,8 @@
 # bundled reporter): 2xx delivered (exit 0); 404, 410, 429, 500, 503 and transport errors
 # retried after --retry-interval (Retry-After ignored); a 403 retried only with the platform's
 # throttle body; anything else fatal (exit 1); no new attempt once --budget is spent. On the
-# XML flow it fetches the goal state first and again after every 410 (docs/protocol.md §4).
+# XML flow it fetches the goal state first, by the same policy (a 200 it cannot read fetched
+# again), and again after every 410 (docs/protocol.md §4). The bugs are the report loop's.
 #   third-503        gives up after the third 503
 #   retry-after      honours a Retry-After whole, sleeping past its budget
 #   throttle-fatal   treats a 403 with the throttle body as fatal
@@ -45,16 +46,59 @@ def exchange(request):
         return None, {}, b""
 
 
+def react(status, headers, body, report):
+    """The wait before the next attempt after this answer; exits on a fatal one. The planted
+    bugs are the report loop's (`report`): the goal state is fetched by the right policy."""
+    global unavailable
+    throttled = status == 403 and b"RequestRateLimitExceeded" in body
+    if report and status == 503:
+        unavailable += 1
+        if a.bug == "third-503" and unavailable == 3:
+            print("giving up after three 503s", file=sys.stderr)
+            sys.exit(1)
+    if report and throttled and a.bug == "throttle-fatal":
+        print("403: fatal", file=sys.stderr)
+        sys.exit(1)
+    if status is not None and status not in RETRYABLE and not throttled:
+        print(f"{status}: fatal", file=sys.stderr)
+        sys.exit(1)
+    wait = a.retry_interval
+    retry_after = headers.get("Retry-After") if status is not None else None
+    if report and a.bug == "retry-after" and retry_after and retry_after.isdigit():
+        wait = max(wait, float(retry_after))
+    return wait
+
+
+def sleep_within_budget(wait):
+    overrun = a.bug == "retry-after"
+    left = a.budget - (time.monotonic() - start)
+    if wait >= left and not overrun:
+        print("budget spent, not reported", file=sys.stderr)
+        sys.exit(1)
+    time.sleep(wait)
+    if time.monotonic() - start >= a.budget and not overrun:
+        print("budget spent, not reported", file=sys.stderr)
+        sys.exit(1)
+
+
 def goal_state():
-    """The goal state's values the health document echoes, or None when it could not be read."""
-    status, _, body = exchange(urllib.request.Request(
-        a.wireserver + "/machine/?comp=goalstate", headers=XML_HEADERS))
-    if status != 200:
-        return None
-    root = ET.fromstring(body)
-    return {"incarnation": root.findtext("Incarnation"),
-            "container": root.findtext("Container/ContainerId"),
-            "instance": root.findtext("Container/RoleInstanceList/RoleInstance/InstanceId")}
+    """The goal state's values the health document echoes, fetched until it can be read (a 200
+    that is not a whole goal state is fetched again)."""
+    while True:
+        status, headers, body = exchange(urllib.request.Request(
+            a.wireserver + "/machine/?comp=goalstate", headers=XML_HEADERS))
+        if status == 200:
+            try:
+                root = ET.fromstring(body)
+                return {"incarnation": root.findtext("Incarnation"),
+                        "container": root.findtext("Container/ContainerId"),
+                        "instance": root.findtext("Container/RoleInstanceList/RoleInstance/InstanceId")}
+            except ET.ParseError:
+                print("unusable goal state", file=sys.stderr)
+                wait = a.retry_interval
+        else:
+            wait = react(status, headers, body, report=False)
+        sleep_within_budget(wait)
 
 
 def post(gs):
@@ -73,9 +117,6 @@ gone = 0
 while True:
     if a.protocol == "xml" and gs is None:
         gs = goal_state()
-        if gs is None:
-            print("no goal state", file=sys.stderr)
-            sys.exit(1)
     status, headers, body = post(gs)
     if status == 410:
         gone += 1
@@ -83,27 +124,4 @@ while True:
             gs = None
     if status is not None and 200 <= status < 300:
         sys.exit(0)
-    throttled = status == 403 and b"RequestRateLimitExceeded" in body
-    if status == 503:
-        unavailable += 1
-        if a.bug == "third-503" and unavailable == 3:
-            print("giving up after three 503s", file=sys.stderr)
-            sys.exit(1)
-    if throttled and a.bug == "throttle-fatal":
-        print("403: fatal", file=sys.stderr)
-        sys.exit(1)
-    if status is not None and status not in RETRYABLE and not throttled:
-        print(f"{status}: fatal", file=sys.stderr)
-        sys.exit(1)
-    wait = a.retry_interval
-    retry_after = headers.get("Retry-After") if status is not None else None
-    if a.bug == "retry-after" and retry_after and retry_after.isdigit():
-        wait = max(wait, float(retry_after))
-    left = a.budget - (time.monotonic() - start)
-    if wait >= left and a.bug != "retry-after":
-        print("budget spent, not reported", file=sys.stderr)
-        sys.exit(1)
-    time.sleep(wait)
-    if time.monotonic() - start >= a.budget and a.bug != "retry-after":
-        print("budget spent, not reported", file=sys.stderr)
-        sys.exit(1)
+    sleep_within_budget(react(status, headers, body, report=True))

@@ -140,6 +140,26 @@ fn moved_on_at(obs: &Observation, ri: usize, service: Service, after: &Entry) ->
     run.end_ms
 }
 
+/// The IMDS api-version agents fall back to after a 400 (docs/protocol.md §1.2).
+const IMDS_FALLBACK_VERSION: &str = "2019-06-01";
+
+/// Whether `next` is the one request with the older api-version an agent sends after IMDS
+/// refused `e`'s newer one with a 400 (docs/protocol.md §1.2): a fallback, not a retry.
+fn is_api_fallback(e: &Entry, next: &Entry) -> bool {
+    let version = |x: &Entry| {
+        let query = x.target.split_once('?').map_or("", |(_, q)| q);
+        query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("api-version="))
+            .map(str::to_owned)
+    };
+    e.endpoint == EndpointId::ImdsInstance
+        && next.endpoint == EndpointId::ImdsInstance
+        && e.answer.status == Some(400)
+        && version(e).as_deref() != Some(IMDS_FALLBACK_VERSION)
+        && version(next).as_deref() == Some(IMDS_FALLBACK_VERSION)
+}
+
 pub fn retry(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
     let budget = ms(obs.budget());
@@ -155,7 +175,13 @@ pub fn retry(obs: &Observation) -> Judgement {
                     Class::Success => {}
                     Class::Fatal(why) => {
                         t.judged();
-                        if let Some(next) = later.first() {
+                        if let Some(next) = later.first().filter(|n| is_api_fallback(e, n)) {
+                            t.note(about(
+                                format!("fell back to api-version {IMDS_FALLBACK_VERSION} after a 400 (docs/protocol.md §1.2)"),
+                                &[e, next],
+                                None,
+                            ));
+                        } else if let Some(next) = later.first() {
                             t.fail(
                                 format!(
                                     "retried after {why} (#{}), which {agent} treats as fatal",
@@ -578,10 +604,22 @@ pub fn terminal(obs: &Observation) -> Judgement {
             delivered_total += 1;
             after_acceptance(&mut t, obs, &posts, first);
         } else if posts.is_empty() && obs.scenario.agent.wireserver == Target::Fake {
-            let imds_fatal = requests(obs, ri, Service::Imds)
-                .iter()
-                .any(|e| matches!(obs.classify(e), Class::Fatal(_)));
-            if !imds_fatal {
+            // An agent that gave up on IMDS, or on the goal state its health document
+            // echoes (XML flow), by its profile's reactions, has nothing it may report.
+            // Its last answer of either, not any: a fallback or a later success may follow one.
+            let ended_fatal = |fetches: Vec<&Entry>| {
+                fetches
+                    .last()
+                    .is_some_and(|e| matches!(obs.classify(e), Class::Fatal(_)))
+            };
+            let gave_up_fetching = ended_fatal(requests(obs, ri, Service::Imds))
+                || ended_fatal(
+                    requests(obs, ri, Service::Wireserver)
+                        .into_iter()
+                        .filter(|e| e.endpoint == EndpointId::WireserverGoalstate)
+                        .collect(),
+                );
+            if !gave_up_fetching {
                 t.fail(
                     format!("run {} never sent its health report", ri + 1),
                     note(

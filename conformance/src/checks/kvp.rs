@@ -326,13 +326,9 @@ impl Record<'_> {
                 ),
             }
         }
-        let want_vm = obs
-            .scenario
-            .agent
-            .vm_id
-            .clone()
-            .or_else(|| obs.imds_vm_id.clone());
-        if let (Some(got), Some(want)) = (parsed.get("vm_id"), want_vm)
+        let got_vm = parsed.get("vm_id");
+        let want_vm = super::report::expected_vm_id(obs, got_vm);
+        if let (Some(got), Some(want)) = (got_vm, want_vm)
             && got != want
         {
             t.fail(

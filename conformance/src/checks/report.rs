@@ -166,13 +166,14 @@ pub fn state(obs: &Observation) -> Judgement {
     t.finish("no health report reached the fake")
 }
 
-/// The VM id the report must carry.
-fn expected_vm_id(obs: &Observation) -> Option<String> {
-    obs.scenario
-        .agent
-        .vm_id
-        .clone()
-        .or_else(|| obs.imds_vm_id.clone())
+/// The VM id the report must carry: `got` when it is one of those it may
+/// ([`Observation::expected_vm_ids`]), else the first of them.
+pub(super) fn expected_vm_id(obs: &Observation, got: Option<&str>) -> Option<String> {
+    let ids = obs.expected_vm_ids();
+    ids.iter()
+        .find(|id| Some(id.as_str()) == got)
+        .or(ids.first())
+        .cloned()
 }
 
 /// True when the requested failure report cannot fit the platform limit, so the agent must
@@ -612,7 +613,7 @@ impl EncodedFailure<'_> {
     fn tail(&self, t: &mut Tally) {
         let (obs, e, excerpt) = (self.obs, self.e, &self.excerpt);
         let get = |k: &str| self.parsed.get(k);
-        match (get("vm_id"), expected_vm_id(obs)) {
+        match (get("vm_id"), expected_vm_id(obs, get("vm_id"))) {
             (None, want) => self.tail_missing(t, "vm_id", want.map_or(0, |w| w.len())),
             (Some(got), Some(want)) if self.cut_short("vm_id", got, &want) => t.note(about(
                 format!("#{} `vm_id` cut short by the trim", e.seq),

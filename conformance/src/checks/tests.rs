@@ -3069,3 +3069,121 @@ fn a_request_cut_off_by_the_deadline_kill_is_not_judged() {
     );
     assert_eq!(two_runs.verdict, Verdict::Fail);
 }
+
+/// A report's VM id: the scenario's when it gives one; else IMDS's, or the nil id from an
+/// agent that asked IMDS and never got a usable instance document (a generated IMDS schedule
+/// that ends it), never from one that did get it or never asked.
+#[test]
+fn the_nil_vm_id_is_accepted_only_from_an_agent_imds_never_answered() {
+    const SERVED: &str = "5d3c2b1a-0f9e-4d8c-b7a6-958473625140";
+    let nil = crate::observe::NIL_VM_ID;
+    let p = profile();
+    let from_imds = scenario("vm_id_from_imds = true\n");
+    let imds = |seq, status| {
+        entry(
+            seq,
+            EndpointId::ImdsInstance,
+            seq * 10,
+            Some(seq * 10 + 2),
+            AnswerKind::Respond,
+            Some(status),
+        )
+    };
+    let ready_with = |vm_id: &str, journal: Vec<Entry>, s: &Scenario| {
+        let record =
+            format!("result=success|agent=t/1|timestamp=2026-12-01T00:00:00+00:00|vm_id={vm_id}");
+        let pool = wirecheck_oracle::kvp::encode_record("PROVISIONING_REPORT", &record)
+            .unwrap()
+            .to_vec();
+        let mut obs = observation(&p, s, journal, vec![run(0, 100, Exit::Code(0))]);
+        obs.imds_vm_id = Some(SERVED.into());
+        obs.pool_view = decode_pool(&pool);
+        obs.pool = Some(pool);
+        let ids = obs.expected_vm_ids();
+        (ids, judge_obs("kvp.report", &obs).verdict)
+    };
+    // IMDS answered 503 and nothing else: the agent could not know.
+    let gave_up = vec![imds(1, 503), health(2, 50, 200)];
+    let (ids, verdict) = ready_with(nil, gave_up.clone(), &from_imds);
+    assert_eq!(ids, [SERVED, nil]);
+    assert_eq!(verdict, Verdict::Pass);
+    assert_eq!(ready_with(SERVED, gave_up, &from_imds).1, Verdict::Pass);
+    // IMDS served the document: the nil id is wrong.
+    let served = vec![imds(1, 503), imds(2, 200), health(3, 50, 200)];
+    let (ids, verdict) = ready_with(nil, served, &from_imds);
+    assert_eq!(ids, [SERVED]);
+    assert_eq!(verdict, Verdict::Fail);
+    // Never asked: the id must come from elsewhere.
+    let (ids, verdict) = ready_with(nil, vec![health(1, 50, 200)], &from_imds);
+    assert_eq!(ids, [SERVED]);
+    assert_eq!(verdict, Verdict::Fail);
+    // A scenario's own id stands whatever IMDS did.
+    let given = scenario("");
+    let (ids, _) = ready_with(nil, vec![imds(1, 503), health(2, 50, 200)], &given);
+    assert_eq!(ids, [given.agent.vm_id.clone().unwrap()]);
+}
+
+/// An agent that gives up on the goal state (XML flow) by its profile has no health document
+/// to send: not sending one is no failure; one that stops after a goal-state answer it must
+/// retry is.
+#[test]
+fn giving_up_on_a_fatal_goal_state_answer_is_not_a_lost_report() {
+    let p = profile();
+    let s = scenario("protocol = \"xml\"\n");
+    let goal_state = |status| {
+        entry(
+            1,
+            EndpointId::WireserverGoalstate,
+            10,
+            Some(12),
+            AnswerKind::Respond,
+            Some(status),
+        )
+    };
+    let exited = || vec![run(0, 100, Exit::Code(1))];
+    // A plain 403 is fatal to a throttle-body agent.
+    let j = judge_obs(
+        "behaviour.terminal",
+        &observation(&p, &s, vec![goal_state(403)], exited()),
+    );
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
+    let j = judge_obs(
+        "behaviour.terminal",
+        &observation(&p, &s, vec![goal_state(500)], exited()),
+    );
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    assert!(j.reason.unwrap().contains("never sent its health report"));
+}
+
+/// After an IMDS 400 an agent asks once more with the older api-version (docs/protocol.md
+/// §1.2): a fallback, not a retry of a fatal answer; asking the same again is one.
+#[test]
+fn the_imds_api_version_fallback_after_a_400_is_not_a_retry() {
+    let p = profile();
+    let s = scenario("");
+    let imds = |seq, status, target: &str| {
+        let mut e = entry(
+            seq,
+            EndpointId::ImdsInstance,
+            seq * 10,
+            Some(seq * 10 + 2),
+            AnswerKind::Respond,
+            Some(status),
+        );
+        e.target = target.into();
+        e
+    };
+    let newer = "/metadata/instance?api-version=2021-08-01&extended=true";
+    let older = "/metadata/instance?api-version=2019-06-01";
+    let runs = || vec![run(0, 100, Exit::Code(0))];
+    let fell_back = vec![imds(1, 400, newer), imds(2, 200, older), health(3, 50, 201)];
+    let j = judge("behaviour.retry", &s, fell_back, runs());
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
+    let again = vec![imds(1, 400, newer), imds(2, 200, newer), health(3, 50, 201)];
+    let j = judge("behaviour.retry", &s, again, runs());
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    // The older version refused too: nothing older to fall back to.
+    let twice = vec![imds(1, 400, older), imds(2, 200, older), health(3, 50, 201)];
+    let j = judge("behaviour.retry", &s, twice, runs());
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+}

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::schedule::{self, Answer};
+use super::schedule::{self, Answer, Target};
 use crate::agent::InputClass;
 
 /// The largest `--input` or regression line accepted (bytes of JSON).
@@ -39,6 +39,12 @@ pub struct Input {
     /// A schedule property's answers to the health reports ([`Answer`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schedule: Vec<Answer>,
+    /// Its answers to the goal state requests (XML flow).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub goalstate: Vec<Answer>,
+    /// Its answers to the IMDS instance requests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub imds: Vec<Answer>,
 }
 
 impl Input {
@@ -51,16 +57,39 @@ impl Input {
             .chain(self.description.iter().map(String::as_str))
     }
 
-    /// True when some text holds a character of `class`, or the schedule an answer of it.
+    /// Each target's schedule, empty where it has none.
+    pub fn schedules(&self) -> [(Target, &[Answer]); 3] {
+        Target::ALL.map(|t| (t, self.answers(t)))
+    }
+
+    /// The answers scheduled for `target`.
+    pub fn answers(&self, target: Target) -> &[Answer] {
+        match target {
+            Target::Health => &self.schedule,
+            Target::GoalState => &self.goalstate,
+            Target::Imds => &self.imds,
+        }
+    }
+
+    /// Whether any endpoint has a schedule (the input of a schedule property).
+    pub fn has_schedule(&self) -> bool {
+        self.schedules().iter().any(|(_, s)| !s.is_empty())
+    }
+
+    /// True when some text holds a character of `class`, or a schedule an answer of it.
     pub fn has(&self, class: InputClass) -> bool {
-        self.texts().any(|t| class.in_text(t)) || self.schedule.iter().any(|a| a.is(class))
+        self.texts().any(|t| class.in_text(t))
+            || self
+                .schedules()
+                .iter()
+                .any(|(_, s)| s.iter().any(|a| a.is(class)))
     }
 
     /// This input with every character of `class` replaced by `a`, and every answer of it made
     /// plain: a `Retry-After` dropped from its status, any other answer of the class left out
-    /// (the normal answer, a `delay` of 0 ms, if none is left), so the answers after it are
-    /// still met. What a failure a limitation of that class explains must not show (keys are
-    /// names, left alone).
+    /// (the normal answer to a health report, a `delay` of 0 ms, if no answer is left at all),
+    /// so the answers after it are still met. What a failure a limitation of that class
+    /// explains must not show (keys are names, left alone).
     pub fn without(&self, class: InputClass) -> Input {
         let plain = |t: &str| -> String {
             t.chars()
@@ -73,7 +102,7 @@ impl Input {
                 })
                 .collect()
         };
-        Input {
+        let mut out = Input {
             reason: self.reason.as_deref().map(plain),
             data: self
                 .data
@@ -82,7 +111,13 @@ impl Input {
                 .collect(),
             description: self.description.as_deref().map(plain),
             schedule: plain_schedule(&self.schedule, class),
+            goalstate: plain_schedule(&self.goalstate, class),
+            imds: plain_schedule(&self.imds, class),
+        };
+        if self.has_schedule() && !out.has_schedule() {
+            out.schedule = vec![Answer::Delay { ms: 0 }];
         }
+        out
     }
 
     /// Compact JSON with every non-ASCII character and DEL as a `\u` escape: safe to print on
@@ -113,7 +148,7 @@ impl Input {
         }
         let input: Input = serde_json::from_str(text).map_err(|e| {
             format!(
-                "not an input: {e} (expected {{\"reason\": \"...\", \"data\": [[\"key\", \"value\"]]}}, {{\"description\": \"...\"}} or {{\"schedule\": [{{\"status\": 503}}, \"reset\", ...]}})"
+                "not an input: {e} (expected {{\"reason\": \"...\", \"data\": [[\"key\", \"value\"]]}}, {{\"description\": \"...\"}} or {{\"schedule\": [{{\"status\": 503}}, \"reset\", ...], \"goalstate\": [...], \"imds\": [...]}})"
             )
         })?;
         input.validate()?;
@@ -123,8 +158,8 @@ impl Input {
     /// Rules every input must keep to be passable as arguments: no NUL (argv strings end at
     /// one), keys that are names (`KEY=VALUE` splits at the first `=`), no key twice.
     pub fn validate(&self) -> Result<(), String> {
-        if !self.schedule.is_empty() {
-            schedule::validate(&self.schedule).map_err(|e| format!("schedule: {e}"))?;
+        for (target, answers) in self.schedules() {
+            schedule::validate(target, answers).map_err(|e| format!("{}: {e}", target.key()))?;
         }
         if self.texts().any(|t| t.contains('\0')) {
             return Err("a NUL character cannot be passed in an argument".into());
@@ -159,10 +194,7 @@ impl Input {
 
 /// `schedule` without the answers of `class` ([`Input::without`]).
 fn plain_schedule(schedule: &[Answer], class: InputClass) -> Vec<Answer> {
-    if schedule.is_empty() {
-        return Vec::new();
-    }
-    let plain: Vec<Answer> = schedule
+    schedule
         .iter()
         .filter_map(|a| match a {
             Answer::RetryAfter { status, .. } if class == InputClass::RetryAfter => {
@@ -171,12 +203,7 @@ fn plain_schedule(schedule: &[Answer], class: InputClass) -> Vec<Answer> {
             a if a.is(class) => None,
             a => Some(a.clone()),
         })
-        .collect();
-    if plain.is_empty() {
-        vec![Answer::Delay { ms: 0 }]
-    } else {
-        plain
-    }
+        .collect()
 }
 
 /// A supporting-data key: `[A-Za-z_][A-Za-z0-9_]*`, at most 254 bytes.
@@ -258,6 +285,21 @@ mod tests {
         assert_eq!(
             only.without(InputClass::Gone).schedule,
             vec![Answer::Delay { ms: 0 }]
+        );
+        // Every endpoint's answers are made plain; one left without any needs no filler.
+        let spread = Input {
+            schedule: vec![Answer::Status(503)],
+            goalstate: vec![Answer::Status(410)],
+            imds: vec![Answer::Hang, Answer::Status(404)],
+            ..Input::default()
+        };
+        assert!(spread.has(InputClass::Gone) && spread.has(InputClass::Hang));
+        let plain = spread.without(InputClass::Gone);
+        assert_eq!(plain.goalstate, vec![]);
+        assert_eq!(plain.schedule, vec![Answer::Status(503)]);
+        assert_eq!(
+            spread.without(InputClass::Hang).imds,
+            vec![Answer::Status(404)]
         );
         let text = Input {
             reason: Some("é".into()),

@@ -131,7 +131,7 @@ reason = "Latin-1 only"
             reason: Some(reason.into()),
             data: Vec::new(),
             description: None,
-            schedule: Vec::new(),
+            ..Input::default()
         }
     }
 

@@ -42,14 +42,14 @@ pub fn strategy_probe_input(property: Property) -> Input {
             reason: Some("probe".into()),
             data: Vec::new(),
             description: None,
-            schedule: Vec::new(),
+            ..Input::default()
         }
     } else {
         Input {
             reason: None,
             data: Vec::new(),
             description: Some("probe".into()),
-            schedule: Vec::new(),
+            ..Input::default()
         }
     }
 }

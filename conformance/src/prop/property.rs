@@ -157,12 +157,24 @@ impl Property {
             ),
             // Whether a conforming agent gets its report through depends on its reactions and
             // budget, which the checks read from its profile: no outcome is expected.
+            // The agent reads its VM id from IMDS when IMDS has a schedule to meet.
             Generates::Schedule => (
                 "ready",
-                "",
+                if input.imds.is_empty() {
+                    ""
+                } else {
+                    "vm_id_from_imds = true\n"
+                },
                 "",
                 SCHEDULE_CHECKS,
-                format!("\n{}", super::schedule::endpoint_toml(&input.schedule)),
+                input
+                    .schedules()
+                    .into_iter()
+                    .filter(|(_, answers)| !answers.is_empty())
+                    .map(|(target, answers)| {
+                        format!("\n{}", super::schedule::endpoint_toml(target, answers))
+                    })
+                    .collect(),
             ),
         };
         format!(
@@ -200,16 +212,23 @@ impl Input {
     pub fn fits(&self, property: Property) -> Result<(), String> {
         let name = property.name();
         if property.generates() == Generates::Schedule {
-            if self.schedule.is_empty()
+            if !self.has_schedule()
                 || self.reason.is_some()
                 || self.description.is_some()
                 || !self.data.is_empty()
             {
-                return Err(format!("property {name} takes a \"schedule\" only"));
+                return Err(format!(
+                    "property {name} takes a \"schedule\", \"goalstate\" or \"imds\" only"
+                ));
+            }
+            if !self.goalstate.is_empty() && property.protocol() != Protocol::Xml {
+                return Err(format!(
+                    "property {name} takes no \"goalstate\" (the goal state is the XML flow's)"
+                ));
             }
             return Ok(());
         }
-        if !self.schedule.is_empty() {
+        if self.has_schedule() {
             return Err(format!(
                 "property {name} takes no \"schedule\" (the schedule.* properties do)"
             ));
@@ -303,7 +322,39 @@ mod tests {
             text_only
                 .fits(Property::ScheduleXml)
                 .unwrap_err()
-                .contains("\"schedule\" only")
+                .contains("\"imds\" only")
         );
+    }
+
+    /// The goal state's and IMDS's answers are scripted on their endpoints, and an agent
+    /// meeting IMDS answers reads its VM id there; the goal state is the XML flow's alone.
+    #[test]
+    fn goal_state_and_imds_schedules_are_scripted_on_their_endpoints() {
+        use super::super::schedule::Answer;
+        let input = Input {
+            goalstate: vec![Answer::Status(410), Answer::Unusable],
+            imds: vec![Answer::Status(404)],
+            ..Input::default()
+        };
+        assert!(input.fits(Property::ScheduleXml).is_ok());
+        assert!(
+            input
+                .fits(Property::ScheduleJson)
+                .unwrap_err()
+                .contains("no \"goalstate\"")
+        );
+        let text = Property::ScheduleXml.scenario_toml(&input);
+        let s = Scenario::from_toml_str(&text, std::path::Path::new("replayed.toml"))
+            .unwrap()
+            .remove(0);
+        let ids: Vec<String> = s.fake.endpoints.iter().map(|e| e.id.to_string()).collect();
+        assert_eq!(ids, ["wireserver.goalstate", "imds.instance"], "{text}");
+        assert_eq!(s.agent.vm_id, None, "{text}");
+        let health_only = Input {
+            schedule: vec![Answer::Status(503)],
+            ..Input::default()
+        };
+        let s = Property::ScheduleJson.scenario(&health_only);
+        assert!(s.agent.vm_id.is_some());
     }
 }

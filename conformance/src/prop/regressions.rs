@@ -139,7 +139,7 @@ mod tests {
             reason: Some("x'\n€".into()),
             data: vec![],
             description: None,
-            schedule: Vec::new(),
+            ..Input::default()
         };
         assert!(
             append(

@@ -1,27 +1,87 @@
-//! A generated fault schedule: the answers the fake gives an agent's health reports, in order,
-//! before it lets one through (`schedule.json`, `schedule.xml`). Its JSON form (in `--input`
-//! and the regression file) and the scenario file it is run as, which `wirecheck run
-//! --scenarios` replays as it stands.
+//! A generated fault schedule: the answers the fake gives an agent's requests to one endpoint, in
+//! order, before it lets one through (`schedule.json`, `schedule.xml`): the health report, the
+//! goal state (XML flow) and the IMDS instance document each have their own ([`Target`]). Its
+//! JSON form (in `--input` and the regression file) and the scenario file it is run as, which
+//! `wirecheck run --scenarios` replays as it stands.
 //!
 //! Each answer is one of the fault kinds the fixed scenarios script (docs/scenarios.md): an
-//! error status, a status with `Retry-After`, the platform's throttle reply, a delay, a hang, a
-//! reset, a close. The checks judge the agent by its profile's reactions to each, the same way
-//! as for a fixed scenario (`obligations`).
+//! error status, a status with `Retry-After`, the platform's throttle reply, a 200 the agent
+//! cannot use, a delay, a hang, a reset, a close, a reply cut short. The checks judge the agent
+//! by its profile's reactions to each, the same way as for a fixed scenario (`obligations`).
 
 use serde::{Deserialize, Serialize};
 
 /// The longest schedule accepted (answers).
 pub const MAX_ANSWERS: usize = 16;
 
-/// The statuses a schedule may answer with: the retryable and fatal errors of docs/protocol.md
-/// §8.2 (a 403 is the throttle reply, [`Answer::Throttled`], or this plain one).
+/// The statuses a wireserver schedule may answer with: the retryable and fatal errors of
+/// docs/protocol.md §8.2 (a 403 is the throttle reply, [`Answer::Throttled`], or this plain one).
 pub const STATUSES: &[u16] = &[400, 403, 410, 429, 500, 502, 503, 504];
+
+/// The statuses an IMDS schedule may answer with (docs/protocol.md §9: 404 and 410 while the
+/// VM starts, 429 when throttled, 403 from a proxy, 500 and 503 when unavailable).
+pub const IMDS_STATUSES: &[u16] = &[400, 403, 404, 410, 429, 500, 503];
+
+/// The endpoint a schedule answers for, and its key in an input's JSON form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The health report (either flow's).
+    Health,
+    /// `GET /machine/?comp=goalstate` (XML flow).
+    GoalState,
+    /// The IMDS instance document.
+    Imds,
+}
+
+impl Target {
+    pub const ALL: [Target; 3] = [Target::Health, Target::GoalState, Target::Imds];
+
+    /// The input's JSON key for this target's answers.
+    pub fn key(self) -> &'static str {
+        match self {
+            Target::Health => "schedule",
+            Target::GoalState => "goalstate",
+            Target::Imds => "imds",
+        }
+    }
+
+    /// What it answers, for messages.
+    fn name(self) -> &'static str {
+        match self {
+            Target::Health => "the health report",
+            Target::GoalState => "the goal state",
+            Target::Imds => "IMDS",
+        }
+    }
+
+    /// The scenario's endpoint id (docs/scenarios.md).
+    fn endpoint(self) -> &'static str {
+        match self {
+            Target::Health => "wireserver.health.*",
+            Target::GoalState => "wireserver.goalstate",
+            Target::Imds => "imds.instance",
+        }
+    }
+
+    fn statuses(self) -> &'static [u16] {
+        match self {
+            Target::Health | Target::GoalState => STATUSES,
+            Target::Imds => IMDS_STATUSES,
+        }
+    }
+}
+
+/// The body of a 200 the agent cannot use: a goal state cut off inside `<Incarnation>` (as
+/// `goalstate.malformed`), an IMDS page that is not the instance document (as
+/// `imds.unusable.200`).
+const CUT_GOAL_STATE: &str = "<?xml version=\"1.0\" encoding=\"utf-8\"?><GoalState><Version>2010-12-15</Version><Incarnation>1</Incarn";
+const NOT_AN_INSTANCE: &str = "<html><body>Service starting</body></html>";
 
 /// The largest `Retry-After` (seconds) and delay (milliseconds) accepted.
 pub const MAX_RETRY_AFTER: u32 = 86_400;
 pub const MAX_DELAY_MS: u32 = 600_000;
 
-/// One answer of the fake to one health report.
+/// One answer of the fake to one request of its target.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Answer {
@@ -31,6 +91,8 @@ pub enum Answer {
     RetryAfter { status: u16, seconds: u32 },
     /// 403 with the platform's `RequestRateLimitExceeded` body (docs/protocol.md §8.1).
     Throttled,
+    /// A 200 whose body is not the document asked for (goal state and IMDS only).
+    Unusable,
     /// The normal answer, `ms` late.
     Delay { ms: u32 },
     /// The request is read and never answered.
@@ -39,16 +101,21 @@ pub enum Answer {
     Reset,
     /// The connection closed without an answer.
     Close,
+    /// The connection closed 60 bytes into the normal answer.
+    Partial,
 }
 
 impl Answer {
-    pub fn validate(&self) -> Result<(), String> {
+    /// Whether the fake can give this answer for `target`.
+    pub fn validate(&self, target: Target) -> Result<(), String> {
+        let statuses = target.statuses();
         let status_ok = |s: &u16| {
-            if STATUSES.contains(s) {
+            if statuses.contains(s) {
                 Ok(())
             } else {
                 Err(format!(
-                    "status {s}: a schedule answers with one of {STATUSES:?}"
+                    "status {s}: {} is answered with one of {statuses:?}",
+                    target.name()
                 ))
             }
         };
@@ -66,7 +133,20 @@ impl Answer {
             Answer::Delay { ms } if *ms > MAX_DELAY_MS => {
                 Err(format!("delay {ms} ms: at most {MAX_DELAY_MS} ms"))
             }
-            _ => Ok(()),
+            Answer::Throttled if target == Target::Imds => {
+                Err("\"throttled\" is the wireserver's reply: IMDS throttles with 429".into())
+            }
+            Answer::Unusable if target == Target::Health => Err(
+                "\"unusable\" is a goal state or IMDS answer: a health report takes no document"
+                    .into(),
+            ),
+            Answer::Throttled
+            | Answer::Unusable
+            | Answer::Delay { .. }
+            | Answer::Hang
+            | Answer::Reset
+            | Answer::Close
+            | Answer::Partial => Ok(()),
         }
     }
 
@@ -93,10 +173,12 @@ impl Answer {
         match self {
             Answer::Status(s) | Answer::RetryAfter { status: s, .. } => Some(*s),
             Answer::Throttled
+            | Answer::Unusable
             | Answer::Delay { .. }
             | Answer::Hang
             | Answer::Reset
-            | Answer::Close => None,
+            | Answer::Close
+            | Answer::Partial => None,
         }
     }
 
@@ -105,8 +187,8 @@ impl Answer {
         !matches!(self, Answer::Delay { .. })
     }
 
-    /// The scenario step that gives this answer (without `times`).
-    fn step(&self) -> String {
+    /// The scenario step that gives this answer for `target` (without `times`).
+    fn step(&self, target: Target) -> String {
         match self {
             Answer::Status(s) => format!("kind = \"respond\"\nstatus = {s}\n"),
             Answer::RetryAfter { status, seconds } => format!(
@@ -117,6 +199,18 @@ impl Answer {
             Answer::Hang => "kind = \"hang\"\n".into(),
             Answer::Reset => "kind = \"reset\"\n".into(),
             Answer::Close => "kind = \"close\"\n".into(),
+            Answer::Partial => "kind = \"partial\"\nbytes_sent = 60\n".into(),
+            Answer::Unusable => {
+                let (body, content_type) = match target {
+                    Target::Imds => (NOT_AN_INSTANCE, "text/html"),
+                    Target::Health | Target::GoalState => {
+                        (CUT_GOAL_STATE, "text/xml; charset=utf-8")
+                    }
+                };
+                format!(
+                    "kind = \"respond\"\nstatus = 200\nbody = {body:?}\nheaders = [[\"Content-Type\", {content_type:?}]]\n"
+                )
+            }
         }
     }
 }
@@ -126,11 +220,8 @@ fn seconds(ms: u32) -> String {
     format!("{:.3}", f64::from(ms) / 1000.0)
 }
 
-/// Checks a whole schedule: not empty, not too long, each answer valid.
-pub fn validate(schedule: &[Answer]) -> Result<(), String> {
-    if schedule.is_empty() {
-        return Err("a schedule holds at least one answer".into());
-    }
+/// Checks one target's schedule: not too long, each answer one the fake can give there.
+pub fn validate(target: Target, schedule: &[Answer]) -> Result<(), String> {
     if schedule.len() > MAX_ANSWERS {
         return Err(format!(
             "a schedule of {} answers: at most {MAX_ANSWERS}",
@@ -138,15 +229,16 @@ pub fn validate(schedule: &[Answer]) -> Result<(), String> {
         ));
     }
     for (i, a) in schedule.iter().enumerate() {
-        a.validate().map_err(|e| format!("answer {}: {e}", i + 1))?;
+        a.validate(target)
+            .map_err(|e| format!("answer {}: {e}", i + 1))?;
     }
     Ok(())
 }
 
-/// The `[[fake.endpoint]]` table that gives `schedule` to the health endpoint, then lets every
-/// later report through; runs of one answer become one step with `times`.
-pub fn endpoint_toml(schedule: &[Answer]) -> String {
-    let mut out = String::from("[[fake.endpoint]]\nid = \"wireserver.health.*\"\n");
+/// The `[[fake.endpoint]]` table that gives `schedule` to `target`'s endpoint, then answers
+/// every later request normally; runs of one answer become one step with `times`.
+pub fn endpoint_toml(target: Target, schedule: &[Answer]) -> String {
+    let mut out = format!("[[fake.endpoint]]\nid = {:?}\n", target.endpoint());
     let mut i = 0;
     while i < schedule.len() {
         let same = schedule[i..]
@@ -154,7 +246,7 @@ pub fn endpoint_toml(schedule: &[Answer]) -> String {
             .take_while(|a| **a == schedule[i])
             .count();
         out.push_str("\n[[fake.endpoint.step]]\n");
-        out.push_str(&schedule[i].step());
+        out.push_str(&schedule[i].step(target));
         if same > 1 {
             out.push_str(&format!("times = {same}\n"));
         }
@@ -180,38 +272,75 @@ mod tests {
             Answer::Hang,
             Answer::Reset,
             Answer::Close,
+            Answer::Partial,
         ];
         let json = serde_json::to_string(&schedule).unwrap();
         assert_eq!(
             json,
-            r#"[{"status":503},{"retry-after":{"status":429,"seconds":5}},"throttled",{"delay":{"ms":250}},"hang","reset","close"]"#
+            r#"[{"status":503},{"retry-after":{"status":429,"seconds":5}},"throttled",{"delay":{"ms":250}},"hang","reset","close","partial"]"#
         );
         assert_eq!(
             serde_json::from_str::<Vec<Answer>>(&json).unwrap(),
             schedule
         );
-        assert!(validate(&schedule).is_ok());
-        assert!(validate(&[]).unwrap_err().contains("at least one"));
+        assert!(validate(Target::Health, &schedule).is_ok());
+        assert!(validate(Target::GoalState, &schedule).is_ok());
         assert!(
-            validate(&[Answer::Reset, Answer::Status(201)])
+            validate(Target::Health, &[Answer::Reset, Answer::Status(201)])
                 .unwrap_err()
                 .starts_with("answer 2: status 201")
         );
         let long = vec![Answer::Close; MAX_ANSWERS + 1];
-        assert!(validate(&long).unwrap_err().contains("at most"));
+        assert!(
+            validate(Target::Health, &long)
+                .unwrap_err()
+                .contains("at most")
+        );
+        // Each endpoint takes only the answers it can give.
+        assert!(
+            validate(Target::Imds, &schedule)
+                .unwrap_err()
+                .starts_with("answer 3: \"throttled\" is the wireserver's")
+        );
+        assert!(validate(Target::Imds, &[Answer::Status(404), Answer::Unusable]).is_ok());
+        assert!(
+            validate(Target::Health, &[Answer::Status(404)])
+                .unwrap_err()
+                .contains("the health report is answered with one of")
+        );
+        assert!(
+            validate(Target::Health, &[Answer::Unusable])
+                .unwrap_err()
+                .contains("takes no document")
+        );
     }
 
     #[test]
     fn repeated_answers_become_one_step() {
-        let toml = endpoint_toml(&[
-            Answer::Status(503),
-            Answer::Status(503),
-            Answer::Status(503),
-            Answer::Throttled,
-        ]);
+        let toml = endpoint_toml(
+            Target::Health,
+            &[
+                Answer::Status(503),
+                Answer::Status(503),
+                Answer::Status(503),
+                Answer::Throttled,
+            ],
+        );
         assert_eq!(
             toml,
             "[[fake.endpoint]]\nid = \"wireserver.health.*\"\n\n[[fake.endpoint.step]]\nkind = \"respond\"\nstatus = 503\ntimes = 3\n\n[[fake.endpoint.step]]\nkind = \"respond\"\npreset = \"throttled\"\n"
         );
+        let toml = endpoint_toml(Target::Imds, &[Answer::Unusable, Answer::Partial]);
+        assert!(
+            toml.starts_with("[[fake.endpoint]]\nid = \"imds.instance\"\n"),
+            "{toml}"
+        );
+        assert!(toml.contains("body = \"<html>"), "{toml}");
+        assert!(
+            toml.contains("kind = \"partial\"\nbytes_sent = 60\n"),
+            "{toml}"
+        );
+        let goal = endpoint_toml(Target::GoalState, &[Answer::Unusable]);
+        assert!(goal.contains("<Incarnation>1</Incarn\""), "{goal}");
     }
 }

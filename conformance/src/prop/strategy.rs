@@ -10,7 +10,8 @@ use proptest::strategy::BoxedStrategy;
 
 use super::input::{Input, RESERVED_KEYS};
 use super::property::{Generates, Property};
-use super::schedule::Answer;
+use super::schedule::{Answer, Target};
+use crate::scenario::Protocol;
 
 /// Characters of a short text (shrinks towards `a`).
 pub fn character() -> BoxedStrategy<char> {
@@ -187,14 +188,55 @@ pub fn schedule() -> BoxedStrategy<Vec<Answer>> {
     .boxed()
 }
 
+/// One answer to a goal state or IMDS request: what its endpoint can answer (a 200 the agent
+/// cannot use, a reply cut short; IMDS throttles with 429, not the wireserver's 403 body).
+fn fetch_answer(target: Target) -> BoxedStrategy<Answer> {
+    let statuses: Vec<u16> = match target {
+        Target::Imds => vec![404, 410, 429, 500, 503, 403, 400],
+        Target::Health | Target::GoalState => vec![410, 500, 503, 429, 403, 400, 502],
+    };
+    let throttled = if target == Target::Imds {
+        Just(Answer::Status(429)).boxed()
+    } else {
+        Just(Answer::Throttled).boxed()
+    };
+    prop_oneof![
+        6 => prop::sample::select(statuses).prop_map(Answer::Status),
+        2 => Just(Answer::Unusable),
+        1 => throttled,
+        1 => Just(Answer::Reset),
+        1 => Just(Answer::Close),
+        1 => Just(Answer::Partial),
+        1 => (50_u32..=700).prop_map(|ms| Answer::Delay { ms }),
+        1 => Just(Answer::Hang),
+    ]
+    .boxed()
+}
+
+/// The answers a goal state or IMDS request meets before it is answered normally: as often
+/// none (the faults are the health report's) as a few.
+fn fetch_schedule(target: Target) -> BoxedStrategy<Vec<Answer>> {
+    prop_oneof![
+        1 => Just(Vec::new()),
+        1 => prop::collection::vec(fetch_answer(target), 1..=4),
+    ]
+    .boxed()
+}
+
 /// Inputs for `property`; `with_data`: the agent is handed supporting data (its failure
 /// command uses `{data}`), else none is generated (a failure could otherwise be blamed on a
 /// character the agent never saw).
 pub fn input(property: Property, with_data: bool) -> BoxedStrategy<Input> {
     if property.generates() == Generates::Schedule {
-        return schedule()
-            .prop_map(|schedule| Input {
+        let goal_state = match property.protocol() {
+            Protocol::Xml => fetch_schedule(Target::GoalState),
+            Protocol::Json => Just(Vec::new()).boxed(),
+        };
+        return (schedule(), goal_state, fetch_schedule(Target::Imds))
+            .prop_map(|(schedule, goalstate, imds)| Input {
                 schedule,
+                goalstate,
+                imds,
                 ..Input::default()
             })
             .boxed();
@@ -210,7 +252,7 @@ pub fn input(property: Property, with_data: bool) -> BoxedStrategy<Input> {
                 reason: Some(reason),
                 data,
                 description: None,
-                schedule: Vec::new(),
+                ..Input::default()
             })
             .boxed()
     } else {
@@ -219,7 +261,7 @@ pub fn input(property: Property, with_data: bool) -> BoxedStrategy<Input> {
                 reason: None,
                 data: Vec::new(),
                 description: Some(description),
-                schedule: Vec::new(),
+                ..Input::default()
             })
             .boxed()
     }
@@ -355,5 +397,28 @@ mod tests {
                 .iter()
                 .all(|i| i.validate().is_ok() && i.fits(Property::ScheduleXml).is_ok())
         );
+        // The goal state and IMDS meet their own faults, sometimes none.
+        for target in [Target::GoalState, Target::Imds] {
+            let fetched: Vec<&Answer> = inputs.iter().flat_map(|i| i.answers(target)).collect();
+            for kind in [Answer::Unusable, Answer::Partial, Answer::Hang] {
+                assert!(fetched.contains(&&kind), "{target:?} {kind:?}");
+            }
+            assert!(inputs.iter().any(|i| i.answers(target).is_empty()));
+        }
+        assert!(
+            inputs
+                .iter()
+                .any(|i| i.goalstate.contains(&Answer::Status(410)))
+        );
+        assert!(inputs.iter().any(|i| i.imds.contains(&Answer::Status(404))));
+        // The JSON flow has no goal state to fault.
+        let json = input(Property::ScheduleJson, false);
+        assert!((0..100).all(|_| {
+            json.new_tree(&mut runner)
+                .unwrap()
+                .current()
+                .goalstate
+                .is_empty()
+        }));
     }
 }
