@@ -39,8 +39,9 @@ packages=(-p fake-wireserver-cli -p wirecheck -p reporter -p wirecheck-bench)
 # The real-agent matrix also runs libazureinit's adapter (found next to wirecheck).
 case " $* " in *" matrix "*|*"=matrix "*) packages+=(-p libazureinit-adapter) ;; esac
 cargo build --release --bins "${packages[@]}"
-# The agent clock preload, beside wirecheck: the matrix runs scalable agents in agent time.
-case " $* " in *" matrix "*|*"=matrix "*) cargo build --release -p wirecheck-agent-clock ;; esac
+# The agent clock preload, beside wirecheck: the matrix and the prop part's cloud-init 25.1
+# schedules run scalable agents in agent time.
+cargo build --release -p wirecheck-agent-clock
 target_dir="${CARGO_TARGET_DIR:-target}"
 
 if [ -n "${QUICK:-}" ]; then
@@ -48,6 +49,7 @@ if [ -n "${QUICK:-}" ]; then
         --out "${target_dir}/bench-quick/RESULTS.md" \
         --wrk-seconds 1 --rounds 1 --startup-runs 3 --flood-requests 2000 \
         --kvp-records 2000 --kvp-runs 1 --suite-runs 1 --prop-cases 16 --prop-cases-cloud-init 8 \
+        --prop-schedules 16 --prop-schedules-python 4 \
         --skip reporter --skip install "$@"
 fi
 exec "${target_dir}/release/bench-run" --root . --invocation "bench/run.sh $*" "$@"

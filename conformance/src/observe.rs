@@ -125,8 +125,15 @@ fn within(t_ms: u64, limit_ms: u64) -> Within {
     }
 }
 
-/// The VM id of a report whose agent could not learn it (docs/protocol.md §6.2).
+/// The VM id of a report whose agent could not learn it, as azure-init and the bundled
+/// reporter write it (docs/protocol.md §6.2).
 pub const NIL_VM_ID: &str = "00000000-0000-0000-0000-000000000000";
+
+/// Whether a report's `vm_id` says the agent did not know it: the nil id, cloud-init 25.2+'s
+/// `None`, cloud-init 23.2–25.1's `failed to read vm id: ...` (docs/protocol.md §6.2).
+pub fn says_vm_id_unknown(vm_id: &str) -> bool {
+    vm_id == NIL_VM_ID || vm_id == "None" || vm_id.starts_with("failed to read vm id")
+}
 
 /// Everything the checks judge.
 #[derive(Debug)]
@@ -421,28 +428,29 @@ impl Observation<'_> {
         Ok(parts)
     }
 
-    /// The VM ids a report may carry: the scenario's; else the one the fake's IMDS serves. An
-    /// agent that asked IMDS and never got a usable instance document has no source for it
-    /// and may say so with the nil id (docs/protocol.md §6.2); one that never asked must have
-    /// it from elsewhere (a guest's DMI). Empty: nothing to hold the report to.
-    pub fn expected_vm_ids(&self) -> Vec<String> {
-        if let Some(given) = &self.scenario.agent.vm_id {
-            return vec![given.clone()];
+    /// The VM id a report must carry: the scenario's; else the one the fake's IMDS serves.
+    /// `None`: nothing to hold the report to.
+    pub fn expected_vm_id(&self) -> Option<&str> {
+        self.scenario
+            .agent
+            .vm_id
+            .as_deref()
+            .or(self.imds_vm_id.as_deref())
+    }
+
+    /// Whether the agent may say it does not know the VM id ([`says_vm_id_unknown`]): it was to
+    /// read it from IMDS, asked, and never got a usable instance document (docs/protocol.md
+    /// §6.2). One that never asked must have it from elsewhere (a guest's DMI).
+    pub fn may_not_know_vm_id(&self) -> bool {
+        if self.scenario.agent.vm_id.is_some() {
+            return false;
         }
-        let Some(served) = &self.imds_vm_id else {
-            return Vec::new();
-        };
         let mut asked = self
             .journal
             .iter()
             .filter(|e| e.endpoint == EndpointId::ImdsInstance)
             .peekable();
-        let never_got_it = asked.peek().is_some() && asked.all(|e| !self.classify(e).is_success());
-        let mut ids = vec![served.clone()];
-        if never_got_it {
-            ids.push(NIL_VM_ID.to_owned());
-        }
-        ids
+        asked.peek().is_some() && asked.all(|e| !self.classify(e).is_success())
     }
 
     /// Whether a run's report ends provisioning (Ready or failure), as opposed to in-progress.

@@ -83,6 +83,12 @@ struct Cli {
     /// Generated cases of the prop part against cloud-init 22.4.2.
     #[arg(long, default_value_t = 64)]
     prop_cases_cloud_init: u32,
+    /// Generated fault schedules of the prop part against provision-report.
+    #[arg(long, default_value_t = 128)]
+    prop_schedules: u32,
+    /// Generated fault schedules of the prop part against cloud-init 25.1 (agent time).
+    #[arg(long, default_value_t = 16)]
+    prop_schedules_python: u32,
     /// Also fuzz each of the oracle's cargo-fuzz targets for this many seconds (needs nightly
     /// and cargo-fuzz; 0 = no fuzzing).
     #[arg(long, default_value_t = 0)]
@@ -145,6 +151,8 @@ impl Cli {
             baseline_checkout: self.baseline_checkout.clone(),
             prop_cases: self.prop_cases,
             prop_cases_cloud_init: self.prop_cases_cloud_init,
+            prop_schedules: self.prop_schedules,
+            prop_schedules_python: self.prop_schedules_python,
         }
     }
 }

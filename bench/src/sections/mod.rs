@@ -54,6 +54,8 @@ pub struct Settings {
     /// Generated cases of the prop part against the bundled reporter, and against cloud-init.
     pub prop_cases: u32,
     pub prop_cases_cloud_init: u32,
+    pub prop_schedules: u32,
+    pub prop_schedules_python: u32,
 }
 
 /// What every section needs.

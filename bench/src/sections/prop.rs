@@ -1,7 +1,9 @@
 //! `wirecheck prop`: generated cases per second against the bundled reporter and cloud-init
-//! 22.4.2, each next to the same agent's scenario pairs per second through `wirecheck run`
-//! (the same runner path, the same `--jobs`), and the time to shrink a planted bug (the test
-//! agent of cli/tests/prop_support that forgets to double `'`).
+//! 22.4.2, and generated fault schedules per second against the reporter and cloud-init 25.1
+//! (a packaged Python agent, in agent time), each next to the same agent's scenario pairs per
+//! second through `wirecheck run` (the same runner path, the same `--jobs`; for schedules, its
+//! fixed fault scenarios), and the time to shrink a planted bug (the test agent of
+//! cli/tests/prop_support that forgets to double `'`).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -127,7 +129,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
     let _ = writeln!(
         body,
         "`wirecheck prop` (seed 1, `--jobs {JOBS}`, no regression file) against each agent, next \
-         to the same agent's no-fault scenarios through `wirecheck run --jobs {JOBS}`: both run \
+         to the same agent's scenarios through `wirecheck run --jobs {JOBS}`: both run \
          every case through the runner's own path (a fake, a case folder, containment, the \
          checks), so the ratio is what generating and judging a property case costs over a \
          scenario pair. cloud-init's run includes shrinking its two declared limitations \
@@ -151,9 +153,27 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
             count: n_ci,
             scenarios: "report.description.*.xml.*",
         },
+        AgentRuns {
+            agent: "provision-report",
+            property: "schedule.json",
+            count: ctx.settings.prop_schedules.max(1),
+            scenarios: "retry.*",
+        },
+        AgentRuns {
+            agent: "cloud-init-25.1",
+            property: "schedule.xml",
+            count: ctx.settings.prop_schedules_python.max(1),
+            scenarios: "retry.status.*",
+        },
     ] {
         figures.push(agent_rates(ctx, runs, &mut body)?);
     }
+    let _ = writeln!(
+        body,
+        "\nA schedule (`schedule.*`) is up to a dozen answers to the health report, and on the \
+         goal state and IMDS; its reference is the agent's fixed fault scenarios (`retry.*`), \
+         each a scripted fault or two. cloud-init 25.1 runs both at agent time.\n"
+    );
 
     figures.push(planted_bug(ctx, &mut body)?);
     Ok(Section {
@@ -223,7 +243,7 @@ fn agent_rates(ctx: &Ctx, runs: AgentRuns<'_>, body: &mut String) -> anyhow::Res
     );
     let ratio = prop_rate / run_rate;
     Ok(Figure {
-        name: format!("prop cases/s, {agent}"),
+        name: format!("prop cases/s, {agent}, {property}"),
         measured: format!("{prop_rate:.1} cases/s"),
         reference: format!("{run_rate:.1} scenario pairs/s (`wirecheck run`)"),
         ratio: Some(ratio),

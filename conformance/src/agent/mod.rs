@@ -387,6 +387,10 @@ pub enum InputClass {
     PlainForbidden,
     /// A schedule's request that is never answered.
     Hang,
+    /// A schedule's 200 whose body is not the document asked for (goal state, IMDS).
+    Unusable,
+    /// A schedule's reply cut short (the connection closed inside it).
+    Partial,
 }
 
 impl InputClass {
@@ -403,6 +407,8 @@ impl InputClass {
             InputClass::BadRequest => "bad-request",
             InputClass::PlainForbidden => "plain-forbidden",
             InputClass::Hang => "hang",
+            InputClass::Unusable => "unusable",
+            InputClass::Partial => "partial",
         }
     }
 
@@ -415,6 +421,8 @@ impl InputClass {
                 | InputClass::BadRequest
                 | InputClass::PlainForbidden
                 | InputClass::Hang
+                | InputClass::Unusable
+                | InputClass::Partial
         )
     }
 
@@ -435,7 +443,9 @@ impl InputClass {
             | InputClass::RetryAfter
             | InputClass::BadRequest
             | InputClass::PlainForbidden
-            | InputClass::Hang => false,
+            | InputClass::Hang
+            | InputClass::Unusable
+            | InputClass::Partial => false,
         }
     }
 

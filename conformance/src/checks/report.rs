@@ -166,14 +166,15 @@ pub fn state(obs: &Observation) -> Judgement {
     t.finish("no health report reached the fake")
 }
 
-/// The VM id the report must carry: `got` when it is one of those it may
-/// ([`Observation::expected_vm_ids`]), else the first of them.
+/// The VM id the report must carry ([`Observation::expected_vm_id`]), or `got` when it says
+/// the agent did not know it and it may not ([`Observation::may_not_know_vm_id`]).
 pub(super) fn expected_vm_id(obs: &Observation, got: Option<&str>) -> Option<String> {
-    let ids = obs.expected_vm_ids();
-    ids.iter()
-        .find(|id| Some(id.as_str()) == got)
-        .or(ids.first())
-        .cloned()
+    match got {
+        Some(got) if crate::observe::says_vm_id_unknown(got) && obs.may_not_know_vm_id() => {
+            Some(got.to_owned())
+        }
+        _ => obs.expected_vm_id().map(str::to_owned),
+    }
 }
 
 /// True when the requested failure report cannot fit the platform limit, so the agent must

@@ -114,7 +114,7 @@ fn finding_evidence(
         out.push(crate::checks::note(
             format!(
                 "as a scenario file: {dir}/{} (wirecheck run --scenarios FILE replays it)",
-                search::SCENARIO_FILE
+                search::scenario_file(profile, f.class)
             ),
             None,
         ));

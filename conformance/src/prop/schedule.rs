@@ -159,6 +159,8 @@ impl Answer {
             InputClass::BadRequest => self.status() == Some(400),
             InputClass::PlainForbidden => self.status() == Some(403),
             InputClass::Hang => *self == Answer::Hang,
+            InputClass::Unusable => *self == Answer::Unusable,
+            InputClass::Partial => *self == Answer::Partial,
             InputClass::NonAscii
             | InputClass::NonLatin1
             | InputClass::NonBmp

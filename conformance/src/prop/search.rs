@@ -255,7 +255,7 @@ impl Search<'_> {
         let (again, cases) = self
             .run_inputs(std::slice::from_ref(&input), true)
             .remove(0);
-        self.keep_scenario_file(&input, &cases);
+        self.keep_scenario_file(class, &input, &cases);
         Finding {
             class,
             reproduced: again == class,
@@ -272,22 +272,36 @@ impl Search<'_> {
 impl Search<'_> {
     /// A schedule's smallest failing input, as the scenario file that replays it, beside the
     /// confirmation run's artifacts (`scenario.toml`): `wirecheck run --scenarios` takes it.
-    fn keep_scenario_file(&self, input: &Input, cases: &[CaseResult]) {
+    fn keep_scenario_file(&self, class: Class, input: &Input, cases: &[CaseResult]) {
         if self.property.generates() != super::property::Generates::Schedule {
             return;
         }
         let Some(dir) = cases.iter().find_map(|c| c.artifacts.as_ref()) else {
             return;
         };
-        let path = self.runner.settings().out.join(dir).join(SCENARIO_FILE);
+        let path = self
+            .runner
+            .settings()
+            .out
+            .join(dir)
+            .join(scenario_file(self.profile, class));
         if let Err(e) = std::fs::write(&path, self.property.scenario_toml(input)) {
             eprintln!("wirecheck: warning: cannot write {}: {e}", path.display());
         }
     }
 }
 
-/// The file name of a shrunk schedule's scenario file in its artifacts.
-pub const SCENARIO_FILE: &str = "scenario.toml";
+/// The file name of a shrunk schedule's scenario file in its artifacts: `scenario.toml` for
+/// an undeclared failure, `scenario-<input class>.toml` for each declared limitation's (one
+/// property run may show several, and each keeps its own).
+pub fn scenario_file(profile: &AgentProfile, class: Class) -> String {
+    match class {
+        Class::Declared(k) => format!("scenario-{}.toml", profile.limitations[k].input.as_str()),
+        Class::Pass | Class::Undeclared | Class::NotJudged | Class::NotRun | Class::Unjudged => {
+            "scenario.toml".into()
+        }
+    }
+}
 
 /// Runs one property against one agent: the replays first, then generated inputs until an
 /// undeclared failure, then each failure found shrunk.
@@ -545,5 +559,47 @@ fn not_judged_reason(cases: &[CaseResult]) -> NotRun {
             .or(cases.first())
             .and_then(|c| c.reason.clone())
             .unwrap_or_else(|| "not judged".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each limitation a run shows keeps its own scenario file: one run of cloud-init 25.1
+    /// showed three, which wrote one file over each other.
+    #[test]
+    fn each_finding_keeps_its_own_scenario_file() {
+        let profile = AgentProfile::from_toml_str(
+            r#"name = "t"
+description = "t"
+capabilities = ["xml"]
+[commands]
+ready = ["t"]
+[[limitation]]
+property = "schedule.xml"
+input = "retry-after"
+checks = "behaviour.budget"
+verdict = "non-strict"
+reason = "r"
+[[limitation]]
+property = "schedule.xml"
+input = "unusable"
+checks = "behaviour.retry"
+verdict = "non-strict"
+reason = "r"
+"#,
+            std::path::Path::new("t.toml"),
+        )
+        .unwrap();
+        assert_eq!(scenario_file(&profile, Class::Undeclared), "scenario.toml");
+        assert_eq!(
+            scenario_file(&profile, Class::Declared(0)),
+            "scenario-retry-after.toml"
+        );
+        assert_eq!(
+            scenario_file(&profile, Class::Declared(1)),
+            "scenario-unusable.toml"
+        );
     }
 }

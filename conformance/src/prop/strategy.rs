@@ -374,6 +374,8 @@ mod tests {
             InputClass::BadRequest,
             InputClass::PlainForbidden,
             InputClass::Hang,
+            InputClass::Unusable,
+            InputClass::Partial,
         ] {
             assert!(inputs.iter().any(|i| i.has(class)), "{class:?}");
         }
