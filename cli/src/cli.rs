@@ -334,13 +334,15 @@ pub enum SnapshotsCommand {
 const PROP_AFTER_HELP: &str = "\
 Properties: failure.json, failure.xml (a failure report: reason and supporting data), \
 in-progress.json, in-progress.xml (an in-progress description), schedule.json, schedule.xml \
-(the fake's answers to a Ready report: statuses, Retry-After, throttling, resets, closes, \
+(the fake's answers on the way to a Ready report, to the report itself, the goal state and \
+IMDS: statuses, Retry-After, throttling, unusable 200s, replies cut short, resets, closes, \
 delays, hangs). Each generated input runs as case prop.<property> through the scenario checks \
 protocol.*, report.*, kvp.*, behaviour.terminal and behaviour.exit (a schedule also through \
 behaviour.budget, behaviour.retry, behaviour.interval, behaviour.rate, behaviour.timeout and \
 behaviour.refresh); properties needing a capability \
 the agent does not claim are skipped. A shrunk schedule is kept as a scenario file in its \
-artifacts (scenario.toml), which wirecheck run --scenarios FILE replays.
+artifacts (scenario.toml, or scenario-limitation-<n>-<class>.toml for a declared limitation), \
+which wirecheck run --scenarios FILE replays.
 
 A failure is shrunk (proptest) to the smallest input that still fails the same way; it is \
 printed with the check that failed, its evidence and a command that replays exactly that \

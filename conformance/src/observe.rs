@@ -438,17 +438,21 @@ impl Observation<'_> {
             .or(self.imds_vm_id.as_deref())
     }
 
-    /// Whether the agent may say it does not know the VM id ([`says_vm_id_unknown`]): it was to
-    /// read it from IMDS, asked, and never got a usable instance document (docs/protocol.md
-    /// §6.2). One that never asked must have it from elsewhere (a guest's DMI).
-    pub fn may_not_know_vm_id(&self) -> bool {
+    /// Whether the agent may say it does not know the VM id ([`says_vm_id_unknown`]) in
+    /// `report` (for the KVP record, `None`: by its last run): it was to read the id from IMDS,
+    /// asked in that run before the report, and never got a usable instance document
+    /// (docs/protocol.md §6.2). One that had not asked must have it from elsewhere (a
+    /// guest's DMI).
+    pub fn may_not_know_vm_id(&self, report: Option<&Entry>) -> bool {
         if self.scenario.agent.vm_id.is_some() {
             return false;
         }
+        let run = report.map_or(self.runs.len().saturating_sub(1), |r| self.run_of(r));
         let mut asked = self
             .journal
             .iter()
-            .filter(|e| e.endpoint == EndpointId::ImdsInstance)
+            .filter(|e| e.endpoint == EndpointId::ImdsInstance && self.run_of(e) == run)
+            .filter(|e| report.is_none_or(|r| e.seq < r.seq))
             .peekable();
         asked.peek().is_some() && asked.all(|e| !self.classify(e).is_success())
     }

@@ -132,10 +132,10 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Section> {
          to the same agent's scenarios through `wirecheck run --jobs {JOBS}`: both run \
          every case through the runner's own path (a fake, a case folder, containment, the \
          checks), so the ratio is what generating and judging a property case costs over a \
-         scenario pair. cloud-init's run includes shrinking its two declared limitations \
+         scenario pair. A run that shows declared limitations includes shrinking each \
          (`--max-shrink-time 1`: at most about a second each, plus one confirmation run). The \
-         `run` references hold only the agent's few no-fault description scenarios, so their \
-         process start-up weighs more per pair than in a long run.\n"
+         text properties' `run` references hold only the agent's few no-fault description \
+         scenarios, so their process start-up weighs more per pair than in a long run.\n"
     );
     let _ = writeln!(body, "| agent | what | cases | seconds | per second |");
     let _ = writeln!(body, "|---|---|---:|---:|---:|");
@@ -206,7 +206,7 @@ fn agent_rates(ctx: &Ctx, runs: AgentRuns<'_>, body: &mut String) -> anyhow::Res
                 "1",
             ]),
             args(&["--jobs", JOBS, "--no-regressions", "--max-shrink-time", "1"]),
-            vec!["--out".into(), tmp_arg(ctx, &format!("prop-{agent}"))],
+            vec!["--out".into(), tmp_arg(ctx, &format!("prop-{agent}-{property}"))],
         ]
         .concat(),
     )?;
@@ -215,7 +215,7 @@ fn agent_rates(ctx: &Ctx, runs: AgentRuns<'_>, body: &mut String) -> anyhow::Res
         &[
             args(&["run", "--quiet", "--agent", agent, "--agents-dir", &agents]),
             args(&["--cases", scenarios, "--jobs", JOBS]),
-            vec!["--out".into(), tmp_arg(ctx, &format!("run-{agent}"))],
+            vec!["--out".into(), tmp_arg(ctx, &format!("run-{agent}-{property}"))],
         ]
         .concat(),
     )?;

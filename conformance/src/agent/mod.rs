@@ -455,6 +455,43 @@ impl InputClass {
     }
 }
 
+/// The endpoint a generated schedule answers for (`wirecheck prop`, `schedule.*`): its key in
+/// an input's JSON form, and a `[[limitation]]`'s `endpoint`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Target {
+    /// The health report (either flow's).
+    #[default]
+    Health,
+    /// `GET /machine/?comp=goalstate` (XML flow).
+    #[serde(rename = "goalstate")]
+    GoalState,
+    /// The IMDS instance document.
+    Imds,
+}
+
+impl Target {
+    pub const ALL: [Target; 3] = [Target::Health, Target::GoalState, Target::Imds];
+
+    /// The input's JSON key for this target's answers.
+    pub fn key(self) -> &'static str {
+        match self {
+            Target::Health => "schedule",
+            Target::GoalState => "goalstate",
+            Target::Imds => "imds",
+        }
+    }
+
+    /// What it answers, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Health => "the health report",
+            Target::GoalState => "the goal state",
+            Target::Imds => "IMDS",
+        }
+    }
+}
+
 /// A known limitation for property runs (`[[limitation]]`): generated inputs of one class may
 /// fail these checks of these properties; such a failure gets `verdict`, with the smallest
 /// input that shows it as evidence.
@@ -464,6 +501,9 @@ pub struct Limitation {
     pub properties: String,
     pub property_matcher: GlobSet,
     pub input: InputClass,
+    /// For a class of answers: the endpoint whose schedule holds them (the health report's by
+    /// default).
+    pub endpoint: Target,
     /// Glob over check ids (`behaviour.terminal`); `*` by default.
     pub checks: String,
     pub check_matcher: GlobSet,

@@ -150,6 +150,8 @@ pub(super) struct ReactionsFile {
 pub(super) struct LimitationFile {
     pub(super) property: Spanned<String>,
     pub(super) input: InputClass,
+    #[serde(default)]
+    pub(super) endpoint: Target,
     pub(super) checks: Spanned<String>,
     pub(super) verdict: DeviationVerdict,
     pub(super) reason: Spanned<String>,

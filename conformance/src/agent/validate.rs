@@ -238,6 +238,7 @@ impl Validate<'_> {
                 properties: l.property.get_ref().clone(),
                 property_matcher,
                 input: l.input,
+                endpoint: l.endpoint,
                 checks,
                 check_matcher,
                 verdict: l.verdict,

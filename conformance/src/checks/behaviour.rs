@@ -144,20 +144,16 @@ fn moved_on_at(obs: &Observation, ri: usize, service: Service, after: &Entry) ->
 const IMDS_FALLBACK_VERSION: &str = "2019-06-01";
 
 /// Whether `next` is the one request with the older api-version an agent sends after IMDS
-/// refused `e`'s newer one with a 400 (docs/protocol.md §1.2): a fallback, not a retry.
-fn is_api_fallback(e: &Entry, next: &Entry) -> bool {
-    let version = |x: &Entry| {
-        let query = x.target.split_once('?').map_or("", |(_, q)| q);
-        query
-            .split('&')
-            .find_map(|pair| pair.strip_prefix("api-version="))
-            .map(str::to_owned)
-    };
+/// refused `e`'s newer one with a 400 (docs/protocol.md §1.2): a fallback, not a retry. Once:
+/// an agent that has fallen back before (`earlier`) has nothing older left to try.
+fn is_api_fallback(e: &Entry, next: &Entry, earlier: &[&Entry]) -> bool {
+    let older = |x: &Entry| x.query("api-version").as_deref() == Some(IMDS_FALLBACK_VERSION);
     e.endpoint == EndpointId::ImdsInstance
         && next.endpoint == EndpointId::ImdsInstance
         && e.answer.status == Some(400)
-        && version(e).as_deref() != Some(IMDS_FALLBACK_VERSION)
-        && version(next).as_deref() == Some(IMDS_FALLBACK_VERSION)
+        && !older(e)
+        && older(next)
+        && !earlier.iter().any(|x| x.endpoint == EndpointId::ImdsInstance && older(x))
 }
 
 pub fn retry(obs: &Observation) -> Judgement {
@@ -175,7 +171,7 @@ pub fn retry(obs: &Observation) -> Judgement {
                     Class::Success => {}
                     Class::Fatal(why) => {
                         t.judged();
-                        if let Some(next) = later.first().filter(|n| is_api_fallback(e, n)) {
+                        if let Some(next) = later.first().filter(|n| is_api_fallback(e, n, &reqs[..k])) {
                             t.note(about(
                                 format!("fell back to api-version {IMDS_FALLBACK_VERSION} after a 400 (docs/protocol.md §1.2)"),
                                 &[e, next],
@@ -604,21 +600,20 @@ pub fn terminal(obs: &Observation) -> Judgement {
             delivered_total += 1;
             after_acceptance(&mut t, obs, &posts, first);
         } else if posts.is_empty() && obs.scenario.agent.wireserver == Target::Fake {
-            // An agent that gave up on IMDS, or on the goal state its health document
-            // echoes (XML flow), by its profile's reactions, has nothing it may report.
-            // Its last answer of either, not any: a fallback or a later success may follow one.
-            let ended_fatal = |fetches: Vec<&Entry>| {
-                fetches
-                    .last()
-                    .is_some_and(|e| matches!(obs.classify(e), Class::Fatal(_)))
-            };
-            let gave_up_fetching = ended_fatal(requests(obs, ri, Service::Imds))
-                || ended_fatal(
-                    requests(obs, ri, Service::Wireserver)
-                        .into_iter()
-                        .filter(|e| e.endpoint == EndpointId::WireserverGoalstate)
-                        .collect(),
-                );
+            // An agent that gave up on IMDS's instance document, or on the goal state its
+            // health document echoes (XML flow), by its profile's reactions, has nothing it
+            // may report: only when that fatal answer was the last thing it asked for.
+            let last = obs
+                .journal
+                .iter()
+                .filter(|e| obs.run_of(e) == ri)
+                .max_by_key(|e| e.seq);
+            let gave_up_fetching = last.is_some_and(|e| {
+                matches!(
+                    e.endpoint,
+                    EndpointId::ImdsInstance | EndpointId::WireserverGoalstate
+                ) && matches!(obs.classify(e), Class::Fatal(_))
+            });
             if !gave_up_fetching {
                 t.fail(
                     format!("run {} never sent its health report", ri + 1),

@@ -327,7 +327,7 @@ impl Record<'_> {
             }
         }
         let got_vm = parsed.get("vm_id");
-        let want_vm = super::report::expected_vm_id(obs, got_vm);
+        let want_vm = super::report::expected_vm_id(obs, None, got_vm);
         if let (Some(got), Some(want)) = (got_vm, want_vm)
             && got != want
         {

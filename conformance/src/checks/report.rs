@@ -166,11 +166,18 @@ pub fn state(obs: &Observation) -> Judgement {
     t.finish("no health report reached the fake")
 }
 
-/// The VM id the report must carry ([`Observation::expected_vm_id`]), or `got` when it says
-/// the agent did not know it and it may not ([`Observation::may_not_know_vm_id`]).
-pub(super) fn expected_vm_id(obs: &Observation, got: Option<&str>) -> Option<String> {
+/// The VM id `report` (`None`: the KVP record) must carry ([`Observation::expected_vm_id`]),
+/// or `got` when it says the agent did not know it and the agent had no way to know it
+/// ([`Observation::may_not_know_vm_id`]).
+pub(super) fn expected_vm_id(
+    obs: &Observation,
+    report: Option<&Entry>,
+    got: Option<&str>,
+) -> Option<String> {
     match got {
-        Some(got) if crate::observe::says_vm_id_unknown(got) && obs.may_not_know_vm_id() => {
+        Some(got)
+            if crate::observe::says_vm_id_unknown(got) && obs.may_not_know_vm_id(report) =>
+        {
             Some(got.to_owned())
         }
         _ => obs.expected_vm_id().map(str::to_owned),
@@ -614,7 +621,7 @@ impl EncodedFailure<'_> {
     fn tail(&self, t: &mut Tally) {
         let (obs, e, excerpt) = (self.obs, self.e, &self.excerpt);
         let get = |k: &str| self.parsed.get(k);
-        match (get("vm_id"), expected_vm_id(obs, get("vm_id"))) {
+        match (get("vm_id"), expected_vm_id(obs, Some(e), get("vm_id"))) {
             (None, want) => self.tail_missing(t, "vm_id", want.map_or(0, |w| w.len())),
             (Some(got), Some(want)) if self.cut_short("vm_id", got, &want) => t.note(about(
                 format!("#{} `vm_id` cut short by the trim", e.seq),

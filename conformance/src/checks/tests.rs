@@ -3100,7 +3100,7 @@ fn the_nil_vm_id_is_accepted_only_from_an_agent_imds_never_answered() {
         obs.pool_view = decode_pool(&pool);
         obs.pool = Some(pool);
         (
-            obs.may_not_know_vm_id(),
+            obs.may_not_know_vm_id(None),
             judge_obs("kvp.report", &obs).verdict,
         )
     };
@@ -3133,6 +3133,16 @@ fn the_nil_vm_id_is_accepted_only_from_an_agent_imds_never_answered() {
     let (unknown, verdict) = ready_with(nil, vec![health(1, 50, 200)], &from_imds);
     assert!(!unknown);
     assert_eq!(verdict, Verdict::Fail);
+    // A report sent before the agent asked IMDS cannot blame IMDS for not knowing.
+    let report_first = vec![health(1, 5, 200), imds(2, 503)];
+    let obs = observation(
+        &p,
+        &from_imds,
+        report_first.clone(),
+        vec![run(0, 100, Exit::Code(0))],
+    );
+    assert!(!obs.may_not_know_vm_id(Some(&report_first[0])));
+    assert!(obs.may_not_know_vm_id(None));
     // A scenario's own id stands whatever IMDS did.
     let given = scenario("");
     let (unknown, verdict) = ready_with(nil, vec![imds(1, 503), health(2, 50, 200)], &given);
@@ -3170,13 +3180,33 @@ fn giving_up_on_a_fatal_goal_state_answer_is_not_a_lost_report() {
     );
     assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
     assert!(j.reason.unwrap().contains("never sent its health report"));
+    // A fatal IMDS answer excuses nothing once the agent went on to fetch the goal state.
+    let imds_403 = entry(
+        1,
+        EndpointId::ImdsInstance,
+        5,
+        Some(6),
+        AnswerKind::Respond,
+        Some(403),
+    );
+    let mut fetched = goal_state(200);
+    fetched.seq = 2;
+    let j = judge_obs(
+        "behaviour.terminal",
+        &observation(&p, &s, vec![imds_403.clone(), fetched], exited()),
+    );
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    let j = judge_obs(
+        "behaviour.terminal",
+        &observation(&p, &s, vec![imds_403], exited()),
+    );
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
 }
 
 /// After an IMDS 400 an agent asks once more with the older api-version (docs/protocol.md
 /// §1.2): a fallback, not a retry of a fatal answer; asking the same again is one.
 #[test]
 fn the_imds_api_version_fallback_after_a_400_is_not_a_retry() {
-    let p = profile();
     let s = scenario("");
     let imds = |seq, status, target: &str| {
         let mut e = entry(
@@ -3198,6 +3228,17 @@ fn the_imds_api_version_fallback_after_a_400_is_not_a_retry() {
     assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
     let again = vec![imds(1, 400, newer), imds(2, 200, newer), health(3, 50, 201)];
     let j = judge("behaviour.retry", &s, again, runs());
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+    // Back to the refused version after the fallback, refused again, and down once more:
+    // a fallback happens once.
+    let alternating = vec![
+        imds(1, 400, newer),
+        imds(2, 503, older),
+        imds(3, 400, newer),
+        imds(4, 200, older),
+        health(5, 60, 201),
+    ];
+    let j = judge("behaviour.retry", &s, alternating, runs());
     assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
     // The older version refused too: nothing older to fall back to.
     let twice = vec![imds(1, 400, older), imds(2, 200, older), health(3, 50, 201)];

@@ -76,21 +76,19 @@ impl Input {
         self.schedules().iter().any(|(_, s)| !s.is_empty())
     }
 
-    /// True when some text holds a character of `class`, or a schedule an answer of it.
-    pub fn has(&self, class: InputClass) -> bool {
-        self.texts().any(|t| class.in_text(t))
-            || self
-                .schedules()
-                .iter()
-                .any(|(_, s)| s.iter().any(|a| a.is(class)))
+    /// True when some text holds a character of `class`, or `at`'s schedule an answer of it
+    /// (a limitation's class of answers is the evidence of one endpoint's).
+    pub fn has(&self, class: InputClass, at: Target) -> bool {
+        self.texts().any(|t| class.in_text(t)) || self.answers(at).iter().any(|a| a.is(class))
     }
 
-    /// This input with every character of `class` replaced by `a`, and every answer of it made
-    /// plain: a `Retry-After` dropped from its status, any other answer of the class left out
-    /// (the normal answer to a health report, a `delay` of 0 ms, if no answer is left at all),
-    /// so the answers after it are still met. What a failure a limitation of that class
-    /// explains must not show (keys are names, left alone).
-    pub fn without(&self, class: InputClass) -> Input {
+    /// This input with every character of `class` replaced by `a`, and every answer of it in
+    /// `at`'s schedule made plain: a `Retry-After` dropped from its status, any other answer of
+    /// the class left out, so the answers after it are still met. What a failure a limitation
+    /// of that class explains must not show (keys are names, left alone). The run stays the
+    /// same otherwise: a schedule left empty meets the normal answer instead (a `delay` of
+    /// 0 ms), so IMDS is still asked for the VM id and the health report still scripted.
+    pub fn without(&self, class: InputClass, at: Target) -> Input {
         let plain = |t: &str| -> String {
             t.chars()
                 .map(|c| {
@@ -102,7 +100,19 @@ impl Input {
                 })
                 .collect()
         };
-        let mut out = Input {
+        let answers = |target: Target| {
+            let before = self.answers(target);
+            if target != at {
+                return before.to_vec();
+            }
+            let after = plain_schedule(before, class);
+            if after.is_empty() && !before.is_empty() {
+                vec![Answer::Delay { ms: 0 }]
+            } else {
+                after
+            }
+        };
+        Input {
             reason: self.reason.as_deref().map(plain),
             data: self
                 .data
@@ -110,14 +120,10 @@ impl Input {
                 .map(|(k, v)| (k.clone(), plain(v)))
                 .collect(),
             description: self.description.as_deref().map(plain),
-            schedule: plain_schedule(&self.schedule, class),
-            goalstate: plain_schedule(&self.goalstate, class),
-            imds: plain_schedule(&self.imds, class),
-        };
-        if self.has_schedule() && !out.has_schedule() {
-            out.schedule = vec![Answer::Delay { ms: 0 }];
+            schedule: answers(Target::Health),
+            goalstate: answers(Target::GoalState),
+            imds: answers(Target::Imds),
         }
-        out
     }
 
     /// Compact JSON with every non-ASCII character and DEL as a `\u` escape: safe to print on
@@ -257,11 +263,12 @@ mod tests {
             schedule: vec![Answer::Status(410), Answer::Status(503), Answer::Hang],
             ..Input::default()
         };
-        assert!(input.has(InputClass::Gone) && input.has(InputClass::Hang));
-        assert!(!input.has(InputClass::RetryAfter) && !input.has(InputClass::NonAscii));
+        let h = Target::Health;
+        assert!(input.has(InputClass::Gone, h) && input.has(InputClass::Hang, h));
+        assert!(!input.has(InputClass::RetryAfter, h) && !input.has(InputClass::NonAscii, h));
         // The answers after the one left out are still met.
         assert_eq!(
-            input.without(InputClass::Gone).schedule,
+            input.without(InputClass::Gone, h).schedule,
             vec![Answer::Status(503), Answer::Hang]
         );
         let waits = Input {
@@ -275,7 +282,7 @@ mod tests {
             ..Input::default()
         };
         assert_eq!(
-            waits.without(InputClass::RetryAfter).schedule,
+            waits.without(InputClass::RetryAfter, h).schedule,
             vec![Answer::Status(503), Answer::Hang]
         );
         let only = Input {
@@ -283,29 +290,33 @@ mod tests {
             ..Input::default()
         };
         assert_eq!(
-            only.without(InputClass::Gone).schedule,
+            only.without(InputClass::Gone, h).schedule,
             vec![Answer::Delay { ms: 0 }]
         );
-        // Every endpoint's answers are made plain; one left without any needs no filler.
+        // A class of answers is one endpoint's: the others keep theirs, and a schedule left
+        // empty meets the normal answer (IMDS is still asked for the VM id).
         let spread = Input {
             schedule: vec![Answer::Status(503)],
             goalstate: vec![Answer::Status(410)],
-            imds: vec![Answer::Hang, Answer::Status(404)],
+            imds: vec![Answer::Hang, Answer::Status(410)],
             ..Input::default()
         };
-        assert!(spread.has(InputClass::Gone) && spread.has(InputClass::Hang));
-        let plain = spread.without(InputClass::Gone);
-        assert_eq!(plain.goalstate, vec![]);
-        assert_eq!(plain.schedule, vec![Answer::Status(503)]);
+        assert!(spread.has(InputClass::Gone, Target::GoalState));
+        assert!(!spread.has(InputClass::Gone, h) && !spread.has(InputClass::Hang, h));
+        let plain = spread.without(InputClass::Gone, Target::GoalState);
+        assert_eq!(plain.goalstate, vec![Answer::Delay { ms: 0 }]);
+        assert_eq!(plain.imds, spread.imds);
+        assert_eq!(plain.schedule, spread.schedule);
         assert_eq!(
-            spread.without(InputClass::Hang).imds,
-            vec![Answer::Status(404)]
+            spread.without(InputClass::Hang, Target::Imds).imds,
+            vec![Answer::Status(410)]
         );
         let text = Input {
             reason: Some("é".into()),
             ..Input::default()
         };
-        assert!(!text.has(InputClass::Gone));
+        assert!(!text.has(InputClass::Gone, h));
+        assert!(text.has(InputClass::NonAscii, Target::Imds));
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub fn limitation_for(
     profile
         .limitations
         .iter()
-        .position(|l| l.covers(property.name(), check) && input.has(l.input))
+        .position(|l| l.covers(property.name(), check) && input.has(l.input, l.endpoint))
 }
 
 pub fn classify(

@@ -15,59 +15,31 @@ use serde::{Deserialize, Serialize};
 pub const MAX_ANSWERS: usize = 16;
 
 /// The statuses a wireserver schedule may answer with: the retryable and fatal errors of
-/// docs/protocol.md §8.2 (a 403 is the throttle reply, [`Answer::Throttled`], or this plain one).
-pub const STATUSES: &[u16] = &[400, 403, 410, 429, 500, 502, 503, 504];
+/// docs/protocol.md §8.2 (a 403 is the throttle reply, [`Answer::Throttled`], or this plain
+/// one). Plainest first: a shrunk schedule keeps the first that still fails.
+pub const STATUSES: &[u16] = &[503, 500, 410, 429, 502, 504, 403, 400];
 
-/// The statuses an IMDS schedule may answer with (docs/protocol.md §9: 404 and 410 while the
-/// VM starts, 429 when throttled, 403 from a proxy, 500 and 503 when unavailable).
-pub const IMDS_STATUSES: &[u16] = &[400, 403, 404, 410, 429, 500, 503];
+/// The statuses an IMDS schedule may answer with (docs/protocol.md §1.2, §8: 404 and 410
+/// while the VM starts, 429 when throttled, 500 and 503 when unavailable, 403 through a
+/// proxy, 400 for an api-version it does not serve). Plainest first.
+pub const IMDS_STATUSES: &[u16] = &[404, 410, 429, 500, 503, 403, 400];
 
-/// The endpoint a schedule answers for, and its key in an input's JSON form.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    /// The health report (either flow's).
-    Health,
-    /// `GET /machine/?comp=goalstate` (XML flow).
-    GoalState,
-    /// The IMDS instance document.
-    Imds,
+pub use crate::agent::Target;
+
+/// The statuses `target`'s schedule may answer with.
+pub fn statuses(target: Target) -> &'static [u16] {
+    match target {
+        Target::Health | Target::GoalState => STATUSES,
+        Target::Imds => IMDS_STATUSES,
+    }
 }
 
-impl Target {
-    pub const ALL: [Target; 3] = [Target::Health, Target::GoalState, Target::Imds];
-
-    /// The input's JSON key for this target's answers.
-    pub fn key(self) -> &'static str {
-        match self {
-            Target::Health => "schedule",
-            Target::GoalState => "goalstate",
-            Target::Imds => "imds",
-        }
-    }
-
-    /// What it answers, for messages.
-    fn name(self) -> &'static str {
-        match self {
-            Target::Health => "the health report",
-            Target::GoalState => "the goal state",
-            Target::Imds => "IMDS",
-        }
-    }
-
-    /// The scenario's endpoint id (docs/scenarios.md).
-    fn endpoint(self) -> &'static str {
-        match self {
-            Target::Health => "wireserver.health.*",
-            Target::GoalState => "wireserver.goalstate",
-            Target::Imds => "imds.instance",
-        }
-    }
-
-    fn statuses(self) -> &'static [u16] {
-        match self {
-            Target::Health | Target::GoalState => STATUSES,
-            Target::Imds => IMDS_STATUSES,
-        }
+/// The scenario's endpoint id for `target` (docs/scenarios.md).
+fn endpoint(target: Target) -> &'static str {
+    match target {
+        Target::Health => "wireserver.health.*",
+        Target::GoalState => "wireserver.goalstate",
+        Target::Imds => "imds.instance",
     }
 }
 
@@ -108,7 +80,7 @@ pub enum Answer {
 impl Answer {
     /// Whether the fake can give this answer for `target`.
     pub fn validate(&self, target: Target) -> Result<(), String> {
-        let statuses = target.statuses();
+        let statuses = statuses(target);
         let status_ok = |s: &u16| {
             if statuses.contains(s) {
                 Ok(())
@@ -240,7 +212,7 @@ pub fn validate(target: Target, schedule: &[Answer]) -> Result<(), String> {
 /// The `[[fake.endpoint]]` table that gives `schedule` to `target`'s endpoint, then answers
 /// every later request normally; runs of one answer become one step with `times`.
 pub fn endpoint_toml(target: Target, schedule: &[Answer]) -> String {
-    let mut out = format!("[[fake.endpoint]]\nid = {:?}\n", target.endpoint());
+    let mut out = format!("[[fake.endpoint]]\nid = {:?}\n", endpoint(target));
     let mut i = 0;
     while i < schedule.len() {
         let same = schedule[i..]

@@ -176,7 +176,8 @@ impl Search<'_> {
             .enumerate()
             .filter_map(|(i, (class, _))| match class {
                 Class::Declared(l) => {
-                    Some((i, inputs[i].without(self.profile.limitations[*l].input)))
+                    let l = &self.profile.limitations[*l];
+                    Some((i, inputs[i].without(l.input, l.endpoint)))
                 }
                 _ => None,
             })
@@ -292,11 +293,15 @@ impl Search<'_> {
 }
 
 /// The file name of a shrunk schedule's scenario file in its artifacts: `scenario.toml` for
-/// an undeclared failure, `scenario-<input class>.toml` for each declared limitation's (one
-/// property run may show several, and each keeps its own).
+/// an undeclared failure, `scenario-limitation-<n>-<input class>.toml` for the profile's n-th
+/// `[[limitation]]` (one property run may show several, and each keeps its own).
 pub fn scenario_file(profile: &AgentProfile, class: Class) -> String {
     match class {
-        Class::Declared(k) => format!("scenario-{}.toml", profile.limitations[k].input.as_str()),
+        Class::Declared(k) => format!(
+            "scenario-limitation-{}-{}.toml",
+            k + 1,
+            profile.limitations[k].input.as_str()
+        ),
         Class::Pass | Class::Undeclared | Class::NotJudged | Class::NotRun | Class::Unjudged => {
             "scenario.toml".into()
         }
@@ -595,11 +600,11 @@ reason = "r"
         assert_eq!(scenario_file(&profile, Class::Undeclared), "scenario.toml");
         assert_eq!(
             scenario_file(&profile, Class::Declared(0)),
-            "scenario-retry-after.toml"
+            "scenario-limitation-1-retry-after.toml"
         );
         assert_eq!(
             scenario_file(&profile, Class::Declared(1)),
-            "scenario-unusable.toml"
+            "scenario-limitation-2-unusable.toml"
         );
     }
 }

@@ -191,10 +191,7 @@ pub fn schedule() -> BoxedStrategy<Vec<Answer>> {
 /// One answer to a goal state or IMDS request: what its endpoint can answer (a 200 the agent
 /// cannot use, a reply cut short; IMDS throttles with 429, not the wireserver's 403 body).
 fn fetch_answer(target: Target) -> BoxedStrategy<Answer> {
-    let statuses: Vec<u16> = match target {
-        Target::Imds => vec![404, 410, 429, 500, 503, 403, 400],
-        Target::Health | Target::GoalState => vec![410, 500, 503, 429, 403, 400, 502],
-    };
+    let statuses = super::schedule::statuses(target).to_vec();
     let throttled = if target == Target::Imds {
         Just(Answer::Status(429)).boxed()
     } else {
@@ -290,7 +287,7 @@ mod tests {
             InputClass::XmlInvalid,
             InputClass::LineBreak,
         ] {
-            assert!(inputs.iter().any(|i| i.has(class)), "{class:?}");
+            assert!(inputs.iter().any(|i| i.has(class, Target::Health)), "{class:?}");
         }
         for c in ['|', '\'', '"', '=', '\t'] {
             assert!(any(&|t| t.contains(c)), "{c:?}");
@@ -377,7 +374,7 @@ mod tests {
             InputClass::Unusable,
             InputClass::Partial,
         ] {
-            assert!(inputs.iter().any(|i| i.has(class)), "{class:?}");
+            assert!(inputs.iter().any(|i| Target::ALL.into_iter().any(|t| i.has(class, t))), "{class:?}");
         }
         for kind in [
             Answer::Throttled,
