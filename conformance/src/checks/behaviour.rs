@@ -91,6 +91,18 @@ fn killed(run: &RunRecord) -> bool {
     matches!(run.exit, Exit::KilledAtDeadline)
 }
 
+/// Whether run `ri` was ended by the harness once its terminal report was accepted (`done =
+/// "terminal-report"`, a daemon that never exits) and `e` came after that acceptance: what
+/// the agent would have done next was cut off, not decided (WALinuxAgent reads IMDS for its
+/// telemetry after its report).
+fn ended_when_done_after(obs: &Observation, ri: usize, e: &Entry) -> bool {
+    matches!(obs.runs[ri].exit, Exit::StoppedWhenDone)
+        && requests(obs, ri, Service::Wireserver)
+            .into_iter()
+            .find(|p| obs.is_flow_health(p) && obs.classify(p).is_success())
+            .is_some_and(|accepted| accepted.seq < e.seq)
+}
+
 /// When the agent's retry loop for `service` started in run `ri`: its first request there, or
 /// (none reached the fake) when it was done with IMDS, or the run's start.
 fn loop_start(obs: &Observation, ri: usize, service: Service) -> u64 {
@@ -285,6 +297,9 @@ fn retryable(t: &mut Tally, obs: &Observation, at: &Attempts, k: usize, why: &st
     let run = &obs.runs[at.run];
     if killed(run) {
         return; // budget and exit judge a run that never ended
+    }
+    if ended_when_done_after(obs, at.run, e) {
+        return; // the harness ended it (`done`), with this request's retries still to come
     }
     let agent = &obs.profile.name;
     let budget = ms(obs.budget_for(at.service));

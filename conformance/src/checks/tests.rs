@@ -3245,3 +3245,33 @@ fn the_imds_api_version_fallback_after_a_400_is_not_a_retry() {
     let j = judge("behaviour.retry", &s, twice, runs());
     assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
 }
+
+/// A daemon the harness ends once its report was accepted (`done = "terminal-report"`) did not
+/// give up on what it asked after the report; an agent that exits on its own did.
+#[test]
+fn a_request_after_the_report_of_a_daemon_ended_when_done_is_not_given_up() {
+    let s = scenario("");
+    let imds_503 = entry(
+        2,
+        EndpointId::ImdsInstance,
+        50,
+        Some(52),
+        AnswerKind::Respond,
+        Some(503),
+    );
+    let journal = || vec![health(1, 10, 201), imds_503.clone()];
+    let j = judge(
+        "behaviour.retry",
+        &s,
+        journal(),
+        vec![run(0, 120, Exit::StoppedWhenDone)],
+    );
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
+    let j = judge(
+        "behaviour.retry",
+        &s,
+        journal(),
+        vec![run(0, 120, Exit::Code(0))],
+    );
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
+}
