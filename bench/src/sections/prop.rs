@@ -206,7 +206,10 @@ fn agent_rates(ctx: &Ctx, runs: AgentRuns<'_>, body: &mut String) -> anyhow::Res
                 "1",
             ]),
             args(&["--jobs", JOBS, "--no-regressions", "--max-shrink-time", "1"]),
-            vec!["--out".into(), tmp_arg(ctx, &format!("prop-{agent}-{property}"))],
+            vec![
+                "--out".into(),
+                tmp_arg(ctx, &format!("prop-{agent}-{property}")),
+            ],
         ]
         .concat(),
     )?;
@@ -215,7 +218,10 @@ fn agent_rates(ctx: &Ctx, runs: AgentRuns<'_>, body: &mut String) -> anyhow::Res
         &[
             args(&["run", "--quiet", "--agent", agent, "--agents-dir", &agents]),
             args(&["--cases", scenarios, "--jobs", JOBS]),
-            vec!["--out".into(), tmp_arg(ctx, &format!("run-{agent}-{property}"))],
+            vec![
+                "--out".into(),
+                tmp_arg(ctx, &format!("run-{agent}-{property}")),
+            ],
         ]
         .concat(),
     )?;
@@ -232,20 +238,20 @@ fn agent_rates(ctx: &Ctx, runs: AgentRuns<'_>, body: &mut String) -> anyhow::Res
         .to_owned();
     let _ = writeln!(
         body,
-        "| {agent} | `prop --property {property}` ({verdict}; {:.2} s of it shrinking) | {count} | {:.2} | {prop_rate:.1} |",
+        "| {agent} | `prop --property {property}` ({verdict}; {:.2} s of it shrinking) | {count} | {:.2} | {prop_rate:.2} |",
         shrink_ms as f64 / 1000.0,
         p.seconds
     );
     let _ = writeln!(
         body,
-        "| {agent} | `run --cases '{scenarios}'` (pairs) | {run_pairs} | {:.2} | {run_rate:.1} |",
+        "| {agent} | `run --cases '{scenarios}'` (pairs) | {run_pairs} | {:.2} | {run_rate:.2} |",
         r.seconds
     );
     let ratio = prop_rate / run_rate;
     Ok(Figure {
         name: format!("prop cases/s, {agent}, {property}"),
-        measured: format!("{prop_rate:.1} cases/s"),
-        reference: format!("{run_rate:.1} scenario pairs/s (`wirecheck run`)"),
+        measured: format!("{prop_rate:.2} cases/s"),
+        reference: format!("{run_rate:.2} scenario pairs/s (`wirecheck run`)"),
         ratio: Some(ratio),
         target: "≥ 0.5× the scenario pair rate".into(),
         met: Some(ratio >= 0.5),

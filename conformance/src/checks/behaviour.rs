@@ -165,7 +165,9 @@ fn is_api_fallback(e: &Entry, next: &Entry, earlier: &[&Entry]) -> bool {
         && e.answer.status == Some(400)
         && !older(e)
         && older(next)
-        && !earlier.iter().any(|x| x.endpoint == EndpointId::ImdsInstance && older(x))
+        && !earlier
+            .iter()
+            .any(|x| x.endpoint == EndpointId::ImdsInstance && older(x))
 }
 
 pub fn retry(obs: &Observation) -> Judgement {
@@ -183,7 +185,9 @@ pub fn retry(obs: &Observation) -> Judgement {
                     Class::Success => {}
                     Class::Fatal(why) => {
                         t.judged();
-                        if let Some(next) = later.first().filter(|n| is_api_fallback(e, n, &reqs[..k])) {
+                        if let Some(next) =
+                            later.first().filter(|n| is_api_fallback(e, n, &reqs[..k]))
+                        {
                             t.note(about(
                                 format!("fell back to api-version {IMDS_FALLBACK_VERSION} after a 400 (docs/protocol.md §1.2)"),
                                 &[e, next],

@@ -175,9 +175,7 @@ pub(super) fn expected_vm_id(
     got: Option<&str>,
 ) -> Option<String> {
     match got {
-        Some(got)
-            if crate::observe::says_vm_id_unknown(got) && obs.may_not_know_vm_id(report) =>
-        {
+        Some(got) if crate::observe::says_vm_id_unknown(got) && obs.may_not_know_vm_id(report) => {
             Some(got.to_owned())
         }
         _ => obs.expected_vm_id().map(str::to_owned),

@@ -287,7 +287,10 @@ mod tests {
             InputClass::XmlInvalid,
             InputClass::LineBreak,
         ] {
-            assert!(inputs.iter().any(|i| i.has(class, Target::Health)), "{class:?}");
+            assert!(
+                inputs.iter().any(|i| i.has(class, Target::Health)),
+                "{class:?}"
+            );
         }
         for c in ['|', '\'', '"', '=', '\t'] {
             assert!(any(&|t| t.contains(c)), "{c:?}");
@@ -374,7 +377,12 @@ mod tests {
             InputClass::Unusable,
             InputClass::Partial,
         ] {
-            assert!(inputs.iter().any(|i| Target::ALL.into_iter().any(|t| i.has(class, t))), "{class:?}");
+            assert!(
+                inputs
+                    .iter()
+                    .any(|i| Target::ALL.into_iter().any(|t| i.has(class, t))),
+                "{class:?}"
+            );
         }
         for kind in [
             Answer::Throttled,
