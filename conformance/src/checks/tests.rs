@@ -111,6 +111,18 @@ pub(crate) fn health(seq: u64, at: u64, status: u16) -> Entry {
     )
 }
 
+/// An IMDS instance request at `at` ms answered `status`.
+pub(crate) fn imds(seq: u64, at: u64, status: u16) -> Entry {
+    entry(
+        seq,
+        EndpointId::ImdsInstance,
+        at,
+        Some(at + 2),
+        AnswerKind::Respond,
+        Some(status),
+    )
+}
+
 pub(crate) fn run(start: u64, end: u64, exit: Exit) -> RunRecord {
     RunRecord {
         run: crate::scenario::Run {
@@ -2488,16 +2500,6 @@ fn a_503_and_imds_may_have_waits_of_their_own() {
     let after_500 = interval(vec![health(1, 10, 500), health(2, 1020, 201)]);
     assert_eq!(after_500.verdict, Verdict::Fail, "{after_500:?}");
     assert!(after_500.reason.unwrap().contains("at least 5000 ms"));
-    let imds = |seq, at, status| {
-        entry(
-            seq,
-            EndpointId::ImdsInstance,
-            at,
-            Some(at + 2),
-            AnswerKind::Respond,
-            Some(status),
-        )
-    };
     let imds_1s = interval(vec![imds(1, 10, 404), imds(2, 1020, 200)]);
     assert_eq!(imds_1s.verdict, Verdict::Pass, "{imds_1s:?}");
     let imds_fast = interval(vec![imds(1, 10, 404), imds(2, 300, 200)]);
@@ -3079,16 +3081,7 @@ fn the_nil_vm_id_is_accepted_only_from_an_agent_imds_never_answered() {
     let nil = crate::observe::NIL_VM_ID;
     let p = profile();
     let from_imds = scenario("vm_id_from_imds = true\n");
-    let imds = |seq, status| {
-        entry(
-            seq,
-            EndpointId::ImdsInstance,
-            seq * 10,
-            Some(seq * 10 + 2),
-            AnswerKind::Respond,
-            Some(status),
-        )
-    };
+    let imds = |seq: u64, status| imds(seq, seq * 10, status);
     let ready_with = |vm_id: &str, journal: Vec<Entry>, s: &Scenario| {
         let record =
             format!("result=success|agent=t/1|timestamp=2026-12-01T00:00:00+00:00|vm_id={vm_id}");
@@ -3181,14 +3174,7 @@ fn giving_up_on_a_fatal_goal_state_answer_is_not_a_lost_report() {
     assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
     assert!(j.reason.unwrap().contains("never sent its health report"));
     // A fatal IMDS answer excuses nothing once the agent went on to fetch the goal state.
-    let imds_403 = entry(
-        1,
-        EndpointId::ImdsInstance,
-        5,
-        Some(6),
-        AnswerKind::Respond,
-        Some(403),
-    );
+    let imds_403 = imds(1, 5, 403);
     let mut fetched = goal_state(200);
     fetched.seq = 2;
     let j = judge_obs(
@@ -3208,15 +3194,8 @@ fn giving_up_on_a_fatal_goal_state_answer_is_not_a_lost_report() {
 #[test]
 fn the_imds_api_version_fallback_after_a_400_is_not_a_retry() {
     let s = scenario("");
-    let imds = |seq, status, target: &str| {
-        let mut e = entry(
-            seq,
-            EndpointId::ImdsInstance,
-            seq * 10,
-            Some(seq * 10 + 2),
-            AnswerKind::Respond,
-            Some(status),
-        );
+    let imds = |seq: u64, status, target: &str| {
+        let mut e = imds(seq, seq * 10, status);
         e.target = target.into();
         e
     };
@@ -3251,14 +3230,7 @@ fn the_imds_api_version_fallback_after_a_400_is_not_a_retry() {
 #[test]
 fn a_request_after_the_report_of_a_daemon_ended_when_done_is_not_given_up() {
     let s = scenario("");
-    let imds_503 = entry(
-        2,
-        EndpointId::ImdsInstance,
-        50,
-        Some(52),
-        AnswerKind::Respond,
-        Some(503),
-    );
+    let imds_503 = imds(2, 50, 503);
     let journal = || vec![health(1, 10, 201), imds_503.clone()];
     let j = judge(
         "behaviour.retry",
