@@ -66,6 +66,8 @@ pub(crate) struct Engine {
     plans: Vec<PlanState>,
     rate: Option<RateState>,
     imds_limit: Option<ImdsLimit>,
+    /// Trigger actions done by steps that answered (`then`), counted per action.
+    fired: HashMap<TriggerAction, u64>,
 }
 
 impl Engine {
@@ -106,6 +108,7 @@ impl Engine {
             plans,
             rate,
             imds_limit,
+            fired: HashMap::new(),
         }
     }
 
@@ -123,13 +126,17 @@ impl Engine {
         &self.documents
     }
 
+    /// How often `action` has happened by `now`: the time triggers passed, and the steps with
+    /// it as their `then` that answered.
     fn triggers_passed(&self, action: TriggerAction, now: Instant) -> u64 {
         let elapsed = now.saturating_duration_since(self.loaded_at).as_secs_f64();
-        self.scenario
+        let timed = self
+            .scenario
             .triggers
             .iter()
             .filter(|t| t.action == action && t.after <= elapsed)
-            .count() as u64
+            .count() as u64;
+        timed + self.fired.get(&action).copied().unwrap_or(0)
     }
 
     /// The goal state ids in effect at `now`.
@@ -200,6 +207,10 @@ impl Engine {
         let step = &plan.steps[step_index];
         if step.probability < 1.0 && state.rng.random::<f64>() >= step.probability {
             return Decision::Default;
+        }
+        // The platform moves as the fault is met: the answer given now already follows it.
+        if let Some(action) = step.then {
+            *self.fired.entry(action).or_default() += 1;
         }
         Decision::Step {
             step: StepRef {
@@ -479,5 +490,38 @@ mod tests {
         let t = t0 + Duration::from_secs(4);
         assert_eq!(e.served_ids(t).incarnation, "6");
         assert!(e.reprovision_available(t));
+    }
+
+    #[test]
+    fn a_step_moves_the_goal_state_as_it_answers() {
+        let t0 = Instant::now();
+        let scenario = Scenario::new().incarnation("5").endpoint(
+            "wireserver.health.*",
+            EndPolicy::Default,
+            vec![
+                Step::respond(503),
+                Step::gone().then(TriggerAction::BumpIncarnation).times(2),
+                Step::gone()
+                    .then(TriggerAction::BumpIncarnation)
+                    .probability(0.0),
+            ],
+        );
+        scenario.validate().unwrap();
+        let mut e = Engine::new(scenario, t0);
+        kinds(&mut e, EndpointId::WireserverHealthXml, 1);
+        assert_eq!(e.served_ids(t0).incarnation, "5", "a step without `then`");
+        kinds(&mut e, EndpointId::WireserverHealthXml, 1);
+        assert_eq!(
+            e.served_ids(t0).incarnation,
+            "6",
+            "moved as the 410 is given"
+        );
+        kinds(&mut e, EndpointId::WireserverHealthXml, 1);
+        assert_eq!(e.served_ids(t0).incarnation, "7", "each time it answers");
+        // A step whose draw gives the default answer does not move it; nor does the default.
+        kinds(&mut e, EndpointId::WireserverHealthXml, 2);
+        assert_eq!(e.served_ids(t0).incarnation, "7");
+        e.rewind(t0);
+        assert_eq!(e.served_ids(t0).incarnation, "5", "rewound with the rest");
     }
 }

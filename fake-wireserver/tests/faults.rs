@@ -578,3 +578,43 @@ async fn keep_alive_serves_several_requests_on_one_connection() {
         "same connection: {clients:?}"
     );
 }
+
+/// A step's `then` moves the goal state as the fault is met: the health report answered 410
+/// leaves the goal state at the next incarnation, so the agent's next fetch sees it (the
+/// goal-state change between fetch and report a schedule can script).
+#[tokio::test]
+async fn a_step_then_moves_the_goal_state_as_its_410_is_given() {
+    let fake = fake(
+        "[goalstate]\nincarnation = \"3\"\n[[endpoint]]\nid = \"wireserver.health.*\"\n[[endpoint.step]]\nkind = \"respond\"\npreset = \"gone\"\nthen = \"bump-incarnation\"\n",
+    )
+    .await;
+    let ws = fake.wireserver_addr().unwrap();
+    let r = response(exchange(ws, &goalstate_get(), T).await);
+    assert!(r.text().contains("<Incarnation>3</Incarnation>"));
+    let report = |incarnation: &str| {
+        let ids = fake.served_ids();
+        post(
+            "/machine?comp=health",
+            "168.63.129.16",
+            &[
+                ("x-ms-version", "2012-11-30"),
+                ("Content-Type", "text/xml;charset=utf-8"),
+            ],
+            &format!(
+                "<?xml version=\"1.0\" encoding=\"utf-8\"?><Health><GoalStateIncarnation>{incarnation}</GoalStateIncarnation><Container><ContainerId>{}</ContainerId><RoleInstanceList><Role><InstanceId>{}</InstanceId><Health><State>Ready</State></Health></Role></RoleInstanceList></Container></Health>",
+                ids.container_id, ids.instance_id
+            ),
+        )
+    };
+    assert_eq!(response(exchange(ws, &report("3"), T).await).status, 410);
+    let r = response(exchange(ws, &goalstate_get(), T).await);
+    assert!(
+        r.text().contains("<Incarnation>4</Incarnation>"),
+        "{}",
+        r.text()
+    );
+    // The plan ran out: the report of the new incarnation is accepted, without a mismatch.
+    assert_eq!(response(exchange(ws, &report("4"), T).await).status, 200);
+    let e = fake.journal().into_iter().last().unwrap();
+    assert_eq!(e.report.unwrap().findings, vec![]);
+}

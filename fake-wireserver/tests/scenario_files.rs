@@ -227,6 +227,8 @@ fn semantic_errors() {
         "name = \"n\"\n[imds]\nrate_limit = 5000\n".to_owned(),
         "seed = -1\n".to_owned(),
         "surprise = true\n".to_owned(),
+        "[goalstate]\nincarnation = \"abc\"\n[[endpoint]]\nid = \"wireserver.health.*\"\n[[endpoint.step]]\nkind = \"respond\"\npreset = \"gone\"\nthen = \"bump-incarnation\"\n".to_owned(),
+        step("kind = \"hang\"\nthen = \"reboot\""),
     ];
     let out: Vec<String> = cases.iter().map(|c| message(c)).collect();
     insta::assert_snapshot!("semantic_errors", out.join("\n"));

@@ -129,6 +129,7 @@ impl Step {
             action,
             times: 1,
             probability: 1.0,
+            then: None,
         }
     }
     /// `kind = "respond"` with `status` (headers and body from [`Step::header`], [`Step::body`]).
@@ -237,6 +238,13 @@ impl Step {
             rules::probability(probability),
         );
         self.probability = probability;
+        self
+    }
+    /// What happens on the platform each time this step answers (`then`): e.g. the goal state
+    /// moves on as a health report is answered 410. A `bump-incarnation` needs a numeric
+    /// `goalstate.incarnation` ([`Scenario::validate`] checks it).
+    pub fn then(mut self, action: TriggerAction) -> Self {
+        self.then = Some(action);
         self
     }
     /// Sets the reply's status. Panics, at the caller's line, on a step without a reply

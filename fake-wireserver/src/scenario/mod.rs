@@ -238,6 +238,10 @@ pub struct Step {
     /// Chance that the step's action applies to a request it consumes; otherwise the request
     /// gets the default answer (seeded, default 1.0).
     pub probability: f64,
+    /// What happens on the platform each time the step's action answers a request (`then`),
+    /// as a [`Trigger`] would: the moment a fault is met, not a time (a health report answered
+    /// 410 because the goal state just moved on).
+    pub then: Option<TriggerAction>,
 }
 
 /// What a step does.
@@ -391,8 +395,8 @@ pub struct Trigger {
     pub action: TriggerAction,
 }
 
-/// What a [`Trigger`] does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What a [`Trigger`] (or a step's `then`) does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TriggerAction {
     /// The goal state's incarnation goes up by one.

@@ -251,6 +251,7 @@ struct RawStep {
     bytes_sent: Option<Spanned<usize>>,
     chunk: Option<Spanned<usize>>,
     interval: Option<Spanned<f64>>,
+    then: Option<Spanned<TriggerAction>>,
 }
 
 impl RawScenario {
@@ -261,7 +262,7 @@ impl RawScenario {
             None => ImdsOverrides::default(),
             Some(imds) => validate_imds(ctx, imds)?,
         };
-        let endpoints = validate_endpoints(ctx, self.endpoint)?;
+        let endpoints = validate_endpoints(ctx, self.endpoint, &goalstate)?;
         let rate_limit = match self.rate_limit {
             None => None,
             Some(rl) => Some(validate_rate_limit(ctx, rl)?),
@@ -306,6 +307,7 @@ fn validate_imds(
 fn validate_endpoints(
     ctx: &Ctx,
     raw: Vec<Spanned<RawEndpoint>>,
+    goalstate: &GoalStateOverrides,
 ) -> Result<Vec<EndpointPlan>, ScenarioError> {
     let mut endpoints = Vec::with_capacity(raw.len());
     let mut total_steps = 0usize;
@@ -328,7 +330,7 @@ fn validate_endpoints(
         let mut steps = Vec::with_capacity(ep.step.len());
         for (j, step) in ep.step.into_iter().enumerate() {
             let field = format!("{field}.step[{}]", j + 1);
-            steps.push(step.into_inner().validate(ctx, &field)?);
+            steps.push(step.into_inner().validate(ctx, &field, goalstate)?);
         }
         endpoints.push(EndpointPlan {
             id: ep.id.into_inner(),
@@ -559,8 +561,13 @@ fn span<T>(value: &Option<Spanned<T>>) -> Option<Range<usize>> {
 
 impl RawStep {
     /// Checks in a fixed order (the first error is the one reported): fields the kind does not
-    /// use, `times`, `probability`, the reply, then the kind's own fields.
-    fn validate(mut self, ctx: &Ctx, field: &str) -> Result<Step, ScenarioError> {
+    /// use, `times`, `probability`, `then`, the reply, then the kind's own fields.
+    fn validate(
+        mut self,
+        ctx: &Ctx,
+        field: &str,
+        goalstate: &GoalStateOverrides,
+    ) -> Result<Step, ScenarioError> {
         let at = StepAt {
             ctx,
             field,
@@ -570,6 +577,12 @@ impl RawStep {
         self.refuse_unused(&at)?;
         let times = at.checked(&self.times, "times", rules::times)?;
         let probability = at.checked(&self.probability, "probability", rules::probability)?;
+        let then = at.checked(&self.then, "then", |action| match action {
+            TriggerAction::BumpIncarnation => {
+                rules::bump_incarnation(goalstate.incarnation.as_deref())
+            }
+            TriggerAction::ReprovisionAvailable => Ok(()),
+        })?;
         let reply = if at.kind.takes_reply() {
             self.take_reply().validate(&at)?
         } else {
@@ -579,6 +592,7 @@ impl RawStep {
             action: self.action(&at, reply)?,
             times: times.unwrap_or(1),
             probability: probability.unwrap_or(1.0),
+            then,
         })
     }
 

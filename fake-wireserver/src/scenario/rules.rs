@@ -175,6 +175,10 @@ impl Scenario {
                 let field = format!("{field}.step[{}]", j + 1);
                 step.check()
                     .map_err(|(name, m)| invalid(format!("{field}.{name}"), m))?;
+                if step.then == Some(TriggerAction::BumpIncarnation) {
+                    bump_incarnation(self.goalstate.incarnation.as_deref())
+                        .map_err(|m| invalid(format!("{field}.then"), m))?;
+                }
             }
         }
         if let Some(limit) = self.imds.rate_limit {

@@ -117,6 +117,8 @@ struct StepToml<'a> {
     chunk: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     interval: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    then: Option<TriggerAction>,
 }
 
 impl<'a> From<&'a Scenario> for ScenarioToml<'a> {
@@ -147,6 +149,7 @@ impl<'a> From<&'a Step> for StepToml<'a> {
             kind: step.action.kind().as_str(),
             times: step.times,
             probability: step.probability,
+            then: step.then,
             ..StepToml::default()
         };
         let reply = match &step.action {
