@@ -224,6 +224,7 @@ pub(crate) fn observation<'a>(
         runs,
         stalls: Vec::new(),
         agent_waited: Vec::new(),
+        agent_waited_at_work: Vec::new(),
         time_scale: Default::default(),
         deadline: scenario.agent.deadline,
         guest_calls: Vec::new(),
@@ -952,6 +953,53 @@ fn the_agent_exits_within_one_interval_of_the_budget_plus_the_lag() {
     };
     assert_eq!(exit_at(3260, stall()).verdict, Verdict::Pass);
     assert_eq!(exit_at(3261, stall()).verdict, Verdict::Fail);
+}
+
+/// An exit is the agent's own CPU-bound work: under a light load it runs half of each look and
+/// waits for a CPU the rest, so the watcher calls its tree the load then, and those waits are
+/// kept apart. They excuse a late exit (not judged, run again), as waits of a calmer look do,
+/// and excuse nothing else: a late attempt with only such waits before it still fails (seen:
+/// cloud-init 26.2 in CI, an exit 8.7 s of agent time past its allowance at x50 with no wait
+/// counted).
+#[test]
+fn waits_while_the_agent_works_excuse_its_exit_only() {
+    let (s, p) = (scenario(""), profile());
+    let stalls = |v: &[(u64, u64)]| -> Vec<crate::observe::Stall> {
+        v.iter()
+            .map(|&(end_ms, len_ms)| crate::observe::Stall { end_ms, len_ms })
+            .collect()
+    };
+    // The last request over at 2902 ms, the budget at 3010 ms, the interval 200 ms and its
+    // start-up 10 ms: gone by 3220 ms. It exits 300 ms later than that.
+    let exit_with = |at_work: &[(u64, u64)]| {
+        let mut obs = observation(
+            &p,
+            &s,
+            vec![health(1, 10, 503), health(2, 2900, 503)],
+            vec![run(0, 3520, Exit::Code(1))],
+        );
+        obs.agent_waited_at_work = stalls(at_work);
+        judge_obs("behaviour.budget", &obs)
+    };
+    let held = exit_with(&[(3100, 150), (3400, 150)]);
+    assert_eq!(held.verdict, Verdict::Informational, "{held:?}");
+    assert!(held.reason.unwrap().contains("waited 300 ms for a CPU"));
+    // Less than it was late by, or before its loop was over: a failure.
+    assert_eq!(exit_with(&[(3100, 150)]).verdict, Verdict::Fail);
+    assert_eq!(exit_with(&[(2800, 400)]).verdict, Verdict::Fail);
+    // An attempt 300 ms past the budget is not excused by the waits of a busy agent.
+    let mut late = observation(
+        &p,
+        &s,
+        vec![health(1, 10, 503), health(2, 3310, 201)],
+        vec![run(0, 3320, Exit::Code(0))],
+    );
+    late.agent_waited_at_work = stalls(&[(3300, 400)]);
+    assert_eq!(
+        judge_obs("behaviour.budget", &late).verdict,
+        Verdict::Fail,
+        "a busy agent's waits excused a late attempt"
+    );
 }
 
 /// In agent time an exit past the budget is judged only when its allowance (one interval, its
@@ -2237,6 +2285,7 @@ fn judge_failure_pool(
         runs: vec![r],
         stalls: Vec::new(),
         agent_waited: Vec::new(),
+        agent_waited_at_work: Vec::new(),
         time_scale: Default::default(),
         deadline: s.agent.deadline,
         guest_calls: Vec::new(),
@@ -2993,6 +3042,7 @@ fn an_unusable_imds_200_is_a_retry_decision_but_a_text_leaf_is_an_answer() {
         runs: vec![run(0, 3000, Exit::Code(0))],
         stalls: Vec::new(),
         agent_waited: Vec::new(),
+        agent_waited_at_work: Vec::new(),
         time_scale: Default::default(),
         deadline: s.agent.deadline,
         guest_calls: Vec::new(),

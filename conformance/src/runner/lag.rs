@@ -61,6 +61,10 @@ struct TreeWait {
     /// CPU-bound work such as an exit is late by the sum of its thread's waits, many short
     /// ones included; one thread's, not all of them added, which could exceed the look).
     widest: Duration,
+    /// The tree was itself the load in this look (it ran half a CPU or more, or kept two
+    /// threads wanting one): its waits are not a stall, only its own CPU-bound work (an exit)
+    /// held back.
+    at_work: bool,
 }
 
 /// One thread's scheduler statistics at the last look.
@@ -108,14 +112,16 @@ impl RunQueueWaits {
                     .loaded
                     .get(&root)
                     .is_some_and(|at| now.duration_since(*at) < LOAD_MEMORY);
-                match wait {
-                    None => {
-                        self.loaded.insert(root, now);
-                        (root, TreeWait::default())
-                    }
-                    Some(_) if was_load => (root, TreeWait::default()),
-                    Some(wait) => (root, wait),
+                if wait.at_work {
+                    self.loaded.insert(root, now);
                 }
+                (
+                    root,
+                    TreeWait {
+                        at_work: wait.at_work || was_load,
+                        ..wait
+                    },
+                )
             })
             .collect();
         self.loaded
@@ -135,16 +141,11 @@ impl RunQueueWaits {
             .map_or(0, |then| now.duration_since(then).as_nanos() as u64)
     }
 
-    /// The longest and the widest waits in the tree of processes under `root`: `None` when the
-    /// tree is the load itself, having run for half a CPU's worth of the time since the last
+    /// The longest and the widest waits in the tree of processes under `root`, `at_work` when
+    /// the tree is the load itself, having run for half a CPU's worth of the time since the last
     /// look or more, or kept two threads or more wanting a CPU all along (an agent waiting for
     /// its next attempt needs a few per cent of a CPU and one thread).
-    fn tree(
-        &self,
-        root: u32,
-        elapsed: u64,
-        seen: &mut HashMap<u32, ThreadStat>,
-    ) -> Option<TreeWait> {
+    fn tree(&self, root: u32, elapsed: u64, seen: &mut HashMap<u32, ThreadStat>) -> TreeWait {
         let mut pending = vec![root];
         let mut longest = 0;
         let mut widest = 0;
@@ -168,13 +169,11 @@ impl RunQueueWaits {
         // CPU (ran or waited) through the whole look (on a machine busy with others a spinning
         // tree gets little CPU, but its spinners never stop wanting one; an agent's threads
         // woken together at its exit want one briefly).
-        if elapsed > 0 && (ran * 2 >= elapsed || busy >= 2) {
-            return None;
-        }
-        Some(TreeWait {
+        TreeWait {
             longest: Duration::from_nanos(longest),
             widest: Duration::from_nanos(widest),
-        })
+            at_work: elapsed > 0 && (ran * 2 >= elapsed || busy >= 2),
+        }
     }
 
     /// The threads under one `task` folder: their longest wait and their time on a CPU since
@@ -287,6 +286,8 @@ pub struct LagWatch {
     /// Each agent tree's widest wait per look (`TreeWait::widest`), kept apart: a sum of short
     /// waits delays work, not an event.
     waited: Arc<Mutex<VecDeque<Sample>>>,
+    /// The same in the looks where the tree was itself the load (`TreeWait::at_work`).
+    waited_at_work: Arc<Mutex<VecDeque<Sample>>>,
 }
 
 impl LagWatch {
@@ -325,8 +326,12 @@ impl LagWatch {
             let now = Instant::now();
             self.keep(now, look.runner, None);
             for (pid, wait) in look.agents {
-                self.keep(now, wait.longest, Some(pid));
-                self.keep_waited(now, wait.widest, pid);
+                if wait.at_work {
+                    keep_wait(&self.waited_at_work, now, wait.widest, pid);
+                } else {
+                    self.keep(now, wait.longest, Some(pid));
+                    keep_wait(&self.waited, now, wait.widest, pid);
+                }
             }
         }
     }
@@ -336,6 +341,7 @@ impl LagWatch {
         LagWatch {
             samples: Arc::default(),
             waited: Arc::default(),
+            waited_at_work: Arc::default(),
         }
     }
 
@@ -356,22 +362,25 @@ impl LagWatch {
         s.push_back((at, lag, whose));
     }
 
-    /// Keeps an agent tree's widest wait of one look, when it could matter.
-    fn keep_waited(&self, at: Instant, widest: Duration, pid: u32) {
-        if widest < Duration::from_millis(1) {
-            return;
-        }
-        let mut w = self.waited.lock().unwrap_or_else(|e| e.into_inner());
-        if w.len() == MAX_SAMPLES {
-            w.pop_front();
-        }
-        w.push_back((at, widest, Some(pid)));
-    }
-
     /// The widest waits for a CPU of the agents under `agents` (their PIDs), per look, that
     /// ended after `from`, on the fake's `clock` (`Observation::agent_waited`).
     pub fn waited_since(&self, from: Instant, clock: &AgentClock, agents: &[u32]) -> Vec<Stall> {
         let w = self.waited.lock().unwrap_or_else(|e| e.into_inner());
+        samples_since(&w, from, clock, agents)
+    }
+
+    /// [`LagWatch::waited_since`] of the looks where the agent's tree was itself the load
+    /// (`Observation::agent_waited_at_work`).
+    pub fn waited_at_work_since(
+        &self,
+        from: Instant,
+        clock: &AgentClock,
+        agents: &[u32],
+    ) -> Vec<Stall> {
+        let w = self
+            .waited_at_work
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         samples_since(&w, from, clock, agents)
     }
 
@@ -382,6 +391,18 @@ impl LagWatch {
         let s = self.samples.lock().unwrap_or_else(|e| e.into_inner());
         samples_since(&s, from, clock, agents)
     }
+}
+
+/// Keeps an agent tree's widest wait of one look in `waits`, when it could matter.
+fn keep_wait(waits: &Mutex<VecDeque<Sample>>, at: Instant, widest: Duration, pid: u32) {
+    if widest < Duration::from_millis(1) {
+        return;
+    }
+    let mut w = waits.lock().unwrap_or_else(|e| e.into_inner());
+    if w.len() == MAX_SAMPLES {
+        w.pop_front();
+    }
+    w.push_back((at, widest, Some(pid)));
 }
 
 /// The samples after `from` that are the runner's or one of `agents`', on the fake's clock.
@@ -452,8 +473,8 @@ mod tests {
         }
     }
 
-    /// The longest wait each look saw of the tree under `pid`, for `how_long`.
-    fn watch_tree(pid: u32, how_long: Duration) -> Vec<Duration> {
+    /// What each look saw of the tree under `pid`, for `how_long`.
+    fn watch_tree(pid: u32, how_long: Duration) -> Vec<TreeWait> {
         let mut waits = RunQueueWaits::default();
         waits.look();
         let until = Instant::now() + how_long;
@@ -465,7 +486,7 @@ mod tests {
                 look.agents
                     .iter()
                     .filter(|(p, _)| *p == pid)
-                    .map(|(_, w)| w.longest),
+                    .map(|(_, w)| *w),
             );
         }
         seen
@@ -486,7 +507,8 @@ mod tests {
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         threads.into_iter().for_each(|t| t.join().unwrap());
         assert!(!seen.is_empty(), "the child's tree was never found");
-        let longest = seen.iter().max().copied().unwrap_or_default();
+        assert!(seen.iter().all(|w| !w.at_work), "{seen:?}");
+        let longest = seen.iter().map(|w| w.longest).max().unwrap_or_default();
         assert!(longest >= KEEP_FROM, "longest wait {longest:?}");
 
         let w = LagWatch::idle();
@@ -499,7 +521,7 @@ mod tests {
 
     /// An agent that is itself the load (eight spinning processes per core) waits for a CPU
     /// too, but that wait is not a stall: a slow agent cannot make its own lateness "not
-    /// judged" by spinning.
+    /// judged" by spinning. Its looks are its work's (`at_work`), the waits kept for its exit.
     #[test]
     fn an_agent_that_is_the_load_is_not_stalled_by_it() {
         let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
@@ -519,9 +541,12 @@ mod tests {
         let seen = watch_tree(pid, Duration::from_secs(1));
         assert!(!seen.is_empty(), "the child's tree was never found");
         assert!(
-            seen.iter().all(|d| d.is_zero()),
+            seen.iter().all(|w| w.at_work),
             "the spinning tree was called stalled: {seen:?}"
         );
+        if Path::new("/proc/self/schedstat").exists() {
+            assert!(seen.iter().any(|w| !w.widest.is_zero()), "{seen:?}");
+        }
     }
 
     /// A thread the machine keeps off the CPU (four spinners per core) is seen waiting, though

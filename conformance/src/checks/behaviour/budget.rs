@@ -276,10 +276,12 @@ fn last_request_end<'a>(
 
 /// How long run `ri`'s processes waited for a CPU between `from_ms` and their exit, when that
 /// is at least the `late_ms` its exit came too late by: an exit is CPU-bound work, late on a
-/// loaded machine by every such wait, short ones added up (the runner measured them), so the
+/// loaded machine by every such wait, short ones added up (the runner measured them), those of
+/// the looks where it was busy itself included ([`Observation::exit_waited_ms`]), so the
 /// machine, not the agent, may have made it late.
 fn held_back(obs: &Observation, ri: usize, from_ms: u64, late_ms: u64) -> Option<u64> {
-    held_back_until(obs, from_ms, obs.runs[ri].end_ms, late_ms)
+    let held = obs.exit_waited_ms(from_ms, obs.runs[ri].end_ms);
+    (held >= late_ms).then_some(held)
 }
 
 /// How long the agent's processes waited for a CPU between `from_ms` and `to_ms`, when that is
