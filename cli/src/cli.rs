@@ -336,7 +336,7 @@ Properties: failure.json, failure.xml (a failure report: reason and supporting d
 in-progress.json, in-progress.xml (an in-progress description), schedule.json, schedule.xml \
 (the fake's answers on the way to a Ready report, to the report itself, the goal state and \
 IMDS: statuses, Retry-After, throttling, unusable 200s, replies cut short, resets, closes, \
-delays, hangs). Each generated input runs as case prop.<property> through the scenario checks \
+delays, hangs; on the XML flow a 410 as the goal state moves on). Each generated input runs as case prop.<property> through the scenario checks \
 protocol.*, report.*, kvp.*, behaviour.terminal and behaviour.exit (a schedule also through \
 behaviour.budget, behaviour.retry, behaviour.interval, behaviour.rate, behaviour.timeout and \
 behaviour.refresh); properties needing a capability \

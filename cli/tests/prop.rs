@@ -523,6 +523,7 @@ fn retrying_agents(dir: &Path) -> PathBuf {
         "retry-after",
         "throttle-fatal",
         "refetch-once",
+        "stale-incarnation",
     ] {
         std::fs::write(
             agents.join(format!("retrying-{bug}.toml")),
@@ -559,14 +560,15 @@ fn prop_schedules(
 }
 
 /// Each planted retry-loop bug is found by generated schedules and shrunk to a schedule of at
-/// most three faulted answers that shows it (the refresh bug on the XML flow, where a 410 asks
-/// for the goal state again); the shrunk schedule is kept as a scenario file
+/// most three faulted answers that shows it (the refresh bugs on the XML flow, where a 410 asks
+/// for the goal state again: the stale incarnation only when the goal state moved on as the 410
+/// was given); the shrunk schedule is kept as a scenario file
 /// that `wirecheck run --scenarios` replays: failing the planted agent, passing the right one.
 #[test]
 fn planted_retry_loop_bugs_are_found_and_shrunk_to_three_faults_at_most() {
     let dir = tempfile::tempdir().unwrap();
     let agents = retrying_agents(dir.path());
-    let bugs: [(&str, &str, ShowsIt); 4] = [
+    let bugs: [(&str, &str, ShowsIt); 5] = [
         ("third-503", "schedule.json", |s| {
             s.as_array().unwrap().iter().filter(|a| is_503(a)).count() >= 3
         }),
@@ -588,8 +590,11 @@ fn planted_retry_loop_bugs_are_found_and_shrunk_to_three_faults_at_most() {
                 .count()
                 >= 2
         }),
+        ("stale-incarnation", "schedule.xml", |s| {
+            s.as_array().unwrap().iter().any(|a| a == "moved")
+        }),
     ];
-    // The four searches mostly wait (the agents sleep): run side by side.
+    // The five searches mostly wait (the agents sleep): run side by side.
     let runs: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = bugs
             .iter()

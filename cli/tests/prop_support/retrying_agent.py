@@ -9,6 +9,8 @@
 #   retry-after      honours a Retry-After whole, sleeping past its budget
 #   throttle-fatal   treats a 403 with the throttle body as fatal
 #   refetch-once     fetches the goal state again after the first 410 only
+#   stale-incarnation  fetches the goal state again after a 410 but echoes the incarnation it
+#                    read first (only a goal state that moved on shows it)
 import argparse, sys, time, urllib.error, urllib.request
 import xml.etree.ElementTree as ET
 
@@ -19,7 +21,8 @@ p.add_argument("--retry-interval", type=float, required=True)
 p.add_argument("--request-timeout", type=float, required=True)
 p.add_argument("--protocol", default="json", choices=["json", "xml"])
 p.add_argument("--bug", default="none",
-               choices=["none", "third-503", "retry-after", "throttle-fatal", "refetch-once"])
+               choices=["none", "third-503", "retry-after", "throttle-fatal", "refetch-once",
+                        "stale-incarnation"])
 a = p.parse_args()
 
 RETRYABLE = {404, 410, 429, 500, 503}
@@ -114,9 +117,13 @@ def post(gs):
 
 gs = None
 gone = 0
+first_incarnation = None
 while True:
     if a.protocol == "xml" and gs is None:
         gs = goal_state()
+        first_incarnation = first_incarnation or gs["incarnation"]
+        if a.bug == "stale-incarnation":
+            gs["incarnation"] = first_incarnation
     status, headers, body = post(gs)
     if status == 410:
         gone += 1

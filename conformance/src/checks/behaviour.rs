@@ -19,7 +19,9 @@ use crate::scenario::{Outcome, Target};
 use wirecheck_results::{Evidence, Verdict};
 
 mod budget;
+mod refresh;
 pub use budget::budget;
+pub use refresh::refresh;
 
 /// Slack below a declared minimum interval that still counts as honouring it (timer and
 /// clock granularity).
@@ -1112,43 +1114,4 @@ fn give_up(
             None,
         ));
     }
-}
-
-pub fn refresh(obs: &Observation) -> Judgement {
-    let mut t = Tally::new();
-    for ri in 0..obs.runs.len() {
-        let reqs = requests(obs, ri, Service::Wireserver);
-        for (k, e) in reqs.iter().enumerate() {
-            if e.endpoint != EndpointId::WireserverHealthXml || e.answer.status != Some(410) {
-                continue;
-            }
-            t.judged();
-            let next = reqs.get(k + 1);
-            let refreshed = next.is_some_and(|n| n.endpoint == EndpointId::WireserverGoalstate);
-            match (obs.profile.reactions.refresh_goal_state_on_410, next) {
-                (true, Some(n)) if !refreshed => t.fail(
-                    format!(
-                        "after 410 on #{} the next request (#{}) is {}, not the goal state",
-                        e.seq, n.seq, n.endpoint
-                    ),
-                    about(format!("{} then {}", line(e), line(n)), &[e, n], None),
-                ),
-                (true, Some(n)) => t.note(about(
-                    format!("refreshed: {} then {}", line(e), line(n)),
-                    &[e, n],
-                    None,
-                )),
-                (_, None) => t.note(about(format!("no request after {}", line(e)), &[e], None)),
-                (false, Some(n)) => t.note(about(
-                    format!(
-                        "after 410: {} (refresh not expected of this agent)",
-                        line(n)
-                    ),
-                    &[e, n],
-                    None,
-                )),
-            }
-        }
-    }
-    t.finish("no health report was answered 410")
 }

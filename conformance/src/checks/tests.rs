@@ -1551,6 +1551,80 @@ fn a_410_on_the_xml_report_needs_a_fresh_goal_state() {
     assert_eq!(fresh.verdict, Verdict::Pass);
 }
 
+/// A refresh whose result is not used is no refresh: the report after it echoes the
+/// incarnation it was served (the goal state moved on as the 410 was given), judged exactly
+/// when nothing else moves the goal state, and left a note when a timer does too.
+#[test]
+fn the_report_after_a_refresh_echoes_the_incarnation_it_was_served() {
+    let moved = "[[fake.endpoint]]\nid = \"wireserver.health.xml\"\n[[fake.endpoint.step]]\nkind = \"respond\"\npreset = \"gone\"\nthen = \"bump-incarnation\"\n";
+    let gs = |seq, at| {
+        entry(
+            seq,
+            EndpointId::WireserverGoalstate,
+            at,
+            Some(at + 2),
+            AnswerKind::Default,
+            Some(200),
+        )
+    };
+    // A report echoing `incarnation` while the fake serves incarnation 2.
+    let report = |seq, at, status, incarnation: &str| {
+        let mut e = entry(
+            seq,
+            EndpointId::WireserverHealthXml,
+            at,
+            Some(at + 2),
+            if status == 200 {
+                AnswerKind::Default
+            } else {
+                AnswerKind::Respond
+            },
+            Some(status),
+        );
+        let body = format!(
+            "<Health><GoalStateIncarnation>{incarnation}</GoalStateIncarnation><Container><ContainerId>c</ContainerId><RoleInstanceList><Role><InstanceId>i</InstanceId><Health><State>Ready</State></Health></Role></RoleInstanceList></Container></Health>"
+        );
+        let served = ServedIds {
+            incarnation: "2".into(),
+            container_id: "c".into(),
+            instance_id: "i".into(),
+        };
+        e.report = Some(wirecheck_oracle::health::parse_xml(
+            body.as_bytes(),
+            Some(&served),
+        ));
+        e
+    };
+    let journal = |echoed: &str| {
+        vec![
+            gs(1, 10),
+            report(2, 20, 410, "1"),
+            gs(3, 230),
+            report(4, 240, 200, echoed),
+        ]
+    };
+    let runs = || vec![run(0, 250, Exit::Code(0))];
+    let stale = judge("behaviour.refresh", &scenario(moved), journal("1"), runs());
+    assert_eq!(stale.verdict, Verdict::Fail, "{stale:?}");
+    assert!(
+        stale
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("yet report #4 does not echo")),
+        "{stale:?}"
+    );
+    let fresh = judge("behaviour.refresh", &scenario(moved), journal("2"), runs());
+    assert_eq!(fresh.verdict, Verdict::Pass, "{fresh:?}");
+    // A timer also moves it: the refresh may have been served the incarnation before it.
+    let timed = format!("{moved}[[fake.trigger]]\nafter = 0.5\naction = \"bump-incarnation\"\n");
+    let j = judge("behaviour.refresh", &scenario(&timed), journal("1"), runs());
+    assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
+    assert!(
+        j.evidence.iter().any(|e| e.note.contains("not judged")),
+        "{j:?}"
+    );
+}
+
 /// `entry` as the fake journals it: with `Host`, these headers, and the findings the fake's
 /// request rulebook records for it (`fake_wireserver::inspect`).
 fn request(

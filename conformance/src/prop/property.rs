@@ -11,6 +11,7 @@ use crate::agent::Action;
 use crate::scenario::{Protocol, Scenario};
 
 use super::input::Input;
+use super::schedule::Answer;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Property {
@@ -226,6 +227,11 @@ impl Input {
                     "property {name} takes no \"goalstate\" (the goal state is the XML flow's)"
                 ));
             }
+            if self.schedule.contains(&Answer::Moved) && property.protocol() != Protocol::Xml {
+                return Err(format!(
+                    "property {name} takes no \"moved\" (a JSON report echoes no goal state)"
+                ));
+            }
             return Ok(());
         }
         if self.has_schedule() {
@@ -330,7 +336,6 @@ mod tests {
     /// meeting IMDS answers reads its VM id there; the goal state is the XML flow's alone.
     #[test]
     fn goal_state_and_imds_schedules_are_scripted_on_their_endpoints() {
-        use super::super::schedule::Answer;
         let input = Input {
             goalstate: vec![Answer::Status(410), Answer::Unusable],
             imds: vec![Answer::Status(404)],
@@ -356,5 +361,28 @@ mod tests {
         };
         let s = Property::ScheduleJson.scenario(&health_only);
         assert!(s.agent.vm_id.is_some());
+    }
+
+    /// A goal state that moves on as a health report is answered 410 is the XML flow's, and its
+    /// scenario file (the fake's step `then`) loads as it stands.
+    #[test]
+    fn a_moved_goal_state_is_the_xml_flows_and_scripted_with_then() {
+        let input = Input {
+            schedule: vec![Answer::Moved],
+            ..Input::default()
+        };
+        assert!(
+            input
+                .fits(Property::ScheduleJson)
+                .unwrap_err()
+                .contains("no \"moved\"")
+        );
+        assert!(input.fits(Property::ScheduleXml).is_ok());
+        let s = Property::ScheduleXml.scenario(&input);
+        let step = &s.fake.endpoints[0].steps[0];
+        assert_eq!(
+            step.then,
+            Some(fake_wireserver::scenario::TriggerAction::BumpIncarnation)
+        );
     }
 }

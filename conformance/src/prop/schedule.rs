@@ -6,7 +6,8 @@
 //!
 //! Each answer is one of the fault kinds the fixed scenarios script (docs/scenarios.md): an
 //! error status, a status with `Retry-After`, the platform's throttle reply, a 200 the agent
-//! cannot use, a delay, a hang, a reset, a close, a reply cut short. The checks judge the agent
+//! cannot use, a delay, a hang, a reset, a close, a reply cut short; on the XML flow's health
+//! report also a 410 given as the goal state moves on (`moved`). The checks judge the agent
 //! by its profile's reactions to each, the same way as for a fixed scenario (`obligations`).
 
 use serde::{Deserialize, Serialize};
@@ -75,6 +76,10 @@ pub enum Answer {
     Close,
     /// The connection closed 60 bytes into the normal answer.
     Partial,
+    /// 410 Gone on an XML health report as the goal state's incarnation goes up by one (a
+    /// step's `then = "bump-incarnation"`): the goal state moved on between the agent's fetch
+    /// and its report, so the report that follows must echo the new one (docs/protocol.md §4).
+    Moved,
 }
 
 impl Answer {
@@ -112,7 +117,12 @@ impl Answer {
                 "\"unusable\" is a goal state or IMDS answer: a health report takes no document"
                     .into(),
             ),
-            Answer::Throttled
+            Answer::Moved if target != Target::Health => Err(
+                "\"moved\" is the health report's answer: the report echoes the goal state that moved"
+                    .into(),
+            ),
+            Answer::Moved
+            | Answer::Throttled
             | Answer::Unusable
             | Answer::Delay { .. }
             | Answer::Hang
@@ -146,6 +156,7 @@ impl Answer {
     fn status(&self) -> Option<u16> {
         match self {
             Answer::Status(s) | Answer::RetryAfter { status: s, .. } => Some(*s),
+            Answer::Moved => Some(410),
             Answer::Throttled
             | Answer::Unusable
             | Answer::Delay { .. }
@@ -174,6 +185,9 @@ impl Answer {
             Answer::Reset => "kind = \"reset\"\n".into(),
             Answer::Close => "kind = \"close\"\n".into(),
             Answer::Partial => "kind = \"partial\"\nbytes_sent = 60\n".into(),
+            Answer::Moved => {
+                "kind = \"respond\"\npreset = \"gone\"\nthen = \"bump-incarnation\"\n".into()
+            }
             Answer::Unusable => {
                 let (body, content_type) = match target {
                     Target::Imds => (NOT_AN_INSTANCE, "text/html"),
@@ -287,6 +301,20 @@ mod tests {
                 .unwrap_err()
                 .contains("takes no document")
         );
+        // A goal state moves on as a health report is answered, nowhere else.
+        assert_eq!(
+            serde_json::to_string(&[Answer::Moved]).unwrap(),
+            r#"["moved"]"#
+        );
+        assert!(validate(Target::Health, &[Answer::Moved]).is_ok());
+        for target in [Target::GoalState, Target::Imds] {
+            assert!(
+                validate(target, &[Answer::Moved])
+                    .unwrap_err()
+                    .contains("the health report's answer")
+            );
+        }
+        assert!(Answer::Moved.is(crate::agent::InputClass::Gone));
     }
 
     #[test]
@@ -316,5 +344,12 @@ mod tests {
         );
         let goal = endpoint_toml(Target::GoalState, &[Answer::Unusable]);
         assert!(goal.contains("<Incarnation>1</Incarn\""), "{goal}");
+        let moved = endpoint_toml(Target::Health, &[Answer::Moved, Answer::Moved]);
+        assert!(
+            moved.ends_with(
+                "kind = \"respond\"\npreset = \"gone\"\nthen = \"bump-incarnation\"\ntimes = 2\n"
+            ),
+            "{moved}"
+        );
     }
 }
