@@ -157,10 +157,11 @@ pub struct Observation<'a> {
     /// (`runner::lag`): CPU-bound work of the agent's (its exit) is late by their sum on a
     /// loaded machine.
     pub agent_waited: Vec<Stall>,
-    /// The same in the looks where the agent's processes were themselves the load (running
-    /// half a CPU or more: CPU-bound work such as its exit): not a stall of the machine's, but
-    /// its own work held back, which only an exit may be excused for ([`Observation::exit_waited_ms`]).
-    pub agent_waited_at_work: Vec<Stall>,
+    /// How long the agent's own processes worked, per look of the watcher, in agent time:
+    /// their time on a CPU, and their waits for one while they were the load (running half a
+    /// CPU or more), which are not a stall of the machine's but their own work held back. An
+    /// exit is such work, magnified by agent time ([`Observation::working_ms`]).
+    pub agent_working: Vec<Stall>,
     /// How fast the agent's clock and the fake's ran (agent time, `fake_wireserver::clock`).
     pub time_scale: TimeScale,
     /// Agent seconds after which each invocation was killed, from its first request
@@ -316,20 +317,18 @@ impl Observation<'_> {
             .sum()
     }
 
-    /// How long the agent's processes waited for a CPU between `from_ms` and `to_ms` while it
-    /// was exiting: every wait, those of the looks where it was busy included. Its exit is its
-    /// own CPU-bound work, magnified by agent time and held back by every such wait (under a
-    /// light load a Python exit runs half of each look and waits the rest). Never an excuse for
-    /// an attempt: a spinning agent is the load and waits too.
-    pub fn exit_waited_ms(&self, from_ms: u64, to_ms: u64) -> u64 {
+    /// How long the agent's processes worked between `from_ms` and `to_ms`
+    /// ([`Observation::agent_working`]): CPU-bound work of theirs such as an exit (under load a
+    /// Python exit runs part of each look and waits the rest), and what a spinning agent does
+    /// too. So it is only ever part of an exit's excuse, bounded by the agent's own start-up
+    /// (`checks::behaviour`).
+    pub fn working_ms(&self, from_ms: u64, to_ms: u64) -> u64 {
         let reach = (STALL_REACH_MS as f64 * self.time_scale.factor()) as u64;
-        let at_work: u64 = self
-            .agent_waited_at_work
+        self.agent_working
             .iter()
             .filter(|w| w.end_ms > from_ms && w.end_ms <= to_ms + reach)
             .map(|w| w.len_ms)
-            .sum();
-        self.agent_waited_ms(from_ms, to_ms) + at_work
+            .sum()
     }
 
     /// The health endpoint of the flow the scenario tests (`agent.protocol`).

@@ -208,7 +208,8 @@ impl Engine {
         if step.probability < 1.0 && state.rng.random::<f64>() >= step.probability {
             return Decision::Default;
         }
-        // The platform moves as the fault is met: the answer given now already follows it.
+        // The platform moves as the fault is met; this request's own answer (and a report's
+        // comparison) keeps the goal state taken before it, as the server took it.
         if let Some(action) = step.then {
             *self.fired.entry(action).or_default() += 1;
         }

@@ -192,6 +192,12 @@ fn a_scenario_built_by_hand_breaks_the_same_rules_as_a_file_with_the_same_words(
         action: TriggerAction::BumpIncarnation,
     });
     cases.push((s, "[goalstate]\nincarnation = \"seven\"\n[[trigger]]\nafter = 1.0\naction = \"bump-incarnation\"\n"));
+    let s = Scenario::new().incarnation("seven").endpoint(
+        "wireserver.health.*",
+        EndPolicy::Default,
+        vec![Step::gone().then(TriggerAction::BumpIncarnation)],
+    );
+    cases.push((s, "[goalstate]\nincarnation = \"seven\"\n[[endpoint]]\nid = \"wireserver.health.*\"\n[[endpoint.step]]\nkind = \"respond\"\npreset = \"gone\"\nthen = \"bump-incarnation\"\n"));
 
     for (scenario, toml) in cases {
         let from_file = Scenario::from_toml_str(toml, "case.toml").unwrap_err();

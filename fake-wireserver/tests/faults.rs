@@ -607,6 +607,9 @@ async fn a_step_then_moves_the_goal_state_as_its_410_is_given() {
         )
     };
     assert_eq!(response(exchange(ws, &report("3"), T).await).status, 410);
+    // Compared with the goal state the agent fetched, before the move: no mismatch.
+    let gone = fake.journal().into_iter().last().unwrap();
+    assert_eq!(gone.report.unwrap().findings, vec![]);
     let r = response(exchange(ws, &goalstate_get(), T).await);
     assert!(
         r.text().contains("<Incarnation>4</Incarnation>"),

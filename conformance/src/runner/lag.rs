@@ -17,8 +17,11 @@
 //! process tree as well (wirecheck's children, found through `/proc/*/task/*/children`), and
 //! keeps that stall for that agent's cases only. A tree that itself used half a CPU in the tick
 //! or more, or kept two threads or more wanting a CPU all along, is the load, not its victim:
-//! its waits are not counted, so an agent cannot make its own lateness "not judged" by
-//! spinning (except while it forks its spinners: they are not known yet). The
+//! its waits are not a stall, so an agent cannot make its own lateness "not judged" by
+//! spinning (except while it forks its spinners: they are not known yet). They are kept apart
+//! as its own work held back (`at_work`); with its time on a CPU they are its work
+//! (`working`), which only its exit may be excused by, and by no more than its own start-up
+//! (`checks::behaviour::budget`). The
 //! `/proc` reads run on a thread of their own, never on a runtime worker serving the fakes.
 
 use std::collections::{HashMap, VecDeque};
@@ -65,6 +68,9 @@ struct TreeWait {
     /// threads wanting one): its waits are not a stall, only its own CPU-bound work (an exit)
     /// held back.
     at_work: bool,
+    /// How long it worked in the look: its time on a CPU, and its waits for one while it was
+    /// the load (at most the look): CPU-bound work such as an exit, which agent time magnifies.
+    working: Duration,
 }
 
 /// One thread's scheduler statistics at the last look.
@@ -169,10 +175,13 @@ impl RunQueueWaits {
         // CPU (ran or waited) through the whole look (on a machine busy with others a spinning
         // tree gets little CPU, but its spinners never stop wanting one; an agent's threads
         // woken together at its exit want one briefly).
+        let at_work = elapsed > 0 && (ran * 2 >= elapsed || busy >= 2);
+        let held = if at_work { widest } else { 0 };
         TreeWait {
             longest: Duration::from_nanos(longest),
             widest: Duration::from_nanos(widest),
-            at_work: elapsed > 0 && (ran * 2 >= elapsed || busy >= 2),
+            at_work,
+            working: Duration::from_nanos((ran + held).min(elapsed)),
         }
     }
 
@@ -286,8 +295,8 @@ pub struct LagWatch {
     /// Each agent tree's widest wait per look (`TreeWait::widest`), kept apart: a sum of short
     /// waits delays work, not an event.
     waited: Arc<Mutex<VecDeque<Sample>>>,
-    /// The same in the looks where the tree was itself the load (`TreeWait::at_work`).
-    waited_at_work: Arc<Mutex<VecDeque<Sample>>>,
+    /// Each agent tree's work per look (`TreeWait::working`).
+    working: Arc<Mutex<VecDeque<Sample>>>,
 }
 
 impl LagWatch {
@@ -326,9 +335,8 @@ impl LagWatch {
             let now = Instant::now();
             self.keep(now, look.runner, None);
             for (pid, wait) in look.agents {
-                if wait.at_work {
-                    keep_wait(&self.waited_at_work, now, wait.widest, pid);
-                } else {
+                keep_wait(&self.working, now, wait.working, pid);
+                if !wait.at_work {
                     self.keep(now, wait.longest, Some(pid));
                     keep_wait(&self.waited, now, wait.widest, pid);
                 }
@@ -341,7 +349,7 @@ impl LagWatch {
         LagWatch {
             samples: Arc::default(),
             waited: Arc::default(),
-            waited_at_work: Arc::default(),
+            working: Arc::default(),
         }
     }
 
@@ -369,18 +377,10 @@ impl LagWatch {
         samples_since(&w, from, clock, agents)
     }
 
-    /// [`LagWatch::waited_since`] of the looks where the agent's tree was itself the load
-    /// (`Observation::agent_waited_at_work`).
-    pub fn waited_at_work_since(
-        &self,
-        from: Instant,
-        clock: &AgentClock,
-        agents: &[u32],
-    ) -> Vec<Stall> {
-        let w = self
-            .waited_at_work
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+    /// How long the agents under `agents` worked per look (`Observation::agent_working`), as
+    /// [`LagWatch::waited_since`].
+    pub fn working_since(&self, from: Instant, clock: &AgentClock, agents: &[u32]) -> Vec<Stall> {
+        let w = self.working.lock().unwrap_or_else(|e| e.into_inner());
         samples_since(&w, from, clock, agents)
     }
 
@@ -541,10 +541,11 @@ mod tests {
         let seen = watch_tree(pid, Duration::from_secs(1));
         assert!(!seen.is_empty(), "the child's tree was never found");
         assert!(
-            seen.iter().all(|w| w.at_work),
+            seen.iter().all(|w| w.at_work || w.longest.is_zero()),
             "the spinning tree was called stalled: {seen:?}"
         );
         if Path::new("/proc/self/schedstat").exists() {
+            assert!(seen.iter().all(|w| w.at_work), "{seen:?}");
             assert!(seen.iter().any(|w| !w.widest.is_zero()), "{seen:?}");
         }
     }

@@ -178,7 +178,7 @@ async fn execute(
         runs: session.runs,
         stalls: lag.stalls_since(started, &session.clock, &agent_pids),
         agent_waited: lag.waited_since(started, &session.clock, &agent_pids),
-        agent_waited_at_work: lag.waited_at_work_since(started, &session.clock, &agent_pids),
+        agent_working: lag.working_since(started, &session.clock, &agent_pids),
         time_scale: session.clock.scale(),
         deadline: timing.deadline,
         guest_calls: session.guest_calls,

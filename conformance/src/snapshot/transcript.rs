@@ -497,7 +497,7 @@ mod tests {
             runs: vec![run(0, 3000, Exit::Code(0))],
             stalls,
             agent_waited,
-            agent_waited_at_work: Vec::new(),
+            agent_working: Vec::new(),
             time_scale: Default::default(),
             deadline: scenario.agent.deadline,
             guest_calls: Vec::new(),

@@ -274,13 +274,22 @@ fn last_request_end<'a>(
         .max_by_key(|(_, end)| *end)
 }
 
-/// How long run `ri`'s processes waited for a CPU between `from_ms` and their exit, when that
-/// is at least the `late_ms` its exit came too late by: an exit is CPU-bound work, late on a
-/// loaded machine by every such wait, short ones added up (the runner measured them), those of
-/// the looks where it was busy itself included ([`Observation::exit_waited_ms`]), so the
-/// machine, not the agent, may have made it late.
+/// How long run `ri`'s processes waited for a CPU between `from_ms` and their exit, or worked
+/// once it was due, when that is at least the `late_ms` its exit came too late by: an exit is
+/// CPU-bound work, late on a loaded machine by every such wait, short ones added up (the
+/// runner measured them), and agent time magnifies the work itself as much as the waits (its
+/// start-up, the allowance's measure of that work, may have met a calmer machine). So the
+/// machine, not the agent, may have made it late. Its own work ([`Observation::working_ms`])
+/// counts only once its exit is due (one interval after `from_ms`: a spinner's work through
+/// its interval excuses nothing), and no more than its own start-up once more: a spinner that
+/// overruns cannot work its way past that.
 fn held_back(obs: &Observation, ri: usize, from_ms: u64, late_ms: u64) -> Option<u64> {
-    let held = obs.exit_waited_ms(from_ms, obs.runs[ri].end_ms);
+    let end = obs.runs[ri].end_ms;
+    let due = from_ms + ms(obs.interval_min());
+    let working = obs
+        .working_ms(due, end)
+        .min(own_start_up_ms(obs, ri).unwrap_or(0));
+    let held = obs.agent_waited_ms(from_ms, end) + working;
     (held >= late_ms).then_some(held)
 }
 
@@ -291,7 +300,14 @@ fn held_back_until(obs: &Observation, from_ms: u64, to_ms: u64, late_ms: u64) ->
     (held >= late_ms).then_some(held)
 }
 
-/// What [`held_back`] found, as the findings say it.
+/// What [`held_back`] found of an exit, as the findings say it.
+fn exit_held_text(held_ms: u64) -> String {
+    format!(
+        "and its processes waited {held_ms} ms for a CPU meanwhile, or worked once their exit was due: the machine (and agent time, magnifying that work), not the agent, may have made it late"
+    )
+}
+
+/// What [`held_back_until`] found, as the findings say it.
 fn held_text(held_ms: u64) -> String {
     format!(
         "and its processes waited {held_ms} ms for a CPU meanwhile: the machine, not the agent, may have made it late"
@@ -425,7 +441,7 @@ fn exit_after_loop(t: &mut Tally, obs: &Observation, wire_loop: WireLoop) {
                 "run {}: exited {by_ms} ms after the budget (or its last request) plus one {} interval plus its own start-up's {own_work} ms plus the runner's {lag} ms lag, {}",
                 ri + 1,
                 secs(interval),
-                held_text(held)
+                exit_held_text(held)
             ),
             exit_evidence(obs, ri, &evidence),
         );

@@ -4,18 +4,16 @@
 //! result is not used leaves the platform waiting for a report of the current goal state.
 
 use fake_wireserver::EndpointId;
-use fake_wireserver::journal::Entry;
+use fake_wireserver::journal::{AnswerKind, Entry, StepRef};
 use fake_wireserver::scenario::TriggerAction;
 use wirecheck_oracle::id::health::INCARNATION_MISMATCH;
 
 use super::super::{Judgement, Tally, about, line};
 use super::requests;
 use crate::observe::{Observation, Service};
-use crate::scenario::Scenario;
 
 pub fn refresh(obs: &Observation) -> Judgement {
     let mut t = Tally::new();
-    let exact = moves_only_as_reports_are_answered(obs.scenario);
     for ri in 0..obs.runs.len() {
         let reqs = requests(obs, ri, Service::Wireserver);
         for (k, e) in reqs.iter().enumerate() {
@@ -39,7 +37,7 @@ pub fn refresh(obs: &Observation) -> Judgement {
                         &[e, n],
                         None,
                     ));
-                    echo(&mut t, e, n, &reqs[k + 2..], exact);
+                    echo(&mut t, obs, e, &reqs[k + 1..]);
                 }
                 (_, None) => t.note(about(format!("no request after {}", line(e)), &[e], None)),
                 (false, Some(n)) => t.note(about(
@@ -56,17 +54,19 @@ pub fn refresh(obs: &Observation) -> Judgement {
     t.finish("no health report was answered 410")
 }
 
-/// The report after a refresh echoes the incarnation the refresh was served. The fake's finding
-/// compares it with the incarnation served when the report arrived, the refresh's own when only
-/// health answers move the goal state on (`exact`): none lies between the refresh and the next
-/// report. A goal state that also moves on a timer or on another answer leaves it a note.
-fn echo(t: &mut Tally, gone: &Entry, refresh: &Entry, after: &[&Entry], exact: bool) {
-    let Some(report) = after
+/// The report after a refresh echoes the incarnation the refresh was served: the last goal
+/// state served whole before it (`after` starts at the refresh). The fake's finding compares
+/// the echo with the incarnation served when the report arrived, the served goal state's own
+/// when nothing moved it in between; a goal state that moved (a step's `then` met in between,
+/// or a timer) or none served whole leaves a note.
+fn echo(t: &mut Tally, obs: &Observation, gone: &Entry, after: &[&Entry]) {
+    let Some(k) = after
         .iter()
-        .find(|r| r.endpoint == EndpointId::WireserverHealthXml)
+        .position(|r| r.endpoint == EndpointId::WireserverHealthXml)
     else {
         return;
     };
+    let report = after[k];
     let Some(stale) = report
         .report
         .iter()
@@ -75,40 +75,60 @@ fn echo(t: &mut Tally, gone: &Entry, refresh: &Entry, after: &[&Entry], exact: b
     else {
         return;
     };
-    let what = format!(
-        "#{} fetched the goal state again after the 410 on #{}, yet report #{} does not echo the incarnation it was served: {}",
-        refresh.seq, gone.seq, report.seq, stale.message
-    );
-    let entries = [gone, refresh, report];
-    if exact {
-        let shown = format!("{} then {}", line(refresh), line(report));
-        t.fail(what, about(shown, &entries, None));
-    } else {
+    let Some(served) = after[..k].iter().rev().find(|f| served_whole(f)) else {
         t.note(about(
-            format!("{what} (the goal state also moves on a timer or another answer: not judged)"),
-            &entries,
+            format!(
+                "no goal state was served whole between the 410 on #{} and report #{}: its echo is not judged",
+                gone.seq, report.seq
+            ),
+            &[gone, report],
             None,
         ));
+        return;
+    };
+    let entries = [gone, served, report];
+    let what = format!(
+        "#{} was served the goal state after the 410 on #{}, yet report #{} does not echo its incarnation: {}",
+        served.seq, gone.seq, report.seq, stale.message
+    );
+    match moved_since(obs, served.seq, report.seq) {
+        None => {
+            let shown = format!("{} then {}", line(served), line(report));
+            t.fail(what, about(shown, &entries, None));
+        }
+        Some(why) => t.note(about(format!("{what} ({why}: not judged)"), &entries, None)),
     }
 }
 
-/// Whether the goal state's incarnation moves only as health reports are answered (a step's
-/// `then` on a health plan), never on a timer or on another endpoint's answer.
-fn moves_only_as_reports_are_answered(scenario: &Scenario) -> bool {
-    let fake = &scenario.fake;
-    let bumps = |plan: &fake_wireserver::scenario::EndpointPlan| {
-        plan.steps
-            .iter()
-            .any(|s| s.then == Some(TriggerAction::BumpIncarnation))
-    };
-    !fake
+/// A goal state fetch answered with the whole document: the default answer, late or not (a
+/// scripted 200 may be one the agent cannot use).
+fn served_whole(e: &Entry) -> bool {
+    e.endpoint == EndpointId::WireserverGoalstate
+        && e.answer.status == Some(200)
+        && matches!(e.answer.kind, AnswerKind::Default | AnswerKind::Delay)
+}
+
+/// Why the goal state may have moved on from request `from` (included: a step moves it as it
+/// answers, after taking the goal state it answers with) until request `to`, if it may have.
+fn moved_since(obs: &Observation, from: u64, to: u64) -> Option<&'static str> {
+    let fake = &obs.scenario.fake;
+    if fake
         .triggers
         .iter()
         .any(|t| t.action == TriggerAction::BumpIncarnation)
-        && EndpointId::ALL.into_iter().all(|id| {
-            matches!(
-                id,
-                EndpointId::WireserverHealthXml | EndpointId::WireserverHealthJson
-            ) || fake.plan_for(id).is_none_or(|plan| !bumps(plan))
-        })
+    {
+        return Some("the goal state also moves on a timer");
+    }
+    let bumps = |step: &StepRef| {
+        fake.endpoints
+            .iter()
+            .filter(|plan| plan.id == step.endpoint)
+            .filter_map(|plan| plan.steps.get(step.index))
+            .any(|s| s.then == Some(TriggerAction::BumpIncarnation))
+    };
+    obs.journal
+        .iter()
+        .filter(|e| (from..to).contains(&e.seq))
+        .any(|e| e.answer.step.as_ref().is_some_and(bumps))
+        .then_some("a request in between moved the goal state on")
 }

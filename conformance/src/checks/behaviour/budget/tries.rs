@@ -15,7 +15,7 @@ use fake_wireserver::journal::Entry;
 
 use super::super::super::{Tally, about, line};
 use super::super::{ms, requests};
-use super::{exit_evidence, held_back, held_text, last_request_end, own_start_up_ms};
+use super::{exit_evidence, exit_held_text, held_back, last_request_end, own_start_up_ms};
 use crate::agent::Tries;
 use crate::observe::{Observation, Service};
 
@@ -111,7 +111,7 @@ fn exit_after_last(t: &mut Tally, obs: &Observation, ri: usize, last: &Entry, la
     );
     let evidence = exit_evidence(obs, ri, &[last]);
     match held_back(obs, ri, last_end, by) {
-        Some(held) => t.uncertain(format!("{text}, {}", held_text(held)), evidence),
+        Some(held) => t.uncertain(format!("{text}, {}", exit_held_text(held)), evidence),
         None => t.fail(text, evidence),
     }
 }
