@@ -309,12 +309,7 @@ impl Observation<'_> {
     /// up over the looks that ended after `from_ms` and by `to_ms` (widened by one look's
     /// reach).
     pub fn agent_waited_ms(&self, from_ms: u64, to_ms: u64) -> u64 {
-        let reach = (STALL_REACH_MS as f64 * self.time_scale.factor()) as u64;
-        self.agent_waited
-            .iter()
-            .filter(|w| w.end_ms > from_ms && w.end_ms <= to_ms + reach)
-            .map(|w| w.len_ms)
-            .sum()
+        self.added_up(&self.agent_waited, from_ms, to_ms)
     }
 
     /// How long the agent's processes worked between `from_ms` and `to_ms`
@@ -323,8 +318,14 @@ impl Observation<'_> {
     /// too. So it is only ever part of an exit's excuse, bounded by the agent's own start-up
     /// (`checks::behaviour`).
     pub fn working_ms(&self, from_ms: u64, to_ms: u64) -> u64 {
+        self.added_up(&self.agent_working, from_ms, to_ms)
+    }
+
+    /// The lengths of the looks in `looks` that ended after `from_ms` and by `to_ms` (widened
+    /// by one look's reach), added up.
+    fn added_up(&self, looks: &[Stall], from_ms: u64, to_ms: u64) -> u64 {
         let reach = (STALL_REACH_MS as f64 * self.time_scale.factor()) as u64;
-        self.agent_working
+        looks
             .iter()
             .filter(|w| w.end_ms > from_ms && w.end_ms <= to_ms + reach)
             .map(|w| w.len_ms)

@@ -111,6 +111,18 @@ pub(crate) fn health(seq: u64, at: u64, status: u16) -> Entry {
     )
 }
 
+/// A goal state fetch at `at` ms answered with the default document.
+pub(crate) fn goal_state(seq: u64, at: u64) -> Entry {
+    entry(
+        seq,
+        EndpointId::WireserverGoalstate,
+        at,
+        Some(at + 2),
+        AnswerKind::Default,
+        Some(200),
+    )
+}
+
 /// An IMDS instance request at `at` ms answered `status`.
 pub(crate) fn imds(seq: u64, at: u64, status: u16) -> Entry {
     entry(
@@ -1528,16 +1540,6 @@ fn a_410_on_the_xml_report_needs_a_fresh_goal_state() {
         AnswerKind::Respond,
         Some(410),
     );
-    let gs = |seq, at| {
-        entry(
-            seq,
-            EndpointId::WireserverGoalstate,
-            at,
-            Some(at + 2),
-            AnswerKind::Default,
-            Some(200),
-        )
-    };
     let xml_ok = |seq, at| {
         entry(
             seq,
@@ -1551,14 +1553,14 @@ fn a_410_on_the_xml_report_needs_a_fresh_goal_state() {
     let stale = judge(
         "behaviour.refresh",
         &s,
-        vec![gs(1, 10), gone.clone(), xml_ok(3, 240)],
+        vec![goal_state(1, 10), gone.clone(), xml_ok(3, 240)],
         vec![run(0, 250, Exit::Code(0))],
     );
     assert_eq!(stale.verdict, Verdict::Fail);
     let fresh = judge(
         "behaviour.refresh",
         &s,
-        vec![gs(1, 10), gone, gs(3, 230), xml_ok(4, 240)],
+        vec![goal_state(1, 10), gone, goal_state(3, 230), xml_ok(4, 240)],
         vec![run(0, 250, Exit::Code(0))],
     );
     assert_eq!(fresh.verdict, Verdict::Pass);
@@ -1571,16 +1573,6 @@ fn a_410_on_the_xml_report_needs_a_fresh_goal_state() {
 #[test]
 fn the_report_after_a_refresh_echoes_the_incarnation_it_was_served() {
     let moved = "[[fake.endpoint]]\nid = \"wireserver.health.xml\"\n[[fake.endpoint.step]]\nkind = \"respond\"\npreset = \"gone\"\nthen = \"bump-incarnation\"\n";
-    let gs = |seq, at| {
-        entry(
-            seq,
-            EndpointId::WireserverGoalstate,
-            at,
-            Some(at + 2),
-            AnswerKind::Default,
-            Some(200),
-        )
-    };
     // A report echoing `incarnation` while the fake serves incarnation 2.
     let report = |seq, at, status, incarnation: &str| {
         let mut e = entry(
@@ -1611,9 +1603,9 @@ fn the_report_after_a_refresh_echoes_the_incarnation_it_was_served() {
     };
     let journal = |echoed: &str| {
         vec![
-            gs(1, 10),
+            goal_state(1, 10),
             report(2, 20, 410, "1"),
-            gs(3, 230),
+            goal_state(3, 230),
             report(4, 240, 200, echoed),
         ]
     };
