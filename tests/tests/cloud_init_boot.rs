@@ -56,15 +56,25 @@ fn boots_the_guest(agent: &str) {
         ("guest.ovf.malformed", None),
     ] {
         let calls = guest_calls(&artifacts.join(scenario));
-        let asked: Vec<_> = useradds(&calls)
+        // The media's user, in the groups of Debian's default user (the package's
+        // cloud.cfg `system_info.default_user`, which the Azure datasource renames).
+        let want: Vec<(Vec<String>, Option<u8>)> = useradd
+            .map(|failed| {
+                let args = [
+                    "azureuser",
+                    "--comment",
+                    "Debian",
+                    "--groups",
+                    "adm,audio,cdrom,dialout,dip,floppy,plugdev,sudo,video",
+                    "--shell",
+                    "/bin/bash",
+                    "-m",
+                ];
+                (args.map(String::from).to_vec(), failed)
+            })
             .into_iter()
-            .map(|(args, failed)| (args.first().cloned(), failed))
             .collect();
-        let want: Vec<(Option<String>, Option<u8>)> = useradd
-            .map(|failed| (Some("azureuser".to_owned()), failed))
-            .into_iter()
-            .collect();
-        assert_eq!(asked, want, "{scenario}: {calls:?}");
+        assert_eq!(useradds(&calls), want, "{scenario}: {calls:?}");
     }
     // Its own words for the media it cannot use, as the platform got them.
     let said = descriptions(&artifacts.join("guest.ovf.no-hostname/journal.jsonl"));
