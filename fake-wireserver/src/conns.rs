@@ -112,6 +112,7 @@ impl ConnTable {
             table: self.clone(),
             id,
             evict,
+            received: Mutex::new(None),
         }
     }
 
@@ -204,6 +205,9 @@ pub(crate) struct ConnHandle {
     table: Arc<ConnTable>,
     id: u64,
     evict: Arc<Notify>,
+    /// When the bytes of the latest read arrived, by the kernel ([`crate::rx_stamp`]); `None`
+    /// when it did not say. Bytes read ahead (a pipelined request) came with that read.
+    received: Mutex<Option<Instant>>,
 }
 
 impl ConnHandle {
@@ -217,9 +221,16 @@ impl ConnHandle {
         self.table.set_idle(self.id, false);
     }
 
-    /// Bytes of a request arrived (every read: a slow head is not idle).
-    pub(crate) fn touch(&self) {
+    /// Bytes of a request arrived (every read: a slow head is not idle), at `received` by the
+    /// kernel's stamp when it gave one.
+    pub(crate) fn touch(&self, received: Option<Instant>) {
+        *lock(&self.received) = received;
         self.table.touch(self.id);
+    }
+
+    /// When the bytes read last arrived, by the kernel (`None`: it did not say).
+    pub(crate) fn received(&self) -> Option<Instant> {
+        *lock(&self.received)
     }
 
     /// Completes when the listener closes this connection for room (a permit is kept, so a
@@ -349,7 +360,7 @@ impl AsyncRead for AdminIo {
                         this.answering = true;
                         this.handle.busy();
                     }
-                    this.handle.touch();
+                    this.handle.touch(None);
                     this.active();
                 }
                 Poll::Ready(Ok(()))
@@ -456,7 +467,7 @@ mod tests {
         served.idle();
         std::thread::sleep(Duration::from_millis(2));
         let started = table.register();
-        started.touch();
+        started.touch(None);
         std::thread::sleep(Duration::from_millis(2));
         let silent = table.register();
         let evicted = |h: &ConnHandle| futures_now(h.evicted());
@@ -464,9 +475,9 @@ mod tests {
         assert!(evicted(&silent) && !evicted(&started) && !evicted(&served));
         // A byte refreshes the idle time: the one silent longer goes first among equals.
         let later = table.register();
-        later.touch();
+        later.touch(None);
         std::thread::sleep(Duration::from_millis(2));
-        started.touch();
+        started.touch(None);
         assert!(matches!(table.make_room(), Room::Evicted { .. }));
         assert!(evicted(&later) && !evicted(&started));
         // Out of descriptors, below the cap: the same order.

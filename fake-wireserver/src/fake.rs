@@ -387,6 +387,8 @@ fn to_tokio(
             listener: name,
             source,
         })?;
+    // Before any request: its connections' arrivals are the kernel's times (crate::rx_stamp).
+    crate::rx_stamp::enable(&listener);
     let addr = listener
         .local_addr()
         .map_err(|source| FakeError::Listener {

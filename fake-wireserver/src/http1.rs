@@ -14,7 +14,7 @@
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use crate::bodies::Held;
@@ -42,8 +42,11 @@ pub(crate) struct Request {
     pub http_version: &'static str,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
-    /// When the head was complete.
+    /// When the head was complete: when its last bytes arrived, by the kernel's stamp
+    /// ([`crate::rx_stamp`]), or when the fake read them.
     pub head_at: Instant,
+    /// `head_at` is the kernel's receive time, not the fake's.
+    pub received_by_kernel: bool,
 }
 
 impl Request {
@@ -280,6 +283,10 @@ async fn read_head(
                     });
                 }
                 Ok(httparse::Status::Complete(n)) => {
+                    // The last read's bytes completed the head (or an earlier read's, read
+                    // ahead, when no read came since).
+                    let received = conn.received();
+                    let head_at = received.map_or_else(Instant::now, |at| at.min(Instant::now()));
                     let req = Request {
                         method: parsed.method.unwrap_or_default().to_owned(),
                         target: parsed.path.unwrap_or_default().to_owned(),
@@ -295,7 +302,8 @@ async fn read_head(
                             })
                             .collect(),
                         body: Vec::new(),
-                        head_at: Instant::now(),
+                        head_at,
+                        received_by_kernel: received.is_some(),
                     };
                     break (n, req);
                 }
@@ -570,12 +578,11 @@ async fn read_more(
     max: usize,
     conn: &ConnHandle,
 ) -> Result<bool, String> {
-    // At most 8 KiB per read, straight into `buf`'s spare capacity (no zeroed scratch buffer).
+    // At most 8 KiB per read, straight into `buf`'s spare capacity (no zeroed scratch buffer),
+    // with the kernel's receive time.
     let want = max.clamp(1, 8192);
-    buf.reserve(want);
-    let mut limited = (&mut *stream).take(want as u64);
     let read = tokio::select! {
-        read = tokio::time::timeout_at(deadline, limited.read_buf(buf)) => read,
+        read = tokio::time::timeout_at(deadline, crate::rx_stamp::read(stream, buf, want)) => read,
         () = conn.evicted().notified() => {
             return Err("closed to make room: the listener is at its connection limit".into());
         }
@@ -583,9 +590,9 @@ async fn read_more(
     match read {
         Err(_) => Err("read timed out".into()),
         Ok(Err(e)) => Err(e.to_string()),
-        Ok(Ok(0)) => Ok(false),
-        Ok(Ok(_)) => {
-            conn.touch();
+        Ok(Ok((0, _))) => Ok(false),
+        Ok(Ok((_, received))) => {
+            conn.touch(received);
             Ok(true)
         }
     }
@@ -736,6 +743,7 @@ fn with_http_date<R>(f: impl FnOnce(&str) -> R) -> R {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncReadExt;
 
     /// What `write_to` puts on a real socket.
     async fn written(out: &Outgoing, close: bool, head_only: bool) -> String {

@@ -89,6 +89,11 @@ pub struct Entry {
     pub seq: u64,
     /// Milliseconds since the fake started (monotonic clock), when the request head arrived.
     pub at_ms: u64,
+    /// `at_ms` is the kernel's receive time of the head's last bytes (`SO_TIMESTAMPNS`): no
+    /// delay of the fake's own in reading them is in it. Absent (false): the fake's time of
+    /// reading them, late by however long its task waited.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub received_by_kernel: bool,
     /// When the answer finished (or the fault was applied); `None` while pending and for `hang`.
     pub done_ms: Option<u64>,
     /// The listener that accepted the connection (`"wireserver"`, `"imds"`, `"hostplugin"`,
@@ -872,6 +877,7 @@ mod tests {
         Entry {
             seq: 0,
             at_ms: 0,
+            received_by_kernel: false,
             done_ms: None,
             listener: Listener::Wireserver,
             client: "127.0.0.1:1".into(),

@@ -374,6 +374,7 @@ pub use wirecheck_oracle as oracle;
 pub mod proxy;
 pub mod sandbox;
 pub mod scenario;
+mod rx_stamp;
 mod server;
 mod sync;
 pub mod text;

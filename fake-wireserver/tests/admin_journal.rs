@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use fake_wireserver::{AnswerKind, EndpointId, Entry, Fake, FakeConfig, Scenario, Severity};
 
-use common::{exchange, get, goalstate_get, post, response};
+use common::{exchange, exchange_blocking, get, goalstate_get, post, response};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -22,9 +22,12 @@ async fn full_fake() -> Fake {
         .unwrap()
 }
 
-/// Volatile fields (time since start, client port) replaced so snapshots are stable.
+/// Volatile fields (time since start, client port) replaced so snapshots are stable. Whether
+/// the kernel stamped the arrival is as after the fake's first moment (the first requests may
+/// come before its stamping is on: `a_request_is_journaled_when_it_arrived_not_when_it_was_read`).
 fn stable(mut e: Entry) -> Entry {
     e.at_ms = 0;
+    e.received_by_kernel = true;
     e.done_ms = e.done_ms.map(|_| 1);
     e.client = "127.0.0.1:PORT".into();
     e
@@ -468,4 +471,52 @@ async fn an_admin_path_on_an_agent_listener_has_only_the_admin_finding() {
     let e = fake.journal().into_iter().last().unwrap();
     let ids: Vec<&str> = e.findings.iter().map(|f| f.id.as_str()).collect();
     assert_eq!(ids, ["path.admin-on-agent-listener"]);
+}
+
+/// A request is journaled when it arrived, not when the fake got round to reading it: with the
+/// fake's runtime held for 600 ms (a loaded machine), a request sent 100 ms into that is
+/// journaled about 100 ms after the answer before it; the fake's own clock at reading would put
+/// it 600 ms after (the checks then had to allow every such stall, N times over at agent time).
+#[tokio::test(flavor = "current_thread")]
+async fn a_request_is_journaled_when_it_arrived_not_when_it_was_read() {
+    let fake = Fake::start(FakeConfig::default()).await.unwrap();
+    let addr = fake.wireserver_addr().unwrap();
+    // The kernel turns its stamping on in deferred work once the listener asks: wait for it.
+    let mut stamped = false;
+    for _ in 0..100 {
+        exchange(addr, &goalstate_get(), T).await;
+        if fake.journal().last().is_some_and(|e| e.received_by_kernel) {
+            stamped = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(stamped, "no arrival was stamped by the kernel: {:?}", fake.journal());
+    let first = fake.journal().len();
+    let client = std::thread::spawn(move || {
+        exchange_blocking(addr, &goalstate_get(), T);
+        std::thread::sleep(Duration::from_millis(100));
+        exchange_blocking(addr, &goalstate_get(), T);
+    });
+    // The first is answered while the runtime runs; then it is held, and the second arrives.
+    let answered = loop {
+        if let Some(e) = fake.journal().get(first).filter(|e| e.done_ms.is_some()) {
+            break e.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    std::thread::sleep(Duration::from_millis(600));
+    let late = loop {
+        if let Some(e) = fake.journal().get(first + 1).cloned() {
+            break e;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    client.join().unwrap();
+    assert!(late.received_by_kernel, "{late:?}");
+    let after = late.at_ms - answered.done_ms.unwrap();
+    assert!(
+        (90..400).contains(&after),
+        "journaled {after} ms after the answer before it; it was sent 100 ms after, and read after 600"
+    );
 }

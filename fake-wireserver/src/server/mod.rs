@@ -154,6 +154,7 @@ pub(crate) async fn accept_loop(
         let shared = shared.clone();
         let handle = table.register();
         let _ = stream.set_nodelay(true);
+        crate::rx_stamp::enable(&stream);
         connections.spawn(async move {
             serve_connection(shared, kind, stream, peer, handle).await;
         });
@@ -319,6 +320,7 @@ fn partial_request(p: Partial, at: Instant) -> Request {
         headers: p.headers,
         body: p.body,
         head_at: at,
+        received_by_kernel: false,
     }
 }
 
@@ -327,6 +329,7 @@ fn new_entry(shared: &Shared, conn: &Conn, req: &Request, endpoint: EndpointId) 
     Entry {
         seq: 0,
         at_ms: shared.ms(req.head_at),
+        received_by_kernel: req.received_by_kernel,
         done_ms: None,
         listener: conn.kind,
         client: conn.client.clone(),

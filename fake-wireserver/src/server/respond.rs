@@ -585,6 +585,7 @@ mod tests {
                 headers,
                 body: Vec::new(),
                 head_at: Instant::now(),
+                received_by_kernel: false,
             };
             let parts = endpoint::split_target(&req.target);
             let query = endpoint::decode_query(parts.query);

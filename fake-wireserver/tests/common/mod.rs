@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 pub use wirecheck_test_support::http::{
-    Outcome, Response, exchange, get, post, read_outcome, request, response,
+    Outcome, Response, exchange, exchange_blocking, get, post, read_outcome, request, response,
 };
 
 /// `testdata/vectors` of the workspace.
