@@ -306,6 +306,22 @@ impl AnswerKind {
             AnswerKind::Respond | AnswerKind::Default | AnswerKind::Throttled
         )
     }
+
+    /// Done as soon as the fake had read the request, nothing scripted waiting first (as
+    /// `delay`, `hang` and `slow` do): the agent had it between the request's arrival and
+    /// `done_ms`.
+    pub const fn acts_on_arrival(self) -> bool {
+        match self {
+            AnswerKind::Respond
+            | AnswerKind::Default
+            | AnswerKind::Throttled
+            | AnswerKind::Reset
+            | AnswerKind::Close
+            | AnswerKind::Malformed
+            | AnswerKind::Partial => true,
+            AnswerKind::Delay | AnswerKind::Hang | AnswerKind::Slow => false,
+        }
+    }
 }
 
 impl StepKind {

@@ -372,9 +372,9 @@ pub mod limits;
 /// The independent parsers (crate `wirecheck-oracle`), re-exported for the journal's users.
 pub use wirecheck_oracle as oracle;
 pub mod proxy;
+mod rx_stamp;
 pub mod sandbox;
 pub mod scenario;
-mod rx_stamp;
 mod server;
 mod sync;
 pub mod text;

@@ -132,7 +132,9 @@ mod tests {
         if stamped {
             enable(&listener);
         }
-        let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
         let (server, _) = listener.accept().await.unwrap();
         (client, server)
     }
@@ -198,6 +200,9 @@ mod tests {
         assert!(instant_of(ts(now - MAX_AGE - Duration::from_secs(5))).is_none());
         let recent = instant_of(ts(now - Duration::from_millis(200))).unwrap();
         let age = Instant::now() - recent;
-        assert!(age >= Duration::from_millis(200) && age < Duration::from_millis(300), "{age:?}");
+        assert!(
+            age >= Duration::from_millis(200) && age < Duration::from_millis(300),
+            "{age:?}"
+        );
     }
 }

@@ -491,7 +491,11 @@ async fn a_request_is_journaled_when_it_arrived_not_when_it_was_read() {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(stamped, "no arrival was stamped by the kernel: {:?}", fake.journal());
+    assert!(
+        stamped,
+        "no arrival was stamped by the kernel: {:?}",
+        fake.journal()
+    );
     let first = fake.journal().len();
     let client = std::thread::spawn(move || {
         exchange_blocking(addr, &goalstate_get(), T);

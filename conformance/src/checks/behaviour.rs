@@ -408,8 +408,50 @@ struct Gap<'a> {
     interval: u64,
     /// The least gap that passes (the interval less its tolerance).
     floor: u64,
-    /// `Some(lag)`: a stall of the runner this late around either end could flip the verdict.
-    stalled: Option<u64>,
+    /// Why the verdict could go either way, when it could.
+    stalled: Option<Unsure>,
+}
+
+/// What left one wait unjudged.
+#[derive(Clone, Copy)]
+enum Unsure {
+    /// A stall of the runner this late (ms) around either end could flip the verdict.
+    Stall(u64),
+    /// Both ends are the kernel's arrival times, but the answer in between took this long
+    /// (ms) to write: the agent had it somewhere in that span.
+    SlowAnswer(u64),
+}
+
+impl Unsure {
+    fn text(self) -> String {
+        match self {
+            Unsure::Stall(late) => {
+                format!("the runner's wake-ups around then came up to {late} ms late")
+            }
+            Unsure::SlowAnswer(took) => format!(
+                "the fake took {took} ms to write its answer, and the agent had it somewhere in that span"
+            ),
+        }
+    }
+}
+
+/// A wait between two arrivals the kernel stamped (`received_by_kernel`), after an answer the
+/// fake gave as it read the request: exact at both ends, whatever the runner's stalls. The
+/// agent had the answer no earlier than the first arrival and no later than the fake's end of
+/// it, `answer_ms` later; `measured` runs from the arrival ([`finished_ms`] of a reply) or
+/// from that end (of a transport fault). The verdict stands when both readings agree.
+fn exact_wait_flips(
+    measured: u64,
+    threshold: u64,
+    answer_ms: u64,
+    from_arrival: bool,
+) -> Option<Unsure> {
+    let (least, most) = if from_arrival {
+        (measured.saturating_sub(answer_ms), measured)
+    } else {
+        (measured, measured + answer_ms)
+    };
+    (least < threshold && most >= threshold).then_some(Unsure::SlowAnswer(answer_ms))
 }
 
 fn retry_gaps<'a>(obs: &Observation, reqs: &[&'a Entry]) -> Vec<Gap<'a>> {
@@ -431,12 +473,18 @@ fn retry_gaps<'a>(obs: &Observation, reqs: &[&'a Entry]) -> Vec<Gap<'a>> {
             floor
         };
         let gap = next.at_ms.saturating_sub(finished_ms(obs, e));
-        let stalled = stall_flips(
-            gap,
-            floor,
-            obs.uncertainty_ms(finished_ms(obs, e)),
-            obs.uncertainty_ms(next.at_ms),
-        );
+        let stalled = match exact_answer_ms(obs, e, next) {
+            Some(answer_ms) => {
+                exact_wait_flips(gap, floor, answer_ms, e.answer.kind.is_immediate_reply())
+            }
+            None => stall_flips(
+                gap,
+                floor,
+                obs.uncertainty_ms(finished_ms(obs, e)),
+                obs.uncertainty_ms(next.at_ms),
+            )
+            .map(Unsure::Stall),
+        };
         gaps.push(Gap {
             from: e,
             to: next,
@@ -452,6 +500,18 @@ fn retry_gaps<'a>(obs: &Observation, reqs: &[&'a Entry]) -> Vec<Gap<'a>> {
 /// The fewest waits of one kind (endpoint, obliged interval) judged clear of any stall that
 /// let the stalled ones of that kind go unjudged instead of leaving the case unjudged.
 const CLEAR_GAPS_TO_SAMPLE: usize = 10;
+
+/// How long the fake took over `from`'s answer, when the wait from it to `next` is exact: both
+/// arrivals are the kernel's, and the fake answered `from` as it read it, before the agent's
+/// own timeout ended its side ([`finished_ms`] is then the arrival or that answer's end).
+fn exact_answer_ms(obs: &Observation, from: &Entry, next: &Entry) -> Option<u64> {
+    let done = from.done_ms?;
+    let exact = from.received_by_kernel
+        && next.received_by_kernel
+        && from.answer.kind.acts_on_arrival()
+        && !timed_out(obs, from);
+    exact.then(|| done.saturating_sub(from.at_ms))
+}
 
 /// Judges each wait. A wait a stall could flip is not judged; the case is left unjudged for it
 /// (informational, run again) unless it measured long enough and its kind was judged often
@@ -485,18 +545,25 @@ fn judge_gaps(t: &mut Tally, gaps: Vec<Gap<'_>>) {
             )
         };
         match g.stalled {
-            Some(late) if g.gap >= g.floor && sampled(g) => t.note(about(
+            Some(why) if g.gap >= g.floor && sampled(g) => t.note(about(
                 format!(
-                    "#{} → #{}: {} ms, not judged (the runner's wake-ups around it came up to {late} ms late); its kind was judged on the waits without a stall",
-                    g.from.seq, g.to.seq, g.gap
+                    "#{} → #{}: {} ms, not judged ({}); its kind was judged on the waits without a stall",
+                    g.from.seq,
+                    g.to.seq,
+                    g.gap,
+                    why.text()
                 ),
                 &[g.from, g.to],
                 None,
             )),
-            Some(late) => t.uncertain(
+            Some(why) => t.uncertain(
                 format!(
-                    "retried {} {} ms after #{} ended, the interval is at least {} ms, and the runner's wake-ups around then came up to {late} ms late",
-                    g.from.endpoint, g.gap, g.from.seq, g.interval
+                    "retried {} {} ms after #{} ended, the interval is at least {} ms, and {}",
+                    g.from.endpoint,
+                    g.gap,
+                    g.from.seq,
+                    g.interval,
+                    why.text()
                 ),
                 pair(),
             ),

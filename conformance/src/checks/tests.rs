@@ -67,6 +67,7 @@ pub(crate) fn entry(
     Entry {
         seq,
         at_ms: at,
+        received_by_kernel: false,
         done_ms: done,
         listener: Listener::Wireserver,
         client: "127.0.0.1:1".into(),
@@ -385,6 +386,99 @@ fn an_interval_within_a_stall_of_its_floor_is_not_called_either_way() {
         stall(155, 100),
     );
     assert_eq!(before_retry.verdict, Verdict::Fail, "{before_retry:?}");
+}
+
+/// `e` as the fake journals it when the kernel stamped its arrival.
+fn stamped(mut e: Entry) -> Entry {
+    e.received_by_kernel = true;
+    e
+}
+
+/// Arrivals the kernel stamped are exact whatever the runner's stalls: a wait is judged from
+/// them and the answer's write in between, and no stall leaves it unjudged (before, at agent
+/// time each stall counted N times over, and cloud-init's waits of a 20-minute loop were
+/// unjudged on every attempt). A wait too short is short however long the answer took; one
+/// only as long as the floor is not called when the answer's write took longer than the margin.
+#[test]
+fn kernel_stamped_arrivals_judge_a_wait_a_stall_would_leave_unjudged() {
+    use crate::observe::Stall;
+    let s = scenario("");
+    // The stall that left the 215 ms wait unjudged above, over both ends.
+    let stall = || {
+        vec![Stall {
+            end_ms: 215,
+            len_ms: 300,
+        }]
+    };
+    let exact = |first: Entry, retry: u64| vec![stamped(first), stamped(health(2, retry, 201))];
+    let pass = judge_stalled(
+        "behaviour.interval",
+        &s,
+        exact(health(1, 10, 503), 215),
+        vec![run(0, 220, Exit::Code(0))],
+        stall(),
+    );
+    assert_eq!(pass.verdict, Verdict::Pass, "{pass:?}");
+    // 150 ms (floor 190): too fast, however late the runner was.
+    let fast = judge_stalled(
+        "behaviour.interval",
+        &s,
+        exact(health(1, 10, 503), 160),
+        vec![run(0, 170, Exit::Code(0))],
+        stall(),
+    );
+    assert_eq!(fast.verdict, Verdict::Fail, "{fast:?}");
+    // The 503's write took 40 ms: the agent had it between 10 and 50 ms, and 205 ms after 10
+    // may be 165 ms after 50.
+    let mut slow_answer = health(1, 10, 503);
+    slow_answer.done_ms = Some(50);
+    let slow = judge_stalled(
+        "behaviour.interval",
+        &s,
+        exact(slow_answer, 215),
+        vec![run(0, 220, Exit::Code(0))],
+        vec![],
+    );
+    assert_eq!(slow.verdict, Verdict::Informational, "{slow:?}");
+    assert!(
+        slow.reason
+            .unwrap()
+            .contains("took 40 ms to write its answer")
+    );
+    // A reset is measured from the fake's end of it: the agent had it between the arrival at
+    // 10 and that end.
+    let reset = |done| {
+        stamped(entry(
+            1,
+            EndpointId::WireserverHealthJson,
+            10,
+            Some(done),
+            AnswerKind::Reset,
+            None,
+        ))
+    };
+    let judged = |first: Entry, retry: u64| {
+        judge_stalled(
+            "behaviour.interval",
+            &s,
+            exact(first, retry),
+            vec![run(0, retry + 5, Exit::Code(0))],
+            stall(),
+        )
+    };
+    assert_eq!(judged(reset(12), 215).verdict, Verdict::Pass);
+    assert_eq!(judged(reset(12), 150).verdict, Verdict::Fail);
+    let unsure = judged(reset(50), 215);
+    assert_eq!(unsure.verdict, Verdict::Informational, "{unsure:?}");
+    // One end the fake's own time: the stall counts as before.
+    let half = judge_stalled(
+        "behaviour.interval",
+        &s,
+        vec![stamped(health(1, 10, 503)), health(2, 215, 201)],
+        vec![run(0, 220, Exit::Code(0))],
+        stall(),
+    );
+    assert_eq!(half.verdict, Verdict::Informational, "{half:?}");
 }
 
 /// `n` 503s then a 201, each request `step` ms after the one before (answers take 2 ms).
