@@ -298,10 +298,16 @@ impl Observation<'_> {
             .map(|s| s.len_ms)
             .max()
             .unwrap_or(0);
+        stalled + self.unseen_lag_ms()
+    }
+
+    /// The lag the runner cannot see ([`UNSEEN_LAG_MS`]) on the agent's clock: none at the wall
+    /// clock, where the stalls it measured are all there is.
+    pub fn unseen_lag_ms(&self) -> u64 {
         if self.time_scale.is_wall() {
-            stalled
+            0
         } else {
-            stalled + (UNSEEN_LAG_MS as f64 * scale) as u64
+            (UNSEEN_LAG_MS as f64 * self.time_scale.factor()) as u64
         }
     }
 

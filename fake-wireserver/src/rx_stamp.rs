@@ -7,33 +7,42 @@
 //! around such a stamp, and at agent time each millisecond of it N times over, so a loaded
 //! machine left most waits unjudged. The kernel stamps each segment as it is queued to the
 //! socket, on loopback within the agent's own `send`: no scheduling delay of the fake's is in
-//! it. A stamp is realtime; it becomes an [`Instant`] by its age against the realtime clock
-//! now, and is dropped (the caller falls back to its own clock and says the time is not
-//! exact) when it is in the future or older than [`MAX_AGE`]: only a step of the realtime
-//! clock between the arrival and the read can make it wrong, by that step.
+//! it. A read's stamp is its newest segment's: for a head sent with its body, or after it in
+//! the same breath, the head's. TCP only: it stamps nothing it did not stamp on arrival (the
+//! first requests after the kernel was asked, which turns stamping on in deferred work, come
+//! unstamped), where UDP would stamp a datagram when it is read. A stamp is realtime; it
+//! becomes an [`Instant`] by its age against the realtime clock now (read between two reads
+//! of the monotonic clock, again if they were apart), and is dropped (the caller falls back
+//! to its own clock and says the time is not exact) when it is in the future or older than
+//! [`MAX_AGE`]: only a step of the realtime clock between the arrival and the read can make
+//! it wrong, by that step.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
-/// The oldest stamp believed: a request's bytes wait at most a read timeout (30 s) in the
-/// socket before the fake reads or drops them.
-const MAX_AGE: Duration = Duration::from_secs(120);
+/// The oldest stamp believed: a request's bytes wait in the socket until the fake's task reads
+/// them, seconds on the worst loaded machine seen, never a minute.
+const MAX_AGE: Duration = Duration::from_secs(60);
+
+/// The most two reads of the monotonic clock around one of the realtime clock may be apart
+/// for the pair to date a stamp: a preemption in between would make it late by as much.
+const CLOCK_PAIR_SPREAD: Duration = Duration::from_micros(200);
 
 /// Asks the kernel to stamp what arrives on `socket`: a listener, whose connections inherit it,
 /// or one connection (best effort: without it every read is unstamped, and times are the
 /// fake's own). The kernel turns stamping on in deferred work the first time a socket asks,
 /// so a listener asks as it is made, before any request: one sent within that moment is
 /// unstamped, never mis-stamped.
-pub(crate) fn enable(socket: &impl AsRawFd) {
+pub(crate) fn enable(socket: &impl AsFd) {
     let on: libc::c_int = 1;
     // SAFETY: a plain setsockopt on a descriptor `socket` owns, with a c_int option value.
     let _ = unsafe {
         libc::setsockopt(
-            socket.as_raw_fd(),
+            socket.as_fd().as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_TIMESTAMPNS,
             (&raw const on).cast(),
@@ -52,9 +61,9 @@ pub(crate) async fn read(
     buf.reserve(want);
     loop {
         stream.readable().await?;
-        // SAFETY of the borrow: `stream` outlives the call.
-        let fd = unsafe { BorrowedFd::borrow_raw(stream.as_raw_fd()) };
-        match stream.try_io(Interest::READABLE, || recv_stamped(fd, buf, want)) {
+        match stream.try_io(Interest::READABLE, || {
+            recv_stamped(stream.as_fd(), buf, want)
+        }) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
             done => return done,
         }
@@ -86,6 +95,7 @@ fn recv_stamped(
     let Ok(n) = usize::try_from(n) else {
         return Err(io::Error::last_os_error());
     };
+    debug_assert!(n <= iov.iov_len);
     // SAFETY: the kernel wrote `n` bytes (at most `iov_len`) at the start of the spare capacity.
     unsafe { buf.set_len(buf.len() + n) };
     Ok((n, stamp_of(&msg).and_then(instant_of)))
@@ -117,9 +127,21 @@ fn instant_of(stamp: libc::timespec) -> Option<Instant> {
     let secs = u64::try_from(stamp.tv_sec).ok()?;
     let nanos = u32::try_from(stamp.tv_nsec).ok()?;
     let at = UNIX_EPOCH.checked_add(Duration::new(secs, nanos))?;
-    let (real_now, now) = (SystemTime::now(), Instant::now());
+    let (real_now, now) = clock_pair()?;
     let age = real_now.duration_since(at).ok()?;
     (age <= MAX_AGE).then(|| now.checked_sub(age)).flatten()
+}
+
+/// The realtime clock now, and the monotonic clock at the same moment (between two reads at
+/// most [`CLOCK_PAIR_SPREAD`] apart; `None` when three tries were preempted).
+fn clock_pair() -> Option<(SystemTime, Instant)> {
+    (0..3).find_map(|_| {
+        let before = Instant::now();
+        let real = SystemTime::now();
+        let after = Instant::now();
+        let spread = after - before;
+        (spread <= CLOCK_PAIR_SPREAD).then(|| (real, before + spread / 2))
+    })
 }
 
 #[cfg(test)]

@@ -417,9 +417,10 @@ struct Gap<'a> {
 enum Unsure {
     /// A stall of the runner this late (ms) around either end could flip the verdict.
     Stall(u64),
-    /// Both ends are the kernel's arrival times, but the answer in between took this long
-    /// (ms) to write: the agent had it somewhere in that span.
-    SlowAnswer(u64),
+    /// Both ends are the kernel's arrival times, but the fake took this long (ms) over the
+    /// answer in between, and its delivery may have taken up to the second (ms, the lag the
+    /// runner cannot see, at agent time) more: the agent had it somewhere in that span.
+    SlowAnswer(u64, u64),
 }
 
 impl Unsure {
@@ -428,8 +429,11 @@ impl Unsure {
             Unsure::Stall(late) => {
                 format!("the runner's wake-ups around then came up to {late} ms late")
             }
-            Unsure::SlowAnswer(took) => format!(
-                "the fake took {took} ms to write its answer, and the agent had it somewhere in that span"
+            Unsure::SlowAnswer(took, 0) => format!(
+                "the fake took {took} ms over its answer, and the agent had it somewhere in that span"
+            ),
+            Unsure::SlowAnswer(took, unseen) => format!(
+                "the fake took {took} ms over its answer and its delivery up to {unseen} ms more, and the agent had it somewhere in that span"
             ),
         }
     }
@@ -438,20 +442,21 @@ impl Unsure {
 /// A wait between two arrivals the kernel stamped (`received_by_kernel`), after an answer the
 /// fake gave as it read the request: exact at both ends, whatever the runner's stalls. The
 /// agent had the answer no earlier than the first arrival and no later than the fake's end of
-/// it, `answer_ms` later; `measured` runs from the arrival ([`finished_ms`] of a reply) or
-/// from that end (of a transport fault). The verdict stands when both readings agree.
+/// it, `answer_ms` later, plus what its delivery may have taken (`unseen_ms`); `measured`
+/// runs from the arrival ([`finished_ms`] of a reply) or from the fake's end (of a transport
+/// fault). The verdict stands when both readings agree.
 fn exact_wait_flips(
     measured: u64,
     threshold: u64,
-    answer_ms: u64,
+    (answer_ms, unseen_ms): (u64, u64),
     from_arrival: bool,
 ) -> Option<Unsure> {
     let (least, most) = if from_arrival {
-        (measured.saturating_sub(answer_ms), measured)
+        (measured.saturating_sub(answer_ms + unseen_ms), measured)
     } else {
-        (measured, measured + answer_ms)
+        (measured.saturating_sub(unseen_ms), measured + answer_ms)
     };
-    (least < threshold && most >= threshold).then_some(Unsure::SlowAnswer(answer_ms))
+    (least < threshold && most >= threshold).then_some(Unsure::SlowAnswer(answer_ms, unseen_ms))
 }
 
 fn retry_gaps<'a>(obs: &Observation, reqs: &[&'a Entry]) -> Vec<Gap<'a>> {
@@ -474,9 +479,12 @@ fn retry_gaps<'a>(obs: &Observation, reqs: &[&'a Entry]) -> Vec<Gap<'a>> {
         };
         let gap = next.at_ms.saturating_sub(finished_ms(obs, e));
         let stalled = match exact_answer_ms(obs, e, next) {
-            Some(answer_ms) => {
-                exact_wait_flips(gap, floor, answer_ms, e.answer.kind.is_immediate_reply())
-            }
+            Some(answer_ms) => exact_wait_flips(
+                gap,
+                floor,
+                (answer_ms, obs.unseen_lag_ms()),
+                e.answer.kind.is_immediate_reply(),
+            ),
             None => stall_flips(
                 gap,
                 floor,
@@ -502,12 +510,14 @@ fn retry_gaps<'a>(obs: &Observation, reqs: &[&'a Entry]) -> Vec<Gap<'a>> {
 const CLEAR_GAPS_TO_SAMPLE: usize = 10;
 
 /// How long the fake took over `from`'s answer, when the wait from it to `next` is exact: both
-/// arrivals are the kernel's, and the fake answered `from` as it read it, before the agent's
-/// own timeout ended its side ([`finished_ms`] is then the arrival or that answer's end).
+/// arrivals are the kernel's, in that order (two connections read out of order are not paired
+/// as one), and the fake answered `from` as it read it, before the agent's own timeout ended
+/// its side ([`finished_ms`] is then the arrival or that answer's end).
 fn exact_answer_ms(obs: &Observation, from: &Entry, next: &Entry) -> Option<u64> {
     let done = from.done_ms?;
     let exact = from.received_by_kernel
         && next.received_by_kernel
+        && next.at_ms >= from.at_ms
         && from.answer.kind.acts_on_arrival()
         && !timed_out(obs, from);
     exact.then(|| done.saturating_sub(from.at_ms))

@@ -440,23 +440,20 @@ fn kernel_stamped_arrivals_judge_a_wait_a_stall_would_leave_unjudged() {
         vec![],
     );
     assert_eq!(slow.verdict, Verdict::Informational, "{slow:?}");
-    assert!(
-        slow.reason
-            .unwrap()
-            .contains("took 40 ms to write its answer")
-    );
-    // A reset is measured from the fake's end of it: the agent had it between the arrival at
-    // 10 and that end.
-    let reset = |done| {
+    assert!(slow.reason.unwrap().contains("took 40 ms over its answer"));
+    // A closed connection is measured from the fake's end of it: the agent had it between the
+    // arrival at 10 and that end. (A reset is not: its RST leaves after the entry is final.)
+    let closed = |done, kind| {
         stamped(entry(
             1,
             EndpointId::WireserverHealthJson,
             10,
             Some(done),
-            AnswerKind::Reset,
+            kind,
             None,
         ))
     };
+    let reset = |done| closed(done, AnswerKind::Close);
     let judged = |first: Entry, retry: u64| {
         judge_stalled(
             "behaviour.interval",
@@ -470,6 +467,12 @@ fn kernel_stamped_arrivals_judge_a_wait_a_stall_would_leave_unjudged() {
     assert_eq!(judged(reset(12), 150).verdict, Verdict::Fail);
     let unsure = judged(reset(50), 215);
     assert_eq!(unsure.verdict, Verdict::Informational, "{unsure:?}");
+    // A reset keeps the stall rule: the stall over its retry leaves it unjudged.
+    let rst = judged(closed(12, AnswerKind::Reset), 215);
+    assert_eq!(rst.verdict, Verdict::Informational, "{rst:?}");
+    // A retry that arrived before the request it follows (read out of order) is not exact.
+    let out_of_order = judged(stamped(health(1, 300, 503)), 215);
+    assert_ne!(out_of_order.verdict, Verdict::Pass, "{out_of_order:?}");
     // One end the fake's own time: the stall counts as before.
     let half = judge_stalled(
         "behaviour.interval",

@@ -154,6 +154,7 @@ pub(crate) async fn accept_loop(
         let shared = shared.clone();
         let handle = table.register();
         let _ = stream.set_nodelay(true);
+        // Inherited from the listener's, unless it was bound before the fake asked.
         crate::rx_stamp::enable(&stream);
         connections.spawn(async move {
             serve_connection(shared, kind, stream, peer, handle).await;
