@@ -309,17 +309,18 @@ impl AnswerKind {
 
     /// Done as soon as the fake had read the request, nothing scripted waiting first (as
     /// `delay`, `hang` and `slow` do), and on the wire by `done_ms`: the agent had it between
-    /// the request's arrival and `done_ms`. Not `reset`: its RST goes out as the connection is
-    /// dropped, after the entry is final.
+    /// the request's arrival and `done_ms` (a reset's entry is made final once its connection
+    /// is dropped, which sends the RST).
     pub const fn acts_on_arrival(self) -> bool {
         match self {
             AnswerKind::Respond
             | AnswerKind::Default
             | AnswerKind::Throttled
+            | AnswerKind::Reset
             | AnswerKind::Close
             | AnswerKind::Malformed
             | AnswerKind::Partial => true,
-            AnswerKind::Reset | AnswerKind::Delay | AnswerKind::Hang | AnswerKind::Slow => false,
+            AnswerKind::Delay | AnswerKind::Hang | AnswerKind::Slow => false,
         }
     }
 }

@@ -441,8 +441,8 @@ fn kernel_stamped_arrivals_judge_a_wait_a_stall_would_leave_unjudged() {
     );
     assert_eq!(slow.verdict, Verdict::Informational, "{slow:?}");
     assert!(slow.reason.unwrap().contains("took 40 ms over its answer"));
-    // A closed connection is measured from the fake's end of it: the agent had it between the
-    // arrival at 10 and that end. (A reset is not: its RST leaves after the entry is final.)
+    // A closed (or reset) connection is measured from the fake's end of it: the agent had it
+    // between the arrival at 10 and that end.
     let closed = |done, kind| {
         stamped(entry(
             1,
@@ -467,9 +467,11 @@ fn kernel_stamped_arrivals_judge_a_wait_a_stall_would_leave_unjudged() {
     assert_eq!(judged(reset(12), 150).verdict, Verdict::Fail);
     let unsure = judged(reset(50), 215);
     assert_eq!(unsure.verdict, Verdict::Informational, "{unsure:?}");
-    // A reset keeps the stall rule: the stall over its retry leaves it unjudged.
     let rst = judged(closed(12, AnswerKind::Reset), 215);
-    assert_eq!(rst.verdict, Verdict::Informational, "{rst:?}");
+    assert_eq!(rst.verdict, Verdict::Pass, "{rst:?}");
+    // A delayed answer keeps the stall rule: the stall over its retry leaves it unjudged.
+    let delayed = judged(closed(12, AnswerKind::Delay), 215);
+    assert_eq!(delayed.verdict, Verdict::Informational, "{delayed:?}");
     // A retry that arrived before the request it follows (read out of order) is not exact.
     let out_of_order = judged(stamped(health(1, 300, 503)), 215);
     assert_ne!(out_of_order.verdict, Verdict::Pass, "{out_of_order:?}");

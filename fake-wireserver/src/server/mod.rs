@@ -166,6 +166,11 @@ pub(crate) async fn accept_loop(
 enum Flow {
     KeepAlive,
     Close,
+    /// A reset: the connection is to be dropped now (its RST leaves then), and entry `seq`
+    /// made final once it has (`done_ms` after the fault is on the wire, as for every answer).
+    Reset {
+        seq: u64,
+    },
     /// The stream was consumed (reset, hang ended).
     Gone,
 }
@@ -204,6 +209,12 @@ async fn serve_connection(
                 match exchange(&shared, &conn, &mut stream, req, keep_alive).await {
                     Flow::KeepAlive if keep_alive => continue,
                     Flow::Gone => return,
+                    Flow::Reset { seq } => {
+                        drop(stream);
+                        let done = shared.now_ms();
+                        lock(&shared.journal).finish(seq, |e| e.done_ms = Some(done));
+                        return;
+                    }
                     Flow::KeepAlive | Flow::Close => {
                         let _ = stream.shutdown().await;
                         return;

@@ -132,10 +132,10 @@ impl Responder<'_> {
     }
 
     fn reset(self) -> Flow {
-        // SO_LINGER 0: close() sends RST instead of FIN.
+        // SO_LINGER 0: close() sends RST instead of FIN; the connection loop closes it, then
+        // makes the entry final.
         let _ = self.stream.set_zero_linger();
-        self.finish(None);
-        Flow::Gone
+        Flow::Reset { seq: self.seq }
     }
 
     async fn close_now(self) -> Flow {
