@@ -89,8 +89,8 @@ pub struct Entry {
     pub seq: u64,
     /// Milliseconds since the fake started (monotonic clock), when the request head arrived.
     pub at_ms: u64,
-    /// `at_ms` is the kernel's receive time of the head's last bytes (`SO_TIMESTAMPNS`): no
-    /// delay of the fake's own in reading them is in it. Absent (false): the fake's time of
+    /// `at_ms` is the kernel's receive time of the read that completed the head
+    /// (`SO_TIMESTAMPNS`): no delay of the fake's own in reading it is in it. Absent (false): the fake's time of
     /// reading them, late by however long its task waited.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub received_by_kernel: bool,

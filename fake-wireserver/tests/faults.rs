@@ -229,6 +229,20 @@ async fn reset_sends_rst() {
     let j = fake.journal();
     assert_eq!(j[1].answer.kind, AnswerKind::Reset);
     assert_eq!(j[1].answer.step.as_ref().unwrap().repeat, 2);
+    // Each entry made final once its RST was out (the client may see it first), without a
+    // status.
+    let mut j = j;
+    for _ in 0..500 {
+        if j.len() >= 2 && j[..2].iter().all(|e| e.done_ms.is_some()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        j = fake.journal();
+    }
+    for e in &j[..2] {
+        assert!(e.done_ms.is_some_and(|d| d >= e.at_ms), "{e:?}");
+        assert_eq!(e.answer.status, None, "{e:?}");
+    }
 }
 
 #[tokio::test]

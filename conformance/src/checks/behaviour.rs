@@ -465,7 +465,12 @@ fn retry_gaps<'a>(obs: &Observation, reqs: &[&'a Entry]) -> Vec<Gap<'a>> {
         if !matches!(obs.classify(e), Class::Retryable(_)) {
             continue;
         }
-        let Some(next) = reqs[k + 1..].iter().find(|n| n.endpoint == e.endpoint) else {
+        // Its retry came after it: a request that arrived before it, on another connection
+        // the fake read later (so journaled after it), is not one.
+        let Some(next) = reqs[k + 1..]
+            .iter()
+            .find(|n| n.endpoint == e.endpoint && n.at_ms >= e.at_ms)
+        else {
             continue;
         };
         let interval = ms(obs.interval_min_after(e));

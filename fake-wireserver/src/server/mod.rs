@@ -171,7 +171,7 @@ enum Flow {
     Reset {
         seq: u64,
     },
-    /// The stream was consumed (reset, hang ended).
+    /// The stream was consumed (a hang ended, a fault closed it).
     Gone,
 }
 

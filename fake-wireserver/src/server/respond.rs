@@ -1,7 +1,9 @@
 //! The last step of an exchange: the answer, written on the raw socket. A default answer comes
 //! from the service's documents (IMDS directly, the others through their axum routers); a
 //! scripted fault is acted out by one function per kind, all ending in the same tail
-//! ([`Responder::send`] or [`Responder::finish`]), which makes the journal entry final.
+//! ([`Responder::send`] or [`Responder::finish`]), which makes the journal entry final once
+//! the answer or fault is on the wire; a reset's is made final by the connection loop, once
+//! the RST is out ([`Flow::Reset`]).
 
 use std::net::SocketAddr;
 
@@ -19,7 +21,7 @@ use crate::sync::lock;
 
 use super::{Flow, Shared};
 
-/// Everything the answer to one request needs, and the journal entry it finishes.
+/// Everything the answer to one request needs, and the journal entry it answers.
 pub(super) struct Responder<'a> {
     pub shared: &'a Shared,
     pub stream: &'a mut TcpStream,
@@ -132,9 +134,12 @@ impl Responder<'_> {
     }
 
     fn reset(self) -> Flow {
-        // SO_LINGER 0: close() sends RST instead of FIN; the connection loop closes it, then
-        // makes the entry final.
+        // A disconnect (connect to AF_UNSPEC) sends the RST now, even while a process being
+        // spawned beside holds a copy of the descriptor (a close would wait for that copy);
+        // SO_LINGER 0 makes the close one too, should the disconnect fail. The connection
+        // loop then drops it and makes the entry final.
         let _ = self.stream.set_zero_linger();
+        let _ = rustix::net::connect_unspec(&*self.stream);
         Flow::Reset { seq: self.seq }
     }
 
