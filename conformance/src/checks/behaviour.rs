@@ -514,15 +514,14 @@ fn retry_gaps<'a>(obs: &Observation, reqs: &[&'a Entry]) -> Vec<Gap<'a>> {
 /// let the stalled ones of that kind go unjudged instead of leaving the case unjudged.
 const CLEAR_GAPS_TO_SAMPLE: usize = 10;
 
-/// How long the fake took over `from`'s answer, when the wait from it to `next` is exact: both
-/// arrivals are the kernel's, in that order (two connections read out of order are not paired
-/// as one), and the fake answered `from` as it read it, before the agent's own timeout ended
-/// its side ([`finished_ms`] is then the arrival or that answer's end).
+/// How long the fake took over `from`'s answer, when the wait from it to `next` (a later
+/// arrival, [`retry_gaps`]) is exact: both arrivals are the kernel's, and the fake answered
+/// `from` as it read it, before the agent's own timeout ended its side ([`finished_ms`] is
+/// then the arrival or that answer's end).
 fn exact_answer_ms(obs: &Observation, from: &Entry, next: &Entry) -> Option<u64> {
     let done = from.done_ms?;
     let exact = from.received_by_kernel
         && next.received_by_kernel
-        && next.at_ms >= from.at_ms
         && from.answer.kind.acts_on_arrival()
         && !timed_out(obs, from);
     exact.then(|| done.saturating_sub(from.at_ms))

@@ -411,22 +411,20 @@ fn kernel_stamped_arrivals_judge_a_wait_a_stall_would_leave_unjudged() {
         }]
     };
     let exact = |first: Entry, retry: u64| vec![stamped(first), stamped(health(2, retry, 201))];
-    let pass = judge_stalled(
-        "behaviour.interval",
-        &s,
-        exact(health(1, 10, 503), 215),
-        vec![run(0, 220, Exit::Code(0))],
-        stall(),
-    );
+    // `first`, then its retry at `retry` ms, both stamped, under that stall.
+    let judged = |first: Entry, retry: u64| {
+        judge_stalled(
+            "behaviour.interval",
+            &s,
+            exact(first, retry),
+            vec![run(0, retry + 5, Exit::Code(0))],
+            stall(),
+        )
+    };
+    let pass = judged(health(1, 10, 503), 215);
     assert_eq!(pass.verdict, Verdict::Pass, "{pass:?}");
     // 150 ms (floor 190): too fast, however late the runner was.
-    let fast = judge_stalled(
-        "behaviour.interval",
-        &s,
-        exact(health(1, 10, 503), 160),
-        vec![run(0, 170, Exit::Code(0))],
-        stall(),
-    );
+    let fast = judged(health(1, 10, 503), 160);
     assert_eq!(fast.verdict, Verdict::Fail, "{fast:?}");
     // The 503's write took 40 ms: the agent had it between 10 and 50 ms, and 205 ms after 10
     // may be 165 ms after 50.
@@ -452,15 +450,6 @@ fn kernel_stamped_arrivals_judge_a_wait_a_stall_would_leave_unjudged() {
             kind,
             None,
         ))
-    };
-    let judged = |first: Entry, retry: u64| {
-        judge_stalled(
-            "behaviour.interval",
-            &s,
-            exact(first, retry),
-            vec![run(0, retry + 5, Exit::Code(0))],
-            stall(),
-        )
     };
     assert_eq!(
         judged(closed(12, AnswerKind::Close), 215).verdict,

@@ -63,6 +63,15 @@ impl Shared {
     fn now_ms(&self) -> u64 {
         self.clock.now_ms()
     }
+    /// Makes entry `seq` final: answered now (`done_ms`, once the answer or fault is on the
+    /// wire), with `status` (`None`: no status line was sent).
+    fn answered(&self, seq: u64, status: Option<u16>) {
+        let done = self.now_ms();
+        lock(&self.journal).finish(seq, |e| {
+            e.done_ms = Some(done);
+            e.answer.status = status;
+        });
+    }
     pub(crate) fn load_scenario(&self, scenario: Scenario) {
         *lock(&self.engine) = EngineSlot::new(scenario, self.clock.now());
     }
@@ -211,8 +220,7 @@ async fn serve_connection(
                     Flow::Gone => return,
                     Flow::Reset { seq } => {
                         drop(stream);
-                        let done = shared.now_ms();
-                        lock(&shared.journal).finish(seq, |e| e.done_ms = Some(done));
+                        shared.answered(seq, None);
                         return;
                     }
                     Flow::KeepAlive | Flow::Close => {
@@ -320,8 +328,7 @@ async fn bad_request(shared: &Shared, conn: &Conn, stream: &mut TcpStream, err: 
             }
         }
     }
-    let done = shared.now_ms();
-    lock(&shared.journal).finish(seq, |e| e.done_ms = Some(done));
+    shared.answered(seq, status);
 }
 
 fn partial_request(p: Partial, at: Instant) -> Request {

@@ -80,11 +80,7 @@ impl Responder<'_> {
 
     /// Makes the journal entry final: answered now, with `status` (`None`: no answer sent).
     fn finish(&self, status: Option<u16>) {
-        let done = self.shared.now_ms();
-        lock(&self.shared.journal).finish(self.seq, |e| {
-            e.done_ms = Some(done);
-            e.answer.status = status;
-        });
+        self.shared.answered(self.seq, status);
     }
 
     /// The scripted reply, or the default answer when the step gives none.
