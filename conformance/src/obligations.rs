@@ -11,7 +11,7 @@
 //!   and the seconds the answer itself takes (a delay, or an unanswered request's timeout);
 //! * [`tries_exhausted_after`]: how long an agent that counts its tries takes to use them all.
 
-use fake_wireserver::{Action as StepAction, Preset, Service};
+use fake_wireserver::{Action as StepAction, Delivery, Preset, Reply, Service};
 
 use crate::agent::{Forbidden, Reaction, Reactions};
 use crate::scenario::AgentPlan;
@@ -157,38 +157,48 @@ pub fn step_cost(r: &Reactions, a: &AgentPlan, service: Service, action: &StepAc
         status: None,
         busy,
     };
-    match action {
-        StepAction::Respond(reply) => {
-            let status = reply
-                .status
-                .or(reply.preset.map(|p| p.status()))
-                .unwrap_or(200);
-            let throttle_body = reply.preset == Some(Preset::Throttled) && reply.body.is_none();
-            let taken = taken(r, service, status, throttle_body);
-            // An agent that honours Retry-After sleeps it before the retry: the answer costs
-            // that long, up to its budget (a deadline allows for it; past the budget the
-            // runner ends it, and behaviour.budget judges a sleep the budget did not end).
-            let busy = if taken == Taken::Retry && r.honours_retry_after.contains(&status) {
-                retry_after_seconds(&reply.headers).min(r.budget.unwrap_or(a.budget))
-            } else {
-                0.0
-            };
-            StepCost {
-                taken,
-                status: Some(status),
-                busy,
-            }
-        }
-        StepAction::Delay { seconds, .. } if *seconds < timeout => StepCost {
-            taken: Taken::Success,
-            status: None,
-            busy: *seconds,
+    match action.kind().delivery() {
+        Delivery::AtOnce => match action.reply() {
+            Some(reply) => reply_cost(r, a, service, reply),
+            None => StepCost {
+                taken: Taken::Success,
+                status: None,
+                busy: 0.0,
+            },
         },
-        StepAction::Delay { .. } | StepAction::Hang | StepAction::Slow { .. } => transport(timeout),
-        StepAction::Reset
-        | StepAction::Close
-        | StepAction::Malformed { .. }
-        | StepAction::Partial { .. } => transport(0.0),
+        Delivery::AfterWait | Delivery::OverTime | Delivery::Never => match action.held(timeout) {
+            busy if busy < timeout => StepCost {
+                taken: Taken::Success,
+                status: None,
+                busy,
+            },
+            _ => transport(timeout),
+        },
+        Delivery::Broken(_) => transport(0.0),
+    }
+}
+
+/// What a scripted reply costs: how the profile takes its status, and the `Retry-After` it
+/// honours.
+fn reply_cost(r: &Reactions, a: &AgentPlan, service: Service, reply: &Reply) -> StepCost {
+    let status = reply
+        .status
+        .or(reply.preset.map(|p| p.status()))
+        .unwrap_or(200);
+    let throttle_body = reply.preset == Some(Preset::Throttled) && reply.body.is_none();
+    let taken = taken(r, service, status, throttle_body);
+    // An agent that honours Retry-After sleeps it before the retry: the answer costs that long,
+    // up to its budget (a deadline allows for it; past the budget the runner ends it, and
+    // behaviour.budget judges a sleep the budget did not end).
+    let busy = if taken == Taken::Retry && r.honours_retry_after.contains(&status) {
+        retry_after_seconds(&reply.headers).min(r.budget.unwrap_or(a.budget))
+    } else {
+        0.0
+    };
+    StepCost {
+        taken,
+        status: Some(status),
+        busy,
     }
 }
 

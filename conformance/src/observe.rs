@@ -2,7 +2,7 @@
 //! reading of it that checks build on: which run a request belongs to, and how the agent's
 //! profile classifies each answer (success, retryable, fatal).
 
-use fake_wireserver::journal::{AnswerKind, Entry};
+use fake_wireserver::journal::{AnswerKind, Delivery, Entry};
 use fake_wireserver::{EndpointId, HealthState, SubStatus};
 use wirecheck_oracle::ServedIds;
 use wirecheck_oracle::kvp::PoolView;
@@ -497,24 +497,19 @@ impl Observation<'_> {
             Reaction::Fatal => Class::Fatal(what),
         };
         let took = entry.done_ms.map(|d| d.saturating_sub(entry.at_ms));
-        match entry.answer.kind {
-            AnswerKind::Hang => return transport("no answer (hang)".into()),
-            AnswerKind::Reset => return transport("connection reset".into()),
-            AnswerKind::Close => return transport("connection closed without a reply".into()),
-            AnswerKind::Malformed => return transport("malformed HTTP reply".into()),
-            AnswerKind::Partial => return transport("reply cut short".into()),
-            AnswerKind::Delay | AnswerKind::Slow if took.is_some_and(|t| t > timeout_ms + 100) => {
+        match entry.answer.kind.delivery() {
+            Delivery::Never => return transport(format!("no answer ({})", entry.answer.kind)),
+            Delivery::Broken(what) => return transport(what.into()),
+            Delivery::AfterWait | Delivery::OverTime
+                if took.is_some_and(|t| t > timeout_ms + 100) =>
+            {
                 return transport(format!(
                     "reply took {} ms, longer than the {} ms request timeout",
                     took.unwrap_or_default(),
                     timeout_ms
                 ));
             }
-            AnswerKind::Delay
-            | AnswerKind::Slow
-            | AnswerKind::Respond
-            | AnswerKind::Throttled
-            | AnswerKind::Default => {}
+            Delivery::AfterWait | Delivery::OverTime | Delivery::AtOnce => {}
         }
         let Some(status) = entry.answer.status else {
             return transport(format!("no status ({})", entry.answer.kind));
@@ -620,7 +615,6 @@ impl Observation<'_> {
 
     /// The scripted reply that answered `entry`, if a step with a reply did.
     fn scripted_reply(&self, entry: &Entry) -> Option<&fake_wireserver::Reply> {
-        use fake_wireserver::Action as StepAction;
         let step = entry.answer.step.as_ref()?;
         let plan = self
             .scenario
@@ -628,16 +622,7 @@ impl Observation<'_> {
             .endpoints
             .iter()
             .find(|p| p.id == step.endpoint)?;
-        match &plan.steps.get(step.index)?.action {
-            StepAction::Respond(reply) => Some(reply),
-            StepAction::Delay { reply, .. }
-            | StepAction::Partial { reply, .. }
-            | StepAction::Slow { reply, .. } => reply.as_ref(),
-            StepAction::Hang
-            | StepAction::Reset
-            | StepAction::Close
-            | StepAction::Malformed { .. } => None,
-        }
+        plan.steps.get(step.index)?.action.reply()
     }
 
     /// Whether the answer was scripted (a fault the scenario injected), or a rate limit's

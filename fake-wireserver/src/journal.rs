@@ -190,8 +190,8 @@ impl std::fmt::Display for Listener {
 /// one place.
 macro_rules! answer_kinds {
     (
-        steps { $($(#[doc = $sdoc:literal])* $step:ident = $sname:literal,)+ }
-        others { $($(#[doc = $odoc:literal])* $other:ident = $oname:literal,)+ }
+        steps { $($(#[doc = $sdoc:literal])* $step:ident = $sname:literal => $sdelivery:expr,)+ }
+        others { $($(#[doc = $odoc:literal])* $other:ident = $oname:literal => $odelivery:expr,)+ }
     ) => {
         /// What kind of answer the fake gave: the kind of the scripted step that answered (the
         /// same names a scenario's `kind` takes), `throttled` (a rate limit: the `[rate_limit]`'s
@@ -231,6 +231,15 @@ macro_rules! answer_kinds {
             pub const fn is_step(self) -> bool {
                 !matches!(self, $(AnswerKind::$other)|+)
             }
+
+            /// How an answer of this kind reaches the client; every class of a kind derives
+            /// from it.
+            pub const fn delivery(self) -> Delivery {
+                match self {
+                    $(AnswerKind::$step => $sdelivery,)+
+                    $(AnswerKind::$other => $odelivery,)+
+                }
+            }
         }
 
         impl StepKind {
@@ -250,28 +259,58 @@ macro_rules! answer_kinds {
 answer_kinds! {
     steps {
         /// A scripted status/headers/body (`kind = "respond"`).
-        Respond = "respond",
+        Respond = "respond" => Delivery::AtOnce,
         /// Waited, then answered (`kind = "delay"`).
-        Delay = "delay",
+        Delay = "delay" => Delivery::AfterWait,
         /// Read the request and never answered.
-        Hang = "hang",
+        Hang = "hang" => Delivery::Never,
         /// TCP RST.
-        Reset = "reset",
+        Reset = "reset" => Delivery::Broken("connection reset"),
         /// Closed without a byte.
-        Close = "close",
+        Close = "close" => Delivery::Broken("connection closed without a reply"),
         /// Raw bytes, then closed.
-        Malformed = "malformed",
+        Malformed = "malformed" => Delivery::Broken("malformed HTTP reply"),
         /// The body cut short, then closed.
-        Partial = "partial",
+        Partial = "partial" => Delivery::Broken("reply cut short"),
         /// The body dribbled.
-        Slow = "slow",
+        Slow = "slow" => Delivery::OverTime,
     }
     others {
         /// A rate limit refused it (not a step kind): the `[rate_limit]`'s 403, or IMDS's own
         /// per-VM limit's 429 (docs/protocol.md §1.2); the entry's status tells which.
-        Throttled = "throttled",
+        Throttled = "throttled" => Delivery::AtOnce,
         /// The default answer (not a step kind).
-        Default = "default",
+        Default = "default" => Delivery::AtOnce,
+    }
+}
+
+/// How an answer reaches the client: the one fact about an [`AnswerKind`] its row states.
+/// The fake's classes of a kind ([`AnswerKind::is_fault`], [`AnswerKind::acts_on_arrival`],
+/// ...) and the conformance model's reading of one (what a step costs an agent, whether it can
+/// outlast a timeout, what failure the agent saw) all derive from it, so a new kind is
+/// classified where it is declared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Delivery {
+    /// A whole reply as soon as the request was read.
+    AtOnce,
+    /// A whole reply after a scripted wait, which the client's timeout may end first.
+    AfterWait,
+    /// The reply written over time, which the client's timeout may end first.
+    OverTime,
+    /// No answer ever: the client's timeout (or its giving up) ends the request.
+    Never,
+    /// At once, but no usable reply: the transport failure the client sees.
+    Broken(&'static str),
+}
+
+impl Delivery {
+    /// Holds the client waiting (a wait, a dribble, or no answer), so the request may take up
+    /// to the client's timeout.
+    pub const fn holds_client(self) -> bool {
+        matches!(
+            self,
+            Delivery::AfterWait | Delivery::OverTime | Delivery::Never
+        )
     }
 }
 
@@ -283,13 +322,8 @@ impl AnswerKind {
     /// bytes, or dribbled).
     pub const fn is_transport_fault(self) -> bool {
         matches!(
-            self,
-            AnswerKind::Hang
-                | AnswerKind::Reset
-                | AnswerKind::Close
-                | AnswerKind::Malformed
-                | AnswerKind::Partial
-                | AnswerKind::Slow
+            self.delivery(),
+            Delivery::Never | Delivery::Broken(_) | Delivery::OverTime
         )
     }
 
@@ -301,10 +335,7 @@ impl AnswerKind {
     /// Answered at once with a complete status line and body (`respond`, `default`,
     /// `throttled`): no fault of timing or transport.
     pub const fn is_immediate_reply(self) -> bool {
-        matches!(
-            self,
-            AnswerKind::Respond | AnswerKind::Default | AnswerKind::Throttled
-        )
+        matches!(self.delivery(), Delivery::AtOnce)
     }
 
     /// Done as soon as the fake had read the request, nothing scripted waiting first (as
@@ -312,16 +343,7 @@ impl AnswerKind {
     /// the request's arrival and `done_ms` (a reset's entry is made final once its connection
     /// is dropped, which sends the RST).
     pub const fn acts_on_arrival(self) -> bool {
-        match self {
-            AnswerKind::Respond
-            | AnswerKind::Default
-            | AnswerKind::Throttled
-            | AnswerKind::Reset
-            | AnswerKind::Close
-            | AnswerKind::Malformed
-            | AnswerKind::Partial => true,
-            AnswerKind::Delay | AnswerKind::Hang | AnswerKind::Slow => false,
-        }
+        matches!(self.delivery(), Delivery::AtOnce | Delivery::Broken(_))
     }
 }
 
@@ -843,6 +865,37 @@ mod tests {
         assert_eq!(err.field, "answer.kind");
         // serde_json's own message for a number where a name belongs (as for a derived enum).
         assert!(err.message.starts_with("expected value at line 1"), "{err}");
+    }
+
+    #[test]
+    fn each_kind_is_classed_by_how_it_reaches_the_client() {
+        use AnswerKind as K;
+        // Kind: transport fault, immediate reply, acts on arrival, holds the client waiting
+        // (the lists each class was written as before the rows stated a delivery).
+        let table = [
+            (K::Respond, false, true, true, false),
+            (K::Delay, false, false, false, true),
+            (K::Hang, true, false, false, true),
+            (K::Reset, true, false, true, false),
+            (K::Close, true, false, true, false),
+            (K::Malformed, true, false, true, false),
+            (K::Partial, true, false, true, false),
+            (K::Slow, true, false, false, true),
+            (K::Throttled, false, true, true, false),
+            (K::Default, false, true, true, false),
+        ];
+        assert_eq!(table.map(|row| row.0), AnswerKind::ALL);
+        for (kind, transport, immediate, on_arrival, holds) in table {
+            let got = (
+                kind.is_transport_fault(),
+                kind.is_immediate_reply(),
+                kind.acts_on_arrival(),
+                kind.delivery().holds_client(),
+            );
+            assert_eq!(got, (transport, immediate, on_arrival, holds), "{kind}");
+        }
+        // What the client sees of a broken answer is named (observe's transport failures).
+        assert_eq!(K::Reset.delivery(), Delivery::Broken("connection reset"));
     }
 
     #[test]

@@ -128,13 +128,11 @@
 //!
 //! ## Faults
 //!
-//! Faults are acted out on the socket: [`Step::hang`] reads the request and never answers,
-//! [`Step::reset`] sends a TCP RST, [`Step::close`] closes without a byte,
-//! [`Step::malformed`] writes raw bytes, [`Step::partial`] stops inside the declared body,
-//! [`Step::slow`] dribbles it, [`Step::delay`] waits first; [`Step::respond`] and the presets
-//! ([`Step::throttled`], [`Step::gone`], [`Step::internal_error`], [`Step::unavailable`],
-//! [`Step::too_many_requests`]) answer with a status, adjusted by [`Step::header`] and
-//! [`Step::body`]. [`EndPolicy`] says what follows the last step.
+//! Faults are acted out on the socket, a [`Step`] constructor per kind of [`Action`] (e.g.
+//! [`Step::hang`] reads the request and never answers, [`Step::reset`] sends a TCP RST);
+//! [`Step::respond`] and the presets ([`Step::throttled`], [`Step::gone`],
+//! [`Step::internal_error`], [`Step::unavailable`], [`Step::too_many_requests`]) answer with a
+//! status, adjusted by [`Step::header`] and [`Step::body`]. [`EndPolicy`] says what follows the last step.
 //!
 //! ```
 //! use std::io::{Read, Write};
@@ -337,10 +335,8 @@
 //!
 //! # Transport
 //!
-//! The fake reads and writes HTTP/1.1 on the raw socket itself, so scripted faults are real:
-//! `hang` never answers, `reset` sends a TCP RST, `close` closes without a byte, `malformed`
-//! writes raw bytes, `partial` stops inside the declared body, `slow` dribbles the body. The
-//! default documents come from two axum routers ([`wireserver::router`], [`imds::router`]).
+//! The fake reads and writes HTTP/1.1 on the raw socket itself, so scripted faults are real
+//! (a `reset` is a TCP RST, a `hang` never answers; each kind is an [`Action`]). The default documents come from two axum routers ([`wireserver::router`], [`imds::router`]).
 
 // Unit tests read top to bottom as the story they check; the length rule is for the code.
 #![cfg_attr(test, allow(clippy::too_many_lines))]
@@ -389,7 +385,7 @@ pub use fake::{
 };
 pub use files::FileAccess;
 pub use journal::{
-    Answer, AnswerKind, Entry, EntryError, JournalStats, Listener, StepRef, UnknownName,
+    Answer, AnswerKind, Delivery, Entry, EntryError, JournalStats, Listener, StepRef, UnknownName,
 };
 pub use journal_file::JournalFileError;
 pub use oracle::{Finding, HealthReport, HealthState, ServedIds, Severity, SubStatus};

@@ -7,7 +7,7 @@
 //! request, the runner's lag), or by counts for an agent that counts its tries.
 
 use fake_wireserver::EndpointId;
-use fake_wireserver::journal::{AnswerKind, Entry};
+use fake_wireserver::journal::{Delivery, Entry};
 
 use super::{Judgement, Tally, about, line, note, stderr_tail};
 use crate::agent::{Done, HealthReporting};
@@ -1056,19 +1056,12 @@ pub fn timeout(obs: &Observation) -> Judgement {
         for service in [Service::Wireserver, Service::Imds] {
             let reqs = requests(obs, ri, service);
             for (k, e) in reqs.iter().enumerate() {
-                let slow = match e.answer.kind {
-                    AnswerKind::Hang => true,
-                    AnswerKind::Delay | AnswerKind::Slow => e
+                let slow = match e.answer.kind.delivery() {
+                    Delivery::Never => true,
+                    Delivery::AfterWait | Delivery::OverTime => e
                         .done_ms
                         .is_none_or(|d| d.saturating_sub(e.at_ms) > timeout + 100),
-                    // Exhaustive: a new kind that can outlast a timeout must be named here.
-                    AnswerKind::Respond
-                    | AnswerKind::Reset
-                    | AnswerKind::Close
-                    | AnswerKind::Malformed
-                    | AnswerKind::Partial
-                    | AnswerKind::Throttled
-                    | AnswerKind::Default => false,
+                    Delivery::AtOnce | Delivery::Broken(_) => false,
                 };
                 if !slow {
                     continue;

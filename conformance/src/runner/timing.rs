@@ -20,8 +20,8 @@
 //! where its timings are judged most finely. A pair whose deadline would still take longer than
 //! [`CASE_LIMIT_SECONDS`] of the wall clock is not run (skipped, saying why).
 
+use fake_wireserver::EndPolicy;
 use fake_wireserver::clock::TimeScale;
-use fake_wireserver::{Action as StepAction, EndPolicy};
 
 use crate::agent::AgentProfile;
 use crate::obligations::{self, Taken};
@@ -237,15 +237,7 @@ fn fault_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
         for step in &plan.steps {
             let cost = obligations::step_cost(r, a, service, &step.action);
             // A delay may end without a retry; counting it only makes the deadline longer.
-            // Exhaustive: a new kind that holds the agent waiting must be named here.
-            let waits = match step.action {
-                StepAction::Hang | StepAction::Slow { .. } | StepAction::Delay { .. } => true,
-                StepAction::Respond(_)
-                | StepAction::Reset
-                | StepAction::Close
-                | StepAction::Malformed { .. }
-                | StepAction::Partial { .. } => false,
-            };
+            let waits = step.action.kind().delivery().holds_client();
             // An answer itself costs nothing beyond the scenario's own timing, but for a
             // `Retry-After` the agent honours (`obligations::step_cost`), counted apart.
             let times = f64::from(step.times);

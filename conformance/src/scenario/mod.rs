@@ -173,7 +173,7 @@ impl Scenario {
     /// (scripted faults times the retry interval or timeout, or the whole budget when nothing
     /// will ever succeed). The runner starts the longest scenarios first.
     pub fn expected_wait(&self) -> f64 {
-        use fake_wireserver::{Action as StepAction, EndPolicy};
+        use fake_wireserver::EndPolicy;
         let a = &self.agent;
         let runs = a.runs.len() as f64;
         let endless = a.wireserver == Target::Closed
@@ -197,16 +197,7 @@ impl Scenario {
         }
         for plan in &self.fake.endpoints {
             for step in &plan.steps {
-                let each = match &step.action {
-                    StepAction::Hang => a.request_timeout,
-                    StepAction::Delay { seconds, .. } => seconds.min(a.request_timeout),
-                    StepAction::Slow { .. } => a.request_timeout,
-                    StepAction::Respond(_)
-                    | StepAction::Reset
-                    | StepAction::Close
-                    | StepAction::Malformed { .. }
-                    | StepAction::Partial { .. } => 0.0,
-                } + a.retry_interval;
+                let each = step.action.held(a.request_timeout) + a.retry_interval;
                 wait += each * f64::from(step.times);
             }
         }

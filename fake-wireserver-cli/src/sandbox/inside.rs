@@ -21,7 +21,7 @@ use fake_wireserver::contain::userns;
 use fake_wireserver::endpoint::HOSTPLUGIN_PORT;
 use fake_wireserver::limits::TreeLimits;
 use fake_wireserver::sandbox::POOL_COPY_MAX;
-use fake_wireserver::{AnswerKind, Fake, FakeConfig, Scenario};
+use fake_wireserver::{Delivery, Fake, FakeConfig, Scenario};
 
 /// Entries kept in memory for the journal written at the end (a run is finite; the fake's
 /// default window is smaller).
@@ -312,7 +312,7 @@ async fn settled_journal(fake: &Fake) -> Vec<fake_wireserver::journal::Entry> {
         let journal = fake.journal();
         let pending = journal
             .iter()
-            .any(|e| e.done_ms.is_none() && e.answer.kind != AnswerKind::Hang);
+            .any(|e| e.done_ms.is_none() && e.answer.kind.delivery() != Delivery::Never);
         if !pending || tokio::time::Instant::now() >= until {
             return journal;
         }

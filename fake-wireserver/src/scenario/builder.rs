@@ -12,7 +12,7 @@ use super::*;
 
 /// Panics, at the caller of the builder method, when `rule` fails.
 #[track_caller]
-fn check(method: &str, field: &str, rule: Result<(), String>) {
+pub(super) fn check(method: &str, field: &str, rule: Result<(), String>) {
     if let Err(message) = rule {
         panic!("{method}: {field} {message}");
     }
@@ -169,57 +169,6 @@ impl Step {
     pub fn too_many_requests() -> Self {
         Step::preset(Preset::TooManyRequests)
     }
-    /// `kind = "delay"`: wait, then give the default answer. [`Step::status`], [`Step::header`]
-    /// or [`Step::body`] script the answer instead (status 200 unless set), as for `partial` and
-    /// `slow`. Panics, at the caller's line, on a wait over [`MAX_SECONDS`].
-    #[track_caller]
-    pub fn delay(wait: std::time::Duration) -> Self {
-        let seconds = wait.as_secs_f64();
-        check("Step::delay", "seconds", rules::seconds(seconds, true));
-        Step::new(Action::Delay {
-            seconds,
-            reply: None,
-        })
-    }
-    /// `kind = "hang"`: read the request, never answer.
-    pub fn hang() -> Self {
-        Step::new(Action::Hang)
-    }
-    /// `kind = "reset"`: a TCP RST.
-    pub fn reset() -> Self {
-        Step::new(Action::Reset)
-    }
-    /// `kind = "close"`: close without a byte.
-    pub fn close() -> Self {
-        Step::new(Action::Close)
-    }
-    /// `kind = "malformed"`: write these bytes raw, then close.
-    pub fn malformed(bytes: impl Into<String>) -> Self {
-        Step::new(Action::Malformed {
-            bytes: bytes.into(),
-        })
-    }
-    /// `kind = "partial"`: the head with the full `Content-Length`, then only `bytes_sent` bytes
-    /// of the (default, or set) body, then close.
-    pub fn partial(bytes_sent: usize) -> Self {
-        Step::new(Action::Partial {
-            bytes_sent,
-            reply: None,
-        })
-    }
-    /// `kind = "slow"`: the head, then the body `chunk` bytes every `interval`. Panics, at the
-    /// caller's line, on a `chunk` of 0 or an `interval` of 0 or over [`MAX_SECONDS`].
-    #[track_caller]
-    pub fn slow(chunk: usize, interval: std::time::Duration) -> Self {
-        let interval = interval.as_secs_f64();
-        check("Step::slow", "chunk", rules::chunk(chunk));
-        check("Step::slow", "interval", rules::seconds(interval, false));
-        Step::new(Action::Slow {
-            chunk,
-            interval,
-            reply: None,
-        })
-    }
     /// How many requests this step consumes (`times`, default 1). Panics, at the caller's line,
     /// unless `times` is 1-[`MAX_TIMES`].
     #[track_caller]
@@ -275,14 +224,9 @@ impl Step {
     #[track_caller]
     fn reply_mut(&mut self, what: &str) -> &mut Reply {
         let kind = self.action.kind();
-        match &mut self.action {
-            Action::Respond(reply) => reply,
-            Action::Delay { reply, .. }
-            | Action::Partial { reply, .. }
-            | Action::Slow { reply, .. } => reply.get_or_insert_with(Reply::default),
-            Action::Hang | Action::Reset | Action::Close | Action::Malformed { .. } => {
-                panic!("Step::{what}: a {:?} step sends no reply", kind.as_str())
-            }
+        match self.action.reply_or_insert() {
+            Some(reply) => reply,
+            None => panic!("Step::{what}: a {:?} step sends no reply", kind.as_str()),
         }
     }
 }

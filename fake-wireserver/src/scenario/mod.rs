@@ -27,9 +27,8 @@
 //! scenario's own folder or an `--allow-files` folder ([`FileAccess`], [`crate::files`]).
 //!
 //! In Rust, the same scenario is [`Scenario::new`] plus the builder: a plan per
-//! [`Scenario::endpoint`], a [`Step`] constructor per `kind` ([`Step::respond`], [`Step::delay`],
-//! [`Step::hang`], [`Step::reset`], [`Step::close`], [`Step::malformed`], [`Step::partial`],
-//! [`Step::slow`]) and per preset ([`Step::throttled`], ...), with `times` and `probability`.
+//! [`Scenario::endpoint`], a [`Step`] constructor per `kind` (an [`Action`] each) and per
+//! preset ([`Step::throttled`], ...), with `times` and `probability`.
 //!
 //! ```
 //! use fake_wireserver::{EndPolicy, EndpointId, Scenario, Step};
@@ -244,64 +243,6 @@ pub struct Step {
     pub then: Option<TriggerAction>,
 }
 
-/// What a step does.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Action {
-    /// Answer with this status/headers/body.
-    Respond(Reply),
-    /// Wait, then answer normally (or with the reply when given).
-    Delay {
-        /// How long to wait.
-        seconds: f64,
-        /// The answer after the wait; `None` = the default answer.
-        reply: Option<Reply>,
-    },
-    /// Read the request, never answer (until the client gives up).
-    Hang,
-    /// TCP RST (SO_LINGER 0, then close).
-    Reset,
-    /// Close without any response bytes.
-    Close,
-    /// Write these bytes raw, then close.
-    Malformed {
-        /// The bytes, as written in the scenario (escapes already decoded by TOML).
-        bytes: String,
-    },
-    /// Send the head with the full Content-Length, then `bytes_sent` bytes of body, then close.
-    Partial {
-        /// Body bytes sent before the close.
-        bytes_sent: usize,
-        /// The answer cut short; `None` = the default answer.
-        reply: Option<Reply>,
-    },
-    /// Send the head, then dribble the body: `chunk` bytes every `interval` seconds.
-    Slow {
-        /// Bytes per write.
-        chunk: usize,
-        /// Seconds between writes.
-        interval: f64,
-        /// The answer dribbled; `None` = the default answer.
-        reply: Option<Reply>,
-    },
-}
-
-impl Action {
-    /// The step's `kind` (also the journal's `answer.kind`); always one of
-    /// [`AnswerKind::STEP_KINDS`].
-    pub fn kind(&self) -> AnswerKind {
-        match self {
-            Action::Respond(_) => AnswerKind::Respond,
-            Action::Delay { .. } => AnswerKind::Delay,
-            Action::Hang => AnswerKind::Hang,
-            Action::Reset => AnswerKind::Reset,
-            Action::Close => AnswerKind::Close,
-            Action::Malformed { .. } => AnswerKind::Malformed,
-            Action::Partial { .. } => AnswerKind::Partial,
-            Action::Slow { .. } => AnswerKind::Slow,
-        }
-    }
-}
-
 /// A scripted answer. Explicit `status`/`headers`/`body` override the preset's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Reply {
@@ -428,11 +369,13 @@ pub fn seconds(x: f64) -> std::time::Duration {
     }
 }
 
+mod action;
 mod builder;
 mod imds_rate;
 mod parse;
 mod rules;
 mod write;
 
+pub use action::Action;
 pub use imds_rate::{IMDS_REQUESTS_PER_SECOND, ImdsRateLimit};
 pub(crate) use write::serialize_scenario;

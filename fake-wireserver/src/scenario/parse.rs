@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use toml::Spanned;
 
+use super::action::{self, RawStep, span};
 use super::rules;
 use super::*;
 use crate::files::FileReader;
@@ -235,25 +236,6 @@ struct RawEndpoint {
     step: Vec<Spanned<RawStep>>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawStep {
-    kind: Spanned<StepKind>,
-    times: Option<Spanned<u32>>,
-    probability: Option<Spanned<f64>>,
-    status: Option<Spanned<u16>>,
-    preset: Option<Spanned<Preset>>,
-    headers: Option<Spanned<Vec<(String, String)>>>,
-    body: Option<Spanned<String>>,
-    body_file: Option<Spanned<String>>,
-    seconds: Option<Spanned<f64>>,
-    bytes: Option<Spanned<String>>,
-    bytes_sent: Option<Spanned<usize>>,
-    chunk: Option<Spanned<usize>>,
-    interval: Option<Spanned<f64>>,
-    then: Option<Spanned<TriggerAction>>,
-}
-
 impl RawScenario {
     /// Checks the sections in file order (the first error is the one reported).
     fn validate(self, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
@@ -382,16 +364,6 @@ fn validate_triggers(
     Ok(triggers)
 }
 
-impl StepKind {
-    /// Whether the kind answers with a reply (status, preset, headers, body).
-    fn takes_reply(self) -> bool {
-        matches!(
-            self,
-            StepKind::Respond | StepKind::Delay | StepKind::Partial | StepKind::Slow
-        )
-    }
-}
-
 /// Where a step stands, for its error messages: the step's field path (`endpoint[1].step[2]`)
 /// and its kind with the kind's position (what a missing field is reported at).
 struct StepAt<'c, 'a> {
@@ -424,23 +396,6 @@ impl StepAt<'_, '_> {
         }
     }
 
-    /// A field the kind needs; `why` says what it is for in the message.
-    fn required<T>(
-        &self,
-        value: Option<Spanned<T>>,
-        name: &str,
-        why: Option<&str>,
-    ) -> Result<Spanned<T>, ScenarioError> {
-        value.ok_or_else(|| {
-            let why = why.map(|w| format!(" ({w})")).unwrap_or_default();
-            self.err(
-                self.kind_span.clone(),
-                name,
-                format!("required for kind = \"{}\"{why}", self.kind.as_str()),
-            )
-        })
-    }
-
     /// A value checked by its rule (an error at the value's position).
     fn check<T: Copy>(
         &self,
@@ -465,17 +420,6 @@ impl StepAt<'_, '_> {
             .as_ref()
             .map(|v| self.check(v, name, rule))
             .transpose()
-    }
-
-    /// A required duration in seconds (`delay.seconds`, `slow.interval`).
-    fn seconds(
-        &self,
-        value: Option<Spanned<f64>>,
-        name: &str,
-        allow_zero: bool,
-    ) -> Result<f64, ScenarioError> {
-        let value = self.required(value, name, None)?;
-        self.check(&value, name, |x| rules::seconds(x, allow_zero))
     }
 }
 
@@ -554,11 +498,6 @@ fn body(
     }
 }
 
-/// Where a field was given, if it was.
-fn span<T>(value: &Option<Spanned<T>>) -> Option<Range<usize>> {
-    value.as_ref().map(Spanned::span)
-}
-
 impl RawStep {
     /// Checks in a fixed order (the first error is the one reported): fields the kind does not
     /// use, `times`, `probability`, `then`, the reply, then the kind's own fields.
@@ -583,13 +522,17 @@ impl RawStep {
             }
             TriggerAction::ReprovisionAvailable => Ok(()),
         })?;
-        let reply = if at.kind.takes_reply() {
+        let reply = if action::takes_reply(at.kind) {
             self.take_reply().validate(&at)?
         } else {
             None
         };
+        let action = self.action(at.kind, reply).map_err(|e| {
+            let span = e.span.unwrap_or_else(|| at.kind_span.clone());
+            at.err(span, e.name, e.message)
+        })?;
         Ok(Step {
-            action: self.action(&at, reply)?,
+            action,
             times: times.unwrap_or(1),
             probability: probability.unwrap_or(1.0),
             then,
@@ -598,24 +541,18 @@ impl RawStep {
 
     /// A field the kind does not use is an error, not silently ignored.
     fn refuse_unused(&self, at: &StepAt) -> Result<(), ScenarioError> {
-        let kind = at.kind;
-        let replies = kind.takes_reply();
-        for (name, given, used) in [
-            ("status", span(&self.status), replies),
-            ("preset", span(&self.preset), replies),
-            ("headers", span(&self.headers), replies),
-            ("body", span(&self.body), replies),
-            ("body_file", span(&self.body_file), replies),
-            ("seconds", span(&self.seconds), kind == StepKind::Delay),
-            ("bytes", span(&self.bytes), kind == StepKind::Malformed),
-            (
-                "bytes_sent",
-                span(&self.bytes_sent),
-                kind == StepKind::Partial,
-            ),
-            ("chunk", span(&self.chunk), kind == StepKind::Slow),
-            ("interval", span(&self.interval), kind == StepKind::Slow),
-        ] {
+        let replies = action::takes_reply(at.kind);
+        let reply_fields = [
+            ("status", span(&self.status)),
+            ("preset", span(&self.preset)),
+            ("headers", span(&self.headers)),
+            ("body", span(&self.body)),
+            ("body_file", span(&self.body_file)),
+        ];
+        for (name, given) in reply_fields {
+            at.unused(name, given, replies)?;
+        }
+        for (name, given, used) in self.kind_fields(at.kind) {
             at.unused(name, given, used)?;
         }
         Ok(())
@@ -630,42 +567,5 @@ impl RawStep {
             body: self.body.take(),
             body_file: self.body_file.take(),
         }
-    }
-
-    /// What the step does, from its kind's own fields and its checked reply.
-    fn action(self, at: &StepAt, reply: Option<Reply>) -> Result<Action, ScenarioError> {
-        Ok(match at.kind {
-            StepKind::Respond => Action::Respond(reply.unwrap_or_default()),
-            StepKind::Delay => Action::Delay {
-                seconds: at.seconds(self.seconds, "seconds", true)?,
-                reply,
-            },
-            StepKind::Hang => Action::Hang,
-            StepKind::Reset => Action::Reset,
-            StepKind::Close => Action::Close,
-            StepKind::Malformed => Action::Malformed {
-                bytes: at
-                    .required(self.bytes, "bytes", Some("the raw bytes to send"))?
-                    .into_inner(),
-            },
-            StepKind::Partial => Action::Partial {
-                bytes_sent: at
-                    .required(
-                        self.bytes_sent,
-                        "bytes_sent",
-                        Some("body bytes sent before closing"),
-                    )?
-                    .into_inner(),
-                reply,
-            },
-            StepKind::Slow => {
-                let chunk = at.required(self.chunk, "chunk", Some("bytes per write"))?;
-                Action::Slow {
-                    chunk: at.check(&chunk, "chunk", rules::chunk)?,
-                    interval: at.seconds(self.interval, "interval", false)?,
-                    reply,
-                }
-            }
-        })
     }
 }

@@ -220,32 +220,10 @@ impl Step {
             }
             Ok(())
         };
-        match &self.action {
-            Action::Respond(reply) => reply_of(reply)?,
-            Action::Delay { seconds: s, reply } => {
-                seconds(*s, true).map_err(|m| ("seconds", m))?;
-                if let Some(reply) = reply {
-                    reply_of(reply)?;
-                }
-            }
-            Action::Partial { reply, .. } => {
-                if let Some(reply) = reply {
-                    reply_of(reply)?;
-                }
-            }
-            Action::Slow {
-                chunk: c,
-                interval,
-                reply,
-            } => {
-                chunk(*c).map_err(|m| ("chunk", m))?;
-                seconds(*interval, false).map_err(|m| ("interval", m))?;
-                if let Some(reply) = reply {
-                    reply_of(reply)?;
-                }
-            }
-            Action::Hang | Action::Reset | Action::Close | Action::Malformed { .. } => {}
+        self.action.check_fields()?;
+        match self.action.reply() {
+            Some(reply) => reply_of(reply),
+            None => Ok(()),
         }
-        Ok(())
     }
 }

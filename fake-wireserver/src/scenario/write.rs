@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::action::StepToml;
 use super::*;
 
 impl Scenario {
@@ -30,17 +31,10 @@ impl Scenario {
         };
         for plan in &mut copy.endpoints {
             for step in &mut plan.steps {
-                let reply = match &mut step.action {
-                    Action::Respond(r) => Some(r),
-                    Action::Delay { reply, .. }
-                    | Action::Partial { reply, .. }
-                    | Action::Slow { reply, .. } => reply.as_mut(),
-                    Action::Hang | Action::Reset | Action::Close | Action::Malformed { .. } => None,
-                };
                 if let Some(Reply {
                     body: Some(Body::File { path, contents }),
                     ..
-                }) = reply
+                }) = step.action.reply_mut()
                 {
                     *path = write(contents)?;
                 }
@@ -92,35 +86,6 @@ struct EndpointToml<'a> {
     step: Vec<StepToml<'a>>,
 }
 
-#[derive(Serialize, Default)]
-struct StepToml<'a> {
-    kind: &'static str,
-    times: u32,
-    probability: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<u16>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    preset: Option<Preset>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    headers: Option<&'a Vec<(String, String)>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    body: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    body_file: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    seconds: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    bytes: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    bytes_sent: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    chunk: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    interval: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    then: Option<TriggerAction>,
-}
-
 impl<'a> From<&'a Scenario> for ScenarioToml<'a> {
     fn from(s: &'a Scenario) -> Self {
         ScenarioToml {
@@ -140,53 +105,5 @@ impl<'a> From<&'a Scenario> for ScenarioToml<'a> {
                 })
                 .collect(),
         }
-    }
-}
-
-impl<'a> From<&'a Step> for StepToml<'a> {
-    fn from(step: &'a Step) -> Self {
-        let mut out = StepToml {
-            kind: step.action.kind().as_str(),
-            times: step.times,
-            probability: step.probability,
-            then: step.then,
-            ..StepToml::default()
-        };
-        let reply = match &step.action {
-            Action::Respond(r) => Some(r),
-            Action::Delay { seconds, reply } => {
-                out.seconds = Some(*seconds);
-                reply.as_ref()
-            }
-            Action::Hang | Action::Reset | Action::Close => None,
-            Action::Malformed { bytes } => {
-                out.bytes = Some(bytes);
-                None
-            }
-            Action::Partial { bytes_sent, reply } => {
-                out.bytes_sent = Some(*bytes_sent);
-                reply.as_ref()
-            }
-            Action::Slow {
-                chunk,
-                interval,
-                reply,
-            } => {
-                out.chunk = Some(*chunk);
-                out.interval = Some(*interval);
-                reply.as_ref()
-            }
-        };
-        if let Some(r) = reply {
-            out.status = r.status;
-            out.preset = r.preset;
-            out.headers = (!r.headers.is_empty()).then_some(&r.headers);
-            match &r.body {
-                Some(Body::Inline(s)) => out.body = Some(s),
-                Some(Body::File { path, .. }) => out.body_file = Some(path),
-                None => {}
-            }
-        }
-        out
     }
 }

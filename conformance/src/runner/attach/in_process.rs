@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use fake_wireserver::clock::{AgentClock, TimeScale};
 use fake_wireserver::contain::userns::{self, UnprivilegedRoot};
-use fake_wireserver::{AnswerKind, Fake, FakeConfig, Listeners, serve_on};
+use fake_wireserver::{Delivery, Fake, FakeConfig, Listeners, serve_on};
 
 use super::agent_file::{POOL_READ_MAX, read_agent_file};
 use super::{Endpoints, Session, SessionError, agent_invocation, record};
@@ -374,7 +374,7 @@ async fn settled_journal(fake: &Fake) -> Vec<fake_wireserver::Entry> {
         let mut journal = fake.journal();
         let pending = journal
             .iter()
-            .any(|e| e.done_ms.is_none() && e.answer.kind != AnswerKind::Hang);
+            .any(|e| e.done_ms.is_none() && e.answer.kind.delivery() != Delivery::Never);
         if !pending || Instant::now() >= until {
             journal.sort_by_key(|e| e.seq);
             return journal;
