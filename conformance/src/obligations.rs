@@ -1,7 +1,8 @@
 //! What a profile obliges its agent to do with each answer, and what that costs in time: the one
 //! model the checks (`observe`: the interval after an answer), the runner (`runner::timing`:
 //! deadlines, expected waits, the speed of agent time) and the benches (`mandated_wait`) read,
-//! so a new fault kind or reaction is decided here once.
+//! so a new reaction is decided here once; what a fault kind costs derives from how its answer
+//! reaches the client (its `Delivery`, stated in the fake's `answer_kinds!` row).
 //!
 //! * [`taken`]: whether an answer's status ends the agent's loop (success), sends it round again
 //!   (retry) or makes it give up (fatal), by the profile's reactions (docs/protocol.md §8.2);
@@ -166,14 +167,16 @@ pub fn step_cost(r: &Reactions, a: &AgentPlan, service: Service, action: &StepAc
                 busy: 0.0,
             },
         },
-        Delivery::AfterWait | Delivery::OverTime | Delivery::Never => match action.held(timeout) {
-            busy if busy < timeout => StepCost {
-                taken: Taken::Success,
-                status: None,
-                busy,
-            },
-            _ => transport(timeout),
-        },
+        Delivery::AfterWait | Delivery::OverTime | Delivery::Never => {
+            match action.held_seconds(timeout) {
+                busy if busy < timeout => StepCost {
+                    taken: Taken::Success,
+                    status: None,
+                    busy,
+                },
+                _ => transport(timeout),
+            }
+        }
         Delivery::Broken(_) => transport(0.0),
     }
 }

@@ -1,8 +1,6 @@
 //! The request timeline of a scenario run (for the report's SVG): requests and answers from the
 //! journal, injected faults marked, the budget, the deadline and the agent's exit.
 
-use fake_wireserver::AnswerKind;
-
 use crate::exec::Exit;
 use crate::observe::{Observation, answer_label};
 use wirecheck_results::{RunEnd, Timeline, TimelineEvent};
@@ -21,7 +19,7 @@ pub fn build(obs: &Observation) -> Timeline {
             answer: answer_label(e),
             fault: obs.is_injected(e)
                 && (e.answer.status.is_none_or(|s| s >= 400)
-                    || !matches!(e.answer.kind, AnswerKind::Respond | AnswerKind::Default)),
+                    || !e.answer.kind.is_immediate_reply()),
         })
         .collect();
     let last = obs.runs.last();

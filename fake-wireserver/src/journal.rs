@@ -338,8 +338,8 @@ impl AnswerKind {
         matches!(self.delivery(), Delivery::AtOnce)
     }
 
-    /// Done as soon as the fake had read the request, nothing scripted waiting first (as
-    /// `delay`, `hang` and `slow` do), and on the wire by `done_ms`: the agent had it between
+    /// Done as soon as the fake had read the request, nothing scripted waiting first (as a kind
+    /// that holds the client does: [`Delivery::holds_client`]), and on the wire by `done_ms`: the agent had it between
     /// the request's arrival and `done_ms` (a reset's entry is made final once its connection
     /// is dropped, which sends the RST).
     pub const fn acts_on_arrival(self) -> bool {

@@ -132,7 +132,8 @@
 //! [`Step::hang`] reads the request and never answers, [`Step::reset`] sends a TCP RST);
 //! [`Step::respond`] and the presets ([`Step::throttled`], [`Step::gone`],
 //! [`Step::internal_error`], [`Step::unavailable`], [`Step::too_many_requests`]) answer with a
-//! status, adjusted by [`Step::header`] and [`Step::body`]. [`EndPolicy`] says what follows the last step.
+//! status, adjusted by [`Step::header`] and [`Step::body`]. [`EndPolicy`] says what follows the
+//! last step.
 //!
 //! ```
 //! use std::io::{Read, Write};
@@ -335,8 +336,9 @@
 //!
 //! # Transport
 //!
-//! The fake reads and writes HTTP/1.1 on the raw socket itself, so scripted faults are real
-//! (a `reset` is a TCP RST, a `hang` never answers; each kind is an [`Action`]). The default documents come from two axum routers ([`wireserver::router`], [`imds::router`]).
+//! The fake reads and writes HTTP/1.1 on the raw socket itself, so scripted faults are real (a
+//! `reset` is a TCP RST, a `hang` never answers; each kind is an [`Action`]). The default
+//! documents come from two axum routers ([`wireserver::router`], [`imds::router`]).
 
 // Unit tests read top to bottom as the story they check; the length rule is for the code.
 #![cfg_attr(test, allow(clippy::too_many_lines))]

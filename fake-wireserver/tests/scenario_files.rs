@@ -401,6 +401,7 @@ fn an_instance_file_that_is_not_a_json_object_is_refused_naming_it() {
         )
     );
 }
+
 /// The step kinds as an error lists them (their spellings are pinned once, in the journal's
 /// tests): `` `respond`, `delay`, ... ``.
 fn step_kinds_listed() -> String {

@@ -34,9 +34,10 @@ pub const BASELINE_RATIO: f64 = 1.1;
 /// * A fault that never ends (`end` other than `default`, or a closed port) and that the agent
 ///   retries: the whole budget of that service (IMDS gets the same budget: the profile passes
 ///   `{budget}` as `--imds-timeout`). A fatal one: nothing.
-/// * Each scripted fault the agent retries: one retry interval, plus for `hang` and `slow` the
-///   request timeout, for `delay` the delay (capped at the request timeout). Waiting stops at
-///   the first fatal answer. Capped at the budget.
+/// * Each scripted fault the agent retries: one retry interval, plus what the step costs it
+///   (`obligations::step_cost`: a scripted wait up to the request timeout, the whole timeout for
+///   an answer dribbled or never given). Waiting stops at the first fatal answer. Capped at the
+///   budget.
 /// * A rate limit of `r` requests per window `w`, when the scenario needs `n` wireserver
 ///   requests (1 per JSON report, 3 per XML report): `(ceil(n / r) - 1) * w`.
 pub fn mandated_wait(s: &Scenario, r: &Reactions) -> f64 {

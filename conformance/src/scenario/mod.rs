@@ -197,7 +197,7 @@ impl Scenario {
         }
         for plan in &self.fake.endpoints {
             for step in &plan.steps {
-                let each = step.action.held(a.request_timeout) + a.retry_interval;
+                let each = step.action.held_seconds(a.request_timeout) + a.retry_interval;
                 wait += each * f64::from(step.times);
             }
         }

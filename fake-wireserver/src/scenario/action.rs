@@ -8,8 +8,7 @@
 use serde::Serialize;
 use toml::Spanned;
 
-use super::builder::check;
-use super::rules;
+use super::rules::{self, check};
 use super::*;
 use crate::journal::{Delivery, StepKind};
 
@@ -83,7 +82,7 @@ impl Action {
     }
 
     /// The seconds the fake waits before it answers, for a kind whose answer comes after a
-    /// scripted wait ([`Delivery::AfterWait`](crate::Delivery::AfterWait)).
+    /// scripted wait ([`Delivery::AfterWait`](Delivery::AfterWait)).
     pub fn scripted_wait(&self) -> Option<f64> {
         match self {
             Action::Delay { seconds, .. } => Some(*seconds),
@@ -100,7 +99,7 @@ impl Action {
     /// Seconds the step holds a client whose requests time out after `timeout` before its
     /// answer (or the timeout) ends the request: its scripted wait, or the whole timeout for an
     /// answer dribbled or never given; 0 for one at once.
-    pub fn held(&self, timeout: f64) -> f64 {
+    pub fn held_seconds(&self, timeout: f64) -> f64 {
         match self.kind().delivery() {
             Delivery::AfterWait => self.scripted_wait().map_or(timeout, |s| s.min(timeout)),
             Delivery::OverTime | Delivery::Never => timeout,
@@ -121,7 +120,7 @@ impl Action {
     }
 
     /// The scripted reply, to change in place (a loaded body written out again).
-    pub(super) fn reply_mut(&mut self) -> Option<&mut Reply> {
+    pub(super) fn scripted_reply_mut(&mut self) -> Option<&mut Reply> {
         match self.reply_slot()? {
             ReplySlot::Always(reply) => Some(reply),
             ReplySlot::Optional(reply) => reply.as_mut(),
@@ -197,16 +196,30 @@ impl RawStep {
     /// The kinds' own fields with where each was given and whether `kind` uses it (one given
     /// that the kind does not use is an error, not silently ignored).
     pub(super) fn kind_fields(&self, kind: StepKind) -> [(&'static str, Option<Range>, bool); 5] {
+        // Named field by field, so a new field does not build without its row below.
+        let RawStep {
+            seconds,
+            bytes,
+            bytes_sent,
+            chunk,
+            interval,
+            // Every kind's fields, and the reply's (the parser refuses those): no kind's own.
+            kind: _,
+            times: _,
+            probability: _,
+            status: _,
+            preset: _,
+            headers: _,
+            body: _,
+            body_file: _,
+            then: _,
+        } = self;
         [
-            ("seconds", span(&self.seconds), kind == StepKind::Delay),
-            ("bytes", span(&self.bytes), kind == StepKind::Malformed),
-            (
-                "bytes_sent",
-                span(&self.bytes_sent),
-                kind == StepKind::Partial,
-            ),
-            ("chunk", span(&self.chunk), kind == StepKind::Slow),
-            ("interval", span(&self.interval), kind == StepKind::Slow),
+            ("seconds", span(seconds), kind == StepKind::Delay),
+            ("bytes", span(bytes), kind == StepKind::Malformed),
+            ("bytes_sent", span(bytes_sent), kind == StepKind::Partial),
+            ("chunk", span(chunk), kind == StepKind::Slow),
+            ("interval", span(interval), kind == StepKind::Slow),
         ]
     }
 
@@ -222,22 +235,23 @@ impl RawStep {
             StepKind::Reset => Action::Reset,
             StepKind::Close => Action::Close,
             StepKind::Malformed => Action::Malformed {
-                bytes: required(kind, self.bytes, "bytes", "the raw bytes to send")?.into_inner(),
+                bytes: required(kind, self.bytes, "bytes", Some("the raw bytes to send"))?
+                    .into_inner(),
             },
             StepKind::Partial => Action::Partial {
                 bytes_sent: required(
                     kind,
                     self.bytes_sent,
                     "bytes_sent",
-                    "body bytes sent before closing",
+                    Some("body bytes sent before closing"),
                 )?
                 .into_inner(),
                 reply,
             },
             StepKind::Slow => {
-                let chunk = required(kind, self.chunk, "chunk", "bytes per write")?;
+                let chunk = required(kind, self.chunk, "chunk", Some("bytes per write"))?;
                 Action::Slow {
-                    chunk: checked(&chunk, "chunk", rules::chunk)?,
+                    chunk: by_rule(&chunk, "chunk", rules::chunk)?,
                     interval: seconds(kind, self.interval, "interval", false)?,
                     reply,
                 }
@@ -255,22 +269,25 @@ pub(super) struct FieldError {
     pub(super) message: String,
 }
 
-/// A field `kind` needs; `why` says what it is for.
+/// A field `kind` needs; `why`, when given, says what it is for.
 fn required<T>(
     kind: StepKind,
     value: Option<Spanned<T>>,
     name: &'static str,
-    why: &str,
+    why: Option<&str>,
 ) -> Result<Spanned<T>, FieldError> {
-    value.ok_or_else(|| FieldError {
-        span: None,
-        name,
-        message: format!("required for kind = \"{}\" ({why})", kind.as_str()),
+    value.ok_or_else(|| {
+        let why = why.map(|w| format!(" ({w})")).unwrap_or_default();
+        FieldError {
+            span: None,
+            name,
+            message: format!("required for kind = \"{}\"{why}", kind.as_str()),
+        }
     })
 }
 
 /// A value checked by its rule.
-fn checked<T: Copy>(
+fn by_rule<T: Copy>(
     value: &Spanned<T>,
     name: &'static str,
     rule: impl FnOnce(T) -> Result<(), String>,
@@ -290,12 +307,8 @@ fn seconds(
     name: &'static str,
     allow_zero: bool,
 ) -> Result<f64, FieldError> {
-    let value = value.ok_or_else(|| FieldError {
-        span: None,
-        name,
-        message: format!("required for kind = \"{}\"", kind.as_str()),
-    })?;
-    checked(&value, name, |x| rules::seconds(x, allow_zero))
+    let value = required(kind, value, name, None)?;
+    by_rule(&value, name, |x| rules::seconds(x, allow_zero))
 }
 
 type Range = std::ops::Range<usize>;
@@ -423,5 +436,60 @@ impl Step {
             interval,
             reply: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A step of each kind, as the file format would give it.
+    fn sample(kind: StepKind) -> Action {
+        match kind {
+            StepKind::Respond => Action::Respond(Reply::default()),
+            StepKind::Delay => Action::Delay {
+                seconds: 1.0,
+                reply: None,
+            },
+            StepKind::Hang => Action::Hang,
+            StepKind::Reset => Action::Reset,
+            StepKind::Close => Action::Close,
+            StepKind::Malformed => Action::Malformed { bytes: "x".into() },
+            StepKind::Partial => Action::Partial {
+                bytes_sent: 1,
+                reply: None,
+            },
+            StepKind::Slow => Action::Slow {
+                chunk: 1,
+                interval: 1.0,
+                reply: None,
+            },
+        }
+    }
+
+    /// The facts a kind states in two places agree: the wait the model reads is there exactly
+    /// when its row says the answer comes after a wait, and the parser takes reply fields
+    /// exactly for a kind that keeps a reply (or it would drop them).
+    #[test]
+    fn a_kinds_facts_agree_with_its_row() {
+        for kind in StepKind::ALL {
+            let mut action = sample(kind);
+            assert_eq!(action.kind(), kind.answer_kind());
+            let delivery = action.kind().delivery();
+            assert_eq!(
+                action.scripted_wait().is_some(),
+                delivery == Delivery::AfterWait,
+                "{kind:?}"
+            );
+            assert_eq!(
+                takes_reply(kind),
+                action.reply_or_insert().is_some(),
+                "{kind:?}"
+            );
+            // An answer at once is a reply whose status the model reads (`step_cost`).
+            if delivery == Delivery::AtOnce {
+                assert!(takes_reply(kind), "{kind:?}");
+            }
+        }
     }
 }

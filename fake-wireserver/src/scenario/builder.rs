@@ -1,5 +1,6 @@
 //! The builder a Rust test writes a scenario with: [`Scenario::new`], a plan per
-//! [`Scenario::endpoint`], and a [`Step`] constructor per kind and preset.
+//! [`Scenario::endpoint`], [`Step::respond`] and a constructor per preset, and the setters of a
+//! step and its reply (each other kind's constructor is beside its variant, in `action.rs`).
 //!
 //! A method given an argument a scenario file could not hold (an unknown endpoint id, no
 //! steps, `times(0)`, `probability(7.0)`, `rate_limit(0, -1.0, ..)`, status 42, ...) panics at
@@ -7,16 +8,8 @@
 //! What the builder cannot see (a struct literal, a field set by hand) [`Scenario::validate`]
 //! catches when the fake starts or loads the scenario.
 
-use super::rules;
+use super::rules::{self, check};
 use super::*;
-
-/// Panics, at the caller of the builder method, when `rule` fails.
-#[track_caller]
-pub(super) fn check(method: &str, field: &str, rule: Result<(), String>) {
-    if let Err(message) = rule {
-        panic!("{method}: {field} {message}");
-    }
-}
 
 impl Scenario {
     /// An empty scenario (the default documents, no faults) whose origin is `"<code>"`.
@@ -201,7 +194,7 @@ impl Step {
     #[track_caller]
     pub fn status(mut self, status: u16) -> Self {
         check("Step::status", "status", rules::status(status));
-        self.reply_mut("status").status = Some(status);
+        self.reply_to_set("status").status = Some(status);
         self
     }
     /// Adds a reply header (in order). Panics like [`Step::status`], and on a header a scenario
@@ -209,7 +202,7 @@ impl Step {
     #[track_caller]
     pub fn header(mut self, name: &str, value: &str) -> Self {
         check("Step::header", "headers", rules::header(name, value));
-        self.reply_mut("header")
+        self.reply_to_set("header")
             .headers
             .push((name.to_owned(), value.to_owned()));
         self
@@ -217,12 +210,12 @@ impl Step {
     /// Sets the reply body. Panics like [`Step::status`].
     #[track_caller]
     pub fn body(mut self, body: impl Into<String>) -> Self {
-        self.reply_mut("body").body = Some(Body::Inline(body.into()));
+        self.reply_to_set("body").body = Some(Body::Inline(body.into()));
         self
     }
 
     #[track_caller]
-    fn reply_mut(&mut self, what: &str) -> &mut Reply {
+    fn reply_to_set(&mut self, what: &str) -> &mut Reply {
         let kind = self.action.kind();
         match self.action.reply_or_insert() {
             Some(reply) => reply,

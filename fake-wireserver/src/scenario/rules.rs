@@ -4,6 +4,15 @@
 
 use super::*;
 
+/// Panics, at the caller of a builder method, when `rule` fails (the builder's way to apply a
+/// rule).
+#[track_caller]
+pub(super) fn check(method: &str, field: &str, rule: Result<(), String>) {
+    if let Err(message) = rule {
+        panic!("{method}: {field} {message}");
+    }
+}
+
 pub(super) fn pattern(id: &str) -> Result<(), String> {
     if !crate::endpoint::is_valid_pattern(id) {
         return Err(format!(

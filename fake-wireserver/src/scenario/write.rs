@@ -34,7 +34,7 @@ impl Scenario {
                 if let Some(Reply {
                     body: Some(Body::File { path, contents }),
                     ..
-                }) = step.action.reply_mut()
+                }) = step.action.scripted_reply_mut()
                 {
                     *path = write(contents)?;
                 }
