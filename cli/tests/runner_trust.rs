@@ -313,6 +313,73 @@ fn false_green_one_agent_judged_and_one_not_exits_2() {
 }
 
 /// Verdicts by case id.
+/// Names, on stderr, the variables it got that change how a runtime behaves, then reports
+/// Ready on the JSON flow.
+const ENVIRONMENT_READER: &str = r#"
+import json, os, sys, urllib.request
+watched = {"RUST_BACKTRACE", "RUST_LOG", "PYTHONWARNINGS", "PYTHONPATH", "PYTHONDEVMODE",
+           "LD_AUDIT", "SSH_AUTH_SOCK", "WIRECHECK_TEST_UNRELATED"}
+got = sorted(k for k in os.environ if k in watched or k.startswith("FAKETIME")
+             or k == "DONT_FAKE_MONOTONIC")
+sys.stderr.write("inherited: " + json.dumps(got) + "\n")
+url = os.environ["WIRECHECK_CASE_WIRESERVER_URL"] + "/provisioning/health"
+request = urllib.request.Request(url, data=b'{"state":"Ready"}', method="POST",
+                                 headers={"Content-Type": "application/json"})
+urllib.request.urlopen(request, timeout=5).read()
+"#;
+
+#[test]
+fn the_callers_runtime_settings_do_not_reach_the_agent() {
+    // A developer's RUST_BACKTRACE=1 made afterburn resolve a backtrace as it exited, slowly
+    // enough at agent time to fail behaviour.budget: a verdict that depended on the shell.
+    let _machine = quiet_machine();
+    let dir = tempfile::tempdir().unwrap();
+    let agents = script_agent(
+        dir.path(),
+        "envreader",
+        "url",
+        "\"json\"",
+        ENVIRONMENT_READER,
+    );
+    let o = wirecheck(&repo())
+        .args(["run", "--quiet", "--agent", "envreader", "--agents-dir"])
+        .arg(&agents)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .args(["--cases", "wire.health.json.ready.*"])
+        .env("RUST_BACKTRACE", "1")
+        .env("RUST_LOG", "trace")
+        .env("PYTHONWARNINGS", "error")
+        .env("PYTHONPATH", dir.path())
+        .env("PYTHONDEVMODE", "1")
+        .env("LD_AUDIT", "")
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .env("FAKETIME", "+0 x2")
+        .env("DONT_FAKE_MONOTONIC", "1")
+        .env("SSH_AUTH_SOCK", "/nonexistent/agent.sock")
+        .env("WIRECHECK_TEST_UNRELATED", "kept")
+        .output()
+        .unwrap();
+    let r = results(&dir.path().join("out"));
+    assert_eq!(
+        case(&r, "envreader", "wire.health.json.ready.report.state")["verdict"],
+        "pass",
+        "{}",
+        show(&o)
+    );
+    let stderr = std::fs::read_to_string(
+        dir.path()
+            .join("out/artifacts/envreader/wire.health.json.ready/run-1.stderr"),
+    )
+    .unwrap();
+    // Only what changes no runtime is inherited (the agent's environment is otherwise the
+    // caller's).
+    assert!(
+        stderr.contains(r#"inherited: ["WIRECHECK_TEST_UNRELATED"]"#),
+        "{stderr}"
+    );
+}
+
 fn verdicts(r: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
     runner_support::cases(r)
         .into_iter()

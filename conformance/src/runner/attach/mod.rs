@@ -134,6 +134,62 @@ pub const PRIVATE_VARS: [&str; 19] = [
 
 const PROXY_VARS: [&str; 8] = fake_wireserver::proxy::CLIENT_VARIABLES;
 
+/// What of wirecheck's environment changes how an agent's runtime behaves: a debugging aid of
+/// its language, a module path, a preloaded library, libfaketime's settings (and those named
+/// by [`RUNTIME_VAR_PREFIXES`]). No agent gets it, so a verdict never depends on the caller's
+/// shell; a profile's `env` and agent time set what they need. Measured: `RUST_BACKTRACE=1` in
+/// a developer's shell made afterburn resolve a symbolized backtrace as it exited, 5 s of its
+/// agent time at x16 instead of 2, and failed its `behaviour.budget`.
+pub const RUNTIME_VARS: [&str; 23] = [
+    "RUST_BACKTRACE",
+    "RUST_LIB_BACKTRACE",
+    "RUST_LOG",
+    "RUST_MIN_STACK",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONUSERBASE",
+    "PYTHONSTARTUP",
+    "PYTHONDEVMODE",
+    "PYTHONWARNINGS",
+    "PYTHONTRACEMALLOC",
+    "PYTHONFAULTHANDLER",
+    "PYTHONASYNCIODEBUG",
+    "PYTHONMALLOC",
+    "PYTHONPROFILEIMPORTTIME",
+    "PYTHONVERBOSE",
+    "PYTHONDEBUG",
+    "PYTHONINSPECT",
+    "PYTHONOPTIMIZE",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "NO_FAKETIME",
+];
+
+/// Prefixes of [`RUNTIME_VARS`]' kind: libfaketime reads many `FAKETIME_*` settings (one of
+/// them, `FAKETIME_DONT_FAKE_MONOTONIC`, would leave an agent's waits at the wall clock), and
+/// `DONT_FAKE_MONOTONIC` is its older spelling.
+pub const RUNTIME_VAR_PREFIXES: [&str; 2] = ["FAKETIME", "DONT_FAKE_MONOTONIC"];
+
+/// The variables no agent inherits: the proxy's, the private ones, the runtime's, and each of
+/// wirecheck's own variables a runtime prefix names.
+fn not_inherited() -> Vec<String> {
+    let prefixed = std::env::vars_os().filter_map(|(name, _)| {
+        let name = name.into_string().ok()?;
+        RUNTIME_VAR_PREFIXES
+            .iter()
+            .any(|p| name.starts_with(p))
+            .then_some(name)
+    });
+    PROXY_VARS
+        .iter()
+        .chain(&PRIVATE_VARS)
+        .chain(&RUNTIME_VARS)
+        .map(|s| (*s).to_owned())
+        .chain(prefixed)
+        .collect()
+}
+
 /// The placeholder values of one invocation.
 fn values(
     p: &Planned,
@@ -202,11 +258,7 @@ fn agent_invocation(
 
     let mut env = profile.render_env(&values);
     env.extend(case_env(&values, run.action));
-    let mut env_remove: Vec<String> = PROXY_VARS
-        .iter()
-        .chain(&PRIVATE_VARS)
-        .map(|s| (*s).to_owned())
-        .collect();
+    let mut env_remove = not_inherited();
     // Only the proxy attach mode gives a proxy; every other agent gets none.
     if let Some(proxy) = &endpoints.proxy_url {
         env.push(("http_proxy".into(), proxy.clone()));
