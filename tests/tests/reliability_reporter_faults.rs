@@ -1,6 +1,7 @@
-//! `provision-report` under every fault class the fake can inject: each scripted status, hang,
-//! reset, close, malformed bytes, a partial body, a dribbled body, and a port nobody listens
-//! on. Each fault is played on every request of the wireserver (JSON flow and XML flow), and
+//! `provision-report` under every fault class the fake can inject: each scripted status, a
+//! delay past the request timeout, hang, reset, close, malformed bytes, a partial body, a
+//! dribbled body, and a port nobody listens on (`every_step_kind_is_played` holds the list to
+//! the fake's step kinds). Each fault is played on every request of the wireserver (JSON flow and XML flow), and
 //! once more on IMDS as well.
 //!
 //! Every fault repeats for the whole run, so no report can get through: the reporter must end
@@ -259,6 +260,38 @@ status_fault!(
     "kind = \"respond\"\npreset = \"internal-error\""
 );
 status_fault!(status_503, "kind = \"respond\"\npreset = \"unavailable\"");
+
+#[test]
+fn delay_past_the_request_timeout() {
+    // The default answer, but twice as late as the reporter waits for one: each attempt times
+    // out, so no report is ever delivered.
+    fault_everywhere(Fault::Step {
+        kind: AnswerKind::Delay,
+        step: "kind = \"delay\"\nseconds = 1.0",
+    });
+}
+
+/// The step kinds the tests of this file play (`respond` by the status faults): every kind the
+/// fake can act out, so a new one is not left out of the reporter's faults.
+const PLAYED: [AnswerKind; 8] = [
+    AnswerKind::Respond,
+    AnswerKind::Delay,
+    AnswerKind::Hang,
+    AnswerKind::Reset,
+    AnswerKind::Close,
+    AnswerKind::Malformed,
+    AnswerKind::Partial,
+    AnswerKind::Slow,
+];
+
+#[test]
+fn every_step_kind_is_played() {
+    let missing: Vec<_> = AnswerKind::STEP_KINDS
+        .into_iter()
+        .filter(|k| !PLAYED.contains(k))
+        .collect();
+    assert!(missing.is_empty(), "no fault test plays {missing:?}");
+}
 
 #[test]
 fn hang() {
