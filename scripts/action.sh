@@ -20,7 +20,7 @@
 #   INPUT_SUMMARY     true (default): append the Markdown summary to $GITHUB_STEP_SUMMARY
 #   INPUT_ARGS        extra flags, whitespace-separated, never globbed
 #   INPUT_SUDO        true (default): when not root, run `wirecheck run` through sudo (PATH,
-#                     WIRECHECK_* and RUST_LOG are passed on, no other variable): every
+#                     and WIRECHECK_* are passed on, no other variable): every
 #                     agent then runs beside its fake in a private network namespace, which
 #                     GitHub's runners need (they are Azure VMs: 168.63.129.16 is a real
 #                     wireserver); sandbox agents (WALinuxAgent, afterburn) need root anyway
@@ -302,12 +302,13 @@ run() {
     if is_true "${INPUT_SUDO:-true}" && [ "$(id -u)" != 0 ]; then
         command -v sudo >/dev/null 2>&1 || die "sudo is needed (or set the sudo input to false)"
         # sudo resets the environment: PATH (the agent and the tools it calls are found as
-        # they are here), wirecheck's own variables and RUST_LOG go through; nothing else.
+        # they are here) and wirecheck's own variables go through; nothing else (RUST_LOG
+        # would reach no agent: wirecheck keeps what changes a runtime from them).
         as_root=(sudo env "PATH=$PATH")
         local name
         for name in $(compgen -e); do
             case "$name" in
-                WIRECHECK_* | RUST_LOG) as_root+=("$name=${!name}") ;;
+                WIRECHECK_*) as_root+=("$name=${!name}") ;;
             esac
         done
     fi

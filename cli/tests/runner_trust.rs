@@ -312,16 +312,16 @@ fn false_green_one_agent_judged_and_one_not_exits_2() {
     assert!(lines[0].contains("agent declared:"), "{}", lines[0]);
 }
 
-/// Verdicts by case id.
-/// Names, on stderr, the variables it got that change how a runtime behaves, then reports
-/// Ready on the JSON flow.
+/// Names, on stderr, the variables it got of those a caller might have set (with their
+/// values), then reports Ready on the JSON flow.
 const ENVIRONMENT_READER: &str = r#"
 import json, os, sys, urllib.request
 watched = {"RUST_BACKTRACE", "RUST_LOG", "PYTHONWARNINGS", "PYTHONPATH", "PYTHONDEVMODE",
-           "LD_AUDIT", "SSH_AUTH_SOCK", "WIRECHECK_TEST_UNRELATED"}
-got = sorted(k for k in os.environ if k in watched or k.startswith("FAKETIME")
-             or k == "DONT_FAKE_MONOTONIC")
-sys.stderr.write("inherited: " + json.dumps(got) + "\n")
+           "LD_AUDIT", "LD_DEBUG_OUTPUT", "MALLOC_PERTURB_", "SSH_AUTH_SOCK",
+           "WIRECHECK_TEST_UNRELATED"}
+got = {k: v for k, v in os.environ.items() if k in watched or k.startswith("FAKETIME")
+       or k == "DONT_FAKE_MONOTONIC"}
+sys.stderr.write("inherited: " + json.dumps(got, sort_keys=True) + "\n")
 url = os.environ["WIRECHECK_CASE_WIRESERVER_URL"] + "/provisioning/health"
 request = urllib.request.Request(url, data=b'{"state":"Ready"}', method="POST",
                                  headers={"Content-Type": "application/json"})
@@ -341,6 +341,14 @@ fn the_callers_runtime_settings_do_not_reach_the_agent() {
         "\"json\"",
         ENVIRONMENT_READER,
     );
+    // What a profile's [env] gives still arrives.
+    let profile = agents.join("envreader.toml");
+    let text = std::fs::read_to_string(&profile).unwrap();
+    std::fs::write(
+        &profile,
+        format!("{text}\n[env]\nRUST_LOG = \"from-the-profile\"\n"),
+    )
+    .unwrap();
     let o = wirecheck(&repo())
         .args(["run", "--quiet", "--agent", "envreader", "--agents-dir"])
         .arg(&agents)
@@ -350,9 +358,11 @@ fn the_callers_runtime_settings_do_not_reach_the_agent() {
         .env("RUST_BACKTRACE", "1")
         .env("RUST_LOG", "trace")
         .env("PYTHONWARNINGS", "error")
-        .env("PYTHONPATH", dir.path())
         .env("PYTHONDEVMODE", "1")
+        .env("PYTHONPATH", "/where/the/agent/is")
         .env("LD_AUDIT", "")
+        .env("LD_DEBUG_OUTPUT", "/nonexistent/ld")
+        .env("MALLOC_PERTURB_", "165")
         .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
         .env("FAKETIME", "+0 x2")
         .env("DONT_FAKE_MONOTONIC", "1")
@@ -372,14 +382,17 @@ fn the_callers_runtime_settings_do_not_reach_the_agent() {
             .join("out/artifacts/envreader/wire.health.json.ready/run-1.stderr"),
     )
     .unwrap();
-    // Only what changes no runtime is inherited (the agent's environment is otherwise the
-    // caller's).
+    // Where the agent is found and what changes no runtime are the caller's; the profile's
+    // setting is the profile's.
     assert!(
-        stderr.contains(r#"inherited: ["WIRECHECK_TEST_UNRELATED"]"#),
+        stderr.contains(
+            r#"inherited: {"PYTHONPATH": "/where/the/agent/is", "RUST_LOG": "from-the-profile", "WIRECHECK_TEST_UNRELATED": "kept"}"#
+        ),
         "{stderr}"
     );
 }
 
+/// Verdicts by case id.
 fn verdicts(r: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
     runner_support::cases(r)
         .into_iter()

@@ -543,3 +543,74 @@ async fn a_request_is_journaled_when_it_arrived_not_when_it_was_read() {
     }
     panic!("the client never sent its request inside the held runtime in three tries");
 }
+
+#[tokio::test]
+async fn a_hung_request_is_closed_when_its_fin_arrived_not_when_it_was_read() {
+    let scenario = Scenario::from_toml_str(
+        "[[endpoint]]\nid = \"wireserver.goalstate\"\n[[endpoint.step]]\nkind = \"hang\"\n",
+        "hang.toml",
+    )
+    .unwrap();
+    let fake = Fake::start(FakeConfig::default().scenario(scenario))
+        .await
+        .unwrap();
+    let addr = fake.wireserver_addr().unwrap();
+    let versions = get("/?comp=versions", "168.63.129.16", &[]);
+    // The kernel turns its stamping on in deferred work once the listener asks: wait for it.
+    for _ in 0..100 {
+        exchange(addr, &versions, T).await;
+        if fake.journal().last().is_some_and(|e| e.received_by_kernel) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // A try proves something only if the client closed well inside the hold: a loaded machine
+    // may delay it past, so up to three tries.
+    for _ in 0..3 {
+        let first = fake.journal().len();
+        let client = std::thread::spawn(move || {
+            use std::io::Write;
+            let mut stream = std::net::TcpStream::connect(addr).unwrap();
+            stream.write_all(&goalstate_get()).unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+            let closed = Instant::now();
+            drop(stream);
+            closed
+        });
+        // The request is read while the runtime runs; then it is held, and the client closes.
+        let (hung, seen) = loop {
+            if let Some(e) = fake.journal().get(first).cloned() {
+                break (e, Instant::now());
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        };
+        std::thread::sleep(Duration::from_millis(600));
+        let held_until = Instant::now();
+        let ended = loop {
+            if let Some(e) = fake
+                .journal()
+                .get(first)
+                .filter(|e| e.client_closed_ms.is_some())
+            {
+                break e.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        };
+        let closed = client.join().unwrap();
+        if closed + Duration::from_millis(150) > held_until || !hung.received_by_kernel {
+            continue;
+        }
+        assert_eq!(ended.answer.kind, AnswerKind::Hang);
+        assert!(ended.closed_by_kernel, "{ended:?}");
+        let after = ended.client_closed_ms.unwrap() - hung.at_ms;
+        let closed_after = closed.saturating_duration_since(seen).as_millis() as u64;
+        let read_after = (held_until - seen).as_millis() as u64;
+        // Within the kernel's tick (10 ms) of the close; nowhere near when the fake read it.
+        assert!(
+            after + 10 >= closed_after && after + 50 < read_after,
+            "closed {after} ms after the request; the client closed {closed_after} ms after it was seen, the fake read the end {read_after} ms or more after"
+        );
+        return;
+    }
+    panic!("the client never closed inside the held runtime in three tries");
+}

@@ -1,8 +1,8 @@
-//! `provision-report` under every fault class the fake can inject: each scripted status, a
+//! `provision-report` under every kind of step the fake can act out: each scripted status, a
 //! delay past the request timeout, hang, reset, close, malformed bytes, a partial body, a
-//! dribbled body, and a port nobody listens on (`every_step_kind_is_played` holds the list to
-//! the fake's step kinds). Each fault is played on every request of the wireserver (JSON flow and XML flow), and
-//! once more on IMDS as well.
+//! dribbled body, and a port nobody listens on (`every_step_kind_is_played` holds the table to
+//! the fake's step kinds). Each fault is played on every request of the wireserver (JSON flow
+//! and XML flow), and once more on IMDS as well.
 //!
 //! Every fault repeats for the whole run, so no report can get through: the reporter must end
 //! within its budget plus one retry interval (generous margin for a loaded machine), never
@@ -232,117 +232,68 @@ fn fault_everywhere(fault: Fault) {
     drop(fakes);
 }
 
-macro_rules! status_fault {
-    ($name:ident, $step:expr) => {
-        #[test]
-        fn $name() {
-            fault_everywhere(Fault::Step {
-                kind: AnswerKind::Respond,
-                step: $step,
-            });
-        }
+/// A delay past the request timeout: the default answer, but twice as late as the reporter
+/// waits for one.
+const DELAY: &str = "kind = \"delay\"\nseconds = 1.0";
+const _: () = assert!(
+    REQUEST_TIMEOUT * 2.0 <= 1.0,
+    "DELAY must outlast the request timeout"
+);
+
+/// The fault tests, one per row, and [`FAULTS`], the list of what they play: one table, so a
+/// kind is in the list only when a test plays it.
+macro_rules! faults {
+    ($($(#[doc = $doc:literal])* $name:ident: $kind:ident, $step:expr;)+) => {
+        const FAULTS: &[Fault] = &[$(Fault::Step { kind: AnswerKind::$kind, step: $step }),+];
+        $(
+            $(#[doc = $doc])*
+            #[test]
+            fn $name() {
+                fault_everywhere(Fault::Step { kind: AnswerKind::$kind, step: $step });
+            }
+        )+
     };
 }
 
-status_fault!(status_401, "kind = \"respond\"\nstatus = 401");
-status_fault!(
-    status_403_platform_throttle,
-    "kind = \"respond\"\npreset = \"throttled\""
-);
-status_fault!(status_404, "kind = \"respond\"\nstatus = 404");
-status_fault!(status_410, "kind = \"respond\"\npreset = \"gone\"");
-status_fault!(
-    status_429,
-    "kind = \"respond\"\npreset = \"too-many-requests\""
-);
-status_fault!(
-    status_500,
-    "kind = \"respond\"\npreset = \"internal-error\""
-);
-status_fault!(status_503, "kind = \"respond\"\npreset = \"unavailable\"");
-
-#[test]
-fn delay_past_the_request_timeout() {
-    // The default answer, but twice as late as the reporter waits for one: each attempt times
-    // out, so no report is ever delivered.
-    fault_everywhere(Fault::Step {
-        kind: AnswerKind::Delay,
-        step: "kind = \"delay\"\nseconds = 1.0",
-    });
+faults! {
+    status_401: Respond, "kind = \"respond\"\nstatus = 401";
+    status_403_platform_throttle: Respond, "kind = \"respond\"\npreset = \"throttled\"";
+    status_404: Respond, "kind = \"respond\"\nstatus = 404";
+    status_410: Respond, "kind = \"respond\"\npreset = \"gone\"";
+    status_429: Respond, "kind = \"respond\"\npreset = \"too-many-requests\"";
+    status_500: Respond, "kind = \"respond\"\npreset = \"internal-error\"";
+    status_503: Respond, "kind = \"respond\"\npreset = \"unavailable\"";
+    /// Each attempt times out, so no report is ever delivered.
+    delay_past_the_request_timeout: Delay, DELAY;
+    hang: Hang, "kind = \"hang\"";
+    reset: Reset, "kind = \"reset\"";
+    close_without_reply: Close, "kind = \"close\"";
+    malformed_bytes: Malformed,
+        "kind = \"malformed\"\nbytes = \"HTTP/1.1 2OO OK\\r\\nContent-Length: -5\\r\\n\\r\\n\"";
+    /// A complete 200 head with a body cut after 3 of its 16 bytes, on every attempt: an
+    /// incomplete response, so no flow may count it as accepted.
+    partial_body: Partial,
+        "kind = \"partial\"\nbytes_sent = 3\nstatus = 200\nbody = \"0123456789abcdef\"";
+    /// One byte a second of a 64-byte body, on every attempt: the 200 head comes at once but
+    /// the body cannot finish within the request timeout, so it is never a delivery.
+    slow_body: Slow,
+        "kind = \"slow\"\nchunk = 1\ninterval = 1.0\nstatus = 200\nbody = \"________________________________________________________________\"";
 }
-
-/// The step kinds the tests of this file play (`respond` by the status faults): every kind the
-/// fake can act out, so a new one is not left out of the reporter's faults.
-const PLAYED: [AnswerKind; 8] = [
-    AnswerKind::Respond,
-    AnswerKind::Delay,
-    AnswerKind::Hang,
-    AnswerKind::Reset,
-    AnswerKind::Close,
-    AnswerKind::Malformed,
-    AnswerKind::Partial,
-    AnswerKind::Slow,
-];
 
 #[test]
 fn every_step_kind_is_played() {
+    let played: Vec<AnswerKind> = FAULTS
+        .iter()
+        .filter_map(|f| match f {
+            Fault::Step { kind, .. } => Some(*kind),
+            Fault::Unreachable => None,
+        })
+        .collect();
     let missing: Vec<_> = AnswerKind::STEP_KINDS
         .into_iter()
-        .filter(|k| !PLAYED.contains(k))
+        .filter(|k| !played.contains(k))
         .collect();
     assert!(missing.is_empty(), "no fault test plays {missing:?}");
-}
-
-#[test]
-fn hang() {
-    fault_everywhere(Fault::Step {
-        kind: AnswerKind::Hang,
-        step: "kind = \"hang\"",
-    });
-}
-
-#[test]
-fn reset() {
-    fault_everywhere(Fault::Step {
-        kind: AnswerKind::Reset,
-        step: "kind = \"reset\"",
-    });
-}
-
-#[test]
-fn close_without_reply() {
-    fault_everywhere(Fault::Step {
-        kind: AnswerKind::Close,
-        step: "kind = \"close\"",
-    });
-}
-
-#[test]
-fn malformed_bytes() {
-    fault_everywhere(Fault::Step {
-        kind: AnswerKind::Malformed,
-        step: "kind = \"malformed\"\nbytes = \"HTTP/1.1 2OO OK\\r\\nContent-Length: -5\\r\\n\\r\\n\"",
-    });
-}
-
-#[test]
-fn partial_body() {
-    // A complete 200 head with a body cut after 3 of its 16 bytes, on every attempt: an
-    // incomplete response, so no flow may count it as accepted.
-    fault_everywhere(Fault::Step {
-        kind: AnswerKind::Partial,
-        step: "kind = \"partial\"\nbytes_sent = 3\nstatus = 200\nbody = \"0123456789abcdef\"",
-    });
-}
-
-#[test]
-fn slow_body() {
-    // One byte a second of a 64-byte body, on every attempt: the 200 head comes at once but the
-    // body cannot finish within the request timeout, so it is never a delivery.
-    fault_everywhere(Fault::Step {
-        kind: AnswerKind::Slow,
-        step: "kind = \"slow\"\nchunk = 1\ninterval = 1.0\nstatus = 200\nbody = \"________________________________________________________________\"",
-    });
 }
 
 #[test]

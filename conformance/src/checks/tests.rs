@@ -93,6 +93,7 @@ pub(crate) fn entry(
             .then(|| wirecheck_oracle::health::parse_json(br#"{"state":"Ready"}"#)),
         findings: vec![],
         client_closed_ms: None,
+        closed_by_kernel: false,
     }
 }
 
@@ -1630,6 +1631,75 @@ fn the_interval_after_a_closed_hang_counts_from_the_close() {
         vec![run(0, 720, Exit::Code(0))],
     );
     assert_eq!(estimated.verdict, Verdict::Fail, "{estimated:?}");
+}
+
+/// A hung request the agent closed is exact when the kernel dated the close (its FIN's
+/// arrival, `closed_by_kernel`) and stamped the arrivals: the wait after it and the time it
+/// took to give up are judged whatever the runner's stalls, but for the kernel's 10 ms tick.
+#[test]
+fn a_close_the_kernel_dated_judges_a_hang_a_stall_would_leave_unjudged() {
+    use crate::observe::Stall;
+    let s = scenario(""); // timeout 1 s, interval 0.2 s (floor 175 ms), give up by 2.3 s
+    let hang = |closed: u64, by_kernel: bool| {
+        let mut e = stamped(entry(
+            1,
+            EndpointId::WireserverHealthJson,
+            10,
+            None,
+            AnswerKind::Hang,
+            None,
+        ));
+        e.client_closed_ms = Some(closed);
+        e.closed_by_kernel = by_kernel;
+        e
+    };
+    // A stall of 600 ms over the close and what follows.
+    let judged = |check, hung: Entry, next: u64| {
+        judge_stalled(
+            check,
+            &s,
+            vec![hung, stamped(health(2, next, 201))],
+            vec![run(0, next + 5, Exit::Code(0))],
+            vec![Stall {
+                end_ms: next,
+                len_ms: 600,
+            }],
+        )
+    };
+    // Closed at 510 ms, its next attempt 205 ms later: a wait the stall cannot flip.
+    let wait = judged("behaviour.interval", hang(510, true), 715);
+    assert_eq!(wait.verdict, Verdict::Pass, "{wait:?}");
+    // 150 ms: too soon, stall or not.
+    let soon = judged("behaviour.interval", hang(510, true), 660);
+    assert_eq!(soon.verdict, Verdict::Fail, "{soon:?}");
+    // 180 ms: within the kernel's tick of the 175 ms floor, not called.
+    let tick = judged("behaviour.interval", hang(510, true), 690);
+    assert_eq!(tick.verdict, Verdict::Informational, "{tick:?}");
+    assert!(tick.reason.unwrap().contains("dates only to within 10 ms"));
+    // The fake's own time of the close: the stall leaves the wait unjudged, as before.
+    let own = judged("behaviour.interval", hang(510, false), 715);
+    assert_eq!(own.verdict, Verdict::Informational, "{own:?}");
+    // Closed after its 1 s timeout: the wait counts from the timeout's end, the kernel's
+    // arrival plus the timeout, exact too; from an arrival the fake dated, the stall counts.
+    let after_timeout = judged("behaviour.interval", hang(1_100, false), 1_215);
+    assert_eq!(after_timeout.verdict, Verdict::Pass, "{after_timeout:?}");
+    let mut unstamped = hang(1_100, false);
+    unstamped.received_by_kernel = false;
+    let unstamped = judged("behaviour.interval", unstamped, 1_215);
+    assert_eq!(unstamped.verdict, Verdict::Informational, "{unstamped:?}");
+    // Giving up after 2.39 s of a 2.3 s limit: a failure the stall no longer hides.
+    let late = judged("behaviour.timeout", hang(2_400, true), 2_600);
+    assert_eq!(late.verdict, Verdict::Fail, "{late:?}");
+    let late_own = judged("behaviour.timeout", hang(2_400, false), 2_600);
+    assert_eq!(late_own.verdict, Verdict::Informational, "{late_own:?}");
+    // 5 ms past the limit: within the tick, not called.
+    let edge = judged("behaviour.timeout", hang(2_316, true), 2_600);
+    assert_eq!(edge.verdict, Verdict::Informational, "{edge:?}");
+    assert!(
+        edge.reason
+            .unwrap()
+            .contains("dates a close only to within 10 ms")
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@
 use serde::Serialize;
 use toml::Spanned;
 
-use super::rules::{self, check};
+use super::rules::{self, or_panic};
 use super::*;
 use crate::journal::{Delivery, StepKind};
 
@@ -82,7 +82,7 @@ impl Action {
     }
 
     /// The seconds the fake waits before it answers, for a kind whose answer comes after a
-    /// scripted wait ([`Delivery::AfterWait`](Delivery::AfterWait)).
+    /// scripted wait ([`Delivery::AfterWait`]).
     pub fn scripted_wait(&self) -> Option<f64> {
         match self {
             Action::Delay { seconds, .. } => Some(*seconds),
@@ -392,7 +392,7 @@ impl Step {
     #[track_caller]
     pub fn delay(wait: std::time::Duration) -> Self {
         let seconds = wait.as_secs_f64();
-        check("Step::delay", "seconds", rules::seconds(seconds, true));
+        or_panic("Step::delay", "seconds", rules::seconds(seconds, true));
         Step::new(Action::Delay {
             seconds,
             reply: None,
@@ -429,8 +429,8 @@ impl Step {
     #[track_caller]
     pub fn slow(chunk: usize, interval: std::time::Duration) -> Self {
         let interval = interval.as_secs_f64();
-        check("Step::slow", "chunk", rules::chunk(chunk));
-        check("Step::slow", "interval", rules::seconds(interval, false));
+        or_panic("Step::slow", "chunk", rules::chunk(chunk));
+        or_panic("Step::slow", "interval", rules::seconds(interval, false));
         Step::new(Action::Slow {
             chunk,
             interval,
@@ -469,7 +469,8 @@ mod tests {
 
     /// The facts a kind states in two places agree: the wait the model reads is there exactly
     /// when its row says the answer comes after a wait, and the parser takes reply fields
-    /// exactly for a kind that keeps a reply (or it would drop them).
+    /// exactly for a kind that keeps a reply: one written with a reply and read back keeps it
+    /// (or the parser would drop it).
     #[test]
     fn a_kinds_facts_agree_with_its_row() {
         for kind in StepKind::ALL {
@@ -481,11 +482,18 @@ mod tests {
                 delivery == Delivery::AfterWait,
                 "{kind:?}"
             );
-            assert_eq!(
-                takes_reply(kind),
-                action.reply_or_insert().is_some(),
-                "{kind:?}"
-            );
+            let keeps_reply = action.reply_or_insert().map(|r| r.status = Some(500));
+            assert_eq!(takes_reply(kind), keeps_reply.is_some(), "{kind:?}");
+            let written = Scenario::new()
+                .endpoint(
+                    "imds.*",
+                    EndPolicy::Default,
+                    vec![Step::new(action.clone())],
+                )
+                .to_toml_string();
+            let read = Scenario::from_toml_str(&written, "k.toml")
+                .unwrap_or_else(|e| panic!("{kind:?}: {e}\n{written}"));
+            assert_eq!(read.endpoints[0].steps[0].action, action, "{kind:?}");
             // An answer at once is a reply whose status the model reads (`step_cost`).
             if delivery == Delivery::AtOnce {
                 assert!(takes_reply(kind), "{kind:?}");

@@ -8,7 +8,7 @@
 //! What the builder cannot see (a struct literal, a field set by hand) [`Scenario::validate`]
 //! catches when the fake starts or loads the scenario.
 
-use super::rules::{self, check};
+use super::rules::{self, or_panic};
 use super::*;
 
 impl Scenario {
@@ -64,7 +64,7 @@ impl Scenario {
     /// is 0 to [`MAX_SECONDS`].
     #[track_caller]
     pub fn trigger(mut self, after: f64, action: TriggerAction) -> Self {
-        check("Scenario::trigger", "after", rules::trigger_after(after));
+        or_panic("Scenario::trigger", "after", rules::trigger_after(after));
         self.triggers.push(Trigger { after, action });
         self
     }
@@ -73,7 +73,7 @@ impl Scenario {
     /// set). Panics, at the caller's line, unless a number is 1-[`MAX_RATE_REQUESTS`].
     #[track_caller]
     pub fn imds_rate_limit(mut self, limit: ImdsRateLimit) -> Self {
-        check("Scenario::imds_rate_limit", "limit", limit.check());
+        or_panic("Scenario::imds_rate_limit", "limit", limit.check());
         self.imds.rate_limit = Some(limit);
         self
     }
@@ -91,12 +91,12 @@ impl Scenario {
         window: f64,
         endpoints: impl IntoIterator<Item = P>,
     ) -> Self {
-        check(
+        or_panic(
             "Scenario::rate_limit",
             "requests",
             rules::rate_requests(requests),
         );
-        check("Scenario::rate_limit", "window", rules::rate_window(window));
+        or_panic("Scenario::rate_limit", "window", rules::rate_window(window));
         // A loop, not a closure: #[track_caller] reaches only panics in this function's body.
         let mut patterns = Vec::new();
         for p in endpoints {
@@ -129,7 +129,7 @@ impl Step {
     /// Panics, at the caller's line, unless `status` is 100..=599.
     #[track_caller]
     pub fn respond(status: u16) -> Self {
-        check("Step::respond", "status", rules::status(status));
+        or_panic("Step::respond", "status", rules::status(status));
         Step::new(Action::Respond(Reply {
             status: Some(status),
             ..Reply::default()
@@ -166,7 +166,7 @@ impl Step {
     /// unless `times` is 1-[`MAX_TIMES`].
     #[track_caller]
     pub fn times(mut self, times: u32) -> Self {
-        check("Step::times", "times", rules::times(times));
+        or_panic("Step::times", "times", rules::times(times));
         self.times = times;
         self
     }
@@ -174,7 +174,7 @@ impl Step {
     /// Panics, at the caller's line, unless it is between 0.0 and 1.0.
     #[track_caller]
     pub fn probability(mut self, probability: f64) -> Self {
-        check(
+        or_panic(
             "Step::probability",
             "probability",
             rules::probability(probability),
@@ -193,7 +193,7 @@ impl Step {
     /// (`hang`, `reset`, `close`, `malformed`) and unless `status` is 100..=599.
     #[track_caller]
     pub fn status(mut self, status: u16) -> Self {
-        check("Step::status", "status", rules::status(status));
+        or_panic("Step::status", "status", rules::status(status));
         self.reply_to_set("status").status = Some(status);
         self
     }
@@ -201,7 +201,7 @@ impl Step {
     /// file may not give (an invalid name or value, `Content-Length`, `Transfer-Encoding`).
     #[track_caller]
     pub fn header(mut self, name: &str, value: &str) -> Self {
-        check("Step::header", "headers", rules::header(name, value));
+        or_panic("Step::header", "headers", rules::header(name, value));
         self.reply_to_set("header")
             .headers
             .push((name.to_owned(), value.to_owned()));

@@ -7,7 +7,7 @@ use super::*;
 /// Panics, at the caller of a builder method, when `rule` fails (the builder's way to apply a
 /// rule).
 #[track_caller]
-pub(super) fn check(method: &str, field: &str, rule: Result<(), String>) {
+pub(super) fn or_panic(method: &str, field: &str, rule: Result<(), String>) {
     if let Err(message) = rule {
         panic!("{method}: {field} {message}");
     }

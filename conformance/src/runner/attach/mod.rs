@@ -107,7 +107,6 @@ pub async fn run(
     }
 }
 
-/// Environment variables removed so a user's proxy settings never reroute the agent.
 /// What of wirecheck's environment leads to the user's session or holds the CI's secrets: no
 /// agent gets it (it inherits the rest, its profile's `env` and the case variables).
 pub const PRIVATE_VARS: [&str; 19] = [
@@ -132,22 +131,23 @@ pub const PRIVATE_VARS: [&str; 19] = [
     "NPM_TOKEN",
 ];
 
+/// Environment variables removed so a user's proxy settings never reroute the agent.
 const PROXY_VARS: [&str; 8] = fake_wireserver::proxy::CLIENT_VARIABLES;
 
-/// What of wirecheck's environment changes how an agent's runtime behaves: a debugging aid of
-/// its language, a module path, a preloaded library, libfaketime's settings (and those named
-/// by [`RUNTIME_VAR_PREFIXES`]). No agent gets it, so a verdict never depends on the caller's
-/// shell; a profile's `env` and agent time set what they need. Measured: `RUST_BACKTRACE=1` in
-/// a developer's shell made afterburn resolve a symbolized backtrace as it exited, 5 s of its
-/// agent time at x16 instead of 2, and failed its `behaviour.budget`.
-pub const RUNTIME_VARS: [&str; 23] = [
+/// What of wirecheck's environment changes how an agent's runtime behaves: a debugging aid or
+/// setting of its language's runtime, of its loader or of its allocator (and what
+/// [`RUNTIME_VAR_PREFIXES`] names: libfaketime's settings, glibc's malloc). No agent gets it,
+/// so a verdict never depends on the caller's shell; a profile's `env` and agent time set what
+/// they need. Where an agent is found (`PATH`, `PYTHONPATH`, `PYTHONHOME`, `LD_LIBRARY_PATH`)
+/// is passed on: without it a user's own agent may not start. Measured: `RUST_BACKTRACE=1` in
+/// a developer's shell made afterburn resolve a symbolized backtrace as it exited, 2-5 s of
+/// its agent time at x16 where it takes 80-100 ms, and failed its `behaviour.budget`.
+pub const RUNTIME_VARS: [&str; 28] = [
     "RUST_BACKTRACE",
     "RUST_LIB_BACKTRACE",
     "RUST_LOG",
     "RUST_MIN_STACK",
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PYTHONUSERBASE",
+    "TOKIO_WORKER_THREADS",
     "PYTHONSTARTUP",
     "PYTHONDEVMODE",
     "PYTHONWARNINGS",
@@ -160,19 +160,35 @@ pub const RUNTIME_VARS: [&str; 23] = [
     "PYTHONDEBUG",
     "PYTHONINSPECT",
     "PYTHONOPTIMIZE",
+    "PYTHONUTF8",
+    "PYTHONIOENCODING",
+    "PYTHONCOERCECLOCALE",
+    "PYTHONINTMAXSTRDIGITS",
+    "PYTHON_GIL",
+    "PYTHON_JIT",
+    "GLIBC_TUNABLES",
     "LD_PRELOAD",
-    "LD_LIBRARY_PATH",
     "LD_AUDIT",
+    "LD_BIND_NOW",
     "NO_FAKETIME",
 ];
 
 /// Prefixes of [`RUNTIME_VARS`]' kind: libfaketime reads many `FAKETIME_*` settings (one of
-/// them, `FAKETIME_DONT_FAKE_MONOTONIC`, would leave an agent's waits at the wall clock), and
-/// `DONT_FAKE_MONOTONIC` is its older spelling.
-pub const RUNTIME_VAR_PREFIXES: [&str; 2] = ["FAKETIME", "DONT_FAKE_MONOTONIC"];
+/// them, `FAKETIME_DONT_FAKE_MONOTONIC`, would leave an agent's waits at the wall clock),
+/// `DONT_FAKE_MONOTONIC` is its older spelling, glibc's loader reads `LD_DEBUG`,
+/// `LD_PROFILE`, `LD_TRACE_LOADED_OBJECTS` (which makes a program list its libraries and exit
+/// without running) and its allocator `MALLOC_*`. `LD_LIBRARY_PATH` is passed on.
+pub const RUNTIME_VAR_PREFIXES: [&str; 6] = [
+    "FAKETIME",
+    "DONT_FAKE_MONOTONIC",
+    "LD_DEBUG",
+    "LD_PROFILE",
+    "LD_TRACE_",
+    "MALLOC_",
+];
 
-/// The variables no agent inherits: the proxy's, the private ones, the runtime's, and each of
-/// wirecheck's own variables a runtime prefix names.
+/// The variables no agent inherits: the proxy's, the private ones, the runtime's, and each
+/// variable of wirecheck's environment that a runtime prefix names.
 fn not_inherited() -> Vec<String> {
     let prefixed = std::env::vars_os().filter_map(|(name, _)| {
         let name = name.into_string().ok()?;
