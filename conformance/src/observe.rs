@@ -311,14 +311,6 @@ impl Observation<'_> {
         }
     }
 
-    /// How far from the truth a close the kernel dated may be, on the agent's clock
-    /// ([`fake_wireserver::journal::FIN_STAMP_RESOLUTION`] of the wall's, N times at agent
-    /// time N).
-    pub fn close_resolution_ms(&self) -> u64 {
-        let wall = fake_wireserver::journal::FIN_STAMP_RESOLUTION.as_millis() as f64;
-        (wall * self.time_scale.factor()).ceil() as u64
-    }
-
     /// How long the agent's processes waited for a CPU ([`Observation::agent_waited`]), added
     /// up over the looks that ended after `from_ms` and by `to_ms` (widened by one look's
     /// reach).

@@ -82,11 +82,6 @@ pub struct JournalStats {
     pub file_lost: u64,
 }
 
-/// How far from the truth a close the kernel dated ([`Entry::closed_by_kernel`]) may be, on
-/// the wall clock: the kernel counts an acknowledgement's age in jiffies, 10 ms at the coarsest
-/// tick Linux has (`HZ=100`), either way.
-pub const FIN_STAMP_RESOLUTION: std::time::Duration = std::time::Duration::from_millis(10);
-
 /// One request the fake received and what it did about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
@@ -134,11 +129,6 @@ pub struct Entry {
     /// it is open, and when the fake stopped first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_closed_ms: Option<u64>,
-    /// `client_closed_ms` is the kernel's arrival of the client's FIN (within
-    /// [`FIN_STAMP_RESOLUTION`] of the wall clock), not when the fake's task saw the end of the
-    /// stream. Absent (false): the fake's own time, late by however long its task waited.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub closed_by_kernel: bool,
 }
 
 /// What the fake did with a request.
@@ -979,7 +969,6 @@ mod tests {
             report: None,
             findings: vec![],
             client_closed_ms: None,
-            closed_by_kernel: false,
         }
     }
 

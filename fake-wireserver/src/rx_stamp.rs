@@ -101,36 +101,6 @@ fn recv_stamped(
     Ok((n, stamp_of(&msg).and_then(instant_of)))
 }
 
-/// When the peer's FIN arrived, asked right after a read found the end of the stream on a
-/// connection the fake has written nothing to since the peer's request (a hung one): the
-/// kernel's time of the last acknowledgement it took from the peer, which is then the FIN
-/// (`TCP_INFO`'s `tcpi_last_ack_recv`, its age in milliseconds, within
-/// [`FIN_STAMP_RESOLUTION`](crate::journal::FIN_STAMP_RESOLUTION)). A FIN carries no timestamp of its own (`SO_TIMESTAMPNS` stamps
-/// data). `None` when that acknowledgement is older than the peer's last data (it is not the
-/// FIN: the connection ended otherwise) or `TCP_INFO` cannot be read; the caller keeps its own
-/// time then.
-pub(crate) fn peer_fin_at(socket: &impl AsFd) -> Option<Instant> {
-    // SAFETY: tcp_info is plain data (integers), valid zeroed.
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    // SAFETY: getsockopt on a descriptor `socket` owns, into a buffer of `len` bytes.
-    let rc = unsafe {
-        libc::getsockopt(
-            socket.as_fd().as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&raw mut info).cast(),
-            &raw mut len,
-        )
-    };
-    let now = Instant::now();
-    let filled = std::mem::offset_of!(libc::tcp_info, tcpi_last_ack_recv) + 4;
-    if rc != 0 || (len as usize) < filled || info.tcpi_last_ack_recv > info.tcpi_last_data_recv {
-        return None;
-    }
-    now.checked_sub(Duration::from_millis(info.tcpi_last_ack_recv.into()))
-}
-
 /// The `SCM_TIMESTAMPNS` message of a `recvmsg` result, if the kernel gave one.
 fn stamp_of(msg: &libc::msghdr) -> Option<libc::timespec> {
     let mut stamp = None;

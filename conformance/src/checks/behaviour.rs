@@ -421,9 +421,6 @@ enum Unsure {
     /// answer in between, and its delivery may have taken up to the second (ms, the lag the
     /// runner cannot see, at agent time) more: the agent had it somewhere in that span.
     SlowAnswer(u64, u64),
-    /// The wait began when the agent closed a hung request, a close the kernel dates only to
-    /// within this many ms (its tick, at agent time N times over).
-    CloseTick(u64),
 }
 
 impl Unsure {
@@ -434,9 +431,6 @@ impl Unsure {
             }
             Unsure::SlowAnswer(took, 0) => format!(
                 "the fake took {took} ms over its answer, and the agent had it somewhere in that span"
-            ),
-            Unsure::CloseTick(tick) => format!(
-                "the wait began with the agent's close of a hung request, which the kernel dates only to within {tick} ms"
             ),
             Unsure::SlowAnswer(took, unseen) => format!(
                 "the fake took {took} ms over its answer and its delivery up to {unseen} ms more, and the agent had it somewhere in that span"
@@ -482,32 +476,27 @@ fn retry_gaps<'a>(obs: &Observation, reqs: &[&'a Entry]) -> Vec<Gap<'a>> {
         let interval = ms(obs.interval_min_after(e));
         let floor = interval.saturating_sub(interval_tolerance_ms(interval));
         // An unanswered request's end is estimated from its arrival plus the timeout; the
-        // agent's own clock started earlier (connect, send), so allow for that. A close the
-        // agent made before that is its end, no estimate.
-        let estimated = finished_ms(obs, e) == e.at_ms + ms(obs.request_timeout());
-        let floor = if timed_out(obs, e) && estimated {
+        // agent's own clock started earlier (connect, send), so allow for that.
+        let floor = if timed_out(obs, e) {
             floor.saturating_sub(UNANSWERED_SLACK_MS)
         } else {
             floor
         };
         let gap = next.at_ms.saturating_sub(finished_ms(obs, e));
-        let stalled = if let Some(answer_ms) = exact_answer_ms(obs, e, next) {
-            exact_wait_flips(
+        let stalled = match exact_answer_ms(obs, e, next) {
+            Some(answer_ms) => exact_wait_flips(
                 gap,
                 floor,
                 (answer_ms, obs.unseen_lag_ms()),
                 e.answer.kind.is_immediate_reply(),
-            )
-        } else if let Some(tick) = hang_end_tick(obs, e, next) {
-            stall_flips(gap, floor, tick, tick).map(|_| Unsure::CloseTick(tick))
-        } else {
-            stall_flips(
+            ),
+            None => stall_flips(
                 gap,
                 floor,
                 obs.uncertainty_ms(finished_ms(obs, e)),
                 obs.uncertainty_ms(next.at_ms),
             )
-            .map(Unsure::Stall)
+            .map(Unsure::Stall),
         };
         gaps.push(Gap {
             from: e,
@@ -536,24 +525,6 @@ fn exact_answer_ms(obs: &Observation, from: &Entry, next: &Entry) -> Option<u64>
         && from.answer.kind.acts_on_arrival()
         && !timed_out(obs, from);
     exact.then(|| done.saturating_sub(from.at_ms))
-}
-
-/// How exact the wait from the hung request `from` to `next` (a later arrival the kernel
-/// stamped, [`retry_gaps`]) is, when no stall of the runner's is in it: it began with the
-/// agent's close before its timeout, which the kernel dated (within its tick), or at the
-/// timeout's end, the kernel's arrival plus the timeout (exact: what that estimate misses is
-/// the unanswered slack of the floor). `None`: an end is the fake's own time.
-fn hang_end_tick(obs: &Observation, from: &Entry, next: &Entry) -> Option<u64> {
-    if from.done_ms.is_some() || !next.received_by_kernel {
-        return None;
-    }
-    let timeout_end = from.at_ms + ms(obs.request_timeout());
-    match from.client_closed_ms {
-        Some(closed) if closed <= timeout_end => {
-            from.closed_by_kernel.then(|| obs.close_resolution_ms())
-        }
-        _ => from.received_by_kernel.then_some(0),
-    }
 }
 
 /// Judges each wait. A wait a stall could flip is not judged; the case is left unjudged for it
@@ -1166,33 +1137,20 @@ fn give_up(
     Limits { allowed, timeout }: Limits,
     cut_by_budget: bool,
 ) {
-    // Given up by a close the kernel dated, after an arrival it stamped: no stall of the
-    // runner's is in either end, only the kernel's tick in the close.
-    let exact = e.received_by_kernel
-        && e.closed_by_kernel
-        && e.client_closed_ms == Some(e.at_ms + gave_up_after);
-    let (start_late, end_late) = if exact {
-        (obs.close_resolution_ms(), obs.close_resolution_ms())
-    } else {
-        (
-            obs.uncertainty_ms(e.at_ms),
-            obs.uncertainty_ms(e.at_ms + gave_up_after),
-        )
-    };
-    let late = stall_flips(gave_up_after, allowed + 1, start_late, end_late);
+    let late = stall_flips(
+        gave_up_after,
+        allowed + 1,
+        obs.uncertainty_ms(e.at_ms),
+        obs.uncertainty_ms(e.at_ms + gave_up_after),
+    );
     // Giving up is CPU-bound work too: an agent the machine kept off the CPU meanwhile (waits
     // the runner measured, short ones added up) may notice its timeout late by as much.
     let held = obs.agent_waited_ms(e.at_ms, e.at_ms + gave_up_after);
     let over = gave_up_after.saturating_sub(allowed);
     if let Some(late) = late.filter(|_| !cut_by_budget) {
-        let why = if exact {
-            format!("the kernel dates a close only to within {late} ms")
-        } else {
-            format!("the runner's wake-ups around then came up to {late} ms late")
-        };
         t.uncertain(
             format!(
-                "waited {} on unanswered request #{} ({what}), the limit is {}, and {why}",
+                "waited {} on unanswered request #{} ({what}), the limit is {}, and the runner's wake-ups around then came up to {late} ms late",
                 secs(gave_up_after),
                 e.seq,
                 secs(allowed)

@@ -93,7 +93,6 @@ pub(crate) fn entry(
             .then(|| wirecheck_oracle::health::parse_json(br#"{"state":"Ready"}"#)),
         findings: vec![],
         client_closed_ms: None,
-        closed_by_kernel: false,
     }
 }
 
@@ -1132,7 +1131,7 @@ fn waits_while_the_agent_works_excuse_its_exit_only() {
 }
 
 /// In agent time an exit past the budget is judged only when its allowance (one interval, its
-/// own start-up and the runner's lag, both sped up on its clock) is under a quarter of the
+/// own start-up and the runner's lag, both sped up on its clock) is under a fifth of the
 /// budget; coarser, an exit the allowance alone would pass is not judged, so an agent 30 % over
 /// its budget cannot pass inside it. Found: the bundled reporter 30 % over a 2 s budget passed
 /// at a forced x10 under two CPU hogs.
@@ -1155,10 +1154,11 @@ fn a_sped_up_exit_is_judged_only_as_finely_as_its_budget_needs() {
         )
     };
     let exit_at = |start_up, end, scale| exit_at_with(&profile(), start_up, end, scale);
-    // A fine allowance (477 ms of a 3 s budget): judged as at the wall clock.
-    assert_eq!(exit_at(257, 3734, x10).verdict, Verdict::Pass);
-    assert_eq!(exit_at(257, 3735, x10).verdict, Verdict::Fail);
-    // A coarse one (820 ms, over a quarter of 3 s, by its start-up and lag): an exit past the
+    // A fine allowance (320 ms of a 3 s budget, with its start-up again under a fifth): judged
+    // as at the wall clock.
+    assert_eq!(exit_at(100, 3420, x10).verdict, Verdict::Pass);
+    assert_eq!(exit_at(100, 3421, x10).verdict, Verdict::Fail);
+    // A coarse one (820 ms, over a fifth of 3 s, by its start-up and lag): an exit past the
     // budget that only the allowance would pass is not judged and says why; a calmer machine
     // might judge it, so the case may run again as for a stall. At the wall clock the same exit
     // passes, its allowance measured.
@@ -1173,7 +1173,7 @@ fn a_sped_up_exit_is_judged_only_as_finely_as_its_budget_needs() {
             .contains("run 1: exited 3.30 s into a 3.00 s budget, past it; at agent time x10 its exit can be judged only within 820 ms"),
         "{coarse:?}"
     );
-    // Coarse by its 1 s interval alone (over a quarter of 3 s): the speed, not the machine,
+    // Coarse by its 1 s interval alone (over a fifth of 3 s): the speed, not the machine,
     // leaves it unjudged, and running it again at that speed would not judge it either.
     let mut slow = profile();
     slow.reactions.retry_interval_min = Some(1.0);
@@ -1209,7 +1209,7 @@ fn a_sped_up_exit_hides_no_overrun_in_its_start_up() {
     // Spawned at 0, its IMDS request at 400 ms, the wireserver refused: the loop is seen to
     // start with it. 30 % over its 3 s budget counted from its spawn, it exits at 3.9 s: past
     // the budget by less than the allowance (0.2 s + 400 ms + the 20 ms of lag), which passed
-    // it, by its start-up again more than a quarter of the budget.
+    // it, by its start-up again more than a fifth of the budget.
     let exit_at = |end: u64, scale| {
         let imds = entry(
             1,
@@ -1631,75 +1631,6 @@ fn the_interval_after_a_closed_hang_counts_from_the_close() {
         vec![run(0, 720, Exit::Code(0))],
     );
     assert_eq!(estimated.verdict, Verdict::Fail, "{estimated:?}");
-}
-
-/// A hung request the agent closed is exact when the kernel dated the close (its FIN's
-/// arrival, `closed_by_kernel`) and stamped the arrivals: the wait after it and the time it
-/// took to give up are judged whatever the runner's stalls, but for the kernel's 10 ms tick.
-#[test]
-fn a_close_the_kernel_dated_judges_a_hang_a_stall_would_leave_unjudged() {
-    use crate::observe::Stall;
-    let s = scenario(""); // timeout 1 s, interval 0.2 s (floor 175 ms), give up by 2.3 s
-    let hang = |closed: u64, by_kernel: bool| {
-        let mut e = stamped(entry(
-            1,
-            EndpointId::WireserverHealthJson,
-            10,
-            None,
-            AnswerKind::Hang,
-            None,
-        ));
-        e.client_closed_ms = Some(closed);
-        e.closed_by_kernel = by_kernel;
-        e
-    };
-    // A stall of 600 ms over the close and what follows.
-    let judged = |check, hung: Entry, next: u64| {
-        judge_stalled(
-            check,
-            &s,
-            vec![hung, stamped(health(2, next, 201))],
-            vec![run(0, next + 5, Exit::Code(0))],
-            vec![Stall {
-                end_ms: next,
-                len_ms: 600,
-            }],
-        )
-    };
-    // Closed at 510 ms, its next attempt 205 ms later: a wait the stall cannot flip.
-    let wait = judged("behaviour.interval", hang(510, true), 715);
-    assert_eq!(wait.verdict, Verdict::Pass, "{wait:?}");
-    // 150 ms: too soon, stall or not.
-    let soon = judged("behaviour.interval", hang(510, true), 660);
-    assert_eq!(soon.verdict, Verdict::Fail, "{soon:?}");
-    // 180 ms: within the kernel's tick of the 175 ms floor, not called.
-    let tick = judged("behaviour.interval", hang(510, true), 690);
-    assert_eq!(tick.verdict, Verdict::Informational, "{tick:?}");
-    assert!(tick.reason.unwrap().contains("dates only to within 10 ms"));
-    // The fake's own time of the close: the stall leaves the wait unjudged, as before.
-    let own = judged("behaviour.interval", hang(510, false), 715);
-    assert_eq!(own.verdict, Verdict::Informational, "{own:?}");
-    // Closed after its 1 s timeout: the wait counts from the timeout's end, the kernel's
-    // arrival plus the timeout, exact too; from an arrival the fake dated, the stall counts.
-    let after_timeout = judged("behaviour.interval", hang(1_100, false), 1_215);
-    assert_eq!(after_timeout.verdict, Verdict::Pass, "{after_timeout:?}");
-    let mut unstamped = hang(1_100, false);
-    unstamped.received_by_kernel = false;
-    let unstamped = judged("behaviour.interval", unstamped, 1_215);
-    assert_eq!(unstamped.verdict, Verdict::Informational, "{unstamped:?}");
-    // Giving up after 2.39 s of a 2.3 s limit: a failure the stall no longer hides.
-    let late = judged("behaviour.timeout", hang(2_400, true), 2_600);
-    assert_eq!(late.verdict, Verdict::Fail, "{late:?}");
-    let late_own = judged("behaviour.timeout", hang(2_400, false), 2_600);
-    assert_eq!(late_own.verdict, Verdict::Informational, "{late_own:?}");
-    // 5 ms past the limit: within the tick, not called.
-    let edge = judged("behaviour.timeout", hang(2_316, true), 2_600);
-    assert_eq!(edge.verdict, Verdict::Informational, "{edge:?}");
-    assert!(
-        edge.reason
-            .unwrap()
-            .contains("dates a close only to within 10 ms")
-    );
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! | value | placeholder |
 //! |---|---|
 //! | ephemeral port in `127.0.0.1:PORT` (Host header, targets, messages) | `127.0.0.1:<port>` |
-//! | journal `at_ms`, `received_by_kernel`, `done_ms`, `closed_by_kernel`, `client` | removed |
+//! | journal `at_ms`, `received_by_kernel`, `done_ms`, `client` | removed |
 //! | KVP key incarnation (boot time, epoch seconds) | `<boot-epoch>` |
 //! | KVP key uuid4 | `<uuid>` |
 //! | KVP event `ts` | `<ts>` |
@@ -69,13 +69,7 @@ fn ports_in_value(value: &mut Value) {
 pub fn entry(entry: &Entry) -> Value {
     let mut value = serde_json::to_value(entry).expect("entries serialise");
     let map = value.as_object_mut().expect("entry is an object");
-    for volatile in [
-        "at_ms",
-        "received_by_kernel",
-        "done_ms",
-        "closed_by_kernel",
-        "client",
-    ] {
+    for volatile in ["at_ms", "received_by_kernel", "done_ms", "client"] {
         map.shift_remove(volatile);
     }
     ports_in_value(&mut value);

@@ -369,7 +369,6 @@ fn new_entry(shared: &Shared, conn: &Conn, req: &Request, endpoint: EndpointId) 
         report: None,
         findings: Vec::new(),
         client_closed_ms: None,
-        closed_by_kernel: false,
     }
 }
 

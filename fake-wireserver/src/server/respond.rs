@@ -115,23 +115,17 @@ impl Responder<'_> {
     }
 
     /// Never answered (done_ms stays None). Keeps reading (and discarding) until the client
-    /// gives up, which is when the entry is final: dated by the kernel's arrival of its FIN
-    /// when it closed cleanly (`rx_stamp::peer_fin_at`), else when the fake saw it. If the fake
-    /// stops first, shutdown writes it as pending.
+    /// gives up, which is when the entry is final; if the fake stops first, shutdown writes it
+    /// as pending.
     async fn hang(self) -> Flow {
         let mut sink = [0u8; 4096];
-        let mut fin_at = None;
         while let Ok(n) = self.stream.read(&mut sink).await {
             if n == 0 {
-                fin_at = crate::rx_stamp::peer_fin_at(&*self.stream);
                 break;
             }
         }
-        let closed = fin_at.map_or_else(|| self.shared.now_ms(), |at| self.shared.ms(at));
-        lock(&self.shared.journal).finish(self.seq, |e| {
-            e.client_closed_ms = Some(closed);
-            e.closed_by_kernel = fin_at.is_some();
-        });
+        let closed = self.shared.now_ms();
+        lock(&self.shared.journal).finish(self.seq, |e| e.client_closed_ms = Some(closed));
         Flow::Gone
     }
 
