@@ -301,6 +301,17 @@ impl Observation<'_> {
         stalled + self.unseen_lag_ms()
     }
 
+    /// How late the journal's arrival time of `entry` may be: none when it is the kernel's
+    /// receive stamp (`received_by_kernel`), which no stall of the runner delays; else
+    /// [`Self::uncertainty_ms`] around it.
+    pub fn arrival_uncertainty_ms(&self, entry: &Entry) -> u64 {
+        if entry.received_by_kernel {
+            0
+        } else {
+            self.uncertainty_ms(entry.at_ms)
+        }
+    }
+
     /// The lag the runner cannot see ([`UNSEEN_LAG_MS`]) on the agent's clock: none at the wall
     /// clock, where the stalls it measured are all there is.
     pub fn unseen_lag_ms(&self) -> u64 {

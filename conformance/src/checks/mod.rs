@@ -180,7 +180,8 @@ impl Judgement {
 const MAX_EVIDENCE: usize = 20;
 
 /// Collects problems and notes while a check walks the observation, then decides: any
-/// failure → fail, else a timing left unjudged (by the machine, or by the case's speed) →
+/// failure → fail, else a timing left unjudged (by the machine, the case's speed, or the
+/// runner's deadline) →
 /// informational, else any non-strict → non-strict, else pass.
 #[derive(Debug, Default)]
 pub struct Tally {
@@ -189,6 +190,8 @@ pub struct Tally {
     uncertain: Vec<(String, Evidence)>,
     /// Timings the case's agent time made too coarse to call (not the machine's doing).
     coarse: Vec<(String, Evidence)>,
+    /// Waits the runner's deadline ended before they could be judged.
+    cut: Vec<(String, Evidence)>,
     non_strict: Vec<(String, Evidence)>,
     notes: Vec<Evidence>,
     judged: usize,
@@ -223,6 +226,13 @@ impl Tally {
     pub fn unjudged_at_speed(&mut self, reason: impl Into<String>, evidence: Evidence) {
         self.judged += 1;
         self.coarse.push((reason.into(), evidence));
+    }
+
+    /// A wait the runner's deadline ended before its limit was over, with nothing else to
+    /// judge it by: informational, and not a stall (a run again would end it the same way).
+    pub fn cut_short(&mut self, reason: impl Into<String>, evidence: Evidence) {
+        self.judged += 1;
+        self.cut.push((reason.into(), evidence));
     }
 
     pub fn non_strict(&mut self, reason: impl Into<String>, evidence: Evidence) {
@@ -285,6 +295,14 @@ impl Tally {
                     summarize(&self.coarse)
                 )),
             )
+        } else if !self.cut.is_empty() {
+            (
+                Verdict::Informational,
+                Some(format!(
+                    "not judged, the deadline came first: {}",
+                    summarize(&self.cut)
+                )),
+            )
         } else if !self.non_strict.is_empty() {
             (Verdict::NonStrict, Some(summarize(&self.non_strict)))
         } else if self.judged == 0 {
@@ -302,6 +320,7 @@ impl Tally {
             .into_iter()
             .chain(self.uncertain)
             .chain(self.coarse)
+            .chain(self.cut)
             .chain(self.non_strict)
             .map(|(_, e)| e)
             .chain(self.notes)

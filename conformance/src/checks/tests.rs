@@ -463,9 +463,53 @@ fn kernel_stamped_arrivals_judge_a_wait_a_stall_would_leave_unjudged() {
     assert_eq!(unsure.verdict, Verdict::Informational, "{unsure:?}");
     let rst = judged(closed(12, AnswerKind::Reset), 215);
     assert_eq!(rst.verdict, Verdict::Pass, "{rst:?}");
-    // A delayed answer keeps the stall rule: the stall over its retry leaves it unjudged.
+    // A delayed answer's end is the fake's, which a stall only makes late (the wait measured
+    // shorter): measured long enough to a stamped retry, it was so in fact, stall or not;
+    // measured short, the stall leaves it unjudged.
     let delayed = judged(closed(12, AnswerKind::Delay), 215);
-    assert_eq!(delayed.verdict, Verdict::Informational, "{delayed:?}");
+    assert_eq!(delayed.verdict, Verdict::Pass, "{delayed:?}");
+    let delayed_short = judged(closed(50, AnswerKind::Delay), 215);
+    assert_eq!(
+        delayed_short.verdict,
+        Verdict::Informational,
+        "{delayed_short:?}"
+    );
+    // An immediate answer's end is its arrival, earlier than the agent had it; but the fake
+    // records its write's end, after which the agent cannot have had it later than the unseen
+    // lag: from an unstamped 503 written at once, a stamped retry 205 ms on is judged.
+    let unstamped_503 = judge_stalled(
+        "behaviour.interval",
+        &s,
+        vec![health(1, 10, 503), stamped(health(2, 215, 201))],
+        vec![run(0, 220, Exit::Code(0))],
+        stall(),
+    );
+    assert_eq!(unstamped_503.verdict, Verdict::Pass, "{unstamped_503:?}");
+    // A stall between an unstamped 503's read (at 10) and its write (400): the agent had it
+    // only then, so a retry stamped at 460 is 60 ms after it, not 450; no stall reaches the
+    // retry itself.
+    let mut slow_write = health(1, 10, 503);
+    slow_write.done_ms = Some(400);
+    let hidden = judge_stalled(
+        "behaviour.interval",
+        &s,
+        vec![slow_write, stamped(health(2, 460, 201))],
+        vec![run(0, 470, Exit::Code(0))],
+        vec![Stall {
+            end_ms: 400,
+            len_ms: 390,
+        }],
+    );
+    assert_eq!(hidden.verdict, Verdict::Informational, "{hidden:?}");
+    // The retry's arrival unstamped: the stall may have made it late, the wait longer.
+    let unstamped = judge_stalled(
+        "behaviour.interval",
+        &s,
+        vec![closed(12, AnswerKind::Delay), health(2, 215, 201)],
+        vec![run(0, 220, Exit::Code(0))],
+        stall(),
+    );
+    assert_eq!(unstamped.verdict, Verdict::Informational, "{unstamped:?}");
     // A request that arrived before the 503 it follows in the journal (two connections read
     // out of order) is no retry of it: neither passed nor failed as one.
     let out_of_order = judge_stalled(
@@ -1600,6 +1644,173 @@ fn closing_a_hung_connection_is_when_the_agent_gave_up() {
     );
     assert_eq!(killed.verdict, Verdict::Fail);
     assert!(killed.reason.unwrap().contains("killed at the deadline"));
+}
+
+/// A hung request the runner's kill cut short, before the agent's limit for it was over, is not
+/// judged: the agent was still within its timeout (WALinuxAgent's horizon at x17 fell 5.7 s
+/// into its 10 s timeout). One it had waited on past its limit fails as before.
+#[test]
+fn a_hang_the_kill_cut_short_is_not_judged() {
+    let s = scenario("");
+    let hang = |seq, at, closed: Option<u64>| {
+        let mut e = entry(
+            seq,
+            EndpointId::WireserverHealthJson,
+            at,
+            None,
+            AnswerKind::Hang,
+            None,
+        );
+        e.client_closed_ms = closed;
+        e
+    };
+    let given_up = hang(1, 10, Some(1_030));
+    // Its limit: the 1 s timeout, one 200 ms interval, and 1.1 s of margin.
+    let cut = |at| {
+        judge(
+            "behaviour.timeout",
+            &s,
+            vec![given_up.clone(), hang(2, at, Some(6_000))],
+            vec![run(0, 6_000, Exit::KilledAtDeadline)],
+        )
+    };
+    let within = cut(5_000);
+    assert_eq!(within.verdict, Verdict::Pass, "{within:?}");
+    assert!(
+        within.evidence.iter().any(|e| e.note.contains(
+            "#2 not judged: the runner ended the agent 1.00 s after unanswered request #2"
+        )),
+        "{within:?}"
+    );
+    let past = cut(3_000);
+    assert_eq!(past.verdict, Verdict::Fail, "{past:?}");
+    assert!(
+        past.reason
+            .unwrap()
+            .contains("waited 3.00 s on unanswered request #2 (killed at the deadline)")
+    );
+    // Cut short before it ever gave up on one: nothing shows it would have (a deadline inside
+    // the limit of its first hang must not pass an agent that hangs forever), and a run again
+    // would end the same way.
+    let only = |profile: &AgentProfile| {
+        judge_with(
+            profile,
+            "behaviour.timeout",
+            &s,
+            vec![hang(1, 5_000, Some(6_000))],
+            vec![run(0, 6_000, Exit::KilledAtDeadline)],
+        )
+    };
+    let first = only(&profile());
+    assert_eq!(first.verdict, Verdict::Informational, "{first:?}");
+    assert!(!first.stalled);
+    assert!(
+        first
+            .reason
+            .unwrap()
+            .contains("not judged, the deadline came first")
+    );
+    // An agent that never stops on its own is ended at a horizon, wherever its loop is:
+    // nothing to judge here (behaviour.budget fails it for still running).
+    let mut daemon = profile();
+    daemon.reactions.gives_up = false;
+    assert_eq!(only(&daemon).verdict, Verdict::Skipped);
+    // A late answer it took is no sign it gives up: a goal state delayed past its timeout and
+    // answered, then the kill inside the report's limit.
+    let late_goal_state = entry(
+        1,
+        EndpointId::WireserverGoalstate,
+        10,
+        Some(1_510),
+        AnswerKind::Delay,
+        None,
+    );
+    let took_it = judge(
+        "behaviour.timeout",
+        &s,
+        vec![late_goal_state, hang(2, 1_600, Some(3_000))],
+        vec![run(0, 3_000, Exit::KilledAtDeadline)],
+    );
+    assert!(
+        took_it
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("not judged, the deadline came first")),
+        "{took_it:?}"
+    );
+    // Killed past its limit inside a long budget: the kill, not the budget, ended the wait.
+    let long_budget = Scenario::from_toml_str(
+        "id = \"t\"\ntitle = \"t\"\nchecks = [\"*\"]\n[agent]\naction = \"ready\"\nbudget = 100.0\nretry_interval = 0.2\nrequest_timeout = 1.0\n",
+        Path::new("t.toml"),
+    )
+    .unwrap()
+    .remove(0);
+    let killed_in_budget = judge(
+        "behaviour.timeout",
+        &long_budget,
+        vec![hang(1, 10, Some(6_000))],
+        vec![run(0, 6_000, Exit::KilledAtDeadline)],
+    );
+    assert_eq!(
+        killed_in_budget.verdict,
+        Verdict::Fail,
+        "{killed_in_budget:?}"
+    );
+}
+
+/// A hung request given up on within its limit, from an arrival the kernel stamped, passes
+/// whatever the runner's stalls: a stall only makes the fake's record of the close late, the
+/// wait measured longer (afterburn's endless hang at x50 was left unjudged on two of three
+/// 50 s attempts by stalls around its arrivals). Past the limit, a stall around the close still
+/// leaves it unjudged; from an unstamped arrival a stall around it still does too.
+#[test]
+fn a_hang_given_up_on_in_time_from_a_stamped_arrival_is_judged_whatever_the_stalls() {
+    use crate::observe::Stall;
+    let s = scenario("");
+    let hang = |closed| {
+        let mut e = entry(
+            1,
+            EndpointId::WireserverHealthJson,
+            1_000,
+            None,
+            AnswerKind::Hang,
+            None,
+        );
+        e.client_closed_ms = Some(closed);
+        e
+    };
+    // Its limit is 2.3 s (1 s timeout, a 200 ms interval, 1.1 s of margin); a 1.5 s stall
+    // around the arrival could make a 2.0 s wait look 3.5 s long, or hide one.
+    let stall = vec![Stall {
+        end_ms: 1_000,
+        len_ms: 1_500,
+    }];
+    let timeout = |e: Entry, stalls: Vec<Stall>| {
+        judge_stalled(
+            "behaviour.timeout",
+            &s,
+            vec![e, health(2, 4_500, 201)],
+            vec![run(0, 4_600, Exit::Code(0))],
+            stalls,
+        )
+    };
+    let stamped_in_time = timeout(stamped(hang(3_000)), stall.clone());
+    assert_eq!(
+        stamped_in_time.verdict,
+        Verdict::Pass,
+        "{stamped_in_time:?}"
+    );
+    let unstamped = timeout(hang(3_000), stall.clone());
+    assert_eq!(unstamped.verdict, Verdict::Informational, "{unstamped:?}");
+    // Closed 3.4 s after it, with a stall around the close: unjudged, stamped or not.
+    let late_close = vec![Stall {
+        end_ms: 4_400,
+        len_ms: 1_500,
+    }];
+    let past = timeout(stamped(hang(4_400)), late_close);
+    assert_eq!(past.verdict, Verdict::Informational, "{past:?}");
+    // No stall: past the limit fails.
+    assert_eq!(timeout(stamped(hang(4_400)), vec![]).verdict, Verdict::Fail);
 }
 
 /// The interval after a hung request counts from the close when the agent closed it.
