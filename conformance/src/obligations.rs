@@ -10,11 +10,13 @@
 //!   `behaviour.interval` holds the agent to) and at most (what a deadline allows for);
 //! * [`step_cost`]: what one scripted step of the fake costs the agent: how it takes the answer,
 //!   and the seconds the answer itself takes (a delay, or an unanswered request's timeout);
-//! * [`tries_exhausted_after`]: how long an agent that counts its tries takes to use them all.
+//! * [`tries_exhausted_after`]: how long an agent that counts its tries takes to use them all;
+//! * [`plan_reached`]: whether a scripted plan can meet the agent at all (one that sends no
+//!   health report never meets a plan for health reports alone).
 
 use fake_wireserver::{Action as StepAction, Delivery, Preset, Reply, Service};
 
-use crate::agent::{Forbidden, Reaction, Reactions};
+use crate::agent::{Forbidden, HealthReporting, Reaction, Reactions};
 use crate::scenario::AgentPlan;
 
 /// How the agent takes one answer.
@@ -230,6 +232,21 @@ pub fn plan_service(
     } else {
         Service::Wireserver
     }
+}
+
+/// Whether an agent that reports `health` can ever be answered by `plan`: not when every
+/// endpoint the plan answers is a health report and the agent sends none (`health_report =
+/// "none"`): its faults never play, so they cost it no time. An agent that reports anyway
+/// fails behaviour.terminal whatever its deadline.
+pub fn plan_reached(
+    health: HealthReporting,
+    fake: &fake_wireserver::Scenario,
+    plan: &fake_wireserver::EndpointPlan,
+) -> bool {
+    health != HealthReporting::None
+        || fake_wireserver::EndpointId::ALL
+            .into_iter()
+            .any(|id| !id.is_health() && fake.plan_for(id).is_some_and(|p| std::ptr::eq(p, plan)))
 }
 
 #[cfg(test)]

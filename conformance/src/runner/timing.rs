@@ -157,7 +157,7 @@ fn agent_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
     // report through by trying on until the runner ends it: long enough after the scenario's
     // own deadline for two of its longest waits and one unanswered request, so its retries are
     // seen; its start-up is not counted (the deadline runs from its first request).
-    if !r.gives_up && never_succeeds(scenario) {
+    if !r.gives_up && never_succeeds(profile, scenario) {
         let longest = obligations::wait_after(r, a, fake_wireserver::Service::Wireserver, None).max;
         let horizon = a.deadline + 2.0 * longest + obligations::request_timeout(r, a);
         return FaultTiming {
@@ -172,7 +172,7 @@ fn agent_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
     // own allowance after it for its last request and its exit.
     let mut fixed_end = 0.0_f64;
     let mut attempts = 0;
-    if never_succeeds(scenario) {
+    if never_succeeds(profile, scenario) {
         // An agent counting its tries ends when they are used up, each as long as the answer
         // that never comes takes; else at its fixed budget.
         let busy = endless_attempt_seconds(profile, scenario);
@@ -235,7 +235,10 @@ fn fault_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
         }
         (wait.max - a.retry_interval).max(0.0)
     };
-    for plan in &scenario.fake.endpoints {
+    let reached = |plan: &&fake_wireserver::EndpointPlan| {
+        obligations::plan_reached(profile.health_report, &scenario.fake, plan)
+    };
+    for plan in scenario.fake.endpoints.iter().filter(reached) {
         let service = obligations::plan_service(&scenario.fake, plan);
         for step in &plan.steps {
             let cost = obligations::step_cost(r, a, service, &step.action);
@@ -276,14 +279,26 @@ fn fault_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
 const RATE_LIMITED_RETRIES: u32 = 3;
 
 /// True when no report can ever be accepted: the wireserver refuses connections, or a
-/// wireserver endpoint repeats or cycles its faults forever.
-fn never_succeeds(scenario: &Scenario) -> bool {
+/// wireserver endpoint the agent reaches ([`obligations::plan_reached`]) repeats or cycles its
+/// faults forever.
+fn never_succeeds(profile: &AgentProfile, scenario: &Scenario) -> bool {
     scenario.agent.wireserver == Target::Closed
-        || scenario
-            .fake
-            .plans_for(fake_wireserver::Service::Wireserver)
-            .iter()
-            .any(|p| p.end != EndPolicy::Default)
+        || endless_wireserver_plans(profile, scenario).next().is_some()
+}
+
+/// The wireserver plans the agent reaches that never end their faults.
+fn endless_wireserver_plans<'a>(
+    profile: &AgentProfile,
+    scenario: &'a Scenario,
+) -> impl Iterator<Item = &'a fake_wireserver::EndpointPlan> {
+    let health = profile.health_report;
+    scenario
+        .fake
+        .plans_for(fake_wireserver::Service::Wireserver)
+        .into_iter()
+        .filter(move |p| {
+            p.end != EndPolicy::Default && obligations::plan_reached(health, &scenario.fake, p)
+        })
 }
 
 /// Seconds each attempt at a wireserver that never lets the report through takes the agent: a
@@ -291,11 +306,7 @@ fn never_succeeds(scenario: &Scenario) -> bool {
 /// sleep (the longest any endlessly scripted step costs).
 fn endless_attempt_seconds(profile: &AgentProfile, scenario: &Scenario) -> f64 {
     let (r, a) = (&profile.reactions, &scenario.agent);
-    scenario
-        .fake
-        .plans_for(fake_wireserver::Service::Wireserver)
-        .iter()
-        .filter(|p| p.end != EndPolicy::Default)
+    endless_wireserver_plans(profile, scenario)
         .flat_map(|p| &p.steps)
         .map(|step| {
             obligations::step_cost(r, a, fake_wireserver::Service::Wireserver, &step.action).busy
@@ -317,6 +328,7 @@ fn imds_never_succeeds(scenario: &Scenario) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::HealthReporting;
     use std::path::Path;
 
     fn scenario(extra: &str) -> Scenario {
@@ -343,6 +355,41 @@ mod tests {
         let t = case_timing(&profile(""), &s).unwrap();
         assert_eq!(t.deadline, s.agent.deadline);
         assert_eq!(t.expected_wait, s.expected_wait());
+    }
+
+    /// An agent that sends no health report never meets a plan for health reports alone: its
+    /// faults cost it nothing, and it keeps the scenario's own deadline. Measured: WALinuxAgent
+    /// 2.16 in cloud-init mode, a daemon its deadline ends, waited out 336 s of agent time for
+    /// 75 s back-offs after 504s it never met, 24 s of the wall's for each such case. A plan
+    /// that answers another endpoint too still counts.
+    #[test]
+    fn faults_on_health_reports_cost_an_agent_that_sends_none_nothing() {
+        let mut daemon = scalable(
+            "retry_interval_min = 1.0\nretry_interval_max = 75.0\ngives_up = false\nbudget = 3600.0",
+        );
+        let health = |id: &str, end: &str| {
+            scenario(&THREE_500S.replace(
+                "id = \"wireserver.health.xml\"",
+                &format!("id = \"{id}\"\n{end}"),
+            ))
+        };
+        let three = health("wireserver.health.*", "");
+        let endless = health("wireserver.health.*", "end = \"repeat-last\"");
+        let everything = health("wireserver.*", "");
+        let met = 3.0 * (75.0 - three.agent.retry_interval);
+        for s in [&three, &everything] {
+            let t = case_timing(&daemon, s).unwrap();
+            assert!(t.deadline >= s.agent.deadline + met, "{t:?}");
+        }
+        assert!(case_timing(&daemon, &endless).unwrap().deadline > endless.agent.deadline);
+        daemon.health_report = HealthReporting::None;
+        for s in [&three, &endless] {
+            let t = case_timing(&daemon, s).unwrap();
+            assert_eq!(t.deadline, s.agent.deadline, "{t:?}");
+            assert!(t.scale.is_wall(), "{t:?}");
+        }
+        let t = case_timing(&daemon, &everything).unwrap();
+        assert!(t.deadline >= everything.agent.deadline + met, "{t:?}");
     }
 
     #[test]
