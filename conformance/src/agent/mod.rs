@@ -275,6 +275,13 @@ pub struct Reactions {
     /// empty: it retries at its own interval (the recommended policy, docs/protocol.md §8.2).
     /// A case grows by each such scripted `Retry-After`.
     pub honours_retry_after: Vec<u16>,
+    /// Statuses the agent retries without end, past its budget, though it gives up on the
+    /// rest (`never_gives_up_on`; cloud-init 25.1+: readurl retries a 503 without limit,
+    /// url_helper.py:604-612). A scenario answering only those forever then ends when the
+    /// budget and its wind-down are over ([`crate::runner::timing`]), without the allowance
+    /// for an exit that never comes; behaviour.budget fails it for still running there, as
+    /// its profile's deviation may declare.
+    pub never_gives_up_on: Vec<u16>,
     /// `false`: the agent never stops trying on its own (a daemon that starts its loop over
     /// when its budget runs out: WALinuxAgent). A scenario that never lets its report through
     /// then runs to a horizon ([`crate::runner::timing`]) instead of to its budget, and
@@ -844,6 +851,7 @@ impl Reactions {
             retry_interval_throttled: None,
             budget_scope: BudgetScope::Flow,
             honours_retry_after: Vec::new(),
+            never_gives_up_on: Vec::new(),
             gives_up: true,
             tries: None,
         }

@@ -140,6 +140,7 @@ pub(super) struct ReactionsFile {
     #[serde(default)]
     pub(super) budget_scope: BudgetScope,
     pub(super) honours_retry_after: Option<Spanned<Vec<u16>>>,
+    pub(super) never_gives_up_on: Option<Spanned<Vec<u16>>>,
     pub(super) gives_up: Option<Spanned<bool>>,
     pub(super) tries: Option<Spanned<u32>>,
     pub(super) sequence_tries: Option<Spanned<u32>>,

@@ -245,6 +245,40 @@ fn honoured_retry_after_statuses_are_retried_error_statuses() {
     }
 }
 
+/// `never_gives_up_on` lists statuses the agent retries, and only for an agent that otherwise
+/// gives up on its own: `gives_up = false` says it already, `tries` contradicts it.
+#[test]
+fn statuses_never_given_up_on_are_retried_by_an_agent_that_gives_up() {
+    let with = |extra: &str| {
+        load(&valid().replace(
+            "retryable = [429, 503]",
+            &format!("retryable = [429, 503]\n{extra}"),
+        ))
+    };
+    let p = with("never_gives_up_on = [503]").unwrap();
+    assert_eq!(p.reactions.never_gives_up_on, vec![503]);
+    for (extra, says) in [
+        ("never_gives_up_on = [500]", "500 is not retried"),
+        ("never_gives_up_on = [302]", "302 is not an error status"),
+        (
+            "never_gives_up_on = [503]\ngives_up = false",
+            "already says it never gives up",
+        ),
+        (
+            "never_gives_up_on = [503]\nretry_interval_min = 1.0\nbudget = 60.0\ntries = 3",
+            "counts its tries",
+        ),
+    ] {
+        let err = with(extra).unwrap_err();
+        assert_eq!(
+            err.field.as_deref(),
+            Some("reactions.never_gives_up_on"),
+            "{err}"
+        );
+        assert!(err.line.is_some() && err.message.contains(says), "{err}");
+    }
+}
+
 fn daemon(extra: &str) -> String {
     valid().replace(
         "capabilities = [\"json\", \"kvp\"]",

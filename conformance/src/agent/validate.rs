@@ -529,7 +529,14 @@ pub(super) fn reactions_from(
     let seconds = |v: &Option<Spanned<f64>>, field: &str| {
         bounded(v, field, crate::bounds::MAX_SECONDS, "seconds")
     };
-    let honours_retry_after = honours_retry_after(r, &retryable, at)?;
+    let honours_retry_after = retried_statuses(
+        r.honours_retry_after.as_ref(),
+        "reactions.honours_retry_after",
+        r,
+        &retryable,
+        at,
+    )?;
+    let never_gives_up_on = never_gives_up_on(r, &retryable, at)?;
     let reactions = Reactions {
         retryable,
         transport_errors: r.transport_errors,
@@ -560,6 +567,7 @@ pub(super) fn reactions_from(
         )?,
         budget_scope: r.budget_scope,
         honours_retry_after,
+        never_gives_up_on,
         gives_up: r.gives_up.as_ref().is_none_or(|g| *g.get_ref()),
         tries: tries(r, at)?,
     };
@@ -584,17 +592,42 @@ const MAX_TRIES: u32 = 1000;
 /// Tries of the whole exchange, at most (afterburn: 6).
 const MAX_SEQUENCE_TRIES: u32 = 100;
 
-/// `honours_retry_after`: error statuses the agent retries (a Retry-After on an answer it gives
-/// up on has no retry to wait for).
-fn honours_retry_after(
+/// `never_gives_up_on`: statuses the agent retries (`retried_statuses`), for an agent that
+/// otherwise gives up: `gives_up = false` already covers every status, and one that counts its
+/// tries (`tries`) gives up when they are used up.
+fn never_gives_up_on(
     r: &ReactionsFile,
     retryable: &BTreeSet<u16>,
     at: &dyn Fn(std::ops::Range<usize>, &str, String) -> FileError,
 ) -> Result<Vec<u16>, FileError> {
-    let Some(list) = &r.honours_retry_after else {
+    let field = "reactions.never_gives_up_on";
+    let list = retried_statuses(r.never_gives_up_on.as_ref(), field, r, retryable, at)?;
+    let contradicted = if r.tries.is_some() {
+        Some("an agent that counts its tries (`tries`) gives up when they are used up")
+    } else if r.gives_up.as_ref().is_some_and(|g| !*g.get_ref()) {
+        Some("`gives_up = false` already says it never gives up on anything")
+    } else {
+        None
+    };
+    match (contradicted, &r.never_gives_up_on) {
+        (Some(why), Some(v)) if !list.is_empty() => Err(at(v.span(), field, why.into())),
+        _ => Ok(list),
+    }
+}
+
+/// A list of error statuses the agent retries (`honours_retry_after`: a Retry-After on an
+/// answer it gives up on has no retry to wait for; `never_gives_up_on`: nor a retry to go on
+/// with), as `field` names it.
+fn retried_statuses(
+    list: Option<&Spanned<Vec<u16>>>,
+    field: &str,
+    r: &ReactionsFile,
+    retryable: &BTreeSet<u16>,
+    at: &dyn Fn(std::ops::Range<usize>, &str, String) -> FileError,
+) -> Result<Vec<u16>, FileError> {
+    let Some(list) = list else {
         return Ok(Vec::new());
     };
-    let field = "reactions.honours_retry_after";
     for status in list.get_ref() {
         if !(400..=599).contains(status) {
             return Err(at(
@@ -609,9 +642,7 @@ fn honours_retry_after(
             return Err(at(
                 list.span(),
                 field,
-                format!(
-                    "{status} is not retried (reactions.retryable, status_403): there is no retry to wait for"
-                ),
+                format!("{status} is not retried (reactions.retryable, status_403)"),
             ));
         }
     }

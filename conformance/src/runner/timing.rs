@@ -195,6 +195,9 @@ fn agent_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
             deadline: faults.deadline.max(fixed_end + wind_down),
             expected_wait: faults.expected_wait.max(fixed_end * runs),
             attempts,
+            // One that never gives up on what it is answered is still trying then: the
+            // runner ends it there, with no exit to wait for.
+            ends_at_horizon: retried_past_budget(profile, scenario),
             ..faults
         };
     }
@@ -284,6 +287,24 @@ const RATE_LIMITED_RETRIES: u32 = 3;
 fn never_succeeds(profile: &AgentProfile, scenario: &Scenario) -> bool {
     scenario.agent.wireserver == Target::Closed
         || endless_wireserver_plans(profile, scenario).next().is_some()
+}
+
+/// True when every answer of the endless wireserver plans the agent reaches is a status it
+/// never gives up on (`never_gives_up_on`: cloud-init 25.1 on a 503): no budget ends its loop.
+fn retried_past_budget(profile: &AgentProfile, scenario: &Scenario) -> bool {
+    let (r, a) = (&profile.reactions, &scenario.agent);
+    if r.never_gives_up_on.is_empty() || a.wireserver == Target::Closed {
+        return false;
+    }
+    let mut steps = endless_wireserver_plans(profile, scenario)
+        .flat_map(|p| &p.steps)
+        .peekable();
+    steps.peek().is_some()
+        && steps.all(|step| {
+            obligations::step_cost(r, a, fake_wireserver::Service::Wireserver, &step.action)
+                .status
+                .is_some_and(|status| r.never_gives_up_on.contains(&status))
+        })
 }
 
 /// The wireserver plans the agent reaches that never end their faults.
@@ -390,6 +411,42 @@ mod tests {
         }
         let t = case_timing(&daemon, &everything).unwrap();
         assert!(t.deadline >= everything.agent.deadline + met, "{t:?}");
+    }
+
+    /// An agent that never gives up on a 503 (`never_gives_up_on`, cloud-init 25.1) meets an
+    /// endless one at its budget and its wind-down still trying: the runner ends it there,
+    /// its exit's own-work allowance unspent (12 s of the wall's idled per such case at x50).
+    /// Endless answers it does give up on (a 500, a hang) keep the allowance for its exit.
+    #[test]
+    fn an_agent_that_never_gives_up_on_a_503_ends_at_its_budgets_wind_down() {
+        let mut gives_up = scalable(
+            "retry_interval_min = 5.0\nretry_interval_503 = 1.0\nbudget = 1200.0\nrequest_timeout = 60.0",
+        );
+        gives_up.reactions.retryable.insert(503);
+        let mut retries_503 = gives_up.clone();
+        retries_503.reactions.never_gives_up_on = vec![503];
+        let endless = |kind: &str| {
+            scenario(&format!(
+                "[[fake.endpoint]]\nid = \"wireserver.health.*\"\nend = \"repeat-last\"\n[[fake.endpoint.step]]\n{kind}\n"
+            ))
+        };
+        let unavailable = endless("kind = \"respond\"\nstatus = 503");
+        let a = &unavailable.agent;
+        let wound_down = 1200.0 + 60.0 + 5.0 + a.deadline;
+        let t = case_timing(&retries_503, &unavailable).unwrap();
+        assert_eq!(t.deadline, wound_down, "{t:?}");
+        let with_exit = case_timing(&gives_up, &unavailable).unwrap();
+        assert!(with_exit.deadline > wound_down + 100.0, "{with_exit:?}");
+        assert_eq!(with_exit.scale, t.scale);
+        for other in [
+            endless("kind = \"respond\"\nstatus = 500"),
+            endless("kind = \"hang\""),
+        ] {
+            assert_eq!(
+                case_timing(&retries_503, &other).unwrap(),
+                case_timing(&gives_up, &other).unwrap()
+            );
+        }
     }
 
     #[test]
