@@ -3144,6 +3144,20 @@ fn an_agent_declared_silent_passes_only_without_a_health_report() {
         vec![run(0, 7000, Exit::KilledAtDeadline)],
     );
     assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
+    // Silent but declared to exit: a run the deadline had to end did not stop on its own.
+    let exits = AgentProfile::from_toml_str(
+        &DAEMON.replace("done = \"terminal-report\"\n", "health_report = \"none\"\n"),
+        Path::new("d.toml"),
+    )
+    .unwrap();
+    let j = judge_with(
+        &exits,
+        "behaviour.budget",
+        &s,
+        vec![goalstate()],
+        vec![run(0, 7000, Exit::KilledAtDeadline)],
+    );
+    assert_eq!(j.verdict, Verdict::Fail, "{j:?}");
     let j = judge_with(
         &daemon(),
         "behaviour.budget",

@@ -8,7 +8,7 @@ use fake_wireserver::journal::Entry;
 
 use super::super::{Judgement, Tally, about, line, note};
 use super::{killed, loop_start, ms, requests, secs};
-use crate::agent::{BudgetScope, HealthReporting};
+use crate::agent::{BudgetScope, Done, HealthReporting};
 use crate::observe::{LoopBudget, Observation, Service, Within};
 use wirecheck_results::Evidence;
 
@@ -25,8 +25,12 @@ pub fn budget(obs: &Observation) -> Judgement {
     for (ri, run) in obs.runs.iter().enumerate() {
         t.judged();
         // A daemon that never reports is never done: the deadline is its normal end, and it
-        // has no report loop whose budget could run out.
-        if killed(run) && obs.profile.health_report == HealthReporting::None {
+        // has no report loop whose budget could run out. One declared to exit (`done =
+        // "exit"`) that the deadline had to end did not stop: it fails below.
+        if killed(run)
+            && obs.profile.health_report == HealthReporting::None
+            && obs.profile.done == Done::TerminalReport
+        {
             t.note(note(
                 format!(
                     "run {}: {}: {} sends no health report in this mode (health_report = \"none\") and never exits, so the deadline ends it",
