@@ -438,9 +438,14 @@ mod tests {
         let with_exit = case_timing(&gives_up, &unavailable).unwrap();
         assert!(with_exit.deadline > wound_down + 100.0, "{with_exit:?}");
         assert_eq!(with_exit.scale, t.scale);
+        // A cycle of a 503 and a 500 ends the loop at its budget: the 500 is given up on.
+        let mixed = scenario(
+            "[[fake.endpoint]]\nid = \"wireserver.health.*\"\nend = \"cycle\"\n[[fake.endpoint.step]]\nkind = \"respond\"\nstatus = 503\n[[fake.endpoint.step]]\nkind = \"respond\"\nstatus = 500\n",
+        );
         for other in [
             endless("kind = \"respond\"\nstatus = 500"),
             endless("kind = \"hang\""),
+            mixed,
         ] {
             assert_eq!(
                 case_timing(&retries_503, &other).unwrap(),
