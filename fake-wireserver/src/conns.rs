@@ -177,10 +177,14 @@ impl ConnTable {
         }
     }
 
+    /// Idle or busy from now. A connection already idle keeps its idle time: the serving task
+    /// marks it idle when it first runs, and the runtime starts tasks in no fixed order, so
+    /// its first mark says when it was scheduled, not how long the client has been silent.
     fn set_idle(&self, id: u64, idle: bool) {
         if let Some(slot) = lock(&self.inner).open.get_mut(&id) {
-            slot.idle_since = idle.then(Instant::now);
-            slot.last = Instant::now();
+            let now = Instant::now();
+            slot.idle_since = idle.then(|| slot.idle_since.unwrap_or(now));
+            slot.last = now;
             if !idle {
                 slot.stage = Stage::Served;
             }
@@ -483,6 +487,30 @@ mod tests {
         // Out of descriptors, below the cap: the same order.
         assert!(matches!(table.shed(), Room::Evicted { .. }));
         assert!(evicted(&started) && !evicted(&served));
+    }
+
+    #[test]
+    fn a_connection_marked_idle_by_its_task_keeps_the_time_it_was_accepted() {
+        // The accept loop registers `first` then `second`; their tasks start in the other
+        // order (two worker threads, a loaded machine), each marking itself idle.
+        let table = ConnTable::new(2);
+        let first = table.register();
+        let second = table.register();
+        std::thread::sleep(Duration::from_millis(2));
+        second.idle();
+        std::thread::sleep(Duration::from_millis(2));
+        first.idle();
+        assert!(matches!(table.make_room(), Room::Evicted { .. }));
+        assert!(futures_now(first.evicted()) && !futures_now(second.evicted()));
+        // Between two keep-alive requests the idle time starts when the answer is done.
+        let third = table.register();
+        second.busy();
+        third.busy();
+        third.idle();
+        std::thread::sleep(Duration::from_millis(2));
+        second.idle();
+        assert!(matches!(table.make_room(), Room::Evicted { .. }));
+        assert!(futures_now(third.evicted()) && !futures_now(second.evicted()));
     }
 
     /// Whether a notification is ready without waiting.
