@@ -935,3 +935,78 @@ fn sandbox_shared_memory_is_private() {
     assert_eq!(host_after.unwrap(), b"host");
     assert!(!left, "the sandbox's shared memory outlived it on the host");
 }
+
+/// `--refuse`: the agent's attempts on a refused host never reach the fake, so the sandbox
+/// watches for their SYNs and lists each with when it came, on the journal's clock: a retry
+/// loop against a refused wireserver is timed like one against a served one. Attempts on the
+/// served host are in the journal, not in that list.
+#[test]
+fn sandbox_lists_each_attempt_on_a_refused_host_with_its_time() {
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    let script = [
+        connect("168.63.129.16", 80),
+        "sleep 0.3".to_owned(),
+        connect("168.63.129.16", 32526),
+        "sleep 0.3".to_owned(),
+        connect("168.63.129.16", 80),
+        http_get(
+            "169.254.169.254",
+            "/metadata/instance?api-version=2021-02-01",
+            &[("Metadata", "true")],
+        ),
+    ]
+    .join("; ");
+    let output = sandbox(
+        out.path(),
+        &["--refuse", "wireserver"],
+        &["bash", "-c", &script],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let written = summary(out.path());
+    let attempts = written["refused_attempts"].as_array().unwrap();
+    let addresses: Vec<&str> = attempts
+        .iter()
+        .map(|a| a["address"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        addresses,
+        [
+            "168.63.129.16:80",
+            "168.63.129.16:32526",
+            "168.63.129.16:80"
+        ],
+        "{written}"
+    );
+    assert!(
+        attempts.iter().all(|a| a["host"] == "wireserver"),
+        "{written}"
+    );
+    assert_eq!(written["refused_attempts_lost"], 0, "{written}");
+    // In order, the sleeps between them, and within the agent's run.
+    let at: Vec<u64> = attempts
+        .iter()
+        .map(|a| a["at_ms"].as_u64().unwrap())
+        .collect();
+    assert!(at[1] >= at[0] + 300 && at[2] >= at[1] + 300, "{at:?}");
+    let started = written["agent_started_ms"].as_u64().unwrap();
+    let imds = journal(out.path());
+    assert_eq!(imds.len(), 1, "{imds:?}");
+    assert!(
+        started <= at[0] && at[2] <= imds[0].at_ms,
+        "{at:?} {started} {imds:?}"
+    );
+
+    // Nothing refused: no list to keep.
+    let out = tempfile::tempdir().unwrap();
+    let output = sandbox(
+        out.path(),
+        &[],
+        &["bash", "-c", &connect("168.63.129.16", 80)],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert_eq!(
+        summary(out.path())["refused_attempts"],
+        serde_json::json!([])
+    );
+}

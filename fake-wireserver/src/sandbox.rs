@@ -11,7 +11,9 @@
 //! * with `--refuse wireserver` / `--refuse imds` ([`PlatformHost`]), serves nothing on that
 //!   host: its address stays on `lo`, no listener is bound, so a connection is refused (the
 //!   kernel answers the SYN with a RST) exactly as a closed loopback port refuses it;
-//!   `sandbox.json` lists what was refused (`refused`, `refused_addresses`);
+//!   `sandbox.json` lists what was refused (`refused`, `refused_addresses`) and each attempt
+//!   the agent made on it, when its SYN came on the journal's clock (`refused_attempts`, with
+//!   `refused_attempts_lost` counting any the watch could not keep);
 //! * mounts a tmpfs over `/run` holding a systemd-networkd lease file
 //!   `/run/systemd/netif/leases/<ifindex of lo>` with `OPTION_245=A83F8110`, so agents that look
 //!   up the wireserver address in DHCP option 245 (afterburn) find it at once (docs/protocol.md §9);

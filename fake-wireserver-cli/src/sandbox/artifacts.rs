@@ -57,6 +57,12 @@ pub(crate) struct Summary {
     /// Requests the journal's memory window dropped (oldest first) before it was written: not
     /// in `journal.jsonl`, so the journal is not whole.
     pub(crate) journal_evicted: u64,
+    /// With `--refuse`: COMMAND's connection attempts to a refused host, in order, when each
+    /// SYN arrived on the fake's clock ([`super::refused`]); none were made without one.
+    pub(crate) refused_attempts: Vec<super::refused::RefusedAttempt>,
+    /// Attempts the list lacks (the watcher's socket dropped them, or past its cap): a list
+    /// with any lost is not the whole loop.
+    pub(crate) refused_attempts_lost: u64,
     /// With `--guest`: the calls its stand-in tools recorded (lines of `guest-calls.jsonl`),
     /// or why the record was not copied.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]

@@ -16,7 +16,7 @@ use super::{
     EXIT_SANDBOX_FAILED, EXIT_TIMEOUT, IMDS_ADDR, JOURNAL_FILE, NamespaceIds, PlatformHost,
     SandboxArgs, WIRESERVER_ADDR, error,
 };
-use super::{guest, setup};
+use super::{guest, refused, setup};
 use fake_wireserver::contain::userns;
 use fake_wireserver::endpoint::HOSTPLUGIN_PORT;
 use fake_wireserver::limits::TreeLimits;
@@ -123,7 +123,8 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let (outcome, journal, evicted) = runtime.block_on(serve_and_run(scenario, &args))?;
+    let (outcome, journal, evicted, attempts) =
+        runtime.block_on(serve_and_run(scenario, &args, lo))?;
     drop(runtime);
 
     let pools = out.copy_pools(Path::new(setup::HYPERV_DIR), POOL_COPY_MAX)?;
@@ -145,9 +146,9 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         ),
         None => None,
     };
-    let mut refused = args.refuse.clone();
-    refused.sort();
-    refused.dedup();
+    let mut refused_hosts = args.refuse.clone();
+    refused_hosts.sort();
+    refused_hosts.dedup();
     out.write_summary(&Summary {
         command: args
             .command
@@ -163,8 +164,11 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         agent_exited_ms: outcome.exited_ms,
         wireserver: format!("{WIRESERVER_ADDR}:80"),
         imds: format!("{IMDS_ADDR}:80"),
-        refused: refused.iter().map(|h| h.as_str().to_owned()).collect(),
-        refused_addresses: refused
+        refused: refused_hosts
+            .iter()
+            .map(|h| h.as_str().to_owned())
+            .collect(),
+        refused_addresses: refused_hosts
             .iter()
             .flat_map(|h| h.addresses())
             .map(|a| a.to_string())
@@ -173,6 +177,8 @@ fn run_inside(args: SandboxArgs, host: NamespaceIds) -> anyhow::Result<i32> {
         pools_not_copied: pools.not_copied,
         journal_entries: journal.len(),
         journal_evicted: evicted,
+        refused_attempts: attempts.attempts,
+        refused_attempts_lost: attempts.lost,
         guest_calls,
         guest_users,
     })?;
@@ -256,11 +262,18 @@ fn signal_all(sig: rustix::process::Signal) {
     }
 }
 
-/// COMMAND's outcome, the journal, and how many entries the window dropped before it.
+/// COMMAND's outcome, the journal, how many entries the window dropped before it, and the
+/// attempts on refused hosts (on `lo`, interface index `lo`).
 async fn serve_and_run(
     scenario: Option<Scenario>,
     args: &SandboxArgs,
-) -> anyhow::Result<(Outcome, Vec<fake_wireserver::journal::Entry>, u64)> {
+    lo: u32,
+) -> anyhow::Result<(
+    Outcome,
+    Vec<fake_wireserver::journal::Entry>,
+    u64,
+    refused::Attempts,
+)> {
     // A refused host gets no listener: its address stays on `lo`, so the kernel refuses the
     // connection (RST), as for a closed loopback port.
     let served =
@@ -294,13 +307,24 @@ async fn serve_and_run(
         .await
         .with_context(|| format!("cannot start the fake on {}", listening.join(", ")))?;
 
-    let outcome = run_command(args, &fake).await?;
+    // Watched from before COMMAND starts until it is gone.
+    let watch = match args.refuse.is_empty() {
+        true => None,
+        false => Some(refused::RefusedWatch::start(
+            lo,
+            &args.refuse,
+            fake.clock(),
+        )?),
+    };
+    let outcome = run_command(args, &fake).await;
+    let attempts = watch.map(refused::RefusedWatch::stop).unwrap_or_default();
+    let outcome = outcome?;
 
     let journal = settled_journal(&fake).await;
     let evicted = fake.journal_stats().evicted;
     // No --journal file here (the journal is written from the window at the end).
     fake.shutdown().await?;
-    Ok((outcome, journal, evicted))
+    Ok((outcome, journal, evicted, attempts))
 }
 
 /// The journal once every answer is final: the fake records an answer after writing it, so
