@@ -28,6 +28,16 @@ pub struct RunRecord {
     pub stderr: Captured,
     /// Its PID on the host, where it started (whose stalls are its own: `runner::lag`).
     pub pid: Option<u32>,
+    /// Its connection attempts on a refused host, in order: the fake never sees them, the
+    /// sandbox's watch does (empty where nothing watched, or the watch lost some).
+    pub refused: Vec<RefusedAttempt>,
+}
+
+/// A connection attempt on a refused host: when its SYN came, on the fake's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefusedAttempt {
+    pub at_ms: u64,
+    pub service: Service,
 }
 
 impl RunRecord {

@@ -59,6 +59,17 @@ fn secs(ms: u64) -> String {
     format!("{:.2} s", ms as f64 / 1000.0)
 }
 
+/// When run `run`'s attempts on `service` came while it was refused (the sandbox's watch saw
+/// their SYNs; the fake saw nothing), in order.
+fn refused_attempts(obs: &Observation, run: usize, service: Service) -> Vec<u64> {
+    obs.runs[run]
+        .refused
+        .iter()
+        .filter(|a| a.service == service)
+        .map(|a| a.at_ms)
+        .collect()
+}
+
 /// The requests of one run to one service, in order.
 fn requests<'a>(obs: &'a Observation, run: usize, service: Service) -> Vec<&'a Entry> {
     obs.journal
@@ -126,12 +137,16 @@ fn ended_when_done_after(obs: &Observation, ri: usize, e: &Entry) -> bool {
             .is_some_and(|accepted| accepted.seq < e.seq)
 }
 
-/// When the agent's retry loop for `service` started in run `ri`: its first request there, or
-/// (none reached the fake) when it was done with IMDS, or the run's start.
+/// When the agent's retry loop for `service` started in run `ri`: its first attempt there (a
+/// request, or a refused connection), or (neither seen) when it was done with IMDS, or the
+/// run's start.
 fn loop_start(obs: &Observation, ri: usize, service: Service) -> u64 {
     let run = &obs.runs[ri];
-    if let Some(first) = requests(obs, ri, service).first() {
-        return first.at_ms;
+    // Its first attempt, served or refused.
+    let first_request = requests(obs, ri, service).first().map(|e| e.at_ms);
+    let first_refused = refused_attempts(obs, ri, service).first().copied();
+    if let Some(first) = first_request.into_iter().chain(first_refused).min() {
+        return first;
     }
     if service == Service::Wireserver
         && let Some(last_imds) = requests(obs, ri, Service::Imds).last()

@@ -152,6 +152,7 @@ pub(crate) fn run(start: u64, end: u64, exit: Exit) -> RunRecord {
         stdout: Captured::default(),
         stderr: Captured::default(),
         pid: None,
+        refused: Vec::new(),
     }
 }
 
@@ -1112,6 +1113,67 @@ fn the_agent_exits_within_one_interval_of_the_budget_plus_the_lag() {
     };
     assert_eq!(exit_at(3260, stall()).verdict, Verdict::Pass);
     assert_eq!(exit_at(3261, stall()).verdict, Verdict::Fail);
+}
+
+/// A refused wireserver: the fake sees nothing, the sandbox's watch sees each attempt's SYN.
+/// Those attempts are the loop, judged as requests would be: its start-up is measured (so its
+/// exit is judged in agent time too, where it was not before), its start and end are theirs,
+/// and an attempt past the budget is a late one.
+#[test]
+fn attempts_on_a_refused_wireserver_are_the_loop_the_budget_judges() {
+    use crate::observe::{RefusedAttempt, Service};
+    let s = scenario("");
+    let refused_run = |first: u64, last: u64, end: u64| {
+        let mut r = run(0, end, Exit::Code(1));
+        r.clock_ms = first;
+        r.refused = (first..=last)
+            .step_by(200)
+            .chain([last])
+            .map(|at_ms| RefusedAttempt {
+                at_ms,
+                service: Service::Wireserver,
+            })
+            .collect();
+        r.refused.dedup();
+        r
+    };
+    let judge_scaled = |r: RunRecord, scale: u32| {
+        judge_at(
+            &profile(),
+            "behaviour.budget",
+            &s,
+            vec![],
+            vec![r],
+            vec![],
+            fake_wireserver::clock::TimeScale::new(scale).unwrap(),
+        )
+    };
+    // At the wall clock: spawned at 0, first attempt at 300 ms, the budget over at 3300 ms; gone
+    // by then plus one 200 ms interval plus its 300 ms start-up.
+    assert_eq!(
+        judge_scaled(refused_run(300, 3300, 3800), 1).verdict,
+        Verdict::Pass
+    );
+    let late_exit = judge_scaled(refused_run(300, 3300, 3801), 1);
+    assert_eq!(late_exit.verdict, Verdict::Fail, "{late_exit:?}");
+    // A new attempt after the budget fails, whenever the agent exits.
+    let late = judge_scaled(refused_run(300, 3301, 3400), 1);
+    assert_eq!(late.verdict, Verdict::Fail, "{late:?}");
+    assert!(
+        late.reason
+            .as_deref()
+            .unwrap()
+            .contains("a new attempt on the refused wireserver (connection #17) came 3.00 s into a 3.00 s budget, 1 ms past it"),
+        "{late:?}"
+    );
+    // At x50 its start-up (50 ms) was measured: the exit is judged, not left informational,
+    // with the runner's unseen lag at that speed (2 ms x 50) besides.
+    assert_eq!(
+        judge_scaled(refused_run(50, 3050, 3400), 50).verdict,
+        Verdict::Pass
+    );
+    let over = judge_scaled(refused_run(50, 3050, 3401), 50);
+    assert_eq!(over.verdict, Verdict::Fail, "{over:?}");
 }
 
 /// An exit is the agent's own CPU-bound work: under a light load it runs half of each look and

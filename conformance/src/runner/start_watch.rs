@@ -158,6 +158,7 @@ mod tests {
                 total: stderr.len(),
             },
             pid: None,
+            refused: Vec::new(),
         }
     }
 

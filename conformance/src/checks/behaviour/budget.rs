@@ -7,7 +7,7 @@
 use fake_wireserver::journal::Entry;
 
 use super::super::{Judgement, Tally, about, line, note};
-use super::{killed, loop_start, ms, requests, secs};
+use super::{killed, loop_start, ms, refused_attempts, requests, secs};
 use crate::agent::{BudgetScope, Done, HealthReporting};
 use crate::observe::{LoopBudget, Observation, Service, Within};
 use wirecheck_results::Evidence;
@@ -102,10 +102,7 @@ fn still_running(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
 /// runner's lag around it. With a budget per request (`budget_scope = "request"`) each
 /// endpoint's loop starts at its own first attempt.
 fn late_attempts(t: &mut Tally, obs: &Observation, ri: usize, service: Service, rule: &LoopBudget) {
-    let name = match service {
-        Service::Imds => "IMDS",
-        _ => "wireserver",
-    };
+    let name = service_name(service);
     let reqs = requests(obs, ri, service);
     for (k, e) in reqs.iter().enumerate() {
         let rule = &match obs.profile.reactions.budget_scope {
@@ -158,6 +155,67 @@ fn late_attempts(t: &mut Tally, obs: &Observation, ri: usize, service: Service, 
             Within::Inside => {}
         }
     }
+    late_refused_attempts(t, obs, ri, service, rule);
+}
+
+/// [`late_attempts`] for run `ri`'s attempts on a refused `service` (the sandbox saw their
+/// SYNs): each is a new attempt, as a request would have been. With a budget per request, the
+/// loop of the request that was never let through starts at its first attempt.
+fn late_refused_attempts(
+    t: &mut Tally,
+    obs: &Observation,
+    ri: usize,
+    service: Service,
+    rule: &LoopBudget,
+) {
+    let attempts = refused_attempts(obs, ri, service);
+    let rule = match (obs.profile.reactions.budget_scope, attempts.first()) {
+        (BudgetScope::Request, Some(&first)) => LoopBudget {
+            start_ms: first,
+            ..*rule
+        },
+        _ => *rule,
+    };
+    for (k, &at) in attempts.iter().enumerate() {
+        let lag = obs.uncertainty_ms(at);
+        let into = secs(at.saturating_sub(rule.start_ms));
+        let what = format!(
+            "run {}: a new attempt on the refused {} (connection #{}) came {into} into a {} budget",
+            ri + 1,
+            service_name(service),
+            k + 1,
+            secs(rule.budget_ms)
+        );
+        let after = k.checked_sub(1).map_or(rule.start_ms, |p| attempts[p]);
+        match rule.attempt(at, lag) {
+            Within::Over { by_ms, .. } => match held_back_until(obs, after, at, by_ms) {
+                Some(held) => t.uncertain(
+                    format!("{what}, {by_ms} ms past it and the runner's {lag} ms lag around then, {}", held_text(held)),
+                    note(what.clone(), None),
+                ),
+                None => t.fail(
+                    format!("{what}, {by_ms} ms past it and the runner's {lag} ms lag around then"),
+                    note(what.clone(), None),
+                ),
+            },
+            Within::Inside if at > rule.end_ms() => t.uncertain(
+                format!(
+                    "{what}, {} ms past it, within the runner's {lag} ms lag around then: it may have started in time",
+                    at - rule.end_ms()
+                ),
+                note(what.clone(), None),
+            ),
+            Within::Inside => {}
+        }
+    }
+}
+
+/// A service as the findings name it.
+fn service_name(service: Service) -> &'static str {
+    match service {
+        Service::Imds => "IMDS",
+        _ => "wireserver",
+    }
 }
 
 /// How long the agent's processes waited for a CPU before attempt `reqs[k]`, which came
@@ -192,19 +250,21 @@ fn held_back_attempt(
     held_back_until(obs, decided_after, reqs[k].at_ms, late_ms)
 }
 
-/// Run `ri`'s own start-up, spawn to its first request (`None`: it sent nothing). Its exit is
+/// Run `ri`'s own start-up, spawn to its first attempt, served or refused (`None`: it tried
+/// nothing). Its exit is
 /// CPU-bound work like its start, measured in the same run: as slow on a loaded machine, and as
 /// sped up by agent time, where a millisecond of CPU is `scale` milliseconds of the agent's
 /// clock. A sleep is neither. The runner's own start allowance is not the agent's, so an agent
 /// that sent nothing has no start-up to allow.
 fn own_start_up_ms(obs: &Observation, ri: usize) -> Option<u64> {
-    let start = obs.runs[ri].start_ms;
+    let run = &obs.runs[ri];
     obs.journal
         .iter()
         .filter(|e| obs.run_of(e) == ri)
         .map(|e| e.at_ms)
+        .chain(run.refused.iter().map(|a| a.at_ms))
         .min()
-        .map(|first| first.saturating_sub(start))
+        .map(|first| first.saturating_sub(run.start_ms))
 }
 
 /// The share of its budget by which an exit past the budget must be judged: in agent time the
@@ -370,7 +430,16 @@ fn loop_end(t: &mut Tally, obs: &Observation, ri: usize, budget: u64) {
     // The loop's last request is over when the agent was done with it (a request it never
     // finished ends with the agent).
     let last = last_request_end(obs, ri, &reqs);
-    let wire_end = last.map_or(rule.start_ms, |(_, end)| end);
+    // A refused attempt is over when it is refused.
+    let last_refused = refused_attempts(obs, ri, Service::Wireserver)
+        .last()
+        .copied();
+    let wire_end = last
+        .map(|(_, end)| end)
+        .into_iter()
+        .chain(last_refused)
+        .max()
+        .unwrap_or(rule.start_ms);
     let since = |t: u64| secs(t.saturating_sub(rule.start_ms));
     // A last request that started after the budget is a late attempt, judged as one
     // ([`late_attempts`]): its end says nothing more.

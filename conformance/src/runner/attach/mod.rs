@@ -339,5 +339,6 @@ fn record(
         stdout: finished.stdout,
         stderr: finished.stderr,
         pid: finished.pid,
+        refused: Vec::new(),
     }
 }

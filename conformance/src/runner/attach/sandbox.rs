@@ -26,7 +26,7 @@ use super::{Endpoints, Session, SessionError, agent_invocation, record};
 use crate::agent::{Action, Done};
 use crate::disposition::{CannotArrange, Unavailable};
 use crate::exec::{self, Exit, Finished, Invocation};
-use crate::observe::RunRecord;
+use crate::observe::{RefusedAttempt, RunRecord, Service};
 use crate::runner::{CaseTiming, Planned, RunSettings};
 use crate::scenario::Target;
 use fake_wireserver::contain::userns;
@@ -69,6 +69,12 @@ struct Summary {
     /// The hosts the sandbox left unserved (`--refuse`), by name.
     #[serde(default)]
     refused: Vec<String>,
+    /// The agent's attempts on a refused host, when each SYN came on the fake's clock, and
+    /// how many the sandbox's watch could not keep (older sandboxes do not say).
+    #[serde(default)]
+    refused_attempts: Vec<SummaryAttempt>,
+    #[serde(default)]
+    refused_attempts_lost: u64,
     /// The agent's start and exit on the fake's clock (older sandboxes do not say).
     #[serde(default)]
     agent_started_ms: Option<u64>,
@@ -80,7 +86,35 @@ struct Summary {
     guest_users: Option<Vec<String>>,
 }
 
+/// One of `sandbox.json`'s `refused_attempts`.
+#[derive(Debug, Deserialize)]
+struct SummaryAttempt {
+    at_ms: u64,
+    /// `wireserver` or `imds` ([`PlatformHost::as_str`]).
+    host: String,
+}
+
 impl Summary {
+    /// The agent's attempts on refused hosts, when the sandbox kept every one: a list with
+    /// gaps would pass a loop for shorter than it was, so it is not used at all.
+    fn refused_attempts(&self) -> Vec<RefusedAttempt> {
+        if self.refused_attempts_lost > 0 {
+            return Vec::new();
+        }
+        let service = |host: &str| match host {
+            h if h == PlatformHost::Wireserver.as_str() => Service::Wireserver,
+            h if h == PlatformHost::Imds.as_str() => Service::Imds,
+            _ => Service::Other,
+        };
+        self.refused_attempts
+            .iter()
+            .map(|a| RefusedAttempt {
+                at_ms: a.at_ms,
+                service: service(&a.host),
+            })
+            .collect()
+    }
+
     /// Whether the journal read back is the whole of what the agent sent. A journal with fewer
     /// lines than the sandbox wrote lost entries on the way (a harness error: nothing read from
     /// it can be trusted); one whose window dropped requests the agent sent is not judged, as
@@ -277,6 +311,7 @@ pub async fn run(
     let served = Documents::new(&scenario.fake).served_ids(0);
     let mut record = record(run, argv, exit, finished, &clock);
     on_the_fakes_clock(&mut record, &summary);
+    record.refused = summary.refused_attempts();
     let runs = if two_in_one {
         split_at_terminal_report(record, &scenario.agent.runs[1], &journal)
     } else {
@@ -587,7 +622,9 @@ fn split_at_terminal_report(
         .unwrap_or(record.end_ms);
     let mut first = record.clone();
     first.end_ms = split;
+    first.refused.retain(|a| a.at_ms < split);
     let mut rest = record;
+    rest.refused.retain(|a| a.at_ms >= split);
     rest.run = second.clone();
     rest.start_ms = split;
     rest.clock_ms = rest.clock_ms.max(split);
@@ -667,6 +704,7 @@ mod tests {
             stdout: Captured::default(),
             stderr: Captured::default(),
             pid: None,
+            refused: Vec::new(),
         }
     }
 
@@ -681,6 +719,8 @@ mod tests {
             journal_entries: None,
             journal_evicted: 0,
             refused: Vec::new(),
+            refused_attempts: Vec::new(),
+            refused_attempts_lost: 0,
             agent_started_ms: started,
             agent_exited_ms: exited,
             guest_users: None,
