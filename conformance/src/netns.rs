@@ -149,6 +149,34 @@ impl NetNs {
         ))
     }
 
+    /// Runs `make` on a thread of its own inside this namespace, for what must be made there
+    /// (a socket belongs to the namespace it was made in). Only for a namespace made by root:
+    /// joining the user namespace of one made without root needs a single-threaded process.
+    pub fn make_inside<T: Send + 'static>(
+        &self,
+        make: impl FnOnce() -> io::Result<T> + Send + 'static,
+    ) -> io::Result<T> {
+        if self.user.is_some() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a namespace made without root is joined only by a single-threaded process",
+            ));
+        }
+        let fd = self.fd.clone();
+        std::thread::Builder::new()
+            .name("wirecheck-netns-make".into())
+            .spawn(move || {
+                rustix::thread::move_into_link_name_space(
+                    fd.as_fd(),
+                    Some(rustix::thread::LinkNameSpaceType::Network),
+                )
+                .map_err(io::Error::from)?;
+                make()
+            })?
+            .join()
+            .map_err(|_| io::Error::other("the thread making it panicked"))?
+    }
+
     /// Moves the calling process into this namespace (its user namespace first); for
     /// `pre_exec`, between fork and exec (`setns` is async-signal-safe and allocates nothing;
     /// joining a user namespace needs a single-threaded process, which a forked child is).

@@ -11,7 +11,7 @@
 //!   stays on `lo` with no listener, so the agent's connection is refused (a RST to its SYN),
 //!   as a closed loopback port refuses it; `wireserver` takes the HostGAPlugin (port 32526 of
 //!   the same address) with it. `sandbox.json` lists what was refused, and each attempt on
-//!   it with the time its SYN came (`sandbox/refused.rs`);
+//!   it with the time its SYN came (`sandbox/refused.rs`, `fake_wireserver::syn_watch`);
 //! * mounts a tmpfs over `/run` holding a systemd-networkd lease file
 //!   `/run/systemd/netif/leases/<ifindex of lo>` with `OPTION_245=A83F8110`, so agents that look
 //!   up the wireserver address in DHCP option 245 (afterburn) find it at once (docs/protocol.md §9);

@@ -374,6 +374,7 @@ mod rx_stamp;
 pub mod sandbox;
 pub mod scenario;
 mod server;
+pub mod syn_watch;
 mod sync;
 pub mod text;
 pub mod wireserver;

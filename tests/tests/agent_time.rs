@@ -240,3 +240,51 @@ fn walinuxagent_2_7_3_is_judged_where_its_report_never_gets_through() {
         .count();
     assert_eq!(posts, 30, "{journal}");
 }
+
+/// A refused wireserver: cloud-init 22.4.2 (attached by URL) tries it for its 20-minute budget
+/// and the fake sees nothing. The runner watches the agent's network namespace for the SYNs of
+/// those attempts, so its start-up and its loop are measured, and behaviour.budget judges its
+/// exit sped up (before: informational, "having sent nothing, its own start-up ... was not
+/// measured"), from its attempts' own times.
+#[test]
+fn cloud_init_22_4_is_judged_on_a_refused_wireserver() {
+    require_root();
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = wirecheck_run(
+        &out,
+        &[
+            "--agent",
+            "cloud-init",
+            "--cases",
+            "wireserver.unreachable.ready.behaviour.budget",
+        ],
+    );
+    let context = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("results.json"))
+            .unwrap_or_else(|e| panic!("{e}\n{context}")),
+    )
+    .unwrap();
+    let case = &results["agents"][0]["cases"][0];
+    assert!(
+        case["timeline"]["time_scale"]
+            .as_u64()
+            .is_some_and(|s| s > 1),
+        "{case}"
+    );
+    assert_eq!(case["verdict"], "pass", "{case}");
+    // Its loop, from its first refused attempt to its last: the 20-minute budget, no more.
+    let note = case["evidence"][0]["note"].as_str().unwrap();
+    let loop_s: f64 = note
+        .strip_prefix("run 1: wireserver report ")
+        .and_then(|rest| rest.split(" s of a 1200.00 s budget").next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{note}"));
+    assert!((1150.0..1260.0).contains(&loop_s), "{note}");
+}

@@ -1,42 +1,19 @@
-//! `--refuse`: when the agent tried a refused host. Nothing listens there, so the kernel answers
-//! each SYN with a RST and the fake never sees the attempt; a packet socket on the sandbox's
-//! `lo`, behind a filter that passes only TCP SYNs to the refused addresses, records when each
-//! one arrived (the kernel's receive stamp) on the fake's clock. An agent's retry loop against
-//! a refused host is then timed like one against a served host: its start-up (spawn to first
-//! attempt), its attempts past a budget. `sandbox.json` lists them (`refused_attempts`) and
-//! says how many were not recorded (`refused_attempts_lost`: the socket's drops, or past
-//! [`MAX_ATTEMPTS`]); a list with any lost is not the whole loop.
+//! `--refuse`: when the agent tried a refused host. The fake never sees those attempts (nothing
+//! listens there), so the sandbox watches its `lo` for their SYNs
+//! ([`fake_wireserver::syn_watch`]) from before COMMAND starts until it is gone; `sandbox.json`
+//! lists them (`refused_attempts`, each with its host) and how many the watch lost
+//! (`refused_attempts_lost`).
 
-use std::net::{Ipv4Addr, SocketAddrV4};
-use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime};
+use std::net::Ipv4Addr;
 
 use anyhow::Context as _;
 use fake_wireserver::clock::AgentClock;
+use fake_wireserver::syn_watch::{self, SynWatch};
 use serde::Serialize;
 
 use super::{IMDS_ADDR, PlatformHost, WIRESERVER_ADDR};
 
-/// The most attempts recorded (an agent retrying every 5 s for 20 minutes makes 240).
-pub(crate) const MAX_ATTEMPTS: usize = 20_000;
-
-/// How often the watcher looks at its stop flag while no SYN comes.
-const POLL: Duration = Duration::from_millis(20);
-
-/// `SIOCGSTAMPNS` (linux/sockios.h): the last packet's receive time, `CLOCK_REALTIME`.
-const SIOCGSTAMPNS: libc::c_ulong = 0x8907;
-/// `SO_ATTACH_FILTER` (asm-generic/socket.h; the same on x86-64 and arm64).
-const SO_ATTACH_FILTER: libc::c_int = 26;
-/// `PACKET_STATISTICS` and `PACKET_OUTGOING` (linux/if_packet.h).
-const PACKET_STATISTICS: libc::c_int = 6;
-const PACKET_OUTGOING: u8 = 4;
-/// Bytes of each packet kept: an IPv4 header (at most 60) and a TCP header's first 20.
-const SNAP: u32 = 80;
-
-/// One connection attempt to a refused host.
+/// One connection attempt to a refused host, as `sandbox.json` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct RefusedAttempt {
     /// When its SYN arrived, on the fake's clock (the journal's `at_ms`).
@@ -51,15 +28,12 @@ pub(crate) struct RefusedAttempt {
 #[derive(Debug, Default)]
 pub(crate) struct Attempts {
     pub(crate) attempts: Vec<RefusedAttempt>,
-    /// SYNs not recorded: dropped by the socket, or past [`MAX_ATTEMPTS`].
+    /// Attempts not recorded (the socket dropped them, or past the watch's cap).
     pub(crate) lost: u64,
 }
 
-/// The running watch; [`RefusedWatch::stop`] ends it and hands over what it saw.
-pub(crate) struct RefusedWatch {
-    stop: Arc<AtomicBool>,
-    thread: JoinHandle<Attempts>,
-}
+/// The running watch.
+pub(crate) struct RefusedWatch(SynWatch);
 
 impl RefusedWatch {
     /// Starts watching `lo` (interface index `lo`) for SYNs to the `refused` hosts, timed on
@@ -70,49 +44,35 @@ impl RefusedWatch {
         clock: AgentClock,
     ) -> anyhow::Result<Self> {
         let addresses: Vec<Ipv4Addr> = refused.iter().map(|h| host_ip(*h)).collect();
-        let socket = syn_socket(lo, &addresses)
+        let socket = syn_watch::syn_socket(lo, &addresses)
             .context("cannot watch for connections to the refused hosts (a packet socket on lo)")?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("refused-watch".into())
-            .spawn(move || watch(&socket, &flag, clock))
+        let watch = SynWatch::start(socket, None, clock)
             .context("cannot start the refused-host watcher")?;
-        Ok(RefusedWatch { stop, thread })
+        Ok(RefusedWatch(watch))
     }
 
     /// Stops watching (after the agent is gone) and returns the attempts, in order.
     pub(crate) fn stop(self) -> Attempts {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().unwrap_or_default()
-    }
-}
-
-/// Reads SYNs until told to stop, then the ones already queued.
-fn watch(socket: &OwnedFd, stop: &AtomicBool, clock: AgentClock) -> Attempts {
-    let mut seen = Attempts::default();
-    loop {
-        let stopping = stop.load(Ordering::Relaxed);
-        match next_syn(socket) {
-            Some((to, at)) if seen.attempts.len() < MAX_ATTEMPTS => {
+        let seen = self.0.stop();
+        let attempts = seen
+            .attempts
+            .iter()
+            .map(|a| {
                 let host = PlatformHost::ALL
                     .into_iter()
-                    .find(|h| host_ip(*h) == *to.ip());
-                seen.attempts.push(RefusedAttempt {
-                    at_ms: clock.ms(at),
+                    .find(|h| host_ip(*h) == *a.to.ip());
+                RefusedAttempt {
+                    at_ms: a.at_ms,
                     host: host.map_or("other", PlatformHost::as_str),
-                    address: to.to_string(),
-                });
-            }
-            Some(_) => seen.lost += 1,
-            // Timed out (or interrupted): nothing queued.
-            None if stopping => break,
-            None => {}
+                    address: a.to.to_string(),
+                }
+            })
+            .collect();
+        Attempts {
+            attempts,
+            lost: seen.lost,
         }
     }
-    seen.lost += u64::from(dropped(socket));
-    seen.attempts.sort_by_key(|a| a.at_ms);
-    seen
 }
 
 /// The one address a platform host has (its ports aside).
@@ -120,301 +80,5 @@ fn host_ip(host: PlatformHost) -> Ipv4Addr {
     match host {
         PlatformHost::Wireserver => WIRESERVER_ADDR,
         PlatformHost::Imds => IMDS_ADDR,
-    }
-}
-
-/// A packet socket on interface `lo` that receives the first [`SNAP`] bytes of each incoming
-/// IPv4 TCP SYN (without ACK) to one of `addresses`, with a [`POLL`] receive timeout.
-fn syn_socket(lo: u32, addresses: &[Ipv4Addr]) -> std::io::Result<OwnedFd> {
-    let protocol = (libc::ETH_P_IP as u16).to_be();
-    // SAFETY: plain system calls on a descriptor this function owns; every pointer passed is
-    // to a live local of the size given.
-    unsafe {
-        let fd = libc::socket(
-            libc::AF_PACKET,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-            i32::from(protocol),
-        );
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let fd = OwnedFd::from_raw_fd(fd);
-        let program = syn_filter(addresses);
-        let fprog = libc::sock_fprog {
-            len: program.len() as u16,
-            filter: program.as_ptr().cast_mut(),
-        };
-        setsockopt(&fd, libc::SOL_SOCKET, SO_ATTACH_FILTER, &fprog)?;
-        let timeout = libc::timeval {
-            tv_sec: 0,
-            tv_usec: POLL.as_micros() as libc::suseconds_t,
-        };
-        setsockopt(&fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &timeout)?;
-        let mut addr: libc::sockaddr_ll = std::mem::zeroed();
-        addr.sll_family = libc::AF_PACKET as u16;
-        addr.sll_protocol = protocol;
-        addr.sll_ifindex = lo as i32;
-        let bound = libc::bind(
-            fd.as_raw_fd(),
-            (&raw const addr).cast(),
-            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-        );
-        if bound != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // The first stamp asked for turns the kernel's receive stamps on: asked now, before
-        // the agent runs, its first SYN has one.
-        let _ = received_at(&fd);
-        Ok(fd)
-    }
-}
-
-/// `setsockopt` with a value of type `T`.
-///
-/// # Safety
-/// `T` must be the option's C type.
-unsafe fn setsockopt<T>(fd: &OwnedFd, level: i32, name: i32, value: &T) -> std::io::Result<()> {
-    // SAFETY: `value` is a live `T` of the size given; the caller vouches for the type.
-    let r = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            (value as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
-/// The classic BPF program: an unfragmented IPv4 TCP packet to one of `addresses` whose flags
-/// have SYN without ACK is kept ([`SNAP`] bytes), anything else dropped. The socket is
-/// `SOCK_DGRAM`, so offset 0 is the IPv4 header.
-fn syn_filter(addresses: &[Ipv4Addr]) -> Vec<libc::sock_filter> {
-    use libc::{
-        BPF_ABS, BPF_B, BPF_H, BPF_IND, BPF_JEQ, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_LDX,
-        BPF_MSH, BPF_RET, BPF_W,
-    };
-    let op = |code: u32, jt: u8, jf: u8, k: u32| libc::sock_filter {
-        code: code as u16,
-        jt,
-        jf,
-        k,
-    };
-    let n = addresses.len() as u8;
-    // Layout: 0 protocol, 1 is-TCP, 2 dst address, 3..3+n one test each, then fragment
-    // offset, its test, header length, flags, the ACK test, the SYN test, keep, drop.
-    let keep_at = 3 + n + 6;
-    let drop_at = keep_at + 1;
-    // A jump's offset counts from the next instruction.
-    let to = |from: u8, target: u8| target - from - 1;
-    let mut p = vec![
-        op(BPF_LD | BPF_B | BPF_ABS, 0, 0, 9),
-        op(BPF_JMP | BPF_JEQ | BPF_K, 0, to(1, drop_at), 6),
-        op(BPF_LD | BPF_W | BPF_ABS, 0, 0, 16),
-    ];
-    let checks = 3 + n;
-    for (i, a) in addresses.iter().enumerate() {
-        let at = 3 + i as u8;
-        let last = i + 1 == addresses.len();
-        let jf = if last { to(at, drop_at) } else { 0 };
-        p.push(op(
-            BPF_JMP | BPF_JEQ | BPF_K,
-            to(at, checks),
-            jf,
-            u32::from(*a),
-        ));
-    }
-    let frag = checks;
-    p.extend([
-        op(BPF_LD | BPF_H | BPF_ABS, 0, 0, 6),
-        op(BPF_JMP | BPF_JSET | BPF_K, to(frag + 1, drop_at), 0, 0x1fff),
-        op(BPF_LDX | BPF_B | BPF_MSH, 0, 0, 0),
-        op(BPF_LD | BPF_B | BPF_IND, 0, 0, 13),
-        // SYN set and ACK clear.
-        op(BPF_JMP | BPF_JSET | BPF_K, to(frag + 4, drop_at), 0, 0x10),
-        op(BPF_JMP | BPF_JSET | BPF_K, 0, to(frag + 5, drop_at), 0x02),
-        op(BPF_RET | BPF_K, 0, 0, SNAP),
-        op(BPF_RET | BPF_K, 0, 0, 0),
-    ]);
-    debug_assert_eq!(p.len(), usize::from(drop_at) + 1);
-    p
-}
-
-/// The next SYN's destination and receive time; `None` when none came within [`POLL`].
-fn next_syn(socket: &OwnedFd) -> Option<(SocketAddrV4, Instant)> {
-    loop {
-        if let Some(syn) = read_packet(socket)? {
-            return Some(syn);
-        }
-    }
-}
-
-/// One packet: `None` when none came within [`POLL`], `Some(None)` for one that is not an
-/// incoming SYN after all.
-fn read_packet(socket: &OwnedFd) -> Option<Option<(SocketAddrV4, Instant)>> {
-    let mut buf = [0u8; SNAP as usize];
-    // SAFETY: zeroed C structs, filled by the kernel; the buffer's length is its own.
-    let (len, from) = unsafe {
-        let mut from: libc::sockaddr_ll = std::mem::zeroed();
-        let mut from_len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        let len = libc::recvfrom(
-            socket.as_raw_fd(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            0,
-            (&raw mut from).cast(),
-            &mut from_len,
-        );
-        (len, from)
-    };
-    let len = usize::try_from(len).ok()?;
-    // A socket bound to one protocol sees the receive side only; an outgoing copy is skipped
-    // all the same, as is anything too short to hold the headers the filter read.
-    if from.sll_pkttype == PACKET_OUTGOING {
-        return Some(None);
-    }
-    let at = received_at(socket);
-    Some(parse_syn(&buf[..len.min(buf.len())]).map(|to| (to, at)))
-}
-
-/// Where a SYN the filter passed was going: its IPv4 destination and TCP port.
-fn parse_syn(packet: &[u8]) -> Option<SocketAddrV4> {
-    let header = usize::from(packet.first()? & 0x0f) * 4;
-    let addr: [u8; 4] = packet.get(16..20)?.try_into().ok()?;
-    let port: [u8; 2] = packet.get(header + 2..header + 4)?.try_into().ok()?;
-    Some(SocketAddrV4::new(
-        Ipv4Addr::from(addr),
-        u16::from_be_bytes(port),
-    ))
-}
-
-/// When the packet just read arrived, by the kernel's stamp, as an `Instant`: the watcher may
-/// read it late on a loaded machine, the stamp is not. Now, when the kernel gives none.
-fn received_at(socket: &OwnedFd) -> Instant {
-    let now = Instant::now();
-    let mut stamp = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: the ioctl writes one timespec into a live local.
-    let r = unsafe { libc::ioctl(socket.as_raw_fd(), SIOCGSTAMPNS as _, &raw mut stamp) };
-    if r != 0 {
-        return now;
-    }
-    let stamp = SystemTime::UNIX_EPOCH + Duration::new(stamp.tv_sec as u64, stamp.tv_nsec as u32);
-    let ago = SystemTime::now().duration_since(stamp).unwrap_or_default();
-    now.checked_sub(ago).unwrap_or(now)
-}
-
-/// Packets the socket dropped for want of room (`PACKET_STATISTICS`).
-fn dropped(socket: &OwnedFd) -> u32 {
-    #[repr(C)]
-    #[derive(Default)]
-    struct TpacketStats {
-        packets: u32,
-        drops: u32,
-    }
-    let mut stats = TpacketStats::default();
-    let mut len = std::mem::size_of::<TpacketStats>() as libc::socklen_t;
-    // SAFETY: the kernel writes at most `len` bytes into a live local.
-    let r = unsafe {
-        libc::getsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_PACKET,
-            PACKET_STATISTICS,
-            (&raw mut stats).cast(),
-            &mut len,
-        )
-    };
-    if r == 0 { stats.drops } else { 0 }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A minimal IPv4 + TCP header: `to`, `port`, `flags`, fragment offset `frag`.
-    fn packet(to: Ipv4Addr, port: u16, flags: u8, frag: u16) -> Vec<u8> {
-        let mut p = vec![0u8; 40];
-        p[0] = 0x45;
-        p[6..8].copy_from_slice(&frag.to_be_bytes());
-        p[9] = 6;
-        p[12..16].copy_from_slice(&[127, 0, 0, 1]);
-        p[16..20].copy_from_slice(&to.octets());
-        p[20..22].copy_from_slice(&40000u16.to_be_bytes());
-        p[22..24].copy_from_slice(&port.to_be_bytes());
-        p[33] = flags;
-        p
-    }
-
-    /// Runs a classic BPF program (the subset [`syn_filter`] uses) on `p`.
-    fn run(program: &[libc::sock_filter], p: &[u8]) -> u32 {
-        let (mut a, mut x, mut pc) = (0u32, 0u32, 0usize);
-        let byte = |i: usize| u32::from(p[i]);
-        loop {
-            let i = program[pc];
-            let code = u32::from(i.code);
-            pc += 1;
-            match code {
-                c if c == (libc::BPF_LD | libc::BPF_B | libc::BPF_ABS) => a = byte(i.k as usize),
-                c if c == (libc::BPF_LD | libc::BPF_H | libc::BPF_ABS) => {
-                    a = (byte(i.k as usize) << 8) | byte(i.k as usize + 1)
-                }
-                c if c == (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) => {
-                    a = u32::from_be_bytes(p[i.k as usize..i.k as usize + 4].try_into().unwrap())
-                }
-                c if c == (libc::BPF_LDX | libc::BPF_B | libc::BPF_MSH) => {
-                    x = (byte(i.k as usize) & 0xf) * 4
-                }
-                c if c == (libc::BPF_LD | libc::BPF_B | libc::BPF_IND) => {
-                    a = byte((x + i.k) as usize)
-                }
-                c if c == (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) => {
-                    pc += usize::from(if a == i.k { i.jt } else { i.jf })
-                }
-                c if c == (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) => {
-                    pc += usize::from(if a & i.k != 0 { i.jt } else { i.jf })
-                }
-                c if c == (libc::BPF_RET | libc::BPF_K) => return i.k,
-                other => panic!("unexpected opcode {other:#x}"),
-            }
-        }
-    }
-
-    #[test]
-    fn the_filter_keeps_only_syns_to_the_refused_addresses() {
-        let wire = Ipv4Addr::new(168, 63, 129, 16);
-        let imds = Ipv4Addr::new(169, 254, 169, 254);
-        let other = Ipv4Addr::new(127, 0, 0, 1);
-        for refused in [vec![wire], vec![wire, imds]] {
-            let program = syn_filter(&refused);
-            let keeps = |p: &[u8]| run(&program, p) == SNAP;
-            assert!(keeps(&packet(wire, 80, 0x02, 0)));
-            assert!(keeps(&packet(wire, 32526, 0x02, 0)));
-            assert_eq!(keeps(&packet(imds, 80, 0x02, 0)), refused.contains(&imds));
-            assert!(!keeps(&packet(other, 80, 0x02, 0)), "another address");
-            assert!(!keeps(&packet(wire, 80, 0x12, 0)), "a SYN-ACK");
-            assert!(!keeps(&packet(wire, 80, 0x10, 0)), "an ACK");
-            assert!(!keeps(&packet(wire, 80, 0x04, 0)), "a RST");
-            assert!(!keeps(&packet(wire, 80, 0x02, 0x0010)), "a later fragment");
-            let mut udp = packet(wire, 80, 0x02, 0);
-            udp[9] = 17;
-            assert!(!keeps(&udp), "not TCP");
-        }
-    }
-
-    #[test]
-    fn a_syn_names_its_destination() {
-        let wire = Ipv4Addr::new(168, 63, 129, 16);
-        assert_eq!(
-            parse_syn(&packet(wire, 80, 0x02, 0)),
-            Some(SocketAddrV4::new(wire, 80))
-        );
-        assert_eq!(parse_syn(&[0x45; 10]), None);
     }
 }

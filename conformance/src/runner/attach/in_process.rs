@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use fake_wireserver::clock::{AgentClock, TimeScale};
 use fake_wireserver::contain::userns::{self, UnprivilegedRoot};
+use fake_wireserver::syn_watch::{self, SynWatch};
 use fake_wireserver::{Delivery, Fake, FakeConfig, Listeners, serve_on};
 
 use super::agent_file::{POOL_READ_MAX, read_agent_file};
@@ -17,7 +18,7 @@ use super::{Endpoints, Session, SessionError, agent_invocation, record};
 use crate::agent::Attach;
 use crate::exec::{self, Exit};
 use crate::netns::NetNs;
-use crate::observe::RunRecord;
+use crate::observe::{RefusedAttempt, RunRecord, Service};
 use crate::runner::{CaseTiming, Planned, RunSettings};
 use crate::scenario::Target;
 
@@ -30,6 +31,7 @@ pub const POOL_FILE: &str = "kvp_pool_1";
 pub struct ClosedPort {
     _socket: tokio::net::TcpSocket,
     pub url: String,
+    pub port: u16,
 }
 
 impl ClosedPort {
@@ -41,6 +43,7 @@ impl ClosedPort {
         Ok(ClosedPort {
             _socket: socket,
             url: format!("http://127.0.0.1:{port}"),
+            port,
         })
     }
 }
@@ -104,6 +107,11 @@ pub async fn run(
         }
         _ => None,
     };
+    // Attempts on a closed port never reach the fake: watched for (as root, in the agent's
+    // namespace) from before its first invocation until its last is gone.
+    let watch = netns
+        .as_ref()
+        .and_then(|ns| ClosedPortWatch::start(ns, &held, &endpoints, fake.clock()));
     let mut runs = Vec::new();
     for run in &scenario.agent.runs {
         let (argv, mut invocation) = agent_invocation(
@@ -136,9 +144,74 @@ pub async fn run(
         runs.push(record(run, argv, exit, finished, &clock));
     }
 
+    if let Some(watch) = watch {
+        watch.stop(&mut runs);
+    }
     drop(held);
     drop(activity);
     after_the_agent(fake, pool_path, runs, clock).await
+}
+
+/// The SYNs to a case's closed ports, inside the agent's network namespace
+/// ([`fake_wireserver::syn_watch`]), with the service each port stands for.
+struct ClosedPortWatch {
+    watch: SynWatch,
+    ports: Vec<(u16, Service)>,
+}
+
+impl ClosedPortWatch {
+    /// Watching `held`'s ports in `ns`; `None` when there are none, or the namespace can only
+    /// be joined by a single-threaded process (made without root), or the watch cannot be
+    /// made: the attempts are then not seen, as before (an exit is not judged in agent time).
+    fn start(
+        ns: &NetNs,
+        held: &[ClosedPort],
+        endpoints: &Endpoints,
+        clock: AgentClock,
+    ) -> Option<Self> {
+        if held.is_empty() || ns.has_user_namespace() {
+            return None;
+        }
+        let service = |p: &ClosedPort| {
+            if p.url == endpoints.wireserver_url {
+                Service::Wireserver
+            } else if p.url == endpoints.imds_url {
+                Service::Imds
+            } else {
+                Service::Other
+            }
+        };
+        let ports: Vec<(u16, Service)> = held.iter().map(|p| (p.port, service(p))).collect();
+        let socket = ns
+            .make_inside(|| syn_watch::syn_socket(0, &[std::net::Ipv4Addr::LOCALHOST]))
+            .ok()?;
+        let watched = ports.iter().map(|(port, _)| *port).collect();
+        let watch = SynWatch::start(socket, Some(watched), clock).ok()?;
+        Some(ClosedPortWatch { watch, ports })
+    }
+
+    /// Stops watching and gives each run the attempts made while it ran (none when the watch
+    /// lost any: a list with gaps would pass a loop for shorter than it was).
+    fn stop(self, runs: &mut [RunRecord]) {
+        let seen = self.watch.stop();
+        if seen.lost > 0 {
+            return;
+        }
+        for a in seen.attempts {
+            let service = self
+                .ports
+                .iter()
+                .find(|(port, _)| *port == a.to.port())
+                .map_or(Service::Other, |(_, s)| *s);
+            // The runs came one after the other: an attempt is the last one's started by then.
+            if let Some(run) = runs.iter_mut().rev().find(|r| r.start_ms <= a.at_ms) {
+                run.refused.push(RefusedAttempt {
+                    at_ms: a.at_ms,
+                    service,
+                });
+            }
+        }
+    }
 }
 
 /// The fake's listeners inside a private network namespace of their own, which the agent is
