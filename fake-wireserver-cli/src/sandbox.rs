@@ -81,8 +81,9 @@ pub struct SandboxArgs {
     #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
     pub timeout: Option<f64>,
 
-    /// With --timeout: its clock starts at COMMAND's first request to the fake (any listener),
-    /// or SECONDS after COMMAND started when none came by then. A slow start (a loaded
+    /// With --timeout: its clock starts at COMMAND's first request to the fake (any listener)
+    /// or first connection attempt to a refused host, or SECONDS after COMMAND started when
+    /// none came by then. A slow start (a loaded
     /// machine, an interpreter's imports) then does not eat into the time the scenario gives.
     #[arg(long, value_name = "SECONDS", value_parser = parse_grace, requires = "timeout")]
     pub startup: Option<f64>,

@@ -401,6 +401,29 @@ fn sandbox_startup_starts_the_timeout_clock_at_the_first_request() {
     assert_eq!(output.status.code(), Some(124), "{}", describe(&output));
 }
 
+/// A first attempt on a refused host is the end of the start-up as a first request is: an
+/// agent that only ever tries a refused wireserver is not given its whole start-up allowance
+/// on top of its timeout.
+#[test]
+fn sandbox_startup_ends_at_the_first_attempt_on_a_refused_host() {
+    require_root();
+    let out = tempfile::tempdir().unwrap();
+    let script = format!("{}; sleep 30", connect("168.63.129.16", 80));
+    let started = std::time::Instant::now();
+    let output = sandbox(
+        out.path(),
+        &["--refuse", "wireserver", "--timeout", "1", "--startup", "8"],
+        &["bash", "-c", &script],
+    );
+    assert_eq!(output.status.code(), Some(124), "{}", describe(&output));
+    let took = started.elapsed().as_secs_f64();
+    // Killed one second after its attempt; from the end of the allowance it would be 9 s.
+    assert!(
+        took < 6.0,
+        "killed after {took} s: the attempt did not start the clock"
+    );
+}
+
 /// A command that never sends a request gets the start-up allowance, then the timeout: no
 /// more.
 #[test]

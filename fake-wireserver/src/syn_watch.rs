@@ -11,7 +11,7 @@
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -54,6 +54,8 @@ pub struct Attempts {
 /// The running watch; [`SynWatch::stop`] ends it and hands over what it saw.
 pub struct SynWatch {
     stop: Arc<AtomicBool>,
+    /// Attempts kept so far.
+    seen: Arc<AtomicU64>,
     thread: JoinHandle<Attempts>,
 }
 
@@ -66,11 +68,17 @@ impl SynWatch {
         clock: AgentClock,
     ) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+        let seen = Arc::new(AtomicU64::new(0));
+        let (flag, count) = (stop.clone(), seen.clone());
         let thread = std::thread::Builder::new()
             .name("syn-watch".into())
-            .spawn(move || watch(&socket, ports.as_deref(), &flag, clock))?;
-        Ok(SynWatch { stop, thread })
+            .spawn(move || watch(&socket, ports.as_deref(), (&flag, &count), clock))?;
+        Ok(SynWatch { stop, seen, thread })
+    }
+
+    /// How many attempts it has seen so far.
+    pub fn seen(&self) -> u64 {
+        self.seen.load(Ordering::Relaxed)
     }
 
     /// Stops watching (after the agent is gone) and returns the attempts, in order.
@@ -84,7 +92,7 @@ impl SynWatch {
 fn watch(
     socket: &OwnedFd,
     ports: Option<&[u16]>,
-    stop: &AtomicBool,
+    (stop, seen_so_far): (&AtomicBool, &AtomicU64),
     clock: AgentClock,
 ) -> Attempts {
     let mut seen = Attempts::default();
@@ -97,6 +105,7 @@ fn watch(
                     at_ms: clock.ms(at),
                     to,
                 });
+                seen_so_far.fetch_add(1, Ordering::Relaxed);
             }
             Some(_) => seen.lost += 1,
             // Timed out (or interrupted): nothing queued.

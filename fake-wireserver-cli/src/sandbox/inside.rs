@@ -316,7 +316,7 @@ async fn serve_and_run(
             fake.clock(),
         )?),
     };
-    let outcome = run_command(args, &fake).await;
+    let outcome = run_command(args, &fake, watch.as_ref()).await;
     let attempts = watch.map(refused::RefusedWatch::stop).unwrap_or_default();
     let outcome = outcome?;
 
@@ -347,7 +347,11 @@ async fn settled_journal(fake: &Fake) -> Vec<fake_wireserver::journal::Entry> {
 /// Longest wait for the journal to settle after COMMAND is done.
 const SETTLE_MAX: Duration = Duration::from_secs(3);
 
-async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome> {
+async fn run_command(
+    args: &SandboxArgs,
+    fake: &Fake,
+    refused: Option<&refused::RefusedWatch>,
+) -> anyhow::Result<Outcome> {
     let (program, rest) = args.command.split_first().context("no COMMAND given")?;
     // Handlers first: as the first process of its PID namespace, the sandbox would otherwise
     // ignore these signals; with them it can pass them on and still write the artifacts.
@@ -393,7 +397,7 @@ async fn run_command(args: &SandboxArgs, fake: &Fake) -> anyhow::Result<Outcome>
         Ok(child) => child,
         Err(e) => return Ok(not_started(program, &e)),
     };
-    let ended = supervise(&mut child, args, fake, &mut signals).await?;
+    let ended = supervise(&mut child, args, (fake, refused), &mut signals).await?;
     // Whatever COMMAND left running goes too, before the journal is read and the artifacts
     // are written: nothing of it may touch them afterwards.
     signal_all(rustix::process::Signal::KILL);
@@ -485,15 +489,21 @@ impl Timeout {
         )
     }
 
-    /// One look at the journal for COMMAND's first request.
-    fn poll_first_request(&mut self, fake: &Fake, deadline: Pin<&mut tokio::time::Sleep>) {
+    /// One look at the journal for COMMAND's first request (or whether it has `attempted` a
+    /// refused host: its first attempt all the same).
+    fn poll_first_request(
+        &mut self,
+        fake: &Fake,
+        attempted: bool,
+        deadline: Pin<&mut tokio::time::Sleep>,
+    ) {
         // The clock starts at the first request or at the end of the start-up
         // allowance, whichever comes first.
         let now = tokio::time::Instant::now();
         let stats = fake.journal_stats();
         if now >= self.spawned + self.startup.unwrap_or_default() {
             self.clock_started = true;
-        } else if stats.entries > 0 || stats.evicted > 0 {
+        } else if stats.entries > 0 || stats.evicted > 0 || attempted {
             self.clock_started = true;
             deadline.reset(now + self.limit.unwrap_or(Duration::MAX / 4));
         }
@@ -533,7 +543,7 @@ impl StopWhenDone {
 async fn supervise(
     child: &mut tokio::process::Child,
     args: &SandboxArgs,
-    fake: &Fake,
+    (fake, refused): (&Fake, Option<&refused::RefusedWatch>),
     signals: &mut Signals,
 ) -> anyhow::Result<Ended> {
     let pid = child
@@ -574,7 +584,8 @@ async fn supervise(
                 let _ = child.start_kill();
             }
             _ = first_request.tick(), if !timeout.clock_started && !timeout.timed_out => {
-                timeout.poll_first_request(fake, deadline.as_mut());
+                let attempted = refused.is_some_and(|w| w.seen() > 0);
+                timeout.poll_first_request(fake, attempted, deadline.as_mut());
             }
             Some(()) = signals.terminate.recv() => {
                 pass_on(rustix::process::Signal::TERM);

@@ -51,6 +51,11 @@ impl RefusedWatch {
         Ok(RefusedWatch(watch))
     }
 
+    /// How many attempts it has seen so far.
+    pub(crate) fn seen(&self) -> u64 {
+        self.0.seen()
+    }
+
     /// Stops watching (after the agent is gone) and returns the attempts, in order.
     pub(crate) fn stop(self) -> Attempts {
         let seen = self.0.stop();

@@ -356,7 +356,7 @@ fn sandbox_invocation(
     let deadline = timing.wall_deadline();
     // A daemon's end comes `done_grace` after its report (plus the sandbox's poll). The
     // agent's start-up is not the scenario's to wait for: the sandbox starts this clock at the
-    // agent's first request (`--startup`), or after `startup` without one.
+    // agent's first request or refused attempt (`--startup`), or after `startup` without one.
     let timeout = deadline
         + if p.profile.done == Done::TerminalReport {
             p.profile.done_grace + DONE_POLL_SLACK
