@@ -164,8 +164,21 @@ fn distinct_requests(obs: &Observation, entries: &[&Entry], redactor: &Redactor)
     let mut distinct: Vec<Distinct> = Vec::new();
     // An answer this slow may have reached the agent after its own request timeout.
     let slow_ms = (obs.request_timeout() * 500.0) as u64;
-    for entry in entries {
-        let text = request(obs, entry, options, redactor);
+    let texts: Vec<String> = entries
+        .iter()
+        .map(|e| request(obs, e, options, redactor))
+        .collect();
+    for (i, (entry, text)) in entries.iter().zip(&texts).enumerate() {
+        let text = text.clone();
+        // A different request after it shows the agent had moved on (WALinuxAgent asks for
+        // the hosting configuration the goal state names): its waits for a CPU after that
+        // did not delay its reading of this answer.
+        let moved_on = entries[i + 1..]
+            .iter()
+            .zip(&texts[i + 1..])
+            .find(|(_, t)| **t != text)
+            .map(|(e, _)| e.at_ms);
+        let waited_until = (entry.at_ms + 2 * slow_ms).min(moved_on.unwrap_or(u64::MAX));
         let settled = !matches!(obs.classify(entry), crate::observe::Class::Retryable(_));
         // Slow as the agent saw it: the fake's own time to answer, plus how late the
         // runner stalled around the request (the fake may have read it late, after the
@@ -176,7 +189,7 @@ fn distinct_requests(obs: &Observation, entries: &[&Entry], redactor: &Redactor)
         let slow = entry.done_ms.is_none_or(|d| {
             d.saturating_sub(entry.at_ms)
                 + obs.uncertainty_ms(entry.at_ms)
-                + obs.agent_waited_ms(entry.at_ms, entry.at_ms + 2 * slow_ms)
+                + obs.agent_waited_ms(entry.at_ms, waited_until)
                 >= slow_ms
         });
         match distinct.iter_mut().find(|d| d.text == text) {
@@ -594,6 +607,22 @@ mod tests {
         assert_eq!(held(600), once);
         // Waits short of half the timeout leave the resend the agent's own.
         assert!(held(100).contains("(attempts: 2)"));
+        // Waits after it moved on to another request (WALinuxAgent's goal state, then the
+        // hosting configuration it names) did not keep it from the answer: a later fetch is
+        // its own flow, however loaded the machine was then.
+        let moved_on = transcript_with(
+            vec![
+                health(1, 0, 201),
+                crate::checks::tests::imds(2, 50, 200),
+                health(3, 1100, 201),
+            ],
+            vec![],
+            vec![crate::observe::Stall {
+                end_ms: 700,
+                len_ms: 600,
+            }],
+        );
+        assert!(moved_on.contains("(attempts: 2)"), "{moved_on}");
     }
 
     #[test]
