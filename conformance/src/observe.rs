@@ -19,7 +19,7 @@ pub struct RunRecord {
     pub run: Run,
     pub argv: Vec<String>,
     pub start_ms: u64,
-    /// When its deadline clock started: its first request, or the end of the start-up
+    /// When its deadline clock started: its first attempt, or the end of the start-up
     /// allowance (`exec::STARTUP_ALLOWANCE`); the deadline is counted from here.
     pub clock_ms: u64,
     pub end_ms: u64,
@@ -29,7 +29,8 @@ pub struct RunRecord {
     /// Its PID on the host, where it started (whose stalls are its own: `runner::lag`).
     pub pid: Option<u32>,
     /// Its connection attempts on a refused host, in order: the fake never sees them, the
-    /// sandbox's watch does (empty where nothing watched, or the watch lost some).
+    /// sandbox's or the runner's watch does (empty where nothing watched: the case is not judged
+    /// when the watch lost some).
     pub refused: Vec<RefusedAttempt>,
 }
 

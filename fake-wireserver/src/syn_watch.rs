@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::clock::AgentClock;
 
 /// The most attempts recorded (an agent retrying every 5 s for 20 minutes makes 240).
-pub(crate) const MAX_ATTEMPTS: usize = 20_000;
+pub const MAX_ATTEMPTS: usize = 20_000;
 
 /// How often the watcher looks at its stop flag while no SYN comes.
 const POLL: Duration = Duration::from_millis(20);
@@ -52,28 +52,29 @@ pub struct Attempts {
 }
 
 /// The running watch; [`SynWatch::stop`] ends it and hands over what it saw.
+/// Dropped without [`SynWatch::stop`] (an error path), its thread ends by itself.
 pub struct SynWatch {
     stop: Arc<AtomicBool>,
     /// Attempts kept so far.
     seen: Arc<AtomicU64>,
-    thread: JoinHandle<Attempts>,
+    thread: Option<JoinHandle<Attempts>>,
 }
 
 impl SynWatch {
     /// Watches `socket` (made by [`syn_socket`], in the namespace to watch) on another thread,
-    /// keeping the SYNs to `ports` (all the filter passed: `None`), timed on `clock`.
-    pub fn start(
-        socket: OwnedFd,
-        ports: Option<Vec<u16>>,
-        clock: AgentClock,
-    ) -> std::io::Result<Self> {
+    /// timed on `clock`.
+    pub fn start(socket: OwnedFd, clock: AgentClock) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let seen = Arc::new(AtomicU64::new(0));
         let (flag, count) = (stop.clone(), seen.clone());
         let thread = std::thread::Builder::new()
             .name("syn-watch".into())
-            .spawn(move || watch(&socket, ports.as_deref(), (&flag, &count), clock))?;
-        Ok(SynWatch { stop, seen, thread })
+            .spawn(move || watch(&socket, (&flag, &count), clock))?;
+        Ok(SynWatch {
+            stop,
+            seen,
+            thread: Some(thread),
+        })
     }
 
     /// How many attempts it has seen so far.
@@ -81,17 +82,30 @@ impl SynWatch {
         self.seen.load(Ordering::Relaxed)
     }
 
+    /// The count [`SynWatch::seen`] reads, to read from elsewhere.
+    pub fn seen_counter(&self) -> Arc<AtomicU64> {
+        self.seen.clone()
+    }
+
     /// Stops watching (after the agent is gone) and returns the attempts, in order.
-    pub fn stop(self) -> Attempts {
+    pub fn stop(mut self) -> Attempts {
         self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().unwrap_or_default()
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for SynWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
 /// Reads SYNs until told to stop, then the ones already queued.
 fn watch(
     socket: &OwnedFd,
-    ports: Option<&[u16]>,
     (stop, seen_so_far): (&AtomicBool, &AtomicU64),
     clock: AgentClock,
 ) -> Attempts {
@@ -99,7 +113,6 @@ fn watch(
     loop {
         let stopping = stop.load(Ordering::Relaxed);
         match next_syn(socket) {
-            Some((to, _)) if ports.is_some_and(|p| !p.contains(&to.port())) => {}
             Some((to, at)) if seen.attempts.len() < MAX_ATTEMPTS => {
                 seen.attempts.push(SynAttempt {
                     at_ms: clock.ms(at),
@@ -118,24 +131,34 @@ fn watch(
     seen
 }
 
+/// The most addresses and ports a filter tests (the platform's two hosts, a case's closed
+/// ports).
+pub const MAX_TARGETS: usize = 4;
+
 /// A packet socket on interface `ifindex` (0: every interface) of the calling thread's network
 /// namespace that receives the first [`SNAP`] bytes of each incoming IPv4 TCP SYN (without
-/// ACK) to one of `addresses`, with a [`POLL`] receive timeout. Needs `CAP_NET_RAW` there.
-pub fn syn_socket(ifindex: u32, addresses: &[Ipv4Addr]) -> std::io::Result<OwnedFd> {
+/// ACK) to one of `addresses` and, unless `ports` is empty, one of `ports`, with a [`POLL`]
+/// receive timeout. Needs `CAP_NET_RAW` there.
+pub fn syn_socket(ifindex: u32, addresses: &[Ipv4Addr], ports: &[u16]) -> std::io::Result<OwnedFd> {
+    if addresses.is_empty() || addresses.len() > MAX_TARGETS || ports.len() > MAX_TARGETS {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "a SYN watch takes 1 to {MAX_TARGETS} addresses and at most {MAX_TARGETS} ports"
+            ),
+        ));
+    }
     let protocol = (libc::ETH_P_IP as u16).to_be();
     // SAFETY: plain system calls on a descriptor this function owns; every pointer passed is
     // to a live local of the size given.
     unsafe {
-        let fd = libc::socket(
-            libc::AF_PACKET,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-            i32::from(protocol),
-        );
+        // Protocol 0 receives nothing until bound: no packet is queued before the filter.
+        let fd = libc::socket(libc::AF_PACKET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
         let fd = OwnedFd::from_raw_fd(fd);
-        let program = syn_filter(addresses);
+        let program = syn_filter(addresses, ports);
         let fprog = libc::sock_fprog {
             len: program.len() as u16,
             filter: program.as_ptr().cast_mut(),
@@ -187,10 +210,11 @@ unsafe fn setsockopt<T>(fd: &OwnedFd, level: i32, name: i32, value: &T) -> std::
     }
 }
 
-/// The classic BPF program: an unfragmented IPv4 TCP packet to one of `addresses` whose flags
-/// have SYN without ACK is kept ([`SNAP`] bytes), anything else dropped. The socket is
-/// `SOCK_DGRAM`, so offset 0 is the IPv4 header.
-fn syn_filter(addresses: &[Ipv4Addr]) -> Vec<libc::sock_filter> {
+/// The classic BPF program: an unfragmented IPv4 TCP packet to one of `addresses` (and one of
+/// `ports`, unless empty) whose flags have SYN without ACK is kept ([`SNAP`] bytes), anything
+/// else dropped. The socket is `SOCK_DGRAM`, so offset 0 is the IPv4 header. At most
+/// [`MAX_TARGETS`] of each (a jump reaches 255 instructions).
+fn syn_filter(addresses: &[Ipv4Addr], ports: &[u16]) -> Vec<libc::sock_filter> {
     use libc::{
         BPF_ABS, BPF_B, BPF_H, BPF_IND, BPF_JEQ, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_LDX,
         BPF_MSH, BPF_RET, BPF_W,
@@ -201,10 +225,13 @@ fn syn_filter(addresses: &[Ipv4Addr]) -> Vec<libc::sock_filter> {
         jf,
         k,
     };
-    let n = addresses.len() as u8;
-    // Layout: 0 protocol, 1 is-TCP, 2 dst address, 3..3+n one test each, then fragment
-    // offset, its test, header length, flags, the ACK test, the SYN test, keep, drop.
-    let keep_at = 3 + n + 6;
+    let (n, m) = (addresses.len() as u8, ports.len() as u8);
+    // Layout: 0 protocol, 1 is-TCP, 2 dst address, 3.. one test per address; then fragment
+    // offset, its test, header length, flags, the ACK test, the SYN test; then the dst port
+    // and one test per port when there are ports; keep, drop.
+    let frag = 3 + n;
+    let port_tests = frag + 6 + u8::from(m > 0);
+    let keep_at = port_tests + m;
     let drop_at = keep_at + 1;
     // A jump's offset counts from the next instruction.
     let to = |from: u8, target: u8| target - from - 1;
@@ -213,19 +240,20 @@ fn syn_filter(addresses: &[Ipv4Addr]) -> Vec<libc::sock_filter> {
         op(BPF_JMP | BPF_JEQ | BPF_K, 0, to(1, drop_at), 6),
         op(BPF_LD | BPF_W | BPF_ABS, 0, 0, 16),
     ];
-    let checks = 3 + n;
     for (i, a) in addresses.iter().enumerate() {
         let at = 3 + i as u8;
-        let last = i + 1 == addresses.len();
-        let jf = if last { to(at, drop_at) } else { 0 };
+        let jf = if i + 1 == addresses.len() {
+            to(at, drop_at)
+        } else {
+            0
+        };
         p.push(op(
             BPF_JMP | BPF_JEQ | BPF_K,
-            to(at, checks),
+            to(at, frag),
             jf,
             u32::from(*a),
         ));
     }
-    let frag = checks;
     p.extend([
         op(BPF_LD | BPF_H | BPF_ABS, 0, 0, 6),
         op(BPF_JMP | BPF_JSET | BPF_K, to(frag + 1, drop_at), 0, 0x1fff),
@@ -234,9 +262,26 @@ fn syn_filter(addresses: &[Ipv4Addr]) -> Vec<libc::sock_filter> {
         // SYN set and ACK clear.
         op(BPF_JMP | BPF_JSET | BPF_K, to(frag + 4, drop_at), 0, 0x10),
         op(BPF_JMP | BPF_JSET | BPF_K, 0, to(frag + 5, drop_at), 0x02),
-        op(BPF_RET | BPF_K, 0, 0, SNAP),
-        op(BPF_RET | BPF_K, 0, 0, 0),
     ]);
+    if m > 0 {
+        p.push(op(BPF_LD | BPF_H | BPF_IND, 0, 0, 2));
+        for (j, port) in ports.iter().enumerate() {
+            let at = port_tests + j as u8;
+            let jf = if j + 1 == ports.len() {
+                to(at, drop_at)
+            } else {
+                0
+            };
+            p.push(op(
+                BPF_JMP | BPF_JEQ | BPF_K,
+                to(at, keep_at),
+                jf,
+                u32::from(*port),
+            ));
+        }
+    }
+    p.push(op(BPF_RET | BPF_K, 0, 0, SNAP));
+    p.push(op(BPF_RET | BPF_K, 0, 0, 0));
     debug_assert_eq!(p.len(), usize::from(drop_at) + 1);
     p
 }
@@ -268,7 +313,19 @@ fn read_packet(socket: &OwnedFd) -> Option<Option<(SocketAddrV4, Instant)>> {
         );
         (len, from)
     };
-    let len = usize::try_from(len).ok()?;
+    let Ok(len) = usize::try_from(len) else {
+        // A timeout is the poll; another error would come back at once: wait as long.
+        let e = std::io::Error::last_os_error();
+        if !matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock
+                | std::io::ErrorKind::Interrupted
+                | std::io::ErrorKind::TimedOut
+        ) {
+            std::thread::sleep(POLL);
+        }
+        return None;
+    };
     // A socket bound to one protocol sees the receive side only; an outgoing copy is skipped
     // all the same, as is anything too short to hold the headers the filter read.
     if from.sll_pkttype == PACKET_OUTGOING {
@@ -370,6 +427,9 @@ mod tests {
                 c if c == (libc::BPF_LD | libc::BPF_B | libc::BPF_IND) => {
                     a = byte((x + i.k) as usize)
                 }
+                c if c == (libc::BPF_LD | libc::BPF_H | libc::BPF_IND) => {
+                    a = (byte((x + i.k) as usize) << 8) | byte((x + i.k) as usize + 1)
+                }
                 c if c == (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) => {
                     pc += usize::from(if a == i.k { i.jt } else { i.jf })
                 }
@@ -388,7 +448,7 @@ mod tests {
         let imds = Ipv4Addr::new(169, 254, 169, 254);
         let other = Ipv4Addr::new(127, 0, 0, 1);
         for refused in [vec![wire], vec![wire, imds]] {
-            let program = syn_filter(&refused);
+            let program = syn_filter(&refused, &[]);
             let keeps = |p: &[u8]| run(&program, p) == SNAP;
             assert!(keeps(&packet(wire, 80, 0x02, 0)));
             assert!(keeps(&packet(wire, 32526, 0x02, 0)));
@@ -402,6 +462,44 @@ mod tests {
             udp[9] = 17;
             assert!(!keeps(&udp), "not TCP");
         }
+    }
+
+    #[test]
+    fn with_ports_the_filter_keeps_only_syns_to_those_ports() {
+        let lo = Ipv4Addr::LOCALHOST;
+        for ports in [vec![40001], vec![40001, 40002], vec![1, 2, 3, 40002]] {
+            let program = syn_filter(&[lo], &ports);
+            let keeps = |p: &[u8]| run(&program, p) == SNAP;
+            for port in [40001, 40002, 80] {
+                assert_eq!(
+                    keeps(&packet(lo, port, 0x02, 0)),
+                    ports.contains(&port),
+                    "{port}"
+                );
+            }
+            assert!(!keeps(&packet(lo, 40002, 0x12, 0)), "a SYN-ACK");
+            assert!(!keeps(&packet(
+                Ipv4Addr::new(10, 0, 0, 1),
+                ports[0],
+                0x02,
+                0
+            )));
+            // With options the TCP header starts further on: the port is read from there.
+            let mut long = vec![0x46u8; 44];
+            long[..20].copy_from_slice(&packet(lo, 0, 0, 0)[..20]);
+            long[0] = 0x46;
+            long[24..28].copy_from_slice(&[0x9c, 0x40, (ports[0] >> 8) as u8, ports[0] as u8]);
+            long[37] = 0x02;
+            assert!(keeps(&long));
+        }
+    }
+
+    #[test]
+    fn a_filter_takes_a_bounded_number_of_targets() {
+        let many = vec![Ipv4Addr::LOCALHOST; MAX_TARGETS + 1];
+        assert!(syn_socket(0, &many, &[]).is_err());
+        assert!(syn_socket(0, &[], &[]).is_err());
+        assert!(syn_socket(0, &[Ipv4Addr::LOCALHOST], &[1; MAX_TARGETS + 1]).is_err());
     }
 
     #[test]

@@ -59,8 +59,8 @@ fn secs(ms: u64) -> String {
     format!("{:.2} s", ms as f64 / 1000.0)
 }
 
-/// When run `run`'s attempts on `service` came while it was refused (the sandbox's watch saw
-/// their SYNs; the fake saw nothing), in order.
+/// When run `run`'s attempts on `service` came while it was refused (the runner's or the
+/// sandbox's watch saw their SYNs; the fake saw nothing), in order.
 fn refused_attempts(obs: &Observation, run: usize, service: Service) -> Vec<u64> {
     obs.runs[run]
         .refused

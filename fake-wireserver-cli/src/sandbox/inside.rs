@@ -220,7 +220,8 @@ impl Outcome {
 /// How often the journal is looked at for a terminal report (`--stop-after-report`).
 const DONE_POLL: Duration = Duration::from_millis(200);
 
-/// How often the journal is looked at for COMMAND's first request (`--startup`).
+/// How often the journal (and the refused-host watch) is looked at for COMMAND's first
+/// attempt (`--startup`).
 const FIRST_REQUEST_POLL: Duration = Duration::from_millis(10);
 /// How long the processes get after SIGTERM once the agent is done, before SIGKILL.
 const DONE_KILL_GRACE: Duration = Duration::from_secs(5);
@@ -458,12 +459,13 @@ struct Ended {
     stopped_when_done: bool,
 }
 
-/// `--timeout`, counted from the first request when `--startup` gives an allowance before it.
+/// `--timeout`, counted from the first attempt (a request, or a connection to a refused host)
+/// when `--startup` gives an allowance before it.
 struct Timeout {
     limit: Option<Duration>,
     startup: Option<Duration>,
     spawned: tokio::time::Instant,
-    /// --startup: the clock restarts at the first request (seen within one `FIRST_REQUEST_POLL`,
+    /// --startup: the clock restarts at the first attempt (seen within one `FIRST_REQUEST_POLL`,
     /// so never early).
     clock_started: bool,
     timed_out: bool,
@@ -497,7 +499,7 @@ impl Timeout {
         attempted: bool,
         deadline: Pin<&mut tokio::time::Sleep>,
     ) {
-        // The clock starts at the first request or at the end of the start-up
+        // The clock starts at the first attempt or at the end of the start-up
         // allowance, whichever comes first.
         let now = tokio::time::Instant::now();
         let stats = fake.journal_stats();

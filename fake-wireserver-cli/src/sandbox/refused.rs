@@ -44,10 +44,10 @@ impl RefusedWatch {
         clock: AgentClock,
     ) -> anyhow::Result<Self> {
         let addresses: Vec<Ipv4Addr> = refused.iter().map(|h| host_ip(*h)).collect();
-        let socket = syn_watch::syn_socket(lo, &addresses)
+        let socket = syn_watch::syn_socket(lo, &addresses, &[])
             .context("cannot watch for connections to the refused hosts (a packet socket on lo)")?;
-        let watch = SynWatch::start(socket, None, clock)
-            .context("cannot start the refused-host watcher")?;
+        let watch =
+            SynWatch::start(socket, clock).context("cannot start the refused-host watcher")?;
         Ok(RefusedWatch(watch))
     }
 

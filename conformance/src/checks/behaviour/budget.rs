@@ -158,9 +158,11 @@ fn late_attempts(t: &mut Tally, obs: &Observation, ri: usize, service: Service, 
     late_refused_attempts(t, obs, ri, service, rule);
 }
 
-/// [`late_attempts`] for run `ri`'s attempts on a refused `service` (the sandbox saw their
+/// [`late_attempts`] for run `ri`'s attempts on a refused `service` (the watch saw their
 /// SYNs): each is a new attempt, as a request would have been. With a budget per request, the
-/// loop of the request that was never let through starts at its first attempt.
+/// fake cannot tell which request a refused connection was for: the strict reading counts them
+/// as one loop from the first, and says so (an agent that gives one request up and starts the
+/// next on the same refused host declares that in its profile).
 fn late_refused_attempts(
     t: &mut Tally,
     obs: &Observation,
@@ -169,12 +171,15 @@ fn late_refused_attempts(
     rule: &LoopBudget,
 ) {
     let attempts = refused_attempts(obs, ri, service);
-    let rule = match (obs.profile.reactions.budget_scope, attempts.first()) {
-        (BudgetScope::Request, Some(&first)) => LoopBudget {
-            start_ms: first,
-            ..*rule
-        },
-        _ => *rule,
+    let (rule, one_loop) = match (obs.profile.reactions.budget_scope, attempts.first()) {
+        (BudgetScope::Request, Some(&first)) => (
+            LoopBudget {
+                start_ms: first,
+                ..*rule
+            },
+            " (a budget per request: the refused attempts counted as one request's loop)",
+        ),
+        _ => (*rule, ""),
     };
     for (k, &at) in attempts.iter().enumerate() {
         let lag = obs.uncertainty_ms(at);
@@ -194,7 +199,7 @@ fn late_refused_attempts(
                     note(what.clone(), None),
                 ),
                 None => t.fail(
-                    format!("{what}, {by_ms} ms past it and the runner's {lag} ms lag around then"),
+                    format!("{what}, {by_ms} ms past it and the runner's {lag} ms lag around then{one_loop}"),
                     note(what.clone(), None),
                 ),
             },

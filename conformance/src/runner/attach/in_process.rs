@@ -6,6 +6,7 @@
 //! file are handed to nobody before it runs.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use fake_wireserver::clock::{AgentClock, TimeScale};
@@ -80,15 +81,17 @@ pub async fn run(
             .map_err(|e| SessionError::Harness(format!("the fake could not start: {e}")))?;
         (None, listeners)
     };
-    let StartedFake {
-        clock,
-        fake,
-        activity,
-    } = start_fake(config, listeners, timing.scale).await?;
+    let StartedFake { clock, fake } = start_fake(config, listeners, timing.scale).await?;
 
     // Held until the agent is done.
     let mut held: Vec<ClosedPort> = Vec::new();
     let endpoints = agent_endpoints(p, &fake, &pool_path, &mut held)?;
+    // Attempts on a closed port never reach the fake: watched for (as root, in the agent's
+    // namespace) from before its first invocation until its last is gone.
+    let watch = netns
+        .as_ref()
+        .and_then(|ns| ClosedPortWatch::start(ns, &held, &endpoints, fake.clock()));
+    let activity = activity(&fake, watch.as_ref());
 
     // A contained agent may write only its case folder: its temporary files go to `tmp/`
     // there, made once, while the folder is still the harness's alone. What the agent makes of
@@ -107,11 +110,6 @@ pub async fn run(
         }
         _ => None,
     };
-    // Attempts on a closed port never reach the fake: watched for (as root, in the agent's
-    // namespace) from before its first invocation until its last is gone.
-    let watch = netns
-        .as_ref()
-        .and_then(|ns| ClosedPortWatch::start(ns, &held, &endpoints, fake.clock()));
     let mut runs = Vec::new();
     for run in &scenario.agent.runs {
         let (argv, mut invocation) = agent_invocation(
@@ -144,12 +142,14 @@ pub async fn run(
         runs.push(record(run, argv, exit, finished, &clock));
     }
 
-    if let Some(watch) = watch {
-        watch.stop(&mut runs);
-    }
+    let lost = watch.and_then(|w| w.stop(&mut runs));
     drop(held);
     drop(activity);
-    after_the_agent(fake, pool_path, runs, clock).await
+    let mut session = after_the_agent(fake, pool_path, runs, clock).await?;
+    if let Some(why) = lost {
+        super::not_judged_also(&mut session.unjudgeable, why);
+    }
+    Ok(session)
 }
 
 /// The SYNs to a case's closed ports, inside the agent's network namespace
@@ -182,20 +182,27 @@ impl ClosedPortWatch {
             }
         };
         let ports: Vec<(u16, Service)> = held.iter().map(|p| (p.port, service(p))).collect();
+        let watched: Vec<u16> = ports.iter().map(|(port, _)| *port).collect();
         let socket = ns
-            .make_inside(|| syn_watch::syn_socket(0, &[std::net::Ipv4Addr::LOCALHOST]))
+            .make_inside(move || {
+                syn_watch::syn_socket(0, &[std::net::Ipv4Addr::LOCALHOST], &watched)
+            })
             .ok()?;
-        let watched = ports.iter().map(|(port, _)| *port).collect();
-        let watch = SynWatch::start(socket, Some(watched), clock).ok()?;
+        let watch = SynWatch::start(socket, clock).ok()?;
         Some(ClosedPortWatch { watch, ports })
     }
 
-    /// Stops watching and gives each run the attempts made while it ran (none when the watch
-    /// lost any: a list with gaps would pass a loop for shorter than it was).
-    fn stop(self, runs: &mut [RunRecord]) {
+    /// Stops watching and gives each run the attempts made while it ran; why the case cannot
+    /// be judged when the watch lost any (a list with gaps would pass a loop for shorter than
+    /// it was: an agent that floods a closed port loses its late attempts in the flood).
+    fn stop(self, runs: &mut [RunRecord]) -> Option<String> {
         let seen = self.watch.stop();
         if seen.lost > 0 {
-            return;
+            return Some(format!(
+                "the runner's watch of the closed ports lost {} of the agent's connection attempts (more than {} in all, or too many at once), so its retry loop is not whole and the case is not judged",
+                seen.lost,
+                syn_watch::MAX_ATTEMPTS
+            ));
         }
         for a in seen.attempts {
             let service = self
@@ -203,15 +210,34 @@ impl ClosedPortWatch {
                 .iter()
                 .find(|(port, _)| *port == a.to.port())
                 .map_or(Service::Other, |(_, s)| *s);
-            // The runs came one after the other: an attempt is the last one's started by then.
-            if let Some(run) = runs.iter_mut().rev().find(|r| r.start_ms <= a.at_ms) {
+            // The runs came one after the other: an attempt is the last one's started by then
+            // (the first one's, when it came before the runner's view of its spawn: the two
+            // clocks start a moment apart).
+            let i = runs
+                .iter()
+                .rposition(|r| r.start_ms <= a.at_ms)
+                .unwrap_or(0);
+            if let Some(run) = runs.get_mut(i) {
                 run.refused.push(RefusedAttempt {
                     at_ms: a.at_ms,
                     service,
                 });
             }
         }
+        None
     }
+}
+
+/// Every request the fake received, evicted ones included, and every attempt on a closed port
+/// the watch saw: the agent's deadline clock starts at the first of them.
+fn activity(fake: &std::sync::Arc<Fake>, watch: Option<&ClosedPortWatch>) -> exec::Activity {
+    let fake = std::sync::Arc::clone(fake);
+    let refused = watch.map(|w| w.watch.seen_counter());
+    exec::Activity::new(move || {
+        let stats = fake.journal_stats();
+        let refused = refused.as_ref().map_or(0, |n| n.load(Ordering::Relaxed));
+        stats.entries as u64 + stats.evicted + refused
+    })
 }
 
 /// The fake's listeners inside a private network namespace of their own, which the agent is
@@ -241,11 +267,10 @@ async fn isolated_listeners(proxy: bool) -> Result<(NetNs, Listeners), SessionEr
     Ok((ns, listeners))
 }
 
-/// The fake, serving, with the journal's clock and the count of the requests it received.
+/// The fake, serving, with the journal's clock.
 struct StartedFake {
     clock: AgentClock,
     fake: std::sync::Arc<Fake>,
-    activity: exec::Activity,
 }
 
 async fn start_fake(
@@ -261,20 +286,7 @@ async fn start_fake(
             .await
             .map_err(|e| SessionError::Harness(format!("the fake could not start: {e}")))?,
     );
-    // Every request the fake received, evicted ones included: the agent's deadline clock
-    // starts at its first one.
-    let activity = {
-        let fake = std::sync::Arc::clone(&fake);
-        exec::Activity::new(move || {
-            let stats = fake.journal_stats();
-            stats.entries as u64 + stats.evicted
-        })
-    };
-    Ok(StartedFake {
-        clock,
-        fake,
-        activity,
-    })
+    Ok(StartedFake { clock, fake })
 }
 
 /// Where the agent is pointed: the fake, or a closed port where the scenario wants one (kept

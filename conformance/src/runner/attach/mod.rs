@@ -31,6 +31,14 @@ use crate::exec::{self, Exit, Finished, Invocation};
 use crate::observe::RunRecord;
 use crate::scenario::Run;
 
+/// Adds `why` to the reasons a session's cases are not judged.
+pub(super) fn not_judged_also(unjudgeable: &mut Option<String>, why: String) {
+    *unjudgeable = Some(match unjudgeable.take() {
+        Some(before) => format!("{before}; {why}"),
+        None => why,
+    });
+}
+
 /// What one scenario's invocations produced.
 #[derive(Debug)]
 pub struct Session {

@@ -92,16 +92,33 @@ struct SummaryAttempt {
     at_ms: u64,
     /// `wireserver` or `imds` ([`PlatformHost::as_str`]).
     host: String,
+    /// `address:port`.
+    address: String,
 }
 
 impl Summary {
-    /// The agent's attempts on refused hosts, when the sandbox kept every one: a list with
-    /// gaps would pass a loop for shorter than it was, so it is not used at all.
+    /// Why the case is not judged when the sandbox's watch lost attempts on a refused host: a
+    /// list with gaps would pass a loop for shorter than it was (an agent that floods a
+    /// refused host loses its late attempts in the flood).
+    fn refused_lost(&self) -> Option<String> {
+        (self.refused_attempts_lost > 0).then(|| {
+            format!(
+                "the sandbox's watch of the refused hosts lost {} of the agent's connection attempts, so its retry loop is not whole and the case is not judged",
+                self.refused_attempts_lost
+            )
+        })
+    }
+
+    /// The agent's attempts on refused hosts, by service: the HostGAPlugin's port on the
+    /// wireserver's address is the plugin's, not the wireserver's (as in the journal).
     fn refused_attempts(&self) -> Vec<RefusedAttempt> {
-        if self.refused_attempts_lost > 0 {
-            return Vec::new();
-        }
-        let service = |host: &str| match host {
+        let plugin = format!(
+            "{}:{}",
+            fake_wireserver::sandbox::WIRESERVER_ADDR,
+            fake_wireserver::endpoint::HOSTPLUGIN_PORT
+        );
+        let service = |a: &SummaryAttempt| match a.host.as_str() {
+            _ if a.address == plugin => Service::Other,
             h if h == PlatformHost::Wireserver.as_str() => Service::Wireserver,
             h if h == PlatformHost::Imds.as_str() => Service::Imds,
             _ => Service::Other,
@@ -110,7 +127,7 @@ impl Summary {
             .iter()
             .map(|a| RefusedAttempt {
                 at_ms: a.at_ms,
-                service: service(&a.host),
+                service: service(a),
             })
             .collect()
     }
@@ -293,6 +310,9 @@ pub async fn run(
     let exit = summary.agent_exit(&finished)?;
     summary.refused_as_asked(&refused)?;
     let journal = read_journal(&files.out.join(fake_wireserver::sandbox::JOURNAL_FILE))?;
+    if let Some(why) = summary.refused_lost() {
+        super::not_judged_also(&mut unjudgeable, why);
+    }
     if let Some(why) = summary.journal_whole(journal.len())? {
         unjudgeable = Some(match unjudgeable {
             Some(before) => format!("{before}; {why}"),
@@ -706,6 +726,45 @@ mod tests {
             pid: None,
             refused: Vec::new(),
         }
+    }
+
+    /// `sandbox.json`'s refused attempts: the plugin's port is not the wireserver's loop, and a
+    /// list the watch lost some of makes the case unjudged (an agent flooding a refused host
+    /// would otherwise lose its late attempts in the flood).
+    #[test]
+    fn refused_attempts_are_read_by_service_and_a_lossy_list_is_not_judged() {
+        let summary: Summary = serde_json::from_str(
+            r#"{"exit_status": 1, "signal": null, "timed_out": false,
+                "refused_attempts": [
+                    {"at_ms": 10, "host": "wireserver", "address": "168.63.129.16:80"},
+                    {"at_ms": 20, "host": "wireserver", "address": "168.63.129.16:32526"},
+                    {"at_ms": 30, "host": "imds", "address": "169.254.169.254:80"}],
+                "refused_attempts_lost": 0}"#,
+        )
+        .unwrap();
+        let services: Vec<(u64, Service)> = summary
+            .refused_attempts()
+            .iter()
+            .map(|a| (a.at_ms, a.service))
+            .collect();
+        assert_eq!(
+            services,
+            [
+                (10, Service::Wireserver),
+                (20, Service::Other),
+                (30, Service::Imds)
+            ]
+        );
+        assert_eq!(summary.refused_lost(), None);
+        let lossy = Summary {
+            refused_attempts_lost: 7,
+            ..summary
+        };
+        let why = lossy.refused_lost().unwrap();
+        assert!(
+            why.contains("lost 7") && why.contains("not judged"),
+            "{why}"
+        );
     }
 
     #[test]
