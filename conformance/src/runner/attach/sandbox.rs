@@ -23,7 +23,7 @@ use serde::Deserialize;
 
 use super::agent_file::{POOL_READ_MAX, read_agent_file};
 use super::{Endpoints, Session, SessionError, agent_invocation, record};
-use crate::agent::{Action, Done};
+use crate::agent::{Action, Done, HealthReporting};
 use crate::disposition::{CannotArrange, Unavailable};
 use crate::exec::{self, Exit, Finished, Invocation};
 use crate::observe::{RefusedAttempt, RunRecord, Service};
@@ -361,6 +361,19 @@ struct SandboxInvocation {
     refused: Vec<PlatformHost>,
 }
 
+/// The sandbox's `--timeout` for a `deadline` of wall seconds: a daemon's end comes
+/// `done_grace` after its report (plus the sandbox's poll); one that sends none
+/// (`health_report = "none"`) is ended at its deadline, with no report to wait past.
+fn sandbox_timeout(profile: &crate::agent::AgentProfile, deadline: f64) -> f64 {
+    let reports = profile.health_report != HealthReporting::None;
+    deadline
+        + if profile.done == Done::TerminalReport && reports {
+            profile.done_grace + DONE_POLL_SLACK
+        } else {
+            0.0
+        }
+}
+
 /// Prepares the case folder for the sandbox (its scenario file, the agent's folders handed to
 /// nobody) and its command line around the agent's own.
 fn sandbox_invocation(
@@ -374,15 +387,9 @@ fn sandbox_invocation(
     // Wall seconds from here on: the sandbox's --timeout and the runner's kill. The daemon's
     // grace after its report stays wall time too (the harness's patience, not the agent's).
     let deadline = timing.wall_deadline();
-    // A daemon's end comes `done_grace` after its report (plus the sandbox's poll). The
-    // agent's start-up is not the scenario's to wait for: the sandbox starts this clock at the
-    // agent's first request or refused attempt (`--startup`), or after `startup` without one.
-    let timeout = deadline
-        + if p.profile.done == Done::TerminalReport {
-            p.profile.done_grace + DONE_POLL_SLACK
-        } else {
-            0.0
-        };
+    // The agent's start-up is not the scenario's to wait for: the sandbox starts this clock at
+    // the agent's first request or refused attempt (`--startup`), or after `startup` without one.
+    let timeout = sandbox_timeout(&p.profile, deadline);
     // The runner's own clock, from spawn: the longest the sandbox may take.
     let deadline = timeout + p.profile.sandbox_startup;
     let fake_binary = exec::resolve_program(FAKE_BINARY, &settings.bin_dir)
@@ -726,6 +733,27 @@ mod tests {
             pid: None,
             refused: Vec::new(),
         }
+    }
+
+    /// A daemon is given its `done_grace` past the deadline for what it does after its report;
+    /// one that sends no report has none to wait past (WALinuxAgent 2.16 in cloud-init mode:
+    /// 2 s more of watching silence in each of its cases).
+    #[test]
+    fn only_a_reporting_daemon_gets_its_grace_past_the_deadline() {
+        let mut daemon = crate::checks::tests::profile();
+        daemon.done = Done::TerminalReport;
+        daemon.done_grace = 2.0;
+        assert_eq!(sandbox_timeout(&daemon, 7.0), 7.0 + 2.0 + DONE_POLL_SLACK);
+        let silent = crate::agent::AgentProfile {
+            health_report: HealthReporting::None,
+            ..daemon.clone()
+        };
+        assert_eq!(sandbox_timeout(&silent, 7.0), 7.0);
+        let exits = crate::agent::AgentProfile {
+            done: Done::Exit,
+            ..daemon
+        };
+        assert_eq!(sandbox_timeout(&exits, 7.0), 7.0);
     }
 
     /// `sandbox.json`'s refused attempts: the plugin's port is not the wireserver's loop, and a
