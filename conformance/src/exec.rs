@@ -3,8 +3,8 @@
 //! wirecheck, whatever ends wirecheck ([`crate::lifetime`]).
 //!
 //! The deadline is counted from what the agent did, not from its spawn: its clock starts at
-//! the agent's first request (see [`Activity`]), or after [`STARTUP_ALLOWANCE`] when none
-//! came. A slow start (an interpreter loading on a loaded machine) then costs nothing but
+//! the agent's first attempt, a request or a connection to a closed port the runner watches
+//! (see [`Activity`]), or after [`STARTUP_ALLOWANCE`] when none came. A slow start (an interpreter loading on a loaded machine) then costs nothing but
 //! wall time, and the same agent gets the same verdict on a busy machine as on an idle one.
 
 use std::path::{Path, PathBuf};
@@ -29,11 +29,12 @@ const PIPE_GRACE: Duration = Duration::from_millis(500);
 /// clock starts anyway: an agent that never sends a request still ends.
 pub const STARTUP_ALLOWANCE: Duration = Duration::from_secs(10);
 
-/// How often the runner looks for the agent's first request.
+/// How often the runner looks for the agent's first attempt.
 const ACTIVITY_POLL: Duration = Duration::from_millis(10);
 
-/// A count of the requests the agent's fake has received, so the runner can tell when the
-/// agent got going (the deadline clock starts at its first request).
+/// A count of the agent's attempts (the requests its fake received, the connections to its
+/// closed ports the runner saw), so the runner can tell when the agent got going (the deadline
+/// clock starts at its first).
 #[derive(Clone)]
 pub struct Activity(std::sync::Arc<dyn Fn() -> u64 + Send + Sync>);
 
@@ -63,9 +64,9 @@ pub struct Invocation {
     /// Removed from the inherited environment (before `env` is applied).
     pub env_remove: Vec<String>,
     pub cwd: PathBuf,
-    /// How long the agent may run once its clock started (its first request; see `activity`).
+    /// How long the agent may run once its clock started (its first attempt; see `activity`).
     pub deadline: Duration,
-    /// The agent's requests so far: its clock starts at the first one, or after
+    /// The agent's attempts so far: its clock starts at the first one, or after
     /// [`STARTUP_ALLOWANCE`]. `None`: the clock starts at spawn.
     pub activity: Option<Activity>,
     /// Joined before exec: the agent's processes live in this network namespace.
@@ -525,7 +526,7 @@ impl Captured {
 pub struct Finished {
     pub exit: Exit,
     pub started: Instant,
-    /// When the deadline clock started: the agent's first request, else spawn plus the
+    /// When the deadline clock started: the agent's first attempt, else spawn plus the
     /// start-up allowance (or spawn, without an activity count).
     pub clock_started: Instant,
     pub ended: Instant,

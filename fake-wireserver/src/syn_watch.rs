@@ -20,6 +20,9 @@ use crate::clock::AgentClock;
 /// The most attempts recorded (an agent retrying every 5 s for 20 minutes makes 240).
 pub const MAX_ATTEMPTS: usize = 20_000;
 
+/// The most packets read once told to stop (the queue then holds what came before).
+const MAX_DRAIN: usize = 10_000;
+
 /// How often the watcher looks at its stop flag while no SYN comes.
 const POLL: Duration = Duration::from_millis(20);
 
@@ -90,10 +93,15 @@ impl SynWatch {
     /// Stops watching (after the agent is gone) and returns the attempts, in order.
     pub fn stop(mut self) -> Attempts {
         self.stop.store(true, Ordering::Relaxed);
-        self.thread
-            .take()
-            .and_then(|t| t.join().ok())
-            .unwrap_or_default()
+        let joined = self.thread.take().map(JoinHandle::join);
+        match joined {
+            Some(Ok(seen)) => seen,
+            // A watcher that panicked saw an unknown number: not a whole list.
+            _ => Attempts {
+                attempts: Vec::new(),
+                lost: 1,
+            },
+        }
     }
 }
 
@@ -110,8 +118,17 @@ fn watch(
     clock: AgentClock,
 ) -> Attempts {
     let mut seen = Attempts::default();
+    let mut drained = 0;
     loop {
         let stopping = stop.load(Ordering::Relaxed);
+        if stopping {
+            // What came before the stop is queued; a stream that never pauses is not waited
+            // out.
+            drained += 1;
+            if drained > MAX_DRAIN {
+                break;
+            }
+        }
         match next_syn(socket) {
             Some((to, at)) if seen.attempts.len() < MAX_ATTEMPTS => {
                 seen.attempts.push(SynAttempt {

@@ -319,7 +319,7 @@ pub struct SnapshotSettings {
 /// Scenarios run at the same time by default: [`JOBS_PER_CORE`] per core of the machine, at
 /// most [`MAX_DEFAULT_JOBS`]. Agents mostly wait on protocol timers, so more scenarios than
 /// cores run well; their start-ups compete for the CPU, which costs wall time but no verdict
-/// (deadlines count from the agent's first request, and a machine too loaded to keep time is
+/// (deadlines count from the agent's first attempt, and a machine too loaded to keep time is
 /// reported as such, [`lag`]).
 pub fn default_jobs() -> usize {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());

@@ -156,7 +156,7 @@ fn agent_timing(profile: &AgentProfile, scenario: &Scenario) -> FaultTiming {
     // An agent that never gives up (`gives_up = false`) meets a scenario that never lets its
     // report through by trying on until the runner ends it: long enough after the scenario's
     // own deadline for two of its longest waits and one unanswered request, so its retries are
-    // seen; its start-up is not counted (the deadline runs from its first request).
+    // seen; its start-up is not counted (the deadline runs from its first attempt).
     if !r.gives_up && never_succeeds(profile, scenario) {
         let longest = obligations::wait_after(r, a, fake_wireserver::Service::Wireserver, None).max;
         let horizon = a.deadline + 2.0 * longest + obligations::request_timeout(r, a);

@@ -88,9 +88,10 @@ pub async fn run(
     let endpoints = agent_endpoints(p, &fake, &pool_path, &mut held)?;
     // Attempts on a closed port never reach the fake: watched for (as root, in the agent's
     // namespace) from before its first invocation until its last is gone.
-    let watch = netns
-        .as_ref()
-        .and_then(|ns| ClosedPortWatch::start(ns, &held, &endpoints, fake.clock()));
+    let watch = match &netns {
+        Some(ns) => ClosedPortWatch::start(ns, &held, &endpoints, fake.clock())?,
+        None => None,
+    };
     let activity = activity(&fake, watch.as_ref());
 
     // A contained agent may write only its case folder: its temporary files go to `tmp/`
@@ -161,16 +162,17 @@ struct ClosedPortWatch {
 
 impl ClosedPortWatch {
     /// Watching `held`'s ports in `ns`; `None` when there are none, or the namespace can only
-    /// be joined by a single-threaded process (made without root), or the watch cannot be
-    /// made: the attempts are then not seen, as before (an exit is not judged in agent time).
+    /// be joined by a single-threaded process (made without root): the attempts are then not
+    /// seen (an exit is not judged in agent time). As root a watch that cannot be made is the
+    /// harness's failure, as in the sandbox.
     fn start(
         ns: &NetNs,
         held: &[ClosedPort],
         endpoints: &Endpoints,
         clock: AgentClock,
-    ) -> Option<Self> {
+    ) -> Result<Option<Self>, SessionError> {
         if held.is_empty() || ns.has_user_namespace() {
-            return None;
+            return Ok(None);
         }
         let service = |p: &ClosedPort| {
             if p.url == endpoints.wireserver_url {
@@ -183,13 +185,18 @@ impl ClosedPortWatch {
         };
         let ports: Vec<(u16, Service)> = held.iter().map(|p| (p.port, service(p))).collect();
         let watched: Vec<u16> = ports.iter().map(|(port, _)| *port).collect();
+        let failed = |e: std::io::Error| {
+            SessionError::Harness(format!(
+                "cannot watch the closed ports for the agent's attempts (a packet socket in its network namespace): {e}"
+            ))
+        };
         let socket = ns
             .make_inside(move || {
                 syn_watch::syn_socket(0, &[std::net::Ipv4Addr::LOCALHOST], &watched)
             })
-            .ok()?;
-        let watch = SynWatch::start(socket, clock).ok()?;
-        Some(ClosedPortWatch { watch, ports })
+            .map_err(failed)?;
+        let watch = SynWatch::start(socket, clock).map_err(failed)?;
+        Ok(Some(ClosedPortWatch { watch, ports }))
     }
 
     /// Stops watching and gives each run the attempts made while it ran; why the case cannot
@@ -210,13 +217,13 @@ impl ClosedPortWatch {
                 .iter()
                 .find(|(port, _)| *port == a.to.port())
                 .map_or(Service::Other, |(_, s)| *s);
-            // The runs came one after the other: an attempt is the last one's started by then
-            // (the first one's, when it came before the runner's view of its spawn: the two
-            // clocks start a moment apart).
+            // The runs came one after the other: an attempt is the first one's not over by
+            // then, as a journal entry is (`Observation::run_of`).
+            let last = runs.len().saturating_sub(1);
             let i = runs
                 .iter()
-                .rposition(|r| r.start_ms <= a.at_ms)
-                .unwrap_or(0);
+                .position(|r| a.at_ms <= r.end_ms)
+                .unwrap_or(last);
             if let Some(run) = runs.get_mut(i) {
                 run.refused.push(RefusedAttempt {
                     at_ms: a.at_ms,
@@ -298,10 +305,23 @@ fn agent_endpoints(
     held: &mut Vec<ClosedPort>,
 ) -> Result<Endpoints, SessionError> {
     let scenario = &*p.scenario;
+    // The port is reserved in the runner's namespace; an agent in a namespace of its own has
+    // the fake's listeners there, on ports the runner's namespace may hand out again: never
+    // one of them, or the closed URL would reach the fake.
+    let fakes: Vec<u16> = [fake.wireserver_addr(), fake.imds_addr(), fake.proxy_addr()]
+        .into_iter()
+        .flatten()
+        .map(|a| a.port())
+        .collect();
     let mut closed = |what: &str| {
-        let port = ClosedPort::new().map_err(|e| {
-            SessionError::Harness(format!("cannot reserve a closed port for {what}: {e}"))
-        })?;
+        let port = loop {
+            let port = ClosedPort::new().map_err(|e| {
+                SessionError::Harness(format!("cannot reserve a closed port for {what}: {e}"))
+            })?;
+            if !fakes.contains(&port.port) {
+                break port;
+            }
+        };
         let url = port.url.clone();
         held.push(port);
         Ok::<_, SessionError>(url)
