@@ -59,6 +59,22 @@ fn run(agent: &str, scale: u32, out: &Path) -> BTreeMap<String, (String, Option<
         .collect()
 }
 
+/// `wirecheck run` with `args` into `out`: its results, and its output for the assertions.
+fn run_cases(out: &Path, args: &[&str]) -> (Value, String) {
+    let output = wirecheck_run(out, args);
+    let context = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("results.json"))
+            .unwrap_or_else(|e| panic!("{e}\n{context}")),
+    )
+    .unwrap();
+    (results, context)
+}
+
 fn same_verdicts_at_both_speeds(agent: &str) {
     require_root();
     let dir = tempfile::tempdir().unwrap();
@@ -182,7 +198,7 @@ fn walinuxagent_2_7_3_is_judged_where_its_report_never_gets_through() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let output = wirecheck_run(
+    let (results, context) = run_cases(
         &out,
         &[
             "--agent",
@@ -191,16 +207,6 @@ fn walinuxagent_2_7_3_is_judged_where_its_report_never_gets_through() {
             "{wireserver.unreachable.ready,budget.exhausted.503.xml,budget.exhausted.hang.xml}.behaviour.{budget,terminal,exit}",
         ],
     );
-    let context = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let results: Value = serde_json::from_str(
-        &std::fs::read_to_string(out.join("results.json"))
-            .unwrap_or_else(|e| panic!("{e}\n{context}")),
-    )
-    .unwrap();
     let cases = results["agents"][0]["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 9, "{context}");
     for c in cases {
@@ -252,7 +258,7 @@ fn cloud_init_22_4_is_judged_on_a_refused_wireserver() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let output = wirecheck_run(
+    let (results, _) = run_cases(
         &out,
         &[
             "--agent",
@@ -261,16 +267,6 @@ fn cloud_init_22_4_is_judged_on_a_refused_wireserver() {
             "wireserver.unreachable.ready.behaviour.budget",
         ],
     );
-    let context = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let results: Value = serde_json::from_str(
-        &std::fs::read_to_string(out.join("results.json"))
-            .unwrap_or_else(|e| panic!("{e}\n{context}")),
-    )
-    .unwrap();
     let case = &results["agents"][0]["cases"][0];
     assert!(
         case["timeline"]["time_scale"]

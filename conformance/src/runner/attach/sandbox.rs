@@ -314,10 +314,7 @@ pub async fn run(
         super::not_judged_also(&mut unjudgeable, why);
     }
     if let Some(why) = summary.journal_whole(journal.len())? {
-        unjudgeable = Some(match unjudgeable {
-            Some(before) => format!("{before}; {why}"),
-            None => why,
-        });
+        super::not_judged_also(&mut unjudgeable, why);
     }
     let pool = match read_agent_file(&files.out.join(POOL_COPY), POOL_READ_MAX) {
         Ok(pool) => pool,
