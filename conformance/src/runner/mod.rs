@@ -469,7 +469,7 @@ pub fn run(planned: Vec<Planned>, settings: &RunSettings) -> std::io::Result<Run
         // comparisons of the seven-profile matrix, before any agent started.
         let waits: Vec<f64> = planned
             .iter()
-            .map(|p| p.timing().map_or(0.0, |t| t.wall_wait()))
+            .map(|p| p.timing().map_or(0.0, |t| t.wall_planned()))
             .collect();
         let mut order: Vec<usize> = (0..planned.len()).collect();
         order.sort_by(|a, b| waits[*b].total_cmp(&waits[*a]));
