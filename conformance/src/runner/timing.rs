@@ -144,8 +144,9 @@ fn planned_wait(profile: &AgentProfile, scenario: &Scenario, deadline: f64, expe
     let never_ended_by_a_report = profile.done == crate::agent::Done::TerminalReport
         && (profile.health_report == crate::agent::HealthReporting::None
             || profile.deviation_for(&terminal_case).is_some());
+    // Its expected wait is never more than that (each run is bounded by the deadline).
     if never_ended_by_a_report {
-        expected.max(deadline * scenario.agent.runs.len().max(1) as f64)
+        deadline * scenario.agent.runs.len().max(1) as f64
     } else {
         expected
     }
@@ -464,6 +465,13 @@ mod tests {
         let mut silent = daemon.clone();
         silent.health_report = HealthReporting::None;
         assert_eq!(planned(&silent), 2.0 * s.agent.deadline);
+        // Faults on reports it never sends lengthen nothing: its deadline is its plan.
+        let t = case_timing(&silent, &scenario(THREE_500S)).unwrap();
+        assert!(
+            t.scale.is_wall() && t.expected_wait <= t.planned_wait,
+            "{t:?}"
+        );
+        assert_eq!(t.planned_wait, t.deadline, "{t:?}");
         let deviates = |id: &str, done| {
             let mut p = profile(&format!(
                 "[[deviation]]\ncases = \"{id}.behaviour.terminal\"\nverdict = \"non-strict\"\nreason = \"never reports\"\n"
