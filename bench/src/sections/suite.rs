@@ -104,8 +104,8 @@ pub fn mandated_wait(s: &Scenario, r: &Reactions) -> f64 {
     per_service[0] + per_service[1]
 }
 
-/// The scenario with the longest mandated wait, that wait, the runner's own scheduling
-/// estimate for it (`Scenario::expected_wait`), and how many scenarios there are.
+/// The scenario with the longest mandated wait, that wait, the scenario's own wait estimate
+/// the runner's plan starts from (`Scenario::expected_wait`), and how many scenarios there are.
 pub fn longest_mandated_wait(root: &Path) -> anyhow::Result<(String, f64, f64, usize)> {
     let scenarios_dir = root.join("scenarios");
     let scenarios = conformance::scenario::load_dir(&scenarios_dir)

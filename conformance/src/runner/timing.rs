@@ -50,7 +50,7 @@ const OWN_WORK_SECONDS: f64 = 12.0;
 /// idle 2-core machine; twice that leaves room for a loaded one.
 const OWN_WORK_PER_ATTEMPT_SECONDS: f64 = 0.3;
 
-/// The timing of one pair. `deadline` and `expected_wait` are agent seconds.
+/// The timing of one pair. `deadline`, `expected_wait` and `planned_wait` are agent seconds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaseTiming {
     /// Seconds of agent time after which each invocation is killed.
@@ -58,7 +58,7 @@ pub struct CaseTiming {
     /// Rough seconds of agent time a conforming agent waits.
     pub expected_wait: f64,
     /// Seconds of agent time the runner plans the pair for (it starts the longest first): the
-    /// expected wait, or for a daemon every run's whole deadline ([`planned_wait`]).
+    /// expected wait, or the whole deadline for a daemon that will not report ([`planned_wait`]).
     pub planned_wait: f64,
     /// How fast the agent's clock (and the fake's) runs in this case.
     pub scale: TimeScale,
@@ -100,8 +100,8 @@ pub fn case_timing(profile: &AgentProfile, scenario: &Scenario) -> Result<CaseTi
         scenario.agent.deadline.max(OWN_WORK_SECONDS)
             + f64::from(attempts) * OWN_WORK_PER_ATTEMPT_SECONDS
     };
-    let planned_wait = planned_wait(profile, scenario, deadline, expected_wait);
     let deadline = deadline + own_work * (scale.factor() - 1.0);
+    let planned_wait = planned_wait(profile, scenario, deadline, expected_wait);
     let timing = CaseTiming {
         deadline,
         expected_wait,
@@ -131,14 +131,16 @@ pub fn case_timing(profile: &AgentProfile, scenario: &Scenario) -> Result<CaseTi
 /// wait, unless it is a daemon (`done = "terminal-report"`) that will not send the terminal
 /// report that ends it early: one whose mode sends no health report, or whose profile declares
 /// that it does not end this scenario as it should (a deviation on its `behaviour.terminal`).
-/// Such a daemon is ended at its deadline in every run, so it is planned there. Measured: the
+/// Such a daemon is killed at its `deadline` (its own-work allowance included), so it is
+/// planned there; a daemon runs in the sandbox, one invocation per pair (an in-progress run
+/// that goes on to Ready plays both runs), so the deadline is counted once. Measured: the
 /// 14-profile matrix started WALinuxAgent's waagent-mode malformed ovf-env.xml (no fault
-/// scripted: an expected wait of 0, its deviation declared) last, and it ran its two runs to
-/// their deadlines for 41 s alone at the end (171-175 s). Replaying five such runs' pair times
-/// in the runner's order on its 16 slots: 165-177 s planned at the expected wait, 142-158 s with
-/// every daemon at its deadline (a reporting WALinuxAgent, ended seconds after its report, then
-/// goes ahead of cloud-init's long cases: the seven-profile matrix 1-10 s slower), 141-154 s
-/// with these alone, where knowing every pair's time would give 138-151 s.
+/// scripted: an expected wait of 0, its deviation declared) last, and it ran to its deadline
+/// for 41 s alone at the end (171-175 s). Replaying five such runs' pair times in the runner's
+/// order on its 16 slots: 165-177 s planned at the expected wait, 142-158 s with every daemon
+/// at its deadline (a reporting WALinuxAgent, ended seconds after its report, then goes ahead
+/// of cloud-init's long cases: the seven-profile matrix 1-10 s slower), 141-154 s with these
+/// alone, where knowing every pair's time would give 138-151 s.
 fn planned_wait(profile: &AgentProfile, scenario: &Scenario, deadline: f64, expected: f64) -> f64 {
     let terminal_case = format!("{}.behaviour.terminal", scenario.id);
     let never_ended_by_a_report = profile.done == crate::agent::Done::TerminalReport
@@ -146,7 +148,7 @@ fn planned_wait(profile: &AgentProfile, scenario: &Scenario, deadline: f64, expe
             || profile.deviation_for(&terminal_case).is_some());
     // Its expected wait is never more than that (each run is bounded by the deadline).
     if never_ended_by_a_report {
-        deadline * scenario.agent.runs.len().max(1) as f64
+        deadline
     } else {
         expected
     }
@@ -443,35 +445,40 @@ mod tests {
     }
 
     /// A daemon that will not send its terminal report (no health report in its mode, or a
-    /// declared deviation on the scenario's `behaviour.terminal`) runs each run to its
-    /// deadline: the runner plans it there (started among the first), not at a no-fault
-    /// scenario's expected wait of nothing (started last, alone at the end of the run). One
-    /// that reports, or exits, is planned at its expected wait.
+    /// declared deviation on the scenario's `behaviour.terminal`) is killed at its deadline: the
+    /// runner plans it there (started among the first), not at a no-fault scenario's expected
+    /// wait of nothing (started last, alone at the end of the run), counted once (one sandbox
+    /// invocation plays an in-progress run and its Ready), and sped up with its own-work
+    /// allowance (the kill comes after it). One that reports, or exits, is planned at its
+    /// expected wait.
     #[test]
-    fn a_daemon_that_will_not_report_is_planned_at_its_deadline_in_every_run() {
+    fn a_daemon_that_will_not_report_is_planned_at_its_whole_deadline() {
         use crate::agent::Done::{Exit, TerminalReport};
-        let mut s = scenario("");
-        s.agent.runs.push(s.agent.runs[0].clone());
-        let planned = |p: &AgentProfile| {
-            let t = case_timing(p, &s).unwrap();
+        let s = scenario("");
+        let planned = |p: &AgentProfile, s: &Scenario| {
+            let t = case_timing(p, s).unwrap();
             assert_eq!(t.expected_wait, 0.0, "{t:?}");
-            assert_eq!(t.wall_planned(), t.planned_wait / t.scale.factor());
             t.planned_wait
         };
         let mut daemon = profile("");
         daemon.done = TerminalReport;
-        assert_eq!(planned(&profile("")), 0.0);
-        assert_eq!(planned(&daemon), 0.0);
+        assert_eq!(planned(&profile(""), &s), 0.0);
+        assert_eq!(planned(&daemon, &s), 0.0);
         let mut silent = daemon.clone();
         silent.health_report = HealthReporting::None;
-        assert_eq!(planned(&silent), 2.0 * s.agent.deadline);
+        assert_eq!(planned(&silent, &s), s.agent.deadline);
+        let mut two_runs = s.clone();
+        two_runs.agent.runs.push(two_runs.agent.runs[0].clone());
+        assert_eq!(planned(&silent, &two_runs), s.agent.deadline);
         // Faults on reports it never sends lengthen nothing: its deadline is its plan.
         let t = case_timing(&silent, &scenario(THREE_500S)).unwrap();
-        assert!(
-            t.scale.is_wall() && t.expected_wait <= t.planned_wait,
-            "{t:?}"
-        );
+        assert!(t.expected_wait <= t.planned_wait, "{t:?}");
         assert_eq!(t.planned_wait, t.deadline, "{t:?}");
+        // Sped up, it is killed after its own-work allowance too.
+        silent.clock.kind = crate::agent::clock::ClockKind::Scalable;
+        let t = case_timing(&silent, &scenario("deadline = 30.0\n")).unwrap();
+        assert!(!t.scale.is_wall() && t.deadline > 30.0, "{t:?}");
+        assert_eq!(t.wall_planned(), t.wall_deadline(), "{t:?}");
         let deviates = |id: &str, done| {
             let mut p = profile(&format!(
                 "[[deviation]]\ncases = \"{id}.behaviour.terminal\"\nverdict = \"non-strict\"\nreason = \"never reports\"\n"
@@ -480,11 +487,11 @@ mod tests {
             p
         };
         assert_eq!(
-            planned(&deviates("s", TerminalReport)),
-            2.0 * s.agent.deadline
+            planned(&deviates("s", TerminalReport), &s),
+            s.agent.deadline
         );
-        assert_eq!(planned(&deviates("other", TerminalReport)), 0.0);
-        assert_eq!(planned(&deviates("s", Exit)), 0.0);
+        assert_eq!(planned(&deviates("other", TerminalReport), &s), 0.0);
+        assert_eq!(planned(&deviates("s", Exit), &s), 0.0);
     }
 
     /// An agent that never gives up on a 503 (`never_gives_up_on`, cloud-init 25.1) meets an

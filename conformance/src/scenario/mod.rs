@@ -171,7 +171,9 @@ impl Scenario {
 
     /// A rough estimate, in seconds, of how long a conforming agent waits in this scenario
     /// (scripted faults times the retry interval or timeout, or the whole budget when nothing
-    /// will ever succeed). The runner starts the longest scenarios first.
+    /// will ever succeed). The runner's plan for a pair starts from it (`runner::timing`: with
+    /// the agent's own fixed waits, or the deadline of a daemon that will not report), and it
+    /// starts the longest pairs first.
     pub fn expected_wait(&self) -> f64 {
         use fake_wireserver::EndPolicy;
         let a = &self.agent;
