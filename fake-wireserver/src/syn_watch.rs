@@ -236,12 +236,6 @@ fn syn_filter(addresses: &[Ipv4Addr], ports: &[u16]) -> Vec<libc::sock_filter> {
         BPF_ABS, BPF_B, BPF_H, BPF_IND, BPF_JEQ, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_LDX,
         BPF_MSH, BPF_RET, BPF_W,
     };
-    let op = |code: u32, jt: u8, jf: u8, k: u32| libc::sock_filter {
-        code: code as u16,
-        jt,
-        jf,
-        k,
-    };
     let (n, m) = (addresses.len() as u8, ports.len() as u8);
     // Layout: 0 protocol, 1 is-TCP, 2 dst address, 3.. one test per address; then fragment
     // offset, its test, header length, flags, the ACK test, the SYN test; then the dst port
@@ -250,27 +244,13 @@ fn syn_filter(addresses: &[Ipv4Addr], ports: &[u16]) -> Vec<libc::sock_filter> {
     let port_tests = frag + 6 + u8::from(m > 0);
     let keep_at = port_tests + m;
     let drop_at = keep_at + 1;
-    // A jump's offset counts from the next instruction.
-    let to = |from: u8, target: u8| target - from - 1;
     let mut p = vec![
         op(BPF_LD | BPF_B | BPF_ABS, 0, 0, 9),
         op(BPF_JMP | BPF_JEQ | BPF_K, 0, to(1, drop_at), 6),
         op(BPF_LD | BPF_W | BPF_ABS, 0, 0, 16),
     ];
-    for (i, a) in addresses.iter().enumerate() {
-        let at = 3 + i as u8;
-        let jf = if i + 1 == addresses.len() {
-            to(at, drop_at)
-        } else {
-            0
-        };
-        p.push(op(
-            BPF_JMP | BPF_JEQ | BPF_K,
-            to(at, frag),
-            jf,
-            u32::from(*a),
-        ));
-    }
+    let addresses: Vec<u32> = addresses.iter().map(|a| u32::from(*a)).collect();
+    p.extend(one_of(&addresses, 3, frag, drop_at));
     p.extend([
         op(BPF_LD | BPF_H | BPF_ABS, 0, 0, 6),
         op(BPF_JMP | BPF_JSET | BPF_K, to(frag + 1, drop_at), 0, 0x1fff),
@@ -282,25 +262,47 @@ fn syn_filter(addresses: &[Ipv4Addr], ports: &[u16]) -> Vec<libc::sock_filter> {
     ]);
     if m > 0 {
         p.push(op(BPF_LD | BPF_H | BPF_IND, 0, 0, 2));
-        for (j, port) in ports.iter().enumerate() {
-            let at = port_tests + j as u8;
-            let jf = if j + 1 == ports.len() {
-                to(at, drop_at)
-            } else {
-                0
-            };
-            p.push(op(
-                BPF_JMP | BPF_JEQ | BPF_K,
-                to(at, keep_at),
-                jf,
-                u32::from(*port),
-            ));
-        }
+        let ports: Vec<u32> = ports.iter().map(|p| u32::from(*p)).collect();
+        p.extend(one_of(&ports, port_tests, keep_at, drop_at));
     }
     p.push(op(BPF_RET | BPF_K, 0, 0, SNAP));
     p.push(op(BPF_RET | BPF_K, 0, 0, 0));
     debug_assert_eq!(p.len(), usize::from(drop_at) + 1);
     p
+}
+
+/// One classic BPF instruction.
+fn op(code: u32, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+    libc::sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    }
+}
+
+/// A jump's offset from instruction `from` to `target`: it counts from the next instruction.
+fn to(from: u8, target: u8) -> u8 {
+    target - from - 1
+}
+
+/// Tests of the loaded value against each of `values`, the first at instruction `first`: a
+/// match jumps to `hit`, no match after the last one to `miss`.
+fn one_of(values: &[u32], first: u8, hit: u8, miss: u8) -> Vec<libc::sock_filter> {
+    use libc::{BPF_JEQ, BPF_JMP, BPF_K};
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, value)| {
+            let at = first + i as u8;
+            let jf = if i + 1 == values.len() {
+                to(at, miss)
+            } else {
+                0
+            };
+            op(BPF_JMP | BPF_JEQ | BPF_K, to(at, hit), jf, *value)
+        })
+        .collect()
 }
 
 /// The next SYN's destination and receive time; `None` when none came within [`POLL`].
