@@ -4,8 +4,9 @@
 //!
 //! The deadline is counted from what the agent did, not from its spawn: its clock starts at
 //! the agent's first attempt, a request or a connection to a closed port the runner watches
-//! (see [`Activity`]), or after [`STARTUP_ALLOWANCE`] when none came. A slow start (an interpreter loading on a loaded machine) then costs nothing but
-//! wall time, and the same agent gets the same verdict on a busy machine as on an idle one.
+//! (see [`Activity`]), or after [`STARTUP_ALLOWANCE`] when none came. A slow start (an
+//! interpreter loading on a loaded machine) then costs nothing but wall time, and the same
+//! agent gets the same verdict on a busy machine as on an idle one.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -168,16 +168,9 @@ fn distinct_requests(obs: &Observation, entries: &[&Entry], redactor: &Redactor)
         .iter()
         .map(|e| request(obs, e, options, redactor))
         .collect();
-    for (i, (entry, text)) in entries.iter().zip(&texts).enumerate() {
-        let text = text.clone();
-        // A different request after it shows the agent had moved on (WALinuxAgent asks for
-        // the hosting configuration the goal state names): its waits for a CPU after that
-        // did not delay its reading of this answer.
-        let moved_on = entries[i + 1..]
-            .iter()
-            .zip(&texts[i + 1..])
-            .find(|(_, t)| **t != text)
-            .map(|(e, _)| e.at_ms);
+    let moved_on = moved_on_at(entries, &texts);
+    for ((entry, text), moved_on) in entries.iter().zip(texts).zip(moved_on) {
+        // Its waits for a CPU after it moved on did not delay its reading of this answer.
         let waited_until = (entry.at_ms + 2 * slow_ms).min(moved_on.unwrap_or(u64::MAX));
         let settled = !matches!(obs.classify(entry), crate::observe::Class::Retryable(_));
         // Slow as the agent saw it: the fake's own time to answer, plus how late the
@@ -213,6 +206,21 @@ fn distinct_requests(obs: &Observation, entries: &[&Entry], redactor: &Redactor)
         }
     }
     distinct
+}
+
+/// For each request, when the agent first sent a different one after it (`None`: it never
+/// did): by then it had moved on (WALinuxAgent asks for the hosting configuration the goal
+/// state names). One pass from the end: the next different text after a repeat is the repeat's.
+fn moved_on_at(entries: &[&Entry], texts: &[String]) -> Vec<Option<u64>> {
+    let mut next = vec![None; texts.len()];
+    for i in (0..texts.len().saturating_sub(1)).rev() {
+        next[i] = if texts[i + 1] != texts[i] {
+            Some(entries[i + 1].at_ms)
+        } else {
+            next[i + 1]
+        };
+    }
+    next
 }
 
 /// The KVP records, sorted: agents write events from threads (cloud-init's reporting queue),
@@ -678,5 +686,19 @@ mod tests {
             xml_layout("<Health><A/></Health>"),
             "no declaration, one line, no indentation"
         );
+    }
+
+    /// The first different request after each: a repeat shares its successor's, the last none.
+    #[test]
+    fn each_request_knows_when_the_agent_moved_on() {
+        use crate::checks::tests::health;
+        let entries: Vec<Entry> = (0..5).map(|i| health(i + 1, i * 100, 200)).collect();
+        let entries: Vec<&Entry> = entries.iter().collect();
+        let texts: Vec<String> = ["a", "a", "b", "a", "a"].map(String::from).to_vec();
+        assert_eq!(
+            moved_on_at(&entries, &texts),
+            [Some(200), Some(200), Some(300), None, None]
+        );
+        assert!(moved_on_at(&[], &[]).is_empty());
     }
 }
